@@ -1,0 +1,35 @@
+# The two entry points the README promises: `make run` and `make test`.
+# Each creates .venv on first use and installs what it needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench docs clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,docs]'
+	touch $(STAMP)
+
+# The main job. Until the broker lands it is the storage demo.
+run: $(STAMP)
+	$(BIN)/kafka-ref demo --data-dir $${DATA_DIR:-/tmp/kafka-ref-demo}
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(BIN)/kafka-ref bench storage
+
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) site .pytest_cache .hypothesis

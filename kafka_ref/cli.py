@@ -1,0 +1,60 @@
+"""The `kafka-ref` command, in the habits of Kafka's own tools.
+
+Each subcommand lives in its own module, which provides `add_arguments(parser)` and
+`run(args) -> int`; this file only wires them up. A wrong flag or a bad value prints one
+readable line and exits with code 2; an operation that fails exits with code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# subcommand -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("kafka_ref.tools.demo", "write and read a log on disk, showing its segments"),
+    "dump-log": ("kafka_ref.tools.dump_log", "print the batches of .log/.index/.timeindex files"),
+    "bench": ("kafka_ref.tools.bench", "measure throughput and latency"),
+}
+
+
+class UsageError(Exception):
+    """A bad argument: reported as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafka-ref", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="how much the broker and tools say (default INFO)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        cmd = sub.add_parser(name, help=help_text, description=module.__doc__)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return args._run(args)
+    except UsageError as err:
+        print(f"kafka-ref {args.command}: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

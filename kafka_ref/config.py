@@ -1,0 +1,239 @@
+"""Kafka's configuration names, defaults and validation, in one table.
+
+Kafka is configured by dotted names (`segment.bytes`, `retention.ms`): a topic's configs
+override the broker's `log.`-prefixed defaults (`log.segment.bytes`). kafka-ref keeps those
+names so that a Kafka user's settings work unchanged. Each config is a `ConfigDef` with its
+type, default, valid range and a one-line meaning; `LogConfig` is the typed view the log
+reads, built with `LogConfig.from_properties({"segment.bytes": "1048576"})`.
+
+The same table answers DescribeConfigs (value, default, source) once the broker exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafka_ref.errors import InvalidConfigError
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigDef:
+    """One configuration key: its type, default and the values it accepts."""
+
+    name: str
+    type: str  # "int" | "long" | "double" | "string" | "boolean" | "list"
+    default: Any
+    doc: str
+    minimum: float | None = None
+    choices: tuple[str, ...] | None = None
+
+    def parse(self, raw: Any) -> Any:
+        """Turn a raw value (a string from a properties file, or a Python value) into its type."""
+        try:
+            value = _PARSERS[self.type](raw)
+        except (TypeError, ValueError):
+            raise InvalidConfigError(f"{self.name}: {raw!r} is not a valid {self.type}") from None
+        if self.minimum is not None and value < self.minimum:
+            raise InvalidConfigError(f"{self.name}: {value} is below the minimum {self.minimum}")
+        if self.choices is not None:
+            items = value if self.type == "list" else [value]
+            for item in items:
+                if item not in self.choices:
+                    raise InvalidConfigError(
+                        f"{self.name}: {item!r} is not one of {', '.join(self.choices)}"
+                    )
+        return value
+
+
+def _parse_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(raw)
+    return text == "true"
+
+
+def _parse_list(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, (list, tuple)):
+        return tuple(str(x).strip() for x in raw)
+    return tuple(part.strip() for part in str(raw).split(",") if part.strip())
+
+
+_PARSERS: dict[str, Callable[[Any], Any]] = {
+    "int": int,
+    "long": int,
+    "double": float,
+    "string": str,
+    "boolean": _parse_bool,
+    "list": _parse_list,
+}
+
+# Topic-level configs (Kafka's TopicConfig / LogConfig). The broker default of each is the
+# same name with a `log.` prefix, except where BROKER_NAMES says otherwise.
+TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in (
+        ConfigDef("segment.bytes", "int", 1073741824, "Size at which a segment rolls.", 14),
+        ConfigDef("segment.ms", "long", 604800000, "Age at which a segment rolls.", 1),
+        ConfigDef("segment.jitter.ms", "long", 0, "Random jitter subtracted from segment.ms.", 0),
+        ConfigDef("segment.index.bytes", "int", 10485760, "Preallocated size of an index file.", 8),
+        ConfigDef(
+            "index.interval.bytes", "int", 4096, "Bytes appended between two index entries.", 0
+        ),
+        ConfigDef("retention.ms", "long", 604800000, "Age after which segments are deleted.", -1),
+        ConfigDef("retention.bytes", "long", -1, "Size above which old segments are deleted."),
+        ConfigDef(
+            "cleanup.policy",
+            "list",
+            ("delete",),
+            "delete, compact, or both.",
+            choices=("delete", "compact"),
+        ),
+        ConfigDef(
+            "delete.retention.ms", "long", 86400000, "How long tombstones survive compaction.", 0
+        ),
+        ConfigDef(
+            "min.cleanable.dirty.ratio",
+            "double",
+            0.5,
+            "Dirty share of the log above which it is compacted.",
+            0,
+        ),
+        ConfigDef(
+            "min.compaction.lag.ms", "long", 0, "Minimum age before a record is compacted.", 0
+        ),
+        ConfigDef("file.delete.delay.ms", "long", 60000, "Delay before a deleted file goes.", 0),
+        ConfigDef("flush.messages", "long", LONG_MAX, "Messages between two fsyncs.", 1),
+        ConfigDef("flush.ms", "long", LONG_MAX, "Milliseconds between two fsyncs.", 0),
+        ConfigDef("max.message.bytes", "int", 1048588, "Largest batch the log accepts.", 0),
+        ConfigDef(
+            "message.timestamp.type",
+            "string",
+            "CreateTime",
+            "CreateTime keeps the producer's timestamp; LogAppendTime stamps the broker's.",
+            choices=("CreateTime", "LogAppendTime"),
+        ),
+        ConfigDef(
+            "message.timestamp.before.max.ms",
+            "long",
+            LONG_MAX,
+            "How far in the past a CreateTime timestamp may be.",
+            0,
+        ),
+        ConfigDef(
+            "message.timestamp.after.max.ms",
+            "long",
+            LONG_MAX,
+            "How far in the future a CreateTime timestamp may be.",
+            0,
+        ),
+        ConfigDef("min.insync.replicas", "int", 1, "Replicas that must ack acks=all.", 1),
+        ConfigDef(
+            "unclean.leader.election.enable",
+            "boolean",
+            False,
+            "Allow an out-of-sync replica to become leader.",
+        ),
+        ConfigDef(
+            "compression.type",
+            "string",
+            "producer",
+            "Codec of stored batches; producer keeps the producer's.",
+            choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        ),
+        ConfigDef("preallocate", "boolean", False, "Preallocate segment files."),
+    )
+}
+
+# Broker-level names that do not follow the `log.` + topic name rule.
+BROKER_NAMES: dict[str, str] = {
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "segment.ms": "log.roll.ms",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "compression.type": "compression.type",
+    "max.message.bytes": "message.max.bytes",
+}
+
+
+def broker_name(topic_name: str) -> str:
+    """The broker default's name of a topic config: `segment.bytes` -> `log.segment.bytes`."""
+    return BROKER_NAMES.get(topic_name, "log." + topic_name)
+
+
+def _attr(name: str) -> str:
+    return name.replace(".", "_")
+
+
+@dataclasses.dataclass(frozen=True)
+class LogConfig:
+    """The typed configuration of one partition's log (Kafka: `LogConfig`)."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    delete_retention_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    file_delete_delay_ms: int = 60000
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    max_message_bytes: int = 1048588
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    compression_type: str = "producer"
+    preallocate: bool = False
+
+    @classmethod
+    def from_properties(
+        cls, props: Mapping[str, Any] | None = None, defaults: LogConfig | None = None
+    ) -> LogConfig:
+        """Build from Kafka-named properties over `defaults`; unknown names are an error."""
+        base = defaults or cls()
+        changes = {}
+        for name, raw in (props or {}).items():
+            definition = TOPIC_CONFIGS.get(name)
+            if definition is None:
+                raise InvalidConfigError(f"unknown topic config {name!r}")
+            changes[_attr(name)] = definition.parse(raw)
+        return dataclasses.replace(base, **changes)
+
+    def to_properties(self) -> dict[str, Any]:
+        """The Kafka-named view: {"segment.bytes": 1073741824, ...}."""
+        return {name: getattr(self, _attr(name)) for name in TOPIC_CONFIGS}
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+
+# Every ConfigDef default must equal the LogConfig field default: one truth, checked at import.
+assert all(getattr(LogConfig(), _attr(n)) == d.default for n, d in TOPIC_CONFIGS.items()), (
+    "TOPIC_CONFIGS and LogConfig disagree on a default"
+)

@@ -1,0 +1,207 @@
+"""Kafka's error codes, and the exceptions that carry them.
+
+Every failure a client can see travels over the wire as a 16-bit error code (Kafka's
+`org.apache.kafka.common.protocol.Errors`). Inside kafka-ref a failure is an exception that
+*carries* its code, so a handler that catches a `KafkaError` knows exactly what to answer:
+a corrupt batch in a produce request becomes `CORRUPT_MESSAGE` (2) for that partition, never
+a crash and never a generic `UNKNOWN_SERVER_ERROR` (-1).
+
+The names are Kafka's own (`NOT_LEADER_OR_FOLLOWER`, `MESSAGE_TOO_LARGE`), so what a
+student reads here is what Kafka's logs and clients print.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    """The error codes of the Kafka protocol (a subset large enough for this broker)."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NO_ERROR = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICATION_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    SECURITY_DISABLED = 54
+    OPERATION_NOT_ATTEMPTED = 55
+    KAFKA_STORAGE_ERROR = 56
+    LOG_DIR_NOT_FOUND = 57
+    SASL_AUTHENTICATION_FAILED = 58
+    UNKNOWN_PRODUCER_ID = 59
+    REASSIGNMENT_IN_PROGRESS = 60
+    DELEGATION_TOKEN_AUTH_DISABLED = 61
+    DELEGATION_TOKEN_NOT_FOUND = 62
+    DELEGATION_TOKEN_OWNER_MISMATCH = 63
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED = 64
+    DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
+    DELEGATION_TOKEN_EXPIRED = 66
+    INVALID_PRINCIPAL_TYPE = 67
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
+    LISTENER_NOT_FOUND = 72
+    TOPIC_DELETION_DISABLED = 73
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
+    INVALID_RECORD = 87
+    UNSTABLE_OFFSET_COMMIT = 88
+    THROTTLING_QUOTA_EXCEEDED = 89
+    PRODUCER_FENCED = 90
+
+    @property
+    def retriable(self) -> bool:
+        """True when a client may retry the same request (Kafka's RetriableException)."""
+        return self in _RETRIABLE
+
+
+_RETRIABLE = frozenset(
+    {
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+    }
+)
+
+
+class KafkaError(Exception):
+    """Base of every kafka-ref error that maps onto a Kafka error code."""
+
+    code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str = "", *, code: ErrorCode | None = None) -> None:
+        if code is not None:
+            self.code = code
+        super().__init__(message or self.code.name)
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.args[0]}" if self.args else self.code.name
+
+
+class CorruptRecordError(KafkaError):
+    """A batch fails its CRC, its length or its structure (Kafka: CorruptRecordException)."""
+
+    code = ErrorCode.CORRUPT_MESSAGE
+
+
+class InvalidRecordError(KafkaError):
+    """A well-formed batch breaks a rule of the log (Kafka: InvalidRecordException)."""
+
+    code = ErrorCode.INVALID_RECORD
+
+
+class UnsupportedCompressionTypeError(KafkaError):
+    """The compression bits name a codec this broker does not know."""
+
+    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class UnsupportedForMessageFormatError(KafkaError):
+    """A feature asked of a message format that cannot carry it (e.g. magic 0/1 to the log)."""
+
+    code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+class MessageTooLargeError(KafkaError):
+    """A batch is larger than `max.message.bytes` (or a segment could ever hold)."""
+
+    code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class InvalidTimestampError(KafkaError):
+    """A timestamp is out of the range `message.timestamp.*.max.ms` allows."""
+
+    code = ErrorCode.INVALID_TIMESTAMP
+
+
+class OffsetOutOfRangeError(KafkaError):
+    """An offset below the log start offset or above the log end offset."""
+
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class KafkaStorageError(KafkaError):
+    """The disk failed us: an I/O error, a full disk, a directory we cannot use."""
+
+    code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class InvalidConfigError(KafkaError):
+    """A configuration key is unknown or its value is out of range."""
+
+    code = ErrorCode.INVALID_CONFIG

@@ -1,0 +1,279 @@
+"""The record batch (magic 2): the unit Kafka writes, stores, replicates and sends.
+
+Since Kafka 0.11 every producer request, every segment file and every fetch response holds
+*record batches*. A batch is a 61-byte header and a list of records (compressed as one blob
+when a codec is set). The broker treats a batch as an opaque, checksummed block: it reads
+the header, checks the CRC, writes the base offset and its leader epoch, and appends the
+bytes unchanged. That is why Kafka is fast. (Kafka: `DefaultRecordBatch`.)
+
+    offset  field                 type    notes
+    0       baseOffset            int64   the producer sends 0; the broker writes the real one
+    8       batchLength           int32   bytes after this field (total size - 12)
+    12      partitionLeaderEpoch  int32   written by the leader; not covered by the CRC
+    16      magic                 int8    2
+    17      crc                   uint32  CRC-32C (Castagnoli) of bytes [21, end)
+    21      attributes            int16   bits 0-2 codec, 3 timestampType, 4 isTransactional,
+                                          5 isControl, 6 hasDeleteHorizonMs
+    23      lastOffsetDelta       int32   offset of the last record - baseOffset
+    27      baseTimestamp         int64
+    35      maxTimestamp          int64   the broker's time when LogAppendTime
+    43      producerId            int64   -1 unless idempotent or transactional
+    51      producerEpoch         int16
+    53      baseSequence          int32
+    57      recordsCount          int32
+    61      records...
+
+The CRC starts at `attributes`, so the two fields the broker must change on append
+(baseOffset and partitionLeaderEpoch) are outside it: assigning offsets needs no
+decompression and no new checksum. Only LogAppendTime changes covered bytes.
+
+Rules: BATCH-1..BATCH-9 in spec/record.md.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+from crc32c import crc32c
+
+from kafka_ref.errors import CorruptRecordError, InvalidRecordError
+from kafka_ref.record.compression import Compression, compress, decompress
+from kafka_ref.record.record import Record, decode_record, encode_record
+
+MAGIC_V2 = 2
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: what precedes the length-counted bytes
+CRC_START = 21
+_MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_OFFSET_AND_EPOCH = struct.Struct(">q")  # baseOffset at 0
+_EPOCH = struct.Struct(">i")  # partitionLeaderEpoch at 12
+_LENGTH_AND_MAGIC = struct.Struct(">qiib")
+
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+
+class TimestampType(IntEnum):
+    """Attributes bit 3: whose clock the timestamps come from."""
+
+    CREATE_TIME = 0  # the producer's
+    LOG_APPEND_TIME = 1  # the broker's, at append
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The 61-byte header of a v2 batch, decoded."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @classmethod
+    def parse(cls, buf: bytes | memoryview, pos: int = 0) -> BatchHeader:
+        """Decode the header at `pos`. Checks only what is needed to trust its fields."""
+        available = len(buf) - pos
+        if available < LOG_OVERHEAD + 5:
+            raise CorruptRecordError(f"{available} bytes cannot hold a batch header")
+        _, batch_length, _, magic = _LENGTH_AND_MAGIC.unpack_from(buf, pos)
+        if magic != MAGIC_V2:
+            raise CorruptRecordError(f"magic {magic} where a v2 batch (magic 2) was expected")
+        if batch_length < _MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"batchLength {batch_length} is below the header's 49")
+        if available < HEADER_SIZE:
+            raise CorruptRecordError(f"{available} bytes cannot hold a batch header")
+        return cls(*_HEADER.unpack_from(buf, pos))
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch takes, header included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def compression(self) -> Compression:
+        return Compression.from_attributes(self.attributes)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return TimestampType((self.attributes & ATTR_TIMESTAMP_TYPE) >> 3)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id != NO_PRODUCER_ID
+
+
+def compute_crc(buf: bytes | memoryview, pos: int, size: int) -> int:
+    """CRC-32C of a batch's covered bytes: from attributes to the end."""
+    return crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+
+
+def validate_batch(buf: bytes | memoryview, pos: int = 0, *, check_count: bool = True):
+    """Check the batch at `pos` and return its header (Kafka: `ensureValid`).
+
+    Checks the header, that the whole batch is in `buf`, and its CRC. With `check_count`
+    (a producer's batch) it also checks recordsCount == lastOffsetDelta + 1; a batch the
+    log cleaner has thinned keeps its lastOffsetDelta with fewer records, so recovery and
+    replication pass check_count=False.
+    """
+    header = BatchHeader.parse(buf, pos)
+    if header.size > len(buf) - pos:
+        raise CorruptRecordError(
+            f"batch of {header.size} bytes at position {pos} is truncated to {len(buf) - pos}"
+        )
+    actual = compute_crc(buf, pos, header.size)
+    if actual != header.crc:
+        raise CorruptRecordError(
+            f"CRC mismatch at base offset {header.base_offset}: "
+            f"stored {header.crc:#010x}, computed {actual:#010x}"
+        )
+    Compression.from_attributes(header.attributes)  # unknown codec: typed error
+    if header.last_offset_delta < 0 or header.records_count < 0:
+        raise InvalidRecordError("negative lastOffsetDelta or recordsCount")
+    if check_count and header.records_count != header.last_offset_delta + 1:
+        raise InvalidRecordError(
+            f"recordsCount {header.records_count} but lastOffsetDelta "
+            f"{header.last_offset_delta}: the offsets of a new batch must be dense"
+        )
+    return header
+
+
+def stamp_batch(buf: bytearray | memoryview, pos: int, base_offset: int, leader_epoch: int):
+    """Write the offset and leader epoch the log assigns; the CRC stays valid."""
+    _OFFSET_AND_EPOCH.pack_into(buf, pos, base_offset)
+    _EPOCH.pack_into(buf, pos + 12, leader_epoch)
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
+    """Mark the batch LogAppendTime with the broker's `timestamp`, and re-checksum it."""
+    header = BatchHeader.parse(buf, pos)
+    struct.pack_into(">h", buf, pos + 21, header.attributes | ATTR_TIMESTAMP_TYPE)
+    struct.pack_into(">q", buf, pos + 35, timestamp)
+    struct.pack_into(">I", buf, pos + 17, compute_crc(buf, pos, header.size))
+
+
+def iter_batch_headers(buf: bytes | memoryview, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each batch in a buffer of whole batches; no CRC check."""
+    end = len(buf)
+    while pos < end:
+        header = BatchHeader.parse(buf, pos)
+        if pos + header.size > end:
+            raise CorruptRecordError(f"partial batch at position {pos}")
+        yield pos, header
+        pos += header.size
+
+
+class RecordBatch:
+    """One batch's bytes with its header; records are decoded only when asked for."""
+
+    __slots__ = ("buffer", "header")
+
+    def __init__(self, buf: bytes | memoryview, pos: int = 0) -> None:
+        self.header = BatchHeader.parse(buf, pos)
+        self.buffer = memoryview(buf)[pos : pos + self.header.size]
+
+    def records(self) -> Iterator[Record]:
+        """Decode the records lazily, decompressing the records section once."""
+        header = self.header
+        data: bytes | memoryview = self.buffer[HEADER_SIZE:]
+        if header.compression != Compression.NONE:
+            data = decompress(header.compression, data)
+        pos = 0
+        for _ in range(header.records_count):
+            record, pos = decode_record(data, pos, header.base_offset, header.base_timestamp)
+            yield record
+        if pos != len(data):
+            raise CorruptRecordError(
+                f"{len(data) - pos} bytes left after {header.records_count} records"
+            )
+
+    def __len__(self) -> int:
+        return self.header.size
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.buffer)
+
+
+def build_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int = 0,
+    compression: Compression = Compression.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+    offset_deltas: Sequence[int] | None = None,
+    last_offset_delta: int | None = None,
+) -> bytes:
+    """Encode `records` as one v2 batch, byte for byte as Kafka's client builds it.
+
+    Offsets are base_offset + 0, 1, 2 ... unless `offset_deltas` says otherwise (the log
+    cleaner keeps each surviving record's delta, and the batch's `last_offset_delta`).
+    """
+    deltas = list(range(len(records))) if offset_deltas is None else list(offset_deltas)
+    if len(deltas) != len(records):
+        raise ValueError("one offset delta per record")
+    if last_offset_delta is None:
+        last_offset_delta = deltas[-1] if deltas else 0
+    base_timestamp = records[0].timestamp if records else -1
+    max_timestamp = max((r.timestamp for r in records), default=-1)
+    body = b"".join(
+        encode_record(r, delta, r.timestamp - base_timestamp)
+        for r, delta in zip(records, deltas, strict=True)
+    )
+    if compression != Compression.NONE:
+        body = compress(compression, body)
+    attributes = int(compression) | (int(timestamp_type) << 3)
+    if is_transactional:
+        attributes |= ATTR_TRANSACTIONAL
+    if is_control:
+        attributes |= ATTR_CONTROL
+    batch = bytearray(HEADER_SIZE + len(body))
+    _HEADER.pack_into(
+        batch, 0, base_offset, len(batch) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2,
+        0, attributes, last_offset_delta, base_timestamp, max_timestamp,
+        producer_id, producer_epoch, base_sequence, len(records),
+    )  # fmt: skip
+    batch[HEADER_SIZE:] = body
+    struct.pack_into(">I", batch, 17, compute_crc(batch, 0, len(batch)))
+    return bytes(batch)
