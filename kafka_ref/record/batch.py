@@ -27,7 +27,13 @@ The CRC starts at `attributes`, so the two fields the broker must change on appe
 (baseOffset and partitionLeaderEpoch) are outside it: assigning offsets needs no
 decompression and no new checksum. Only LogAppendTime changes covered bytes.
 
-Rules: BATCH-1..BATCH-9 in spec/record.md.
+Every format keeps its magic byte at position 16 (v0/v1: offset 8, size 4, crc 4, magic),
+so a reader can tell a v2 batch from a legacy message set before trusting anything else
+(`peek_magic`). Failures carry Kafka's codes: a bad length, magic or CRC is CORRUPT_MESSAGE;
+a record that does not parse inside a CRC-valid batch, or a count that disagrees with the
+offsets, is INVALID_RECORD; an unknown codec is UNSUPPORTED_COMPRESSION_TYPE.
+
+Rules: BATCH-1..BATCH-4, BATCH-7..BATCH-11 in spec/record.md.
 """
 
 from __future__ import annotations
@@ -41,11 +47,12 @@ from crc32c import crc32c
 
 from kafka_ref.errors import CorruptRecordError, InvalidRecordError
 from kafka_ref.record.compression import Compression, compress, decompress
-from kafka_ref.record.record import Record, decode_record, encode_record
+from kafka_ref.record.record import MalformedRecordError, Record, decode_record, encode_record
 
 MAGIC_V2 = 2
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: what precedes the length-counted bytes
+MAGIC_OFFSET = 16  # the same position in every message format, v0 to v2
 CRC_START = 21
 _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 
@@ -63,6 +70,7 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
 
 
 class TimestampType(IntEnum):
@@ -138,6 +146,23 @@ class BatchHeader:
     def has_producer_id(self) -> bool:
         return self.producer_id != NO_PRODUCER_ID
 
+    @property
+    def is_compressed(self) -> bool:
+        return self.attributes & 0x07 != 0
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the cleaner has set bit 6, baseTimestamp holds the delete horizon (KIP-534)."""
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
+
+def peek_magic(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    """The magic byte of the batch or message at `pos`: 0, 1 (legacy.py) or 2 (this module)."""
+    if len(buf) - pos < MAGIC_OFFSET + 1:
+        raise CorruptRecordError(f"{len(buf) - pos} bytes cannot hold a magic byte")
+    magic = buf[pos + MAGIC_OFFSET]
+    return magic - 256 if magic > 127 else magic
+
 
 def compute_crc(buf: bytes | memoryview, pos: int, size: int) -> int:
     """CRC-32C of a batch's covered bytes: from attributes to the end."""
@@ -181,8 +206,14 @@ def stamp_batch(buf: bytearray | memoryview, pos: int, base_offset: int, leader_
 
 
 def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
-    """Mark the batch LogAppendTime with the broker's `timestamp`, and re-checksum it."""
+    """Mark the batch LogAppendTime with the broker's `timestamp`, and re-checksum it.
+
+    The CRC covers both changed fields, so it is computed again (Kafka: setMaxTimestamp).
+    Consumers then read every record's timestamp as `timestamp` (BATCH-9).
+    """
     header = BatchHeader.parse(buf, pos)
+    if header.size > len(buf) - pos:
+        raise CorruptRecordError(f"batch at position {pos} is truncated")
     struct.pack_into(">h", buf, pos + 21, header.attributes | ATTR_TIMESTAMP_TYPE)
     struct.pack_into(">q", buf, pos + 35, timestamp)
     struct.pack_into(">I", buf, pos + 17, compute_crc(buf, pos, header.size))
@@ -206,20 +237,36 @@ class RecordBatch:
 
     def __init__(self, buf: bytes | memoryview, pos: int = 0) -> None:
         self.header = BatchHeader.parse(buf, pos)
+        if self.header.size > len(buf) - pos:
+            raise CorruptRecordError(
+                f"batch of {self.header.size} bytes at position {pos} is truncated "
+                f"to {len(buf) - pos}"
+            )
         self.buffer = memoryview(buf)[pos : pos + self.header.size]
 
-    def records(self) -> Iterator[Record]:
-        """Decode the records lazily, decompressing the records section once."""
+    def records(self, *, max_size: int | None = None) -> Iterator[Record]:
+        """Decode the records lazily, decompressing the records section once.
+
+        `max_size` bounds the decompressed records section (CODEC-5). The records must use
+        up the section exactly; a LogAppendTime batch gives every record its maxTimestamp.
+        """
         header = self.header
+        if header.records_count < 0:
+            raise MalformedRecordError(f"negative recordsCount {header.records_count}")
         data: bytes | memoryview = self.buffer[HEADER_SIZE:]
         if header.compression != Compression.NONE:
-            data = decompress(header.compression, data)
+            data = decompress(header.compression, data, max_size=max_size)
+        append_time = None
+        if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            append_time = header.max_timestamp
         pos = 0
         for _ in range(header.records_count):
-            record, pos = decode_record(data, pos, header.base_offset, header.base_timestamp)
+            record, pos = decode_record(
+                data, pos, header.base_offset, header.base_timestamp, log_append_time=append_time
+            )
             yield record
         if pos != len(data):
-            raise CorruptRecordError(
+            raise MalformedRecordError(
                 f"{len(data) - pos} bytes left after {header.records_count} records"
             )
 
@@ -244,19 +291,25 @@ def build_batch(
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
     offset_deltas: Sequence[int] | None = None,
     last_offset_delta: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Encode `records` as one v2 batch, byte for byte as Kafka's client builds it.
 
     Offsets are base_offset + 0, 1, 2 ... unless `offset_deltas` says otherwise (the log
     cleaner keeps each surviving record's delta, and the batch's `last_offset_delta`).
+    baseTimestamp is the first record's timestamp (-1 for no records), maxTimestamp the
+    largest; with `delete_horizon_ms` (the cleaner, KIP-534) baseTimestamp is the horizon
+    and attributes bit 6 is set. A record that cannot be encoded raises InvalidRecordError.
     """
     deltas = list(range(len(records))) if offset_deltas is None else list(offset_deltas)
     if len(deltas) != len(records):
-        raise ValueError("one offset delta per record")
+        raise InvalidRecordError(f"{len(deltas)} offset deltas for {len(records)} records")
     if last_offset_delta is None:
         last_offset_delta = deltas[-1] if deltas else 0
-    base_timestamp = records[0].timestamp if records else -1
-    max_timestamp = max((r.timestamp for r in records), default=-1)
+    base_timestamp = records[0].timestamp if records else NO_TIMESTAMP
+    if delete_horizon_ms is not None:
+        base_timestamp = delete_horizon_ms
+    max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
     body = b"".join(
         encode_record(r, delta, r.timestamp - base_timestamp)
         for r, delta in zip(records, deltas, strict=True)
@@ -268,12 +321,17 @@ def build_batch(
         attributes |= ATTR_TRANSACTIONAL
     if is_control:
         attributes |= ATTR_CONTROL
+    if delete_horizon_ms is not None:
+        attributes |= ATTR_DELETE_HORIZON
     batch = bytearray(HEADER_SIZE + len(body))
-    _HEADER.pack_into(
-        batch, 0, base_offset, len(batch) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2,
-        0, attributes, last_offset_delta, base_timestamp, max_timestamp,
-        producer_id, producer_epoch, base_sequence, len(records),
-    )  # fmt: skip
+    try:
+        _HEADER.pack_into(
+            batch, 0, base_offset, len(batch) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2,
+            0, attributes, last_offset_delta, base_timestamp, max_timestamp,
+            producer_id, producer_epoch, base_sequence, len(records),
+        )  # fmt: skip
+    except struct.error as err:
+        raise InvalidRecordError(f"a batch header field is out of range: {err}") from None
     batch[HEADER_SIZE:] = body
     struct.pack_into(">I", batch, 17, compute_crc(batch, 0, len(batch)))
     return bytes(batch)
