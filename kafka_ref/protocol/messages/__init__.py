@@ -1,0 +1,144 @@
+"""The API registry: every request kafka-ref understands, by API key.
+
+Each Kafka request starts with a 16-bit *API key* that says what it is (0 Produce, 1 Fetch,
+3 Metadata, 18 ApiVersions...; Kafka's `ApiKeys` enum) and a 16-bit *API version*. The pair
+decides the schema of the rest of the request and of its response. This module maps
+`api_key -> Api(name, request, response, min_version, max_version)`; the version range is
+exactly what the broker advertises in its ApiVersions response, so declaring a wider range
+in a message module is all it takes to offer a new version (PROTO-11).
+
+The ranges follow the "floor = Kafka 4.x floor, ceiling = smallest client maximum" rule of
+the protocol facts sheet, so that librdkafka, kafka-python, aiokafka and KafkaJS all pick the
+same versions and every version a client may send is declared:
+
+    ApiVersions 0-3   Metadata 0-5   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
+    Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
+    DeleteRecords 0-1   DescribeConfigs 1-2   CreatePartitions 0-1
+
+One module per API, named by key (`api_00_produce.py`), declares its request and response and
+explains what the API is for. Other APIs (groups, transactions) join by adding a module and
+one line below.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+from kafka_ref.protocol.messages.api_00_produce import ProduceRequest, ProduceResponse
+from kafka_ref.protocol.messages.api_01_fetch import FetchRequest, FetchResponse
+from kafka_ref.protocol.messages.api_02_list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafka_ref.protocol.messages.api_03_metadata import MetadataRequest, MetadataResponse
+from kafka_ref.protocol.messages.api_18_api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+)
+from kafka_ref.protocol.messages.api_19_create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+from kafka_ref.protocol.messages.api_20_delete_topics import (
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from kafka_ref.protocol.messages.api_21_delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+)
+from kafka_ref.protocol.messages.api_32_describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+)
+from kafka_ref.protocol.messages.api_37_create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+)
+from kafka_ref.protocol.schema import Message
+
+
+class ApiKey(IntEnum):
+    """Kafka's API keys (`org.apache.kafka.common.protocol.ApiKeys`) that kafka-ref declares."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
+
+
+class Api(NamedTuple):
+    """One API: its name, its two schemas and the versions the broker advertises."""
+
+    name: str
+    request: Message
+    response: Message
+    min_version: int
+    max_version: int
+
+    @property
+    def versions(self) -> range:
+        return range(self.min_version, self.max_version + 1)
+
+
+def _api(name: str, request: Message, response: Message) -> Api:
+    # One source of truth: the range is the one the message modules declare, and a request
+    # and its response must agree on it.
+    if request.valid_versions != response.valid_versions or request.api_key != response.api_key:
+        raise ValueError(f"{name}: request and response disagree on api key or versions")
+    versions = request.valid_versions
+    return Api(name, request, response, versions.start, versions.stop - 1)
+
+
+APIS: dict[int, Api] = {
+    api.request.api_key: api
+    for api in (
+        _api("Produce", ProduceRequest, ProduceResponse),
+        _api("Fetch", FetchRequest, FetchResponse),
+        _api("ListOffsets", ListOffsetsRequest, ListOffsetsResponse),
+        _api("Metadata", MetadataRequest, MetadataResponse),
+        _api("ApiVersions", ApiVersionsRequest, ApiVersionsResponse),
+        _api("CreateTopics", CreateTopicsRequest, CreateTopicsResponse),
+        _api("DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse),
+        _api("DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse),
+        _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
+        _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
+    )
+}
+
+
+def supported_api_versions() -> list[tuple[int, int, int]]:
+    """(api_key, min_version, max_version) for every API, sorted: the ApiVersions answer."""
+    return [(key, api.min_version, api.max_version) for key, api in sorted(APIS.items())]
+
+
+__all__ = [
+    "APIS",
+    "Api",
+    "ApiKey",
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
+    "CreatePartitionsRequest",
+    "CreatePartitionsResponse",
+    "CreateTopicsRequest",
+    "CreateTopicsResponse",
+    "DeleteRecordsRequest",
+    "DeleteRecordsResponse",
+    "DeleteTopicsRequest",
+    "DeleteTopicsResponse",
+    "DescribeConfigsRequest",
+    "DescribeConfigsResponse",
+    "FetchRequest",
+    "FetchResponse",
+    "ListOffsetsRequest",
+    "ListOffsetsResponse",
+    "MetadataRequest",
+    "MetadataResponse",
+    "ProduceRequest",
+    "ProduceResponse",
+    "supported_api_versions",
+]
