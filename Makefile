@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench docs clean
+.PHONY: run demo test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -13,8 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
-# The main job. Until the broker lands it is the storage demo.
+# The main job: one broker on 127.0.0.1:9092 with embedded metadata (no ZooKeeper).
 run: $(STAMP)
+	$(BIN)/kafka-ref broker --listen $${LISTEN:-127.0.0.1:9092} --data-dir $${DATA_DIR:-/tmp/kafka-ref-data}
+
+demo: $(STAMP)
 	$(BIN)/kafka-ref demo --data-dir $${DATA_DIR:-/tmp/kafka-ref-demo}
 
 test: $(STAMP)

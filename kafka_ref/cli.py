@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("kafka_ref.tools.demo", "write and read a log on disk, showing its segments"),
     "dump-log": ("kafka_ref.tools.dump_log", "print the batches of .log/.index/.timeindex files"),
     "bench": ("kafka_ref.tools.bench", "measure throughput and latency"),
+    "broker": ("kafka_ref.tools.broker", "run a broker"),
 }
 
 

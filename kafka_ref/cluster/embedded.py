@@ -1,0 +1,355 @@
+"""The embedded controller: a single broker that is its own controller, without ZooKeeper.
+
+A Kafka cluster needs one authority over metadata: which topics exist, with how many
+partitions and which configs, and who leads each partition. Old Kafka kept that in
+ZooKeeper; KRaft (KIP-500) keeps it in a replicated metadata log owned by a controller
+quorum, and a small deployment runs broker and controller in one process ("combined mode",
+`process.roles=broker,controller`). kafka-ref's single broker is that combined mode with a
+quorum of one: this module is the controller (Kafka: `QuorumController` plus the
+`MetadataImage` it publishes), and the broker asks it to create, grow and delete topics.
+
+**State and persistence.** The state is small: the cluster id, and per topic its id,
+partition count, replication factor and config overrides. It lives in the data directory:
+
+    <data-dir>/meta.properties            version=1, cluster.id=..., node.id=... (as Kafka)
+    <data-dir>/__cluster_metadata.json    {"topics": {...}, "deleting": {...}}
+
+Every change rewrites the JSON file atomically (write a temporary file, fsync, rename,
+fsync the directory), so after a crash the file is either the old or the new state, never
+a mix: topic metadata survives restarts and kill -9 (BROKER-36). KRaft writes metadata
+*records* to the `__cluster_metadata` log instead; a whole-state file is the same idea
+without log replay, and small enough for a teaching broker.
+
+**Publishing.** A change is persisted first and then published to listeners (Kafka:
+`BrokerMetadataPublisher`): the ReplicaManager creates the new partitions' logs or deletes
+a deleted topic's logs. A deletion is written as a "deleting" entry before the logs go and
+cleared after, so a crash in between finishes the deletion at the next start instead of
+resurrecting the topic. On this single broker every partition's leader, replicas and ISR
+are this broker, with leader epoch 0, and the controller id is the broker id (BROKER-12).
+
+Rules: BROKER-12, BROKER-30..BROKER-36.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from kafka_ref.cluster.metadata import (
+    BrokerEndpoint,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidRequestError,
+    InvalidTopicError,
+    PartitionState,
+    TopicDeletionDisabledError,
+    TopicExistsError,
+    TopicMetadata,
+    UnknownTopicOrPartitionError,
+    resolve_partitions,
+    resolve_replication_factor,
+    unify_collision_chars,
+    validate_topic_name,
+)
+from kafka_ref.config import LogConfig
+
+logger = logging.getLogger("kafka_ref.cluster.embedded")
+
+METADATA_FILE = "__cluster_metadata.json"
+META_PROPERTIES = "meta.properties"
+
+
+class MetadataLoadError(Exception):
+    """The metadata in the data directory cannot be used (corrupt, or another node's)."""
+
+
+class MetadataListener(Protocol):
+    """What the broker does when metadata changes (Kafka: `BrokerMetadataPublisher`)."""
+
+    def on_partitions_created(self, topic: str, partitions: range) -> None: ...
+
+    def on_topic_deleted(self, topic: str, partitions: int) -> None: ...
+
+
+def new_cluster_id() -> str:
+    """A cluster id as Kafka makes one: a random UUID, URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_properties(path: str) -> dict[str, str]:
+    props = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith(("#", "!")) and "=" in line:
+                key, _, value = line.partition("=")
+                props[key.strip()] = value.strip()
+    return props
+
+
+class EmbeddedController:
+    """The single broker's controller and metadata image (KRaft combined mode, quorum of 1)."""
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike,
+        endpoint: BrokerEndpoint,
+        *,
+        log_defaults: LogConfig | None = None,
+        num_partitions: int = 1,
+        default_replication_factor: int = 1,
+        delete_topic_enable: bool = True,
+    ) -> None:
+        self.data_dir = os.path.abspath(os.fspath(data_dir))
+        self.endpoint = endpoint
+        self.log_defaults = log_defaults or LogConfig()
+        self.num_partitions = num_partitions
+        self.default_replication_factor = default_replication_factor
+        self.delete_topic_enable = delete_topic_enable
+        self.listeners: list[MetadataListener] = []
+        self._topics: dict[str, TopicMetadata] = {}
+        self._deleting: dict[str, int] = {}  # topic -> partitions whose logs may remain
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.cluster_id = self._load_meta_properties()
+        self._load_topics()
+
+    # ------------------------------------------------------------------ loading, persisting
+    def _path(self, name: str) -> str:
+        return os.path.join(self.data_dir, name)
+
+    def _load_meta_properties(self) -> str:
+        path = self._path(META_PROPERTIES)
+        node_id = self.endpoint.node_id
+        if os.path.exists(path):
+            props = _read_properties(path)
+            stored = props.get("node.id", props.get("broker.id"))
+            if stored is not None and int(stored) != node_id:
+                raise MetadataLoadError(
+                    f"{path}: stored node.id {stored} does not match the configured {node_id}"
+                )
+            if props.get("cluster.id"):
+                return props["cluster.id"]
+        cluster_id = new_cluster_id()
+        text = f"#Written by kafka-ref\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n"
+        _write_atomically(path, text.encode())
+        logger.info("formatted %s: cluster id %s, node id %d", self.data_dir, cluster_id, node_id)
+        return cluster_id
+
+    def _load_topics(self) -> None:
+        path = self._path(METADATA_FILE)
+        if not os.path.exists(path):
+            return
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            self._topics = {
+                name: TopicMetadata.from_json(name, t) for name, t in data["topics"].items()
+            }
+            self._deleting = {str(k): int(v) for k, v in data.get("deleting", {}).items()}
+        except (OSError, ValueError, KeyError, TypeError, InvalidTopicError) as err:
+            raise MetadataLoadError(f"cannot read topic metadata {path}: {err}") from err
+        logger.info("loaded metadata of %d topics from %s", len(self._topics), path)
+
+    def _persist(self) -> None:
+        data = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "topics": {name: t.to_json() for name, t in sorted(self._topics.items())},
+            "deleting": dict(self._deleting),
+        }
+        _write_atomically(self._path(METADATA_FILE), json.dumps(data, indent=1).encode())
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def controller_id(self) -> int:
+        return self.endpoint.node_id
+
+    def brokers(self) -> list[BrokerEndpoint]:
+        return [self.endpoint]
+
+    def topics(self) -> list[TopicMetadata]:
+        return [self._topics[name] for name in sorted(self._topics)]
+
+    def topic(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def pending_deletions(self) -> dict[str, int]:
+        return dict(self._deleting)
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        meta = self._topics.get(topic)
+        if meta is None or not 0 <= partition < meta.partitions:
+            return None
+        me = (self.endpoint.node_id,)
+        return PartitionState(topic, partition, self.endpoint.node_id, 0, me, me)
+
+    def log_config(self, topic: str) -> LogConfig | None:
+        """The topic's LogConfig: broker defaults with the topic's overrides on top."""
+        meta = self._topics.get(topic)
+        if meta is None or not meta.configs:
+            return None
+        return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
+
+    # ------------------------------------------------------------------ changing
+    def _check_new_name(self, name: str) -> None:
+        validate_topic_name(name)
+        if name in self._topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        unified = unify_collision_chars(name)
+        for other in self._topics:
+            if unify_collision_chars(other) == unified:
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+
+    def _check_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:
+        for key, value in configs.items():
+            if value is None:
+                raise InvalidRequestError(f"Null value not supported for topic config {key}")
+        clean = {str(k): str(v) for k, v in configs.items()}
+        LogConfig.from_properties(clean, defaults=self.log_defaults)  # InvalidConfigError
+        return clean
+
+    def _check_assignments(self, assignments: Iterable[Iterable[int]], what: str) -> int:
+        count = 0
+        for broker_ids in assignments:
+            ids = list(broker_ids)
+            if not ids or len(set(ids)) != len(ids):
+                raise InvalidReplicaAssignmentError(f"{what}: empty or duplicate replica list")
+            if any(b != self.endpoint.node_id for b in ids):
+                raise InvalidReplicaAssignmentError(
+                    f"{what}: the assignment names broker(s) other than {self.endpoint.node_id}"
+                )
+            count += 1
+        return count
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        assignments: Mapping[int, list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        """Create a topic after Kafka's checks, in Kafka's order; -1 means broker default."""
+        self._check_new_name(name)
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise InvalidRequestError(
+                    "Both numPartitions or replicationFactor and replicasAssignments were set."
+                )
+            if sorted(assignments) != list(range(len(assignments))):
+                raise InvalidReplicaAssignmentError("partitions must be numbered 0..n-1")
+            partitions = self._check_assignments(assignments.values(), name)
+            factor = len(next(iter(assignments.values())))
+        else:
+            partitions = resolve_partitions(num_partitions, self.num_partitions)
+            factor = resolve_replication_factor(
+                replication_factor, self.default_replication_factor, len(self.brokers())
+            )
+        overrides = self._check_configs(configs or {})
+        meta = TopicMetadata(name, uuid.uuid4(), partitions, factor, overrides)
+        if validate_only:
+            return meta
+        self._topics[name] = meta
+        self._persist()
+        logger.info(
+            "created topic %s with %d partition(s), replication factor %d%s",
+            name, partitions, factor, f", configs {overrides}" if overrides else "",
+        )  # fmt: skip
+        for listener in self.listeners:
+            listener.on_partitions_created(name, range(partitions))
+        return meta
+
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        assignments: list[list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        """Grow a topic to `count` partitions (partitions never shrink)."""
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        if count < meta.partitions:
+            raise InvalidPartitionsError(
+                f"Topic currently has {meta.partitions} partitions, which is higher than the"
+                f" requested {count}."
+            )
+        if count == meta.partitions:
+            raise InvalidPartitionsError(f"Topic already has {meta.partitions} partitions.")
+        resolve_partitions(count, count)  # the upper bound
+        if assignments is not None:
+            added = count - meta.partitions
+            if len(assignments) != added:
+                raise InvalidReplicaAssignmentError(
+                    f"Increasing the number of partitions by {added} but {len(assignments)}"
+                    " assignments provided."
+                )
+            self._check_assignments(assignments, name)
+        grown = TopicMetadata(
+            meta.name, meta.topic_id, count, meta.replication_factor, meta.configs, meta.internal
+        )
+        if validate_only:
+            return grown
+        self._topics[name] = grown
+        self._persist()
+        logger.info("topic %s: partitions %d -> %d", name, meta.partitions, count)
+        for listener in self.listeners:
+            listener.on_partitions_created(name, range(meta.partitions, count))
+        return grown
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic: persist its removal, delete its logs, then clear the tombstone."""
+        if not self.delete_topic_enable:
+            raise TopicDeletionDisabledError("Topic deletion is disabled.")
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        del self._topics[name]
+        self._deleting[name] = meta.partitions
+        self._persist()
+        self.finish_deletion(name)
+        logger.info("deleted topic %s (%d partitions)", name, meta.partitions)
+
+    def finish_deletion(self, name: str) -> None:
+        """Delete the logs of a topic marked deleting (also after a crash), then forget it."""
+        partitions = self._deleting.get(name)
+        if partitions is None:
+            return
+        for listener in self.listeners:
+            listener.on_topic_deleted(name, partitions)
+        del self._deleting[name]
+        self._persist()
+
+    def adopt_topic(self, name: str, partitions: int) -> TopicMetadata:
+        """Register a topic whose logs exist without metadata (e.g. written by another tool).
+
+        The controller never deletes data it does not know about (DUR-10): it adopts it.
+        """
+        meta = TopicMetadata(validate_topic_name(name), uuid.uuid4(), partitions)
+        self._topics[name] = meta
+        self._persist()
+        logger.warning("adopted topic %s (%d partitions) found on disk", name, partitions)
+        return meta

@@ -1,0 +1,174 @@
+"""Topics, partitions and the rules for naming them: the values of cluster metadata.
+
+Every Kafka broker keeps a picture of the cluster (Kafka: `MetadataImage` in KRaft,
+`MetadataCache` on every broker): the topics, each with a UUID (`topic_id`), a number of
+partitions and its config overrides; for each partition a leader, its replicas and its
+in-sync replicas (ISR), and a leader epoch that rises with every leader change. Clients
+learn this picture through the Metadata API and send each request to a partition's leader.
+
+This module holds those values and the checks every controller applies before it changes
+them, with Kafka's error codes:
+
+* a topic name is 1..249 characters of `[a-zA-Z0-9._-]` and not `.` or `..` (Kafka
+  `Topic.validate`); 249 leaves room for `-<partition>` in a 255-byte directory name
+  (INVALID_TOPIC_EXCEPTION, BROKER-30);
+* names that differ only in `.` versus `_` collide, because metric names replace `.` with
+  `_` (Kafka `Topic.hasCollision`, INVALID_TOPIC_EXCEPTION);
+* partition counts and replication factors must be positive, or -1 for the broker default
+  (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, BROKER-31).
+
+The controller (embedded.py) owns the metadata and persists it; handlers only read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import uuid
+from typing import Any
+
+from kafka_ref.errors import ErrorCode, KafkaError
+
+MAX_TOPIC_NAME_LENGTH = 249
+MAX_PARTITIONS_PER_TOPIC = 10_000  # kafka-ref's guard against one request filling a disk
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class InvalidTopicError(KafkaError):
+    code = ErrorCode.INVALID_TOPIC
+
+
+class TopicExistsError(KafkaError):
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidPartitionsError(KafkaError):
+    code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(KafkaError):
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(KafkaError):
+    code = ErrorCode.INVALID_REPLICATION_ASSIGNMENT
+
+
+class UnknownTopicOrPartitionError(KafkaError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class InvalidRequestError(KafkaError):
+    code = ErrorCode.INVALID_REQUEST
+
+
+class TopicDeletionDisabledError(KafkaError):
+    code = ErrorCode.TOPIC_DELETION_DISABLED
+
+
+def validate_topic_name(name: Any) -> str:
+    """Return `name` if it is a legal topic name, else raise InvalidTopicError (Kafka's words)."""
+    if not isinstance(name, str) or not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters,"
+            f" topic name: {name}"
+        )
+    if not _LEGAL.fullmatch(name):
+        raise InvalidTopicError(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+    return name
+
+
+def unify_collision_chars(name: str) -> str:
+    """The name with `.` replaced by `_`: two topics with the same result collide."""
+    return name.replace(".", "_")
+
+
+def resolve_partitions(requested: int, default: int) -> int:
+    """-1 means the broker's num.partitions; anything else must be 1..MAX (BROKER-31)."""
+    count = default if requested == -1 else requested
+    if count <= 0:
+        raise InvalidPartitionsError(
+            "Number of partitions was set to an invalid non-positive value."
+        )
+    if count > MAX_PARTITIONS_PER_TOPIC:
+        raise InvalidPartitionsError(
+            f"Number of partitions {count} exceeds kafka-ref's limit {MAX_PARTITIONS_PER_TOPIC}."
+        )
+    return count
+
+
+def resolve_replication_factor(requested: int, default: int, live_brokers: int) -> int:
+    """-1 means default.replication.factor; it must be 1..number of live brokers."""
+    factor = default if requested == -1 else requested
+    if factor <= 0:
+        raise InvalidReplicationFactorError(
+            "Replication factor must be larger than 0, or -1 to use the default value."
+        )
+    if factor > live_brokers:
+        raise InvalidReplicationFactorError(
+            f"Unable to replicate the partition {factor} time(s): The target replication factor"
+            f" of {factor} cannot be reached because only {live_brokers} broker(s) are"
+            " registered."
+        )
+    return factor
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicMetadata:
+    """One topic as the controller knows it (Kafka: `TopicImage`)."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    replication_factor: int = 1
+    configs: dict[str, str] = dataclasses.field(default_factory=dict)  # overrides only
+    internal: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic_id": str(self.topic_id),
+            "partitions": self.partitions,
+            "replication_factor": self.replication_factor,
+            "configs": dict(self.configs),
+            "internal": self.internal,
+        }
+
+    @classmethod
+    def from_json(cls, name: str, data: dict[str, Any]) -> TopicMetadata:
+        return cls(
+            name=validate_topic_name(name),
+            topic_id=uuid.UUID(data["topic_id"]),
+            partitions=int(data["partitions"]),
+            replication_factor=int(data.get("replication_factor", 1)),
+            configs={str(k): str(v) for k, v in data.get("configs", {}).items()},
+            internal=bool(data.get("internal", False)),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionState:
+    """Leader, replicas and ISR of one partition (Kafka: `PartitionRegistration`)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerEndpoint:
+    """Where clients reach a broker: its id and advertised listener (Kafka: `Node`)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None

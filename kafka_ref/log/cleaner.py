@@ -1,0 +1,308 @@
+"""Log compaction: keep the latest record of every key, forever, at its original offset.
+
+With `cleanup.policy=compact` a topic is a *changelog*: what matters is the latest value of
+each key (a user's address, a consumer group's committed offset in `__consumer_offsets`).
+The log cleaner (Kafka's `LogCleaner`, whose worker is `Cleaner`) rewrites old segments,
+dropping every record that a later record with the same key has superseded. What is left
+still reads like a log: same offsets, same order, only with gaps.
+
+    before   offset  0    1    2    3    4    5    6      (6 is in the active segment)
+             key     a    b    a    c    b    a    d
+             value   a1   b1   a2   c1   null a3   d1     (b's null value is a tombstone)
+    after    offset            3    4    5    6
+             key               c    b    a    d
+             value             c1   null a3   d1
+
+**Clean and dirty.** The cleaner remembers, per partition, how far it has cleaned: the
+*first dirty offset*, kept in `cleaner-offset-checkpoint` at the data directory's root.
+Below it the log is clean (each key at most once); from it to the *first uncleanable
+offset* it is dirty. The active segment is never cleaned (COMPACT-3), nor any segment
+holding a record newer than `min.compaction.lag.ms` (COMPACT-7), and a log is cleaned only
+when its *dirty ratio* exceeds `min.cleanable.dirty.ratio` (COMPACT-4). Those decisions,
+and the checkpoint, belong to the cleaner manager (cleaner_manager.py, Kafka
+`LogCleanerManager`); this module is the worker that cleans a range it is given.
+
+**One round** (`Cleaner.clean`, Kafka `Cleaner.doClean`):
+
+1. Scan the dirty section once and build the offset map key -> latest offset
+   (offset_map.py). If the map fills up, the round stops there: its end offset is the last
+   offset mapped + 1, and the rest waits for the next round (COMPACT-5).
+2. Take every non-active segment from the log's start up to that end offset, clean *and*
+   dirty (a clean record may be superseded by a dirty one), in groups whose total size fits
+   one segment (`segment.bytes`, and the index limits): small cleaned segments merge.
+3. For each group write one new segment `<first base>.log.cleaned` (+ indexes), keeping a
+   record when (COMPACT-1, Kafka `shouldRetainRecord`): it lies past the map's end; or it
+   has a key, its offset is >= map[key] (or the key is not in the map), and it is not an
+   expired tombstone. Records with a null key are dropped: Kafka rejects them on produce
+   to a compacted topic, so any found here are debris (COMPACT-9). Control batches
+   (transaction markers) are kept whole (COMPACT-12).
+4. Swap the group in crash-safely (`Log.replace_segments`, COMPACT-10): `.cleaned` ->
+   `.swap` (the commit point), the old segments out of the log and off the disk, `.swap`
+   -> live names. On load, a `.cleaned` file is an uncommitted round and is deleted; a
+   `.swap` completes the swap (recovery.py, DUR-11).
+5. The manager writes the round's end offset as the new first dirty offset.
+
+**Batches** (COMPACT-2, COMPACT-8). A batch whose records all survive is copied byte for
+byte. A thinned batch is re-encoded with the same base offset, the surviving records'
+offset deltas, and the *original* lastOffsetDelta, producer id/epoch, base sequence,
+transactional/control flags, leader epoch and codec: offsets never move, and the batch
+still ends where it ended, so a producer's sequence state can be rebuilt from it. A batch
+with no survivors is dropped. (Kafka keeps an emptied batch when it is the last one of a
+still-active producer, so idempotence can check the next sequence after a restart; that
+matters once producer state lands, and is noted in spec/retention.md.)
+
+**Tombstones** (COMPACT-6). A null value deletes its key, but it must stay long enough for
+every consumer to see it. kafka-ref follows KIP-534 (Kafka 3.1): when the cleaner first
+writes a batch holding a tombstone, it stamps the batch with a *delete horizon*
+(attributes bit 6 `hasDeleteHorizonMs`, baseTimestamp = now + `delete.retention.ms`; the
+records' timestamp deltas are relative to it, so their timestamps do not change). A later
+round at or after the horizon drops the tombstone. The horizon travels with the batch, so
+it survives restarts and replication, and it depends on the clock, not on file mtimes.
+(Before KIP-534 Kafka kept a tombstone while its segment's last-modified time +
+delete.retention.ms was in the future, which a copied or touched file silently changes.)
+A round runs only when there is dirty data, so a tombstone past its horizon goes at the
+next round after the horizon, not at the horizon itself.
+
+Not yet: aborted transactions are not removed (there is no transaction index yet), and
+cleaning is single-threaded and synchronous: the broker calls `LogCleaner.clean(log, now)`
+(cleaner_manager.py) from its background loop (Kafka: `log.cleaner.backoff.ms`).
+
+Rules: COMPACT-1, COMPACT-2, COMPACT-5, COMPACT-6, COMPACT-8..COMPACT-13 in
+spec/retention.md (with offset_map.py and cleaner_manager.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kafka_ref.log.log import Log
+from kafka_ref.log.offset_map import SkimpyOffsetMap
+from kafka_ref.log.segment import Segment
+from kafka_ref.record.batch import (
+    ATTR_DELETE_HORIZON,
+    BatchHeader,
+    RecordBatch,
+    build_batch,
+)
+from kafka_ref.record.record import Record
+
+logger = logging.getLogger("kafka_ref.log.cleaner")
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class CleanerStats:
+    """What one cleaning round did (Kafka: `CleanerStats`)."""
+
+    first_dirty_offset: int = 0
+    end_offset: int = 0  # the new first dirty offset
+    map_entries: int = 0
+    segments_cleaned: int = 0  # old segments rewritten
+    segments_written: int = 0  # new segments swapped in
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_removed: int = 0
+    tombstones_removed: int = 0
+    null_keys_removed: int = 0
+    batches_removed: int = 0
+
+    @property
+    def bytes_freed(self) -> int:
+        return self.bytes_read - self.bytes_written
+
+
+class Cleaner:
+    """One round of compaction over one log (Kafka: `Cleaner`)."""
+
+    def __init__(self, offset_map: SkimpyOffsetMap | None = None) -> None:
+        self.offset_map = offset_map if offset_map is not None else SkimpyOffsetMap()
+
+    def clean(self, log: Log, first_dirty: int, first_uncleanable: int, now: int) -> CleanerStats:
+        """Compact `log` for the dirty range [first_dirty, first_uncleanable)."""
+        stats = CleanerStats(first_dirty_offset=first_dirty, end_offset=first_dirty)
+        self.build_offset_map(log, first_dirty, first_uncleanable)
+        end_offset = self.offset_map.latest_offset + 1
+        if end_offset <= first_dirty:
+            return stats  # nothing dirty to clean
+        stats.end_offset = end_offset
+        stats.map_entries = len(self.offset_map)
+        active = log.active_segment
+        segments = [s for s in log.segments if s is not active and s.base_offset < end_offset]
+        config = log.config
+        for group in group_segments_by_size(
+            segments, config.segment_bytes, config.segment_index_bytes
+        ):
+            self.clean_segments(log, group, now, stats)
+        return stats
+
+    # ------------------------------------------------------------------ the offset map
+    def build_offset_map(self, log: Log, start: int, end: int) -> None:
+        """map[key] = latest offset over the dirty range; stops early if the map fills up."""
+        omap = self.offset_map
+        omap.clear()
+        active = log.active_segment
+        for segment in log.segments:
+            if segment is active or segment.base_offset >= end:
+                break
+            if segment.next_offset <= start:
+                continue
+            if self._map_segment(segment, start, omap):
+                logger.info(
+                    "%s: offset map full (%d keys) in segment %d; cleaning up to offset %d",
+                    log.name, len(omap), segment.base_offset, omap.latest_offset,
+                )  # fmt: skip
+                return
+
+    @staticmethod
+    def _map_segment(segment: Segment, start: int, omap: SkimpyOffsetMap) -> bool:
+        """Map one segment's records at or after `start`; True when the map became full."""
+        for position in segment.log.batch_positions():
+            if position.last_offset < start:
+                continue
+            batch = RecordBatch(segment.log.read(position.position, position.size))
+            if not batch.header.is_control:  # markers have no key to map
+                for record in batch.records():
+                    if record.key is None or record.offset < start:
+                        continue
+                    if omap.is_full:  # Kafka: size >= slots x load factor
+                        return True
+                    omap.put(record.key, record.offset)
+            omap.update_latest_offset(position.last_offset)
+        return False
+
+    # ------------------------------------------------------------------ rewriting
+    def clean_segments(self, log: Log, group: Sequence[Segment], now: int, stats: CleanerStats):
+        """Write `group` as one `.cleaned` segment, then swap it in (COMPACT-10)."""
+        cleaned = log.new_cleaned_segment(group[0].base_offset)
+        try:
+            for source in group:
+                self.clean_into(source, cleaned, now, log.config.delete_retention_ms, stats)
+            # Keep the newest mtime (Kafka does), for anything that falls back on it.
+            mtime = max(os.stat(s.log.path).st_mtime_ns for s in group)
+            os.utime(cleaned.log.path, ns=(mtime, mtime))
+        except Exception:  # an error, not a crash: drop the half-written segment
+            cleaned.close()
+            cleaned.delete()
+            raise
+        log.replace_segments([cleaned], list(group))
+        stats.segments_cleaned += len(group)
+        stats.segments_written += 1
+        logger.info(
+            "%s: cleaned segments %s into segment %d (%d -> %d bytes)",
+            log.name, [s.base_offset for s in group], cleaned.base_offset,
+            sum(s.size for s in group), cleaned.size,
+        )  # fmt: skip
+
+    def clean_into(
+        self, source: Segment, dest: Segment, now: int, delete_retention_ms: int, stats
+    ) -> None:
+        """Copy the records of `source` that survive into `dest`, batch by batch."""
+        for position in source.log.batch_positions():
+            raw = source.log.read(position.position, position.size)
+            stats.bytes_read += len(raw)
+            kept = self.filter_batch(raw, now, delete_retention_ms, stats)
+            if kept is None:
+                stats.batches_removed += 1
+                continue
+            dest.append_batches(kept)  # one append per batch: an index entry per interval
+            stats.bytes_written += len(kept)
+
+    def filter_batch(
+        self, raw: bytes, now: int, delete_retention_ms: int, stats: CleanerStats
+    ) -> bytes | None:
+        """The batch as it survives cleaning: the same bytes, a thinned copy, or None."""
+        batch = RecordBatch(raw)
+        header = batch.header
+        if header.is_control:
+            return raw  # COMPACT-12
+        horizon = header.base_timestamp if header.attributes & ATTR_DELETE_HORIZON else None
+        records = list(batch.records())
+        stats.records_read += len(records)
+        kept = [r for r in records if self._should_retain(r, horizon, now, stats)]
+        stats.records_removed += len(records) - len(kept)
+        if not kept:
+            return None
+        if horizon is None and any(r.value is None for r in kept):
+            horizon = now + delete_retention_ms  # KIP-534: first cleaning of a tombstone
+        elif len(kept) == len(records):
+            return raw  # untouched: keep the producer's bytes (and compression) as they are
+        return encode_cleaned_batch(header, kept, horizon)
+
+    def _should_retain(
+        self, record: Record, horizon: int | None, now: int, stats: CleanerStats
+    ) -> bool:
+        omap = self.offset_map
+        if record.offset > omap.latest_offset:
+            return True  # past what this round mapped: not ours to judge (COMPACT-5)
+        if record.key is None:
+            stats.null_keys_removed += 1
+            return False  # COMPACT-9
+        if record.offset < omap.get(record.key):
+            return False  # superseded (COMPACT-1)
+        if record.value is None and horizon is not None and now >= horizon:
+            stats.tombstones_removed += 1
+            return False  # COMPACT-6
+        return True
+
+
+def encode_cleaned_batch(header: BatchHeader, records: Sequence[Record], horizon: int | None):
+    """Re-encode a thinned batch: everything but the records kept from `header` (COMPACT-8).
+
+    Each record keeps its offset delta and the batch keeps its last offset, so offsets and
+    producer state survive. With a delete horizon, baseTimestamp is the horizon and
+    attributes bit 6 is set; record timestamps are unchanged (build_batch takes each
+    record's delta from whichever base is used). Under LogAppendTime every decoded record
+    carries the batch's max timestamp, so that is kept too.
+    """
+    return build_batch(
+        records,
+        base_offset=header.base_offset,
+        compression=header.compression,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        is_transactional=header.is_transactional,
+        is_control=header.is_control,
+        partition_leader_epoch=header.partition_leader_epoch,
+        timestamp_type=header.timestamp_type,
+        offset_deltas=[r.offset - header.base_offset for r in records],
+        last_offset_delta=header.last_offset_delta,
+        delete_horizon_ms=horizon,
+    )
+
+
+def group_segments_by_size(
+    segments: Sequence[Segment], max_size: int, max_index_size: int
+) -> list[list[Segment]]:
+    """Consecutive segments merged while the group fits one segment (Kafka:
+    `groupSegmentsBySize`): total .log size <= segment.bytes, each index within
+    segment.index.bytes, and every offset within 2^31 - 1 of the group's base offset."""
+    groups: list[list[Segment]] = []
+    i = 0
+    while i < len(segments):
+        group = [segments[i]]
+        log_size = segments[i].size
+        index_size = segments[i].offset_index.size_in_bytes
+        time_index_size = segments[i].time_index.size_in_bytes
+        i += 1
+        while i < len(segments):
+            nxt = segments[i]
+            if (
+                log_size + nxt.size > max_size
+                or index_size + nxt.offset_index.size_in_bytes > max_index_size
+                or time_index_size + nxt.time_index.size_in_bytes > max_index_size
+                or (nxt.size and nxt.next_offset - 1 - group[0].base_offset > INT32_MAX)
+            ):
+                break
+            group.append(nxt)
+            log_size += nxt.size
+            index_size += nxt.offset_index.size_in_bytes
+            time_index_size += nxt.time_index.size_in_bytes
+            i += 1
+        groups.append(group)
+    return groups

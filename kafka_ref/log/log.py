@@ -1,0 +1,446 @@
+"""The partition log: an append-only sequence of record batches, numbered by offset.
+
+This is the heart of Kafka (Kafka's `UnifiedLog` over `LocalLog`). A partition is a
+directory `<data-dir>/<topic>-<partition>/` of segments (segment.py); the log keeps them in
+a list sorted by base offset and finds the segment for an offset by binary search over the
+base offsets (`bisect`, LOG-16). Only the last segment, the *active* one, takes appends.
+
+Three offsets describe a log (LOG-2):
+
+* the **log end offset** (LEO): the offset the next record will get;
+* the **log start offset**: the first offset that still exists; it rises when old segments
+  are deleted (retention) or when a client calls DeleteRecords;
+* the **recovery point**: every offset below it has been fsynced (DUR-9).
+
+**Append** (LOG-1, LOG-8..LOG-12). The leader hands in the bytes of one or more v2 batches
+as a producer sent them. Each batch is validated (length, magic 2, CRC-32C, record count)
+before anything is written, so an append is all or nothing. The log then writes each
+batch's base offset (= LEO) and partition leader epoch *in place*: those bytes are outside
+the CRC, so no record is decoded and no checksum recomputed (LogAppendTime is the exception:
+it changes covered bytes, so that batch's CRC is recomputed). Offsets are therefore dense
+and increasing. A follower appends the leader's bytes unchanged (`assign_offsets=False`);
+their offsets must start at or above its LEO and increase.
+
+**Read** (LOG-3..LOG-7). A read returns file slices of whole batches, starting with the
+batch that *contains* the requested offset. A consumer asking for offset 5 of a batch
+holding 3..7 gets the whole batch and drops 3 and 4 itself; returning the next batch would
+skip 5..7 forever (a real bug in a Kafka-compatible broker). Reads stop before `max_offset`
+(the high watermark), may cross segments, and return at least one batch even when it is
+larger than `max_bytes`, so a consumer can never be stuck behind a big batch (KIP-74).
+
+**Flush** (DUR-9). Appends go to the page cache. The log fsyncs when `flush.messages`
+records or `flush.ms` milliseconds have accumulated (both off by default: Kafka relies on
+replication, not fsync, for durability), on `flush()`, and at close.
+
+Rules: LOG-1..LOG-16, SEG-3..SEG-6, DUR-9.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+
+from kafka_ref.clock import Clock
+from kafka_ref.config import LogConfig
+from kafka_ref.errors import OffsetOutOfRangeError
+from kafka_ref.log.checkpoints import fsync_directory
+from kafka_ref.log.file_records import FileSlice
+from kafka_ref.log.recovery import LoadedLog, load_log
+from kafka_ref.log.segment import (
+    CLEANED_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    Segment,
+    TimestampAndOffset,
+    roll_jitter_ms,
+    segment_path,
+)
+from kafka_ref.log.validator import AppendInfo, validate_and_assign
+
+logger = logging.getLogger("kafka_ref.log.log")
+
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets targets
+
+
+@dataclass(frozen=True, slots=True)
+class LogReadInfo:
+    """Slices of whole batches; `next_offset` is where a follow-up read should start."""
+
+    fetch_offset: int
+    first_offset: int  # base offset of the first batch returned, -1 if none
+    next_offset: int
+    slices: list[FileSlice] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+
+    @property
+    def size(self) -> int:
+        return sum(s.length for s in self.slices)
+
+    def read_bytes(self) -> bytes:
+        return b"".join(s.read_bytes() for s in self.slices)
+
+
+class Log:
+    """One partition's log (Kafka: `UnifiedLog`). Not thread-safe: one caller at a time."""
+
+    def __init__(self, directory: str, config: LogConfig, clock: Clock, loaded: LoadedLog) -> None:
+        self.dir = directory
+        self.config = config
+        self._clock = clock
+        self._segments = loaded.segments
+        self._bases = [s.base_offset for s in self._segments]
+        self._log_start_offset = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self._log_end_offset = self._segments[-1].next_offset
+        self._last_flush_ms = clock.milliseconds()
+        self._dir_dirty = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike,
+        config: LogConfig,
+        clock: Clock,
+        recovery_point: int = 0,
+        log_start_offset: int | None = None,
+        clean_shutdown: bool = False,
+    ) -> Log:
+        """Load (and after an unclean shutdown, recover) the log in `directory`."""
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        loaded = load_log(
+            directory, config, clock, recovery_point, log_start_offset, clean_shutdown
+        )
+        log = cls(directory, config, clock, loaded)
+        logger.info("%s: loaded %r", log.name, log)
+        return log
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.name}, segments={len(self._segments)}, start={self._log_start_offset}, "
+            f"end={self._log_end_offset}, recovery_point={self._recovery_point})"
+        )
+
+    # ------------------------------------------------------------------ state
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.dir)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._log_end_offset - self._recovery_point
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    def segment_for(self, offset: int) -> Segment | None:
+        """The segment whose range holds `offset`: the last base offset <= it (LOG-16)."""
+        i = bisect.bisect_right(self._bases, offset) - 1
+        return self._segments[i] if i >= 0 else None
+
+    # ------------------------------------------------------------------ append
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
+        """Validate, number and append one or more v2 batches (LOG-1, LOG-8..LOG-12)."""
+        view = memoryview(records).cast("B")
+        if assign_offsets and view.readonly:
+            view = memoryview(bytearray(view))  # offsets are stamped into the buffer
+        size = view.nbytes
+        if size == 0:  # Kafka appends nothing and answers offset -1
+            return AppendInfo(-1, -1, -1, -1, 0, 0, 0, -1, self._log_start_offset)
+        now = self._clock.milliseconds()
+        info = validate_and_assign(
+            view,
+            self.config,
+            log_end_offset=self._log_end_offset,
+            log_start_offset=self._log_start_offset,
+            leader_epoch=leader_epoch,
+            now=now,
+            assign_offsets=assign_offsets,
+        )
+        active = self.active_segment
+        reason = active.should_roll(size, info.max_timestamp, info.last_offset, now, self.config)
+        if reason:
+            active = self.roll(info.first_offset, reason=reason)
+        active.append(view)
+        self._log_end_offset = info.last_offset + 1
+        self._maybe_flush(now)
+        return info
+
+    def roll(
+        self, expected_next_offset: int | None = None, *, reason: str = "requested"
+    ) -> Segment:
+        """Start a new active segment at max(expected_next_offset, LEO) (SEG-3..SEG-5)."""
+        new_offset = max(expected_next_offset or 0, self._log_end_offset)
+        active = self.active_segment
+        if active.base_offset == new_offset and active.size == 0:
+            return active  # rolling an empty segment onto itself is a no-op
+        if os.path.exists(segment_path(self.dir, new_offset, LOG_SUFFIX)):
+            raise FileExistsError(f"{self.name}: segment {new_offset} already exists")
+        active.on_become_inactive()
+        segment = self._new_segment(new_offset)
+        self._segments.append(segment)
+        self._bases.append(new_offset)
+        self._dir_dirty = True
+        logger.info("%s: rolled segment %d (%s)", self.name, new_offset, reason)
+        return segment
+
+    # ------------------------------------------------------------------ flush
+    def _maybe_flush(self, now: int) -> None:
+        if (
+            self.unflushed_messages >= self.config.flush_messages
+            or now - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush()
+
+    def maybe_flush(self) -> bool:
+        """The periodic check (Kafka's log flusher): flush if flush.ms has passed, or if
+        rolled segments are not yet on disk. Returns whether it flushed."""
+        now = self._clock.milliseconds()
+        if self.unflushed_messages > 0 and now - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+        elif self._recovery_point < self.active_segment.base_offset:
+            self.flush(self.active_segment.base_offset)  # Kafka flushes rolled segments
+        else:
+            return False
+        return True
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, up_to); advance it."""
+        up_to = self._log_end_offset if up_to is None else min(up_to, self._log_end_offset)
+        if up_to > self._recovery_point:
+            first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
+            last = bisect.bisect_right(self._bases, up_to - 1) - 1
+            for segment in self._segments[first : last + 1]:
+                segment.flush()
+            if self._dir_dirty:  # new segment files: their names must be durable too
+                fsync_directory(self.dir)
+                self._dir_dirty = False
+            self._recovery_point = up_to
+        self._last_flush_ms = self._clock.milliseconds()
+
+    # ------------------------------------------------------------------ read
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> LogReadInfo:
+        """Whole batches from the one containing `offset`, up to `max_bytes` (LOG-3..LOG-7)."""
+        start, end = self._log_start_offset, self._log_end_offset
+        if not start <= offset <= end:
+            raise OffsetOutOfRangeError(f"{self.name}: offset {offset} is not in [{start}, {end}]")
+        upper = end if max_offset is None else min(max_offset, end)
+        fetch_offset = offset
+        slices: list[FileSlice] = []
+        first_offset, next_offset, remaining = -1, offset, max_bytes
+        i = bisect.bisect_right(self._bases, offset) - 1
+        while 0 <= i < len(self._segments) and offset < upper:
+            segment = self._segments[i]
+            segment_end = self._bases[i + 1] if i + 1 < len(self._bases) else end
+            max_position = None
+            if upper < segment_end:  # the bound falls in this segment: stop at its batch
+                bound = segment.translate_offset(upper)
+                max_position = bound.position if bound else None
+            first_piece = min_one_batch and not slices
+            piece = segment.read(offset, max(remaining, 0), max_position, first_piece)
+            if piece is None:  # nothing at or after `offset` here: go on to the next
+                i += 1
+                continue
+            if piece.length == 0:
+                break
+            slices.append(piece)
+            remaining -= piece.length
+            if first_offset < 0:
+                first_offset = piece.first_offset
+            offset = next_offset = piece.next_offset
+            visible_end = segment.size if max_position is None else max_position
+            if piece.position + piece.length < visible_end:
+                break  # stopped by the size limit inside this segment
+            i += 1
+        else:
+            if not slices and i >= len(self._segments):  # no batch at all in [offset, upper)
+                next_offset = upper  # (compaction removed them): continue from the bound
+        return LogReadInfo(fetch_offset, first_offset, next_offset, slices, start, end)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: the first offset whose record timestamp is >= `timestamp` (LOG-15).
+
+        -2 (earliest) and -1 (latest) give the log start and end offsets; -3 the offset of
+        the largest timestamp (KIP-734). None when no record is that recent.
+        """
+        if timestamp == EARLIEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self._log_start_offset, -1)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self._log_end_offset, -1)
+        if timestamp == MAX_TIMESTAMP:
+            best = max((s.max_timestamp_so_far for s in self._segments), default=None)
+            if best is None or best.timestamp < 0:
+                return None
+            return TimestampAndOffset(best.timestamp, best.offset, -1)
+        for segment in self._segments:
+            largest = segment.largest_record_timestamp
+            if largest is not None and largest >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # ------------------------------------------------------------------ truncation
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch whose last offset is >= `offset` (replication, LOG-13).
+
+        Whole batches go: a batch holding `offset` is removed entirely, so the LEO
+        afterwards is the next offset of the last remaining batch (<= `offset`; equal to it
+        when `offset` is a batch boundary, which truncation points always are).
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self._log_end_offset:
+            return False
+        if self._bases[0] > offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while self._bases[-1] > offset:
+            self._bases.pop()
+            self._segments.pop().delete()
+        truncated = self.active_segment.truncate_to(offset)
+        self._log_end_offset = self.active_segment.next_offset
+        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        end = self._log_end_offset
+        logger.info(
+            "%s: truncated to %d (cut %d bytes); log end %d", self.name, offset, truncated, end
+        )
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart empty at `offset` (a follower far behind)."""
+        for segment in self._segments:
+            segment.delete()
+        self._segments, self._bases = [self._new_segment(offset)], [offset]
+        self._log_start_offset = self._log_end_offset = self._recovery_point = offset
+        self._dir_dirty = True
+        logger.info("%s: truncated fully; starting at %d", self.name, offset)
+
+    def delete_records_before(self, offset: int) -> bool:
+        """Raise the log start offset (DeleteRecords, LOG-14) and drop wholly older segments."""
+        if offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.name}: cannot delete before {offset} > log end {self._log_end_offset}"
+            )
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        holder = bisect.bisect_right(self._bases, offset) - 1  # the segment holding `offset`
+        self.delete_segments(self._segments[:holder])
+        return True
+
+    # ------------------------------------------------------------------ retention/cleaner hooks
+    def delete_segments(self, segments: list[Segment] | tuple[Segment, ...]) -> None:
+        """Delete the oldest segments (retention). Never the active one; always a prefix,
+        so that no offset between the log start and the log end goes missing."""
+        count = len(segments)
+        if count == 0:
+            return
+        if count >= len(self._segments) or list(segments) != self._segments[:count]:
+            raise ValueError("only the oldest segments, never the active one, can be deleted")
+        del self._segments[:count]
+        del self._bases[:count]
+        for segment in segments:
+            segment.delete()
+        self._log_start_offset = max(self._log_start_offset, self._bases[0])
+        logger.info(
+            "%s: deleted %d segments; log start now %d", self.name, count, self._log_start_offset
+        )
+
+    def new_cleaned_segment(self, base_offset: int) -> Segment:
+        """An empty `.cleaned` segment for the cleaner to fill (see `replace_segments`)."""
+        for kind in (LOG_SUFFIX, ".index", ".timeindex"):
+            path = segment_path(self.dir, base_offset, kind, CLEANED_SUFFIX)
+            if os.path.exists(path):
+                os.unlink(path)
+        return self._new_segment(base_offset, CLEANED_SUFFIX)
+
+    def _new_segment(self, base_offset: int, suffix: str = "") -> Segment:
+        jitter = roll_jitter_ms(self.config, base_offset)
+        return Segment.open(
+            self.dir, base_offset, self.config, self._clock, suffix=suffix, roll_jitter_ms=jitter
+        )
+
+    def replace_segments(self, new: list[Segment], old: list[Segment]) -> None:
+        """Swap cleaned segments in for `old` ones, crash-safely (Kafka `replaceSegments`).
+
+        1. flush `new` and rename them .cleaned -> .swap, highest base first (the last
+           rename, the lowest segment's .log, is the commit);
+        2. take `old` out of the log and delete their files;
+        3. rename `new` .swap -> live names.
+        A crash at any point is finished or rolled back by the loader (DUR-11).
+        """
+        new = sorted(new, key=lambda s: s.base_offset)
+        if any(s is self.active_segment for s in old) or any(s not in self._segments for s in old):
+            raise ValueError("can only replace inactive segments of this log")
+        for segment in new:
+            segment.on_become_inactive()
+            segment.flush()
+        for segment in reversed(new):
+            segment.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+        fsync_directory(self.dir)
+        keep = [s for s in self._segments if all(s is not o for o in old)]
+        self._segments = sorted(keep + new, key=lambda s: s.base_offset)
+        self._bases = [s.base_offset for s in self._segments]
+        for segment in old:
+            segment.delete()
+        for segment in new:
+            segment.change_suffix(SWAP_SUFFIX, "")
+        fsync_directory(self.dir)
+        logger.info("%s: replaced %d segments with %d cleaned ones", self.name, len(old), len(new))
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Flush everything and close the files; the recovery point becomes the LEO."""
+        self.flush()
+        for segment in self._segments:
+            segment.close()
+
+    def delete(self) -> None:
+        """Delete the whole partition directory."""
+        for segment in self._segments:
+            segment.delete()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,147 @@
+"""The cleaner's offset map: key -> offset of the key's latest record, in bounded memory.
+
+Compaction needs one fact per key: "which offset holds your latest record?". The cleaner
+scans the dirty part of the log once, writing `map[key] = offset` for every keyed record
+(later records overwrite earlier ones), and then keeps a record only if its offset is the
+one the map holds (COMPACT-1).
+
+A real log holds millions of keys with values of any size, so Kafka's map does not store
+keys at all. `SkimpyOffsetMap` (Kafka: `kafka.log.SkimpyOffsetMap`) is one preallocated
+byte array of fixed-size slots:
+
+    slot = MD5(key) (16 bytes) | offset (int64, 8 bytes)          24 bytes per slot
+
+A key is hashed with MD5 and the digest is the slot's identity; the slot index comes from
+the digest's bytes, with open addressing (the next probe reads the next 4 bytes of the
+digest, then counts up) on collision. Two different keys with the same 16-byte digest
+would be merged: Kafka accepts that risk (about 2^-64 for a billion keys), and so does
+this module. An all-zero slot means "empty".
+
+The map's memory is fixed (`log.cleaner.dedupe.buffer.size`, 128 MiB shared by all
+cleaner threads in Kafka) and it is only filled to a load factor
+(`log.cleaner.io.buffer.load.factor`, 0.9) so probes stay short. When it is full the
+cleaner stops reading, and cleans only up to `latest_offset`: the rest of the dirty log
+waits for the next round (COMPACT-5). That is why `latest_offset` exists: it is the last
+offset the map has *seen* (keyed or not), the end of what this round may clean.
+
+Rules: COMPACT-1, COMPACT-5 (with cleaner.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+HASH_SIZE = 16  # MD5 digest
+BYTES_PER_ENTRY = HASH_SIZE + 8
+DEFAULT_MEMORY = 4 * 1024 * 1024  # Kafka's default is 128 MiB for all cleaner threads
+DEFAULT_LOAD_FACTOR = 0.9
+
+_OFFSET = struct.Struct(">q")
+_PROBE = struct.Struct(">i")
+_EMPTY = bytes(BYTES_PER_ENTRY)
+
+
+class OffsetMapFullError(RuntimeError):
+    """A put of a new key into a map whose slots are all used."""
+
+
+class SkimpyOffsetMap:
+    """An open-addressing hash table of (MD5(key), offset) slots in one bytearray."""
+
+    def __init__(self, memory: int = DEFAULT_MEMORY, load_factor: float = DEFAULT_LOAD_FACTOR):
+        self.slots = memory // BYTES_PER_ENTRY
+        if self.slots < 1:
+            raise ValueError(f"{memory} bytes cannot hold one {BYTES_PER_ENTRY}-byte slot")
+        self.load_factor = load_factor
+        self._bytes = bytearray(self.slots * BYTES_PER_ENTRY)
+        self.size = 0  # slots in use
+        self.lookups = 0
+        self.probes = 0
+        self._latest_offset = -1
+
+    # ---------------------------------------------------------------- geometry
+    @property
+    def max_desired_size(self) -> int:
+        """Entries the cleaner puts before it calls the map full (slots x load factor)."""
+        return max(1, int(self.slots * self.load_factor))
+
+    @property
+    def is_full(self) -> bool:
+        return self.size >= self.max_desired_size
+
+    @property
+    def utilization(self) -> float:
+        return self.size / self.slots
+
+    @property
+    def latest_offset(self) -> int:
+        """The last offset put or seen; -1 for an empty map."""
+        return self._latest_offset
+
+    def update_latest_offset(self, offset: int) -> None:
+        """Record that the scan has read up to `offset` (a batch's last offset)."""
+        self._latest_offset = offset
+
+    # ---------------------------------------------------------------- hashing
+    @staticmethod
+    def _hash(key: bytes) -> bytes:
+        return hashlib.md5(key, usedforsecurity=False).digest()
+
+    def _position_of(self, digest: bytes, attempt: int) -> int:
+        """Kafka's probe sequence: 4 digest bytes at `attempt` (capped), plus the overflow."""
+        (probe,) = _PROBE.unpack_from(digest, min(attempt, HASH_SIZE - 4))
+        probe += max(0, attempt - HASH_SIZE + 4)
+        self.probes += 1
+        return (abs(probe) % self.slots) * BYTES_PER_ENTRY
+
+    # ---------------------------------------------------------------- operations
+    def put(self, key: bytes, offset: int) -> None:
+        """Map `key` to `offset` (a later put for the same key overwrites)."""
+        self.lookups += 1
+        digest = self._hash(key)
+        pos, found = self._find(digest)
+        if not found:
+            if self.size >= self.slots:
+                raise OffsetMapFullError("attempt to add a new key to a full offset map")
+            self._bytes[pos : pos + HASH_SIZE] = digest
+            self.size += 1
+        _OFFSET.pack_into(self._bytes, pos + HASH_SIZE, offset)
+        self._latest_offset = offset
+
+    def _find(self, digest: bytes) -> tuple[int, bool]:
+        """(position, found): the slot holding `digest`, else the first empty slot probed.
+
+        The probe sequence visits every slot within `slots + 12` attempts, so a map that
+        is not full always ends on an empty slot.
+        """
+        for attempt in range(self.slots + HASH_SIZE):
+            pos = self._position_of(digest, attempt)
+            if self._bytes[pos : pos + HASH_SIZE] == digest:
+                return pos, True
+            if self._bytes[pos : pos + BYTES_PER_ENTRY] == _EMPTY:
+                return pos, False
+        return -1, False
+
+    def get(self, key: bytes) -> int:
+        """The offset of `key`'s latest record, or -1 when the key is not in the map."""
+        self.lookups += 1
+        pos, found = self._find(self._hash(key))
+        if not found:
+            return -1
+        return _OFFSET.unpack_from(self._bytes, pos + HASH_SIZE)[0]
+
+    def __contains__(self, key: bytes) -> bool:
+        return self.get(key) >= 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def clear(self) -> None:
+        """Empty the map for the next log (Kafka zeroes its buffer; a fresh zeroed
+        bytearray of the same size is the fast way to do that in Python)."""
+        self._bytes = bytearray(len(self._bytes))
+        self.size = 0
+        self.lookups = 0
+        self.probes = 0
+        self._latest_offset = -1

@@ -1,0 +1,137 @@
+"""Checking and numbering the batches of an append, without decoding a record.
+
+Before a leader appends what a producer sent, it must be sure of three things: the bytes
+are whole v2 batches that are not corrupt, each batch is within the size limits, and each
+batch gets the right offsets. Kafka does this in `UnifiedLog.analyzeAndValidateRecords` and
+`LogValidator`; kafka-ref does it here, for the fast path Kafka takes when the producer's
+batches need no conversion:
+
+* **validate** each batch: the header is whole, the magic byte (position 16) is 2, the
+  batch fits in the buffer, the CRC-32C over [attributes, end) matches, and a producer's
+  batch has recordsCount == lastOffsetDelta + 1 (LOG-8). Any failure rejects the whole
+  append before a byte is written: CORRUPT_MESSAGE for damage, INVALID_RECORD for a wrong
+  magic or count;
+* **limit** each batch to `max.message.bytes` (MESSAGE_TOO_LARGE, LOG-9) and the whole
+  append to `segment.bytes` (RECORD_LIST_TOO_LARGE, SEG-6): no segment could hold it;
+* **assign** offsets: batch after batch, base offset = the log end offset so far, written
+  with the partition leader epoch into bytes 0-8 and 12-16, which the CRC does not cover
+  (LOG-1, LOG-10). With `message.timestamp.type=LogAppendTime` the batch is marked
+  LogAppendTime with the broker's clock as its max timestamp, and only then is its CRC
+  recomputed (LOG-11).
+
+A follower (`assign_offsets=False`) keeps the leader's offsets: they must not go below its
+log end offset and must increase from batch to batch (LOG-12). Like Kafka, a follower does
+not apply `max.message.bytes`: the leader already accepted the batch.
+
+Rules: LOG-1, LOG-8..LOG-12, SEG-6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka_ref.config import LogConfig
+from kafka_ref.errors import ErrorCode, InvalidRecordError, MessageTooLargeError
+from kafka_ref.record.batch import (
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    set_log_append_time,
+    stamp_batch,
+    validate_batch,
+)
+
+
+class RecordBatchTooLargeError(MessageTooLargeError):
+    """An append larger than a whole segment (Kafka: RecordBatchTooLargeException)."""
+
+    code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append did (Kafka: `LogAppendInfo`); offsets are -1 for an empty append."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int  # last offset of the first batch holding max_timestamp
+    record_count: int
+    batch_count: int
+    size: int
+    log_append_time: int  # the broker's timestamp under LogAppendTime, else -1
+    log_start_offset: int
+
+
+def validate_and_assign(
+    view: memoryview,
+    config: LogConfig,
+    *,
+    log_end_offset: int,
+    log_start_offset: int,
+    leader_epoch: int,
+    now: int,
+    assign_offsets: bool,
+) -> AppendInfo:
+    """Validate every batch in `view`, then stamp offsets in place (if `assign_offsets`).
+
+    `view` must be writable when `assign_offsets` is set. Raises CorruptRecordError,
+    InvalidRecordError or MessageTooLargeError without having changed `view`.
+    """
+    size = view.nbytes
+    batches = []
+    pos = 0
+    while pos < size:
+        if size - pos > MAGIC_OFFSET and view[pos + MAGIC_OFFSET] != MAGIC_V2:
+            magic = view[pos + MAGIC_OFFSET]
+            raise InvalidRecordError(f"batch at byte {pos} has magic {magic}; this log takes 2")
+        header = validate_batch(view, pos, check_count=assign_offsets)
+        if assign_offsets and header.size > config.max_message_bytes:
+            raise MessageTooLargeError(
+                f"batch of {header.size} bytes exceeds max.message.bytes {config.max_message_bytes}"
+            )
+        batches.append((pos, header))
+        pos += header.size
+    if size > config.segment_bytes:
+        raise RecordBatchTooLargeError(
+            f"append of {size} bytes exceeds segment.bytes {config.segment_bytes}"
+        )
+
+    log_append_time = -1
+    if assign_offsets:
+        if config.message_timestamp_type == "LogAppendTime":
+            log_append_time = now
+        first = offset = log_end_offset
+        lasts = []
+        for pos, header in batches:
+            stamp_batch(view, pos, offset, leader_epoch)
+            if log_append_time >= 0:
+                set_log_append_time(view, pos, now)
+            lasts.append(offset + header.last_offset_delta)
+            offset += header.last_offset_delta + 1
+    else:
+        expected = log_end_offset
+        for _, header in batches:
+            if header.base_offset < expected:
+                raise InvalidRecordError(
+                    f"batch base offset {header.base_offset} is below the expected {expected}"
+                )
+            expected = header.next_offset
+        first, lasts = batches[0][1].base_offset, [h.last_offset for _, h in batches]
+
+    # The append's largest timestamp and where it is (the time index records both).
+    max_ts, offset_of_max = -1, lasts[0]
+    for (_, header), batch_last in zip(batches, lasts, strict=True):
+        ts = log_append_time if log_append_time >= 0 else header.max_timestamp
+        if ts > max_ts:
+            max_ts, offset_of_max = ts, batch_last
+    return AppendInfo(
+        first_offset=first,
+        last_offset=lasts[-1],
+        max_timestamp=max_ts,
+        offset_of_max_timestamp=offset_of_max,
+        record_count=sum(h.records_count for _, h in batches),
+        batch_count=len(batches),
+        size=size,
+        log_append_time=log_append_time,
+        log_start_offset=log_start_offset,
+    )

@@ -1,0 +1,305 @@
+"""The broker: builds the layers, starts them in order, runs the periodic work, stops cleanly.
+
+Kafka's `BrokerServer.startup` (KRaft; `KafkaServer` with ZooKeeper) is a long list of
+"create X, start X": the metadata layer, the `LogManager` (which loads and, after a crash,
+recovers every log), the `ReplicaManager`, the purgatories, `KafkaApis`, the request
+handler pool and finally the `SocketServer`, so that no request arrives before the broker
+can answer it. Shutdown runs the list backwards and ends with `LogManager.shutdown`,
+which flushes every log, writes the checkpoints and the clean-shutdown marker: the next
+start then skips recovery (DUR-6). A `kill -9` leaves no marker, and the next start
+recovers every log from its recovery point (BROKER-39).
+
+kafka-ref's `Broker` does the same on one asyncio loop:
+
+1. `EmbeddedController` loads the topic metadata and cluster id from the data directory;
+2. `LogManager` opens every partition log, with each topic's config from the controller;
+3. reconciliation: a deletion interrupted by a crash is finished, logs without metadata
+   are adopted as topics, and every partition of every topic gets its `Partition` (and
+   its log, if missing) in the `ReplicaManager`;
+4. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
+5. the `SocketServer` binds and accepts;
+6. periodic tasks (Kafka's `KafkaScheduler`): the log flusher
+   (`log.flush.scheduler.interval.ms`), the checkpoints
+   (`log.flush.offset.checkpoint.interval.ms`), retention
+   (`log.retention.check.interval.ms`) and the cleaner (`log.cleaner.backoff.ms`). They
+   run on the loop between requests; each is bounded by the high watermark.
+
+`BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
+want a broker in-process.
+
+Rules: BROKER-36, BROKER-39.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import signal
+import threading
+from collections.abc import Callable
+
+from kafka_ref.clock import Clock, SystemClock
+from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
+from kafka_ref.cluster.metadata import BrokerEndpoint
+from kafka_ref.log.cleaner_manager import LogCleaner
+from kafka_ref.log.log_manager import LogManager
+from kafka_ref.log.retention import LogRetention
+from kafka_ref.server.handlers import KafkaApis
+from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.network import SocketServer
+from kafka_ref.server.purgatory import DelayedOperationPurgatory
+from kafka_ref.server.replica_manager import ReplicaManager
+from kafka_ref.server.request_channel import RequestChannel, handler_loop
+
+logger = logging.getLogger("kafka_ref.server.broker")
+
+
+@contextlib.contextmanager
+def _quiet_about(name: str):
+    """Drop LogManager's "not a partition log directory" warning for our metadata file.
+
+    Workaround until `__cluster_metadata.json` is one of log_manager's known root files.
+    """
+
+    def keep(record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not any(str(a).endswith(name) for a in args)
+
+    target = logging.getLogger("kafka_ref.log.log_manager")
+    target.addFilter(keep)
+    try:
+        yield
+    finally:
+        target.removeFilter(keep)
+
+
+class Broker:
+    """One kafka-ref broker (Kafka: `BrokerServer` in combined mode)."""
+
+    def __init__(self, config: KafkaConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.controller: EmbeddedController | None = None
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.socket_server: SocketServer | None = None
+        self.apis: KafkaApis | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._cleaner = LogCleaner()
+        self.started = False
+
+    @property
+    def port(self) -> int:
+        assert self.socket_server is not None, "broker not started"
+        return self.socket_server.port
+
+    # ------------------------------------------------------------------ startup
+    async def start(self) -> None:
+        config = self.config
+        loop = asyncio.get_running_loop()
+        host, port = config.listen_address
+        adv_host, adv_port = config.advertised_address
+        log_defaults = config.log_config()
+        self.controller = controller = EmbeddedController(
+            config.data_dir,
+            BrokerEndpoint(config.broker_id, adv_host, adv_port),
+            log_defaults=log_defaults,
+            num_partitions=config["num.partitions"],
+            default_replication_factor=config["default.replication.factor"],
+            delete_topic_enable=config["delete.topic.enable"],
+        )
+        with _quiet_about(METADATA_FILE):
+            self.log_manager = LogManager(
+                config.data_dir, log_defaults, self.clock, topic_config=controller.log_config
+            )
+        purgatory = DelayedOperationPurgatory("Fetch", loop.call_later)
+        self.replica_manager = ReplicaManager(config.broker_id, self.log_manager, purgatory)
+        controller.listeners.append(self.replica_manager)
+        self._reconcile()
+        self.apis = KafkaApis(config, controller, self.replica_manager, purgatory, self.clock)
+        channel = RequestChannel(config["queued.max.requests"])
+        for i in range(config["num.io.threads"]):
+            self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
+        self.socket_server = SocketServer(
+            channel, host, port, max_request_size=config["socket.request.max.bytes"]
+        )
+        try:
+            bound = await self.socket_server.start()
+        except OSError:  # e.g. the port is taken: leave the logs as a clean stop would
+            await self._abort_start()
+            raise
+        if adv_port == 0 or not config["advertised.listeners"]:  # port 0: the bound one
+            controller.endpoint = dataclasses.replace(controller.endpoint, port=bound)
+        self._start_periodic_tasks()
+        self.started = True
+        logger.info(
+            "broker %d started: cluster id %s, listening on %s:%d, advertised as %s:%d, "
+            "data dir %s, %d topics, %d partitions",
+            config.broker_id, controller.cluster_id, host, bound, controller.endpoint.host,
+            controller.endpoint.port, config.data_dir, len(controller.topics()),
+            len(self.replica_manager.partitions),
+        )  # fmt: skip
+        for key in config.ignored:
+            logger.info("config %s is accepted but has no effect on a single broker", key)
+
+    def _reconcile(self) -> None:
+        """Bring logs and metadata into agreement after a restart (BROKER-36)."""
+        controller, log_manager = self.controller, self.log_manager
+        assert controller is not None and log_manager is not None
+        assert self.replica_manager is not None
+        for topic in controller.pending_deletions():
+            logger.info("finishing the deletion of topic %s", topic)
+            controller.finish_deletion(topic)
+        orphans: dict[str, int] = {}
+        for topic, partition in list(log_manager.logs):
+            if controller.topic(topic) is None:
+                orphans[topic] = max(orphans.get(topic, 0), partition + 1)
+        for topic, partitions in sorted(orphans.items()):
+            controller.adopt_topic(topic, partitions)
+        for meta in controller.topics():
+            for index in range(meta.partitions):
+                self.replica_manager.make_leader(meta.name, index)
+
+    async def _abort_start(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        assert self.log_manager is not None
+        self.log_manager.close()
+
+    # ------------------------------------------------------------------ periodic work
+    def _spawn(self, coro, name: str) -> None:
+        self._tasks.append(asyncio.get_running_loop().create_task(coro, name=name))
+
+    def _start_periodic_tasks(self) -> None:
+        c = self.config
+        self._every("log-flusher", c["log.flush.scheduler.interval.ms"], self.flush_logs)
+        self._every(
+            "checkpoint", c["log.flush.offset.checkpoint.interval.ms"], self.write_checkpoints
+        )
+        self._every("log-retention", c["log.retention.check.interval.ms"], self.run_retention)
+        if c["log.cleaner.enable"]:
+            self._every("log-cleaner", max(c["log.cleaner.backoff.ms"], 100), self.run_cleaner)
+
+    def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000)
+                try:
+                    job()
+                except Exception:  # a failing job is logged and retried next period
+                    logger.exception("periodic task %s failed", name)
+
+        if interval_ms > 0:
+            self._spawn(loop(), name)
+
+    def flush_logs(self) -> int:
+        assert self.log_manager is not None
+        return self.log_manager.flush_logs()
+
+    def write_checkpoints(self) -> None:
+        assert self.log_manager is not None
+        self.log_manager.checkpoint()
+
+    def run_retention(self) -> int:
+        """Kafka's `LogManager.cleanupLogs`: retention for every partition, bounded by HW."""
+        assert self.replica_manager is not None
+        now, deleted = self.clock.milliseconds(), 0
+        for partition in self.replica_manager.all_partitions():
+            result = LogRetention.run(partition.log, now, high_watermark=partition.high_watermark)
+            deleted += result.segments_deleted
+        return deleted
+
+    def run_cleaner(self) -> int:
+        """One cleaner pass over the compacted partitions (Kafka: `LogCleaner`)."""
+        assert self.replica_manager is not None
+        now, cleaned = self.clock.milliseconds(), 0
+        for partition in self.replica_manager.all_partitions():
+            if partition.log.config.compact:
+                result = self._cleaner.clean(
+                    partition.log, now, max_offset=partition.high_watermark
+                )
+                cleaned += int(result.cleaned)
+        return cleaned
+
+    # ------------------------------------------------------------------ shutdown
+    async def stop(self) -> None:
+        """Stop accepting, answer waiting fetches, close connections, close logs cleanly."""
+        if not self.started:
+            return
+        self.started = False
+        logger.info("broker %d shutting down", self.config.broker_id)
+        assert self.socket_server is not None and self.replica_manager is not None
+        await self.socket_server.acceptor.stop()
+        self.replica_manager.fetch_purgatory.shutdown()
+        await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self.socket_server.stop()
+        await asyncio.sleep(0.05)
+        assert self.log_manager is not None
+        self.log_manager.close()  # flush, checkpoints, clean-shutdown marker
+        logger.info("broker %d shut down cleanly", self.config.broker_id)
+
+
+async def serve(config: KafkaConfig) -> None:
+    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
+    broker = Broker(config)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+        logger.info("received a stop signal")
+    finally:
+        await broker.stop()
+
+
+class BrokerThread:
+    """A broker on its own event loop in a daemon thread (tests, embedding)."""
+
+    def __init__(self, config: KafkaConfig, clock: Clock | None = None) -> None:
+        self.broker = Broker(config, clock)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="broker", daemon=True)
+
+    def start(self, timeout: float = 30.0) -> BrokerThread:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.broker.start(), self.loop).result(timeout)
+        return self
+
+    @property
+    def port(self) -> int:
+        return self.broker.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def call(self, fn: Callable[[], object], timeout: float = 30.0) -> object:
+        """Run `fn` on the broker's loop (the broker is not thread-safe) and return its result."""
+
+        async def run() -> object:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self.broker.stop(), self.loop).result(timeout)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout)
+        self.loop.close()
+
+    def __enter__(self) -> BrokerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,119 @@
+"""KafkaApis: the request handlers, one thin module per API family.
+
+Kafka's `KafkaApis.handle` is a big `match` on the request's API key that calls
+`handleProduceRequest`, `handleFetchRequest`, ... Each handler translates: it takes the
+decoded request, calls the broker's core objects (`ReplicaManager`, the controller, the
+log), and turns their results and typed errors into the response message. It contains no
+storage logic of its own. kafka-ref keeps the same split, with one module per family:
+
+    metadata.py   ApiVersions (18), Metadata (3)
+    produce.py    Produce (0)
+    fetch.py      Fetch (1) and its DelayedFetch
+    offsets.py    ListOffsets (2), DeleteRecords (21)
+    admin.py      CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
+    configs.py    DescribeConfigs (32)
+
+A handler is a function `handler(apis, request)` that returns the response body (a
+message value), a ready `Response`, `None` for "no response" (acks=0), or `DEFERRED` when
+it has arranged to answer later (a fetch waiting in the purgatory calls `apis.send`).
+Errors a client can act on travel as error codes inside the response (per partition or
+per topic, from each `KafkaError.code`); anything else closes the connection, as Kafka
+does with a request it cannot answer.
+
+Rules: BROKER-6 (with metadata.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_ref.clock import Clock
+from kafka_ref.cluster.embedded import EmbeddedController
+from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.purgatory import DelayedOperationPurgatory
+from kafka_ref.server.replica_manager import ReplicaManager
+from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import Response, encode_response
+
+logger = logging.getLogger("kafka_ref.server.handlers")
+
+DEFERRED = object()  # the handler answers later through `KafkaApis.send`
+
+Handler = Callable[["KafkaApis", Request], Any]
+
+
+@dataclass
+class KafkaApis:
+    """Dispatches each request to its handler (Kafka: `KafkaApis`)."""
+
+    config: KafkaConfig
+    controller: EmbeddedController
+    replica_manager: ReplicaManager
+    fetch_purgatory: DelayedOperationPurgatory
+    clock: Clock
+
+    def __post_init__(self) -> None:
+        from kafka_ref.server.handlers import admin, configs, fetch, metadata, offsets, produce
+
+        self.handlers: dict[int, Handler] = {
+            ApiKey.PRODUCE: produce.handle_produce,
+            ApiKey.FETCH: fetch.handle_fetch,
+            ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
+            ApiKey.METADATA: metadata.handle_metadata,
+            ApiKey.API_VERSIONS: metadata.handle_api_versions,
+            ApiKey.CREATE_TOPICS: admin.handle_create_topics,
+            ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
+            ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
+            ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+            ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
+        }
+
+    @property
+    def broker_id(self) -> int:
+        return self.controller.endpoint.node_id
+
+    def handle(self, request: Request) -> None:
+        """Run the request's handler and hand its answer to the connection."""
+        handler = self.handlers.get(request.api_key)
+        if handler is None:  # declared in the protocol registry but not served: a bug
+            request.close_connection(f"no handler for api key {request.api_key}")
+            return
+        started = time.perf_counter()
+        try:
+            result = handler(self, request)
+        except Exception as err:
+            logger.exception("error handling %r", request)
+            request.close_connection(f"error handling request: {err}")
+            return
+        if result is not DEFERRED:
+            self.send(request, result)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "handled %s v%d corr=%d from %s (%s) in %.2f ms%s",
+                ApiKey(request.api_key).name, request.api_version, request.correlation_id,
+                request.connection.name, request.client_id,
+                (time.perf_counter() - started) * 1000,
+                " (delayed)" if result is DEFERRED else "",
+            )  # fmt: skip
+
+    def send(self, request: Request, result: Any) -> None:
+        """Encode `result` (a body, a Response, or None for no response) and complete."""
+        if request.done:
+            return  # already answered, e.g. by closing the connection
+        if result is None or isinstance(result, Response):
+            request.complete(result)
+            return
+        try:
+            response = encode_response(
+                request.api_key, request.api_version, request.correlation_id, result
+            )
+        except Exception as err:  # a bug: never leave the connection waiting forever
+            logger.exception("cannot encode the response to %r", request)
+            request.close_connection(f"cannot encode the response: {err}")
+            return
+        request.complete(response)

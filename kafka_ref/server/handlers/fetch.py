@@ -1,0 +1,200 @@
+"""Fetch: consumers read record batches, waiting for data when there is none (long poll).
+
+A FetchRequest names partitions with a `fetch_offset` and a `partition_max_bytes` each, an
+overall `max_bytes`, and `min_bytes` / `max_wait_ms`. The broker (Kafka:
+`KafkaApis.handleFetchRequest` -> `ReplicaManager.fetchMessages` -> `readFromLocalLog`):
+
+1. reads every partition: whole batches from the one *containing* the fetch offset, up to
+   the high watermark, at most `partition_max_bytes` per partition and `max_bytes` in
+   total, except that the first partition with data returns at least one whole batch
+   even if it is larger than both limits, so no consumer is stuck behind a big batch
+   (KIP-74, BROKER-18, BROKER-19). The read returns file slices, not bytes: the response
+   sends them with sendfile (BROKER-5);
+2. answers at once if `max_wait_ms` <= 0, or the reads found `min_bytes`, or a partition
+   had an error; otherwise parks a `DelayedFetch` in the purgatory, watching the
+   requested partitions (BROKER-22);
+3. a `DelayedFetch` completes when an append to a watched partition makes `min_bytes`
+   available, when a partition disappears or its fetch offset falls out of range, or at
+   `max_wait_ms` (BROKER-23); it then reads again and answers.
+
+Per partition the answer has the error code (OFFSET_OUT_OF_RANGE for an offset outside
+[log start, log end], then the client resets via ListOffsets, BROKER-17;
+UNKNOWN_TOPIC_OR_PARTITION), the high watermark, the last stable offset (= HW until
+transactions exist), the log start offset (v5+), an empty aborted-transactions list, and
+the records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
+`session_id` 0 and lists every requested partition, which tells the client to keep sending
+full fetches (BROKER-21). An incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
+
+Rules: BROKER-5, BROKER-17..BROKER-23.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.protocol.messages import FetchResponse
+from kafka_ref.server.purgatory import DelayedOperation
+from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import FileRecordsValue
+
+if TYPE_CHECKING:
+    from kafka_ref.server.handlers import KafkaApis
+
+READ_COMMITTED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    """One partition of a fetch (Kafka: `FetchRequest.PartitionData`)."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    """The request-wide knobs (Kafka: `FetchParams`)."""
+
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    read_committed: bool
+
+
+def read_partitions(
+    apis: KafkaApis, partitions: list[FetchPartition], params: FetchParams
+) -> tuple[list[Any], int, bool]:
+    """Read every partition (Kafka: `readFromLocalLog`): (PartitionData list, bytes, error?)."""
+    limit, min_one, total, any_error = params.max_bytes, True, 0, False
+    out = []
+    for fp in partitions:
+        data = FetchResponse.PartitionData(
+            partition_index=fp.partition,
+            error_code=ErrorCode.NO_ERROR,
+            high_watermark=-1,
+            last_stable_offset=-1,
+            log_start_offset=-1,
+            aborted_transactions=[],
+            records=FileRecordsValue([]),
+        )
+        try:
+            partition = apis.replica_manager.get_partition(fp.topic, fp.partition)
+            data.high_watermark = partition.high_watermark
+            data.last_stable_offset = partition.last_stable_offset
+            data.log_start_offset = partition.log_start_offset
+            if fp.leader_epoch >= 0 and fp.leader_epoch != partition.leader_epoch:
+                data.error_code = (
+                    ErrorCode.FENCED_LEADER_EPOCH
+                    if fp.leader_epoch < partition.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH
+                )
+            else:
+                budget = max(min(fp.max_bytes, limit), 0)
+                info = partition.read(
+                    fp.fetch_offset,
+                    budget,
+                    min_one_batch=min_one,
+                    read_committed=params.read_committed,
+                )
+                if info.slices:
+                    data.records = FileRecordsValue(info.slices)
+                    size = data.records.size
+                    total += size
+                    limit = max(limit - size, 0)
+                    min_one = False
+        except KafkaError as err:
+            data.error_code = err.code
+        if data.error_code != ErrorCode.NO_ERROR:
+            any_error = True
+        out.append((fp.topic, data))
+    return out, total, any_error
+
+
+def build_response(read: list[Any], error: ErrorCode = ErrorCode.NO_ERROR) -> Any:
+    """Group the partitions by topic, in request order; session_id is always 0."""
+    topics: list[Any] = []
+    for topic, data in read:
+        if not topics or topics[-1].topic != topic:
+            topics.append(FetchResponse.FetchableTopicResponse(topic=topic, partitions=[]))
+        topics[-1].partitions.append(data)
+    return FetchResponse(throttle_time_ms=0, error_code=error, session_id=0, responses=topics)
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for min_bytes or max_wait_ms (Kafka: `DelayedFetch`)."""
+
+    def __init__(
+        self,
+        apis: KafkaApis,
+        request: Request,
+        partitions: list[FetchPartition],
+        params: FetchParams,
+    ) -> None:
+        super().__init__(params.max_wait_ms)
+        self.apis, self.request = apis, request
+        self.partitions, self.params = partitions, params
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        manager = self.apis.replica_manager
+        for fp in self.partitions:
+            partition = manager.partitions.get((fp.topic, fp.partition))
+            if partition is None:
+                return self.force_complete()  # case A: the partition went away
+            bound = (
+                partition.last_stable_offset
+                if self.params.read_committed
+                else partition.high_watermark
+            )
+            if not partition.log_start_offset <= fp.fetch_offset <= partition.log.log_end_offset:
+                return self.force_complete()  # case B: the offset is now out of range
+            if fp.fetch_offset < bound:
+                if self.params.min_bytes <= 1:
+                    return self.force_complete()  # any new byte will do
+                accumulated += partition.bytes_available(
+                    fp.fetch_offset, fp.max_bytes, self.params.read_committed
+                )
+        if accumulated >= self.params.min_bytes:
+            return self.force_complete()  # case C: enough bytes
+        return False
+
+    def on_complete(self) -> None:
+        if self.request.connection_closed():
+            self.apis.send(self.request, None)
+            return
+        read, _, _ = read_partitions(self.apis, self.partitions, self.params)
+        self.apis.send(self.request, build_response(read))
+
+
+def handle_fetch(apis: KafkaApis, request: Request) -> Any:
+    from kafka_ref.server.handlers import DEFERRED
+
+    body = request.body
+    params = FetchParams(
+        max_wait_ms=body.max_wait_ms,
+        min_bytes=body.min_bytes,
+        max_bytes=body.max_bytes,
+        read_committed=body.isolation_level == READ_COMMITTED,
+    )
+    if request.api_version >= 7 and body.session_epoch > 0:
+        # An incremental fetch on a session we never created (we always answer session 0).
+        return build_response([], ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    partitions = [
+        FetchPartition(
+            t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch
+        )
+        for t in body.topics
+        for p in t.partitions
+    ]
+    read, total, any_error = read_partitions(apis, partitions, params)
+    if params.max_wait_ms <= 0 or not partitions or total >= params.min_bytes or any_error:
+        return build_response(read)
+    delayed = DelayedFetch(apis, request, partitions, params)
+    keys = {(fp.topic, fp.partition) for fp in partitions}
+    apis.fetch_purgatory.try_complete_else_watch(delayed, keys)
+    return DEFERRED

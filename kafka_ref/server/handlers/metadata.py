@@ -1,0 +1,135 @@
+"""ApiVersions and Metadata: what the broker speaks, and what the cluster looks like.
+
+**ApiVersions** (key 18) is the first request on every connection: the client learns, per
+API key, the lowest and highest version the broker accepts, and picks the highest version
+both sides speak. The answer lists exactly the APIs the broker implements (the protocol
+registry, `supported_api_versions`), nothing more, because clients infer features from it:
+kafka-python guesses the broker's Kafka version from which versions are present, and an
+advertised-but-missing API would make it send requests nobody can answer (BROKER-6). A
+request at a version the broker does not know still gets an answer (KIP-511): a v0 body
+with UNSUPPORTED_VERSION and the supported ranges, so the client can retry lower
+(Kafka: `KafkaApis.handleApiVersionsRequest`, PROTO-14). v3 requests carry the client's
+software name and version, which must look like names (`[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*
+[a-zA-Z0-9])?`) or the answer is INVALID_REQUEST (BROKER-7).
+
+**Metadata** (key 3) tells a client the brokers (id, host, port: the *advertised*
+listener), the cluster id, the controller id, and per topic its partitions with leader,
+replicas and ISR. Which topics (BROKER-10): v0 sends an empty list for "all topics"; from
+v1 a null list means all and an empty list means none. A requested topic that does not
+exist is created when `auto.create.topics.enable` is on and the request allows it (always
+below v4; the `allow_auto_topic_creation` flag from v4) - and reported as
+LEADER_NOT_AVAILABLE in this response, as Kafka does while a topic is being created; the
+client asks again and finds it (BROKER-11). Otherwise it is UNKNOWN_TOPIC_OR_PARTITION;
+an illegal name is INVALID_TOPIC_EXCEPTION. On one broker the controller, every leader and
+every replica is this broker (BROKER-12). Metadata 0-5 carries no leader epochs (they
+arrive in v7); clients then skip leader-epoch validation (no OffsetForLeaderEpoch).
+
+Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from kafka_ref.cluster.metadata import InvalidTopicError, validate_topic_name
+from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.protocol.frames import api_versions_body, unsupported_api_versions_response
+from kafka_ref.protocol.messages import MetadataResponse
+from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import Response
+
+if TYPE_CHECKING:
+    from kafka_ref.server.handlers import KafkaApis
+
+# Kafka's ApiVersionsRequest.isValid: a software name/version looks like this.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def handle_api_versions(apis: KafkaApis, request: Request) -> Any:
+    if request.body is None:  # a version we do not know (KIP-511): v0 body, error 35
+        return Response.of_bytes(unsupported_api_versions_response(request.correlation_id))
+    if request.api_version >= 3:
+        body = request.body
+        for value in (body.client_software_name, body.client_software_version):
+            if not _SOFTWARE.fullmatch(value or ""):
+                return api_versions_body(ErrorCode.INVALID_REQUEST)
+    return api_versions_body()
+
+
+def _requested_topics(request: Request) -> list[str] | None:
+    """The topic names asked for, in order without repeats; None means all topics."""
+    topics = request.body.topics
+    if topics is None or (request.api_version == 0 and not topics):
+        return None
+    return list(dict.fromkeys(t.name for t in topics))
+
+
+def handle_metadata(apis: KafkaApis, request: Request) -> Any:
+    controller = apis.controller
+    names = _requested_topics(request)
+    allow_auto_create = apis.config["auto.create.topics.enable"] and (
+        request.api_version < 4 or request.body.allow_auto_topic_creation
+    )
+    topics = []
+    if names is None:
+        topics = [_describe(apis, meta.name) for meta in controller.topics()]
+    else:
+        for name in names:
+            if controller.topic(name) is not None:
+                topics.append(_describe(apis, name))
+            else:
+                topics.append(_missing(apis, name, allow_auto_create))
+    me = controller.endpoint
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[
+            MetadataResponse.MetadataResponseBroker(
+                node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+            )
+            for b in controller.brokers()
+        ],
+        cluster_id=controller.cluster_id,
+        controller_id=me.node_id,
+        topics=topics,
+    )
+
+
+def _describe(apis: KafkaApis, name: str) -> Any:
+    meta = apis.controller.topic(name)
+    assert meta is not None
+    partitions = []
+    for index in range(meta.partitions):
+        state = apis.controller.partition_state(name, index)
+        assert state is not None
+        partitions.append(
+            MetadataResponse.MetadataResponsePartition(
+                error_code=ErrorCode.NO_ERROR,
+                partition_index=index,
+                leader_id=state.leader,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=list(state.replicas),
+                isr_nodes=list(state.isr),
+                offline_replicas=[],
+            )
+        )
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=ErrorCode.NO_ERROR, name=name, is_internal=meta.internal, partitions=partitions
+    )
+
+
+def _missing(apis: KafkaApis, name: str, allow_auto_create: bool) -> Any:
+    try:
+        validate_topic_name(name)
+        if not allow_auto_create:
+            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            apis.controller.create_topic(name)  # num.partitions, default.replication.factor
+            error = ErrorCode.LEADER_NOT_AVAILABLE  # "being created": the client retries
+    except InvalidTopicError:
+        error = ErrorCode.INVALID_TOPIC
+    except KafkaError as err:  # e.g. default.replication.factor above the broker count
+        error = err.code
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=error, name=name, is_internal=False, partitions=[]
+    )

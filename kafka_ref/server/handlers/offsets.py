@@ -1,0 +1,105 @@
+"""ListOffsets and DeleteRecords: finding offsets, and moving the log start offset.
+
+**ListOffsets** (key 2) turns a *target* into an offset per partition (Kafka:
+`KafkaApis.handleListOffsetRequest` -> `Partition.fetchOffsetForTimestamp`):
+
+* `-2` (EARLIEST) gives the log start offset: where `auto.offset.reset=earliest` starts;
+* `-1` (LATEST) gives the high watermark (the last stable offset for read_committed,
+  v2+), where `latest` starts: the next offset a consumer could read (BROKER-24);
+* a timestamp T gives the first offset whose record timestamp is >= T, with that
+  record's batch timestamp, found through the time index (`offsets_for_times`, KIP-79);
+  if no record that recent exists below the high watermark the answer is offset -1,
+  timestamp -1 (BROKER-25).
+
+**DeleteRecords** (key 21) raises a partition's log start offset to the given offset
+(-1 means the high watermark): records below it become unreadable at once, and segments
+wholly below it are deleted (LOG-14). An offset above the high watermark is
+OFFSET_OUT_OF_RANGE; a compacted topic refuses with POLICY_VIOLATION, as Kafka does. The
+answer is the new low watermark (BROKER-26).
+
+Rules: BROKER-24, BROKER-25, BROKER-26.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafka_ref.protocol.messages import DeleteRecordsResponse, ListOffsetsResponse
+from kafka_ref.server.replica_manager import Partition
+from kafka_ref.server.request_channel import Request
+
+if TYPE_CHECKING:
+    from kafka_ref.server.handlers import KafkaApis
+
+READ_COMMITTED = 1
+CONSUMER_REPLICA_ID = -1
+
+
+def offset_for_target(partition: Partition, target: int, *, read_committed: bool, replica_id: int):
+    """(timestamp, offset) for one ListOffsets target; (-1, -1) when nothing qualifies."""
+    if replica_id == CONSUMER_REPLICA_ID:
+        bound = partition.last_stable_offset if read_committed else partition.high_watermark
+    else:  # a replica or a debugging tool may look up to the log end
+        bound = partition.log.log_end_offset
+    if target == EARLIEST_TIMESTAMP:
+        return -1, partition.log_start_offset
+    if target == LATEST_TIMESTAMP:
+        return -1, bound
+    found = partition.log.offset_for_timestamp(target)
+    if found is None or found.offset >= bound:
+        return -1, -1
+    return found.timestamp, found.offset
+
+
+def handle_list_offsets(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+    read_committed = request.api_version >= 2 and body.isolation_level == READ_COMMITTED
+    seen = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            result = ListOffsetsResponse.ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1
+            )
+            try:
+                if seen[(topic.name, p.partition_index)] > 1:
+                    result.error_code = ErrorCode.INVALID_REQUEST
+                else:
+                    partition = apis.replica_manager.get_partition(topic.name, p.partition_index)
+                    result.timestamp, result.offset = offset_for_target(
+                        partition,
+                        p.timestamp,
+                        read_committed=read_committed,
+                        replica_id=body.replica_id,
+                    )
+            except KafkaError as err:
+                result.error_code = err.code
+            partitions.append(result)
+        topics.append(
+            ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
+        )
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+def handle_delete_records(apis: KafkaApis, request: Request) -> Any:
+    topics = []
+    for topic in request.body.topics:
+        partitions = []
+        for p in topic.partitions:
+            result = DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                partition_index=p.partition_index, low_watermark=-1, error_code=0
+            )
+            try:
+                partition = apis.replica_manager.get_partition(topic.name, p.partition_index)
+                result.low_watermark = partition.delete_records_before(p.offset)
+            except KafkaError as err:
+                result.error_code = err.code
+            partitions.append(result)
+        topics.append(
+            DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name, partitions=partitions)
+        )
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,158 @@
+"""Produce: producers append record batches to partition leaders.
+
+A ProduceRequest carries `acks`, a timeout, and per topic-partition one record batch as
+the producer built it (possibly compressed). The broker's path (Kafka:
+`KafkaApis.handleProduceRequest` -> `ReplicaManager.appendRecords`) never decodes a record:
+
+1. `acks` must be 0, 1 or -1 (all); anything else answers every partition with
+   INVALID_REQUIRED_ACKS (BROKER-13).
+2. Per partition, the batch's header is checked as `ProduceRequest.validateRecords` does:
+   exactly one batch, magic 2 (magic 0/1 is UNSUPPORTED_FOR_MESSAGE_FORMAT: kafka-ref stores
+   only v2 batches and does not convert), zstd only from v7 (UNSUPPORTED_COMPRESSION_TYPE,
+   BROKER-27).
+   An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: produce never creates
+   topics, Metadata does (BROKER-11).
+3. The log validates the batch (length, CRC-32C, record count, `max.message.bytes` ->
+   MESSAGE_TOO_LARGE), stamps base offset and leader epoch in place, and with
+   `message.timestamp.type=LogAppendTime` the broker's time (then the response carries
+   it in `log_append_time_ms`, else -1, BROKER-28). Errors are per partition: one bad partition
+   does not fail the others (BROKER-14).
+4. acks=1 and acks=-1 answer after the leader's append (on one broker the leader is the
+   whole ISR; replication will make -1 wait in the purgatory). acks=0 gets no response at
+   all: the client does not read one (BROKER-4). If an acks=0 append failed, the broker
+   closes the connection, Kafka's only way to tell such a producer (BROKER-15).
+
+Produce v0-2 (magic 0/1 message sets) are advertised only so that old librdkafka enables
+compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per partition
+(BROKER-16).
+
+Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import TYPE_CHECKING, Any
+
+from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol.messages import ProduceResponse
+from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
+from kafka_ref.record.compression import Compression
+from kafka_ref.server.request_channel import Request
+
+if TYPE_CHECKING:
+    from kafka_ref.server.handlers import KafkaApis
+
+logger = logging.getLogger("kafka_ref.server.handlers.produce")
+
+_LENGTH = struct.Struct(">i")  # batchLength at offset 8
+_ATTRIBUTES = struct.Struct(">h")  # attributes at offset 21
+MIN_VERSION_WITH_BATCHES = 3
+MIN_VERSION_WITH_ZSTD = 7
+
+
+def check_records(records: Any, version: int) -> tuple[ErrorCode, str]:
+    """The per-partition header checks of Kafka's ProduceRequest.validateRecords."""
+    if records is None or len(records) == 0:
+        return ErrorCode.INVALID_RECORD, "at least one record batch per partition is required"
+    if len(records) <= MAGIC_OFFSET:
+        return ErrorCode.CORRUPT_MESSAGE, f"{len(records)} bytes cannot hold a batch"
+    magic = records[MAGIC_OFFSET]
+    if magic < MAGIC_V2:
+        return ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"magic {magic}: only v2 batches"
+    if magic != MAGIC_V2:
+        return ErrorCode.CORRUPT_MESSAGE, f"unknown magic {magic}"
+    size = _LENGTH.unpack_from(records, 8)[0] + LOG_OVERHEAD
+    if size > len(records) or size < LOG_OVERHEAD:
+        return ErrorCode.CORRUPT_MESSAGE, "the batch length runs past the records"
+    if size < len(records):
+        return ErrorCode.INVALID_RECORD, "exactly one record batch per partition is allowed"
+    if len(records) >= 23 and version < MIN_VERSION_WITH_ZSTD:
+        codec = _ATTRIBUTES.unpack_from(records, 21)[0] & 0x07
+        if codec == Compression.ZSTD:
+            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7, got v{version}"
+    return ErrorCode.NO_ERROR, ""
+
+
+def handle_produce(apis: KafkaApis, request: Request) -> Any:
+    body, version = request.body, request.api_version
+    acks = body.acks
+    if version < MIN_VERSION_WITH_BATCHES:
+        error = ErrorCode.UNSUPPORTED_VERSION  # BROKER-16, as Kafka 4
+    elif acks not in (0, 1, -1):
+        error = ErrorCode.INVALID_REQUIRED_ACKS  # BROKER-13
+    else:
+        error = ErrorCode.NO_ERROR
+    if error != ErrorCode.NO_ERROR:
+        if acks == 0:
+            request.close_connection(f"Produce v{version} acks=0 refused: {error.name}")
+            return None
+        return _response(body, {}, error, apis)
+
+    entries: dict[tuple[str, int], Any] = {}
+    failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
+    for topic in body.topic_data:
+        for data in topic.partition_data:
+            tp = (topic.name, data.index)
+            if tp in entries or tp in failed:
+                failed[tp] = (ErrorCode.INVALID_REQUEST, "partition listed twice")
+                entries.pop(tp, None)
+                continue
+            code, message = check_records(data.records, version)
+            if code != ErrorCode.NO_ERROR:
+                failed[tp] = (code, message)
+            else:
+                entries[tp] = data.records
+
+    results = apis.replica_manager.append_records(entries, acks)
+    outcome: dict[tuple[str, int], Any] = dict(results)
+    for tp, (code, message) in failed.items():
+        outcome[tp] = (code, message)
+    errors = {tp: _error_of(r) for tp, r in outcome.items() if _error_of(r)[0] != 0}
+    for (topic, index), (code, message) in errors.items():
+        logger.info("produce to %s-%d failed: %s: %s", topic, index, code.name, message)
+    if acks == 0:
+        if errors:
+            request.close_connection("acks=0 produce failed; closing to tell the producer")
+        return None
+    return _response(body, outcome, ErrorCode.NO_ERROR, apis)
+
+
+def _error_of(result: Any) -> tuple[ErrorCode, str]:
+    if isinstance(result, tuple):
+        return result
+    return result.error, result.message
+
+
+def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> Any:
+    # Every field is given, so no default values are built per partition (the hot path).
+    make = ProduceResponse.PartitionProduceResponse
+    topics = []
+    for topic in body.topic_data:
+        partitions = []
+        for data in topic.partition_data:
+            result = outcome.get((topic.name, data.index))
+            code = error if result is None else _error_of(result)[0]
+            info = None if result is None or isinstance(result, tuple) else result.info
+            ok = code == ErrorCode.NO_ERROR and info is not None
+            partitions.append(
+                make(
+                    index=data.index,
+                    error_code=code,
+                    base_offset=info.first_offset if ok else -1,
+                    log_append_time_ms=info.log_append_time if ok else -1,
+                    log_start_offset=info.log_start_offset if ok else -1,
+                    record_errors=_NO_RECORD_ERRORS,
+                    error_message=None,
+                    current_leader=None,  # tagged, v10+: never on the wire here
+                )
+            )
+        topics.append(
+            ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
+        )
+    return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=_NO_ENDPOINTS)
+
+
+_NO_RECORD_ERRORS: list = []  # v8+ fields, empty and shared (never mutated)
+_NO_ENDPOINTS: list = []

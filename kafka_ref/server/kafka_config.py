@@ -1,0 +1,251 @@
+"""Broker configuration by Kafka's names: `server.properties`, `--override`, defaults.
+
+A Kafka broker is configured with a Java properties file (`config/server.properties`) plus
+command-line overrides, every key a dotted name (`log.dirs`, `num.partitions`). Kafka's
+class is `KafkaConfig`; it knows every key, its type, default and valid range, and refuses
+to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file works:
+
+* broker keys (`broker.id` / `node.id`, `listeners`, `advertised.listeners`, `log.dirs` /
+  `log.dir`, `num.partitions`, `default.replication.factor`, `auto.create.topics.enable`,
+  `delete.topic.enable`, `socket.request.max.bytes`, `num.io.threads`, ...);
+* every topic config's broker default (`log.segment.bytes`, `log.retention.ms`,
+  `message.max.bytes`, ...: `config.broker_name`), plus Kafka's coarser time aliases
+  `log.retention.hours|minutes` and `log.roll.hours` (the finer unit wins, as in Kafka);
+* keys of Kafka's stock server.properties that mean nothing on a single embedded broker
+  (`process.roles`, `controller.quorum.voters`, `zookeeper.connect`, ...) are accepted and
+  reported as unused; `listeners` may also name KRaft's `CONTROLLER` listener
+  (`controller.listener.names`), which is skipped: clients use the PLAINTEXT one.
+
+Any other key, or a value that does not parse or is out of range, is a `ConfigError` with
+one readable line; the CLI turns it into exit code 2 (BROKER-40). Kafka itself only warns
+about unknown keys; refusing them catches typos such as `num.partition=3`.
+
+Rules: BROKER-40, BROKER-41.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, LogConfig, broker_name
+from kafka_ref.errors import InvalidConfigError
+
+
+class ConfigError(ValueError):
+    """A broker configuration that cannot be used: one readable line."""
+
+
+# Broker-level keys (Kafka: KafkaConfig / ServerConfigs / SocketServerConfigs ...).
+_BROKER_DEFS = [
+    ConfigDef("broker.id", "int", 0, "This broker's id (node.id in KRaft).", 0),
+    ConfigDef("node.id", "int", -1, "KRaft name of broker.id; wins when set.", -1),
+    ConfigDef("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), "Where to listen."),
+    ConfigDef("advertised.listeners", "list", (), "Where clients reach us (default listeners)."),
+    ConfigDef("log.dirs", "list", (), "The data directory (one; overrides log.dir)."),
+    ConfigDef("log.dir", "string", "/tmp/kafka-logs", "The data directory if log.dirs is unset."),
+    ConfigDef("num.partitions", "int", 1, "Partitions of an auto-created topic.", 1),
+    ConfigDef("default.replication.factor", "int", 1, "Replicas of an auto-created topic.", 1),
+    ConfigDef("auto.create.topics.enable", "boolean", True, "Create topics on Metadata."),
+    ConfigDef("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+    ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame.", 1),
+    ConfigDef("num.io.threads", "int", 8, "Request handler workers.", 1),
+    ConfigDef("queued.max.requests", "int", 500, "Requests queued for the handlers.", 1),
+    ConfigDef("log.retention.check.interval.ms", "long", 300000, "Retention check period.", 1),
+    ConfigDef("log.cleaner.enable", "boolean", True, "Run the log cleaner (compaction)."),
+    ConfigDef("log.cleaner.backoff.ms", "long", 15000, "Cleaner check period.", 0),
+    ConfigDef("log.flush.scheduler.interval.ms", "long", 1000, "Flush check period.", 1),
+    ConfigDef("log.flush.offset.checkpoint.interval.ms", "int", 60000, "Checkpoint period.", 0),
+    ConfigDef("log.retention.hours", "int", 168, "retention.ms in hours (ms wins).", -1),
+    ConfigDef("log.retention.minutes", "int", None, "retention.ms in minutes (ms wins)."),
+    ConfigDef("log.roll.hours", "int", 168, "segment.ms in hours (ms wins).", 1),
+    ConfigDef("log.roll.jitter.hours", "int", 0, "segment.jitter.ms in hours.", 0),
+]
+BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
+# topic config's broker name -> topic config name (log.segment.bytes -> segment.bytes)
+LOG_DEFAULTS: dict[str, str] = {broker_name(name): name for name in TOPIC_CONFIGS}
+for _name, _topic in LOG_DEFAULTS.items():
+    _d = TOPIC_CONFIGS[_topic]
+    BROKER_CONFIGS.setdefault(_name, dataclasses.replace(_d, name=_name))
+
+# Keys of Kafka's stock server.properties that a single embedded broker does not use.
+IGNORED_KEYS = frozenset(
+    {
+        "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+        "controller.listener.names", "inter.broker.listener.name",
+        "listener.security.protocol.map", "num.network.threads", "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
+        "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.min.isr", "zookeeper.connect",
+        "zookeeper.connection.timeout.ms", "group.initial.rebalance.delay.ms",
+        "metadata.log.dir", "log.cleaner.threads", "num.replica.fetchers",
+    }
+)  # fmt: skip
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java properties: `k=v`, `k: v` or `k v`; `#`/`!` comments; `\\` continues."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_property(logical)
+        props[key] = value
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        props[key] = value
+    return props
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    """The key ends at the first `=`, `:` or blank; one `=` or `:` after blanks is skipped."""
+    i = 0
+    while i < len(line) and line[i] not in "=:" and not line[i].isspace():
+        i += 1
+    key, rest = line[:i], line[i:].lstrip()
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip()
+    return key, rest
+
+
+def parse_listener(listener: str) -> tuple[str, int]:
+    """`PLAINTEXT://host:port` (or `host:port`) -> (host, port); an empty host is 0.0.0.0."""
+    _, _, address = listener.rpartition("://")
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"listener {listener!r} is not PLAINTEXT://HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def client_listener(listeners: Iterable[str], controller_names: Iterable[str]) -> str:
+    """The PLAINTEXT listener clients use; KRaft's CONTROLLER listeners are skipped."""
+    skip = {name.upper() for name in controller_names}
+    candidates = [item for item in listeners if item.partition("://")[0].upper() not in skip]
+    for item in candidates:
+        if "://" not in item or item.upper().startswith("PLAINTEXT://"):
+            return item
+    named = ", ".join(candidates) or "none"
+    raise ConfigError(f"no PLAINTEXT listener among {named}: kafka-ref only speaks PLAINTEXT")
+
+
+@dataclasses.dataclass
+class KafkaConfig:
+    """The parsed broker configuration (Kafka: `KafkaConfig`)."""
+
+    values: dict[str, Any]
+    overrides: dict[str, str]  # the raw key=value pairs given, for DescribeConfigs
+    ignored: list[str] = dataclasses.field(default_factory=list)
+    controller_listener_names: tuple[str, ...] = ("CONTROLLER",)
+
+    @classmethod
+    def from_props(cls, *layers: Mapping[str, Any]) -> KafkaConfig:
+        """Merge layers (later wins), validate every key and value; raise ConfigError."""
+        merged: dict[str, str] = {}
+        for layer in layers:
+            merged.update({str(k).strip(): str(v).strip() for k, v in layer.items()})
+        values = {name: d.default for name, d in BROKER_CONFIGS.items()}
+        ignored = []
+        for key, raw in merged.items():
+            if key in IGNORED_KEYS:
+                ignored.append(key)
+                continue
+            definition = BROKER_CONFIGS.get(key)
+            if definition is None:
+                raise ConfigError(f"unknown broker config {key!r}")
+            try:
+                values[key] = definition.parse(raw)
+            except InvalidConfigError as err:
+                raise ConfigError(str(err.args[0] if err.args else err)) from None
+        overrides = {k: v for k, v in merged.items() if k not in IGNORED_KEYS}
+        controllers = tuple(
+            n.strip() for n in merged.get("controller.listener.names", "CONTROLLER").split(",")
+        )
+        config = cls(values, overrides, ignored, controllers)
+        config.validate()
+        return config
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, *more: Mapping[str, Any]) -> KafkaConfig:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as err:
+            raise ConfigError(f"cannot read {path}: {err.strerror}") from None
+        return cls.from_props(parse_properties(text), *more)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def validate(self) -> None:
+        if len(self.log_dirs) != 1:
+            raise ConfigError(f"log.dirs names {len(self.log_dirs)} directories; kafka-ref uses 1")
+        self.listen_address  # noqa: B018  (parses, raising ConfigError)
+        self.advertised_address  # noqa: B018
+        self.log_config()
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def broker_id(self) -> int:
+        return self["node.id"] if self["node.id"] >= 0 else self["broker.id"]
+
+    @property
+    def log_dirs(self) -> tuple[str, ...]:
+        return self["log.dirs"] or (self["log.dir"],)
+
+    @property
+    def data_dir(self) -> str:
+        return self.log_dirs[0]
+
+    @property
+    def listen_address(self) -> tuple[str, int]:
+        return parse_listener(client_listener(self["listeners"], self.controller_listener_names))
+
+    @property
+    def advertised_address(self) -> tuple[str, int]:
+        """advertised.listeners, else listeners; a wildcard host advertises 127.0.0.1."""
+        listeners = self["advertised.listeners"] or self["listeners"]
+        host, port = parse_listener(client_listener(listeners, self.controller_listener_names))
+        return (host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"), port
+
+    def log_config(self) -> LogConfig:
+        """The broker's default LogConfig from the `log.*` keys (and the time aliases)."""
+        props: dict[str, Any] = {}
+        for key in self.overrides:
+            if key in LOG_DEFAULTS:
+                props[LOG_DEFAULTS[key]] = self.values[key]
+        if "log.retention.ms" not in self.overrides:
+            if "log.retention.minutes" in self.overrides:
+                props["retention.ms"] = _scaled(self["log.retention.minutes"], 60_000)
+            elif "log.retention.hours" in self.overrides:
+                props["retention.ms"] = _scaled(self["log.retention.hours"], 3_600_000)
+        if "log.roll.ms" not in self.overrides and "log.roll.hours" in self.overrides:
+            props["segment.ms"] = self["log.roll.hours"] * 3_600_000
+        if "log.roll.jitter.ms" not in self.overrides and "log.roll.jitter.hours" in self.overrides:
+            props["segment.jitter.ms"] = self["log.roll.jitter.hours"] * 3_600_000
+        try:
+            return LogConfig.from_properties(props)
+        except InvalidConfigError as err:
+            raise ConfigError(str(err.args[0] if err.args else err)) from None
+
+    def describe(self) -> Iterable[tuple[str, Any, bool]]:
+        """(name, value, is_default) of every broker config, for DescribeConfigs."""
+        log_config = self.log_config().to_properties()
+        for name in sorted(BROKER_CONFIGS):
+            value = self.values[name]
+            if name in LOG_DEFAULTS:
+                value = log_config[LOG_DEFAULTS[name]]
+            yield name, value, name not in self.overrides
+
+
+def _scaled(value: int, unit_ms: int) -> int:
+    return -1 if value < 0 else value * unit_ms

@@ -1,0 +1,336 @@
+"""The socket server: accept connections, read request frames, write responses in order.
+
+Kafka's network layer is `SocketServer`: one `Acceptor` per listener accepts TCP
+connections and hands each to a `Processor` (a network thread with its own selector), which
+reads size-prefixed request frames, parses the header, puts the request into the
+`RequestChannel` for the handler threads, and writes the responses back. kafka-ref maps it
+onto asyncio: the event loop is the selector, `Acceptor` wraps `loop.create_server`, and
+every connection gets its own `Processor` (an `asyncio.BufferedProtocol`).
+
+**Reading** (BROKER-1, BROKER-8, BROKER-9). A frame is an int32 size and that many bytes. Small
+frames are parsed out of a receive buffer and copied into their own `bytearray`; a large
+frame gets a `bytearray` of its exact size and the kernel reads into it directly
+(`get_buffer`), so a 1 MB produce request is never copied in Python. The buffer is
+writable, so the log can stamp offsets into the producer's batches in place. A size
+above `socket.request.max.bytes` or below zero closes this connection, before anything is
+allocated; so does a frame that does not decode (Kafka: `InvalidRequestException`), and an
+unknown API key or unsupported version other than ApiVersions (which gets its KIP-511
+answer). Nothing a client sends can stop the server or another connection.
+
+**Ordering** (BROKER-2, BROKER-3). Clients pipeline: they send several requests before
+reading a response, and match responses to requests by order (kafka-python raises
+`CorrelationIdError` on a mismatch). Each processor keeps its requests in arrival order;
+a response that is ready early (a Metadata behind a long-polling Fetch) waits until every
+earlier response is written. A request answered with no response (acks=0 produce) is
+skipped over. Kafka enforces order by reading one request at a time per connection
+("muting"); here several may be in flight, up to `MAX_IN_FLIGHT`, then reading pauses.
+
+**Writing** (BROKER-5). A `Response` is chunks of bytes and file slices. Bytes go to
+`transport.write`; a slice goes to `loop.sendfile`, which waits until the bytes before it
+are on the wire and then calls `os.sendfile(socket, segment_fd, position, length)`: the
+records go from the page cache to the socket without entering Python. Where native
+sendfile is not available (another event loop, TLS), the slice is read and written.
+Writes respect flow control: when the transport's buffer is full, nothing more is written
+until it drains.
+
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import deque
+
+from kafka_ref.log.file_records import FileSlice
+from kafka_ref.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
+from kafka_ref.protocol.frames import MAX_FRAME_SIZE, decode_request
+from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.server.request_channel import Request, RequestChannel
+from kafka_ref.server.response import Response
+
+logger = logging.getLogger("kafka_ref.server.network")
+
+RECEIVE_BUFFER = 64 * 1024  # small frames accumulate here
+LARGE_FRAME = 16 * 1024  # larger frames are read straight into their own buffer
+MAX_IN_FLIGHT = 64  # requests per connection before reading pauses
+_SIZE = struct.Struct(">i")
+
+
+class Processor(asyncio.BufferedProtocol):
+    """One client connection: frames in, responses out in order (Kafka: `Processor`)."""
+
+    def __init__(self, server: SocketServer) -> None:
+        self.server = server
+        self.channel = server.request_channel
+        self.max_request_size = server.max_request_size
+        self.transport: asyncio.Transport | None = None
+        self.name = "?"
+        self._buf = bytearray(RECEIVE_BUFFER)
+        self._view = memoryview(self._buf)
+        self._start = self._end = 0  # unparsed bytes are _buf[_start:_end]
+        self._frame: bytearray | None = None  # a large frame being read directly
+        self._frame_filled = 0
+        self._in_flight: deque[Request] = deque()  # in arrival order, answered or not
+        self._backlog: deque[Request] = deque()  # waiting for room in the request channel
+        self._backlog_task: asyncio.Task | None = None
+        self._sending = False  # a response with file slices is being sent
+        self._write_paused = False
+        self._write_scheduled = False
+        self._read_paused = False
+        self.closed = False
+        self.requests = 0
+
+    # ------------------------------------------------------------------ connection
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.name = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.server.connections.add(self)
+        logger.debug("accepted connection from %s", self.name)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        self._in_flight.clear()
+        self._backlog.clear()
+        if self._backlog_task is not None:
+            self._backlog_task.cancel()
+        logger.debug("connection from %s closed after %d requests", self.name, self.requests)
+
+    def close(self, reason: str) -> None:
+        """Close this connection only (after writing what is already buffered)."""
+        if self.closed:
+            return
+        self.closed = True
+        logger.info("closing connection from %s: %s", self.name, reason)
+        if self.transport is not None:
+            self.transport.close()
+
+    def eof_received(self) -> bool:
+        return False  # the client closed its side: close ours
+
+    # ------------------------------------------------------------------ reading frames
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._frame_filled :]
+        if self._end == len(self._buf) or (self._start and len(self._buf) - self._end < 4096):
+            n = self._end - self._start  # move the partial frame to the front
+            self._buf[:n] = self._buf[self._start : self._end]
+            self._start, self._end = 0, n
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame is not None:
+            self._frame_filled += nbytes
+            if self._frame_filled == len(self._frame):
+                frame, self._frame = self._frame, None
+                self._on_frame(frame)  # the receive buffer is empty: nothing else to parse
+            return
+        self._end += nbytes
+        self._parse()
+
+    def _parse(self) -> None:
+        while not self.closed and self._end - self._start >= 4:
+            (size,) = _SIZE.unpack_from(self._buf, self._start)
+            if size < 0 or size > self.max_request_size:
+                self.close(
+                    f"request frame of {size} bytes exceeds socket.request.max.bytes "
+                    f"({self.max_request_size})"
+                )
+                return
+            available = self._end - self._start - 4
+            begin = self._start + 4
+            if available >= size:
+                frame = bytearray(self._view[begin : begin + size])
+                self._start = begin + size
+                self._on_frame(frame)
+                continue
+            if size > LARGE_FRAME:  # read the rest of this frame straight into its buffer
+                self._frame = bytearray(size)
+                self._frame[:available] = self._view[begin : self._end]
+                self._frame_filled = available
+                self._start = self._end = 0
+            break
+        if self._start == self._end:
+            self._start = self._end = 0
+
+    def _on_frame(self, frame: bytearray) -> None:
+        self.requests += 1
+        try:
+            header, body = decode_request(memoryview(frame))
+        except UnsupportedVersionError as err:
+            header = err.header
+            if header is None or header.request_api_key != ApiKey.API_VERSIONS:
+                self.close(f"unsupported request: {err}")
+                return
+            body = None  # KIP-511: KafkaApis answers with a v0 ApiVersions error body
+        except ProtocolDecodeError as err:
+            self.close(f"malformed request: {err}")
+            return
+        except Exception as err:  # a decoder bug must cost one connection, not the server
+            logger.exception("decoder failed on a frame from %s", self.name)
+            self.close(f"undecodable request: {err!r}")
+            return
+        request = Request(self, header, body, len(frame) + 4)
+        self._in_flight.append(request)
+        if self._backlog or not self.channel.send_request(request):
+            self._backlog.append(request)  # the channel is full: queue here, stop reading
+            if self._backlog_task is None:
+                self._backlog_task = asyncio.get_running_loop().create_task(self._drain())
+        self._update_reading()
+
+    async def _drain(self) -> None:
+        try:
+            while self._backlog:
+                await self.channel.put(self._backlog[0])
+                self._backlog.popleft()
+        finally:
+            self._backlog_task = None
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        busy = len(self._in_flight) >= MAX_IN_FLIGHT or bool(self._backlog)
+        if busy and not self._read_paused:
+            self._read_paused = True
+            self.transport.pause_reading()
+        elif not busy and self._read_paused:
+            self._read_paused = False
+            self.transport.resume_reading()
+
+    # ------------------------------------------------------------------ writing responses
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._write_ready()
+
+    def on_response_ready(self) -> None:
+        """A response is ready: write, once the handlers yield, all that can go in order.
+
+        Deferring to the end of the loop iteration coalesces the responses to pipelined
+        requests into one `write` (one system call) instead of one each.
+        """
+        if not self._write_scheduled and not self.closed:
+            self._write_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_ready)
+
+    def _write_ready(self) -> None:
+        """Write every response at the head of the queue that is ready, in order."""
+        self._write_scheduled = False
+        if self._sending or self.closed or self.transport is None:
+            return
+        out: list[bytes] = []
+        while self._in_flight and self._in_flight[0].done and not self._write_paused:
+            request = self._in_flight.popleft()
+            response: Response | None = request.response
+            if response is None:
+                continue  # acks=0: nothing to send (BROKER-4)
+            if response.has_slices:
+                if out:
+                    self.transport.write(b"".join(out))
+                self._sending = True
+                asyncio.get_running_loop().create_task(self._send_with_slices(response))
+                return
+            out.extend(response.chunks)
+            if response.close_after:
+                self.transport.write(b"".join(out))
+                self.close("closed after response")
+                return
+        if out:
+            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        self._update_reading()
+
+    async def _send_with_slices(self, response: Response) -> None:
+        transport = self.transport
+        assert transport is not None
+        try:
+            for chunk in response.chunks:
+                if isinstance(chunk, FileSlice):
+                    await self._send_file_slice(transport, chunk)
+                else:
+                    transport.write(chunk)
+        except (OSError, RuntimeError) as err:
+            self._sending = False
+            self.close(f"sending a response failed: {err}")
+            return
+        self._sending = False
+        self._write_ready()
+
+    async def _send_file_slice(self, transport: asyncio.Transport, piece: FileSlice) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            sent = await loop.sendfile(
+                transport, piece.file, piece.position, piece.length, fallback=False
+            )
+        except (asyncio.SendfileNotAvailableError, RuntimeError):
+            if transport.is_closing():
+                raise
+            data = piece.read_bytes()  # no native sendfile here: read and write instead
+            transport.write(data)
+            sent = len(data)
+        if sent != piece.length:  # the stream would be corrupt from here on
+            raise OSError(f"sent {sent} of {piece.length} bytes of {piece.file.path}")
+
+
+class Acceptor:
+    """Accepts connections on one listener and gives each a Processor (Kafka: `Acceptor`)."""
+
+    def __init__(self, server: SocketServer, host: str, port: int) -> None:
+        self.server, self.host, self.port = server, host, port
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        loop = asyncio.get_running_loop()
+        host = self.host or None  # "" listens on every interface, IPv4 and IPv6
+        if host is None and self.port == 0:
+            host = "0.0.0.0"  # one socket per family would each get a different free port
+        self._server = await loop.create_server(
+            lambda: Processor(self.server), host, self.port, reuse_address=True, backlog=512
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+
+class SocketServer:
+    """The broker's network layer (Kafka: `SocketServer`)."""
+
+    def __init__(
+        self,
+        request_channel: RequestChannel,
+        host: str,
+        port: int,
+        *,
+        max_request_size: int = MAX_FRAME_SIZE,
+    ) -> None:
+        self.request_channel = request_channel
+        self.max_request_size = max_request_size
+        self.acceptor = Acceptor(self, host, port)
+        self.connections: set[Processor] = set()
+
+    @property
+    def port(self) -> int:
+        return self.acceptor.port
+
+    async def start(self) -> int:
+        """Listen; returns the bound port (useful with port 0)."""
+        port = await self.acceptor.start()
+        logger.info("listening on %s:%d", self.acceptor.host, port)
+        return port
+
+    async def stop(self) -> None:
+        """Stop accepting, then close every connection."""
+        await self.acceptor.stop()
+        for connection in list(self.connections):
+            connection.close("broker shutting down")
+        await asyncio.sleep(0)

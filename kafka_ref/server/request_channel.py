@@ -1,0 +1,139 @@
+"""The request channel: the queue between the network layer and the API handlers.
+
+Kafka separates the threads that move bytes (the network `Processor`s) from the threads
+that do the work (the `KafkaRequestHandler` pool running `KafkaApis`). Between them sits
+the `RequestChannel`: processors put decoded requests into one bounded queue
+(`queued.max.requests`), handler threads take them out, and each response goes back to the
+processor that owns the connection, which writes it.
+
+kafka-ref keeps the shape on one asyncio loop:
+
+* `Request` is what travels: the connection it came from, its header and decoded body,
+  its size and arrival time. A handler answers with `request.complete(response)` - now,
+  or later from the purgatory - with a `Response`, or `None` for "no response" (acks=0),
+  or asks to `close_connection()`;
+* `RequestChannel` is an `asyncio.Queue`; `handler_loop` is one worker (Kafka:
+  `KafkaRequestHandler.run`), and the broker runs `num.io.threads` of them.
+
+Handlers are plain synchronous functions. A worker therefore handles one request from
+start to finish without yielding, and requests are handled in exactly the order they
+arrived: two pipelined produce requests on one connection append in order (BROKER-3). A
+request that must wait (a long-polling fetch) does not block a worker: it is parked in the
+purgatory and completed later, and the connection's later requests are handled meanwhile.
+Their responses still go out in request order (the processor holds them back, BROKER-2).
+
+Rules: BROKER-2, BROKER-3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kafka_ref.server.response import Response
+
+logger = logging.getLogger("kafka_ref.server.request_channel")
+
+_PENDING = object()
+
+
+class Connection(Protocol):
+    """What a request needs from its connection (the network Processor)."""
+
+    name: str
+
+    def on_response_ready(self) -> None: ...
+
+    def close(self, reason: str) -> None: ...
+
+
+class Request:
+    """One decoded request and the slot for its response (Kafka: `RequestChannel.Request`)."""
+
+    __slots__ = ("body", "connection", "header", "received_ns", "response", "size")
+
+    def __init__(self, connection: Connection, header: Any, body: Any, size: int) -> None:
+        self.connection = connection
+        self.header = header
+        self.body = body
+        self.size = size
+        self.received_ns = time.monotonic_ns()
+        self.response: Any = _PENDING
+
+    @property
+    def api_key(self) -> int:
+        return self.header.request_api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.request_api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    def connection_closed(self) -> bool:
+        return bool(getattr(self.connection, "closed", False))
+
+    @property
+    def done(self) -> bool:
+        return self.response is not _PENDING
+
+    def complete(self, response: Response | None) -> None:
+        """Hand the response (None: send nothing) to the connection; once only."""
+        if self.response is not _PENDING:
+            raise RuntimeError(f"request {self.correlation_id} answered twice")
+        self.response = response
+        self.connection.on_response_ready()
+
+    def close_connection(self, reason: str) -> None:
+        """Answer by closing the connection (Kafka does so for acks=0 produce errors)."""
+        if self.response is _PENDING:
+            self.response = None
+        self.connection.close(reason)
+
+    def __repr__(self) -> str:
+        return (
+            f"Request(key={self.api_key}, v={self.api_version}, "
+            f"corr={self.correlation_id}, from={self.connection.name})"
+        )
+
+
+class RequestChannel:
+    """The queue from the processors to the handler workers (Kafka: `RequestChannel`)."""
+
+    def __init__(self, max_queued: int = 500) -> None:
+        self.queue: asyncio.Queue[Request] = asyncio.Queue(max_queued)
+
+    def send_request(self, request: Request) -> bool:
+        """Queue a request; False when the queue is full (the processor then waits)."""
+        try:
+            self.queue.put_nowait(request)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    async def put(self, request: Request) -> None:
+        await self.queue.put(request)
+
+    @property
+    def size(self) -> int:
+        return self.queue.qsize()
+
+
+async def handler_loop(channel: RequestChannel, handle: Callable[[Request], None]) -> None:
+    """One request handler worker (Kafka: `KafkaRequestHandler`): take, handle, repeat."""
+    while True:
+        request = await channel.queue.get()
+        try:
+            handle(request)
+        except Exception:  # KafkaApis handles its own errors; this is the last resort
+            logger.exception("unexpected error handling %r; closing its connection", request)
+            request.close_connection("handler error")

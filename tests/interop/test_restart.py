@@ -1,0 +1,77 @@
+"""Restart the broker process, cleanly and by kill -9, and read everything again (BROKER-36, 39).
+
+Runs after the client modules (file order), so `produced` holds all their topics; it also
+produces a topic of its own so it stands alone.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.interop.conftest import T_BASE, Produced
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def check_everything(broker, produced) -> None:
+    """One consumer reads every partition of every produced topic from the beginning."""
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+    assignment = [
+        TopicPartition(topic, p, OFFSET_BEGINNING)
+        for topic in produced
+        for p in metadata.topics[topic].partitions
+    ]
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "restart", "enable.auto.commit": False}
+    )
+    consumer.assign(assignment)
+    expected = sum(len(records) for records in produced.values())
+    got: dict[str, list[Produced]] = {topic: [] for topic in produced}
+    deadline, count = time.monotonic() + 60, 0
+    while count < expected and time.monotonic() < deadline:
+        for m in consumer.consume(10_000, 0.5):
+            assert m.error() is None, m.error()
+            got[m.topic()].append(
+                Produced(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
+            )
+            count += 1
+    consumer.close()
+    for topic, records in produced.items():
+        assert sorted(got[topic]) == records, topic
+
+
+@pytest.fixture(scope="module")
+def own_topic(kafka_ref_broker, produced):
+    producer = Producer({"bootstrap.servers": kafka_ref_broker.bootstrap, "acks": "all"})
+    reports: list = []
+    for i in range(3000):  # auto-created by the producer's Metadata request
+        producer.produce(
+            "restart-auto", key=b"%d" % i, value=b"r" * 100, timestamp=T_BASE + i,
+            on_delivery=lambda err, msg: reports.append((err, msg)),
+        )  # fmt: skip
+    assert producer.flush(30) == 0
+    assert all(err is None for err, _ in reports)
+    produced["restart-auto"] = sorted(
+        Produced(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
+        for _, m in reports
+    )
+    return "restart-auto"
+
+
+@pytest.mark.spec("BROKER-36", "BROKER-39")
+def test_clean_restart_serves_everything(kafka_ref_broker, produced, own_topic):
+    assert kafka_ref_broker.restart(signal.SIGTERM) == 0
+    assert "shut down cleanly" in kafka_ref_broker.log()
+    check_everything(kafka_ref_broker, produced)
+
+
+@pytest.mark.spec("BROKER-36", "BROKER-39")
+def test_restart_after_kill_9_serves_everything(kafka_ref_broker, produced, own_topic):
+    kafka_ref_broker.restart(signal.SIGKILL)
+    assert "(unclean shutdown)" in kafka_ref_broker.log().rsplit("broker 0 started", 2)[-2]
+    check_everything(kafka_ref_broker, produced)

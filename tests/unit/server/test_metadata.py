@@ -1,0 +1,123 @@
+"""ApiVersions and Metadata over the wire (BROKER-6, BROKER-7, BROKER-10..BROKER-12)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol import frames
+from kafka_ref.protocol.messages import ApiKey, ApiVersionsRequest, ApiVersionsResponse
+from tests.unit.server.conftest import Wire, assert_all_apis_have_handlers
+
+pytestmark = pytest.mark.timeout(60)
+
+ADVERTISED = {
+    0: (0, 7),
+    1: (4, 10),
+    2: (1, 3),
+    3: (0, 5),
+    18: (0, 3),
+    19: (2, 4),
+    20: (1, 3),
+    21: (0, 1),
+    32: (1, 2),
+    37: (0, 1),
+}
+
+
+def api_versions(wire: Wire, version: int, name: str = "kafka-ref-test", ver: str = "1.0"):
+    body = ApiVersionsRequest(client_software_name=name, client_software_version=ver)
+    return wire.request(ApiKey.API_VERSIONS, version, body)
+
+
+@pytest.mark.spec("BROKER-6")
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_api_versions_lists_exactly_what_is_served(wire, broker, version):
+    response = api_versions(wire, version)
+    assert response.error_code == 0
+    assert {k.api_key: (k.min_version, k.max_version) for k in response.api_keys} == ADVERTISED
+    assert_all_apis_have_handlers(broker)
+
+
+@pytest.mark.spec("BROKER-6")
+def test_unknown_api_versions_version_gets_a_v0_error_body(wire):
+    body = ApiVersionsRequest(client_software_name="x", client_software_version="1")
+    frame = bytearray(frames.encode_request(ApiKey.API_VERSIONS, 3, 77, "c", body))
+    struct.pack_into(">h", frame, 6, 4)  # claim v4 (kafka-python 3 sends it first)
+    wire.send_raw(bytes(frame))
+    payload = wire.read_frame()
+    assert struct.unpack_from(">i", payload)[0] == 77
+    decoded = ApiVersionsResponse.decode(0, payload[4:])
+    assert decoded.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert (18, 0, 3) in [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys]
+
+
+@pytest.mark.spec("BROKER-7")
+@pytest.mark.parametrize("name,ver", [("", "1.0"), ("-bad", "1"), ("ok", "1.0-"), ("sp ace", "1")])
+def test_api_versions_v3_checks_the_software_name(wire, name, ver):
+    assert api_versions(wire, 3, name, ver).error_code == ErrorCode.INVALID_REQUEST
+    assert api_versions(wire, 3, "librdkafka", "2.6.0").error_code == 0
+
+
+@pytest.mark.spec("BROKER-10")
+def test_which_topics_metadata_describes(wire):
+    for name in ("b", "a"):
+        wire.create_topic(name)
+    assert [t.name for t in wire.metadata([], version=0).topics] == ["a", "b"]  # v0: all
+    assert [t.name for t in wire.metadata(None, version=1).topics] == ["a", "b"]  # null: all
+    assert wire.metadata([], version=1).topics == []  # empty: none
+    assert [t.name for t in wire.metadata(["b", "a", "b"]).topics] == ["b", "a"]
+
+
+@pytest.mark.spec("BROKER-11")
+@pytest.mark.parametrize("version", [1, 3, 4, 5])
+def test_auto_creation_answers_leader_not_available_then_exists(make_broker, version):
+    broker = make_broker(props={"num.partitions": 3})
+    wire = Wire(broker.port)
+    first = wire.metadata(["auto"], version=version).topics[0]
+    assert (first.error_code, first.partitions) == (ErrorCode.LEADER_NOT_AVAILABLE, [])
+    second = wire.metadata(["auto"], version=version).topics[0]
+    assert second.error_code == 0 and len(second.partitions) == 3
+
+
+@pytest.mark.spec("BROKER-11")
+def test_auto_creation_can_be_refused(make_broker):
+    wire = Wire(make_broker().port)
+    topic = wire.metadata(["nocreate"], version=4, auto=False).topics[0]
+    assert topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert wire.metadata(["bad/name"]).topics[0].error_code == ErrorCode.INVALID_TOPIC
+    off = Wire(make_broker(props={"auto.create.topics.enable": "false"}).port)
+    for version in (1, 5):
+        assert off.metadata(["x"], version=version).topics[0].error_code == 3
+    assert off.metadata(None).topics == []
+
+
+@pytest.mark.spec("BROKER-11")
+def test_auto_creation_fails_with_a_replication_factor_above_one(make_broker):
+    wire = Wire(make_broker(props={"default.replication.factor": 3}).port)
+    topic = wire.metadata(["rf"]).topics[0]
+    assert topic.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+@pytest.mark.spec("BROKER-12")
+def test_one_broker_is_controller_leader_and_isr(make_broker):
+    broker = make_broker(props={"broker.id": 7})
+    wire = Wire(broker.port)
+    wire.create_topic("t", partitions=2)
+    response = wire.metadata(["t"])
+    assert response.controller_id == 7
+    assert [(b.node_id, b.host, b.port) for b in response.brokers] == [
+        (7, "127.0.0.1", broker.port)
+    ]
+    assert response.cluster_id == broker.broker.controller.cluster_id
+    for p in response.topics[0].partitions:
+        assert (p.leader_id, p.replica_nodes, p.isr_nodes, p.offline_replicas) == (7, [7], [7], [])
+
+
+@pytest.mark.spec("BROKER-12")
+def test_advertised_listener(make_broker):
+    broker = make_broker(props={"advertised.listeners": "PLAINTEXT://kafka.example:9999"})
+    response = Wire(broker.port).metadata([])
+    assert [(b.host, b.port) for b in response.brokers] == [("kafka.example", 9999)]
