@@ -27,7 +27,7 @@ import contextlib
 import os
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kafka_ref.errors import CorruptRecordError, KafkaStorageError
@@ -44,6 +44,18 @@ from kafka_ref.record.batch import (
 _PREFIX = struct.Struct(">qiibIhi")
 _SCAN_CHUNK = 16 * 1024
 _MIN_BATCH = HEADER_SIZE
+
+
+def pread_fully(fd: int, position: int, length: int) -> bytes:
+    """Up to `length` bytes at `position` (fewer only at the end of the file)."""
+    chunks, done = [], 0
+    while done < length:
+        chunk = os.pread(fd, length - done, position + done)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        done += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +99,26 @@ class FileSlice:
         return self.file.read(self.position, self.length)
 
 
+@dataclass(frozen=True, slots=True)
+class LogReadInfo:
+    """What `Log.read` returns: slices of whole batches; `next_offset` is where a
+    follow-up read should start."""
+
+    fetch_offset: int
+    first_offset: int  # base offset of the first batch returned, -1 if none
+    next_offset: int
+    slices: list[FileSlice] = field(default_factory=list)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+
+    @property
+    def size(self) -> int:
+        return sum(s.length for s in self.slices)
+
+    def read_bytes(self) -> bytes:
+        return b"".join(s.read_bytes() for s in self.slices)
+
+
 class FileRecords:
     """An open `.log` file with its size kept in memory."""
 
@@ -118,14 +150,7 @@ class FileRecords:
         return done
 
     def read(self, position: int, length: int) -> bytes:
-        chunks, done = [], 0
-        while done < length:
-            chunk = os.pread(self._fd, length - done, position + done)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            done += len(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return pread_fully(self._fd, position, length)
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to `size` bytes; returns the number of bytes removed."""

@@ -28,7 +28,7 @@ import os
 import struct
 from typing import Any
 
-from kafka_ref.log.file_records import FileSlice
+from kafka_ref.log.file_records import FileSlice, pread_fully
 from kafka_ref.protocol import types
 from kafka_ref.protocol.frames import ResponseHeader, response_header_version
 from kafka_ref.protocol.messages import APIS
@@ -58,14 +58,7 @@ class _Descriptor:
         return self._fd
 
     def read(self, position: int, length: int) -> bytes:
-        chunks, done = [], 0
-        while done < length:
-            chunk = os.pread(self._fd, length - done, position + done)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            done += len(chunk)
-        return b"".join(chunks)
+        return pread_fully(self._fd, position, length)
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError):
