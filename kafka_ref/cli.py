@@ -18,6 +18,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("kafka_ref.tools.dump_log", "print the batches of .log/.index/.timeindex files"),
     "bench": ("kafka_ref.tools.bench", "measure throughput and latency"),
     "broker": ("kafka_ref.tools.broker", "run a broker"),
+    "topics": ("kafka_ref.tools.topics", "create, list, describe, alter and delete topics"),
+    "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
+    "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
 }
 
 
@@ -61,4 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m kafka_ref.cli`, this file is loaded twice (as __main__ and as
+    # kafka_ref.cli); the tools raise kafka_ref.cli.UsageError, so run that module's main.
+    from kafka_ref.cli import main as package_main
+
+    sys.exit(package_main())

@@ -1,0 +1,32 @@
+"""kafka-ref's own Kafka clients: a producer, a consumer and an admin client.
+
+They mirror the Java client's architecture and names, one concept per module:
+
+    producer.py  -> partitioner.py -> accumulator.py -> sender.py ─┐
+    consumer.py  -> subscription_state.py, fetcher.py ─────────────┼-> network_client.py
+    admin.py ──────────────────────────────────────────────────────┘   -> connection.py
+                                                     metadata.py: the cluster view they share
+
+Start with `docs/clients.md` for the tour; the rules are in `spec/client.md` (CLIENT-n).
+"""
+
+from kafka_ref.client.accumulator import RecordMetadata
+from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource, NewTopic, TopicDescription
+from kafka_ref.client.consumer import Consumer, OffsetAndTimestamp
+from kafka_ref.client.fetcher import ConsumerRecord
+from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.client.producer import Producer
+
+__all__ = [
+    "Admin",
+    "ConfigEntry",
+    "ConfigResource",
+    "Consumer",
+    "ConsumerRecord",
+    "NewTopic",
+    "OffsetAndTimestamp",
+    "Producer",
+    "RecordMetadata",
+    "TopicDescription",
+    "TopicPartition",
+]

@@ -1,0 +1,326 @@
+"""The admin client: create and delete topics, add partitions, read configs, delete records.
+
+    admin = Admin(bootstrap_servers="127.0.0.1:9092")
+    admin.create_topics([NewTopic("clicks", num_partitions=3, replication_factor=1,
+                                  configs={"retention.ms": "86400000"})])
+    print(admin.describe_topics(["clicks"]))
+    admin.close()
+
+Kafka's admin operations are ordinary requests (KIP-4), each sent to the broker that can
+answer it (Kafka's `KafkaAdminClient`):
+
+| operation          | API              | sent to                                        |
+|--------------------|------------------|------------------------------------------------|
+| create_topics      | CreateTopics     | the controller (Metadata's `controller_id`)    |
+| delete_topics      | DeleteTopics     | the controller                                 |
+| create_partitions  | CreatePartitions | the controller                                 |
+| list/describe      | Metadata         | any broker                                     |
+| describe_configs   | DescribeConfigs  | any broker for a topic; that broker for BROKER |
+| delete_records     | DeleteRecords    | each partition's leader                        |
+
+The controller can move, so NOT_CONTROLLER means "refresh the metadata and resend".
+Each call blocks until every answer arrived and raises a `KafkaError` naming the first
+resource that failed (Kafka returns a future per resource; `all().get()` is the common
+use, and the one this client offers). `num_partitions=-1` and `replication_factor=-1` ask
+for the broker's defaults (`num.partitions`, `default.replication.factor`, KIP-464).
+
+Spec rules: CLIENT-18 (spec/client.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kafka_ref.client.connection import parse_bootstrap_servers
+from kafka_ref.client.metadata import (
+    Metadata,
+    Node,
+    PartitionInfo,
+    TopicPartition,
+    error_code,
+)
+from kafka_ref.client.network_client import NetworkClient, now_ms
+from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.protocol import ApiKey
+from kafka_ref.protocol.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    MetadataRequest,
+)
+
+__all__ = ["Admin", "ConfigEntry", "ConfigResource", "NewTopic", "TopicDescription"]
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class NewTopic:
+    """A topic to create; -1 takes the broker's default."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+class TopicDescription(NamedTuple):
+    name: str
+    is_internal: bool
+    partitions: tuple[PartitionInfo, ...]
+
+
+class ConfigResource(NamedTuple):
+    """A config owner: `ConfigResource(ConfigResource.TOPIC, "clicks")` or (BROKER, "1")."""
+
+    type: int
+    name: str
+
+    TOPIC = 2
+    BROKER = 4
+
+
+class ConfigEntry(NamedTuple):
+    name: str
+    value: str | None
+    source: int  # 1 DYNAMIC_TOPIC_CONFIG, 4 STATIC_BROKER_CONFIG, 5 DEFAULT_CONFIG, ...
+    read_only: bool
+    is_sensitive: bool
+
+    DYNAMIC_TOPIC_CONFIG = 1
+    DEFAULT_CONFIG = 5
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == ConfigEntry.DEFAULT_CONFIG
+
+
+def _check(what: str, code: int, message: str | None = None) -> None:
+    error = error_code(code)
+    if error != ErrorCode.NO_ERROR:
+        raise KafkaError(f"{what}: {message or error.name}", code=error)
+
+
+class Admin:
+    """Kafka's admin client, blocking: every method returns when the brokers have answered."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        *,
+        client_id: str | None = None,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+    ) -> None:
+        self.request_timeout_ms = request_timeout_ms
+        self.metadata = Metadata(
+            parse_bootstrap_servers(bootstrap_servers),
+            retry_backoff_ms=retry_backoff_ms,
+            allow_auto_topic_creation=False,
+        )
+        self.metadata.need_all_topics = True  # an admin's view is the whole cluster
+        self.client = NetworkClient(
+            self.metadata,
+            client_id=client_id or f"kafka-ref-admin-{next(_ids)}",
+            request_timeout_ms=request_timeout_ms,
+        )
+
+    # -- routing -----------------------------------------------------------------------
+
+    def _cluster(self, refresh: bool = False):
+        if refresh or self.metadata.fetch().is_bootstrap:
+            self.client.await_metadata(self.request_timeout_ms)
+        return self.metadata.fetch()
+
+    def _to_controller(self, api_key: ApiKey, body: Any, results: str, name: str) -> Any:
+        """Send to the controller; on NOT_CONTROLLER, refresh and send once more."""
+        for attempt in range(2):
+            controller = self._cluster(refresh=attempt > 0).controller_id
+            response = self.client.send_and_wait(
+                controller if controller >= 0 else None, api_key, body, self.request_timeout_ms
+            )
+            items = getattr(response, results)
+            if not any(error_code(i.error_code) == ErrorCode.NOT_CONTROLLER for i in items):
+                break
+        for item in items:
+            _check(
+                f"{name} {getattr(item, 'name', '')}".strip(),
+                item.error_code,
+                getattr(item, "error_message", None),
+            )
+        return response
+
+    # -- topics ------------------------------------------------------------------------
+
+    def create_topics(self, topics: Iterable[NewTopic], *, validate_only: bool = False) -> None:
+        """Create topics; raises for the first one that failed (e.g. TOPIC_ALREADY_EXISTS)."""
+        request = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    name=t.name,
+                    num_partitions=t.num_partitions,
+                    replication_factor=t.replication_factor,
+                    assignments=[],
+                    configs=[
+                        CreateTopicsRequest.CreatableTopicConfig(name=k, value=str(v))
+                        for k, v in t.configs.items()
+                    ],
+                )
+                for t in topics
+            ],
+            timeout_ms=self.request_timeout_ms,
+            validate_only=validate_only,
+        )
+        self._to_controller(ApiKey.CREATE_TOPICS, request, "topics", "create topic")
+
+    def delete_topics(self, names: Iterable[str]) -> None:
+        request = DeleteTopicsRequest(topic_names=list(names), timeout_ms=self.request_timeout_ms)
+        self._to_controller(ApiKey.DELETE_TOPICS, request, "responses", "delete topic")
+
+    def create_partitions(
+        self, new_totals: Mapping[str, int], *, validate_only: bool = False
+    ) -> None:
+        """Grow topics to `new_totals[topic]` partitions (partitions can only be added)."""
+        request = CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsRequest.CreatePartitionsTopic(name=t, count=n, assignments=None)
+                for t, n in new_totals.items()
+            ],
+            timeout_ms=self.request_timeout_ms,
+            validate_only=validate_only,
+        )
+        self._to_controller(ApiKey.CREATE_PARTITIONS, request, "results", "create partitions for")
+
+    def _metadata(self, topics: list[str] | None) -> Any:
+        request = MetadataRequest(
+            topics=None
+            if topics is None
+            else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=False,
+        )
+        response = self.client.send_and_wait(
+            None, ApiKey.METADATA, request, self.request_timeout_ms
+        )
+        if topics is None:  # a full answer is also a fresh cluster view
+            self.metadata.update(response, now_ms())
+        return response
+
+    def list_topics(self, *, internal: bool = False) -> list[str]:
+        response = self._metadata(None)
+        return sorted(t.name for t in response.topics if internal or not t.is_internal)
+
+    def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicDescription]:
+        """Partitions, leaders, replicas and ISR; raises if a named topic does not exist."""
+        names = None if names is None else list(names)
+        response = self._metadata(names)
+        described = []
+        for topic in response.topics:
+            _check(f"describe topic {topic.name}", topic.error_code)
+            partitions = tuple(
+                sorted(
+                    (
+                        PartitionInfo(
+                            topic.name,
+                            p.partition_index,
+                            p.leader_id,
+                            tuple(p.replica_nodes),
+                            tuple(p.isr_nodes),
+                            tuple(p.offline_replicas),
+                        )
+                        for p in topic.partitions
+                    ),
+                    key=lambda info: info.partition,
+                )
+            )
+            described.append(TopicDescription(topic.name, topic.is_internal, partitions))
+        return sorted(described)
+
+    def describe_cluster(self) -> tuple[list[Node], int, str | None]:
+        """(brokers, controller id, cluster id)."""
+        cluster = self._cluster(refresh=True)
+        return list(cluster.nodes), cluster.controller_id, cluster.cluster_id
+
+    # -- configs and records -----------------------------------------------------------
+
+    def describe_configs(
+        self, resources: Iterable[ConfigResource], keys: Iterable[str] | None = None
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """Every config of each resource with its value and source (defaults included)."""
+        out: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+        for resource in resources:
+            node = int(resource.name) if resource.type == ConfigResource.BROKER else None
+            request = DescribeConfigsRequest(
+                resources=[
+                    DescribeConfigsRequest.DescribeConfigsResource(
+                        resource_type=resource.type,
+                        resource_name=resource.name,
+                        configuration_keys=None if keys is None else list(keys),
+                    )
+                ],
+                include_synonyms=False,
+            )
+            self._cluster()
+            response = self.client.send_and_wait(
+                node, ApiKey.DESCRIBE_CONFIGS, request, self.request_timeout_ms
+            )
+            for result in response.results:
+                what = f"describe configs of {resource.name}"
+                _check(what, result.error_code, result.error_message)
+                out[resource] = {
+                    c.name: ConfigEntry(
+                        c.name, c.value, c.config_source, c.read_only, c.is_sensitive
+                    )
+                    for c in result.configs
+                }
+        return out
+
+    def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Delete records below the given offsets (-1: the high watermark); returns the new
+        low watermarks. Sent to each partition's leader."""
+        cluster = self._cluster(refresh=True)
+        by_leader: dict[int, dict[TopicPartition, int]] = {}
+        for tp, offset in before.items():
+            tp = TopicPartition(*tp)
+            leader = cluster.leader_for(tp)
+            if leader is None:
+                raise KafkaError(f"no leader for {tp}", code=ErrorCode.LEADER_NOT_AVAILABLE)
+            by_leader.setdefault(leader, {})[tp] = offset
+        low_watermarks = {}
+        for leader, offsets in by_leader.items():
+            topics: dict[str, list] = {}
+            for tp, offset in offsets.items():
+                topics.setdefault(tp.topic, []).append(
+                    DeleteRecordsRequest.DeleteRecordsPartition(
+                        partition_index=tp.partition, offset=offset
+                    )
+                )
+            request = DeleteRecordsRequest(
+                topics=[
+                    DeleteRecordsRequest.DeleteRecordsTopic(name=t, partitions=p)
+                    for t, p in topics.items()
+                ],
+                timeout_ms=self.request_timeout_ms,
+            )
+            response = self.client.send_and_wait(
+                leader, ApiKey.DELETE_RECORDS, request, self.request_timeout_ms
+            )
+            for topic in response.topics:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.name, p.partition_index)
+                    _check(f"delete records of {tp}", p.error_code)
+                    low_watermarks[tp] = p.low_watermark
+        return low_watermarks
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

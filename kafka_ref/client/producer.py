@@ -1,0 +1,274 @@
+"""The producer: `send()` a record, get a future of where it landed.
+
+    producer = Producer(bootstrap_servers="127.0.0.1:9092", acks="all", linger_ms=5)
+    future = producer.send("clicks", b"page=/home", key=b"user-42")
+    print(future.result())        # RecordMetadata(topic='clicks', partition=1, offset=17, ...)
+    producer.close()
+
+A record's path through the producer (Kafka's `KafkaProducer.doSend`):
+
+1. **serialize** the key and value to bytes (`key_serializer`, `value_serializer`; by default
+   bytes pass through and str is encoded as UTF-8);
+2. **wait for metadata** of the topic, at most `max.block.ms`: the partitioner needs the
+   number of partitions. The first send to a topic asks the sender thread to fetch it;
+3. **partition** (partitioner.py): explicit partition, murmur2 of the key, or sticky;
+4. **append** to the record accumulator (accumulator.py), which returns a future at once.
+   If the sticky partition needs a new batch, the partitioner picks again first (KIP-480);
+5. the **Sender** thread (sender.py) drains ready batches into Produce requests, one per
+   leader, and completes the futures from the responses, retrying what can be retried.
+
+`send()` therefore never waits for the network (only for metadata, or for memory when
+`buffer.memory` is full). `flush()` makes every batch sendable now and waits until all
+futures are done; `close()` flushes and stops the sender thread.
+
+Errors reach the caller the way Kafka's do: an error about the record or the cluster
+(MESSAGE_TOO_LARGE, a metadata timeout, a failed delivery) is set on the future and passed
+to the callback; only misuse (a closed producer, a value that is not bytes) raises from
+`send()` itself.
+
+The configuration keeps Kafka's names in snake_case (`linger.ms` -> `linger_ms`) and Kafka
+4.0's defaults, with one exception: `enable.idempotence` is not implemented yet (a later
+issue: InitProducerId, producer epoch, per-partition sequence numbers); the accumulator's
+`drain` marks where the sequence numbers will be assigned.
+
+Spec rules: CLIENT-2..CLIENT-9 (spec/client.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kafka_ref.client.accumulator import (
+    Callback,
+    FutureRecordMetadata,
+    RecordAccumulator,
+    RecordMetadata,
+    estimate_size,
+)
+from kafka_ref.client.connection import parse_bootstrap_servers
+from kafka_ref.client.metadata import Metadata, TopicPartition
+from kafka_ref.client.network_client import NetworkClient
+from kafka_ref.client.partitioner import DefaultPartitioner
+from kafka_ref.client.sender import Sender
+from kafka_ref.errors import ErrorCode, KafkaError, MessageTooLargeError
+from kafka_ref.record.compression import Compression
+from kafka_ref.record.record import Header, Record
+
+__all__ = ["Producer", "RecordMetadata"]
+
+_ids = itertools.count(1)
+# Topic errors in metadata that no amount of waiting will fix.
+_FATAL_TOPIC_ERRORS = {ErrorCode.INVALID_TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
+def parse_acks(acks: int | str) -> int:
+    """Kafka's acks: 0, 1, or all (-1)."""
+    text = str(acks).strip().lower()
+    if text in ("all", "-1"):
+        return -1
+    if text in ("0", "1"):
+        return int(text)
+    raise ValueError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
+
+
+def to_bytes(data: Any) -> bytes | None:
+    """The default serializer: bytes stay bytes, str becomes UTF-8, None stays None."""
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    raise TypeError(f"cannot send a {type(data).__name__} without a serializer")
+
+
+class Producer:
+    """A Kafka producer (Kafka's `KafkaProducer`). Thread-safe: share one per process."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        *,
+        client_id: str | None = None,
+        acks: int | str = "all",
+        linger_ms: int = 5,
+        batch_size: int = 16_384,
+        compression_type: str = "none",
+        retries: int = 2**31 - 1,
+        retry_backoff_ms: int = 100,
+        delivery_timeout_ms: int = 120_000,
+        request_timeout_ms: int = 30_000,
+        max_in_flight: int = 5,
+        max_block_ms: int = 60_000,
+        max_request_size: int = 1_048_576,
+        buffer_memory: int = 33_554_432,
+        metadata_max_age_ms: int = 300_000,
+        key_serializer: Callable[[Any], bytes | None] = to_bytes,
+        value_serializer: Callable[[Any], bytes | None] = to_bytes,
+        partitioner: DefaultPartitioner | None = None,
+        enable_idempotence: bool = False,
+    ) -> None:
+        if enable_idempotence:
+            raise NotImplementedError("the idempotent producer comes in a later issue")
+        if delivery_timeout_ms < linger_ms + request_timeout_ms:
+            raise ValueError("delivery_timeout_ms must be >= linger_ms + request_timeout_ms")
+        self.acks = parse_acks(acks)
+        self.max_block_ms, self.max_request_size = max_block_ms, max_request_size
+        self.key_serializer, self.value_serializer = key_serializer, value_serializer
+        self.partitioner = partitioner or DefaultPartitioner()
+        self.client_id = client_id or f"kafka-ref-producer-{next(_ids)}"
+        self.metadata = Metadata(
+            parse_bootstrap_servers(bootstrap_servers),
+            retry_backoff_ms=retry_backoff_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
+        )
+        self.accumulator = RecordAccumulator(
+            batch_size=batch_size,
+            compression=Compression.from_name(compression_type),
+            linger_ms=linger_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            delivery_timeout_ms=delivery_timeout_ms,
+            buffer_memory=buffer_memory,
+        )
+        client = NetworkClient(
+            self.metadata,
+            client_id=self.client_id,
+            request_timeout_ms=request_timeout_ms,
+            max_in_flight=max_in_flight,
+        )
+        self.sender = Sender(
+            client,
+            self.metadata,
+            self.accumulator,
+            acks=self.acks,
+            retries=retries,
+            request_timeout_ms=request_timeout_ms,
+            max_request_size=max_request_size,
+            guarantee_message_order=max_in_flight == 1,
+            name=f"kafka-producer-network-thread | {self.client_id}",
+        )
+        self.sender.start()
+        self._closed = False
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | Mapping[str, bytes | None] | None = None,
+        timestamp: int | None = None,
+        callback: Callback | None = None,
+    ) -> FutureRecordMetadata:
+        """Queue a record; the future resolves to its `RecordMetadata` once acknowledged."""
+        if self._closed:
+            raise RuntimeError("cannot send after the producer is closed")
+        key_bytes, value_bytes = self.key_serializer(key), self.value_serializer(value)
+        if isinstance(headers, Mapping):
+            headers = headers.items()
+        record = Record(
+            key_bytes,
+            value_bytes,
+            time.time_ns() // 1_000_000 if timestamp is None else timestamp,
+            tuple(Header(k, to_bytes(v)) for k, v in headers or ()),
+        )
+        try:
+            size = estimate_size(record.key, record.value, record.headers)
+            if size > self.max_request_size:
+                raise MessageTooLargeError(
+                    f"The message is {size} bytes when serialized which is larger than "
+                    f"{self.max_request_size}, which is the value of the max.request.size config"
+                )
+            cluster = self._wait_on_metadata(topic, partition)
+            chosen = self.partitioner.partition(topic, key_bytes, cluster, partition)
+            result = self.accumulator.append(
+                TopicPartition(topic, chosen),
+                record,
+                callback,
+                self._now(),
+                abort_on_new_batch=True,
+                max_block_ms=self.max_block_ms,
+            )
+            if result.abort_for_new_batch:  # the sticky partition is done: choose again
+                self.partitioner.on_new_batch(topic, cluster, chosen)
+                chosen = self.partitioner.partition(topic, key_bytes, cluster, partition)
+                result = self.accumulator.append(
+                    TopicPartition(topic, chosen),
+                    record,
+                    callback,
+                    self._now(),
+                    max_block_ms=self.max_block_ms,
+                )
+        except KafkaError as err:  # Kafka: an ApiException fails the future, not send()
+            future = FutureRecordMetadata()
+            if callback is not None:
+                callback(None, err)
+            future.set_exception(err)
+            return future
+        if result.batch_is_full or result.new_batch_created:
+            self.sender.wakeup()
+        assert result.future is not None
+        return result.future
+
+    def _wait_on_metadata(self, topic: str, partition: int | None):
+        """Block (max.block.ms) until the topic's partitions are known (Kafka: waitOnMetadata)."""
+        self.metadata.add_topic(topic)
+        deadline = time.monotonic() + self.max_block_ms / 1000
+        while True:
+            cluster = self.metadata.fetch()
+            count = cluster.partition_count(topic)
+            error = cluster.topic_errors.get(topic)
+            if error in _FATAL_TOPIC_ERRORS:
+                raise KafkaError(f"topic {topic!r}: {error.name}", code=error)
+            if count and (partition is None or partition < count):
+                return cluster
+            version = self.metadata.request_update()
+            self.sender.wakeup()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self.metadata.await_update(version, remaining):
+                what = f"Topic {topic}" if not count else f"Partition {partition} of topic {topic}"
+                raise KafkaError(
+                    f"{what} not present in metadata after {self.max_block_ms} ms.",
+                    code=error or ErrorCode.REQUEST_TIMED_OUT,
+                )
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The partition ids of `topic` (waits for its metadata)."""
+        return [
+            p.partition for p in self._wait_on_metadata(topic, None).partitions_for_topic(topic)
+        ]
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait until every record sent so far is done."""
+        self.accumulator.begin_flush()
+        self.sender.wakeup()
+        if not self.accumulator.await_flush_completion(timeout):
+            raise KafkaError("flush timed out", code=ErrorCode.REQUEST_TIMED_OUT)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop accepting records, deliver what is queued (up to `timeout` s), stop the thread.
+
+        Records still undelivered when the timeout passes fail with an error.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self.sender.initiate_close()
+        self.sender.join(timeout)
+        if self.sender.is_alive():
+            self.sender.force_close = True
+            self.sender.wakeup()
+            self.sender.join()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def _now() -> int:
+        return time.monotonic_ns() // 1_000_000
