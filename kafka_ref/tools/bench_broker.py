@@ -1,0 +1,402 @@
+"""`kafka-ref bench broker`: a broker measured from the outside, by a real client.
+
+The client is confluent-kafka (librdkafka), the one most Kafka users' programs sit on, so
+the figures say what an application would see. For every combination of message size,
+`acks` and partition count (a *case*) the bench creates a fresh topic through the admin
+client and measures three things (TOOLS-5):
+
+* **produce**: messages per second and MB/s of values, from the first `produce()` to the
+  last acknowledgement (`flush()`), for up to `--messages` messages or `--seconds`
+  seconds. Keyless messages are spread round-robin over the partitions; `linger.ms=5`
+  and the other producer settings are librdkafka's defaults, except that delivery
+  reports come only for failures (a Python callback per message would make the client
+  the bottleneck sooner).
+* **consume**: a consumer assigned to every partition at offset 0 reads back what was
+  delivered, from `assign()` to the last message, bounded by `--seconds` too, with
+  `fetch.queue.backoff.ms=10` (librdkafka's default 1000 ms pause when its local queue
+  is full would charge a fast broker whole idle seconds).
+* **produce latency**: at a fixed, moderate rate (`--latency-rate`, default 1000 msg/s
+  for `--latency-seconds`), the time from each `produce()` to its delivery report, with
+  `linger.ms=0`: p50, p99 and max in milliseconds. This is the broker's round trip, not
+  the client's queueing under saturation.
+
+MB/s counts value bytes, with MB = 2**20 (as Kafka's `kafka-producer-perf-test` does).
+Every measurement is one dict with the same keys (`FIELDS`); `--json` prints each as one
+JSON line, else a table follows the progress bar. Results from different brokers line up
+because the keys do; `kafka-ref bench compare` (kafka_ref/tools/bench_compare.py) relies on
+that to print kafka-ref/Tansu ratios. Every loop is bounded by a count and a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from kafka_ref.tools.bench_report import Progress, Tick
+
+MB = 1024 * 1024
+FIELDS = (
+    "what", "broker", "client", "msg_size", "acks", "partitions", "run", "messages",
+    "errors", "seconds", "msgs/s", "MB/s", "p50_ms", "p99_ms", "max_ms", "broker_cpu_s",
+)  # fmt: skip
+THROUGHPUT_LINGER_MS = 5  # librdkafka's default, written down so results are reproducible
+CONSUMER_QUEUE_BACKOFF_MS = 10
+TOPIC_READY_SECONDS = 15.0
+FLUSH_GRACE_SECONDS = 30.0  # after the deadline, how long delivery reports may still come
+
+
+class BenchError(Exception):
+    """The bench cannot go on (broker unreachable, topic not created): one line, exit 1."""
+
+
+@dataclass(frozen=True)
+class Case:
+    size: int
+    acks: str  # "0", "1" or "all"
+    partitions: int
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    bootstrap: str
+    pid: int | None = None  # a local broker's process: its CPU time is measured too
+
+
+@dataclass(frozen=True)
+class Settings:
+    messages: int
+    seconds: float
+    sizes: tuple[int, ...]
+    acks: tuple[str, ...]
+    partitions: tuple[int, ...]
+    latency_rate: float
+    latency_seconds: float
+    keep_topics: bool
+    repeat: int = 1
+
+    def cases(self) -> list[Case]:
+        return [Case(s, a, p) for s in self.sizes for a in self.acks for p in self.partitions]
+
+
+# --------------------------------------------------------------------------- measurements
+def client_name() -> str:
+    import confluent_kafka
+
+    librdkafka = confluent_kafka.libversion()[0]
+    return f"confluent-kafka {confluent_kafka.__version__} (librdkafka {librdkafka})"
+
+
+def result(what: str, target: Target, case: Case, **values) -> dict:
+    row = dict.fromkeys(FIELDS)
+    row.update(what=what, broker=target.label, client=client_name(), msg_size=case.size)
+    row.update(acks=case.acks, partitions=case.partitions, **values)
+    seconds, messages = row["seconds"], row["messages"]
+    if seconds and row["msgs/s"] is None:
+        row["msgs/s"] = round(messages / seconds, 1)
+        row["MB/s"] = round(messages * case.size / MB / seconds, 3)
+    row["seconds"] = round(seconds, 3)
+    return row
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    index = min(len(sorted_values) - 1, max(0, int(fraction * len(sorted_values) + 0.5) - 1))
+    return sorted_values[index]
+
+
+def admin_config(target: Target) -> dict:
+    # log_level 4: librdkafka's info line about unserved background events at exit is noise
+    return {"bootstrap.servers": target.bootstrap, "log_level": 4}
+
+
+def check_reachable(target: Target) -> None:
+    """Fail fast, in one line, if the broker is not there (librdkafka would retry quietly)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    host, _, port = target.bootstrap.split(",")[0].rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=5).close()
+    except (OSError, ValueError) as err:
+        raise BenchError(f"cannot reach the broker at {target.bootstrap}: {err}") from None
+    admin = AdminClient(admin_config(target) | {"log_level": 0})
+    try:
+        admin.list_topics(timeout=10)
+    except KafkaException as err:
+        raise BenchError(f"the broker at {target.bootstrap} does not answer: {err}") from None
+
+
+def create_topic(target: Target, case: Case) -> str:
+    """A fresh topic for one case; returns once every partition has a leader."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    label = "".join(c if c.isalnum() or c in "._-" else "_" for c in target.label)
+    topic = f"bench-{label}-{case.size}b-acks{case.acks}-p{case.partitions}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(admin_config(target))
+    futures = admin.create_topics(
+        [NewTopic(topic, case.partitions, 1)], operation_timeout=10, request_timeout=15
+    )
+    try:
+        futures[topic].result(timeout=20)
+    except KafkaException as err:
+        raise BenchError(f"cannot create topic {topic} on {target.bootstrap}: {err}") from None
+    deadline = time.monotonic() + TOPIC_READY_SECONDS
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic, timeout=5).topics.get(topic)
+        ready = meta is not None and meta.error is None and len(meta.partitions) == case.partitions
+        if ready and all(p.leader >= 0 for p in meta.partitions.values()):
+            return topic
+        time.sleep(0.05)
+    raise BenchError(f"topic {topic} on {target.bootstrap} has no leaders after creation")
+
+
+def delete_topic(target: Target, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(admin_config(target))
+    with contextlib.suppress(Exception):  # best effort: the figures are already taken
+        admin.delete_topics([topic], operation_timeout=10)[topic].result(timeout=15)
+
+
+def measure_produce(
+    target: Target, topic: str, case: Case, settings: Settings, tick: Tick
+) -> tuple[dict, int]:
+    """Produce throughput; also returns how many messages were delivered.
+
+    Delivery reports come only for failures (`delivery.report.only.error`): a Python
+    callback per message would cost the client about a microsecond each, and the client,
+    not the broker, would be what is measured. Delivered = sent - failed - still queued.
+    """
+    from confluent_kafka import Producer
+
+    failed = [0]
+
+    def on_error(err, _msg) -> None:
+        failed[0] += 1
+
+    producer = Producer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "acks": case.acks,
+            "linger.ms": THROUGHPUT_LINGER_MS,
+            "enable.idempotence": False,
+            "delivery.report.only.error": True,
+            "on_delivery": on_error,
+        }
+    )
+    payload = os.urandom(case.size)
+    partitions, produce, poll = case.partitions, producer.produce, producer.poll
+    sent = 0
+    start = time.perf_counter()
+    deadline = start + settings.seconds
+    while sent < settings.messages:
+        try:
+            produce(topic, payload, partition=sent % partitions)
+        except BufferError:  # the client's queue is full: let it drain
+            poll(0.005)
+            if time.perf_counter() > deadline:
+                break
+            continue
+        sent += 1
+        if sent & 1023 == 0:
+            poll(0)
+            tick(1024)
+            if time.perf_counter() > deadline:
+                break
+    left = producer.flush(max(1.0, deadline + FLUSH_GRACE_SECONDS - time.perf_counter()))
+    elapsed = time.perf_counter() - start
+    if left:  # never delivered: drop them so nothing lingers past this measurement
+        producer.purge()
+        left = producer.flush(1.0)
+    tick(sent & 1023)
+    delivered = max(0, sent - failed[0] - left)
+    row = result(
+        "produce", target, case, messages=delivered, errors=sent - delivered, seconds=elapsed
+    )
+    return row, delivered
+
+
+def measure_consume(
+    target: Target, topic: str, case: Case, expected: int, settings: Settings, tick: Tick
+) -> dict:
+    """Read back `expected` messages from offset 0 of every partition."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "group.id": f"kafka-ref-bench-{uuid.uuid4().hex[:8]}",  # never joined: assign()
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            # see the module docstring: a full local queue must not cost a whole second
+            "fetch.queue.backoff.ms": CONSUMER_QUEUE_BACKOFF_MS,
+        }
+    )
+    received = errors = 0
+    start = time.perf_counter()
+    deadline = start + settings.seconds
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(case.partitions)])
+        while received < expected and time.perf_counter() < deadline:
+            # never ask for more than is left: consume() waits until it has them all
+            batch = consumer.consume(min(10_000, expected - received), 0.5)
+            bad = sum(1 for m in batch if m.error() is not None)
+            received += len(batch) - bad
+            errors += bad
+            tick(len(batch) - bad)
+        elapsed = time.perf_counter() - start
+    finally:
+        consumer.close()
+    return result("consume", target, case, messages=received, errors=errors, seconds=elapsed)
+
+
+def measure_latency(target: Target, topic: str, case: Case, settings: Settings, tick: Tick) -> dict:
+    """Per-message produce latency at a fixed rate, from produce() to the delivery report."""
+    from confluent_kafka import Producer
+
+    latencies: list[float] = []
+
+    def on_delivery(sent_at: float, err, msg) -> None:
+        if err is None:
+            latency = msg.latency()  # librdkafka's own stopwatch: produce() -> acknowledged
+            latencies.append(time.perf_counter() - sent_at if latency is None else latency)
+
+    producer = Producer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "acks": case.acks,
+            "linger.ms": 0,
+            "enable.idempotence": False,
+        }
+    )
+    payload = os.urandom(case.size)
+    producer.produce(topic, payload, partition=0)  # warm up: connect, fetch metadata
+    producer.flush(10)
+    count = max(1, int(settings.latency_rate * settings.latency_seconds))
+    interval = 1.0 / settings.latency_rate
+    start = time.perf_counter()
+    for i in range(count):
+        target_time = start + i * interval
+        while (wait := target_time - time.perf_counter()) > 0:
+            producer.poll(wait) if wait >= 0.001 else time.sleep(wait)
+        callback = functools.partial(on_delivery, time.perf_counter())
+        producer.produce(topic, payload, partition=i % case.partitions, on_delivery=callback)
+        producer.poll(0)
+        tick(1)
+    left = producer.flush(FLUSH_GRACE_SECONDS)
+    elapsed = time.perf_counter() - start
+    if left:
+        producer.purge()
+        producer.flush(1.0)
+    latencies.sort()
+    millis = {}
+    if latencies:
+        millis = {
+            "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
+            "p99_ms": round(percentile(latencies, 0.99) * 1000, 3),
+            "max_ms": round(latencies[-1] * 1000, 3),
+        }
+    return result(
+        "produce latency",
+        target,
+        case,
+        messages=len(latencies),
+        errors=count - len(latencies),
+        seconds=elapsed,
+        **millis,
+    )
+
+
+# --------------------------------------------------------------------------- the run
+def run_cases(
+    targets: list[Target], settings: Settings, emit: Callable[[dict], None]
+) -> list[dict]:
+    """Every case against every target, interleaved (case 1 on each broker, then case 2...).
+
+    Interleaving keeps a slow drift of the machine (another process, a warm page cache)
+    from favouring the broker that happened to run first; with `repeat`, every run after
+    the first reverses the brokers' order of the one before. Returns every measurement.
+    """
+    for target in targets:
+        check_reachable(target)
+    cases = settings.cases()
+    phases = 3 if settings.latency_seconds > 0 else 2
+    rows: list[dict] = []
+    total = len(cases) * len(targets) * phases * settings.repeat
+    with Progress(total) as progress:
+        for run in range(1, settings.repeat + 1):
+            order = targets if run % 2 else targets[::-1]
+            for case in cases:
+                for target in order:
+                    for row in measure_case(target, case, run, settings, progress):
+                        rows.append(row)
+                        emit(row)
+    return rows
+
+
+def measure_case(
+    target: Target, case: Case, run: int, settings: Settings, progress: Progress
+) -> Iterator[dict]:
+    """produce, consume and produce latency of one case on a fresh topic (then deleted)."""
+    name = f"{target.label} {case.size} B acks={case.acks} p={case.partitions}"
+    if settings.repeat > 1:
+        name += f" #{run}"
+    topic = create_topic(target, case)
+    cpu = functools.partial(process_cpu_seconds, target.pid)
+    try:
+        with progress.step(f"{name} produce", settings.messages) as tick:
+            before = cpu()
+            row, delivered = measure_produce(target, topic, case, settings, tick)
+        yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
+        with progress.step(f"{name} consume", max(1, delivered)) as tick:
+            before = cpu()
+            row = measure_consume(target, topic, case, delivered, settings, tick)
+        yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
+        if settings.latency_seconds > 0:
+            count = max(1, int(settings.latency_rate * settings.latency_seconds))
+            with progress.step(f"{name} latency", count) as tick:
+                before = cpu()
+                row = measure_latency(target, topic, case, settings, tick)
+            yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
+    finally:
+        if not settings.keep_topics:
+            delete_topic(target, topic)
+
+
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a local process (all threads), from /proc/PID/stat."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def _spent(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else round(after - before, 2)
+
+
+def process_rss(pid: int) -> dict:
+    """VmRSS and VmHWM (peak) of a local process, in MB, from /proc/PID/status."""
+    values = {}
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    values[key] = round(int(rest.split()[0]) / 1024, 1)
+    except OSError as err:
+        raise BenchError(f"cannot read the RSS of process {pid}: {err}") from None
+    return {"rss_MB": values.get("VmRSS"), "peak_rss_MB": values.get("VmHWM")}

