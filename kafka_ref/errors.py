@@ -205,3 +205,32 @@ class InvalidConfigError(KafkaError):
     """A configuration key is unknown or its value is out of range."""
 
     code = ErrorCode.INVALID_CONFIG
+
+
+# ---------------------------------------------------------------- idempotent producers
+# The broker's answers to a producer whose batch does not fit what it knows of that
+# producer (kafka_ref/log/producer_entry.py, spec/idempotence.md). None is retriable:
+# the client decides, from the error, whether to resend, reset or give up.
+
+
+class OutOfOrderSequenceError(KafkaError):
+    """A batch's first sequence is not the producer's last sequence + 1: a gap, or a
+    duplicate older than the five batches the broker remembers (Kafka:
+    OutOfOrderSequenceException)."""
+
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(KafkaError):
+    """A batch from an older epoch of its producer id: a fenced zombie (Kafka:
+    InvalidProducerEpochException)."""
+
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class UnknownProducerIdError(KafkaError):
+    """A producer id the partition has no state for sends a batch that does not start at
+    sequence 0: its state expired or was deleted with the log (Kafka 2.x:
+    UnknownProducerIdException)."""
+
+    code = ErrorCode.UNKNOWN_PRODUCER_ID

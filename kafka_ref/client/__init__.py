@@ -6,8 +6,10 @@ They mirror the Java client's architecture and names, one concept per module:
     consumer.py  -> subscription_state.py, fetcher.py ─────────────┼-> network_client.py
     admin.py ──────────────────────────────────────────────────────┘   -> connection.py
                                                      metadata.py: the cluster view they share
+    transaction_manager.py: the idempotent producer's id, epoch and sequences (sender.py's)
 
-Start with `docs/clients.md` for the tour; the rules are in `spec/client.md` (CLIENT-n).
+Start with `docs/clients.md` for the tour; the rules are in `spec/client.md`
+(CLIENT-n) and, for the idempotent producer, `spec/idempotent_producer.md` (IPROD-n).
 """
 
 from kafka_ref.client.accumulator import RecordMetadata

@@ -34,10 +34,13 @@ with a retriable error goes back to the *front* of its queue (`reenqueue`) and w
 Every record's future completes when its batch does: offset = the batch's base offset
 (assigned by the broker) + the record's index in the batch.
 
-Idempotence (a later issue) hooks in at `drain`: a batch is closed with the producer id,
-epoch and the partition's next sequence number (`ProducerIdAndEpoch`, `close()`).
+With `enable.idempotence`, `drain` asks the transaction manager (transaction_manager.py)
+whether a partition's first batch may leave, and stamps a new batch with the producer id,
+epoch and the partition's next sequence number before encoding it; `reenqueue` puts a
+retried batch back in sequence order.
 
-Spec rules: CLIENT-4, CLIENT-5, CLIENT-6, CLIENT-7, CLIENT-8 (spec/client.md).
+Spec rules: CLIENT-4, CLIENT-5, CLIENT-6, CLIENT-7, CLIENT-8 (spec/client.md);
+IPROD-2, IPROD-3, IPROD-4 (spec/idempotent_producer.md).
 """
 
 from __future__ import annotations
@@ -48,13 +51,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_ref.client.metadata import Cluster, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.record.batch import HEADER_SIZE, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, build_batch
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
+
+if TYPE_CHECKING:
+    from kafka_ref.client.transaction_manager import TransactionManager
 
 log = logging.getLogger("kafka_ref.client")
 
@@ -77,7 +83,7 @@ class FutureRecordMetadata(concurrent.futures.Future):
 
 
 class ProducerIdAndEpoch(NamedTuple):
-    """Idempotence's identity of a producer; NONE until InitProducerId (a later issue)."""
+    """Idempotence's identity of a producer; NO_PRODUCER until InitProducerId."""
 
     producer_id: int = NO_PRODUCER_ID
     epoch: int = NO_PRODUCER_EPOCH
@@ -106,6 +112,8 @@ class ProducerBatch:
         self.attempts = 0
         self.built: bytes | None = None  # the encoded v2 batch, once drained
         self.completed = threading.Event()
+        self.producer, self.base_sequence = NO_PRODUCER, -1  # set when drained (idempotence)
+        self.sent_as: tuple[ProducerIdAndEpoch, int] | None = None  # ... as last sent
 
     def try_append(self, record: Record, callback: Callback | None) -> FutureRecordMetadata | None:
         """Add a record if it fits (a first record always does); None if it does not."""
@@ -126,15 +134,36 @@ class ProducerBatch:
     def record_count(self) -> int:
         return len(self.records)
 
-    def close(self, producer: ProducerIdAndEpoch = NO_PRODUCER, base_sequence: int = -1) -> bytes:
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last record (wrapping past int32 max, like the base)."""
+        last = self.base_sequence + self.record_count - 1
+        return last - 2**31 if last > 2**31 - 1 else last
+
+    def set_producer_state(self, producer: ProducerIdAndEpoch, base_sequence: int) -> None:
+        self.producer, self.base_sequence = producer, base_sequence
+
+    @property
+    def answer_is_stale(self) -> bool:
+        """Was the attempt being answered sent before an epoch bump renumbered the batch?"""
+        return self.sent_as is not None and self.sent_as != (self.producer, self.base_sequence)
+
+    def reset_producer_state(self, producer: ProducerIdAndEpoch, base_sequence: int) -> None:
+        """A new epoch renumbered this in-flight batch: re-encode it (the CRC covers both)."""
+        self.set_producer_state(producer, base_sequence)
+        if self.built is not None:
+            self.built = None
+            self.close()
+
+    def close(self) -> bytes:
         """Encode the batch (once): a v2 record batch, compressed as configured (CLIENT-6)."""
         if self.built is None:
             self.built = build_batch(
                 self.records,
                 compression=self.compression,
-                producer_id=producer.producer_id,
-                producer_epoch=producer.epoch,
-                base_sequence=base_sequence,
+                producer_id=self.producer.producer_id,
+                producer_epoch=self.producer.epoch,
+                base_sequence=self.base_sequence,
             )
         return self.built
 
@@ -196,10 +225,11 @@ class RecordAccumulator:
         retry_backoff_ms: int = 100,
         delivery_timeout_ms: int = 120_000,
         buffer_memory: int = 33_554_432,
+        transaction_manager: TransactionManager | None = None,
     ) -> None:
         self.batch_size, self.compression, self.linger_ms = batch_size, compression, linger_ms
         self.retry_backoff_ms, self.delivery_timeout_ms = retry_backoff_ms, delivery_timeout_ms
-        self.buffer_memory = buffer_memory
+        self.buffer_memory, self.transaction_manager = buffer_memory, transaction_manager
         self._batches: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
         self._muted: set[TopicPartition] = set()
@@ -316,9 +346,14 @@ class RecordAccumulator:
                         continue
                     if batches and size + first.estimated_size > max_request_size:
                         break
+                    tm = self.transaction_manager
+                    if tm is not None:  # idempotence: may it go, and with which sequence?
+                        if tm.should_stop_drain(first):
+                            continue
+                        tm.assign_sequence(first)
                     queue.popleft()
-                    # Idempotence (a later issue): close(producer_id_and_epoch, next sequence).
                     size += len(first.close())
+                    first.sent_as = (first.producer, first.base_sequence)
                     batches.append(first)
                 self._drain_index[node] = start + 1
                 if batches:
@@ -330,7 +365,11 @@ class RecordAccumulator:
         with self._lock:
             batch.attempts += 1
             batch.last_attempt_ms = now
-            self._batches.setdefault(batch.tp, deque()).appendleft(batch)
+            queue = self._batches.setdefault(batch.tp, deque())
+            if self.transaction_manager is not None:
+                self.transaction_manager.insert_in_sequence_order(queue, batch)
+            else:
+                queue.appendleft(batch)
 
     def expired_batches(self, now: int) -> list[ProducerBatch]:
         """Batches still queued past delivery.timeout.ms: the sender fails them."""

@@ -27,11 +27,14 @@ to the callback; only misuse (a closed producer, a value that is not bytes) rais
 `send()` itself.
 
 The configuration keeps Kafka's names in snake_case (`linger.ms` -> `linger_ms`) and Kafka
-4.0's defaults, with one exception: `enable.idempotence` is not implemented yet (a later
-issue: InitProducerId, producer epoch, per-partition sequence numbers); the accumulator's
-`drain` marks where the sequence numbers will be assigned.
+4.0's defaults, `enable.idempotence` included (KIP-679): left unset (None) it is on when
+acks=all, retries > 0 and max_in_flight <= 5 - Kafka's defaults - and silently off when
+another setting conflicts, as in the Java client; set to True with a conflicting setting
+it raises `ProducerConfigError` (Java's ConfigException); False turns it off.
+The idempotent producer (transaction_manager.py) gets a producer id before its first batch
+and numbers each partition's batches, so retries never write a record twice.
 
-Spec rules: CLIENT-2..CLIENT-9 (spec/client.md).
+Spec rules: CLIENT-2..CLIENT-9 (spec/client.md); IPROD-1 (spec/idempotent_producer.md).
 """
 
 from __future__ import annotations
@@ -53,11 +56,12 @@ from kafka_ref.client.metadata import Metadata, TopicPartition
 from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.partitioner import DefaultPartitioner
 from kafka_ref.client.sender import Sender
-from kafka_ref.errors import ErrorCode, KafkaError, MessageTooLargeError
+from kafka_ref.client.transaction_manager import TransactionManager
+from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError, MessageTooLargeError
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
 
-__all__ = ["Producer", "RecordMetadata"]
+__all__ = ["Producer", "ProducerConfigError", "RecordMetadata"]
 
 _ids = itertools.count(1)
 # Topic errors in metadata that no amount of waiting will fix.
@@ -72,6 +76,30 @@ def parse_acks(acks: int | str) -> int:
     if text in ("0", "1"):
         return int(text)
     raise ValueError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
+
+
+class ProducerConfigError(InvalidConfigError, ValueError):
+    """Settings that contradict each other (Kafka's ConfigException)."""
+
+
+def idempotence_enabled(enable: bool | None, acks: int, retries: int, max_in_flight: int) -> bool:
+    """KIP-679: on by default unless a setting conflicts; explicitly on and a conflict raises."""
+    conflicts = []
+    if acks != -1:
+        conflicts.append(
+            "Must set acks to all in order to use the idempotent producer. "
+            "Otherwise we cannot guarantee idempotence."
+        )
+    if retries <= 0:
+        conflicts.append("Must set retries to non-zero when using the idempotent producer.")
+    if max_in_flight > 5:
+        conflicts.append(
+            "Must set max.in.flight.requests.per.connection to at most 5 "
+            "when using the idempotent producer."
+        )
+    if enable and conflicts:
+        raise ProducerConfigError(conflicts[0])
+    return bool(enable or (enable is None and not conflicts))
 
 
 def to_bytes(data: Any) -> bytes | None:
@@ -109,13 +137,19 @@ class Producer:
         key_serializer: Callable[[Any], bytes | None] = to_bytes,
         value_serializer: Callable[[Any], bytes | None] = to_bytes,
         partitioner: DefaultPartitioner | None = None,
-        enable_idempotence: bool = False,
+        enable_idempotence: bool | None = None,
     ) -> None:
-        if enable_idempotence:
-            raise NotImplementedError("the idempotent producer comes in a later issue")
         if delivery_timeout_ms < linger_ms + request_timeout_ms:
             raise ValueError("delivery_timeout_ms must be >= linger_ms + request_timeout_ms")
         self.acks = parse_acks(acks)
+        self.enable_idempotence = idempotence_enabled(
+            enable_idempotence, self.acks, retries, max_in_flight
+        )
+        self.transaction_manager = (
+            TransactionManager(retry_backoff_ms=retry_backoff_ms)
+            if self.enable_idempotence
+            else None
+        )
         self.max_block_ms, self.max_request_size = max_block_ms, max_request_size
         self.key_serializer, self.value_serializer = key_serializer, value_serializer
         self.partitioner = partitioner or DefaultPartitioner()
@@ -132,6 +166,7 @@ class Producer:
             retry_backoff_ms=retry_backoff_ms,
             delivery_timeout_ms=delivery_timeout_ms,
             buffer_memory=buffer_memory,
+            transaction_manager=self.transaction_manager,
         )
         client = NetworkClient(
             self.metadata,
@@ -149,6 +184,7 @@ class Producer:
             max_request_size=max_request_size,
             guarantee_message_order=max_in_flight == 1,
             name=f"kafka-producer-network-thread | {self.client_id}",
+            transaction_manager=self.transaction_manager,
         )
         self.sender.start()
         self._closed = False
@@ -176,6 +212,8 @@ class Producer:
             tuple(Header(k, to_bytes(v)) for k, v in headers or ()),
         )
         try:
+            if self.transaction_manager and self.transaction_manager.fatal_error:
+                raise self.transaction_manager.fatal_error
             size = estimate_size(record.key, record.value, record.headers)
             if size > self.max_request_size:
                 raise MessageTooLargeError(

@@ -28,10 +28,14 @@ A Produce response carries an error code per partition. Its batch is then
 With `acks=0` the broker sends no response at all; batches complete as soon as the request
 is written, with offset -1. With more than one request in flight, a retried batch can land
 after a later one (reordering); `max_in_flight=1` prevents it by *muting* a partition while
-its batch is in flight. The idempotent producer (a later issue: producer id, epoch and
-sequence numbers checked by the broker) removes the need for that.
+its batch is in flight. The idempotent producer removes the need for that: with a
+`TransactionManager` (transaction_manager.py) the sender first gets a producer id
+(InitProducerId, before any batch is drained), applies epoch bumps at the top of each loop,
+lets the manager decide which errors to retry, and treats DUPLICATE_SEQUENCE_NUMBER as
+success.
 
-Spec rules: CLIENT-7, CLIENT-8, CLIENT-9, CLIENT-10 (spec/client.md).
+Spec rules: CLIENT-7, CLIENT-8, CLIENT-9, CLIENT-10 (spec/client.md);
+IPROD-1, IPROD-5, IPROD-6 (spec/idempotent_producer.md).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kafka_ref.client.accumulator import ProducerBatch, RecordAccumulator
 from kafka_ref.client.connection import ClientRequest
@@ -48,7 +53,11 @@ from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import ProduceRequest
 
+if TYPE_CHECKING:
+    from kafka_ref.client.transaction_manager import TransactionManager
+
 log = logging.getLogger("kafka_ref.client")
+_SUCCESS = (ErrorCode.NO_ERROR, ErrorCode.DUPLICATE_SEQUENCE_NUMBER)
 
 
 class DeliveryTimeoutError(KafkaError):
@@ -73,6 +82,7 @@ class Sender(threading.Thread):
         guarantee_message_order: bool,
         name: str = "kafka-producer-network-thread",
         clock: Callable[[], int] = now_ms,
+        transaction_manager: TransactionManager | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
         self.client, self.metadata, self.accumulator = client, metadata, accumulator
@@ -80,6 +90,7 @@ class Sender(threading.Thread):
         self.request_timeout_ms, self.max_request_size = request_timeout_ms, max_request_size
         self.guarantee_message_order = guarantee_message_order
         self.clock = clock  # monotonic ms
+        self.transaction_manager = transaction_manager
         self.running = True
         self.force_close = False
 
@@ -115,6 +126,11 @@ class Sender(threading.Thread):
 
     def send_producer_data(self, now: int) -> int:
         """Steps 1-4 above; returns how long poll may wait."""
+        if self.transaction_manager is not None:
+            wait = self._maybe_init_producer_id(now)
+            if wait is not None:  # no producer id yet: nothing may be drained
+                self._fail_expired_batches(now)
+                return wait
         cluster = self.metadata.fetch()
         result = self.accumulator.ready(cluster, now)
         if result.unknown_leader_topics:
@@ -127,6 +143,15 @@ class Sender(threading.Thread):
             for node_batches in batches.values():
                 for batch in node_batches:
                     self.accumulator.mute(batch.tp)
+        self._fail_expired_batches(now)
+        for node, node_batches in batches.items():
+            self._send_produce_request(node, node_batches)
+        poll_timeout = result.next_ready_check_delay_ms
+        if result.ready_nodes - ready_nodes:  # a broker was busy or unreachable: look again soon
+            poll_timeout = min(poll_timeout, self.client.reconnect_backoff_ms)
+        return 0 if batches else poll_timeout
+
+    def _fail_expired_batches(self, now: int) -> None:
         for batch in self.accumulator.expired_batches(now):
             self._fail(
                 batch,
@@ -135,12 +160,35 @@ class Sender(threading.Thread):
                     f"{now - batch.created_ms} ms has passed since batch creation"
                 ),
             )
-        for node, node_batches in batches.items():
-            self._send_produce_request(node, node_batches)
-        poll_timeout = result.next_ready_check_delay_ms
-        if result.ready_nodes - ready_nodes:  # a broker was busy or unreachable: look again soon
-            poll_timeout = min(poll_timeout, self.client.reconnect_backoff_ms)
-        return 0 if batches else poll_timeout
+
+    def _maybe_init_producer_id(self, now: int) -> int | None:
+        """Apply an epoch bump; send InitProducerId if there is no producer id (IPROD-1).
+
+        Returns None when batches may be drained, else how long to wait."""
+        tm = self.transaction_manager
+        assert tm is not None
+        if tm.fatal_error is not None:  # every record of this producer fails with it
+            self.accumulator.abort_incomplete(tm.fatal_error)
+            return self.request_timeout_ms
+        tm.bump_idempotent_epoch_and_reset_id_if_needed()
+        if tm.has_producer_id:
+            return None
+        if tm.init_in_flight:
+            return self.request_timeout_ms
+        if now < tm.next_init_ms:
+            return tm.next_init_ms - now
+        node = self.client.least_loaded_node()
+        if node is None or not self.client.ready(node):
+            self.metadata.request_update()
+            return self.client.reconnect_backoff_ms
+        tm.init_in_flight = True
+        self.client.send(
+            node,
+            ApiKey.INIT_PRODUCER_ID,
+            tm.init_producer_id_request(),
+            callback=lambda sent: tm.handle_init_producer_id(sent, self.clock()),
+        )
+        return self.request_timeout_ms
 
     def _send_produce_request(self, node: int, batches: list[ProducerBatch]) -> None:
         by_topic: dict[str, list] = {}
@@ -207,7 +255,10 @@ class Sender(threading.Thread):
             self.metadata.request_update()  # the retry must find the current leader
         if self.guarantee_message_order:
             self.accumulator.unmute(batch.tp)
-        if error == ErrorCode.NO_ERROR:
+        tm = self.transaction_manager
+        if error == ErrorCode.NO_ERROR or (tm is not None and error in _SUCCESS):
+            if tm is not None:
+                tm.handle_completed_batch(batch)
             batch.done(base_offset, log_append_time)
             self.accumulator.deallocate(batch)
         elif self._can_retry(batch, error, now):
@@ -223,12 +274,15 @@ class Sender(threading.Thread):
 
     def _can_retry(self, batch: ProducerBatch, error: ErrorCode, now: int) -> bool:
         """Kafka's Sender.canRetry: a retriable error, attempts and delivery time left."""
-        return (
-            error.retriable
-            and batch.attempts < self.retries
-            and not batch.expired(self.accumulator.delivery_timeout_ms, now)
-        )
+        if batch.attempts >= self.retries or batch.completed.is_set():
+            return False
+        if batch.expired(self.accumulator.delivery_timeout_ms, now):
+            return False
+        tm = self.transaction_manager
+        return error.retriable if tm is None else tm.can_retry(batch, error)
 
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
+        if self.transaction_manager is not None:
+            self.transaction_manager.handle_failed_batch(batch)
         batch.done(-1, -1, error)
         self.accumulator.deallocate(batch)

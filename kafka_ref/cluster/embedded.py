@@ -12,7 +12,8 @@ quorum of one: this module is the controller (Kafka: `QuorumController` plus the
 partition count, replication factor and config overrides. It lives in the data directory:
 
     <data-dir>/meta.properties            version=1, cluster.id=..., node.id=... (as Kafka)
-    <data-dir>/__cluster_metadata.json    {"topics": {...}, "deleting": {...}}
+    <data-dir>/__cluster_metadata.json    {"topics": {...}, "deleting": {...},
+                                           "producer_ids": {"next_producer_id": ...}}
 
 Every change rewrites the JSON file atomically (write a temporary file, fsync, rename,
 fsync the directory), so after a crash the file is either the old or the new state, never
@@ -27,7 +28,12 @@ cleared after, so a crash in between finishes the deletion at the next start ins
 resurrecting the topic. On this single broker every partition's leader, replicas and ISR
 are this broker, with leader epoch 0, and the controller id is the broker id (BROKER-12).
 
-Rules: BROKER-12, BROKER-30..BROKER-36.
+**Producer ids.** The controller is also the authority for producer id blocks
+(kafka_ref/txn/producer_ids.py): `allocate_producer_id_block` persists the start of the next
+free block before it returns the claimed one, as KRaft's controller does with a
+`ProducerIdsRecord`, so no id is handed out twice across restarts (IDEM-15).
+
+Rules: BROKER-12, BROKER-30..BROKER-36, IDEM-15.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from kafka_ref.cluster.metadata import (
     validate_topic_name,
 )
 from kafka_ref.config import LogConfig
+from kafka_ref.files import write_atomically
 
 logger = logging.getLogger("kafka_ref.cluster.embedded")
 
@@ -79,20 +86,6 @@ class MetadataListener(Protocol):
 def new_cluster_id() -> str:
     """A cluster id as Kafka makes one: a random UUID, URL-safe base64, no padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read_properties(path: str) -> dict[str, str]:
@@ -128,6 +121,7 @@ class EmbeddedController:
         self.listeners: list[MetadataListener] = []
         self._topics: dict[str, TopicMetadata] = {}
         self._deleting: dict[str, int] = {}  # topic -> partitions whose logs may remain
+        self._next_producer_id = 0  # the first id of the next producer id block
         os.makedirs(self.data_dir, exist_ok=True)
         self.cluster_id = self._load_meta_properties()
         self._load_topics()
@@ -150,7 +144,7 @@ class EmbeddedController:
                 return props["cluster.id"]
         cluster_id = new_cluster_id()
         text = f"#Written by kafka-ref\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n"
-        _write_atomically(path, text.encode())
+        write_atomically(path, text.encode())
         logger.info("formatted %s: cluster id %s, node id %d", self.data_dir, cluster_id, node_id)
         return cluster_id
 
@@ -165,6 +159,7 @@ class EmbeddedController:
                 name: TopicMetadata.from_json(name, t) for name, t in data["topics"].items()
             }
             self._deleting = {str(k): int(v) for k, v in data.get("deleting", {}).items()}
+            self._next_producer_id = int(data.get("producer_ids", {}).get("next_producer_id", 0))
         except (OSError, ValueError, KeyError, TypeError, InvalidTopicError) as err:
             raise MetadataLoadError(f"cannot read topic metadata {path}: {err}") from err
         logger.info("loaded metadata of %d topics from %s", len(self._topics), path)
@@ -175,8 +170,9 @@ class EmbeddedController:
             "cluster_id": self.cluster_id,
             "topics": {name: t.to_json() for name, t in sorted(self._topics.items())},
             "deleting": dict(self._deleting),
+            "producer_ids": {"next_producer_id": self._next_producer_id},
         }
-        _write_atomically(self._path(METADATA_FILE), json.dumps(data, indent=1).encode())
+        write_atomically(self._path(METADATA_FILE), json.dumps(data, indent=1).encode())
 
     # ------------------------------------------------------------------ reading
     @property
@@ -342,6 +338,20 @@ class EmbeddedController:
             listener.on_topic_deleted(name, partitions)
         del self._deleting[name]
         self._persist()
+
+    def allocate_producer_id_block(self, broker_id: int, size: int) -> int:
+        """Claim `size` producer ids for `broker_id`; persisted before returned (IDEM-15).
+
+        Returns the first id of the block. The ids are burnt even if the caller never uses
+        them: skipping ids is harmless, repeating one is not.
+        """
+        first = self._next_producer_id
+        if size <= 0 or first > 2**63 - 1 - size:
+            raise OverflowError(f"cannot claim {size} producer ids at {first}")
+        self._next_producer_id = first + size
+        self._persist()
+        logger.debug("broker %d claimed producer ids [%d, %d)", broker_id, first, first + size)
+        return first
 
     def adopt_topic(self, name: str, partitions: int) -> TopicMetadata:
         """Register a topic whose logs exist without metadata (e.g. written by another tool).

@@ -200,7 +200,10 @@ class AbstractIndex:
             self._map(fd)
         finally:
             os.close(fd)
-        self._entries = min(self._entries, self.max_entries)
+        if self._entries > self.max_entries:
+            # Shrinking dropped entries: the cached last entry must be read again.
+            self._entries = self.max_entries
+            self._after_load()
         return True
 
     def trim_to_valid_size(self) -> None:

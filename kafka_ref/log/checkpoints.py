@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping
 
 from kafka_ref.errors import KafkaStorageError
+from kafka_ref.files import write_atomically
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -43,27 +44,6 @@ _INTEGER = re.compile(r"-?[0-9]+")
 
 class CheckpointError(KafkaStorageError):
     """A checkpoint file is malformed (Kafka: IOException "Malformed line in checkpoint")."""
-
-
-def fsync_directory(path: str | os.PathLike) -> None:
-    """fsync a directory, so that the files created, renamed or deleted in it persist."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: str | os.PathLike, data: bytes) -> None:
-    """Replace `path` with `data`: write a .tmp, fsync it, rename over, fsync the directory."""
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 class OffsetCheckpointFile:

@@ -19,7 +19,9 @@ batch's base offset (= LEO) and partition leader epoch *in place*: those bytes a
 the CRC, so no record is decoded and no checksum recomputed (LogAppendTime is the exception:
 it changes covered bytes, so that batch's CRC is recomputed). Offsets are therefore dense
 and increasing. A follower appends the leader's bytes unchanged (`assign_offsets=False`);
-their offsets must start at or above its LEO and increase.
+their offsets must start at or above its LEO and increase. Before a byte is written, the
+producer state (producer_state.py) checks the batches of idempotent producers: a retry of a
+batch the log already holds writes nothing and answers its original offsets (IDEM-1).
 
 **Read** (LOG-3..LOG-7). A read returns file slices of whole batches, starting with the
 batch that *contains* the requested offset. A consumer asking for offset 5 of a batch
@@ -32,7 +34,7 @@ larger than `max_bytes`, so a consumer can never be stuck behind a big batch (KI
 records or `flush.ms` milliseconds have accumulated (both off by default: Kafka relies on
 replication, not fsync, for durability), on `flush()`, and at close.
 
-Rules: LOG-1..LOG-16, SEG-3..SEG-6, DUR-9.
+Rules: LOG-1..LOG-16, SEG-3..SEG-6, DUR-9, IDEM-1.
 """
 
 from __future__ import annotations
@@ -41,13 +43,13 @@ import bisect
 import logging
 import os
 import shutil
-from dataclasses import dataclass, field
 
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import OffsetOutOfRangeError
-from kafka_ref.log.checkpoints import fsync_directory
-from kafka_ref.log.file_records import FileSlice
+from kafka_ref.files import fsync_directory
+from kafka_ref.log.file_records import FileSlice, LogReadInfo
+from kafka_ref.log.producer_state import AppendOrigin, ProducerStateManager
 from kafka_ref.log.recovery import LoadedLog, load_log
 from kafka_ref.log.segment import (
     CLEANED_SUFFIX,
@@ -65,25 +67,6 @@ logger = logging.getLogger("kafka_ref.log.log")
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets targets
 
 
-@dataclass(frozen=True, slots=True)
-class LogReadInfo:
-    """Slices of whole batches; `next_offset` is where a follow-up read should start."""
-
-    fetch_offset: int
-    first_offset: int  # base offset of the first batch returned, -1 if none
-    next_offset: int
-    slices: list[FileSlice] = field(default_factory=list)
-    log_start_offset: int = 0
-    log_end_offset: int = 0
-
-    @property
-    def size(self) -> int:
-        return sum(s.length for s in self.slices)
-
-    def read_bytes(self) -> bytes:
-        return b"".join(s.read_bytes() for s in self.slices)
-
-
 class Log:
     """One partition's log (Kafka: `UnifiedLog`). Not thread-safe: one caller at a time."""
 
@@ -98,6 +81,7 @@ class Log:
         self._log_end_offset = self._segments[-1].next_offset
         self._last_flush_ms = clock.milliseconds()
         self._dir_dirty = False
+        self.producer_state = ProducerStateManager.load(self, clock.milliseconds())
 
     @classmethod
     def open(
@@ -174,6 +158,7 @@ class Log:
         *,
         leader_epoch: int = 0,
         assign_offsets: bool = True,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendInfo:
         """Validate, number and append one or more v2 batches (LOG-1, LOG-8..LOG-12)."""
         view = memoryview(records).cast("B")
@@ -192,12 +177,17 @@ class Log:
             now=now,
             assign_offsets=assign_offsets,
         )
+        origin = origin if assign_offsets else AppendOrigin.REPLICATION
+        pending = self.producer_state.prepare(info, now, origin)  # IDEM-1
+        if pending.duplicate is not None:  # a retry of a batch the log holds: write nothing
+            return pending.duplicate
         active = self.active_segment
         reason = active.should_roll(size, info.max_timestamp, info.last_offset, now, self.config)
         if reason:
             active = self.roll(info.first_offset, reason=reason)
         active.append(view)
         self._log_end_offset = info.last_offset + 1
+        self.producer_state.commit(pending, self._log_end_offset)
         self._maybe_flush(now)
         return info
 
@@ -216,6 +206,7 @@ class Log:
         self._segments.append(segment)
         self._bases.append(new_offset)
         self._dir_dirty = True
+        self.producer_state.on_roll(self)  # snapshot at the new base (IDEM-9)
         logger.info("%s: rolled segment %d (%s)", self.name, new_offset, reason)
         return segment
 
@@ -344,6 +335,7 @@ class Log:
         self._log_end_offset = self.active_segment.next_offset
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self.producer_state.truncate_and_reload(self, self._clock.milliseconds())  # IDEM-12
         end = self._log_end_offset
         logger.info(
             "%s: truncated to %d (cut %d bytes); log end %d", self.name, offset, truncated, end
@@ -356,6 +348,7 @@ class Log:
             segment.delete()
         self._segments, self._bases = [self._new_segment(offset)], [offset]
         self._log_start_offset = self._log_end_offset = self._recovery_point = offset
+        self.producer_state.truncate_fully_and_start_at(offset)
         self._dir_dirty = True
         logger.info("%s: truncated fully; starting at %d", self.name, offset)
 
@@ -386,6 +379,7 @@ class Log:
         for segment in segments:
             segment.delete()
         self._log_start_offset = max(self._log_start_offset, self._bases[0])
+        self.producer_state.delete_snapshots_before(self._bases[0])  # IDEM-13
         logger.info(
             "%s: deleted %d segments; log start now %d", self.name, count, self._log_start_offset
         )
@@ -434,8 +428,9 @@ class Log:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        """Flush everything and close the files; the recovery point becomes the LEO."""
+        """Flush (the recovery point becomes the LEO), snapshot the producer state, close."""
         self.flush()
+        self.producer_state.take_snapshot(self._log_end_offset)  # IDEM-9
         for segment in self._segments:
             segment.close()
 

@@ -43,14 +43,13 @@ from collections.abc import Callable
 
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.config import LogConfig
+from kafka_ref.files import fsync_directory, write_atomically
 from kafka_ref.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,
     OffsetCheckpointFile,
-    fsync_directory,
-    write_atomically,
 )
 from kafka_ref.log.log import Log
 

@@ -9,10 +9,10 @@ perhaps half-renamed files of a compaction, perhaps a tail torn by a crash. Kafk
    deletes the old segments, then drops the `.swap` suffix. So at startup: `*.deleted`
    files are removed; `*.cleaned` files are an uncommitted replacement and are removed;
    `*.swap` files are a committed one: the old segments they replace (any file whose base
-   offset falls in [first swap base, last swap next offset)) are removed and the suffix is
-   dropped. A `.swap` at or above the lowest `.cleaned` base offset belongs to a
-   replacement whose commit did not finish (renames go from the highest base offset down)
-   and is removed with it, so the whole replacement rolls back.
+   offset falls in [first swap base, last swap next offset), producer snapshots excepted)
+   are removed and the suffix is dropped. A `.swap` at or above the lowest `.cleaned` base
+   offset belongs to a replacement whose commit did not finish (renames go from the highest
+   base offset down) and is removed with it, so the whole replacement rolls back.
 2. **Segments.** Every `<20 digits>.log` becomes a segment. An index file without its log
    is an orphan and goes (it is derived data). A segment whose `.index` or `.timeindex` is
    missing is rebuilt from its log: deleting an index file is always safe (DUR-4). A
@@ -28,6 +28,9 @@ perhaps half-renamed files of a compaction, perhaps a tail torn by a crash. Kafk
    empty at the log start offset, as Kafka does. The last segment's indexes grow back to
    `segment.index.bytes` so it can take appends again.
 
+Then `Log` loads the producer state for the recovered log: the newest `.snapshot` not
+beyond the log end, plus the batch headers after it (producer_state.py, IDEM-9).
+
 Rules: DUR-1, DUR-2, DUR-4, DUR-5, DUR-11, INDEX-7.
 """
 
@@ -42,9 +45,10 @@ from dataclasses import dataclass
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import CorruptRecordError
+from kafka_ref.files import fsync_directory
 from kafka_ref.log.abstract_index import IndexCorruptError
-from kafka_ref.log.checkpoints import fsync_directory
 from kafka_ref.log.file_records import FileRecords
+from kafka_ref.log.producer_snapshot import SNAPSHOT_SUFFIX
 from kafka_ref.log.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -90,7 +94,7 @@ def load_log(
     _remove_temp_files_and_complete_swaps(directory)
     segments = _load_segments(directory, config, clock, recovery_point, clean_shutdown)
     if not clean_shutdown:
-        _recover_unflushed(directory, segments, recovery_point)
+        _recover_unflushed(directory, segments, recovery_point, config.compact)
     start_checkpoint = log_start_offset or 0
     if segments and segments[-1].next_offset < start_checkpoint:
         logger.warning(
@@ -147,8 +151,9 @@ def _remove_temp_files_and_complete_swaps(directory: str) -> None:
     if swap_logs:
         low = min(files[n][0] for n in swap_logs)
         high = max(_next_offset_of(os.path.join(directory, n), files[n][0]) for n in swap_logs)
-        for name, (base, _, suffix) in files.items():
-            if suffix == "" and low <= base < high:
+        for name, (base, kind, suffix) in files.items():
+            # A producer snapshot describes offsets, not a segment's files: it stays (IDEM-9).
+            if suffix == "" and kind != SNAPSHOT_SUFFIX and low <= base < high:
                 logger.info("%s: deleting %s, replaced by a committed swap", directory, name)
                 os.unlink(os.path.join(directory, name))
     for name in swaps:  # a lone index .swap: its log was renamed before the crash
@@ -219,7 +224,17 @@ def _load_segments(
     return segments
 
 
-def _recover_unflushed(directory: str, segments: list[Segment], recovery_point: int) -> None:
+def _recover_unflushed(
+    directory: str, segments: list[Segment], recovery_point: int, compacted: bool
+) -> None:
+    """Recover each segment from the one holding the recovery point on (DUR-2, DUR-3).
+
+    The first segment that loses bytes ends the log: everything after it goes, so the
+    recovered log is a prefix of the one before the crash. An OS crash can also drop an
+    unflushed segment's tail exactly at a batch boundary, leaving nothing to cut but a
+    hole before the next segment's base offset; without compaction (whose gaps are
+    legitimate) that hole ends the log too.
+    """
     bases = [s.base_offset for s in segments]
     first = max(bisect.bisect_right(bases, recovery_point) - 1, 0)
     for i in range(first, len(segments)):
@@ -227,11 +242,12 @@ def _recover_unflushed(directory: str, segments: list[Segment], recovery_point: 
         logger.info("%s: recovering unflushed segment %d", directory, segment.base_offset)
         next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
         truncated = segment.recover(next_base)
-        if truncated:
+        hole = not compacted and next_base is not None and segment.next_offset != next_base
+        if truncated or hole:
             later = segments[i + 1 :]
             if later:
                 logger.warning(
-                    "%s: corruption in segment %d; deleting %d later segments",
+                    "%s: segment %d lost data; deleting %d later segments",
                     directory,
                     segment.base_offset,
                     len(later),

@@ -28,7 +28,8 @@ active segment first and deletes the old one. kafka-ref leaves the active segmen
 it becomes deletable once it rolls (segment.ms, segment.bytes). Nor does retention delete a
 segment that holds offsets at or above the high watermark, so the log start offset can
 never pass it (RET-7). After deleting, the log start offset rises to the base offset of
-the first remaining segment (RET-5).
+the first remaining segment (RET-5), and the producer snapshots below it go with the
+segments (producer_state.py, IDEM-13).
 
 **Deleting files under readers' feet.** A fetch may be sending bytes from a segment (with
 `sendfile`) at the moment retention deletes it. Kafka renames the files `*.deleted` and

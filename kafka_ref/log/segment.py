@@ -407,8 +407,10 @@ class Segment:
 
     # ------------------------------------------------------------------ files
     def resize_indexes(self, size: int) -> None:
-        self.offset_index.resize(size)
-        self.time_index.resize(size)
+        # Never below the entries (plus the time index's slot kept for the roll entry): a
+        # lowered segment.index.bytes must not lose entries; the full index rolls instead.
+        self.offset_index.resize(max(size, self.offset_index.size_in_bytes))
+        self.time_index.resize(max(size, self.time_index.size_in_bytes + 12))
 
     def on_become_inactive(self) -> None:
         """At roll: record the largest timestamp, trim both indexes (SEG-7)."""

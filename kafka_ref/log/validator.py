@@ -23,7 +23,15 @@ A follower (`assign_offsets=False`) keeps the leader's offsets: they must not go
 log end offset and must increase from batch to batch (LOG-12). Like Kafka, a follower does
 not apply `max.message.bytes`: the leader already accepted the batch.
 
-Rules: LOG-1, LOG-8..LOG-12, SEG-6.
+The result lists each batch's header with its base offset (`AppendInfo.batches`): the log
+checks them against the producer state (producer_state.py, IDEM-1) before it writes.
+
+On a compacted topic (cleanup.policy contains compact) each record is also decoded, once,
+to check that it parses and has a key (LOG-17): compaction works by key. Elsewhere the
+records stay opaque bytes, a deliberate departure from Kafka, which walks every record of
+every produced batch; DESIGN.md's "bytes on the hot path".
+
+Rules: LOG-1, LOG-8..LOG-12, LOG-17, SEG-6.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from kafka_ref.errors import ErrorCode, InvalidRecordError, MessageTooLargeError
 from kafka_ref.record.batch import (
     MAGIC_OFFSET,
     MAGIC_V2,
+    BatchHeader,
+    RecordBatch,
     set_log_append_time,
     stamp_batch,
     validate_batch,
@@ -60,6 +70,22 @@ class AppendInfo:
     size: int
     log_append_time: int  # the broker's timestamp under LogAppendTime, else -1
     log_start_offset: int
+    # (base offset, header as received) of each batch: the producer state reads them
+    batches: tuple[tuple[int, BatchHeader], ...] = ()
+
+
+def _check_keyed_records(view: memoryview, pos: int) -> None:
+    """On a compacted topic every record needs a key, so its records are decoded (LOG-17).
+
+    This is the one place the append path decodes records: compaction keys by them, and a
+    record that does not parse would stop the cleaner for good.
+    """
+    for record in RecordBatch(view, pos).records():
+        if record.key is None:
+            raise InvalidRecordError(
+                f"offset delta {record.offset}: a compacted topic cannot accept a record "
+                "without a key"
+            )
 
 
 def validate_and_assign(
@@ -89,6 +115,8 @@ def validate_and_assign(
             raise MessageTooLargeError(
                 f"batch of {header.size} bytes exceeds max.message.bytes {config.max_message_bytes}"
             )
+        if assign_offsets and config.compact and not header.is_control:
+            _check_keyed_records(view, pos)
         batches.append((pos, header))
         pos += header.size
     if size > config.segment_bytes:
@@ -101,11 +129,12 @@ def validate_and_assign(
         if config.message_timestamp_type == "LogAppendTime":
             log_append_time = now
         first = offset = log_end_offset
-        lasts = []
+        lasts, stamped = [], []
         for pos, header in batches:
             stamp_batch(view, pos, offset, leader_epoch)
             if log_append_time >= 0:
                 set_log_append_time(view, pos, now)
+            stamped.append((offset, header))
             lasts.append(offset + header.last_offset_delta)
             offset += header.last_offset_delta + 1
     else:
@@ -117,6 +146,7 @@ def validate_and_assign(
                 )
             expected = header.next_offset
         first, lasts = batches[0][1].base_offset, [h.last_offset for _, h in batches]
+        stamped = [(h.base_offset, h) for _, h in batches]
 
     # The append's largest timestamp and where it is (the time index records both).
     max_ts, offset_of_max = -1, lasts[0]
@@ -134,4 +164,5 @@ def validate_and_assign(
         size=size,
         log_append_time=log_append_time,
         log_start_offset=log_start_offset,
+        batches=tuple(stamped),
     )

@@ -21,13 +21,14 @@ kafka-ref's `Broker` does the same on one asyncio loop:
 6. periodic tasks (Kafka's `KafkaScheduler`): the log flusher
    (`log.flush.scheduler.interval.ms`), the checkpoints
    (`log.flush.offset.checkpoint.interval.ms`), retention
-   (`log.retention.check.interval.ms`) and the cleaner (`log.cleaner.backoff.ms`). They
-   run on the loop between requests; each is bounded by the high watermark.
+   (`log.retention.check.interval.ms`), the cleaner (`log.cleaner.backoff.ms`) and the
+   expiration of idle producer ids (`producer.id.expiration.check.interval.ms`, IDEM-14).
+   They run on the loop between requests; each is bounded by the high watermark.
 
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39.
+Rules: BROKER-36, BROKER-39, IDEM-14.
 """
 
 from __future__ import annotations
@@ -183,6 +184,8 @@ class Broker:
         self._every("log-retention", c["log.retention.check.interval.ms"], self.run_retention)
         if c["log.cleaner.enable"]:
             self._every("log-cleaner", max(c["log.cleaner.backoff.ms"], 100), self.run_cleaner)
+        interval = c["producer.id.expiration.check.interval.ms"]
+        self._every("producer-id-expiration", interval, self.expire_producer_ids)
 
     def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> None:
         async def loop() -> None:
@@ -224,6 +227,16 @@ class Broker:
                 )
                 cleaned += int(result.cleaned)
         return cleaned
+
+    def expire_producer_ids(self) -> int:
+        """Forget producers idle for producer.id.expiration.ms (Kafka:
+        `removeExpiredProducers`, IDEM-14). Returns how many were forgotten."""
+        assert self.replica_manager is not None
+        now, limit = self.clock.milliseconds(), self.config["producer.id.expiration.ms"]
+        return sum(
+            len(partition.log.producer_state.remove_expired_producers(now, limit))
+            for partition in self.replica_manager.all_partitions()
+        )
 
     # ------------------------------------------------------------------ shutdown
     async def stop(self) -> None:

@@ -62,6 +62,12 @@ _BROKER_DEFS = [
     ConfigDef("log.retention.minutes", "int", None, "retention.ms in minutes (ms wins)."),
     ConfigDef("log.roll.hours", "int", 168, "segment.ms in hours (ms wins).", 1),
     ConfigDef("log.roll.jitter.hours", "int", 0, "segment.jitter.ms in hours.", 0),
+    ConfigDef(
+        "producer.id.expiration.ms", "int", 86400000, "Idle time before a PID is forgotten.", 1
+    ),
+    ConfigDef(
+        "producer.id.expiration.check.interval.ms", "int", 600000, "PID expiration period.", 1
+    ),
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 # topic config's broker name -> topic config name (log.segment.bytes -> segment.bytes)

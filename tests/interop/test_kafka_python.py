@@ -1,9 +1,9 @@
 """kafka-python against a kafka-ref broker process, default settings (BROKER-43).
 
-One exception: kafka-python 2.1+ enables idempotence by default (KIP-679), which needs
-InitProducerId; kafka-ref does not advertise it until the idempotent producer exists, and
-kafka-python then fails every send. The producers here pass `enable_idempotence=False`;
-`test_default_producer_needs_init_producer_id` records the gap.
+kafka-python 2.1+ enables idempotence by default (KIP-679), which needs InitProducerId
+(IDEM-15); `test_default_producer_needs_init_producer_id` produces with the defaults. The
+topic fixture's producers pass `enable_idempotence=False` so that the plain produce path
+stays covered; tests/interop/test_idempotence.py covers the idempotent one under faults.
 """
 
 from __future__ import annotations
@@ -158,15 +158,20 @@ def test_admin_changes(admin, topics):
     assert "kp-temp" not in admin.list_topics()
 
 
-@pytest.mark.spec("BROKER-43")
-@pytest.mark.xfail(
-    strict=True,
-    reason="kafka-python enables idempotence by default and needs InitProducerId, which comes "
-    "with the idempotent producer (not issue 3)",
-)
-def test_default_producer_needs_init_producer_id(kafka_ref_broker, topics):
+@pytest.mark.spec("BROKER-43", "IDEM-15")
+def test_default_producer_needs_init_producer_id(kafka_ref_broker, produced):
     producer = KafkaProducer(bootstrap_servers=kafka_ref_broker.bootstrap)
     try:
-        producer.send(topics["gzip"], key=b"k", value=b"v").get(10)
+        assert producer.config["enable_idempotence"]
+        futures = [producer.send("kp-default", key=b"k", value=b"v%d" % i) for i in range(3)]
+        metas = [future.get(10) for future in futures]  # auto-creates the topic
+        pid = producer._transaction_manager.producer_id_and_epoch
+        assert pid.producer_id >= 0 and pid.epoch == 0
+        assert [m.offset for m in metas] == [0, 1, 2]
+        # test_restart reads these back after the broker restarts
+        produced["kp-default"] = [
+            Produced(m.partition, m.offset, b"k", b"v%d" % i, m.timestamp)
+            for i, m in enumerate(metas)
+        ]
     finally:
         producer.close(timeout=5)

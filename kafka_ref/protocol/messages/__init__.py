@@ -13,7 +13,7 @@ same versions and every version a client may send is declared:
 
     ApiVersions 0-3   Metadata 0-5   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
-    DeleteRecords 0-1   DescribeConfigs 1-2   CreatePartitions 0-1
+    DeleteRecords 0-1   InitProducerId 0-1   DescribeConfigs 1-2   CreatePartitions 0-1
 
 One module per API, named by key (`api_00_produce.py`), declares its request and response and
 explains what the API is for. Other APIs (groups, transactions) join by adding a module and
@@ -45,6 +45,10 @@ from kafka_ref.protocol.messages.api_21_delete_records import (
     DeleteRecordsRequest,
     DeleteRecordsResponse,
 )
+from kafka_ref.protocol.messages.api_22_init_producer_id import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -67,6 +71,7 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
 
@@ -105,6 +110,7 @@ APIS: dict[int, Api] = {
         _api("CreateTopics", CreateTopicsRequest, CreateTopicsResponse),
         _api("DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse),
         _api("DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse),
+        _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
     )
@@ -134,6 +140,8 @@ __all__ = [
     "DescribeConfigsResponse",
     "FetchRequest",
     "FetchResponse",
+    "InitProducerIdRequest",
+    "InitProducerIdResponse",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
     "MetadataRequest",

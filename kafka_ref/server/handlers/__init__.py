@@ -12,6 +12,7 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     offsets.py    ListOffsets (2), DeleteRecords (21)
     admin.py      CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
     configs.py    DescribeConfigs (32)
+    txn.py        InitProducerId (22): producer ids for idempotent producers
 
 A handler is a function `handler(apis, request)` that returns the response body (a
 message value), a ready `Response`, `None` for "no response" (acks=0), or `DEFERRED` when
@@ -39,6 +40,7 @@ from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response, encode_response
+from kafka_ref.txn.producer_ids import ProducerIdManager
 
 logger = logging.getLogger("kafka_ref.server.handlers")
 
@@ -56,9 +58,13 @@ class KafkaApis:
     replica_manager: ReplicaManager
     fetch_purgatory: DelayedOperationPurgatory
     clock: Clock
+    producer_ids: ProducerIdManager | None = None  # default: blocks from the controller
 
     def __post_init__(self) -> None:
-        from kafka_ref.server.handlers import admin, configs, fetch, metadata, offsets, produce
+        from kafka_ref.server.handlers import admin, configs, fetch, metadata, offsets, produce, txn
+
+        if self.producer_ids is None:
+            self.producer_ids = ProducerIdManager(self.controller.endpoint.node_id, self.controller)
 
         self.handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: produce.handle_produce,
@@ -69,6 +75,7 @@ class KafkaApis:
             ApiKey.CREATE_TOPICS: admin.handle_create_topics,
             ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
             ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
+            ApiKey.INIT_PRODUCER_ID: txn.handle_init_producer_id,
             ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
         }

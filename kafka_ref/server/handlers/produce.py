@@ -15,7 +15,11 @@ the producer built it (possibly compressed). The broker's path (Kafka:
 3. The log validates the batch (length, CRC-32C, record count, `max.message.bytes` ->
    MESSAGE_TOO_LARGE), stamps base offset and leader epoch in place, and with
    `message.timestamp.type=LogAppendTime` the broker's time (then the response carries
-   it in `log_append_time_ms`, else -1, BROKER-28). Errors are per partition: one bad partition
+   it in `log_append_time_ms`, else -1, BROKER-28). A batch of an idempotent producer is
+   checked against the partition's producer state first: a retry of one of its last five
+   batches writes nothing and answers the original offsets; a gap, an old epoch or an
+   unknown producer get OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH or
+   UNKNOWN_PRODUCER_ID (IDEM-3..IDEM-7). Errors are per partition: one bad partition
    does not fail the others (BROKER-14).
 4. acks=1 and acks=-1 answer after the leader's append (on one broker the leader is the
    whole ISR; replication will make -1 wait in the purgatory). acks=0 gets no response at

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_ref import files
 from kafka_ref.config import LogConfig
-from kafka_ref.log import checkpoints
 from kafka_ref.log.checkpoints import CheckpointError, OffsetCheckpointFile
 from kafka_ref.log.log_manager import (
     CLEAN_SHUTDOWN_FILE,
@@ -50,7 +50,7 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
     checkpoint = OffsetCheckpointFile(path)
     checkpoint.write({("t", 0): 5})
     synced = []
-    monkeypatch.setattr(checkpoints, "fsync_directory", lambda p: synced.append(p))
+    monkeypatch.setattr(files, "fsync_directory", lambda p: synced.append(p))
 
     def crash(src, dst):
         raise OSError("power cut before the rename")
@@ -60,7 +60,7 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
         checkpoint.write({("t", 0): 6})
     assert checkpoint.read() == {("t", 0): 5}  # the old file is whole
     monkeypatch.undo()
-    monkeypatch.setattr(checkpoints, "fsync_directory", lambda p: synced.append(p))
+    monkeypatch.setattr(files, "fsync_directory", lambda p: synced.append(p))
     checkpoint.write({("t", 0): 7})
     assert checkpoint.read() == {("t", 0): 7} and synced == [str(tmp_path)]
 

@@ -18,6 +18,7 @@ from kafka_ref.log.cleaner import group_segments_by_size
 from kafka_ref.log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT, LogCleaner, cleanable_offsets
 from kafka_ref.log.log import Log
 from kafka_ref.log.offset_map import OffsetMapFullError, SkimpyOffsetMap
+from kafka_ref.log.producer_state import AppendOrigin
 from kafka_ref.log.segment import Segment
 from kafka_ref.record.batch import (
     ATTR_DELETE_HORIZON,
@@ -326,7 +327,8 @@ def test_a_thinned_batch_keeps_its_header(tmp_path, codec):
     txn = dict(producer_id=7, producer_epoch=3, base_sequence=11, is_transactional=True)
     hdr = (Header("h", b"v"),)
     records = [Record(b"x", b"1", T0), Record(b"y", b"1", T0 + 5, hdr), Record(b"z", b"1", T0 + 9)]
-    log.append(build_batch(records, compression=codec, **txn), leader_epoch=4)  # offsets 0-2
+    coordinator = AppendOrigin.COORDINATOR  # no sequence checks (IDEM-8): headers as they are
+    log.append(build_batch(records, compression=codec, **txn), leader_epoch=4, origin=coordinator)
     produce(log, clock, (b"q", b"1"))  # 3: superseded
     produce(log, clock, (b"q", b"2"), (b"q", b"3"))  # 4-5: emptied by offset 7
     produce(log, clock, (b"z", b"2"), (b"q", b"4"))  # 6-7: untouched (q5 is active)
@@ -372,12 +374,15 @@ def test_an_untouched_batch_is_kept_byte_for_byte_and_log_append_time_is_kept(tm
 
 @pytest.mark.spec("COMPACT-9")
 def test_records_without_a_key_are_removed(tmp_path):
+    """Keyless records reach a compacted log only from before its cleanup.policy became
+    compact (a compacted topic refuses them on produce, LOG-17); the cleaner drops them."""
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_log(tmp_path / "t-0", clock, cleanup_policy=("delete",))
     produce(log, clock, (None, b"orphan"), (b"a", b"1"))
     produce(log, clock, (None, b"orphan2"))
     log.roll()
     produce(log, clock, (None, b"in the active segment"))
+    log.config = dataclasses.replace(log.config, cleanup_policy=COMPACT)  # altered topic
     result = clean(log, clock)
     assert contents(log) == [(1, b"a", b"1"), (3, None, b"in the active segment")]
     assert result.stats.null_keys_removed == 2
@@ -389,9 +394,9 @@ def test_control_batches_are_kept(tmp_path):
     log = open_log(tmp_path / "t-0", clock)
     marker = [Record(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00", T0)]
     txn = dict(producer_id=9, producer_epoch=0, is_transactional=True)
-    for _ in range(2):
-        log.append(build_batch([Record(b"a", b"1", T0)], **txn))
-        log.append(build_batch(marker, is_control=True, **txn))
+    for _ in range(2):  # what a transaction coordinator writes: no sequences (IDEM-8)
+        log.append(build_batch([Record(b"a", b"1", T0)], **txn), origin=AppendOrigin.COORDINATOR)
+        log.append(build_batch(marker, is_control=True, **txn), origin=AppendOrigin.COORDINATOR)
     log.roll()
     produce(log, clock, (b"z", b"1"))
     clean(log, clock)

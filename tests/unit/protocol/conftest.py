@@ -152,6 +152,7 @@ _OLD = {
     19: ("admin", "CreateTopics"),
     20: ("admin", "DeleteTopics"),
     21: ("admin", "DeleteRecords"),
+    22: ("init_producer_id", "InitProducerId"),
     32: ("admin", "DescribeConfigs"),
     37: ("admin", "CreatePartitions"),
 }
@@ -160,7 +161,7 @@ _RENAMED = {
     "cluster_authorized_operations": "authorized_operations",
     "topic_authorized_operations": "authorized_operations",
 }
-_NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadata"}
+_NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadata", 22: "producer"}
 
 # kafka-python 3.x loads Kafka's JSON through a deprecated importlib API at import time;
 # importing its protocol modules once here keeps those warnings out of every test report.

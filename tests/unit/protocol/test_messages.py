@@ -39,7 +39,7 @@ def json_default(spec: dict, field: Field):
     if kind == "bool":
         return raw == "true"
     if kind.startswith("int") or kind.startswith("uint"):
-        return int(raw, 0)
+        return int(raw, 0) if isinstance(raw, str) else int(raw)  # "-1" or -1 (Init/ProducerId)
     return raw
 
 
@@ -159,6 +159,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.CREATE_TOPICS, 2, 4),
         (ApiKey.DELETE_TOPICS, 1, 3),
         (ApiKey.DELETE_RECORDS, 0, 1),
+        (ApiKey.INIT_PRODUCER_ID, 0, 1),
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),
     ]

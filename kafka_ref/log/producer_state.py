@@ -1,0 +1,325 @@
+"""Producer state: what each producer last wrote, so that a retried batch is not written twice.
+
+A producer that gets no answer to a produce request cannot know whether the batch was
+appended (the response was lost) or not (the request was lost), so it sends it again.
+Without help from the broker, a retry after a lost response writes the records a second
+time. The idempotent producer (KIP-98) numbers its batches, and each partition keeps, per
+producer id, its epoch and its last five batches (producer_entry.py). This module is the
+partition's whole table of them (Kafka: `ProducerStateManager`).
+
+**Appending** (IDEM-1). `prepare` checks every batch of an append that carries a producer id
+(`check_client_batch` for a client's batch on the leader) after the batches are validated
+and *before* a byte is written; a failure raises and changes nothing; an append made of
+retries is answered with the original offsets and writes nothing (IDEM-3). After the
+write, `commit` takes the new batches into the state. A follower's batches go in unchecked,
+so a follower that becomes leader recognises retries too (IDEM-11).
+
+**Surviving restarts** (IDEM-9). The state is a function of the log's batch headers, so it
+can always be rebuilt by reading them (no record is decoded). To make that cheap it is
+written to `<offset>.snapshot` files (producer_snapshot.py) at every segment roll and at a
+clean close; loading reads the newest snapshot not beyond the log end and replays the
+headers after it; a missing or corrupt snapshot falls back to an older one or to the whole
+log. Truncation reloads the state the same way from the nearest snapshot below the new end
+(IDEM-12); deleted segments take their snapshots with them (IDEM-13). A producer not heard
+from for `producer.id.expiration.ms` is forgotten (`remove_expired_producers`, IDEM-14).
+
+Rules: IDEM-1, IDEM-3, IDEM-9, IDEM-11..IDEM-14 in spec/idempotence.md.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_ref.errors import CorruptRecordError, InvalidRecordError, OutOfOrderSequenceError
+from kafka_ref.log.producer_entry import (
+    AppendOrigin,
+    BatchMetadata,
+    ProducerStateEntry,
+    append_time,
+    apply_batch,
+    check_client_batch,
+    check_epoch,
+)
+from kafka_ref.log.producer_snapshot import (
+    CorruptSnapshotError,
+    SnapshotEntry,
+    delete_snapshot,
+    list_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
+from kafka_ref.log.validator import AppendInfo
+from kafka_ref.record.batch import HEADER_SIZE, BatchHeader
+
+if TYPE_CHECKING:
+    from kafka_ref.log.log import Log
+    from kafka_ref.log.segment import Segment
+
+__all__ = ["AppendOrigin", "ProducerStateEntry", "ProducerStateManager", "scan_headers"]
+
+logger = logging.getLogger("kafka_ref.log.producer_state")
+
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+_SCAN_CHUNK = 64 * 1024
+
+
+@dataclass(slots=True)
+class PendingAppend:
+    """The state an append would leave (Kafka: the `ProducerAppendInfo`s of one append):
+    entries to replace, or one batch to add (the produce path, without copies)."""
+
+    updated: dict[int, ProducerStateEntry]
+    duplicate: AppendInfo | None = None
+    single: tuple[int, BatchHeader, int, int] | None = None  # pid, header, base offset, time
+
+
+_NOTHING = PendingAppend({})  # an append without producer ids: shared, never changed
+
+
+class ProducerStateManager:
+    """The producer state of one partition log, and its snapshot files. Not thread-safe."""
+
+    def __init__(self, directory: str) -> None:
+        self.dir = directory
+        self._entries: dict[int, ProducerStateEntry] = {}
+        self._snapshots: list[int] = list_snapshots(directory)
+        self.map_end_offset = 0  # every batch below it is in the state (Kafka: lastMapOffset)
+        self._replayed = 0
+
+    @classmethod
+    def load(cls, log: Log, now: int) -> ProducerStateManager:
+        """The state of `log` after loading: newest usable snapshot + replay (IDEM-9)."""
+        manager = cls(log.dir)
+        manager.truncate_and_reload(log, now)
+        if manager._replayed and log.log_end_offset not in manager._snapshots:
+            manager.take_snapshot(log.log_end_offset)  # the next load starts here
+        return manager
+
+    # ------------------------------------------------------------------ views
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._entries.get(producer_id)
+
+    @property
+    def active_producers(self) -> dict[int, ProducerStateEntry]:
+        return dict(self._entries)
+
+    @property
+    def snapshot_offsets(self) -> list[int]:
+        return list(self._snapshots)
+
+    # ------------------------------------------------------------------ append
+    def prepare(self, info: AppendInfo, now: int, origin: AppendOrigin) -> PendingAppend:
+        """Check the batches of an append against the state; raise, or say what changes.
+
+        Nothing changes until `commit`. A client's batches on the leader get the checks of
+        IDEM-2..IDEM-8 and may turn out to be a duplicate; a coordinator's only the epoch
+        check; a follower's are taken as they are (IDEM-11).
+        """
+        client = origin is AppendOrigin.CLIENT
+        leader = origin is not AppendOrigin.REPLICATION
+        if len(info.batches) == 1:  # a produce request: one batch, checked without copies
+            base_offset, header = info.batches[0]
+            pid = header.producer_id
+            if client and header.is_control:
+                raise InvalidRecordError("clients are not allowed to write control batches")
+            if pid < 0:
+                return _NOTHING
+            entry = self._entries.get(pid)
+            if client:
+                duplicate = check_client_batch(pid, entry, header)
+                if duplicate is not None:
+                    return PendingAppend({}, _duplicate_info(info, duplicate, duplicate))
+            elif leader:
+                check_epoch(pid, entry, header.producer_epoch)
+            ts = now if leader else append_time(header, now)
+            return PendingAppend({}, None, (pid, header, base_offset, ts))
+        updated: dict[int, ProducerStateEntry] = {}
+        duplicates: list[BatchMetadata] = []
+        for base_offset, header in info.batches:
+            pid = header.producer_id
+            if client and header.is_control:
+                raise InvalidRecordError("clients are not allowed to write control batches")
+            if pid < 0:
+                continue
+            entry = updated.get(pid)
+            if entry is None:
+                current = self._entries.get(pid)
+                entry = current.copy() if current is not None else None
+            if client:
+                duplicate = check_client_batch(pid, entry, header)
+                if duplicate is not None:
+                    duplicates.append(duplicate)
+                    continue
+            elif leader:
+                check_epoch(pid, entry, header.producer_epoch)
+            if entry is None:
+                entry = ProducerStateEntry(pid)
+            apply_batch(entry, header, base_offset, now if leader else append_time(header, now))
+            updated[pid] = entry
+        if not duplicates:
+            return PendingAppend(updated)
+        if len(duplicates) != len(info.batches):  # only possible with several batches
+            raise OutOfOrderSequenceError("an append mixes retried and new batches")
+        first, last = duplicates[0], duplicates[-1]
+        return PendingAppend({}, _duplicate_info(info, first, last))
+
+    def commit(self, pending: PendingAppend, map_end_offset: int) -> None:
+        self._entries.update(pending.updated)
+        if pending.single is not None:
+            pid, header, base_offset, ts = pending.single
+            entry = self._entries.get(pid)
+            if entry is None:
+                entry = self._entries[pid] = ProducerStateEntry(pid)
+            apply_batch(entry, header, base_offset, ts)
+        self.map_end_offset = map_end_offset
+
+    # ------------------------------------------------------------------ snapshots
+    def take_snapshot(self, offset: int) -> None:
+        """Write the state (every batch below `offset`) to `<offset>.snapshot`."""
+        if offset in self._snapshots:
+            return  # a snapshot names the same state at the same offset
+        entries = []
+        for pid in sorted(self._entries):
+            e = self._entries[pid]
+            txn = (e.coordinator_epoch, e.current_txn_first_offset)
+            if not e.batches:
+                entries.append(
+                    SnapshotEntry(pid, e.producer_epoch, -1, -1, 0, e.last_timestamp, *txn)
+                )
+            for b in e.batches:  # oldest first: Kafka keeps the last one it reads (IDEM-10)
+                batch = (b.last_seq, b.last_offset, b.offset_delta, b.timestamp)
+                entries.append(SnapshotEntry(pid, e.producer_epoch, *batch, *txn))
+        write_snapshot(self.dir, offset, entries)
+        bisect.insort(self._snapshots, offset)
+        logger.debug("%s: producer snapshot at %d (%d producers)", self.dir, offset, len(entries))
+
+    def on_roll(self, log: Log) -> None:
+        """At a roll: snapshot at the new segment's base; keep the snapshots of the last two
+        segments and from the segment holding the recovery point (Kafka:
+        `minSnapshotsOffsetToRetain`), which is all a crash can need."""
+        bases = [s.base_offset for s in log.segments]
+        self.take_snapshot(bases[-1])
+        holder = bases[max(bisect.bisect_right(bases, log.recovery_point) - 1, 0)]
+        self.delete_snapshots_before(min(bases[max(len(bases) - 2, 0)], holder))
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        """Delete the snapshots below `offset` (those of deleted segments, IDEM-13)."""
+        while self._snapshots and self._snapshots[0] < offset:
+            delete_snapshot(self.dir, self._snapshots.pop(0))
+
+    # ------------------------------------------------------------------ truncation, loading
+    def truncate_and_reload(self, log: Log, now: int) -> None:
+        """Rebuild the state for the log as it is now (after loading or truncation): drop
+        snapshots beyond its end, read the newest remaining one that is valid, replay the
+        batch headers after it (IDEM-9, IDEM-12)."""
+        end, start = log.log_end_offset, log.log_start_offset
+        while self._snapshots and self._snapshots[-1] > end:
+            delete_snapshot(self.dir, self._snapshots.pop())
+        self._entries.clear()
+        self.map_end_offset = start
+        while self._snapshots:
+            offset = self._snapshots[-1]
+            try:
+                entries = read_snapshot(self.dir, offset)
+            except CorruptSnapshotError as err:
+                logger.warning("%s: %s; trying an older snapshot", self.dir, err)
+                delete_snapshot(self.dir, self._snapshots.pop())
+                continue
+            self._load_entries(entries)
+            self.map_end_offset = max(offset, start)
+            break
+        self._replayed = self._replay(log.segments, self.map_end_offset, end, now)
+        self.map_end_offset = end
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._entries.clear()
+        self.delete_snapshots_before(2**63 - 1)
+        self.map_end_offset = offset
+
+    def _load_entries(self, entries: list[SnapshotEntry]) -> None:
+        for e in entries:
+            entry = self._entries.get(e.producer_id)
+            if entry is None:
+                entry = self._entries[e.producer_id] = ProducerStateEntry(e.producer_id)
+            entry.coordinator_epoch = e.coordinator_epoch
+            entry.current_txn_first_offset = e.current_txn_first_offset
+            if e.last_offset < 0:
+                entry.update_epoch(e.epoch, e.timestamp)
+            else:
+                batch = BatchMetadata(e.last_sequence, e.last_offset, e.offset_delta, e.timestamp)
+                entry.add_batch(e.epoch, batch)
+
+    def _replay(self, segments: Sequence[Segment], start: int, end: int, now: int) -> int:
+        """Apply the headers of every batch in [start, end) without validation; count them."""
+        bases = [s.base_offset for s in segments]
+        first = max(bisect.bisect_right(bases, start) - 1, 0)
+        count = 0
+        for segment in segments[first:]:
+            if segment.base_offset >= end:
+                break
+            found = segment.translate_offset(start) if start > segment.base_offset else None
+            position = found.position if found is not None else 0
+            try:
+                for header in scan_headers(segment, position):
+                    if header.base_offset >= end:
+                        break
+                    if header.last_offset < start or header.producer_id < 0:
+                        continue
+                    entry = self._entries.setdefault(
+                        header.producer_id, ProducerStateEntry(header.producer_id)
+                    )
+                    apply_batch(entry, header, header.base_offset, append_time(header, now))
+                    count += 1
+            except CorruptRecordError as err:  # recovery keeps a valid log; never crash here
+                logger.error("%s: cannot read batch headers for producer state: %s", self.dir, err)
+        if count:
+            logger.info("%s: replayed %d producer batches in [%d, %d)", self.dir, count, start, end)
+        return count
+
+    # ------------------------------------------------------------------ expiration
+    def remove_expired_producers(
+        self, now: int, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    ) -> list[int]:
+        """Forget producers idle for `expiration_ms` (Kafka: removeExpiredProducers, IDEM-14)."""
+        expired = [
+            pid
+            for pid, e in self._entries.items()
+            if e.current_txn_first_offset < 0 and now - e.last_timestamp >= expiration_ms
+        ]
+        for pid in expired:
+            del self._entries[pid]
+        if expired:
+            logger.info("%s: expired producer ids %s", self.dir, expired)
+        return expired
+
+
+def scan_headers(segment: Segment, position: int = 0) -> Iterator[BatchHeader]:
+    """The 61-byte header of each batch from `position` on, read in 64 KiB chunks."""
+    records = segment.log
+    size, chunk, chunk_pos = records.size, b"", position
+    while position < size:
+        at = position - chunk_pos
+        if at + HEADER_SIZE > len(chunk):
+            chunk, chunk_pos, at = records.read(position, _SCAN_CHUNK), position, 0
+        header = BatchHeader.parse(chunk, at)
+        yield header
+        position += header.size
+
+
+def _duplicate_info(info: AppendInfo, first: BatchMetadata, last: BatchMetadata) -> AppendInfo:
+    """What a duplicate answers: the original offsets, nothing appended (IDEM-3)."""
+    return AppendInfo(
+        first_offset=first.first_offset,
+        last_offset=last.last_offset,
+        max_timestamp=last.timestamp,
+        offset_of_max_timestamp=last.last_offset,
+        record_count=0,
+        batch_count=0,
+        size=0,
+        log_append_time=last.timestamp if info.log_append_time >= 0 else -1,
+        log_start_offset=info.log_start_offset,
+    )
