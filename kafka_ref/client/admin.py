@@ -41,6 +41,7 @@ from kafka_ref.client.metadata import (
     PartitionInfo,
     TopicPartition,
     error_code,
+    partitions_of,
 )
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.errors import ErrorCode, KafkaError
@@ -221,23 +222,7 @@ class Admin:
         described = []
         for topic in response.topics:
             _check(f"describe topic {topic.name}", topic.error_code)
-            partitions = tuple(
-                sorted(
-                    (
-                        PartitionInfo(
-                            topic.name,
-                            p.partition_index,
-                            p.leader_id,
-                            tuple(p.replica_nodes),
-                            tuple(p.isr_nodes),
-                            tuple(p.offline_replicas),
-                        )
-                        for p in topic.partitions
-                    ),
-                    key=lambda info: info.partition,
-                )
-            )
-            described.append(TopicDescription(topic.name, topic.is_internal, partitions))
+            described.append(TopicDescription(topic.name, topic.is_internal, partitions_of(topic)))
         return sorted(described)
 
     def describe_cluster(self) -> tuple[list[Node], int, str | None]:

@@ -92,6 +92,22 @@ class PartitionInfo:
     offline_replicas: tuple[int, ...] = ()
 
 
+def partitions_of(topic: Any) -> tuple[PartitionInfo, ...]:
+    """A Metadata response topic's partitions as PartitionInfo, by partition number."""
+    infos = (
+        PartitionInfo(
+            topic.name,
+            p.partition_index,
+            p.leader_id,
+            tuple(p.replica_nodes),
+            tuple(p.isr_nodes),
+            tuple(p.offline_replicas),
+        )
+        for p in topic.partitions
+    )
+    return tuple(sorted(infos, key=lambda info: info.partition))
+
+
 @dataclass(frozen=True)
 class Cluster:
     """An immutable snapshot of the cluster, as of one Metadata response."""
@@ -121,22 +137,7 @@ class Cluster:
                 continue
             if topic.is_internal:
                 internal.add(topic.name)
-            partitions[topic.name] = tuple(
-                sorted(
-                    (
-                        PartitionInfo(
-                            topic.name,
-                            p.partition_index,
-                            p.leader_id,
-                            tuple(p.replica_nodes),
-                            tuple(p.isr_nodes),
-                            tuple(p.offline_replicas),
-                        )
-                        for p in topic.partitions
-                    ),
-                    key=lambda info: info.partition,
-                )
-            )
+            partitions[topic.name] = partitions_of(topic)
         return cls(
             nodes=nodes,
             partitions=partitions,
