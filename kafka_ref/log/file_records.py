@@ -213,9 +213,23 @@ class FileRecords:
         return BatchHeader.parse(self.read(position, HEADER_SIZE))
 
     def headers_from(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, full header) of each batch from `start`: for timestamp searches."""
-        for batch in self.batch_positions(start):
-            yield batch.position, self.header_at(batch.position)
+        """(position, full 61-byte header) of each batch from `start` (a batch boundary).
+
+        For timestamp searches and for rebuilding producer state: the headers are read a
+        chunk at a time, the records never. A header that does not parse, or a batch
+        running past the end of the file, raises CorruptRecordError.
+        """
+        end = self.size
+        pos, chunk, chunk_pos = start, b"", start
+        while pos < end:
+            at = pos - chunk_pos
+            if at + HEADER_SIZE > len(chunk):
+                chunk, chunk_pos, at = self.read(pos, _SCAN_CHUNK), pos, 0
+            header = BatchHeader.parse(chunk, at)
+            if pos + header.size > end:
+                raise CorruptRecordError(f"partial batch at position {pos} of {self.path}")
+            yield pos, header
+            pos += header.size
 
     def search_for_timestamp(
         self, timestamp: int, start: int, starting_offset: int

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,18 +53,17 @@ from kafka_ref.log.producer_snapshot import (
     write_snapshot,
 )
 from kafka_ref.log.validator import AppendInfo
-from kafka_ref.record.batch import HEADER_SIZE, BatchHeader
+from kafka_ref.record.batch import BatchHeader
 
 if TYPE_CHECKING:
     from kafka_ref.log.log import Log
     from kafka_ref.log.segment import Segment
 
-__all__ = ["AppendOrigin", "ProducerStateEntry", "ProducerStateManager", "scan_headers"]
+__all__ = ["AppendOrigin", "ProducerStateEntry", "ProducerStateManager"]
 
 logger = logging.getLogger("kafka_ref.log.producer_state")
 
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
-_SCAN_CHUNK = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -264,7 +263,7 @@ class ProducerStateManager:
             found = segment.translate_offset(start) if start > segment.base_offset else None
             position = found.position if found is not None else 0
             try:
-                for header in scan_headers(segment, position):
+                for _, header in segment.log.headers_from(position):
                     if header.base_offset >= end:
                         break
                     if header.last_offset < start or header.producer_id < 0:
@@ -295,19 +294,6 @@ class ProducerStateManager:
         if expired:
             logger.info("%s: expired producer ids %s", self.dir, expired)
         return expired
-
-
-def scan_headers(segment: Segment, position: int = 0) -> Iterator[BatchHeader]:
-    """The 61-byte header of each batch from `position` on, read in 64 KiB chunks."""
-    records = segment.log
-    size, chunk, chunk_pos = records.size, b"", position
-    while position < size:
-        at = position - chunk_pos
-        if at + HEADER_SIZE > len(chunk):
-            chunk, chunk_pos, at = records.read(position, _SCAN_CHUNK), position, 0
-        header = BatchHeader.parse(chunk, at)
-        yield header
-        position += header.size
 
 
 def _duplicate_info(info: AppendInfo, first: BatchMetadata, last: BatchMetadata) -> AppendInfo:
