@@ -17,9 +17,6 @@ import time
 import pytest
 
 from kafka_ref.client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from kafka_ref.client.connection import BrokerConnection
-from kafka_ref.protocol import ApiKey
-from kafka_ref.protocol.messages import InitProducerIdRequest
 from kafka_ref.record.batch import iter_batch_headers
 
 pytestmark = pytest.mark.timeout(90)
@@ -28,32 +25,8 @@ RECORDS = 10_000
 PARTITIONS = 3
 
 
-def broker_ready(bootstrap: str, timeout: float = 30.0) -> bool:
-    """Does the broker answer InitProducerId? (The broker side of issue 5.)"""
-    host, port = bootstrap.rsplit(":", 1)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        conn = BrokerConnection(host, int(port), client_id="probe", request_timeout_ms=5000)
-        try:
-            conn.connect()
-            answer = conn.request(
-                ApiKey.INIT_PRODUCER_ID,
-                InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000),
-            )
-            if answer.error_code == 0 and answer.producer_id >= 0:
-                return True
-        except Exception:
-            pass
-        finally:
-            conn.close()
-        time.sleep(1)
-    return False
-
-
 @pytest.fixture(scope="module")
 def bootstrap(kafka_ref_broker) -> str:
-    if not broker_ready(kafka_ref_broker.bootstrap):
-        pytest.xfail("broker side of issue 5 in progress")
     return kafka_ref_broker.bootstrap
 
 

@@ -9,13 +9,12 @@ write xerial framing (CODEC-3), and its own LZ4 frames (CODEC-4).
 import socket
 import struct
 
+import confluent_kafka
 import pytest
 
 from kafka_ref.record.batch import RecordBatch, iter_batch_headers, validate_batch
 from kafka_ref.record.compression import LZ4_MAGIC, XERIAL_MAGIC, Compression
 from kafka_ref.record.record import Header
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 VALUE = b"value that repeats itself " * 5
 COUNT = 20

