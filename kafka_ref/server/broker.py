@@ -16,19 +16,25 @@ kafka-ref's `Broker` does the same on one asyncio loop:
 3. reconciliation: a deletion interrupted by a crash is finished, logs without metadata
    are adopted as topics, and every partition of every topic gets its `Partition` (and
    its log, if missing) in the `ReplicaManager`;
-4. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
-5. the `SocketServer` binds and accepts;
-6. periodic tasks (Kafka's `KafkaScheduler`): the log flusher
+4. the group coordinator (server/group_adapter.py): it appends to `__consumer_offsets`
+   through the ReplicaManager, uses `loop.call_later` for its timers, and loads every
+   partition of `__consumer_offsets` before any request arrives;
+5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
+6. the `SocketServer` binds and accepts;
+7. periodic tasks (Kafka's `KafkaScheduler`): the log flusher
    (`log.flush.scheduler.interval.ms`), the checkpoints
    (`log.flush.offset.checkpoint.interval.ms`), retention
-   (`log.retention.check.interval.ms`), the cleaner (`log.cleaner.backoff.ms`) and the
-   expiration of idle producer ids (`producer.id.expiration.check.interval.ms`, IDEM-14).
-   They run on the loop between requests; each is bounded by the high watermark.
+   (`log.retention.check.interval.ms`), the cleaner (`log.cleaner.backoff.ms`), the
+   expiration of idle producer ids (`producer.id.expiration.check.interval.ms`, IDEM-14)
+   and of committed offsets (`offsets.retention.check.interval.ms`). They run on the loop
+   between requests; each is bounded by the high watermark.
+
+Shutdown stops the group coordinator (answering its waiting joins) before the logs close.
 
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, IDEM-14.
+Rules: BROKER-36, BROKER-39, BROKER-46, IDEM-14.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from kafka_ref.cluster.metadata import BrokerEndpoint
 from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.log.retention import LogRetention
+from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.network import SocketServer
@@ -87,6 +94,7 @@ class Broker:
         self.replica_manager: ReplicaManager | None = None
         self.socket_server: SocketServer | None = None
         self.apis: KafkaApis | None = None
+        self.groups: GroupCoordinatorAdapter | None = None
         self._tasks: list[asyncio.Task] = []
         self._cleaner = LogCleaner()
         self.started = False
@@ -119,7 +127,15 @@ class Broker:
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager, purgatory)
         controller.listeners.append(self.replica_manager)
         self._reconcile()
-        self.apis = KafkaApis(config, controller, self.replica_manager, purgatory, self.clock)
+        self.groups = GroupCoordinatorAdapter(
+            config, self.replica_manager, self.clock, loop.call_later
+        )
+        controller.listeners.append(self.groups)  # after the ReplicaManager: logs exist
+        self.groups.start()
+        self.apis = KafkaApis(
+            config, controller, self.replica_manager, purgatory, self.clock,
+            self.groups.coordinator,
+        )  # fmt: skip
         channel = RequestChannel(config["queued.max.requests"])
         for i in range(config["num.io.threads"]):
             self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
@@ -168,6 +184,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self.groups is not None:
+            self.groups.shutdown()
         assert self.log_manager is not None
         self.log_manager.close()
 
@@ -186,6 +204,9 @@ class Broker:
             self._every("log-cleaner", max(c["log.cleaner.backoff.ms"], 100), self.run_cleaner)
         interval = c["producer.id.expiration.check.interval.ms"]
         self._every("producer-id-expiration", interval, self.expire_producer_ids)
+        assert self.groups is not None
+        interval = c["offsets.retention.check.interval.ms"]
+        self._every("group-metadata-manager", interval, self.groups.run_offset_expiration)
 
     def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> None:
         async def loop() -> None:
@@ -248,6 +269,8 @@ class Broker:
         assert self.socket_server is not None and self.replica_manager is not None
         await self.socket_server.acceptor.stop()
         self.replica_manager.fetch_purgatory.shutdown()
+        assert self.groups is not None
+        self.groups.shutdown()  # waiting joins and syncs answer before the sockets close
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
         for task in self._tasks:
             task.cancel()

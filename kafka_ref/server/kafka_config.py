@@ -11,6 +11,11 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
 * every topic config's broker default (`log.segment.bytes`, `log.retention.ms`,
   `message.max.bytes`, ...: `config.broker_name`), plus Kafka's coarser time aliases
   `log.retention.hours|minutes` and `log.roll.hours` (the finer unit wins, as in Kafka);
+* the group coordinator's keys (`group.min.session.timeout.ms`, `group.max.session.timeout.ms`,
+  `group.initial.rebalance.delay.ms`, `group.max.size`, `offsets.topic.num.partitions`,
+  `offsets.topic.replication.factor` (capped at the live brokers when the topic is created),
+  `offsets.topic.segment.bytes`, `offsets.retention.minutes`,
+  `offsets.retention.check.interval.ms`, `offset.metadata.max.bytes`), with Kafka's defaults;
 * keys of Kafka's stock server.properties that mean nothing on a single embedded broker
   (`process.roles`, `controller.quorum.voters`, `zookeeper.connect`, ...) are accepted and
   reported as unused; `listeners` may also name KRaft's `CONTROLLER` listener
@@ -68,6 +73,23 @@ _BROKER_DEFS = [
     ConfigDef(
         "producer.id.expiration.check.interval.ms", "int", 600000, "PID expiration period.", 1
     ),
+    # The group coordinator (Kafka: GroupCoordinatorConfig) and its __consumer_offsets topic.
+    ConfigDef("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout.", 0),
+    ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout.", 0),
+    ConfigDef(
+        "group.initial.rebalance.delay.ms", "int", 3000, "Wait for more joins to an empty group.", 0
+    ),
+    ConfigDef("group.max.size", "int", 2**31 - 1, "Most members of one group.", 1),
+    ConfigDef("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", 1),
+    ConfigDef("offsets.topic.replication.factor", "int", 3, "Replicas of __consumer_offsets.", 1),
+    ConfigDef(
+        "offsets.topic.segment.bytes", "int", 104857600, "segment.bytes of __consumer_offsets.", 1
+    ),
+    ConfigDef("offsets.retention.minutes", "int", 10080, "Keep offsets of empty groups.", 1),
+    ConfigDef(
+        "offsets.retention.check.interval.ms", "long", 600000, "Offset expiration period.", 1
+    ),
+    ConfigDef("offset.metadata.max.bytes", "int", 4096, "Longest commit metadata.", 0),
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 # topic config's broker name -> topic config name (log.segment.bytes -> segment.bytes)
@@ -83,11 +105,11 @@ IGNORED_KEYS = frozenset(
         "controller.listener.names", "inter.broker.listener.name",
         "listener.security.protocol.map", "num.network.threads", "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-        "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+        "transaction.state.log.replication.factor",
         "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr", "zookeeper.connect",
-        "zookeeper.connection.timeout.ms", "group.initial.rebalance.delay.ms",
-        "metadata.log.dir", "log.cleaner.threads", "num.replica.fetchers",
+        "zookeeper.connection.timeout.ms", "metadata.log.dir", "log.cleaner.threads",
+        "num.replica.fetchers",
     }
 )  # fmt: skip
 

@@ -40,8 +40,9 @@ def free_port() -> int:
 class BrokerProcess:
     """`kafka-ref broker` in a subprocess (its log goes to <data-dir>/../broker.log)."""
 
-    def __init__(self, data_dir: str, port: int) -> None:
+    def __init__(self, data_dir: str, port: int, configs: dict[str, object] | None = None) -> None:
         self.data_dir, self.port = data_dir, port
+        self.configs = dict(configs or {})
         self.log_path = os.path.join(os.path.dirname(data_dir), "broker.log")
         self.proc: subprocess.Popen | None = None
 
@@ -54,6 +55,8 @@ class BrokerProcess:
             sys.executable, "-m", "kafka_ref.cli", "broker",
             "--listen", self.bootstrap, "--data-dir", self.data_dir,
         ]  # fmt: skip
+        for key, value in self.configs.items():
+            cmd += ["--config", f"{key}={value}"]
         log = open(self.log_path, "a")  # noqa: SIM115  (the child keeps it)
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
@@ -92,6 +95,22 @@ class BrokerProcess:
 def kafka_ref_broker(tmp_path_factory):
     base = tmp_path_factory.mktemp("interop")
     broker = BrokerProcess(str(base / "data"), free_port())
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+# Consumers in the group tests use a 2 s session timeout, so that waiting for a dead
+# member's session to expire stays short; the broker must allow it.
+SESSION_TIMEOUT_MS = 2000
+GROUP_BROKER_CONFIGS = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000}
+
+
+@pytest.fixture(scope="session")
+def group_broker(tmp_path_factory):
+    """A broker for consumer-group tests: no initial rebalance delay, short sessions allowed."""
+    base = tmp_path_factory.mktemp("groups")
+    broker = BrokerProcess(str(base / "data"), free_port(), GROUP_BROKER_CONFIGS)
     broker.start()
     yield broker
     broker.stop()

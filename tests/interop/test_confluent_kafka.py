@@ -1,9 +1,8 @@
 """confluent-kafka (librdkafka) against a kafka-ref broker process, default settings (BROKER-43).
 
-The only setting beyond `bootstrap.servers`: the Consumer needs a `group.id`, and with the
-default `enable.auto.commit=true` librdkafka's `close()` waits ~45 s for a group coordinator
-that does not exist yet (FindCoordinator/OffsetCommit come with the consumer-group issue),
-so the consumers here turn auto-commit off.
+The only setting beyond `bootstrap.servers` is the `group.id` librdkafka's Consumer requires;
+with its default `enable.auto.commit=true` it finds the group coordinator and commits on
+`close()` (tests/interop/test_groups.py covers the groups themselves).
 """
 
 from __future__ import annotations
@@ -30,9 +29,7 @@ PARTITIONS = 3
 
 
 def consumer(bootstrap: str) -> Consumer:
-    return Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "interop", "enable.auto.commit": False}
-    )
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": "interop"})
 
 
 def consume(bootstrap: str, assignment: list[TopicPartition], expected: int, timeout: float = 30):

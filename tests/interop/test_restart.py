@@ -26,9 +26,7 @@ def check_everything(broker, produced) -> None:
         for topic in produced
         for p in metadata.topics[topic].partitions
     ]
-    consumer = Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": "restart", "enable.auto.commit": False}
-    )
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "restart"})
     consumer.assign(assignment)
     expected = sum(len(records) for records in produced.values())
     got: dict[str, list[Produced]] = {topic: [] for topic in produced}

@@ -14,10 +14,14 @@ same versions and every version a client may send is declared:
     ApiVersions 0-3   Metadata 0-5   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
     DeleteRecords 0-1   InitProducerId 0-1   DescribeConfigs 1-2   CreatePartitions 0-1
+    consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
+    LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-3   DescribeGroups 0-2
+    ListGroups 0-2   DeleteGroups 0-1
 
 One module per API, named by key (`api_00_produce.py`), declares its request and response and
-explains what the API is for. Other APIs (groups, transactions) join by adding a module and
-one line below.
+explains what the API is for. Other APIs (transactions) join by adding a module and one line
+below. Advertising an API changes what clients do: with FindCoordinator, librdkafka and
+kafka-python turn on their group coordinator logic, so an API joins only with its handler.
 """
 
 from __future__ import annotations
@@ -29,6 +33,24 @@ from kafka_ref.protocol.messages.api_00_produce import ProduceRequest, ProduceRe
 from kafka_ref.protocol.messages.api_01_fetch import FetchRequest, FetchResponse
 from kafka_ref.protocol.messages.api_02_list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka_ref.protocol.messages.api_03_metadata import MetadataRequest, MetadataResponse
+from kafka_ref.protocol.messages.api_08_offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+)
+from kafka_ref.protocol.messages.api_09_offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from kafka_ref.protocol.messages.api_10_find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from kafka_ref.protocol.messages.api_11_join_group import JoinGroupRequest, JoinGroupResponse
+from kafka_ref.protocol.messages.api_12_heartbeat import HeartbeatRequest, HeartbeatResponse
+from kafka_ref.protocol.messages.api_13_leave_group import LeaveGroupRequest, LeaveGroupResponse
+from kafka_ref.protocol.messages.api_14_sync_group import SyncGroupRequest, SyncGroupResponse
+from kafka_ref.protocol.messages.api_15_describe_groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
+from kafka_ref.protocol.messages.api_16_list_groups import ListGroupsRequest, ListGroupsResponse
 from kafka_ref.protocol.messages.api_18_api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -57,6 +79,10 @@ from kafka_ref.protocol.messages.api_37_create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
 )
+from kafka_ref.protocol.messages.api_42_delete_groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
 from kafka_ref.protocol.schema import Message
 
 
@@ -67,6 +93,15 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -74,6 +109,7 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
 
 
 class Api(NamedTuple):
@@ -106,6 +142,15 @@ APIS: dict[int, Api] = {
         _api("Fetch", FetchRequest, FetchResponse),
         _api("ListOffsets", ListOffsetsRequest, ListOffsetsResponse),
         _api("Metadata", MetadataRequest, MetadataResponse),
+        _api("OffsetCommit", OffsetCommitRequest, OffsetCommitResponse),
+        _api("OffsetFetch", OffsetFetchRequest, OffsetFetchResponse),
+        _api("FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse),
+        _api("JoinGroup", JoinGroupRequest, JoinGroupResponse),
+        _api("Heartbeat", HeartbeatRequest, HeartbeatResponse),
+        _api("LeaveGroup", LeaveGroupRequest, LeaveGroupResponse),
+        _api("SyncGroup", SyncGroupRequest, SyncGroupResponse),
+        _api("DescribeGroups", DescribeGroupsRequest, DescribeGroupsResponse),
+        _api("ListGroups", ListGroupsRequest, ListGroupsResponse),
         _api("ApiVersions", ApiVersionsRequest, ApiVersionsResponse),
         _api("CreateTopics", CreateTopicsRequest, CreateTopicsResponse),
         _api("DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse),
@@ -113,6 +158,7 @@ APIS: dict[int, Api] = {
         _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
+        _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
     )
 }
 
@@ -132,21 +178,41 @@ __all__ = [
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DeleteGroupsRequest",
+    "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
+    "DescribeGroupsRequest",
+    "DescribeGroupsResponse",
     "FetchRequest",
     "FetchResponse",
+    "FindCoordinatorRequest",
+    "FindCoordinatorResponse",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "JoinGroupRequest",
+    "JoinGroupResponse",
+    "LeaveGroupRequest",
+    "LeaveGroupResponse",
+    "ListGroupsRequest",
+    "ListGroupsResponse",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
     "MetadataRequest",
     "MetadataResponse",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetFetchRequest",
+    "OffsetFetchResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "SyncGroupRequest",
+    "SyncGroupResponse",
     "supported_api_versions",
 ]

@@ -13,6 +13,9 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     admin.py      CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
     configs.py    DescribeConfigs (32)
     txn.py        InitProducerId (22): producer ids for idempotent producers
+    groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
+                  LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15),
+                  ListGroups (16), DeleteGroups (42): the group coordinator's APIs
 
 A handler is a function `handler(apis, request)` that returns the response body (a
 message value), a ready `Response`, `None` for "no response" (acks=0), or `DEFERRED` when
@@ -34,6 +37,7 @@ from typing import Any
 
 from kafka_ref.clock import Clock
 from kafka_ref.cluster.embedded import EmbeddedController
+from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.protocol.messages import ApiKey
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
@@ -58,10 +62,20 @@ class KafkaApis:
     replica_manager: ReplicaManager
     fetch_purgatory: DelayedOperationPurgatory
     clock: Clock
+    group_coordinator: GroupCoordinator
     producer_ids: ProducerIdManager | None = None  # default: blocks from the controller
 
     def __post_init__(self) -> None:
-        from kafka_ref.server.handlers import admin, configs, fetch, metadata, offsets, produce, txn
+        from kafka_ref.server.handlers import (
+            admin,
+            configs,
+            fetch,
+            groups,
+            metadata,
+            offsets,
+            produce,
+            txn,
+        )
 
         if self.producer_ids is None:
             self.producer_ids = ProducerIdManager(self.controller.endpoint.node_id, self.controller)
@@ -78,6 +92,16 @@ class KafkaApis:
             ApiKey.INIT_PRODUCER_ID: txn.handle_init_producer_id,
             ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
+            ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+            ApiKey.JOIN_GROUP: groups.handle_join_group,
+            ApiKey.SYNC_GROUP: groups.handle_sync_group,
+            ApiKey.HEARTBEAT: groups.handle_heartbeat,
+            ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+            ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
+            ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
+            ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+            ApiKey.LIST_GROUPS: groups.handle_list_groups,
+            ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
         }
 
     @property

@@ -23,8 +23,11 @@ client asks again and finds it (BROKER-11). Otherwise it is UNKNOWN_TOPIC_OR_PAR
 an illegal name is INVALID_TOPIC_EXCEPTION. On one broker the controller, every leader and
 every replica is this broker (BROKER-12). Metadata 0-5 carries no leader epochs (they
 arrive in v7); clients then skip leader-epoch validation (no OffsetForLeaderEpoch).
+`__consumer_offsets` and `__transaction_state` are *internal* topics (`is_internal`, Kafka:
+`Topic.isInternal`); asking for `__consumer_offsets` creates it with the group
+coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
-Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12.
+Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45.
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ from kafka_ref.cluster.metadata import InvalidTopicError, validate_topic_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.frames import api_versions_body, unsupported_api_versions_response
 from kafka_ref.protocol.messages import MetadataResponse
+from kafka_ref.server.group_adapter import OFFSETS_TOPIC, ensure_offsets_topic
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
+
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka: Topic.INTERNAL_TOPICS
 
 # Kafka's ApiVersionsRequest.isValid: a software name/version looks like this.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -114,14 +120,21 @@ def _describe(apis: KafkaApis, name: str) -> Any:
             )
         )
     return MetadataResponse.MetadataResponseTopic(
-        error_code=ErrorCode.NO_ERROR, name=name, is_internal=meta.internal, partitions=partitions
+        error_code=ErrorCode.NO_ERROR,
+        name=name,
+        is_internal=meta.internal or name in INTERNAL_TOPICS,
+        partitions=partitions,
     )
 
 
 def _missing(apis: KafkaApis, name: str, allow_auto_create: bool) -> Any:
     try:
         validate_topic_name(name)
-        if not allow_auto_create:
+        if name == OFFSETS_TOPIC:  # Kafka: createInternalTopic, not the auto-create settings
+            error = ensure_offsets_topic(apis.controller, apis.config)
+            if error == ErrorCode.NO_ERROR:
+                error = ErrorCode.LEADER_NOT_AVAILABLE  # created now: the client asks again
+        elif not allow_auto_create:
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             apis.controller.create_topic(name)  # num.partitions, default.replication.factor
@@ -131,5 +144,5 @@ def _missing(apis: KafkaApis, name: str, allow_auto_create: bool) -> Any:
     except KafkaError as err:  # e.g. default.replication.factor above the broker count
         error = err.code
     return MetadataResponse.MetadataResponseTopic(
-        error_code=error, name=name, is_internal=False, partitions=[]
+        error_code=error, name=name, is_internal=name in INTERNAL_TOPICS, partitions=[]
     )

@@ -13,9 +13,9 @@ With a transactional id, Kafka maps the id to a PID in the transaction coordinat
 owns the id's `__transaction_state` partition. kafka-ref has no transaction coordinator
 yet and answers as a Kafka broker that does not own that partition: NOT_COORDINATOR (16);
 an empty transactional id is INVALID_REQUEST (42), checked first as in Kafka (IDEM-17).
-Clients never get that far: the broker advertises neither FindCoordinator nor the
-transaction APIs, so librdkafka and kafka-python refuse transactional producers before
-sending anything.
+Clients never get that far: the broker advertises none of the transaction APIs, and
+FindCoordinator for a transactional id answers COORDINATOR_NOT_AVAILABLE (groups.py), so
+librdkafka and kafka-python refuse or stall transactional producers before they send one.
 
 Rules: IDEM-15, IDEM-17.
 """

@@ -148,6 +148,15 @@ _OLD = {
     1: ("fetch", "Fetch"),
     2: ("list_offsets", "ListOffsets"),
     3: ("metadata", "Metadata"),
+    8: ("commit", "OffsetCommit"),
+    9: ("commit", "OffsetFetch"),
+    10: ("find_coordinator", "FindCoordinator"),
+    11: ("group", "JoinGroup"),
+    12: ("group", "Heartbeat"),
+    13: ("group", "LeaveGroup"),
+    14: ("group", "SyncGroup"),
+    15: ("admin", "DescribeGroups"),
+    16: ("admin", "ListGroups"),
     18: ("api_versions", "ApiVersions"),
     19: ("admin", "CreateTopics"),
     20: ("admin", "DeleteTopics"),
@@ -155,13 +164,17 @@ _OLD = {
     22: ("init_producer_id", "InitProducerId"),
     32: ("admin", "DescribeConfigs"),
     37: ("admin", "CreatePartitions"),
+    42: ("admin", "DeleteGroups"),
 }
 # Fields kafka-python 3.x renames (its `json_patch`), and decodes as a set of bit numbers.
 _RENAMED = {
     "cluster_authorized_operations": "authorized_operations",
     "topic_authorized_operations": "authorized_operations",
+    "authorized_operations": "authorized_operations",  # DescribeGroups v3+
 }
 _NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadata", 22: "producer"}
+_NEW.update(dict.fromkeys((8, 9, 11, 12, 13, 14), "consumer.group"))  # Heartbeat is not exported
+_NEW[10] = "metadata"
 
 # kafka-python 3.x loads Kafka's JSON through a deprecated importlib API at import time;
 # importing its protocol modules once here keeps those warnings out of every test report.

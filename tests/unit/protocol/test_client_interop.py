@@ -16,15 +16,23 @@ from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol import frames
 from kafka_ref.protocol.errors import UnsupportedVersionError
 from kafka_ref.protocol.messages import (
+    APIS,
     ApiKey,
     ApiVersionsRequest,
     ApiVersionsResponse,
     FetchRequest,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    JoinGroupRequest,
     ListOffsetsRequest,
     MetadataRequest,
     MetadataResponse,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
     ProduceRequest,
     ProduceResponse,
+    SyncGroupRequest,
 )
 
 # librdkafka's first frame: ApiVersions v3 (flexible, request header v2), correlation id 1.
@@ -111,6 +119,31 @@ CASES = [
     (3, 5, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="a")],
                            allow_auto_topic_creation=False),
      "metadata", "MetadataRequest", (["a"], False)),
+    (8, 2, OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=3, member_id="m-1",
+                               retention_time_ms=-1, topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(
+                partition_index=1, committed_offset=42, committed_metadata="meta")])]),
+     "commit", "OffsetCommitRequest", ("g", 3, "m-1", -1, [("t", [(1, 42, "meta")])])),
+    (9, 1, OffsetFetchRequest(group_id="g", topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+        name="t", partition_indexes=[0, 1])]),
+     "commit", "OffsetFetchRequest", ("g", [("t", [0, 1])])),
+    (9, 3, OffsetFetchRequest(group_id="g", topics=None),
+     "commit", "OffsetFetchRequest", ("g", None)),
+    (10, 0, FindCoordinatorRequest(key="g"), "find_coordinator", "FindCoordinatorRequest", ("g",)),
+    (10, 2, FindCoordinatorRequest(key="tx", key_type=1),
+     "find_coordinator", "FindCoordinatorRequest", ("tx", 1)),
+    (11, 5, JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=300000,
+                             member_id="", group_instance_id="i-1", protocol_type="consumer",
+                             protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                                 name="range", metadata=b"\x00\x01sub")]),
+     "group", "JoinGroupRequest",
+     ("g", 10000, 300000, "", "i-1", "consumer", [("range", b"\x00\x01sub")])),
+    (12, 3, HeartbeatRequest(group_id="g", generation_id=7, member_id="m", group_instance_id=None),
+     "group", "HeartbeatRequest", ("g", 7, "m", None)),
+    (14, 1, SyncGroupRequest(group_id="g", generation_id=1, member_id="m", assignments=[
+        SyncGroupRequest.SyncGroupRequestAssignment(member_id="m", assignment=b"a")]),
+     "group", "SyncGroupRequest", ("g", 1, "m", [("m", b"a")])),
     (18, 0, ApiVersionsRequest(), "api_versions", "ApiVersionsRequest", ()),
     (18, 3, ApiVersionsRequest(client_software_name="kafka-ref", client_software_version="0.1"),
      "api_versions", "ApiVersionsRequest", ("kafka-ref", "0.1")),
@@ -210,3 +243,65 @@ def test_api_versions_v3_feature_tags_decode_and_are_left_out_by_default():
     # Our broker has no features: its answer ends with an empty top-level tag buffer.
     ours = ApiVersionsResponse.encode(3, frames.api_versions_body())
     assert ours.endswith(b"\x00\x00\x00\x00" + b"\x00")  # throttle_time_ms 0, then no tags
+
+
+# The two group requests whose bytes matter most, spelled out: JoinGroup v5 (librdkafka,
+# kafka-python 2.3 and KafkaJS send it) and OffsetCommit v2 (kafka-python 2.0.2's commit).
+JOIN_GROUP_V5_BODY = (
+    "0001"
+    "67"  # group_id "g"
+    "00002710"  # session_timeout_ms 10000
+    "000493e0"  # rebalance_timeout_ms 300000
+    "0000"  # member_id "" (a new member)
+    "0003"
+    "692d31"  # group_instance_id "i-1"
+    "0008"
+    "636f6e73756d6572"  # protocol_type "consumer"
+    "00000001"
+    "0005"
+    "72616e6765"
+    "00000005"
+    "0001737562"  # [("range", b"\0\1sub")]
+)
+OFFSET_COMMIT_V2_BODY = (
+    "0001"
+    "67"  # group_id "g"
+    "00000003"  # generation_id 3
+    "0003"
+    "6d2d31"  # member_id "m-1"
+    "ffffffffffffffff"  # retention_time_ms -1: the broker's default
+    "00000001"
+    "0001"
+    "74"  # one topic "t"
+    "00000001"
+    "00000001"
+    "000000000000002a"
+    "0004"
+    "6d657461"  # partition 1, offset 42, "meta"
+)
+
+
+@pytest.mark.spec("PROTO-17", "PROTO-1")
+@pytest.mark.parametrize(
+    "api_key,version,body_hex",
+    [(ApiKey.JOIN_GROUP, 5, JOIN_GROUP_V5_BODY), (ApiKey.OFFSET_COMMIT, 2, OFFSET_COMMIT_V2_BODY)],
+    ids=["JoinGroup-v5", "OffsetCommit-v2"],
+)
+def test_group_request_bytes_are_pinned(api_key, version, body_hex):
+    _, _, body, module, name, fields = next(c for c in CASES if c[:2] == (api_key, version))
+    theirs = _old(module, name, version)(*fields)
+    assert theirs.encode() == bytes.fromhex(body_hex)  # kafka-python's body bytes
+    assert APIS[api_key].request.encode(version, body) == bytes.fromhex(body_hex)
+
+
+@pytest.mark.spec("PROTO-17", "PROTO-15")
+@pytest.mark.parametrize("version", [0, 2])
+def test_kafka_python_reads_our_find_coordinator_response(version):
+    ours = FindCoordinatorResponse(
+        throttle_time_ms=0, error_code=0, error_message=None, node_id=1, host="h", port=9092
+    )
+    frame = frames.encode_response(ApiKey.FIND_COORDINATOR, version, 6, ours)
+    old = _old("find_coordinator", "FindCoordinatorResponse", version)
+    theirs = old.decode(frame, header=True, framed=True)
+    assert theirs.header.correlation_id == 6
+    assert (theirs.error_code, theirs.node_id, theirs.host, theirs.port) == (0, 1, "h", 9092)

@@ -153,6 +153,15 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.FETCH, 4, 10),
         (ApiKey.LIST_OFFSETS, 1, 3),
         (ApiKey.METADATA, 0, 5),
+        (ApiKey.OFFSET_COMMIT, 2, 3),
+        (ApiKey.OFFSET_FETCH, 1, 3),
+        (ApiKey.FIND_COORDINATOR, 0, 2),
+        (ApiKey.JOIN_GROUP, 0, 5),
+        (ApiKey.HEARTBEAT, 0, 3),
+        (ApiKey.LEAVE_GROUP, 0, 1),
+        (ApiKey.SYNC_GROUP, 0, 3),
+        (ApiKey.DESCRIBE_GROUPS, 0, 2),
+        (ApiKey.LIST_GROUPS, 0, 2),
         (ApiKey.API_VERSIONS, 0, 3),
         (ApiKey.CREATE_TOPICS, 2, 4),
         (ApiKey.DELETE_TOPICS, 1, 3),
@@ -160,6 +169,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.INIT_PRODUCER_ID, 0, 1),
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),
+        (ApiKey.DELETE_GROUPS, 0, 1),
     ]
     body = frames.api_versions_body()
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == (

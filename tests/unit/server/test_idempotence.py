@@ -13,7 +13,12 @@ from kafka_ref.clock import ManualClock
 from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
 from kafka_ref.cluster.metadata import BrokerEndpoint
 from kafka_ref.errors import ErrorCode
-from kafka_ref.protocol.messages import ApiKey, ApiVersionsRequest, InitProducerIdRequest
+from kafka_ref.protocol.messages import (
+    ApiKey,
+    ApiVersionsRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+)
 from kafka_ref.record.batch import RecordBatch, build_batch, iter_batch_headers
 from kafka_ref.record.record import Record
 from kafka_ref.server.broker import BrokerThread
@@ -110,7 +115,7 @@ def test_ids_come_in_blocks_from_a_storage_that_can_be_replaced(tmp_path):
         reloaded.allocate_producer_id_block(0, 2**63)
 
 
-@pytest.mark.spec("IDEM-17")
+@pytest.mark.spec("IDEM-17", "BROKER-44")
 def test_a_transactional_init_producer_id_is_not_coordinator(wire):
     for transactional_id, error in (("txn-1", ErrorCode.NOT_COORDINATOR), ("", 42)):
         answer = init_producer_id(wire, transactional_id)
@@ -119,7 +124,11 @@ def test_a_transactional_init_producer_id_is_not_coordinator(wire):
     keys = {k.api_key: (k.min_version, k.max_version) for k in
             wire.request(ApiKey.API_VERSIONS, 3, body).api_keys}  # fmt: skip
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 1)
-    assert not {10, 24, 25, 26, 27, 28} & set(keys)  # FindCoordinator, the transaction APIs
+    assert not {24, 25, 26, 27, 28} & set(keys)  # no transaction APIs
+    # FindCoordinator is there for groups, but finds no transaction coordinator (BROKER-44).
+    find = FindCoordinatorRequest(key="txn-1", key_type=1)
+    answer = wire.request(ApiKey.FIND_COORDINATOR, 2, find)
+    assert (answer.error_code, answer.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
 
 
 # ---------------------------------------------------------------------- produce

@@ -1,0 +1,314 @@
+"""The group coordinator: one object per broker for every group whose home it leads.
+
+A consumer asks any broker FindCoordinator(group) and is sent to the leader of partition
+`abs(hash(group)) % 50` of `__consumer_offsets` (REBAL-16): that broker's `GroupCoordinator`
+runs the group's rebalances (rebalance.py, membership.py) and keeps its committed offsets (Kafka:
+`GroupCoordinator`, `handleCommitOffsets`, `handleFetchOffsets`, `handleDescribeGroup`,
+`handleListGroups`, `handleDeleteGroups`, `onElection`, `onResignation`).
+
+**Committed offsets.** A commit says "the group has processed this partition up to here".
+Only a member of the group's current generation may commit, because after a rebalance its
+partitions may belong to someone else (OFFSET-8); a commit with generation -1 and no member
+id comes from outside group management (admin tools, consumers with `assign()`) and is
+accepted only while the group has no members. A commit is durable when its record is in
+`__consumer_offsets`: it survives a coordinator restart and compaction (OFFSET-4, OFFSET-5),
+the metadata string comes back byte for byte (OFFSET-3), and a partition never committed
+fetches as offset -1 (OFFSET-1). `offsets.retention.minutes` removes offsets of groups that
+have been Empty that long (KIP-211, OFFSET-6).
+
+**Lifecycle.** The broker calls `on_elected(partition, records)` when it becomes leader of an
+offsets partition: the coordinator replays the records and re-arms the session timers of the
+loaded members (members that do not come back expire). `on_resigned` drops the partition's
+groups, answering waiting members NOT_COORDINATOR so they look for the new coordinator.
+A group is deleted only when Empty (OFFSET-7).
+
+Rules: REBAL-16, OFFSET-1..OFFSET-9 (spec/rebalance.md, spec/offsets.md); rebalance.py and
+membership.py have REBAL-1..REBAL-13.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kafka_ref.clock import Clock, Scheduler
+from kafka_ref.errors import ErrorCode
+from kafka_ref.group.assignors.base import TopicPartition
+from kafka_ref.group.group_metadata import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    GroupMetadata,
+    OffsetAndMetadata,
+)
+from kafka_ref.group.group_metadata_manager import (
+    Append,
+    AppendCallback,
+    GroupMetadataManager,
+    Records,
+)
+from kafka_ref.group.membership import (
+    OK,
+    GroupConfig,
+    JoinedMember,
+    JoinGroupResult,
+    SyncGroupResult,
+)
+from kafka_ref.group.rebalance import GroupRebalance
+
+__all__ = [
+    "Append",
+    "AppendCallback",
+    "GroupConfig",
+    "GroupCoordinator",
+    "GroupDescription",
+    "GroupOverview",
+    "JoinGroupResult",
+    "JoinedMember",
+    "MemberDescription",
+    "Records",
+    "SyncGroupResult",
+]
+
+CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
+
+
+@dataclass
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    state: str  # Kafka's wire name: "Stable", "Empty", ... "Dead" for an unknown group
+    protocol_type: str
+    protocol_name: str
+    members: list[MemberDescription]
+
+
+@dataclass
+class GroupOverview:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+class GroupCoordinator(GroupRebalance):
+    """The broker's group coordinator (membership and rebalances in the base classes,
+    offsets here)."""
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        schedule: Scheduler,
+        append: Append,
+        *,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> None:
+        manager = GroupMetadataManager(config.offsets_topic_num_partitions, clock, append)
+        super().__init__(config, clock, schedule, manager, new_uuid)
+
+    def partition_for(self, group_id: str) -> int:
+        """The `__consumer_offsets` partition that is the group's home (REBAL-16)."""
+        return self.manager.partition_for(group_id)
+
+    # -- offsets --------------------------------------------------------------------
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """Store offsets; `callback({partition: error})` once they are durable or refused.
+
+        The coordinator stamps `commit_timestamp` with its clock (OffsetCommit v2+ carries no
+        timestamp); `expire_timestamp` is kept as given (set it from a v2-v4 retention time)."""
+
+        def refuse(error: ErrorCode) -> None:
+            callback(dict.fromkeys(offsets, error))
+
+        error = self._group_status(group_id, allow_empty_id=True)
+        if error != OK:
+            return refuse(error)
+        group = self.manager.get_group(group_id)
+        if group is None:
+            if generation_id >= 0:  # a member of a group that no longer exists
+                return refuse(ErrorCode.ILLEGAL_GENERATION)
+            group = self.manager.add_group(GroupMetadata(group_id, EMPTY, self._now()))
+        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        if error != OK:
+            return refuse(error)
+        if group.is_(COMPLETING_REBALANCE):
+            # a valid member that has not got its assignment yet: it should not commit now
+            return refuse(ErrorCode.REBALANCE_IN_PROGRESS)
+        if group.is_(STABLE) or group.is_(PREPARING_REBALANCE):
+            # during PreparingRebalance commits are still allowed: the heartbeat answer is
+            # what tells the member to rejoin. A commit is a sign of life (a heartbeat).
+            self._arm_heartbeat(group, group.get(member_id))
+        now = self._now()
+        stamped = {tp: dataclasses.replace(om, commit_timestamp=now) for tp, om in offsets.items()}
+        self.manager.store_offsets(group, stamped, callback, self.config.offset_metadata_max_bytes)
+
+    def _validate_offset_commit(self, group, generation_id, member_id, instance_id) -> ErrorCode:
+        """Kafka `validateOffsetCommit` (OFFSET-8)."""
+        if group.is_(DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id >= 0 or member_id or instance_id is not None:
+            if instance_id is not None:
+                current = group.current_static_member_id(instance_id)
+                if current is None:
+                    return ErrorCode.UNKNOWN_MEMBER_ID
+                if current != member_id:
+                    return ErrorCode.FENCED_INSTANCE_ID
+            elif not group.has(member_id):
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+            return OK
+        if not group.is_(EMPTY):  # from outside the group while it has members
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return OK
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
+        """Committed offsets whatever the group's state; None = never committed (-1)."""
+        error = self._group_status(group_id, allow_empty_id=True)
+        if error != OK:
+            return error, {}
+        return OK, self.manager.get_offsets(group_id, partitions)
+
+    def run_offset_expiration(self) -> int:
+        """Expire offsets past `offsets.retention.minutes` and drop groups left with nothing
+        (Kafka `cleanupGroupMetadata`, every offsets.retention.check.interval.ms). Returns how
+        many offsets went."""
+        now = self._now()
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        return self.manager.cleanup_group_metadata(
+            self.manager.current_groups(), lambda g: g.remove_expired_offsets(now, retention_ms)
+        )
+
+    # -- admin ----------------------------------------------------------------------
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupDescription]:
+        error = self._group_status(group_id, allow_empty_id=True)
+        group = self.manager.get_group(group_id) if error == OK else None
+        if group is None:
+            return error, GroupDescription(group_id, DEAD.wire_name, "", "", [])
+        stable = group.is_(STABLE) and group.protocol_name is not None
+        members = [
+            MemberDescription(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.metadata(group.protocol_name or "") if stable else b"",
+                m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        ]
+        protocol = group.protocol_name if stable else ""
+        return OK, GroupDescription(
+            group_id, group.state.wire_name, group.protocol_type or "", protocol or "", members
+        )
+
+    def list_groups(self) -> tuple[ErrorCode, list[GroupOverview]]:
+        if not self._active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.manager.is_loading() else OK
+        overviews = [
+            GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
+            for g in self.manager.current_groups()
+            if not g.is_(DEAD)
+        ]
+        return error, overviews
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        """Delete Empty groups and their offsets, with tombstones (OFFSET-7)."""
+        errors: dict[str, ErrorCode] = {}
+        eligible = []
+        for group_id in group_ids:
+            error = self._group_status(group_id, allow_empty_id=True)
+            group = self.manager.get_group(group_id) if error == OK else None
+            if error != OK:
+                errors[group_id] = error
+            elif group is None or group.is_(DEAD):
+                errors[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_(EMPTY):
+                errors[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                group.transition_to(DEAD, self._now())
+                eligible.append(group)
+                errors[group_id] = OK
+
+        def remove_all(group: GroupMetadata) -> dict[TopicPartition, OffsetAndMetadata]:
+            removed, group.offsets = group.offsets, {}
+            return removed
+
+        self.manager.cleanup_group_metadata(eligible, remove_all)
+        for group in eligible:
+            self._cancel_group_timers(group)
+        return errors
+
+    # -- partition lifecycle ----------------------------------------------------------
+    def on_elected(self, partition: int, records: Records) -> None:
+        """This broker now leads `__consumer_offsets-<partition>`: load its groups."""
+        for group in self.manager.load(partition, records):
+            for member in group.members.values():
+                self._arm_heartbeat(group, member)  # those that do not come back expire
+
+    def on_resigned(self, partition: int) -> None:
+        """Another broker leads the partition now: forget its groups."""
+        for group in self.manager.unload(partition):
+            self._unload_group(group)
+
+    def begin_loading(self, partition: int) -> None:
+        """Mark a partition as loading (for a broker that loads asynchronously)."""
+        self.manager.begin_loading(partition)
+
+    def is_loading(self, partition: int | None = None) -> bool:
+        if partition is None:
+            return self.manager.is_loading()
+        return partition in self.manager.loading_partitions
+
+    def owns(self, partition: int) -> bool:
+        return partition in self.manager.owned_partitions
+
+    def shutdown(self) -> None:
+        self._active = False
+        for partition in list(self.manager.owned_partitions | self.manager.loading_partitions):
+            self.on_resigned(partition)
+        for timer in self._pending_timers.values():
+            timer.cancel()
+        self._pending_timers.clear()
+
+    def _unload_group(self, group: GroupMetadata) -> None:
+        """Kafka `onGroupUnloaded`: Dead, timers stopped, waiting members sent elsewhere."""
+        previous = group.state
+        group.transition_to(DEAD, self._now())
+        self._cancel_group_timers(group)
+        for member in list(group.members.values()):
+            if previous is PREPARING_REBALANCE:
+                result = JoinGroupResult(ErrorCode.NOT_COORDINATOR, member_id=member.member_id)
+                self._invoke_join(member, result)
+            self._invoke_sync(member, SyncGroupResult(ErrorCode.NOT_COORDINATOR))
+
+    def _cancel_group_timers(self, group: GroupMetadata) -> None:
+        self._cancel_timer(group, "join_timer")
+        self._cancel_timer(group, "sync_timer")
+        for member in group.members.values():
+            self._cancel_heartbeat(member)
+        for member_id in list(group.pending_members):
+            self._cancel_pending_timer(group, member_id)

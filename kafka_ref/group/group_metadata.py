@@ -1,0 +1,387 @@
+"""A consumer group as the coordinator sees it: members, generation, state, committed offsets.
+
+A group is a named set of members that share work. The broker that coordinates it keeps, per
+group (Kafka: `GroupMetadata`, `MemberMetadata`):
+
+* the **members**, each with the protocols it supports (for consumers: the assignor names,
+  each with the member's subscription as bytes), its session and rebalance timeouts, and the
+  assignment the leader gave it;
+* the **generation**: a number bumped by every completed rebalance. Every request a member
+  sends after joining carries it, so the coordinator can tell a member of the current
+  generation from one that missed a rebalance (REBAL-4);
+* the **leader** (a member, elected by the coordinator, that computes the assignment) and the
+  **protocol** chosen for this generation (one every member supports, REBAL-9);
+* **static members** (KIP-345): a member that joins with a `group.instance.id` keeps its place
+  across restarts; `static_members` maps the instance id to its current member id;
+* the **committed offsets** of the group, one per partition.
+
+The state machine (Kafka `GroupState`, `GroupMetadata.validPreviousStates`, REBAL-15):
+
+    Empty --join--> PreparingRebalance --all joined / timeout--> CompletingRebalance
+      ^                  ^     |                                      |  leader's SyncGroup
+      |                  |     +--no member left--> Empty             v
+      +------------------+------- member joins, leaves or expires -- Stable
+    any state --delete / unload / expire--> Dead
+
+PreparingRebalance collects JoinGroups; CompletingRebalance waits for the leader's
+assignment; Stable hands it out. A transition not in the table is a bug and raises.
+
+Rules: REBAL-4, REBAL-9, REBAL-11, REBAL-15, OFFSET-6 (spec/rebalance.md, spec/offsets.md).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_ref.group.assignors.base import TopicPartition
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+    @property
+    def wire_name(self) -> str:
+        """Kafka's name of the state, as DescribeGroups and ListGroups send it."""
+        return self.value
+
+
+EMPTY = GroupState.EMPTY
+PREPARING_REBALANCE = GroupState.PREPARING_REBALANCE
+COMPLETING_REBALANCE = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
+    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
+    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
+    STABLE: frozenset({COMPLETING_REBALANCE}),
+    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
+    EMPTY: frozenset({PREPARING_REBALANCE}),
+}
+"""Kafka's `validPreviousStates`: a state may only be entered from these (REBAL-15)."""
+
+
+class IllegalGroupStateError(RuntimeError):
+    """A transition Kafka's state machine does not have: a coordinator bug."""
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    """A committed offset (Kafka `OffsetAndMetadata`). `metadata` is the client's string,
+    kept as is (OFFSET-3); `expire_timestamp` is set only by commits that carried a retention
+    time (OffsetCommit v2-v4), and then decides expiry alone (OFFSET-6)."""
+
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = 0
+    expire_timestamp: int | None = None
+
+
+@dataclass(eq=False)
+class MemberMetadata:
+    """One member (Kafka `MemberMetadata`). The first block is what GroupMetadataValue stores;
+    the rest lives only in memory while the member waits for a rebalance."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    supported_protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    # -- runtime --
+    awaiting_join_callback: Callable[[Any], None] | None = None
+    awaiting_sync_callback: Callable[[Any], None] | None = None
+    is_new: bool = False  # joined, but its first rebalance has not completed yet
+    heartbeat_timer: Any = None
+
+    @property
+    def is_awaiting_join(self) -> bool:
+        return self.awaiting_join_callback is not None
+
+    @property
+    def is_awaiting_sync(self) -> bool:
+        return self.awaiting_sync_callback is not None
+
+    @property
+    def is_static_member(self) -> bool:
+        return self.group_instance_id is not None
+
+    def protocols(self) -> list[str]:
+        return [name for name, _ in self.supported_protocols]
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, data in self.supported_protocols:
+            if name == protocol:
+                return data
+        raise KeyError(f"member {self.member_id} does not support protocol {protocol!r}")
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        """Same protocols, same order, same metadata: a rejoin that changes nothing."""
+        return [(n, bytes(d)) for n, d in protocols] == [
+            (n, bytes(d)) for n, d in self.supported_protocols
+        ]
+
+    def vote(self, candidates: set[str]) -> str:
+        """Kafka `MemberMetadata.vote`: the member's most preferred candidate."""
+        for name in self.protocols():
+            if name in candidates:
+                return name
+        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+
+class GroupMetadata:
+    """One group's state (Kafka `GroupMetadata`). Pure data plus the transitions' bookkeeping;
+    the coordinator decides when to call what."""
+
+    def __init__(self, group_id: str, state: GroupState = EMPTY, now_ms: int | None = None):
+        self.group_id = group_id
+        self.state = state
+        self.protocol_type: str | None = None
+        self.generation_id = 0
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, MemberMetadata] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: set[str] = set()  # KIP-394: got an id, has not joined with it
+        self.pending_sync_members: set[str] = set()
+        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.pending_offset_commits: dict[TopicPartition, int] = {}  # appends in flight
+        self.current_state_timestamp: int | None = now_ms
+        self.new_member_added = False  # extends the initial rebalance delay
+        # runtime timers of the coordinator
+        self.join_timer: Any = None
+        self.join_is_initial = False
+        self.sync_timer: Any = None
+
+    # -- state ----------------------------------------------------------------------
+    def is_(self, state: GroupState) -> bool:
+        return self.state is state
+
+    def transition_to(self, state: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS_STATES[state]:
+            raise IllegalGroupStateError(
+                f"group {self.group_id}: {self.state.wire_name} -> {state.wire_name} is illegal"
+            )
+        self.state = state
+        self.current_state_timestamp = now_ms
+
+    def can_rebalance(self) -> bool:
+        return self.state in VALID_PREVIOUS_STATES[PREPARING_REBALANCE]
+
+    # -- members --------------------------------------------------------------------
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def get(self, member_id: str) -> MemberMetadata:
+        return self.members[member_id]
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def add(self, member: MemberMetadata, join_callback: Callable[[Any], None] | None) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        member.awaiting_join_callback = join_callback
+        self.pending_members.discard(member.member_id)
+
+    def remove(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        instance_id = None if member is None else member.group_instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        self.pending_members.discard(member_id)
+        self.pending_sync_members.discard(member_id)
+        return member
+
+    def is_pending_member(self, member_id: str) -> bool:
+        return member_id in self.pending_members
+
+    def current_static_member_id(self, instance_id: str | None) -> str | None:
+        return None if instance_id is None else self.static_members.get(instance_id)
+
+    def is_static_member_fenced(self, member_id: str, instance_id: str | None) -> bool:
+        """A known instance id mapped to another member id: the caller is a zombie (REBAL-11)."""
+        current = self.current_static_member_id(instance_id)
+        return current is not None and current != member_id
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> MemberMetadata:
+        """Give a static member a new member id, keeping everything else (Kafka
+        `replaceStaticMember`). The old id is fenced from now on."""
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        self.static_members[instance_id] = new_id
+        if old_id in self.pending_sync_members:
+            self.pending_sync_members.discard(old_id)
+            self.pending_sync_members.add(new_id)
+        return member
+
+    def num_awaiting_join(self) -> int:
+        return sum(1 for m in self.members.values() if m.is_awaiting_join)
+
+    def has_all_members_joined(self) -> bool:
+        return self.num_awaiting_join() == len(self.members) and not self.pending_members
+
+    def not_yet_rejoined_members(self) -> list[MemberMetadata]:
+        return [m for m in self.members.values() if not m.is_awaiting_join]
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Keep the leader if it rejoined, else pick any member that did; False if none did."""
+        if self.leader_id is None:
+            return False
+        if self.members[self.leader_id].is_awaiting_join:
+            return True
+        for member_id, member in self.members.items():
+            if member.is_awaiting_join:
+                self.leader_id = member_id
+                return True
+        return False
+
+    # -- protocols ------------------------------------------------------------------
+    def candidate_protocols(self) -> set[str]:
+        """Protocols every member supports."""
+        sets = [set(m.protocols()) for m in self.members.values()]
+        return set.intersection(*sets) if sets else set()
+
+    def supports_protocols(self, protocol_type: str, protocols: list[str]) -> bool:
+        """May a member with these protocols join (else INCONSISTENT_GROUP_PROTOCOL)?"""
+        if self.is_(EMPTY) or not self.members:
+            return bool(protocol_type) and bool(protocols)
+        return self.protocol_type == protocol_type and bool(
+            self.candidate_protocols() & set(protocols)
+        )
+
+    def select_protocol(self) -> str:
+        """Kafka `selectProtocol`: every member votes its most preferred protocol among those
+        all support; most votes wins (ties: the protocol voted first, for determinism)."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for member in self.members.values():
+            choice = member.vote(candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return max(votes, key=lambda name: votes[name])  # max keeps the first of equals
+
+    def init_next_generation(self, now_ms: int) -> None:
+        """A rebalance completed: bump the generation, choose the protocol (REBAL-9)."""
+        self.generation_id += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition_to(COMPLETING_REBALANCE, now_ms)
+        else:
+            self.protocol_name = None
+            self.transition_to(EMPTY, now_ms)
+
+    def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
+        """(member id, instance id, metadata for the chosen protocol): what the leader gets."""
+        assert self.protocol_name is not None
+        return [
+            (m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
+            for m in self.members.values()
+        ]
+
+    # -- offsets --------------------------------------------------------------------
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to, for a consumer group whose subscriptions decode;
+        None when unknown (KIP-496 then expires nothing while the group is Stable)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+            return None
+        from kafka_ref.group.assignors.consumer_protocol import decode_subscription
+
+        topics: set[str] = set()
+        try:
+            for member in self.members.values():
+                _, sub = decode_subscription(member.metadata(self.protocol_name))
+                topics.update(sub.topics)
+        except Exception:  # not the consumer protocol after all: be conservative
+            return None
+        return topics
+
+    def remove_expired_offsets(
+        self, now_ms: int, retention_ms: int
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Kafka 2.1+ expiry (KIP-211, KIP-496; OFFSET-6): which offsets have expired, removed.
+
+        * a commit with an explicit expire timestamp (old clients) expires at that time;
+        * a group with a protocol type that is Empty: `retention_ms` after it became Empty;
+        * a Stable consumer group: offsets of topics nobody subscribes to, `retention_ms`
+          after their commit;
+        * a group without a protocol type (simple consumers, admin tools): `retention_ms`
+          after the commit.
+        Offsets with an append in flight never expire.
+        """
+        if self.protocol_type is not None and self.is_(EMPTY):
+            subscribed: set[str] = set()
+
+            def base(om: OffsetAndMetadata) -> int:
+                ts = self.current_state_timestamp
+                return om.commit_timestamp if ts is None else ts
+        elif self.protocol_type is None:
+            subscribed = set()
+
+            def base(om: OffsetAndMetadata) -> int:
+                return om.commit_timestamp
+        elif self.is_(STABLE) and (topics := self.subscribed_topics()) is not None:
+            subscribed = topics
+
+            def base(om: OffsetAndMetadata) -> int:
+                return om.commit_timestamp
+        else:
+            return {}
+        expired = {}
+        for tp, om in self.offsets.items():
+            if tp.topic in subscribed or tp in self.pending_offset_commits:
+                continue
+            if om.expire_timestamp is not None:
+                if now_ms >= om.expire_timestamp:
+                    expired[tp] = om
+            elif now_ms - base(om) >= retention_ms:
+                expired[tp] = om
+        for tp in expired:
+            del self.offsets[tp]
+        return expired
+
+    def __repr__(self) -> str:
+        return (
+            f"GroupMetadata({self.group_id!r}, {self.state.wire_name}, gen={self.generation_id}, "
+            f"leader={self.leader_id!r}, members={list(self.members)})"
+        )
+
+
+__all__ = [
+    "COMPLETING_REBALANCE",
+    "DEAD",
+    "EMPTY",
+    "PREPARING_REBALANCE",
+    "STABLE",
+    "VALID_PREVIOUS_STATES",
+    "GroupMetadata",
+    "GroupState",
+    "IllegalGroupStateError",
+    "MemberMetadata",
+    "OffsetAndMetadata",
+]

@@ -1,0 +1,309 @@
+"""Consumer groups: FindCoordinator, the rebalance APIs, committed offsets, group admin.
+
+Each handler translates one request into one call on the `GroupCoordinator`
+(kafka_ref/group/coordinator.py, Kafka: `GroupCoordinator.handleJoinGroup`, ...) and its
+result into the response; the group logic lives in the coordinator. Kafka's
+`KafkaApis.handleJoinGroupRequest` and friends do the same.
+
+* **FindCoordinator** (key 10): key type 0 (a group) makes sure `__consumer_offsets`
+  exists (kafka_ref/server/group_adapter.py) and answers this broker, the leader of every
+  partition and so the coordinator of every group (BROKER-44). Key type 1 (a transactional
+  id) answers COORDINATOR_NOT_AVAILABLE: the transaction coordinator is another issue, so
+  clients cannot start transactions yet. Any other key type is INVALID_REQUEST.
+* **JoinGroup** (11) and **SyncGroup** (14) answer later: the coordinator calls back when
+  the rebalance round completes, and the callback sends the response (the handler returns
+  `DEFERRED`, like a waiting fetch). JoinGroup v0 has no rebalance timeout, so the session
+  timeout serves as both (Kafka does the same); from v4 an unknown member joining with an
+  empty member id gets MEMBER_ID_REQUIRED and its id (`require_known_member_id`, KIP-394);
+  v5 carries `group_instance_id`. The client host is the connection's address, as Kafka's
+  "/127.0.0.1".
+* **Heartbeat** (12) and **LeaveGroup** (13) answer at once. LeaveGroup v0-v2 name one
+  member; their single error is the top-level error, else the member's (Kafka:
+  `LeaveGroupResponse` for version < 3).
+* **OffsetCommit** (8) answers from the coordinator's callback, after the commit is
+  appended to `__consumer_offsets`. Partitions of topics the broker does not know get
+  UNKNOWN_TOPIC_OR_PARTITION and are not committed. The commit timestamp is the broker's
+  clock; `retention_time_ms` (v2-v4) of -1 means the broker default
+  (`offsets.retention.minutes` after the group becomes empty, KIP-211), and any other value
+  sets an explicit expiry `now + retention_time_ms`, as Kafka 2.1+ still does for v2-v4.
+  Null metadata is stored as "".
+* **OffsetFetch** (9): a partition never committed answers offset -1, metadata "" and no
+  error. v1 has no top-level error, so a group-level error is repeated on every requested
+  partition; v2+ answers it at the top with no partitions, and a null topic list (v2+)
+  means every partition the group has committed (Kafka: `OffsetFetchRequest.getErrorResponse`).
+* **DescribeGroups** (15), **ListGroups** (16), **DeleteGroups** (42): per group results
+  from the coordinator, in request order.
+
+Rules: BROKER-44, BROKER-45.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafka_ref.errors import ErrorCode
+from kafka_ref.group.assignors.base import TopicPartition
+from kafka_ref.group.group_metadata import OffsetAndMetadata
+from kafka_ref.protocol.messages import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+from kafka_ref.protocol.messages.api_10_find_coordinator import (
+    GROUP_KEY_TYPE,
+    TRANSACTION_KEY_TYPE,
+)
+from kafka_ref.server.group_adapter import ensure_offsets_topic
+from kafka_ref.server.request_channel import Request
+
+if TYPE_CHECKING:
+    from kafka_ref.server.handlers import KafkaApis
+
+NO_PROTOCOL = ""  # Kafka: GroupCoordinator.NoProtocol, sent where a version has no null
+NO_OFFSET = -1  # Kafka: OffsetFetchResponse.INVALID_OFFSET
+DEFAULT_RETENTION_TIME = -1  # Kafka: OffsetCommitRequest.DEFAULT_RETENTION_TIME
+
+
+def _deferred() -> Any:
+    from kafka_ref.server.handlers import DEFERRED
+
+    return DEFERRED
+
+
+def _answer(apis: KafkaApis, request: Request, body: Any) -> None:
+    """Send a late answer; a client that hung up in the meantime gets none."""
+    apis.send(request, None if request.connection_closed() else body)
+
+
+def _client_host(request: Request) -> str:
+    host = getattr(request.connection, "name", "?").rpartition(":")[0]
+    return f"/{host}" if host else "/"
+
+
+# ---------------------------------------------------------------------- FindCoordinator
+def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
+    key_type = request.body.key_type  # v0: 0 (a group)
+    if key_type == GROUP_KEY_TYPE:
+        error = ensure_offsets_topic(apis.controller, apis.config)
+    elif key_type == TRANSACTION_KEY_TYPE:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE  # no transaction coordinator yet
+    else:
+        error = ErrorCode.INVALID_REQUEST
+    if error != ErrorCode.NO_ERROR:
+        return FindCoordinatorResponse(
+            throttle_time_ms=0, error_code=error, error_message=error.name, node_id=-1,
+            host="", port=-1,
+        )  # fmt: skip
+    me = apis.controller.endpoint  # one broker leads every partition of __consumer_offsets
+    return FindCoordinatorResponse(
+        throttle_time_ms=0, error_code=error, error_message=None, node_id=me.node_id,
+        host=me.host, port=me.port,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------- the rebalance
+def handle_join_group(apis: KafkaApis, request: Request) -> Any:
+    body, version = request.body, request.api_version
+    rebalance_timeout_ms = body.session_timeout_ms if version == 0 else body.rebalance_timeout_ms
+
+    def done(result: Any) -> None:
+        members = [
+            JoinGroupResponse.JoinGroupResponseMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata
+            )
+            for m in result.members
+        ]
+        _answer(apis, request, JoinGroupResponse(
+            throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
+            protocol_type=result.protocol_type, protocol_name=result.protocol_name or NO_PROTOCOL,
+            leader=result.leader_id, member_id=result.member_id, members=members,
+        ))  # fmt: skip
+
+    apis.group_coordinator.join_group(
+        body.group_id,
+        body.member_id,
+        body.group_instance_id,
+        version >= 4,  # require_known_member_id (KIP-394)
+        request.client_id or "",
+        _client_host(request),
+        rebalance_timeout_ms,
+        body.session_timeout_ms,
+        body.protocol_type,
+        [(p.name, bytes(p.metadata)) for p in body.protocols],
+        done,
+    )
+    return _deferred()
+
+
+def handle_sync_group(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+
+    def done(result: Any) -> None:
+        _answer(apis, request, SyncGroupResponse(
+            throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
+            protocol_name=result.protocol_name, assignment=result.assignment,
+        ))  # fmt: skip
+
+    apis.group_coordinator.sync_group(
+        body.group_id,
+        body.generation_id,
+        body.member_id,
+        body.group_instance_id,
+        body.protocol_type,  # v5+; null below
+        body.protocol_name,
+        {a.member_id: bytes(a.assignment) for a in body.assignments},
+        done,
+    )
+    return _deferred()
+
+
+def handle_heartbeat(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+    error = apis.group_coordinator.heartbeat(
+        body.group_id, body.member_id, body.group_instance_id, body.generation_id
+    )
+    return HeartbeatResponse(throttle_time_ms=0, error_code=error)
+
+
+def handle_leave_group(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+    error, members = apis.group_coordinator.leave_group(body.group_id, [(body.member_id, None)])
+    if error == ErrorCode.NO_ERROR and members:
+        error = members[0][2]  # one member before v3: its error is the answer
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
+
+
+# ---------------------------------------------------------------------- committed offsets
+def handle_offset_commit(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+    now = apis.clock.milliseconds()
+    retention = body.retention_time_ms
+    expire = None if retention == DEFAULT_RETENTION_TIME else now + retention  # KIP-211
+    order: list[TopicPartition] = []
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            order.append(tp)
+            if apis.controller.partition_state(tp.topic, tp.partition) is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=now,
+                expire_timestamp=expire,
+            )
+
+    def done(results: dict[TopicPartition, ErrorCode]) -> None:
+        errors.update(results)
+        _answer(apis, request, _commit_response(order, errors))
+
+    if not offsets:
+        return _commit_response(order, errors)
+    apis.group_coordinator.commit_offsets(
+        body.group_id, body.member_id, None, body.generation_id_or_member_epoch, offsets, done
+    )
+    return _deferred()
+
+
+def _commit_response(order: list[TopicPartition], errors: dict[TopicPartition, Any]) -> Any:
+    topics: list[Any] = []
+    for tp in dict.fromkeys(order):
+        if not topics or topics[-1].name != tp.topic:
+            topics.append(OffsetCommitResponse.OffsetCommitResponseTopic(name=tp.topic))
+        topics[-1].partitions.append(
+            OffsetCommitResponse.OffsetCommitResponsePartition(
+                partition_index=tp.partition, error_code=errors[tp]
+            )
+        )
+    return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
+
+
+def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
+    body, version = request.body, request.api_version
+    requested = None
+    if body.topics is not None:
+        requested = [
+            TopicPartition(t.name, index) for t in body.topics for index in t.partition_indexes
+        ]
+    error, offsets = apis.group_coordinator.fetch_offsets(body.group_id, requested)
+    if error != ErrorCode.NO_ERROR:
+        if version >= 2:
+            return OffsetFetchResponse(throttle_time_ms=0, topics=[], error_code=error)
+        offsets = dict.fromkeys(requested or [])  # v1: the error goes on every partition
+    partitions = list(dict.fromkeys(requested)) if requested is not None else sorted(offsets)
+    topics: list[Any] = []
+    for tp in partitions:
+        committed = offsets.get(tp)
+        if not topics or topics[-1].name != tp.topic:
+            topics.append(OffsetFetchResponse.OffsetFetchResponseTopic(name=tp.topic))
+        topics[-1].partitions.append(
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=tp.partition,
+                committed_offset=NO_OFFSET if committed is None else committed.offset,
+                committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
+                metadata="" if committed is None else committed.metadata,
+                error_code=error,
+            )
+        )
+    return OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=error)
+
+
+# ---------------------------------------------------------------------- group administration
+def handle_describe_groups(apis: KafkaApis, request: Request) -> Any:
+    groups = []
+    for group_id in request.body.groups:
+        error, group = apis.group_coordinator.describe_group(group_id)
+        members = [
+            DescribeGroupsResponse.DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata,
+                member_assignment=m.assignment,
+            )
+            for m in group.members
+        ]
+        groups.append(
+            DescribeGroupsResponse.DescribedGroup(
+                error_code=error,
+                group_id=group_id,
+                group_state=group.state,
+                protocol_type=group.protocol_type or "",
+                protocol_data=group.protocol_name or "",
+                members=members,
+            )
+        )
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
+
+
+def handle_list_groups(apis: KafkaApis, request: Request) -> Any:
+    error, overviews = apis.group_coordinator.list_groups()
+    groups = [
+        ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "")
+        for g in overviews
+    ]
+    return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)
+
+
+def handle_delete_groups(apis: KafkaApis, request: Request) -> Any:
+    names = list(dict.fromkeys(request.body.groups_names))
+    results = apis.group_coordinator.delete_groups(names)
+    return DeleteGroupsResponse(
+        throttle_time_ms=0,
+        results=[
+            DeleteGroupsResponse.DeletableGroupResult(group_id=name, error_code=results[name])
+            for name in names
+        ],
+    )
