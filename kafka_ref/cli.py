@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("kafka_ref.tools.topics", "create, list, describe, alter and delete topics"),
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
+    "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),
 }
 
 

@@ -3,8 +3,11 @@
 They mirror the Java client's architecture and names, one concept per module:
 
     producer.py  -> partitioner.py -> accumulator.py -> sender.py ─┐
-    consumer.py  -> subscription_state.py, fetcher.py ─────────────┼-> network_client.py
-    admin.py ──────────────────────────────────────────────────────┘   -> connection.py
+    consumer.py  -> subscription_state.py, fetcher.py, ────────────┼-> network_client.py
+                    offset_fetcher.py, consumer_coordinator.py     │   -> connection.py
+                    (abstract_coordinator.py, heartbeat.py,        │
+                     offset_committer.py)                          │
+    admin.py, admin_groups.py ─────────────────────────────────────┘
                                                      metadata.py: the cluster view they share
     transaction_manager.py: the idempotent producer's id, epoch and sequences (sender.py's)
 
@@ -15,19 +18,29 @@ Start with `docs/clients.md` for the tour; the rules are in `spec/client.md`
 from kafka_ref.client.accumulator import RecordMetadata
 from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource, NewTopic, TopicDescription
 from kafka_ref.client.consumer import Consumer, OffsetAndTimestamp
+from kafka_ref.client.consumer_coordinator import ConsumerRebalanceListener
 from kafka_ref.client.fetcher import ConsumerRecord
 from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.client.offset_committer import (
+    CommitFailedError,
+    OffsetAndMetadata,
+    RebalanceInProgressError,
+)
 from kafka_ref.client.producer import Producer
 
 __all__ = [
     "Admin",
+    "CommitFailedError",
     "ConfigEntry",
     "ConfigResource",
     "Consumer",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "NewTopic",
+    "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "Producer",
+    "RebalanceInProgressError",
     "RecordMetadata",
     "TopicDescription",
     "TopicPartition",

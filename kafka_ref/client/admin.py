@@ -17,6 +17,8 @@ answer it (Kafka's `KafkaAdminClient`):
 | list/describe      | Metadata         | any broker                                     |
 | describe_configs   | DescribeConfigs  | any broker for a topic; that broker for BROKER |
 | delete_records     | DeleteRecords    | each partition's leader                        |
+| list_offsets       | ListOffsets      | each partition's leader                        |
+| groups             | see admin_groups.py: the group's coordinator   |                  |
 
 The controller can move, so NOT_CONTROLLER means "refresh the metadata and resend".
 Each call blocks until every answer arrived and raises a `KafkaError` naming the first
@@ -24,7 +26,7 @@ resource that failed (Kafka returns a future per resource; `all().get()` is the 
 use, and the one this client offers). `num_partitions=-1` and `replication_factor=-1` ask
 for the broker's defaults (`num.partitions`, `default.replication.factor`, KIP-464).
 
-Spec rules: CLIENT-18 (spec/client.md).
+Spec rules: CLIENT-18, CLIENT-30 (spec/client.md).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kafka_ref.client.admin_groups import (
+    ConsumerGroupDescription,
+    GroupAdmin,
+    GroupListing,
+    MemberDescription,
+)
 from kafka_ref.client.connection import parse_bootstrap_servers
 from kafka_ref.client.metadata import (
     Metadata,
@@ -44,6 +52,8 @@ from kafka_ref.client.metadata import (
     partitions_of,
 )
 from kafka_ref.client.network_client import NetworkClient, now_ms
+from kafka_ref.client.offset_fetcher import OffsetFetcher
+from kafka_ref.client.subscription_state import SubscriptionState
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import (
@@ -55,7 +65,16 @@ from kafka_ref.protocol.messages import (
     MetadataRequest,
 )
 
-__all__ = ["Admin", "ConfigEntry", "ConfigResource", "NewTopic", "TopicDescription"]
+__all__ = [
+    "Admin",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConsumerGroupDescription",
+    "GroupListing",
+    "MemberDescription",
+    "NewTopic",
+    "TopicDescription",
+]
 
 _ids = itertools.count(1)
 
@@ -107,7 +126,7 @@ def _check(what: str, code: int, message: str | None = None) -> None:
         raise KafkaError(f"{what}: {message or error.name}", code=error)
 
 
-class Admin:
+class Admin(GroupAdmin):
     """Kafka's admin client, blocking: every method returns when the brokers have answered."""
 
     def __init__(
@@ -300,6 +319,21 @@ class Admin:
                     _check(f"delete records of {tp}", p.error_code)
                     low_watermarks[tp] = p.low_watermark
         return low_watermarks
+
+    def list_offsets(
+        self, specs: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        """ListOffsets to each leader: spec -2 earliest, -1 latest, t >= 0 the first offset
+        with a timestamp at or after t. Returns {tp: (offset, timestamp)}; offset -1 when no
+        record is that late."""
+        self._cluster()
+        fetcher = OffsetFetcher(
+            self.client,
+            self.metadata,
+            SubscriptionState(),
+            request_timeout_ms=self.request_timeout_ms,
+        )
+        return fetcher.list_offsets(dict(specs), self.request_timeout_ms)
 
     def close(self) -> None:
         self.client.close()

@@ -1,59 +1,73 @@
-"""The consumer: assign partitions, seek, and poll records.
+"""The consumer: assign or subscribe, poll records, commit where the group stands.
 
-    consumer = Consumer(bootstrap_servers="127.0.0.1:9092", auto_offset_reset="earliest")
-    consumer.assign([TopicPartition("clicks", 0), TopicPartition("clicks", 1)])
+    consumer = Consumer("127.0.0.1:9092", group_id="billing", auto_offset_reset="earliest")
+    consumer.subscribe(["clicks"])          # the group shares the partitions of "clicks"
     while True:
         for record in consumer.poll(timeout=1.0):
             print(record.partition, record.offset, record.key, record.value)
+        # enable.auto.commit (default) commits the positions every auto.commit.interval.ms
 
 A consumer is a loop around `poll()` (Kafka's `KafkaConsumer.poll`):
 
-1. **positions** - every assigned partition needs a position (subscription_state.py). A
-   partition without one is reset per `auto.offset.reset` with a ListOffsets request to its
-   leader (earliest = timestamp -2, latest = -1);
-2. **buffered records first** - if earlier Fetch answers are buffered, up to
+1. **group** - with `subscribe()`, the consumer coordinator (consumer_coordinator.py) keeps
+   the consumer in its group: it joins, runs the rebalance listener, and auto-commits.
+   While a rebalance is under way `poll` returns nothing (up to its timeout);
+2. **positions** - every assigned partition needs a position (subscription_state.py). A
+   group consumer starts a new partition at its *committed* offset (OffsetFetch); a
+   partition without one is reset per `auto.offset.reset` with a ListOffsets request to
+   its leader (offset_fetcher.py);
+3. **buffered records first** - if earlier Fetch answers are buffered, up to
    `max.poll.records` records come from them at once;
-3. **prefetch** - Fetch requests go to the leaders of all partitions with nothing buffered
+4. **prefetch** - Fetch requests go to the leaders of all partitions with nothing buffered
    (fetcher.py), *before* the records are returned, so the next answer is on its way while
    the application works;
-4. **wait** - with nothing buffered, `poll` waits for answers up to its timeout; the
+5. **wait** - with nothing buffered, `poll` waits for answers up to its timeout; the
    broker itself holds a Fetch up to `fetch.max.wait.ms` until `fetch.min.bytes` arrived.
 
-The position is the only state, and it is local: `seek(tp, offset)` moves it anywhere,
-`seek_to_beginning` / `seek_to_end` ask for a reset, `offsets_for_times` finds the first
-offset with a timestamp at or after a given time (ListOffsets by timestamp, KIP-79), so
-"replay from 10:00" is `seek(tp, consumer.offsets_for_times({tp: t})[tp].offset)`.
+`assign()` is the manual alternative to `subscribe()`: the application picks partitions,
+no group membership, no rebalances; with a `group_id` it can still commit (generation -1).
+`seek(tp, offset)` moves a position anywhere, `offsets_for_times` finds the first offset at
+or after a time (KIP-79). Like Kafka's, this consumer is not thread-safe: one thread owns it
+(its heartbeat thread shares nothing with it but the group state; heartbeat.py).
 
-Consumer groups (`subscribe()`, FindCoordinator/JoinGroup/SyncGroup/Heartbeat, committed
-offsets) come in a later issue; `assign()` is the manual assignment they will build on.
-Like Kafka's, this consumer is not thread-safe: one thread owns it.
-
-Spec rules: CLIENT-13..CLIENT-17 (spec/client.md).
+Spec rules: CLIENT-13..CLIENT-17, CLIENT-20..CLIENT-29 (spec/client.md).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from kafka_ref.client.connection import ClientRequest, RequestTimedOutError, parse_bootstrap_servers
+from kafka_ref.client.connection import RequestTimedOutError, parse_bootstrap_servers
+from kafka_ref.client.consumer_coordinator import (
+    DEFAULT_ASSIGNMENT_STRATEGY,
+    ConsumerCoordinator,
+    ConsumerRebalanceListener,
+)
 from kafka_ref.client.fetcher import READ_COMMITTED, READ_UNCOMMITTED, ConsumerRecord, Fetcher
-from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, TopicPartition, error_code
+from kafka_ref.client.metadata import Metadata, TopicPartition
 from kafka_ref.client.network_client import NetworkClient, now_ms
+from kafka_ref.client.offset_committer import CommitCallback, OffsetAndMetadata
+from kafka_ref.client.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
 from kafka_ref.client.subscription_state import (
-    NoOffsetForPartitionError,
+    IllegalStateError,
     OffsetResetStrategy,
     SubscriptionState,
 )
-from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.protocol import ApiKey
-from kafka_ref.protocol.messages import ListOffsetsRequest
+from kafka_ref.errors import KafkaError
 
-__all__ = ["Consumer", "ConsumerRecord", "OffsetAndTimestamp", "TopicPartition"]
+__all__ = [
+    "Consumer",
+    "ConsumerRebalanceListener",
+    "ConsumerRecord",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "TopicPartition",
+]
 
 _ids = itertools.count(1)
-EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -62,7 +76,7 @@ class OffsetAndTimestamp(NamedTuple):
 
 
 class Consumer:
-    """A Kafka consumer with manual assignment (Kafka's `KafkaConsumer`, without groups)."""
+    """A Kafka consumer (Kafka's `KafkaConsumer`): manual assignment or a consumer group."""
 
     def __init__(
         self,
@@ -70,7 +84,14 @@ class Consumer:
         *,
         client_id: str | None = None,
         group_id: str | None = None,
+        group_instance_id: str | None = None,
         auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        session_timeout_ms: int = 45_000,
+        heartbeat_interval_ms: int = 3000,
+        max_poll_interval_ms: int = 300_000,
+        partition_assignment_strategy: Iterable[str] = DEFAULT_ASSIGNMENT_STRATEGY,
         fetch_min_bytes: int = 1,
         fetch_max_wait_ms: int = 500,
         fetch_max_bytes: int = 52_428_800,
@@ -89,7 +110,9 @@ class Consumer:
                 "isolation_level must be read_uncommitted or read_committed, "
                 f"not {isolation_level!r}"
             )
-        self.group_id = group_id  # kept for the consumer-group issue; unused by assign()
+        if group_id == "":
+            raise ValueError("group_id must not be empty (None: no group)")
+        self.group_id = group_id
         self.client_id = client_id or f"kafka-ref-consumer-{next(_ids)}"
         self.retry_backoff_ms, self.request_timeout_ms = retry_backoff_ms, request_timeout_ms
         self.default_api_timeout_ms = default_api_timeout_ms
@@ -118,12 +141,39 @@ class Consumer:
             isolation_level=self.isolation_level,
             check_crcs=check_crcs,
         )
+        self.offset_fetcher = OffsetFetcher(
+            self.client,
+            self.metadata,
+            self.subscriptions,
+            isolation_level=self.isolation_level,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )
+        self.coordinator: ConsumerCoordinator | None = None
+        if group_id is not None:
+            self.coordinator = ConsumerCoordinator(
+                self.client,
+                self.metadata,
+                self.subscriptions,
+                self.fetcher,
+                group_id=group_id,
+                client_id=self.client_id,
+                group_instance_id=group_instance_id,
+                session_timeout_ms=session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                max_poll_interval_ms=max_poll_interval_ms,
+                assignment_strategy=partition_assignment_strategy,
+                enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms,
+                retry_backoff_ms=retry_backoff_ms,
+                request_timeout_ms=request_timeout_ms,
+            )
         self._closed = False
 
-    # -- assignment and positions ------------------------------------------------------
+    # -- assignment and subscription --------------------------------------------------
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly these partitions (replacing any earlier assignment)."""
+        """Read exactly these partitions (replacing any earlier assignment); no group."""
         partitions = [TopicPartition(*tp) for tp in partitions]
         self.subscriptions.assign(partitions)
         self.fetcher.clear_buffered()
@@ -132,8 +182,45 @@ class Consumer:
     def assignment(self) -> set[TopicPartition]:
         return set(self.subscriptions.assigned_partitions())
 
-    def subscribe(self, topics: Iterable[str]) -> None:
-        raise NotImplementedError("subscribe() needs consumer groups, a later issue; use assign()")
+    def subscribe(
+        self,
+        topics: Iterable[str] | str | re.Pattern,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Join the group and read its share of `topics` (a list of names, or a regex
+        pattern: a str starting with '^', or a compiled re.Pattern)."""
+        if self.coordinator is None:
+            raise IllegalStateError("subscribe() needs a group_id; use assign() without one")
+        if isinstance(topics, re.Pattern) or (isinstance(topics, str) and topics[:1] == "^"):
+            pattern = topics if isinstance(topics, re.Pattern) else re.compile(topics)
+            self.subscriptions.subscribe_pattern(pattern, listener)
+            self.metadata.need_all_topics = True  # a pattern is matched against every topic
+            self.metadata.request_update()
+        else:
+            topics = [topics] if isinstance(topics, str) else list(topics)
+            if not topics:
+                return self.unsubscribe()
+            if any(not t or not t.strip() for t in topics):
+                raise ValueError("topic names in subscribe() must not be empty")
+            changed = frozenset(topics) != self.subscriptions.subscription
+            self.subscriptions.subscribe(topics, listener)
+            self.metadata.set_topics(self.metadata.topics | set(topics))
+            if changed:
+                self.coordinator.request_rejoin("the subscription changed")
+
+    def subscription(self) -> set[str]:
+        return set(self.subscriptions.subscription)
+
+    def unsubscribe(self) -> None:
+        """Leave the group (revoking the partitions) or drop the manual assignment."""
+        if self.coordinator is not None and self.subscriptions.is_subscribed:
+            self.coordinator.on_leave_prepare()
+            self.coordinator.maybe_leave_group("the consumer unsubscribed", self.request_timeout_ms)
+        self.subscriptions.unsubscribe()
+        self.fetcher.clear_buffered()
+        self.metadata.need_all_topics = False
+
+    # -- positions ---------------------------------------------------------------------
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         """The next poll returns records of `tp` from `offset` on."""
@@ -152,7 +239,7 @@ class Consumer:
             self.fetcher.clear_buffered(TopicPartition(*tp))
 
     def position(self, tp: TopicPartition, timeout: float | None = None) -> int:
-        """The offset of the next record poll would return (resolving a reset if needed)."""
+        """The offset of the next record poll would return (resolving it if needed)."""
         tp = TopicPartition(*tp)
         deadline = now_ms() + self._timeout_ms(timeout)
         while self.subscriptions.position(tp) is None:
@@ -163,6 +250,13 @@ class Consumer:
                 raise RequestTimedOutError(f"no position for {tp} within the timeout")
             self.client.poll(min(deadline - now_ms(), self.retry_backoff_ms))
         return self.subscriptions.position(tp)
+
+    def _update_fetch_positions(self) -> None:
+        """Committed offsets first (group consumers), then auto.offset.reset (CLIENT-22)."""
+        waiting: set[TopicPartition] = set()
+        if self.coordinator is not None:
+            waiting = self.coordinator.offsets.refresh_committed_offsets_if_needed()
+        self.offset_fetcher.reset_positions_if_needed(exclude=waiting)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -178,12 +272,16 @@ class Consumer:
         """Records from the assigned partitions; waits up to `timeout` seconds for some."""
         if self._closed:
             raise RuntimeError("the consumer is closed")
-        if not self.subscriptions.assigned_partitions():
-            raise RuntimeError(
+        subscribed = self.subscriptions.is_subscribed
+        if not subscribed and not self.subscriptions.assigned_partitions():
+            raise IllegalStateError(
                 "Consumer is not subscribed to any topics or assigned any partitions"
             )
         deadline = now_ms() + int(timeout * 1000)
         while True:
+            # The group first: a rebalance may change what we may read (CLIENT-20)
+            if self.coordinator is not None and not self.coordinator.poll(deadline):
+                return []
             self._update_fetch_positions()
             records = self.fetcher.collect_fetch()
             if records:
@@ -193,126 +291,58 @@ class Consumer:
             remaining = deadline - now_ms()
             if remaining <= 0:
                 return []
-            # Waiting for an answer; without one in flight, look again after the backoff
+            # Waiting for an answer; without one in flight, look again after the backoff.
+            # A group member wakes up at least every heartbeat interval to notice a rebalance.
             wait = remaining if self.client.in_flight_count() else self.retry_backoff_ms
+            if self.coordinator is not None and subscribed:
+                wait = min(wait, self.coordinator.heartbeat_interval_ms)
             self.client.poll(min(remaining, wait))
 
-    def _update_fetch_positions(self) -> None:
-        """Reset partitions without a position (auto.offset.reset), asynchronously."""
-        missing = self.subscriptions.missing_position()
-        if missing:
-            if self.subscriptions.default_reset == OffsetResetStrategy.NONE:
-                raise NoOffsetForPartitionError(missing)
-            for tp in missing:
-                self.subscriptions.request_offset_reset(tp)
-        needing = self.subscriptions.partitions_needing_reset(now_ms())
-        if not needing:
-            return
-        cluster, by_node = self.metadata.fetch(), {}
-        for tp, strategy in needing.items():
-            leader = cluster.leader_for(tp)
-            if leader is None:
-                self.metadata.request_update()
-            else:
-                by_node.setdefault(leader, {})[tp] = strategy.timestamp
-        for node, targets in by_node.items():
-            if not self.client.ready(node):
-                continue
-            self.subscriptions.set_next_reset_allowed(targets, now_ms() + self.request_timeout_ms)
-            self.client.send(
-                node,
-                ApiKey.LIST_OFFSETS,
-                self._list_offsets_request(targets),
-                callback=lambda request, targets=targets: self._handle_reset(request, targets),
-            )
+    # -- committed offsets (consumer groups) --------------------------------------------
 
-    def _handle_reset(self, request: ClientRequest, targets: dict[TopicPartition, int]) -> None:
-        backoff = now_ms() + self.retry_backoff_ms
-        if request.error is not None:
-            self.subscriptions.set_next_reset_allowed(targets, backoff)
-            return
-        for tp, (code, offset, _) in self._parse_list_offsets(request.response).items():
-            if code == ErrorCode.NO_ERROR and offset >= 0:
-                self.subscriptions.maybe_complete_reset(tp, offset)
-            else:
-                if code in INVALIDATES_METADATA:
-                    self.metadata.request_update()
-                self.subscriptions.set_next_reset_allowed([tp], backoff)
+    def _group(self) -> ConsumerCoordinator:
+        if self.coordinator is None:
+            raise IllegalStateError("committing offsets needs a group_id")
+        return self.coordinator
 
-    # -- offset lookups (ListOffsets) ----------------------------------------------------
+    def commit(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+        asynchronous: bool = False,
+    ) -> None:
+        """Commit `offsets` ({tp: next offset to read}), by default every position."""
+        if asynchronous:
+            self.commit_async(offsets)
+        else:
+            self.commit_sync(offsets)
 
-    def _list_offsets_request(self, targets: dict[TopicPartition, int]) -> object:
-        topics: dict[str, list] = {}
-        for tp, timestamp in targets.items():
-            topics.setdefault(tp.topic, []).append(
-                ListOffsetsRequest.ListOffsetsPartition(
-                    partition_index=tp.partition, current_leader_epoch=-1, timestamp=timestamp
-                )
-            )
-        return ListOffsetsRequest(
-            replica_id=-1,
-            isolation_level=self.isolation_level,
-            topics=[
-                ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p) for t, p in topics.items()
-            ],
-        )
+    def commit_sync(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit and wait; raises CommitFailedError if the group moved on without us."""
+        self._group().offsets.commit_sync(offsets, self._timeout_ms(timeout))
 
-    @staticmethod
-    def _parse_list_offsets(response) -> dict[TopicPartition, tuple[ErrorCode, int, int]]:
-        return {
-            TopicPartition(topic.name, p.partition_index): (
-                error_code(p.error_code),
-                p.offset,
-                p.timestamp,
-            )
-            for topic in response.topics
-            for p in topic.partitions
-        }
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+        callback: CommitCallback | None = None,
+    ) -> None:
+        """Commit without waiting; `callback(offsets, error)` runs inside a later poll()."""
+        self._group().offsets.commit_async(offsets, callback)
 
-    def _list_offsets(
-        self, targets: dict[TopicPartition, int], timeout: float | None
-    ) -> dict[TopicPartition, tuple[int, int]]:
-        """Blocking ListOffsets to each leader, retrying stale-metadata errors until timeout."""
-        deadline = now_ms() + self._timeout_ms(timeout)
-        targets = {TopicPartition(*tp): ts for tp, ts in targets.items()}
-        self.metadata.set_topics(self.metadata.topics | {tp.topic for tp in targets})
-        results: dict[TopicPartition, tuple[int, int]] = {}
-        while True:
-            remaining = {tp: ts for tp, ts in targets.items() if tp not in results}
-            if not remaining:
-                return results
-            if now_ms() >= deadline:
-                raise RequestTimedOutError(
-                    f"ListOffsets for {sorted(map(str, remaining))} timed out"
-                )
-            cluster, by_node = self.metadata.fetch(), {}
-            for tp, ts in remaining.items():
-                leader = cluster.leader_for(tp)
-                if leader is None:
-                    self.metadata.request_update()
-                else:
-                    by_node.setdefault(leader, {})[tp] = ts
-            for node, node_targets in by_node.items():
-                try:
-                    response = self.client.send_and_wait(
-                        node,
-                        ApiKey.LIST_OFFSETS,
-                        self._list_offsets_request(node_targets),
-                        max(deadline - now_ms(), 1),
-                    )
-                except KafkaError as err:
-                    if not err.code.retriable:
-                        raise
-                    continue
-                for tp, (code, offset, timestamp) in self._parse_list_offsets(response).items():
-                    if code == ErrorCode.NO_ERROR:
-                        results[tp] = (offset, timestamp)
-                    elif code.retriable:
-                        self.metadata.request_update()
-                    else:
-                        raise KafkaError(f"ListOffsets for {tp}", code=code)
-            if len(results) < len(targets):
-                self.client.poll(min(self.retry_backoff_ms, max(deadline - now_ms(), 0)))
+    def committed(
+        self, partitions: Iterable[TopicPartition], timeout: float | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets (None: never committed)."""
+        partitions = [TopicPartition(*tp) for tp in partitions]
+        return self._group().offsets.fetch_committed(partitions, self._timeout_ms(timeout))
+
+    # -- offset lookups -------------------------------------------------------------------
+
+    def _list_offsets(self, targets, timeout: float | None) -> dict:
+        return self.offset_fetcher.list_offsets(targets, self._timeout_ms(timeout))
 
     def beginning_offsets(
         self, partitions: Iterable[TopicPartition], timeout: float | None = None
@@ -350,9 +380,17 @@ class Consumer:
     def _timeout_ms(self, timeout: float | None) -> int:
         return self.default_api_timeout_ms if timeout is None else int(timeout * 1000)
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
+    def close(self, timeout: float | None = None) -> None:
+        """Commit (with auto-commit), leave the group, close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.coordinator is not None:
+                self.coordinator.close(min(self._timeout_ms(timeout), self.request_timeout_ms))
+        except KafkaError as err:
+            raise KafkaError(f"closing the consumer: {err}", code=err.code) from err
+        finally:
             self.client.close()
 
     def __enter__(self) -> Consumer:

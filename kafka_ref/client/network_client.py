@@ -41,7 +41,7 @@ from kafka_ref.client.connection import (
     NetworkError,
     RequestTimedOutError,
 )
-from kafka_ref.client.metadata import Metadata
+from kafka_ref.client.metadata import Metadata, Node
 from kafka_ref.errors import KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import MetadataRequest
@@ -77,6 +77,10 @@ class NetworkClient:
         self._connections: dict[int, BrokerConnection] = {}
         self._backoff_until: dict[int, int] = {}
         self._metadata_in_flight = False
+        # Nodes outside the cluster metadata: a group coordinator gets its own connection
+        # under a second id (Kafka: Integer.MAX_VALUE - node id), so that a JoinGroup the
+        # broker holds for seconds never queues behind, or ahead of, the Fetch requests.
+        self._extra_nodes: dict[int, Node] = {}
         self._wake_r, self._wake_w = socket.socketpair()  # wakeup() writes, poll() selects
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -89,7 +93,7 @@ class NetworkClient:
         conn = self._connections.get(node_id)
         if conn is not None and conn.connected:
             return conn
-        node = self.metadata.fetch().node(node_id)
+        node = self._extra_nodes.get(node_id) or self.metadata.fetch().node(node_id)
         if node is None:
             raise NetworkError(f"node {node_id} is not in the cluster metadata")
         if conn is not None:
@@ -110,6 +114,12 @@ class NetworkClient:
         self._failures.pop(node_id, None)
         self._connections[node_id] = conn
         return conn
+
+    def add_node(self, node: Node) -> None:
+        """Make `node` reachable by its id although Metadata does not list it."""
+        if self._extra_nodes.get(node.node_id) != node:
+            self._forget(node.node_id)
+            self._extra_nodes[node.node_id] = node
 
     def _forget(self, node_id: int) -> None:
         conn = self._connections.pop(node_id, None)
@@ -202,7 +212,7 @@ class NetworkClient:
             else:
                 completed.extend(conn.receive(0))
         now = time.monotonic()
-        known = {node.node_id for node in self.metadata.fetch().nodes}
+        known = {node.node_id for node in self.metadata.fetch().nodes} | set(self._extra_nodes)
         for node_id, conn in list(self._connections.items()):
             completed.extend(conn.expire(now))
             if not conn.connected:

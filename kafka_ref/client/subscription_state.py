@@ -17,15 +17,18 @@ the start of the log through retention, or points past its end). `seek_to_beginn
 `seek_to_end` are just a reset requested explicitly. A reset is *lazy*: it is recorded
 here, and the next `poll()` or `position()` looks the offset up with ListOffsets.
 
-Partitions come from `assign()` today. `subscribe()` with a group coordinator handing out
-partitions (and revoking them in a rebalance) arrives with consumer groups; it will set
-the same assignment through `assign_from_subscribed`.
+Partitions come from one of two places, never both (Kafka raises for a mix, and so do we):
+`assign()` - the application picks them - or `subscribe()` - the application names topics
+(or a pattern) and the group coordinator hands out partitions, changing them at each
+rebalance through `assign_from_subscribed` (consumer_coordinator.py). A group member starts
+a new partition at its committed offset; only a partition never committed is reset.
 
-Spec rules: CLIENT-15 (spec/client.md).
+Spec rules: CLIENT-15, CLIENT-22 (spec/client.md).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -56,6 +59,13 @@ class NoOffsetForPartitionError(KafkaError):
         super().__init__(f"Undefined offset with no reset policy for partitions: {names}")
 
 
+MIXED = "Subscription to topics, partitions and pattern are mutually exclusive"
+
+
+class IllegalStateError(KafkaError):
+    """The consumer was used in a way its state does not allow (Java: IllegalStateException)."""
+
+
 class OffsetOutOfRangeError(KafkaError):
     """A fetch position is outside the log and auto.offset.reset is `none`."""
 
@@ -75,6 +85,7 @@ class TopicPartitionState:
     reset_strategy: OffsetResetStrategy | None = None  # a reset is awaited
     next_reset_allowed_ms: int = 0  # a ListOffsets is in flight or backing off until then
     paused: bool = False
+    committed_checked: bool = False  # the group has no committed offset: reset instead
     high_watermark: int = -1
     log_start_offset: int = -1
     last_stable_offset: int = -1
@@ -91,8 +102,45 @@ class SubscriptionState:
                 f"auto_offset_reset must be earliest, latest or none, not {default_reset!r}"
             ) from None
         self._assignment: dict[TopicPartition, TopicPartitionState] = {}
+        self.subscription: frozenset[str] = frozenset()  # topics, in subscribe() mode
+        self.pattern: re.Pattern | None = None
+        self.listener = None  # a ConsumerRebalanceListener
+        self._manual = False  # assign() was used
+
+    # -- the two ways to get partitions ---------------------------------------------
+
+    @property
+    def is_subscribed(self) -> bool:
+        """subscribe() mode: the group decides the partitions."""
+        return bool(self.subscription) or self.pattern is not None
+
+    def subscribe(self, topics, listener=None) -> None:
+        if self._manual:
+            raise IllegalStateError(MIXED)
+        self.subscription, self.pattern, self.listener = frozenset(topics), None, listener
+
+    def subscribe_pattern(self, pattern: re.Pattern, listener=None) -> None:
+        if self._manual:
+            raise IllegalStateError(MIXED)
+        self.subscription, self.pattern, self.listener = frozenset(), pattern, listener
+
+    def change_subscription(self, topics) -> None:
+        """The topics a pattern matches now."""
+        self.subscription = frozenset(topics)
+
+    def unsubscribe(self) -> None:
+        self.subscription, self.pattern, self.listener = frozenset(), None, None
+        self._manual = False
+        self._assignment = {}
 
     def assign(self, partitions: list[TopicPartition]) -> None:
+        """Manual assignment: exactly these partitions (kept ones keep their position)."""
+        if self.is_subscribed:
+            raise IllegalStateError(MIXED)
+        self._manual = bool(partitions)
+        self.assign_from_subscribed(partitions)
+
+    def assign_from_subscribed(self, partitions: list[TopicPartition]) -> None:
         """Replace the assignment; partitions kept keep their position."""
         self._assignment = {
             tp: self._assignment.get(tp) or TopicPartitionState()
@@ -154,6 +202,17 @@ class SubscriptionState:
         state = self._assignment.get(tp)
         if state is not None and state.reset_strategy is not None:
             state.position, state.reset_strategy = offset, None
+
+    def all_consumed(self) -> dict:
+        """{tp: OffsetAndMetadata(position)} of every partition with a position: what a
+        commit with no explicit offsets commits."""
+        from kafka_ref.client.offset_committer import OffsetAndMetadata
+
+        return {
+            tp: OffsetAndMetadata(s.position)
+            for tp, s in self._assignment.items()
+            if s.position is not None
+        }
 
     def fetchable_partitions(self) -> list[TopicPartition]:
         return [tp for tp, s in self._assignment.items() if s.position is not None and not s.paused]

@@ -4,10 +4,15 @@
     kafka-ref consume --bootstrap-server 127.0.0.1:9092 --topic clicks --partition 0 \\
         --offset 42 --max-messages 10 --property print.key=true --property print.offset=true
 
-Without `--partition` every partition of the topic is read (assigned directly: consumer
-groups come in a later issue). Where to start: `--from-beginning`, `--offset`
-(`earliest`, `latest` or a number; needs `--partition`), else the end of each partition,
-like Kafka. Each record is one line in the format of Kafka's `DefaultMessageFormatter`:
+Without `--partition` every partition of the topic is read, assigned directly. With
+`--group G` the consumer joins group G instead: it shares the partitions with the group's
+other members, starts where the group committed (else per `--from-beginning`), and commits
+what it printed when it stops, so the next run with the same group continues there
+(kafka-console-consumer.sh does the same; `--group` excludes `--partition` and `--offset`).
+Where to start otherwise: `--from-beginning`, `--offset` (`earliest`, `latest` or a number;
+needs `--partition`), else the end of each partition, like Kafka.
+
+Each record is one line in the format of Kafka's `DefaultMessageFormatter`:
 
     CreateTime:1700000000000<TAB>Partition:0<TAB>Offset:42<TAB>user-1<TAB>home
 
@@ -53,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="required")
     parser.add_argument("--topic", metavar="TOPIC", help="required")
     parser.add_argument("--from-beginning", action="store_true", help="start at the earliest")
+    parser.add_argument("--group", metavar="GROUP", help="join this consumer group")
     parser.add_argument("--partition", type=int, metavar="P", help="read only this partition")
     parser.add_argument("--offset", metavar="O", help="earliest, latest or an offset (--partition)")
     parser.add_argument("--max-messages", type=int, metavar="N", help="stop after N records")
@@ -132,6 +138,11 @@ def _start(consumer: Consumer, args: argparse.Namespace, partitions: list[TopicP
 
 def _validate(args: argparse.Namespace) -> None:
     check_required(args)
+    if args.group is not None:
+        if args.partition is not None or args.offset is not None:
+            raise UsageError("Options group and partition/offset cannot be specified together.")
+        if not args.group:
+            raise UsageError("--group must not be empty")
     if args.offset is not None:
         if args.partition is None:
             raise UsageError("The partition is required when offset is specified.")
@@ -152,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
     formatter = Formatter(parse_properties(args.property, PROPERTIES))
     out = sys.stdout.buffer
     count = 0
+    if args.group is not None:
+        return _run_in_group(args, formatter, out)
     consumer = Consumer(args.bootstrap_server, isolation_level=args.isolation_level)
     try:
         known = _await_partitions(consumer, args.topic, args.timeout_ms)
@@ -167,19 +180,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         consumer.assign(partitions)
         _start(consumer, args, partitions)
-        last_record = time.monotonic()
-        while args.max_messages is None or count < args.max_messages:
-            records = consumer.poll(0.5)
-            if records:
-                last_record = time.monotonic()
-            elif args.timeout_ms and (time.monotonic() - last_record) * 1000 >= args.timeout_ms:
-                break
-            if args.max_messages is not None:
-                records = records[: args.max_messages - count]
-            for record in records:
-                out.write(formatter.format(record))
-                count += 1
-            out.flush()
+        count = _print_records(consumer, args, formatter, out, {})
     except KafkaError as err:
         print(f"kafka-ref consume: {err}", file=sys.stderr)
         return 1
@@ -187,6 +188,59 @@ def run(args: argparse.Namespace) -> int:
         consumer.close()
     print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
+
+
+def _run_in_group(args: argparse.Namespace, formatter: Formatter, out) -> int:
+    """Consume as a member of `--group`; commit exactly what was printed, on close."""
+    consumer = Consumer(
+        args.bootstrap_server,
+        group_id=args.group,
+        isolation_level=args.isolation_level,
+        auto_offset_reset="earliest" if args.from_beginning else "latest",
+        enable_auto_commit=False,  # a manual commit of what was printed, not of what was read
+    )
+    count, printed = 0, {}
+    try:
+        consumer.subscribe([args.topic])
+        count = _print_records(consumer, args, formatter, out, printed)
+        # past the last printed record of each partition the member still owns: records
+        # fetched but cut off by --max-messages are not committed
+        owned = consumer.assignment()
+        consumer.commit({tp: offset for tp, offset in printed.items() if tp in owned})
+    except KafkaError as err:
+        print(f"kafka-ref consume: {err}", file=sys.stderr)
+        return 1
+    finally:
+        consumer.close()
+    print(f"Processed a total of {count} messages", file=sys.stderr)
+    return 0
+
+
+def _print_records(
+    consumer: Consumer,
+    args: argparse.Namespace,
+    formatter: Formatter,
+    out,
+    printed: dict[TopicPartition, int],
+) -> int:
+    """Poll and print until --max-messages, or until nothing came for --timeout-ms; `printed`
+    gets, per partition, the offset after the last record printed."""
+    count = 0
+    last_record = time.monotonic()
+    while args.max_messages is None or count < args.max_messages:
+        records = consumer.poll(0.5)
+        if records:
+            last_record = time.monotonic()
+        elif args.timeout_ms and (time.monotonic() - last_record) * 1000 >= args.timeout_ms:
+            break
+        if args.max_messages is not None:
+            records = records[: args.max_messages - count]
+        for record in records:
+            out.write(formatter.format(record))
+            printed[TopicPartition(record.topic, record.partition)] = record.offset + 1
+            count += 1
+        out.flush()
+    return count
 
 
 def _await_partitions(consumer: Consumer, topic: str, timeout_ms: int | None) -> list[int]:

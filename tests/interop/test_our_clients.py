@@ -425,3 +425,25 @@ def test_producer_and_consumer_carry_on_across_a_broker_restart(kafka_ref_broker
         seen |= {r.value for r in consume(c, 300, timeout=60)}
     assert all(f.exception() is None for f in before + during)
     assert len(seen) == 600
+
+
+@pytest.mark.spec("CLIENT-19")
+def test_console_consumer_in_a_group_continues_where_it_stopped(group_broker, capsys, monkeypatch):
+    b = ["--bootstrap-server", group_broker.bootstrap]
+    topic = ["--topic", "oc-cli-group"]
+    assert run_cli(capsys, monkeypatch, ["topics", *b, "--create", *topic])[0] == 0
+    lines_in = b"".join(b"line-%d\n" % i for i in range(10))
+    assert run_cli(capsys, monkeypatch, ["produce", *b, *topic], lines_in)[0] == 0
+    group = ["--group", "oc-cli-readers"]
+    code, out, err = run_cli(
+        capsys, monkeypatch, ["consume", *b, *topic, *group, "--from-beginning",
+                              "--max-messages", "4"],
+    )  # fmt: skip
+    assert code == 0 and out.split() == [f"line-{i}" for i in range(4)]
+    code, out, err = run_cli(
+        capsys, monkeypatch, ["consume", *b, *topic, *group, "--timeout-ms", "1500"]
+    )
+    assert code == 0 and out.split() == [f"line-{i}" for i in range(4, 10)]
+    assert err.strip() == "Processed a total of 6 messages"
+    code, _, err = run_cli(capsys, monkeypatch, ["consume", *b, *topic, *group, "--partition", "0"])
+    assert code == 2 and "cannot be specified together" in err

@@ -1,0 +1,236 @@
+"""The admin client's consumer-group operations (Kafka's `KafkaAdminClient` group calls).
+
+Every group lives on one broker, its coordinator, so every group request but ListGroups
+goes there, found first with FindCoordinator (as the members find it):
+
+| operation                      | API                                   | sent to          |
+|--------------------------------|---------------------------------------|------------------|
+| list_groups                    | ListGroups                            | every broker     |
+| describe_groups                | DescribeGroups                        | the coordinator  |
+| list_consumer_group_offsets    | OffsetFetch (all partitions, v2+)     | the coordinator  |
+| alter_consumer_group_offsets   | OffsetCommit, generation -1, member ""| the coordinator  |
+| delete_groups                  | DeleteGroups                          | the coordinator  |
+
+A coordinator that moved (NOT_COORDINATOR), is not ready (COORDINATOR_NOT_AVAILABLE) or is
+still loading its groups (COORDINATOR_LOAD_IN_PROGRESS) is asked again after a new
+FindCoordinator, until `request.timeout.ms`. Altering offsets from outside the group is
+only allowed by the coordinator while the group has no members (else UNKNOWN_MEMBER_ID),
+and deleting a group only while it is empty (NON_EMPTY_GROUP): an active group owns its
+offsets.
+
+Spec rules: CLIENT-30 (spec/client.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from kafka_ref.client.abstract_coordinator import NO_GENERATION
+from kafka_ref.client.metadata import Node, TopicPartition, error_code
+from kafka_ref.client.network_client import now_ms
+from kafka_ref.client.offset_committer import (
+    OffsetAndMetadata,
+    as_offsets,
+    offset_commit_request,
+    offset_fetch_request,
+    parse_offset_fetch,
+)
+from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.group.assignors.consumer_protocol import decode_assignment, decode_subscription
+from kafka_ref.protocol import ApiKey
+from kafka_ref.protocol.messages import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    ListGroupsRequest,
+)
+
+RETRY_COORDINATOR = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    }
+)
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    protocol_type: str
+    state: str  # "" when the broker's ListGroups version does not say (v4+ does)
+
+
+class MemberDescription(NamedTuple):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartition, ...]  # decoded for consumer groups
+    topics: tuple[str, ...]  # the member's subscription
+
+
+class ConsumerGroupDescription(NamedTuple):
+    group_id: str
+    state: str  # Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    protocol_type: str
+    protocol: str  # the assignor, for consumer groups
+    members: tuple[MemberDescription, ...]
+    coordinator: Node
+
+
+def _member(m: Any, consumer: bool) -> MemberDescription:
+    assignment: tuple[TopicPartition, ...] = ()
+    topics: tuple[str, ...] = ()
+    if consumer and m.member_assignment:
+        _, tps, _ = decode_assignment(m.member_assignment)
+        assignment = tuple(sorted(TopicPartition(*tp) for tp in tps))
+    if consumer and m.member_metadata:
+        topics = tuple(decode_subscription(m.member_metadata)[1].topics)
+    return MemberDescription(
+        m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment, topics
+    )
+
+
+class GroupAdmin:
+    """Group operations of `Admin` (mixed in): needs `client`, `_cluster`, timeouts."""
+
+    def find_coordinator(self, group_id: str) -> Node:
+        """The group's coordinator, by FindCoordinator to any broker (retried while
+        the coordinator is not available yet, e.g. while __consumer_offsets is created)."""
+        deadline = now_ms() + self.request_timeout_ms
+        while True:
+            self._cluster()
+            response = self.client.send_and_wait(
+                None,
+                ApiKey.FIND_COORDINATOR,
+                FindCoordinatorRequest(key=group_id, key_type=0),
+                max(deadline - now_ms(), 1),
+            )
+            code = error_code(response.error_code)
+            if code == ErrorCode.NO_ERROR:
+                node = Node(response.node_id, response.host, response.port)
+                if self.metadata.fetch().node(node.node_id) != node:
+                    self.client.add_node(node)
+                return node
+            if not code.retriable or now_ms() >= deadline:
+                raise KafkaError(f"find the coordinator of group {group_id}", code=code)
+            self.client.poll(min(100, max(deadline - now_ms(), 0)))
+
+    def _to_coordinator(self, group_id: str, api_key: ApiKey, body: Any, error_of) -> Any:
+        """Send to the group's coordinator; find it again while it moves or loads."""
+        deadline = now_ms() + self.request_timeout_ms
+        while True:
+            node = self.find_coordinator(group_id)
+            response = self.client.send_and_wait(
+                node.node_id, api_key, body, max(deadline - now_ms(), 1)
+            )
+            code = error_of(response)
+            if code not in RETRY_COORDINATOR or now_ms() >= deadline:
+                return node, response
+            self.client.poll(min(100, max(deadline - now_ms(), 0)))
+
+    def list_groups(self) -> list[GroupListing]:
+        """Every group of every broker (ListGroups goes to each one)."""
+        cluster = self._cluster(refresh=True)
+        groups: dict[str, GroupListing] = {}
+        for node in cluster.nodes:
+            response = self.client.send_and_wait(
+                node.node_id, ApiKey.LIST_GROUPS, ListGroupsRequest(), self.request_timeout_ms
+            )
+            code = error_code(response.error_code)
+            if code != ErrorCode.NO_ERROR:
+                raise KafkaError(f"list groups of broker {node.node_id}", code=code)
+            for g in response.groups:
+                groups[g.group_id] = GroupListing(g.group_id, g.protocol_type, g.group_state)
+        return sorted(groups.values())
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, ConsumerGroupDescription]:
+        """State, assignor and members (with decoded assignments) of each group. A group
+        that does not exist is described as Dead with no members, as Kafka does."""
+        out = {}
+        for group_id in group_ids:
+            node, response = self._to_coordinator(
+                group_id,
+                ApiKey.DESCRIBE_GROUPS,
+                DescribeGroupsRequest(groups=[group_id]),
+                lambda r: error_code(r.groups[0].error_code),
+            )
+            g = response.groups[0]
+            code = error_code(g.error_code)
+            if code != ErrorCode.NO_ERROR:
+                raise KafkaError(f"describe group {group_id}", code=code)
+            consumer = g.protocol_type in ("consumer", "")
+            out[group_id] = ConsumerGroupDescription(
+                g.group_id,
+                g.group_state,
+                g.protocol_type,
+                g.protocol_data,
+                tuple(_member(m, consumer) for m in g.members),
+                node,
+            )
+        return out
+
+    def list_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (every committed partition by default)."""
+        partitions = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
+
+        def group_error(response: Any) -> ErrorCode:
+            return parse_offset_fetch(response)[0]
+
+        _, response = self._to_coordinator(
+            group_id,
+            ApiKey.OFFSET_FETCH,
+            offset_fetch_request(group_id, partitions),
+            group_error,
+        )
+        code, found = parse_offset_fetch(response)
+        if code != ErrorCode.NO_ERROR:
+            raise KafkaError(f"list offsets of group {group_id}", code=code)
+        out = {}
+        for tp, (code, om) in sorted(found.items()):
+            if code != ErrorCode.NO_ERROR:
+                raise KafkaError(f"offset of {tp} in group {group_id}", code=code)
+            if om is not None:
+                out[tp] = om
+        return out
+
+    def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+    ) -> None:
+        """Commit `offsets` for the group from outside it (generation -1, member ""): the
+        coordinator allows it only while the group has no members."""
+        offsets = as_offsets(offsets)
+
+        def first_error(response: Any) -> ErrorCode:
+            codes = (error_code(p.error_code) for t in response.topics for p in t.partitions)
+            return next((c for c in codes if c != ErrorCode.NO_ERROR), ErrorCode.NO_ERROR)
+
+        _, response = self._to_coordinator(
+            group_id,
+            ApiKey.OFFSET_COMMIT,
+            offset_commit_request(group_id, NO_GENERATION, offsets),
+            first_error,
+        )
+        for topic in response.topics:
+            for p in topic.partitions:
+                code = error_code(p.error_code)
+                if code != ErrorCode.NO_ERROR:
+                    tp = TopicPartition(topic.name, p.partition_index)
+                    raise KafkaError(f"alter offset of {tp} in group {group_id}", code=code)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        """Delete groups and their offsets; raises for the first that failed
+        (NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND)."""
+        for group_id in group_ids:
+            _, response = self._to_coordinator(
+                group_id,
+                ApiKey.DELETE_GROUPS,
+                DeleteGroupsRequest(groups_names=[group_id]),
+                lambda r: error_code(r.results[0].error_code),
+            )
+            code = error_code(response.results[0].error_code)
+            if code != ErrorCode.NO_ERROR:
+                raise KafkaError(f"delete group {group_id}", code=code)
