@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,docs,bench]'
+	$(BIN)/pip install --quiet -e '.[test,docs,bench,spark]'
 	touch $(STAMP)
 
 # The main job: one broker on 127.0.0.1:9092 with embedded metadata (no ZooKeeper).
