@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("kafka_ref.tools.dump_log", "print the batches of .log/.index/.timeindex files"),
     "bench": ("kafka_ref.tools.bench", "measure throughput and latency"),
     "broker": ("kafka_ref.tools.broker", "run a broker"),
+    "cluster": ("kafka_ref.tools.cluster", "run a local cluster: ZooKeeper and N brokers"),
     "topics": ("kafka_ref.tools.topics", "create, list, describe, alter and delete topics"),
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),

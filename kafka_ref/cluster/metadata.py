@@ -18,6 +18,9 @@ them, with Kafka's error codes:
   (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, BROKER-31).
 
 The controller (embedded.py) owns the metadata and persists it; handlers only read it.
+With ZooKeeper the owner is the cluster in ZooKeeper, and each broker's `ZkClusterMetadata`
+(zk_metadata.py) is its view of it. Both offer `ClusterMetadataApi`, the one interface the
+request handlers call (`apis.controller`), so no handler asks which mode it runs in.
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kafka_ref.config import LogConfig
 
 from kafka_ref.errors import ErrorCode, KafkaError
 
@@ -162,6 +169,7 @@ class PartitionState:
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    controller_epoch: int = 0  # the epoch of the controller that wrote it (ZooKeeper mode)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,3 +180,55 @@ class BrokerEndpoint:
     host: str
     port: int
     rack: str | None = None
+
+
+class ClusterMetadataApi(Protocol):
+    """What the request handlers call on `apis.controller`, in either mode.
+
+    Implemented by `EmbeddedController` (one broker, its own controller) and by
+    `ZkClusterMetadata` (a broker of a cluster on ZooKeeper). Reads come from the broker's
+    local picture (Kafka: `MetadataCache`); the changes are validated here with Kafka's
+    errors and then made by the authority (the embedded controller itself, or ZooKeeper and
+    the elected controller).
+    """
+
+    endpoint: BrokerEndpoint  # this broker
+    cluster_id: str
+    log_defaults: LogConfig
+
+    @property
+    def controller_id(self) -> int: ...
+
+    def brokers(self) -> list[BrokerEndpoint]: ...
+
+    def topics(self) -> list[TopicMetadata]: ...
+
+    def topic(self, name: str) -> TopicMetadata | None: ...
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None: ...
+
+    def log_config(self, topic: str) -> LogConfig | None: ...
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        assignments: Mapping[int, list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata: ...
+
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        assignments: list[list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata: ...
+
+    def delete_topic(self, name: str) -> None: ...
+
+    def allocate_producer_id_block(self, broker_id: int, size: int) -> int: ...

@@ -31,6 +31,17 @@ kafka-ref's `Broker` does the same on one asyncio loop:
 
 Shutdown stops the group coordinator (answering its waiting joins) before the logs close.
 
+**ZooKeeper mode** (`zookeeper.connect` set, Kafka's `KafkaServer`): step 1 connects to
+ZooKeeper and builds `ZkClusterMetadata` (the broker's view of the cluster) instead of the
+embedded controller; step 3 adopts nothing (ZooKeeper, not the disk, says which topics
+exist); after the socket server binds, the broker registers `/brokers/ids/<id>` with its
+bound address, starts its watches, and runs for controller (`KafkaController`). Partition
+states then arrive through the watches and make this broker leader or follower of each
+partition it replicates (`ReplicaManager.become_leader_or_follower`); the group
+coordinator loads or resigns the `__consumer_offsets` partitions it gains or loses. On
+shutdown the ZooKeeper session is closed right after the acceptor stops, so the controller
+moves leadership away at once instead of after the session timeout.
+
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
@@ -48,12 +59,16 @@ import threading
 from collections.abc import Callable
 
 from kafka_ref.clock import Clock, SystemClock
+from kafka_ref.cluster.controller import KafkaController
 from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
-from kafka_ref.cluster.metadata import BrokerEndpoint
+from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, PartitionState
+from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
+from kafka_ref.cluster.zookeeper import KafkaZkClient
+from kafka_ref.config import LogConfig
 from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.log.retention import LogRetention
-from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
+from kafka_ref.server.group_adapter import OFFSETS_TOPIC, GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.network import SocketServer
@@ -83,13 +98,40 @@ def _quiet_about(name: str):
         target.removeFilter(keep)
 
 
+class _GroupLeadership:
+    """ZooKeeper mode: the group coordinator follows this broker's `__consumer_offsets`
+    leadership (Kafka: `onLeadershipChange` -> `onElection` / `onResignation`)."""
+
+    def __init__(self, groups: GroupCoordinatorAdapter, broker_id: int) -> None:
+        self.groups, self.broker_id = groups, broker_id
+        self.led: set[int] = set()
+
+    def on_partition_state(self, state: PartitionState) -> None:
+        if state.topic != OFFSETS_TOPIC:
+            return
+        leads = state.leader == self.broker_id
+        if leads and state.partition not in self.led:
+            self.led.add(state.partition)
+            self.groups.elect(state.partition)
+        elif not leads and state.partition in self.led:
+            self.led.discard(state.partition)
+            self.groups.coordinator.on_resigned(state.partition)
+
+    def on_topic_deleted(self, topic: str, partitions: int) -> None:
+        if topic == OFFSETS_TOPIC:
+            self.led.clear()
+            self.groups.on_topic_deleted(topic, partitions)
+
+
 class Broker:
-    """One kafka-ref broker (Kafka: `BrokerServer` in combined mode)."""
+    """One kafka-ref broker (Kafka: `BrokerServer` in combined mode, `KafkaServer` on ZK)."""
 
     def __init__(self, config: KafkaConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
-        self.controller: EmbeddedController | None = None
+        self.controller: ClusterMetadataApi | None = None
+        self.zk: KafkaZkClient | None = None
+        self.kafka_controller: KafkaController | None = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.socket_server: SocketServer | None = None
@@ -111,14 +153,27 @@ class Broker:
         host, port = config.listen_address
         adv_host, adv_port = config.advertised_address
         log_defaults = config.log_config()
-        self.controller = controller = EmbeddedController(
-            config.data_dir,
-            BrokerEndpoint(config.broker_id, adv_host, adv_port),
+        endpoint = BrokerEndpoint(config.broker_id, adv_host, adv_port, config["broker.rack"])
+        settings = dict(
             log_defaults=log_defaults,
             num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
             delete_topic_enable=config["delete.topic.enable"],
         )
+        controller: EmbeddedController | ZkClusterMetadata
+        if config["zookeeper.connect"]:
+            self.zk = KafkaZkClient(
+                config["zookeeper.connect"], config["zookeeper.session.timeout.ms"]
+            )
+            try:
+                await loop.run_in_executor(None, self.zk.start)
+                controller = ZkClusterMetadata(self.zk, config.data_dir, endpoint, **settings)
+            except BaseException:
+                await self._leave_cluster()
+                raise
+        else:
+            controller = EmbeddedController(config.data_dir, endpoint, **settings)
+        self.controller = controller
         with _quiet_about(METADATA_FILE):
             self.log_manager = LogManager(
                 config.data_dir, log_defaults, self.clock, topic_config=controller.log_config
@@ -126,11 +181,16 @@ class Broker:
         purgatory = DelayedOperationPurgatory("Fetch", loop.call_later)
         self.replica_manager = ReplicaManager(config.broker_id, self.log_manager, purgatory)
         controller.listeners.append(self.replica_manager)
-        self._reconcile()
+        if self.zk is None:
+            self._reconcile()
         self.groups = GroupCoordinatorAdapter(
             config, self.replica_manager, self.clock, loop.call_later
         )
-        controller.listeners.append(self.groups)  # after the ReplicaManager: logs exist
+        # after the ReplicaManager: the logs exist when the coordinator loads them
+        if isinstance(controller, ZkClusterMetadata):
+            controller.listeners.append(_GroupLeadership(self.groups, config.broker_id))
+        else:
+            controller.listeners.append(self.groups)
         self.groups.start()
         self.apis = KafkaApis(
             config, controller, self.replica_manager, purgatory, self.clock,
@@ -149,6 +209,8 @@ class Broker:
             raise
         if adv_port == 0 or not config["advertised.listeners"]:  # port 0: the bound one
             controller.endpoint = dataclasses.replace(controller.endpoint, port=bound)
+        if isinstance(controller, ZkClusterMetadata):
+            await self._join_cluster(controller)
         self._start_periodic_tasks()
         self.started = True
         logger.info(
@@ -160,6 +222,38 @@ class Broker:
         )  # fmt: skip
         for key in config.ignored:
             logger.info("config %s is accepted but has no effect on a single broker", key)
+
+    async def _join_cluster(self, metadata: ZkClusterMetadata) -> None:
+        """Register in ZooKeeper, watch the cluster, run for controller (ZooKeeper mode)."""
+        loop = asyncio.get_running_loop()
+        assert self.zk is not None
+
+        def dispatch(fn: Callable[[], None]) -> None:  # from kazoo's threads onto the loop
+            with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
+                loop.call_soon_threadsafe(fn)
+
+        metadata.dispatch = dispatch
+        await loop.run_in_executor(None, metadata.register)
+        defaults = metadata.log_defaults
+
+        def unclean(topic: str, overrides: dict[str, str]) -> bool:
+            config = LogConfig.from_properties(overrides, defaults=defaults)
+            return config.unclean_leader_election_enable
+
+        self.kafka_controller = KafkaController(
+            self.zk, self.config.broker_id, unclean_leader_election=unclean
+        )
+        self.kafka_controller.startup()
+
+    async def _leave_cluster(self) -> None:
+        """Resign and close the session: the ephemeral znodes go at once (ZooKeeper mode)."""
+        loop = asyncio.get_running_loop()
+        if self.kafka_controller is not None:
+            await loop.run_in_executor(None, self.kafka_controller.shutdown)
+            self.kafka_controller = None
+        if self.zk is not None:
+            await loop.run_in_executor(None, self.zk.close)
+            self.zk = None
 
     def _reconcile(self) -> None:
         """Bring logs and metadata into agreement after a restart (BROKER-36)."""
@@ -184,6 +278,7 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self._leave_cluster()
         if self.groups is not None:
             self.groups.shutdown()
         assert self.log_manager is not None
@@ -268,6 +363,7 @@ class Broker:
         logger.info("broker %d shutting down", self.config.broker_id)
         assert self.socket_server is not None and self.replica_manager is not None
         await self.socket_server.acceptor.stop()
+        await self._leave_cluster()
         self.replica_manager.fetch_purgatory.shutdown()
         assert self.groups is not None
         self.groups.shutdown()  # waiting joins and syncs answer before the sockets close

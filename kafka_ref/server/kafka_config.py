@@ -16,10 +16,13 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
   `offsets.topic.replication.factor` (capped at the live brokers when the topic is created),
   `offsets.topic.segment.bytes`, `offsets.retention.minutes`,
   `offsets.retention.check.interval.ms`, `offset.metadata.max.bytes`), with Kafka's defaults;
-* keys of Kafka's stock server.properties that mean nothing on a single embedded broker
-  (`process.roles`, `controller.quorum.voters`, `zookeeper.connect`, ...) are accepted and
-  reported as unused; `listeners` may also name KRaft's `CONTROLLER` listener
-  (`controller.listener.names`), which is skipped: clients use the PLAINTEXT one.
+* ZooKeeper mode (cluster/zk_metadata.py): `zookeeper.connect` (`host:port[/chroot]`; empty,
+  the default, means the single-broker embedded mode), `zookeeper.session.timeout.ms`
+  (how long a dead broker stays registered), `broker.rack` (for rack-aware placement);
+* keys of Kafka's stock server.properties that mean nothing here (`process.roles`,
+  `controller.quorum.voters`, ...) are accepted and reported as unused; `listeners` may
+  also name KRaft's `CONTROLLER` listener (`controller.listener.names`), which is skipped:
+  clients use the PLAINTEXT one.
 
 Any other key, or a value that does not parse or is out of range, is a `ConfigError` with
 one readable line; the CLI turns it into exit code 2 (BROKER-40). Kafka itself only warns
@@ -47,6 +50,9 @@ class ConfigError(ValueError):
 _BROKER_DEFS = [
     ConfigDef("broker.id", "int", 0, "This broker's id (node.id in KRaft).", 0),
     ConfigDef("node.id", "int", -1, "KRaft name of broker.id; wins when set.", -1),
+    ConfigDef("broker.rack", "string", None, "This broker's rack (rack-aware placement)."),
+    ConfigDef("zookeeper.connect", "string", "", "host:port[/chroot]; empty: embedded mode."),
+    ConfigDef("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout.", 1000),
     ConfigDef("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), "Where to listen."),
     ConfigDef("advertised.listeners", "list", (), "Where clients reach us (default listeners)."),
     ConfigDef("log.dirs", "list", (), "The data directory (one; overrides log.dir)."),
@@ -107,7 +113,7 @@ IGNORED_KEYS = frozenset(
         "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
         "transaction.state.log.replication.factor",
         "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
-        "share.coordinator.state.topic.min.isr", "zookeeper.connect",
+        "share.coordinator.state.topic.min.isr",
         "zookeeper.connection.timeout.ms", "metadata.log.dir", "log.cleaner.threads",
         "num.replica.fetchers",
     }

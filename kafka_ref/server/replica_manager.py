@@ -24,7 +24,19 @@ the HW passes the appended offsets; the hook is marked below.
 `read` is `ReplicaManager.readFromLocalLog` for one partition: file slices of whole
 batches, bounded by the HW and by the byte limits, at least one batch when asked.
 
-Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42.
+**Leader or follower (ZooKeeper mode).** On a single broker every partition is led here
+(`make_leader`). In a cluster the controller decides, and `become_leader_or_follower(state)`
+applies its decision (Kafka: `ReplicaManager.becomeLeaderOrFollower`): the partition (and
+its log) exists on every replica; it records the leader, the leader epoch, the replicas
+and the ISR; a state with a lower leader epoch than the applied one is ignored. Produce,
+Fetch and ListOffsets reach a partition through `get_partition`, which answers
+NOT_LEADER_OR_FOLLOWER on a broker that does not lead it, so clients refresh their
+metadata and go to the leader (CTRL-10). Followers do not replicate yet: the replication
+core (kafka_ref/replication/) is wired in next, starting its fetcher in
+`Partition.make_follower` and computing the HW over the ISR; until then the ISR is what
+the controller wrote and the leader's HW is its own log end.
+
+Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-10.
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ import logging
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from kafka_ref.cluster.metadata import UnknownTopicOrPartitionError
+from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
 from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from kafka_ref.log.log import Log, LogReadInfo
 from kafka_ref.log.log_manager import LogManager
@@ -53,6 +65,10 @@ class PolicyViolationError(KafkaError):
     code = ErrorCode.POLICY_VIOLATION
 
 
+class NotLeaderOrFollowerError(KafkaError):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionAppendResult:
     """The outcome of one partition's append (Kafka: `LogAppendResult`)."""
@@ -70,11 +86,26 @@ class Partition:
         self.index = index
         self.log = log
         self.leader_id = broker_id
+        self.broker_id = broker_id
         self.leader_epoch = 0
-        self.isr = (broker_id,)
+        self.isr: tuple[int, ...] = (broker_id,)
+        self.replicas: tuple[int, ...] = (broker_id,)
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, hw={self.high_watermark})"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
+
+    def apply_state(self, state: PartitionState) -> bool:
+        """Take the controller's leader, epoch, replicas and ISR; False if `state` is older
+        than the applied epoch (Kafka: `Partition.makeLeader` / `makeFollower`)."""
+        if state.leader_epoch < self.leader_epoch:
+            return False
+        self.leader_id, self.leader_epoch = state.leader, state.leader_epoch
+        self.replicas, self.isr = tuple(state.replicas), tuple(state.isr)
+        return True
 
     @property
     def high_watermark(self) -> int:
@@ -153,6 +184,29 @@ class ReplicaManager:
             self.partitions[(topic, index)] = partition
         return partition
 
+    def become_leader_or_follower(self, state: PartitionState) -> Partition | None:
+        """Apply the controller's state of one partition this broker replicates (CTRL-10).
+
+        Returns the partition, or None if the state was stale and ignored. The replication
+        wiring hooks in here: a new leader epoch as follower starts fetching from
+        `state.leader`, as leader it resets the followers' progress.
+        """
+        partition = self.make_leader(state.topic, state.partition)  # hosts the replica
+        was_leader = partition.is_leader
+        if not partition.apply_state(state):
+            logger.info("ignoring state with an old leader epoch: %s", state)
+            return None
+        if was_leader != partition.is_leader:
+            logger.info(
+                "%s-%d: %s (leader %d, epoch %d)", state.topic, state.partition,
+                "leader" if partition.is_leader else "follower", state.leader, state.leader_epoch,
+            )  # fmt: skip
+        self.wake((state.topic, state.partition))  # waiting fetches re-check (NOT_LEADER)
+        return partition
+
+    def on_partition_state(self, state: PartitionState) -> None:
+        self.become_leader_or_follower(state)
+
     def on_partitions_created(self, topic: str, partitions: range) -> None:
         for index in partitions:
             self.make_leader(topic, index)
@@ -165,10 +219,16 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ lookups
     def get_partition(self, topic: str, index: int) -> Partition:
+        """The partition this broker *leads*; clients talk to leaders only."""
         partition = self.partitions.get((topic, index))
         if partition is None:
             raise UnknownTopicOrPartitionError(
                 f"This server does not host this topic-partition {topic}-{index}"
+            )
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"Broker {self.broker_id} is not the leader of {topic}-{index}"
+                f" (leader {partition.leader_id}, epoch {partition.leader_epoch})"
             )
         return partition
 

@@ -1,7 +1,12 @@
-"""Run a kafka-ref broker: one process, embedded metadata, no ZooKeeper.
+"""Run a kafka-ref broker: alone (embedded metadata), or one of a cluster on ZooKeeper.
 
     kafka-ref broker --listen 127.0.0.1:9092 --data-dir /tmp/kafka-ref
     kafka-ref broker server.properties --config num.partitions=3 --config log.segment.bytes=1048576
+    kafka-ref broker --zookeeper 127.0.0.1:2181/kr --broker-id 2 --listen 127.0.0.1:9093 ...
+
+`--zookeeper HOST:PORT[/chroot]` and `--broker-id N` are shorthands for `zookeeper.connect`
+and `broker.id`: with them the broker registers in ZooKeeper and joins the cluster there
+(`kafka-ref cluster` starts a whole local one).
 
 Configs use Kafka's broker names (`broker.id`, `listeners`, `advertised.listeners`,
 `log.dirs`, `num.partitions`, `default.replication.factor`, `auto.create.topics.enable`,
@@ -17,6 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
 
 from kafka_ref.cluster.embedded import MetadataLoadError
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
@@ -34,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir", metavar="DIR", help="the data directory (log.dirs; default /tmp/kafka-logs)"
     )
+    parser.add_argument(
+        "--zookeeper", metavar="HOST:PORT[/chroot]", help="join a cluster (zookeeper.connect)"
+    )
+    parser.add_argument("--broker-id", metavar="N", help="this broker's id (broker.id)")
     parser.add_argument(
         "--config",
         action="append",
@@ -59,6 +71,10 @@ def build_config(args: argparse.Namespace) -> KafkaConfig:
         shorthands["listeners"] = f"PLAINTEXT://{args.listen}"
     if args.data_dir:
         shorthands["log.dirs"] = args.data_dir
+    if getattr(args, "zookeeper", None):
+        shorthands["zookeeper.connect"] = args.zookeeper
+    if getattr(args, "broker_id", None) is not None:
+        shorthands["broker.id"] = args.broker_id
     if args.properties:
         return KafkaConfig.from_file(args.properties, overrides, shorthands)
     return KafkaConfig.from_props(overrides, shorthands)
@@ -76,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(serve(config))
     except MetadataLoadError as err:
         logger.error("%s", err)
+        return 1
+    except (KazooException, KazooTimeoutError) as err:  # ZooKeeper mode: no ZooKeeper there
+        logger.error("cannot reach ZooKeeper %s: %r", config["zookeeper.connect"], err)
         return 1
     except OSError as err:  # e.g. the port is taken, the data dir is not writable
         logger.error("cannot run the broker: %s", err)

@@ -1,9 +1,13 @@
 """CreateTopics, DeleteTopics, CreatePartitions: topic administration through the controller.
 
 Admin clients (`AdminClient.create_topics`, `kafka-topics.sh --create`) send these to the
-controller (Metadata's `controller_id`); here the broker is the controller. Each handler
-validates per topic and answers per topic, so one bad topic does not fail the others
-(Kafka: `ControllerApis.createTopics`, `ReplicationControlManager`):
+controller (Metadata's `controller_id`). The handlers call `apis.controller`, which is the
+embedded controller on a single broker and the broker's ZooKeeper view in a cluster
+(`ClusterMetadataApi`): there the same checks run, replicas are placed over the live
+brokers (CTRL-8) and the topic is written to ZooKeeper for the controller to bring online
+(CTRL-9); any broker can take the request. Each handler validates per topic and answers per
+topic, so one bad topic does not fail the others (Kafka: `ControllerApis.createTopics`,
+`ReplicationControlManager`):
 
 * **CreateTopics** (BROKER-30..BROKER-33): a name listed twice is INVALID_REQUEST; an
   illegal name INVALID_TOPIC_EXCEPTION; an existing one TOPIC_ALREADY_EXISTS;

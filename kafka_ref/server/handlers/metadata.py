@@ -21,13 +21,18 @@ below v4; the `allow_auto_topic_creation` flag from v4) - and reported as
 LEADER_NOT_AVAILABLE in this response, as Kafka does while a topic is being created; the
 client asks again and finds it (BROKER-11). Otherwise it is UNKNOWN_TOPIC_OR_PARTITION;
 an illegal name is INVALID_TOPIC_EXCEPTION. On one broker the controller, every leader and
-every replica is this broker (BROKER-12). Metadata 0-5 carries no leader epochs (they
+every replica is this broker (BROKER-12). In a ZooKeeper cluster the answer comes from the
+broker's picture of ZooKeeper (cluster/zk_metadata.py): every live broker, the controller,
+and per partition the leader, leader epoch, replicas and ISR the controller wrote; replicas
+on brokers that are down are `offline_replicas`, and a partition without a leader (not yet
+elected, or offline) is LEADER_NOT_AVAILABLE with leader -1, so clients wait and ask again
+(CTRL-11). Metadata 0-5 carries no leader epochs (they
 arrive in v7); clients then skip leader-epoch validation (no OffsetForLeaderEpoch).
 `__consumer_offsets` and `__transaction_state` are *internal* topics (`is_internal`, Kafka:
 `Topic.isInternal`); asking for `__consumer_offsets` creates it with the group
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
-Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45.
+Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45, CTRL-11.
 """
 
 from __future__ import annotations
@@ -86,7 +91,6 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
                 topics.append(_describe(apis, name))
             else:
                 topics.append(_missing(apis, name, allow_auto_create))
-    me = controller.endpoint
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
@@ -96,7 +100,7 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
             for b in controller.brokers()
         ],
         cluster_id=controller.cluster_id,
-        controller_id=me.node_id,
+        controller_id=controller.controller_id,
         topics=topics,
     )
 
@@ -105,9 +109,23 @@ def _describe(apis: KafkaApis, name: str) -> Any:
     meta = apis.controller.topic(name)
     assert meta is not None
     partitions = []
+    live = {b.node_id for b in apis.controller.brokers()}
     for index in range(meta.partitions):
         state = apis.controller.partition_state(name, index)
-        assert state is not None
+        if state is None or state.leader not in live:  # not elected yet, or offline
+            replicas = state.replicas if state else _replicas(apis, name, index)
+            partitions.append(
+                MetadataResponse.MetadataResponsePartition(
+                    error_code=ErrorCode.LEADER_NOT_AVAILABLE,
+                    partition_index=index,
+                    leader_id=-1,
+                    leader_epoch=state.leader_epoch if state else -1,
+                    replica_nodes=list(replicas),
+                    isr_nodes=list(state.isr) if state else [],
+                    offline_replicas=[r for r in replicas if r not in live],
+                )
+            )
+            continue
         partitions.append(
             MetadataResponse.MetadataResponsePartition(
                 error_code=ErrorCode.NO_ERROR,
@@ -116,7 +134,7 @@ def _describe(apis: KafkaApis, name: str) -> Any:
                 leader_epoch=state.leader_epoch,
                 replica_nodes=list(state.replicas),
                 isr_nodes=list(state.isr),
-                offline_replicas=[],
+                offline_replicas=[r for r in state.replicas if r not in live],
             )
         )
     return MetadataResponse.MetadataResponseTopic(
@@ -125,6 +143,11 @@ def _describe(apis: KafkaApis, name: str) -> Any:
         is_internal=meta.internal or name in INTERNAL_TOPICS,
         partitions=partitions,
     )
+
+
+def _replicas(apis: KafkaApis, name: str, index: int) -> tuple[int, ...]:
+    replicas = getattr(apis.controller, "replicas", None)  # ZooKeeper mode: the assignment
+    return replicas(name, index) if replicas else ()
 
 
 def _missing(apis: KafkaApis, name: str, allow_auto_create: bool) -> Any:

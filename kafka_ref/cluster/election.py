@@ -1,0 +1,57 @@
+"""Leader election: which replica of a partition becomes its leader.
+
+When a partition's leader dies, the controller picks a new one from the partition's
+*assigned replicas* (the brokers that hold a copy, in the order they were assigned). Which
+replicas may be picked is the whole trade-off between availability and durability:
+
+* **Clean election** (the default): only a replica in the **ISR**, the in-sync replicas,
+  may lead. Every write acknowledged with `acks=all` is on every ISR member, so a clean
+  leader has all of them.
+* **Unclean election** (`unclean.leader.election.enable=true`): if no ISR member is alive,
+  any live replica may lead. The partition is available again at once, but the new leader
+  may lack acknowledged writes, and they are lost: the followers truncate to its log.
+  Jepsen's 2013 analysis of Kafka 0.8 is the classic demonstration.
+
+Among the candidates the first in assignment order wins, so that leadership returns to the
+*preferred replica* (the first assigned) whenever it can, which spreads leaders evenly over
+the brokers (Kafka: `PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection`).
+
+This module decides; it does not act. The controller (ZooKeeper mode) and the simulator call
+it, then bump the leader epoch and publish the new leader and ISR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import NamedTuple
+
+
+class Election(NamedTuple):
+    """The outcome: a leader (or None: the partition stays offline) and the new ISR."""
+
+    leader: int | None
+    isr: tuple[int, ...]
+    unclean: bool = False
+
+
+def elect_leader(
+    assignment: Sequence[int],
+    isr: Collection[int],
+    live_brokers: Collection[int],
+    *,
+    unclean_leader_election: bool = False,
+) -> Election:
+    """Kafka's offline-partition election: the first live ISR member in assignment order;
+    with unclean election allowed and no live ISR member, the first live replica."""
+    for replica in assignment:
+        if replica in isr and replica in live_brokers:
+            new_isr = tuple(r for r in assignment if r in isr and r in live_brokers)
+            return Election(replica, new_isr)
+    if unclean_leader_election:
+        for replica in assignment:
+            if replica in live_brokers:
+                return Election(replica, (replica,), unclean=True)
+    # Kafka keeps the last ISR member recorded when no leader can be elected, so that a
+    # clean election is possible as soon as that broker returns.
+    last = tuple(r for r in assignment if r in isr)[:1]
+    return Election(None, last)

@@ -1,0 +1,444 @@
+"""A broker's view of a ZooKeeper cluster, and its door for topic administration.
+
+In ZooKeeper mode no broker owns the metadata: ZooKeeper does. Each broker keeps a local
+picture (Kafka: `ZkMetadataCache`) of the live brokers, the controller, the topics with
+their assignments and configs, and each partition's state (leader, leader epoch, ISR), and
+answers Metadata from it. `ZkClusterMetadata` offers the same interface as the embedded
+controller (`ClusterMetadataApi`), so the request handlers never ask which mode they run in:
+
+* **reads** come from the local picture, which watches keep current: `/brokers/ids`
+  (children), `/controller`, `/brokers/topics` (children), each topic's znode and each
+  partition's `state` znode;
+* **changes** are validated with Kafka's errors and written to ZooKeeper (Kafka:
+  `ZkAdminManager` and `AdminZkClient`): CreateTopics writes `/config/topics/<t>` and the
+  replica assignment `/brokers/topics/<t>` (placed by assignment.py, CTRL-8);
+  CreatePartitions rewrites the assignment with more partitions; DeleteTopics creates
+  `/admin/delete_topics/<t>`. The *controller* then writes partition states, and every
+  broker, this one included, learns them through its watches.
+
+**Threads.** kazoo calls the watch callbacks on its own threads. The callbacks read
+ZooKeeper there, then hand a small "apply" function to the broker's event loop (`dispatch`,
+e.g. `loop.call_soon_threadsafe`), so the picture and the ReplicaManager only ever change on
+the loop, between requests, and handlers read them without locks. Handlers call ZooKeeper
+synchronously when they administer topics: a local ZooKeeper answers in about a
+millisecond, and a blocked loop for that long is the price of simple code.
+
+**Partition state to the broker.** When a state znode changes, the new `PartitionState`
+goes to the listeners (`on_partition_state`; the ReplicaManager becomes leader or follower,
+Kafka's `becomeLeaderOrFollower`), unless it is *older* than the one applied: a lower
+controller epoch or a lower leader epoch is ignored (CTRL-5).
+
+Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from kazoo.exceptions import NodeExistsError
+from kazoo.protocol.states import KazooState
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster.assignment import assign_replicas_to_brokers
+from kafka_ref.cluster.embedded import (
+    META_PROPERTIES,
+    MetadataLoadError,
+    _read_properties,
+    new_cluster_id,
+)
+from kafka_ref.cluster.metadata import (
+    BrokerEndpoint,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidRequestError,
+    InvalidTopicError,
+    PartitionState,
+    TopicDeletionDisabledError,
+    TopicExistsError,
+    TopicMetadata,
+    UnknownTopicOrPartitionError,
+    resolve_partitions,
+    resolve_replication_factor,
+    unify_collision_chars,
+    validate_topic_name,
+)
+from kafka_ref.cluster.zookeeper import KafkaZkClient
+from kafka_ref.config import LogConfig
+from kafka_ref.files import write_atomically
+
+logger = logging.getLogger("kafka_ref.cluster.zk_metadata")
+
+
+class NotLeaderError(Exception):
+    """Only a partition's leader changes its ISR."""
+
+
+class PartitionStateListener(Protocol):
+    """What the broker does when a partition's state or a topic changes."""
+
+    def on_partition_state(self, state: PartitionState) -> None: ...
+
+    def on_topic_deleted(self, topic: str, partitions: int) -> None: ...
+
+
+def is_stale(current: PartitionState | None, incoming: PartitionState) -> bool:
+    """A state from an older controller or an older leader epoch is ignored (CTRL-5)."""
+    if current is None:
+        return False
+    return (
+        incoming.controller_epoch < current.controller_epoch
+        or incoming.leader_epoch < current.leader_epoch
+    )
+
+
+class ZkClusterMetadata:
+    """This broker's picture of the cluster in ZooKeeper (Kafka: `ZkMetadataCache`)."""
+
+    def __init__(
+        self,
+        zk: KafkaZkClient,
+        data_dir: str,
+        endpoint: BrokerEndpoint,
+        *,
+        log_defaults: LogConfig | None = None,
+        num_partitions: int = 1,
+        default_replication_factor: int = 1,
+        delete_topic_enable: bool = True,
+    ) -> None:
+        self.zk = zk
+        self.data_dir = os.path.abspath(data_dir)
+        self.endpoint = endpoint
+        self.log_defaults = log_defaults or LogConfig()
+        self.num_partitions = num_partitions
+        self.default_replication_factor = default_replication_factor
+        self.delete_topic_enable = delete_topic_enable
+        self.listeners: list[PartitionStateListener] = []
+        self.dispatch: Callable[[Callable[[], None]], None] = lambda fn: fn()
+        self._brokers: dict[int, BrokerEndpoint] = {}
+        self._controller_id = -1
+        self._topics: dict[str, TopicMetadata] = {}
+        self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
+        self._states: dict[tuple[str, int], PartitionState] = {}
+        self._state_versions: dict[tuple[str, int], int] = {}  # znode versions, for update_isr
+        self._watched: set[tuple[str, int]] = set()  # state znodes with a watch
+        self._watched_topics: set[str] = set()
+        self._lock = threading.Lock()  # guards the watch sets (kazoo threads)
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.cluster_id = zk.get_or_create_cluster_id(new_cluster_id())
+        self._check_meta_properties()
+
+    def _check_meta_properties(self) -> None:
+        """meta.properties ties the data directory to one broker id and one cluster."""
+        path = os.path.join(self.data_dir, META_PROPERTIES)
+        if os.path.exists(path):
+            props = _read_properties(path)
+            stored = props.get("broker.id", props.get("node.id"))
+            if stored is not None and int(stored) != self.endpoint.node_id:
+                raise MetadataLoadError(
+                    f"{path}: stored broker.id {stored} does not match the configured"
+                    f" {self.endpoint.node_id}"
+                )
+            if props.get("cluster.id") not in (None, self.cluster_id):
+                raise MetadataLoadError(
+                    f"The Cluster ID {self.cluster_id} doesn't match stored clusterId"
+                    f" {props['cluster.id']} in {path}"  # Kafka: InconsistentClusterIdException
+                )
+        text = (
+            f"#Written by kafka-ref\nversion=0\nbroker.id={self.endpoint.node_id}\n"
+            f"cluster.id={self.cluster_id}\n"
+        )
+        write_atomically(path, text.encode())
+
+    # ------------------------------------------------------------------ registration, watches
+    def register(self, timeout: float = 60.0) -> None:
+        """Register /brokers/ids/<id> (CTRL-1), then watch the cluster.
+
+        After a kill -9 and a quick restart, the old session's znode lives until that
+        session times out; wait for it rather than fail (Kafka fails and is restarted).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.zk.register_broker(self.endpoint)
+                break
+            except NodeExistsError:
+                if time.monotonic() > deadline:
+                    raise
+                logger.info("broker id %d is still registered; waiting", self.endpoint.node_id)
+                time.sleep(0.5)
+        logger.info("registered broker %d at %s", self.endpoint.node_id, zkdata.BROKER_IDS)
+        self.zk.zk.add_listener(self._on_session_state)
+        ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, self._on_brokers)
+        DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)
+        ChildrenWatch(self.zk.zk, zkdata.TOPICS, self._on_topics)
+
+    def _on_session_state(self, state: str) -> None:
+        if state == KazooState.LOST and not self.zk.closing:
+            logger.warning("ZooKeeper session lost: broker %d left", self.endpoint.node_id)
+        elif state == KazooState.CONNECTED:  # after a lost session, register again
+            self.zk.zk.handler.spawn(self._reregister)
+
+    def _reregister(self) -> None:
+        if self.zk.get_broker(self.endpoint.node_id) is None:
+            with contextlib.suppress(NodeExistsError):
+                self.zk.register_broker(self.endpoint)
+
+    def _on_brokers(self, children: list[str]) -> None:
+        brokers = {}
+        for child in children:
+            endpoint = self.zk.get_broker(int(child))
+            if endpoint is not None:
+                brokers[endpoint.node_id] = endpoint
+        self.dispatch(lambda: setattr(self, "_brokers", brokers))
+
+    def _on_controller(self, data: bytes | None, _stat: object) -> None:
+        controller = -1 if data is None else int(json.loads(data)["brokerid"])
+        self.dispatch(lambda: setattr(self, "_controller_id", controller))
+
+    def _on_topics(self, children: list[str]) -> None:
+        with self._lock:
+            new = [t for t in children if t not in self._watched_topics]
+            self._watched_topics.update(new)
+        for topic in new:
+            DataWatch(self.zk.zk, zkdata.topic_path(topic), self._topic_watch(topic))
+
+    def _topic_watch(self, topic: str) -> Callable:
+        def on_change(data: bytes | None, _stat: object) -> bool | None:
+            if data is None:
+                with self._lock:
+                    self._watched_topics.discard(topic)
+                    self._watched -= {tp for tp in self._watched if tp[0] == topic}
+                self.dispatch(lambda: self._remove_topic(topic))
+                return False
+            assignment, topic_id = zkdata.decode_assignment(data)
+            configs = self.zk.get_topic_config(topic)
+            meta = TopicMetadata(
+                topic,
+                uuid.UUID(topic_id) if topic_id else uuid.uuid5(uuid.NAMESPACE_URL, topic),
+                len(assignment),
+                len(assignment.get(0, ())) or 1,
+                configs,
+            )
+            self.dispatch(lambda: self._apply_topic(meta, assignment))
+            for partition, replicas in assignment.items():
+                with self._lock:
+                    if (topic, partition) in self._watched:
+                        continue
+                    self._watched.add((topic, partition))
+                path = zkdata.partition_state_path(topic, partition)
+                DataWatch(self.zk.zk, path, self._state_watch(topic, partition, replicas))
+            return None
+
+        return on_change
+
+    def _state_watch(self, topic: str, partition: int, replicas: tuple[int, ...]) -> Callable:
+        def on_change(data: bytes | None, stat: Any, event: Any) -> bool | None:
+            if data is None:  # not written yet (event None), or deleted with its topic
+                return False if event is not None and event.type == "DELETED" else None
+            state = zkdata.decode_partition_state(topic, partition, data, replicas)
+            version = stat.version
+            self.dispatch(lambda: self._apply_state(state, version))
+            return None
+
+        return on_change
+
+    # ------------------------------------------------------------------ applying (the loop)
+    def _apply_topic(self, meta: TopicMetadata, assignment: dict[int, tuple[int, ...]]) -> None:
+        self._topics[meta.name] = meta
+        self._assignments[meta.name] = assignment
+
+    def _apply_state(self, state: PartitionState, version: int) -> None:
+        key = (state.topic, state.partition)
+        if is_stale(self._states.get(key), state):
+            logger.warning("ignoring stale state of %s-%d: %s", state.topic, state.partition, state)
+            return
+        self._states[key] = state
+        self._state_versions[key] = version
+        if self.endpoint.node_id in state.replicas:
+            for listener in self.listeners:
+                listener.on_partition_state(state)
+
+    def _remove_topic(self, topic: str) -> None:
+        meta = self._topics.pop(topic, None)
+        self._assignments.pop(topic, None)
+        for key in [k for k in self._states if k[0] == topic]:
+            del self._states[key]
+        if meta is not None:
+            for listener in self.listeners:
+                listener.on_topic_deleted(topic, meta.partitions)
+            logger.info("topic %s deleted", topic)
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def controller_id(self) -> int:
+        return self._controller_id
+
+    def brokers(self) -> list[BrokerEndpoint]:
+        return [self._brokers[b] for b in sorted(self._brokers)]
+
+    def topics(self) -> list[TopicMetadata]:
+        return [self._topics[name] for name in sorted(self._topics)]
+
+    def topic(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def pending_deletions(self) -> dict[str, int]:
+        return {}  # the controller deletes; nothing to finish locally
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        """The applied state; None while the controller has not elected a first leader."""
+        return self._states.get((topic, partition))
+
+    def state_version(self, topic: str, partition: int) -> int:
+        """The znode version of the applied state (Kafka's `zkVersion`; -1 if none)."""
+        return self._state_versions.get((topic, partition), -1)
+
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        return self._assignments.get(topic, {}).get(partition, ())
+
+    def log_config(self, topic: str) -> LogConfig | None:
+        meta = self._topics.get(topic)
+        if meta is None or not meta.configs:
+            return None
+        return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
+
+    # ------------------------------------------------------------------ changing (CTRL-8)
+    def _check_assignment(self, replicas: list[int], what: str) -> None:
+        if not replicas or len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(f"{what}: empty or duplicate replica list")
+        unknown = sorted(set(replicas) - set(self._brokers))
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"Unknown broker(s) in replica assignment: {unknown}"
+            )
+
+    def _place(self, partitions: int, factor: int, start: int = 0) -> dict[int, list[int]]:
+        live = [(b.node_id, b.rack) for b in self.brokers()]
+        return assign_replicas_to_brokers(live, partitions, factor, start_partition=start)
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        assignments: Mapping[int, list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        """Validate as the embedded controller does, place replicas, write to ZooKeeper."""
+        validate_topic_name(name)
+        if name in self._topics or self.zk.get_topic(name) is not None:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        for other in self._topics:
+            if unify_collision_chars(other) == unify_collision_chars(name):
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+        if assignments:
+            if num_partitions != -1 or replication_factor != -1:
+                raise InvalidRequestError(
+                    "Both numPartitions or replicationFactor and replicasAssignments were set."
+                )
+            if sorted(assignments) != list(range(len(assignments))):
+                raise InvalidReplicaAssignmentError("partitions must be numbered 0..n-1")
+            placed = {p: list(r) for p, r in assignments.items()}
+            for replicas in placed.values():
+                self._check_assignment(replicas, name)
+        else:
+            partitions = resolve_partitions(num_partitions, self.num_partitions)
+            factor = resolve_replication_factor(
+                replication_factor, self.default_replication_factor, len(self._brokers)
+            )
+            placed = self._place(partitions, factor)
+        for key, value in (configs or {}).items():
+            if value is None:
+                raise InvalidRequestError(f"Null value not supported for topic config {key}")
+        overrides = {str(k): str(v) for k, v in (configs or {}).items()}
+        LogConfig.from_properties(overrides, defaults=self.log_defaults)  # InvalidConfigError
+        meta = TopicMetadata(name, uuid.uuid4(), len(placed), len(placed[0]), overrides)
+        if validate_only:
+            return meta
+        try:
+            self.zk.create_topic(name, str(meta.topic_id), placed, overrides)
+        except NodeExistsError:
+            raise TopicExistsError(f"Topic '{name}' already exists.") from None
+        self._apply_topic(meta, {p: tuple(r) for p, r in placed.items()})  # before the watch
+        logger.info("created topic %s in ZooKeeper: assignment %s", name, placed)
+        return meta
+
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        assignments: list[list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        """Grow a topic: the assignment gains partitions; the controller elects their leaders."""
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        if count <= meta.partitions:
+            raise InvalidPartitionsError(
+                f"Topic currently has {meta.partitions} partitions, which is higher than or"
+                f" equal to the requested {count}."
+            )
+        resolve_partitions(count, count)
+        added = count - meta.partitions
+        if assignments is not None:
+            if len(assignments) != added:
+                raise InvalidReplicaAssignmentError(
+                    f"Increasing the number of partitions by {added} but {len(assignments)}"
+                    " assignments provided."
+                )
+            for replicas in assignments:
+                self._check_assignment(list(replicas), name)
+            new = {meta.partitions + i: list(r) for i, r in enumerate(assignments)}
+        else:
+            new = self._place(added, meta.replication_factor, start=meta.partitions)
+        grown = TopicMetadata(
+            name, meta.topic_id, count, meta.replication_factor, meta.configs, meta.internal
+        )
+        if validate_only:
+            return grown
+        full = {p: list(r) for p, r in self._assignments[name].items()} | new
+        self.zk.set_topic_assignment(name, str(meta.topic_id), full)
+        self._apply_topic(grown, {p: tuple(r) for p, r in full.items()})
+        return grown
+
+    def delete_topic(self, name: str) -> None:
+        """Request the deletion; the controller removes the znodes, the watches the logs."""
+        if not self.delete_topic_enable:
+            raise TopicDeletionDisabledError("Topic deletion is disabled.")
+        if name not in self._topics:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        self.zk.request_topic_deletion(name)
+
+    def finish_deletion(self, name: str) -> None:
+        """Nothing to finish locally: ZooKeeper holds the deletion until it is done."""
+
+    def allocate_producer_id_block(self, broker_id: int, size: int) -> int:
+        return self.zk.allocate_producer_id_block(broker_id, size)
+
+    def update_isr(self, topic: str, partition: int, isr: tuple[int, ...]) -> PartitionState:
+        """The leader shrinks or expands its ISR (for the replication wiring; Kafka ZooKeeper
+        mode: `Partition.updateIsr`). Same leader and leader epoch; a compare-and-set on the
+        state znode version last applied here. BadVersionError: the controller wrote in
+        between; the watch brings the new state, and the leader decides again."""
+        key = (topic, partition)
+        current = self._states[key]
+        if current.leader != self.endpoint.node_id:
+            raise NotLeaderError(f"broker {self.endpoint.node_id} does not lead {key}")
+        new = dataclasses.replace(current, isr=tuple(isr))
+        version = self.zk.conditional_update_partition_state(new, self._state_versions[key])
+        self._apply_state(new, version)  # the watch brings the same state again: no-op
+        return new

@@ -1,0 +1,404 @@
+"""Kafka's ZooKeeper layout: the znodes a cluster keeps its metadata in, read and written.
+
+Before KRaft, a Kafka cluster kept every fact that must survive a broker in ZooKeeper, a
+small replicated tree of *znodes*. Each znode holds a few bytes (here JSON) and a *version*
+that rises with every write; a write may name the version it expects (`setData(path, data,
+version)`) and fails with BadVersion if someone wrote in between: a compare-and-set. An
+*ephemeral* znode lives as long as the session of the client that created it, so it is
+deleted when that broker dies (after the session timeout) or closes its session. A *watch*
+is a one-shot notification that a znode changed. Those three primitives are all that
+broker liveness, controller election and metadata propagation need.
+
+The layout, as Kafka's `kafka.zk.ZkData` writes it (same paths, same JSON):
+
+    /cluster/id                              {"version":"1","id":"<cluster id>"}
+    /controller          (ephemeral)         {"version":1,"brokerid":1,"timestamp":"..."}
+    /controller_epoch                        "3"   (a bare integer)
+    /brokers/ids/<id>    (ephemeral)         {"version":5,"host":"h","port":9092,
+                                              "endpoints":["PLAINTEXT://h:9092"],"rack":"r1",
+                                              "jmx_port":-1,"timestamp":"...",
+                                              "listener_security_protocol_map":{...},
+                                              "features":{}}
+    /brokers/topics/<t>                      {"version":2,"partitions":{"0":[1,2,3]},
+                                              "topic_id":"...","adding_replicas":{},
+                                              "removing_replicas":{}}
+    /brokers/topics/<t>/partitions/<p>/state {"version":1,"leader":1,"leader_epoch":0,
+                                              "isr":[1,2,3],"controller_epoch":3}
+    /config/topics/<t>                       {"version":1,"config":{"retention.ms":"..."}}
+    /admin/delete_topics/<t>                 (empty: a deletion request for the controller)
+    /latest_producer_id_block                {"version":1,"broker":1,
+                                              "block_start":"0","block_end":"999"}
+
+**Fencing.** Every write of the controller is a ZooKeeper *multi* (a transaction) that
+also checks the version of `/controller_epoch` it saw when it became controller (Kafka:
+`KafkaZkClient.multiRequest` with `CheckOp(ControllerEpochZNode.path,
+controllerEpochZkVersion)`, KAFKA-6082). A controller that lost its role without noticing
+(a long GC pause, a network partition) finds the epoch's version moved on: its write fails
+with `ControllerMovedError` and changes nothing (CTRL-4). Partition state is written with
+its own version check too, so two writers never silently overwrite each other.
+
+`KafkaZkClient` is the adapter: kazoo in, Kafka's paths and JSON out. It holds no policy;
+the controller (controller.py) and the broker's view (zk_metadata.py) decide.
+
+Rules: CTRL-1, CTRL-2, CTRL-4, CTRL-9.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+
+from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
+
+logger = logging.getLogger("kafka_ref.cluster.zookeeper")
+
+CLUSTER_ID = "/cluster/id"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
+DELETE_TOPICS = "/admin/delete_topics"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+# Created at start, as Kafka's `KafkaZkClient.createTopLevelPaths` does.
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, "/cluster")
+
+
+class ControllerMovedError(Exception):
+    """A controller write was fenced: /controller_epoch moved on (Kafka:
+    `ControllerMovedException`). The writer is no longer the controller."""
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def split_connect(connect: str) -> tuple[str, str]:
+    """`host:port[,host:port]/chroot` -> ("host:port,...", "/chroot" or "")."""
+    hosts, slash, chroot = connect.partition("/")
+    chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
+    return hosts, chroot
+
+
+def _json(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+# ---------------------------------------------------------------------- codecs (ZkData)
+def encode_broker(endpoint: BrokerEndpoint) -> bytes:
+    """BrokerIdZNode.encode, JSON version 5."""
+    data: dict[str, Any] = {
+        "version": 5,
+        "host": endpoint.host,
+        "port": endpoint.port,
+        "endpoints": [f"PLAINTEXT://{endpoint.host}:{endpoint.port}"],
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "jmx_port": -1,
+        "timestamp": str(int(time.time() * 1000)),
+        "features": {},
+    }
+    if endpoint.rack is not None:
+        data["rack"] = endpoint.rack
+    return _json(data)
+
+
+def decode_broker(broker_id: int, raw: bytes) -> BrokerEndpoint:
+    data = json.loads(raw)
+    host, port = data.get("host"), data.get("port", -1)
+    for listener in data.get("endpoints", []):  # the PLAINTEXT endpoint wins, as in Kafka
+        name, _, address = listener.partition("://")
+        if name.upper() == "PLAINTEXT":
+            host, _, p = address.rpartition(":")
+            port = int(p)
+            break
+    return BrokerEndpoint(broker_id, host.strip("[]"), int(port), data.get("rack"))
+
+
+def encode_assignment(assignment: dict[int, list[int]], topic_id: str) -> bytes:
+    """TopicZNode.encode: version 2, replicas per partition, the topic id."""
+    return _json(
+        {
+            "version": 2,
+            "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
+            "topic_id": topic_id,
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    )
+
+
+def decode_assignment(raw: bytes) -> tuple[dict[int, tuple[int, ...]], str | None]:
+    data = json.loads(raw)
+    partitions = {int(p): tuple(int(b) for b in r) for p, r in data["partitions"].items()}
+    return partitions, data.get("topic_id")
+
+
+def encode_partition_state(state: PartitionState) -> bytes:
+    """TopicPartitionStateZNode.encode (Kafka: `LeaderIsrAndControllerEpoch`)."""
+    return _json(
+        {
+            "controller_epoch": state.controller_epoch,
+            "leader": state.leader,
+            "version": 1,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+        }
+    )
+
+
+def decode_partition_state(
+    topic: str, partition: int, raw: bytes, replicas: tuple[int, ...]
+) -> PartitionState:
+    data = json.loads(raw)
+    return PartitionState(
+        topic,
+        partition,
+        leader=int(data["leader"]),
+        leader_epoch=int(data["leader_epoch"]),
+        replicas=replicas,
+        isr=tuple(int(b) for b in data["isr"]),
+        controller_epoch=int(data["controller_epoch"]),
+    )
+
+
+def encode_topic_config(configs: dict[str, str]) -> bytes:
+    return _json({"version": 1, "config": dict(configs)})
+
+
+def decode_topic_config(raw: bytes | None) -> dict[str, str]:
+    if not raw:
+        return {}
+    return {str(k): str(v) for k, v in json.loads(raw).get("config", {}).items()}
+
+
+# ---------------------------------------------------------------------- the client
+class KafkaZkClient:
+    """Kafka's ZooKeeper client (Kafka: `KafkaZkClient`), on kazoo."""
+
+    def __init__(self, connect: str, session_timeout_ms: int = 18000) -> None:
+        self.connect_string = connect
+        self.hosts, self.chroot = split_connect(connect)
+        self.zk = KazooClient(hosts=self.hosts, timeout=session_timeout_ms / 1000)
+        self.closing = False  # set by close(): the session ends on purpose
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Connect, create the chroot if missing (as Kafka does), then the top-level paths."""
+        self.zk.start(timeout=timeout)
+        if self.chroot:
+            self.zk.ensure_path(self.chroot)
+            self.zk.chroot = self.chroot  # from now on every path is below the chroot
+        for path in PERSISTENT_PATHS:
+            self.zk.ensure_path(path)
+
+    def close(self) -> None:
+        """Close the session: ZooKeeper deletes our ephemeral znodes at once."""
+        self.closing = True
+        try:
+            self.zk.stop()
+        finally:
+            self.zk.close()
+
+    # ------------------------------------------------------------------ cluster id
+    def get_or_create_cluster_id(self, proposed: str) -> str:
+        """The first broker of a cluster writes /cluster/id; everyone else reads it."""
+        try:
+            self.zk.create(CLUSTER_ID, _json({"version": "1", "id": proposed}))
+            return proposed
+        except NodeExistsError:
+            data, _ = self.zk.get(CLUSTER_ID)
+            return json.loads(data)["id"]
+
+    # ------------------------------------------------------------------ brokers (CTRL-1)
+    def register_broker(self, endpoint: BrokerEndpoint) -> None:
+        """Create the ephemeral /brokers/ids/<id>; NodeExistsError: the id is taken."""
+        self.zk.create(broker_path(endpoint.node_id), encode_broker(endpoint), ephemeral=True)
+
+    def get_broker(self, broker_id: int) -> BrokerEndpoint | None:
+        try:
+            data, _ = self.zk.get(broker_path(broker_id))
+        except NoNodeError:
+            return None
+        return decode_broker(broker_id, data)
+
+    def get_broker_ids(self) -> list[int]:
+        return sorted(int(child) for child in self.zk.get_children(BROKER_IDS))
+
+    # ------------------------------------------------------------------ controller (CTRL-2)
+    def get_controller_id(self) -> int | None:
+        try:
+            data, _ = self.zk.get(CONTROLLER)
+        except NoNodeError:
+            return None
+        return int(json.loads(data)["brokerid"])
+
+    def get_controller_epoch(self) -> tuple[int, int]:
+        """(epoch, znode version); (0, -1) before the first controller ever."""
+        try:
+            data, stat = self.zk.get(CONTROLLER_EPOCH)
+        except NoNodeError:
+            return 0, -1
+        return int(data), stat.version
+
+    def register_controller_and_increment_epoch(self, broker_id: int) -> tuple[int, int]:
+        """Become controller: create /controller and bump /controller_epoch in one multi.
+
+        Returns (new epoch, its znode version). NodeExistsError: another broker is
+        controller. A concurrent bump shows as BadVersionError: try again. (Kafka:
+        `registerControllerAndIncrementControllerEpoch`.)
+        """
+        epoch, version = self.get_controller_epoch()
+        if version == -1:  # the very first controller creates the epoch znode
+            with contextlib.suppress(NodeExistsError):
+                self.zk.create(CONTROLLER_EPOCH, b"0")
+            epoch, version = self.get_controller_epoch()
+        payload = {"version": 1, "brokerid": broker_id, "timestamp": str(int(time.time() * 1000))}
+        txn = self.zk.transaction()
+        txn.create(CONTROLLER, _json(payload), ephemeral=True)
+        txn.set_data(CONTROLLER_EPOCH, str(epoch + 1).encode(), version=version)
+        results = txn.commit()
+        for result in results:
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+                raise result
+        return epoch + 1, version + 1
+
+    def _fenced_commit(self, txn: Any, epoch_zk_version: int) -> list[Any]:
+        """Commit a controller transaction; raise ControllerMovedError if fenced."""
+        results = txn.commit()
+        if isinstance(results[0], BadVersionError):
+            raise ControllerMovedError(
+                f"/controller_epoch is no longer at version {epoch_zk_version}"
+            )
+        for result in results[1:]:
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+                raise result
+        return results[1:]
+
+    # ------------------------------------------------------------------ topics
+    def get_all_topics(self) -> list[str]:
+        return sorted(self.zk.get_children(TOPICS))
+
+    def get_topic(self, topic: str) -> tuple[dict[int, tuple[int, ...]], str | None] | None:
+        try:
+            data, _ = self.zk.get(topic_path(topic))
+        except NoNodeError:
+            return None
+        return decode_assignment(data)
+
+    def get_topic_config(self, topic: str) -> dict[str, str]:
+        try:
+            data, _ = self.zk.get(f"{CONFIG_TOPICS}/{topic}")
+        except NoNodeError:
+            return {}
+        return decode_topic_config(data)
+
+    def create_topic(
+        self, topic: str, topic_id: str, assignment: dict[int, list[int]], configs: dict[str, str]
+    ) -> None:
+        """Write the config, then the assignment (Kafka: `AdminZkClient.createTopicWithAssignment`:
+        the config first, so the controller never sees a topic without its config)."""
+        txn = self.zk.transaction()
+        txn.create(f"{CONFIG_TOPICS}/{topic}", encode_topic_config(configs))
+        txn.create(topic_path(topic), encode_assignment(assignment, topic_id))
+        for result in txn.commit():
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+                raise result
+
+    def set_topic_assignment(
+        self, topic: str, topic_id: str, assignment: dict[int, list[int]]
+    ) -> None:
+        """Replace the assignment (CreatePartitions adds partitions; none are removed)."""
+        self.zk.set(topic_path(topic), encode_assignment(assignment, topic_id))
+
+    def request_topic_deletion(self, topic: str) -> None:
+        """Ask the controller to delete `topic` (Kafka: `createDeleteTopicPath`)."""
+        with contextlib.suppress(NodeExistsError):  # already requested
+            self.zk.create(f"{DELETE_TOPICS}/{topic}", b"")
+
+    def get_topic_deletions(self) -> list[str]:
+        return sorted(self.zk.get_children(DELETE_TOPICS))
+
+    def delete_topic_znodes(self, topic: str) -> None:
+        """The controller removes a deleted topic: its state, assignment, config, request."""
+        self.zk.delete(topic_path(topic), recursive=True)
+        self.zk.delete(f"{CONFIG_TOPICS}/{topic}", recursive=True)
+        with contextlib.suppress(NoNodeError):
+            self.zk.delete(f"{DELETE_TOPICS}/{topic}")
+
+    # ------------------------------------------------------------------ partition state
+    def get_partition_state(
+        self, topic: str, partition: int, replicas: tuple[int, ...] = ()
+    ) -> tuple[PartitionState, int] | None:
+        """(state, znode version) of one partition, or None before the controller wrote it."""
+        try:
+            data, stat = self.zk.get(partition_state_path(topic, partition))
+        except NoNodeError:
+            return None
+        return decode_partition_state(topic, partition, data, replicas), stat.version
+
+    def create_partition_state(self, state: PartitionState, epoch_zk_version: int) -> None:
+        """First state of a new partition, fenced by the controller epoch (CTRL-4)."""
+        path = partition_state_path(state.topic, state.partition)
+        parent = path.rsplit("/", 1)[0]
+        self.zk.ensure_path(parent)
+        txn = self.zk.transaction()
+        txn.check(CONTROLLER_EPOCH, epoch_zk_version)
+        txn.create(path, encode_partition_state(state))
+        self._fenced_commit(txn, epoch_zk_version)
+
+    def update_partition_state(
+        self, state: PartitionState, expected_version: int, epoch_zk_version: int
+    ) -> int:
+        """Conditional set of a partition's state (CTRL-4, CTRL-9). Returns the new version;
+        BadVersionError if the state changed since it was read."""
+        path = partition_state_path(state.topic, state.partition)
+        txn = self.zk.transaction()
+        txn.check(CONTROLLER_EPOCH, epoch_zk_version)
+        txn.set_data(path, encode_partition_state(state), version=expected_version)
+        (stat,) = self._fenced_commit(txn, epoch_zk_version)
+        return stat.version
+
+    def conditional_update_partition_state(
+        self, state: PartitionState, expected_version: int
+    ) -> int:
+        """A *leader's* ISR change, same leader epoch (Kafka ZooKeeper mode:
+        `Partition.updateIsr` -> `conditionalUpdatePath`): a compare-and-set on the state
+        znode only; the controller is not involved. BadVersionError: re-read and decide."""
+        path = partition_state_path(state.topic, state.partition)
+        stat = self.zk.set(path, encode_partition_state(state), version=expected_version)
+        return stat.version
+
+    # ------------------------------------------------------------------ producer ids
+    def allocate_producer_id_block(self, broker_id: int, size: int) -> int:
+        """Claim the next block of producer ids with a compare-and-set retry loop (Kafka:
+        `ZkProducerIdManager.getNewProducerIdBlock` on /latest_producer_id_block)."""
+        self.zk.ensure_path(PRODUCER_ID_BLOCK)
+        while True:
+            data, stat = self.zk.get(PRODUCER_ID_BLOCK)
+            first = int(json.loads(data)["block_end"]) + 1 if data else 0
+            if first > 2**63 - 1 - size:
+                raise OverflowError(f"cannot claim {size} producer ids at {first}")
+            block = {
+                "version": 1,
+                "broker": broker_id,
+                "block_start": str(first),
+                "block_end": str(first + size - 1),
+            }
+            try:
+                self.zk.set(PRODUCER_ID_BLOCK, _json(block), version=stat.version)
+                return first
+            except BadVersionError:
+                continue  # another broker claimed a block in between: read again

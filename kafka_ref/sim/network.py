@@ -1,0 +1,95 @@
+"""The simulated network between the nodes of an in-process cluster.
+
+A message is a Python value handed to `send(src, dst, message)`. It arrives after a delay
+drawn from the cluster's seeded random generator, on the simulated clock, unless the link
+is cut (a network partition), the message is dropped (`drop_rate`), or the destination
+crashed or restarted before it arrived (a message belongs to one incarnation of a node:
+a restarted broker never sees the requests sent to the process that died). Messages on one
+link arrive in the order they were sent, like on a TCP connection.
+
+Everything is driven by a `ManualScheduler`, so the same seed gives the same delays, drops
+and delivery order: a simulation replays exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from kafka_ref.clock import ManualScheduler
+
+Node = Hashable
+
+
+class SimNetwork:
+    """Delay, loss and partitions between named nodes."""
+
+    def __init__(
+        self,
+        scheduler: ManualScheduler,
+        rng: random.Random,
+        *,
+        min_delay_ms: int = 1,
+        max_delay_ms: int = 5,
+        drop_rate: float = 0.0,
+    ) -> None:
+        self.scheduler = scheduler
+        self.rng = rng
+        self.min_delay_ms, self.max_delay_ms = min_delay_ms, max_delay_ms
+        self.drop_rate = drop_rate
+        self._cut: set[frozenset] = set()
+        self._last_arrival: dict[tuple[Node, Node], int] = {}
+        self._handlers: dict[Node, Callable[[Node, Any], None]] = {}
+        self._incarnation: dict[Node, int] = {}
+        self.sent = self.dropped = 0
+
+    # ------------------------------------------------------------------ nodes
+    def attach(self, node: Node, handler: Callable[[Node, Any], None]) -> None:
+        """`node` is up (again): it receives messages sent from now on."""
+        self._handlers[node] = handler
+        self._incarnation[node] = self._incarnation.get(node, 0) + 1
+
+    def detach(self, node: Node) -> None:
+        """`node` is down: what is in flight to it is lost."""
+        self._handlers.pop(node, None)
+        self._incarnation[node] = self._incarnation.get(node, 0) + 1
+
+    # ------------------------------------------------------------------ faults
+    def cut(self, a: Node, b: Node) -> None:
+        """Partition the link between `a` and `b` (both directions)."""
+        self._cut.add(frozenset((a, b)))
+
+    def heal(self, a: Node | None = None, b: Node | None = None) -> None:
+        """Restore one link, or every link."""
+        if a is None:
+            self._cut.clear()
+        else:
+            self._cut.discard(frozenset((a, b)))
+
+    def is_cut(self, a: Node, b: Node) -> bool:
+        return frozenset((a, b)) in self._cut
+
+    # ------------------------------------------------------------------ sending
+    def send(self, src: Node, dst: Node, message: Any, *, reliable: bool = False) -> None:
+        """Send `message`; `reliable` links (to the controller) are never cut or dropped."""
+        self.sent += 1
+        if not reliable and (self.is_cut(src, dst) or self.rng.random() < self.drop_rate):
+            self.dropped += 1
+            return
+        now = self.scheduler.clock.milliseconds()
+        arrival = now + self.rng.randint(self.min_delay_ms, self.max_delay_ms)
+        arrival = max(arrival, self._last_arrival.get((src, dst), 0))  # FIFO per link
+        self._last_arrival[(src, dst)] = arrival
+        incarnation = self._incarnation.get(dst, 0)
+
+        def deliver() -> None:
+            if self._incarnation.get(dst, 0) != incarnation or dst not in self._handlers:
+                self.dropped += 1
+                return
+            if not reliable and self.is_cut(src, dst):  # cut while in flight
+                self.dropped += 1
+                return
+            self._handlers[dst](src, message)
+
+        self.scheduler.schedule((arrival - now) / 1000, deliver)

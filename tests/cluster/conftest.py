@@ -1,0 +1,153 @@
+"""A real cluster for the whole session: a ZooKeeper (java) and 3 kafka-ref broker processes.
+
+`cluster` starts Debian's ZooKeeper on a free port in a temp directory (tickTime 500 ms,
+so short sessions are allowed) and brokers 1, 2, 3 with `zookeeper.session.timeout.ms`
+3000, so that a kill -9 is noticed within about 3 s. Tests may stop or kill brokers; the
+`cluster` fixture restarts whatever a test left stopped before the next test runs.
+
+The test process has its own ZooKeeper client (`cluster.zk`, a `KafkaZkClient`) to read the
+znodes as they are, and talks to single brokers with kafka-ref's blocking connection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kafka_ref.client.connection import BrokerConnection
+from kafka_ref.cluster.metadata import PartitionState
+from kafka_ref.cluster.zookeeper import KafkaZkClient
+from kafka_ref.protocol.messages import ApiKey, MetadataRequest
+from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer, zookeeper_installed
+
+SESSION_TIMEOUT_MS = 3000
+BROKER_CONFIGS = {
+    "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+    "offsets.topic.num.partitions": 3,
+    "group.initial.rebalance.delay.ms": 0,
+}
+_names = itertools.count()
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
+    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
+        time.sleep(0.1)
+
+
+class Cluster:
+    def __init__(self, zookeeper: ZooKeeperServer, base: str) -> None:
+        self.zookeeper = zookeeper
+        self.brokers = {
+            i: BrokerProcess(i, f"{base}/broker-{i}", zookeeper.connect, configs=BROKER_CONFIGS)
+            for i in (1, 2, 3)
+        }
+        self.zk = KafkaZkClient(zookeeper.connect)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.zk.start(timeout=60)  # generous: CI machines are busy
+        for broker in self.brokers.values():
+            broker.start()
+        self.wait_registered()
+
+    def wait_registered(self) -> None:
+        """Every running broker registered, a controller elected, brokers see each other."""
+        running = sorted(i for i, b in self.brokers.items() if b.alive)
+        wait_for(lambda: self.zk.get_broker_ids() == running, what=f"brokers {running}")
+        wait_for(lambda: self.zk.get_controller_id() in running, what="a controller")
+        for i in running:
+            wait_for(
+                lambda i=i: sorted(b.node_id for b in self.metadata(i).brokers) == running,
+                what=f"broker {i} to see brokers {running}",
+            )
+
+    def ensure_running(self) -> None:
+        stopped = [b for b in self.brokers.values() if not b.alive]
+        for broker in stopped:
+            broker.start()
+        if stopped:
+            self.wait_registered()
+
+    def stop(self, broker_id: int, sig: int = signal.SIGTERM) -> None:
+        """SIGTERM: clean (the session closes at once); SIGKILL: a crash (session timeout)."""
+        self.brokers[broker_id].stop(sig)
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            broker.stop()
+        self.zk.close()
+
+    # ------------------------------------------------------------------ reading
+    def live(self) -> list[int]:
+        return [i for i, b in self.brokers.items() if b.alive]
+
+    def controller(self) -> tuple[int | None, int]:
+        return self.zk.get_controller_id(), self.zk.get_controller_epoch()[0]
+
+    def state(self, topic: str, partition: int) -> PartitionState | None:
+        found = self.zk.get_topic(topic)
+        replicas = found[0].get(partition, ()) if found else ()
+        current = self.zk.get_partition_state(topic, partition, replicas)
+        return None if current is None else current[0]
+
+    def connection(self, broker_id: int) -> BrokerConnection:
+        broker = self.brokers[broker_id]
+        return BrokerConnection("127.0.0.1", broker.port, node_id=broker_id).connect()
+
+    def request(self, broker_id: int, api_key: int, body: Any) -> Any:
+        conn = self.connection(broker_id)
+        try:
+            return conn.request(api_key, body, timeout_s=10)
+        finally:
+            conn.close()
+
+    def metadata(self, broker_id: int, topics: list[str] | None = None) -> Any:
+        body = MetadataRequest(
+            topics=None
+            if topics is None
+            else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=False,
+        )
+        return self.request(broker_id, ApiKey.METADATA, body)
+
+    def bootstrap(self) -> str:
+        return ",".join(self.brokers[i].bootstrap for i in self.live())
+
+
+@pytest.fixture(scope="session")
+def _cluster(tmp_path_factory):
+    if not zookeeper_installed():
+        pytest.fail("ZooKeeper is not installed (apt-get install zookeeper); .ci/run installs it")
+    base = tmp_path_factory.mktemp("cluster")
+    zookeeper = ZooKeeperServer(str(base / "zookeeper")).start()
+    cluster = Cluster(zookeeper, str(base))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
+        zookeeper.stop()
+
+
+@pytest.fixture
+def cluster(_cluster):
+    """The session's cluster with all three brokers running."""
+    _cluster.ensure_running()
+    return _cluster
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    return f"{request.node.name.replace('[', '-').replace(']', '')}-{next(_names)}"[:200]

@@ -1,0 +1,42 @@
+"""`kafka-ref cluster`: a local ZooKeeper and brokers, stopped cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from kafka_ref.tools import cluster as cluster_tool
+from kafka_ref.tools.cluster import zookeeper_installed
+
+
+def test_cluster_command_starts_zookeeper_and_brokers_and_stops_them(tmp_path):
+    if not zookeeper_installed():
+        pytest.fail("ZooKeeper is not installed (apt-get install zookeeper); .ci/run installs it")
+    cmd = [sys.executable, "-m", "kafka_ref.cli", "--log-level", "WARNING", "cluster",
+           "--brokers", "2", "--data-dir", str(tmp_path)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("bootstrap"):
+                break
+        assert any(line.startswith("zookeeper") for line in lines), lines
+        assert len(lines[-1].split()[1].split(",")) == 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    for i in (1, 2):
+        assert "shut down cleanly" in (tmp_path / f"broker-{i}.log").read_text()
+
+
+def test_without_zookeeper_one_line_and_exit_code_2(monkeypatch, capsys):
+    from kafka_ref.cli import main
+
+    monkeypatch.setattr(cluster_tool, "zookeeper_installed", lambda: False)
+    assert main(["cluster", "--brokers", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "ZooKeeper" in err

@@ -1,0 +1,245 @@
+"""A replica as leader and follower (Kafka `Partition`), driven directly with values."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from kafka_ref.clock import ManualClock
+from kafka_ref.config import LogConfig
+from kafka_ref.errors import ErrorCode
+from kafka_ref.log.log import Log
+from kafka_ref.record.batch import build_batch, iter_batch_headers
+from kafka_ref.record.record import Record
+from kafka_ref.replication.fetcher import FetchState, PartitionFetcher
+from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
+from kafka_ref.replication.messages import (
+    AlterIsrResult,
+    EpochRequest,
+    FencedLeaderEpochError,
+    FetchRequest,
+    LeaderAndIsr,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+)
+from kafka_ref.replication.partition import Partition, read_high_watermarks, write_high_watermarks
+
+T0 = 1_700_000_000_000
+LAG = 1_000
+
+
+def replica(tmp_path, broker: int, clock, **config) -> Partition:
+    directory = tmp_path / f"b{broker}" / "t-0"
+    log = Log.open(directory, LogConfig(**config), clock)
+    cache = LeaderEpochFileCache.load(directory)
+    return Partition("t", 0, broker, log, cache, clock, replica_lag_time_max_ms=LAG)
+
+
+def state(leader, epoch, isr=(0, 1, 2), version=0):
+    return LeaderAndIsr("t", 0, leader, epoch, tuple(isr), (0, 1, 2), version)
+
+
+def batch(value: bytes) -> bytes:
+    return build_batch([Record(None, value, timestamp=T0)])
+
+
+def fetch(leader: Partition, broker: int, offset: int, epoch: int | None = None, last=-1):
+    epoch = leader.leader_epoch if epoch is None else epoch
+    return leader.fetch(FetchRequest("t", 0, broker, offset, epoch, last))
+
+
+def accept_alter(p: Partition) -> None:
+    alter = p.take_alter_isr()
+    assert alter is not None
+    new = state(p.broker_id, p.leader_epoch, alter.new_isr, alter.version + 1)
+    p.on_alter_isr_result(AlterIsrResult("t", 0, ErrorCode.NO_ERROR, new))
+
+
+@pytest.fixture
+def clock():
+    return ManualClock(T0)
+
+
+@pytest.mark.spec("REPL-1", "REPL-9", "REPL-2")
+def test_leader_stamps_its_epoch_and_consumers_read_below_the_hw(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 3))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    data = leader.log.read(0, 1 << 20).read_bytes()
+    [(_, header)] = list(iter_batch_headers(data))
+    assert header.partition_leader_epoch == 3
+    assert [tuple(e) for e in leader.cache.entries] == [(3, 0)]
+    assert leader.high_watermark == 0  # followers 1 and 2 have not fetched
+    consumer = leader.fetch(FetchRequest("t", 0, -1, 0))
+    assert consumer.error == ErrorCode.NO_ERROR and consumer.records == b""
+
+
+@pytest.mark.spec("REPL-3", "ISR-4", "REPL-4")
+def test_hw_is_the_smallest_leo_over_the_isr_and_never_goes_down(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0))
+    info = leader.append_records_to_leader(batch(b"a"), -1)
+    leader.append_records_to_leader(batch(b"b"), -1)
+    assert leader.check_enough_replicas_reach_offset(info.last_offset + 1) == (
+        False,
+        ErrorCode.NO_ERROR,
+    )
+    fetch(leader, 1, 2)
+    assert leader.high_watermark == 0  # broker 2 unknown yet (-1)
+    result = fetch(leader, 2, 1)
+    assert leader.high_watermark == 1 and result.high_watermark == 1
+    assert leader.check_enough_replicas_reach_offset(1) == (True, ErrorCode.NO_ERROR)
+    fetch(leader, 2, 0)  # a follower that went back (it truncated) does not lower the HW
+    assert leader.high_watermark == 1
+    fetch(leader, 2, 2)
+    assert leader.high_watermark == 2
+
+
+@pytest.mark.spec("REPL-5", "REPL-6")
+def test_min_insync_replicas(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock, min_insync_replicas=2)
+    leader.make_leader(state(0, 0, isr=(0,)))
+    with pytest.raises(NotEnoughReplicasError):
+        leader.append_records_to_leader(batch(b"a"), -1)
+    assert leader.log_end_offset == 0  # nothing written
+    leader.append_records_to_leader(batch(b"a"), 1)  # acks=1 is not refused
+    assert leader.check_enough_replicas_reach_offset(1) == (
+        True,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    )
+
+
+@pytest.mark.spec("ISR-1", "ISR-3", "ISR-2", "ISR-5")
+def test_isr_shrinks_after_the_lag_time_and_expands_at_the_hw_and_epoch_start(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    fetch(leader, 1, 1)
+    clock.advance(LAG + 1)
+    fetch(leader, 1, 1)  # broker 1 keeps up; broker 2 never fetched
+    leader.maybe_shrink_isr()
+    assert leader.pending_isr.new_isr == (0, 1)
+    assert leader.maximal_isr == (0, 1, 2)  # until the controller says so
+    accept_alter(leader)
+    assert leader.isr == (0, 1) and leader.high_watermark == 1
+    leader.append_records_to_leader(batch(b"b"), 1)
+    fetch(leader, 2, 0)
+    assert leader.pending_isr is None  # 0 < HW 1: not in sync
+    fetch(leader, 2, 1)  # reached the HW: joins
+    assert leader.pending_isr.new_isr == (0, 1, 2)
+    assert leader.high_watermark == 1  # the joining replica counts at once (maximal ISR)
+    accept_alter(leader)
+    assert leader.isr == (0, 1, 2)
+
+
+@pytest.mark.spec("ISR-2")
+def test_a_follower_joins_only_after_reaching_the_start_of_the_leaders_epoch(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0, isr=(0,)))
+    for v in (b"a", b"b", b"c"):
+        leader.append_records_to_leader(batch(v), 1)
+    leader.make_leader(state(0, 1, isr=(0,)))  # epoch 1 starts at 3; HW is 3 already
+    leader.high_watermark = 1  # (a leader that took over with a low HW)
+    fetch(leader, 1, 2)
+    assert leader.pending_isr is None  # past the HW but not at the epoch start
+    fetch(leader, 1, 3)
+    assert leader.pending_isr.new_isr == (0, 1)
+
+
+@pytest.mark.spec("REPL-8")
+def test_fencing_and_not_leader(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 5))
+    with pytest.raises(FencedLeaderEpochError):
+        leader.make_leader(state(0, 5))
+    with pytest.raises(FencedLeaderEpochError):
+        leader.make_follower(state(1, 4))
+    assert fetch(leader, 1, 0, epoch=4).error == ErrorCode.FENCED_LEADER_EPOCH
+    assert fetch(leader, 1, 0, epoch=6).error == ErrorCode.UNKNOWN_LEADER_EPOCH
+    epoch_answer = leader.last_offset_for_leader_epoch(EpochRequest("t", 0, 1, 4, 4))
+    assert epoch_answer.error == ErrorCode.FENCED_LEADER_EPOCH
+    follower = replica(tmp_path, 1, clock)
+    follower.make_follower(state(0, 5))
+    with pytest.raises(NotLeaderOrFollowerError):
+        follower.append_records_to_leader(batch(b"x"), 1)
+    assert fetch(follower, 2, 0, epoch=5).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    stale = AlterIsrResult("t", 0, ErrorCode.FENCED_LEADER_EPOCH)
+    leader.maybe_shrink_isr()
+    leader.on_alter_isr_result(stale)  # refused: the ISR stays
+    assert leader.isr == (0, 1, 2) and leader.pending_isr is None
+
+
+@pytest.mark.spec("REPL-7", "TRUNC-8")
+def test_a_follower_copies_bytes_and_takes_min_of_leader_hw_and_own_leo(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 2, isr=(0, 1)))
+    for v in (b"a", b"b", b"c"):
+        leader.append_records_to_leader(batch(v), 1)
+    follower = replica(tmp_path, 1, clock)
+    follower.make_follower(state(0, 2, isr=(0, 1)))
+    fetcher = PartitionFetcher(follower, max_bytes=1)  # one batch per fetch
+    assert fetcher.state is FetchState.FETCHING  # an empty follower has nothing to cut
+    request = fetcher.next_request()
+    assert fetcher.on_fetch_result(request, leader.fetch(request)) > 0
+    assert follower.high_watermark == 0  # the leader's HW was 0 when it answered
+    while follower.log_end_offset < 3:
+        request = fetcher.next_request()
+        fetcher.on_fetch_result(request, leader.fetch(request))
+    request = fetcher.next_request()
+    fetcher.on_fetch_result(request, leader.fetch(request))
+    assert leader.high_watermark == 3 and follower.high_watermark == 3
+    assert follower.log.read(0, 1 << 20).read_bytes() == leader.log.read(0, 1 << 20).read_bytes()
+    assert [tuple(e) for e in follower.cache.entries] == [(2, 0)]
+
+
+@pytest.mark.spec("TRUNC-5", "TRUNC-6", "TRUNC-8")
+def test_a_follower_truncates_by_epoch_before_fetching(tmp_path, clock):
+    """The follower led epoch 1 and wrote x, y that nobody else got; the leader of epoch 2
+    has a, b. The follower asks, cuts x and y, then fetches."""
+    leader = replica(tmp_path, 0, clock)
+    follower = replica(tmp_path, 1, clock)
+    leader.make_leader(state(0, 0, isr=(0, 1)))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    follower.make_follower(state(0, 0, isr=(0, 1)))
+    fetcher = PartitionFetcher(follower)
+    r = fetcher.next_request()
+    fetcher.on_fetch_result(r, leader.fetch(r))
+    follower.make_leader(state(1, 1, isr=(1,)))
+    follower.append_records_to_leader(batch(b"x"), 1)
+    follower.append_records_to_leader(batch(b"y"), 1)
+    leader.make_leader(state(0, 2, isr=(0,)))
+    leader.append_records_to_leader(batch(b"b"), 1)
+    follower.make_follower(state(0, 3, isr=(0,)))
+    leader.make_leader(state(0, 3, isr=(0,)))
+    fetcher = PartitionFetcher(follower)
+    assert fetcher.state is FetchState.TRUNCATING
+    request = fetcher.next_request()
+    assert isinstance(request, EpochRequest) and request.leader_epoch == 1
+    fetcher.on_epoch_result(request, leader.last_offset_for_leader_epoch(request))
+    assert follower.log_end_offset == 1 and fetcher.state is FetchState.FETCHING
+    while (request := fetcher.next_request()).fetch_offset < leader.log_end_offset:
+        fetcher.on_fetch_result(request, leader.fetch(request))
+    assert follower.log.read(0, 1 << 20).read_bytes() == leader.log.read(0, 1 << 20).read_bytes()
+
+
+@pytest.mark.spec("TRUNC-5")
+def test_a_fetch_with_a_diverging_last_epoch_gets_a_diverging_epoch(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    leader.make_leader(state(0, 2))
+    leader.append_records_to_leader(batch(b"b"), 1)
+    result = fetch(leader, 1, 3, last=1)  # the follower wrote epoch 1 up to offset 3
+    assert result.diverging_epoch == (0, 1) and result.records == b""
+    assert fetch(leader, 1, 1, last=0).diverging_epoch is None
+
+
+@pytest.mark.spec("REPL-10")
+def test_replication_offset_checkpoint(tmp_path, clock):
+    p = replica(tmp_path, 0, clock)
+    p.high_watermark = 0
+    path = str(tmp_path / "replication-offset-checkpoint")
+    write_high_watermarks(path, [p])
+    assert pathlib.Path(path).read_text() == "0\n1\nt 0 0\n"
+    assert read_high_watermarks(path) == {("t", 0): 0}
