@@ -122,37 +122,38 @@ def decode_record(
         raise MalformedRecordError(
             f"record length {length} at position {pos} overruns the {len(buf)} bytes there"
         )
-    view = memoryview(buf)[:end]
-    pos += 1  # attributes: unused since v2, ignored like Kafka does
-    timestamp_delta, pos = decode_varint(view, pos)
-    offset_delta, pos = decode_varint32(view, pos)
-    key, pos = _read_nullable(view, pos)
-    value, pos = _read_nullable(view, pos)
-    count, pos = decode_varint32(view, pos)
+    # The record's own bytes, as `bytes`: its fields cannot run past its end (Kafka reads a
+    # record from a buffer limited to its length), and indexing and slicing bytes is several
+    # times faster than a memoryview, which matters for compaction and the Spark sources.
+    view = bytes(buf[pos:end])
+    at = 1  # attributes: unused since v2, ignored like Kafka does
+    timestamp_delta, at = decode_varint(view, at)
+    offset_delta, at = decode_varint32(view, at)
+    key, at = _read_nullable(view, at)
+    value, at = _read_nullable(view, at)
+    count, at = decode_varint32(view, at)
     # A header takes at least two bytes (two lengths), so a count above the bytes left lies.
-    if count < 0 or 2 * count > end - pos:
-        raise MalformedRecordError(f"record declares {count} headers in {end - pos} bytes")
+    if count < 0 or 2 * count > length - at:
+        raise MalformedRecordError(f"record declares {count} headers in {length - at} bytes")
     headers = []
     for _ in range(count):
-        raw_key, pos = _read_nullable(view, pos)
+        raw_key, at = _read_nullable(view, at)
         if raw_key is None:
             raise MalformedRecordError("record header with a null key")
-        header_value, pos = _read_nullable(view, pos)
+        header_value, at = _read_nullable(view, at)
         headers.append(Header(raw_key.decode("utf-8", "surrogateescape"), header_value))
-    if pos != end:
-        raise MalformedRecordError(
-            f"record length {length} disagrees with its fields ({length - (end - pos)} used)"
-        )
+    if at != length:
+        raise MalformedRecordError(f"record length {length} disagrees with its fields ({at} used)")
     timestamp = base_timestamp + timestamp_delta if log_append_time is None else log_append_time
     record = Record(key, value, timestamp, tuple(headers), base_offset + offset_delta)
     return record, end
 
 
-def _read_nullable(view: memoryview, pos: int) -> tuple[bytes | None, int]:
+def _read_nullable(record: bytes, pos: int) -> tuple[bytes | None, int]:
     """A varint length then that many bytes; -1 is null and any other negative is a lie."""
-    size, pos = decode_varint32(view, pos)
+    size, pos = decode_varint32(record, pos)
     if size == -1:
         return None, pos
-    if size < 0 or pos + size > len(view):
+    if size < 0 or pos + size > len(record):
         raise MalformedRecordError(f"field length {size} overruns the record")
-    return bytes(view[pos : pos + size]), pos + size
+    return record[pos : pos + size], pos + size
