@@ -110,6 +110,7 @@ class ErrorCode(IntEnum):
     UNSTABLE_OFFSET_COMMIT = 88
     THROTTLING_QUOTA_EXCEEDED = 89
     PRODUCER_FENCED = 90
+    INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
 
     @property
     def retriable(self) -> bool:
@@ -205,6 +206,24 @@ class InvalidConfigError(KafkaError):
     """A configuration key is unknown or its value is out of range."""
 
     code = ErrorCode.INVALID_CONFIG
+
+
+# ---------------------------------------------------------------- replication
+# Raised by the partition (kafka_ref/replication/partition.py) for the broker, the
+# simulator and the tests alike (spec/replication.md).
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    """This broker does not lead the partition (or is not a replica of it)."""
+
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+class NotEnoughReplicasError(KafkaError):
+    """acks=all while the ISR is smaller than min.insync.replicas: nothing appended
+    (REPL-5)."""
+
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 # ---------------------------------------------------------------- idempotent producers

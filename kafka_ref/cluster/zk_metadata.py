@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
@@ -259,6 +259,8 @@ class ZkClusterMetadata:
 
     def _apply_state(self, state: PartitionState, version: int) -> None:
         key = (state.topic, state.partition)
+        if version < self._state_versions.get(key, -1):
+            return  # a watch delivered late: the znode has moved on since
         if is_stale(self._states.get(key), state):
             logger.warning("ignoring stale state of %s-%d: %s", state.topic, state.partition, state)
             return
@@ -273,6 +275,7 @@ class ZkClusterMetadata:
         self._assignments.pop(topic, None)
         for key in [k for k in self._states if k[0] == topic]:
             del self._states[key]
+            self._state_versions.pop(key, None)
         if meta is not None:
             for listener in self.listeners:
                 listener.on_topic_deleted(topic, meta.partitions)
@@ -439,6 +442,12 @@ class ZkClusterMetadata:
         if current.leader != self.endpoint.node_id:
             raise NotLeaderError(f"broker {self.endpoint.node_id} does not lead {key}")
         new = dataclasses.replace(current, isr=tuple(isr))
-        version = self.zk.conditional_update_partition_state(new, self._state_versions[key])
+        try:
+            version = self.zk.conditional_update_partition_state(new, self._state_versions[key])
+        except BadVersionError:  # re-read now rather than wait for the watch
+            found = self.zk.get_partition_state(topic, partition, current.replicas)
+            if found is not None:
+                self._apply_state(*found)
+            raise
         self._apply_state(new, version)  # the watch brings the same state again: no-op
         return new

@@ -26,16 +26,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.errors import (  # noqa: F401  (re-exported: the core's errors in one place)
+    ErrorCode,
+    KafkaError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+)
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH
 
 TopicPartition = tuple[str, int]
-
-
-class NotLeaderOrFollowerError(KafkaError):
-    """This broker does not lead the partition (or is not a replica of it)."""
-
-    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 class FencedLeaderEpochError(KafkaError):
@@ -48,12 +47,6 @@ class UnknownLeaderEpochError(KafkaError):
     """The request carries a leader epoch newer than this replica knows yet (KIP-320)."""
 
     code = ErrorCode.UNKNOWN_LEADER_EPOCH
-
-
-class NotEnoughReplicasError(KafkaError):
-    """acks=all while the ISR is smaller than min.insync.replicas: nothing appended."""
-
-    code = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,13 @@ from __future__ import annotations
 import logging
 
 from kafka_ref.clock import Clock
-from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from kafka_ref.errors import (
+    ErrorCode,
+    KafkaError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+)
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log import Log
 from kafka_ref.log.validator import AppendInfo
@@ -55,10 +61,9 @@ from kafka_ref.replication.messages import (
     FetchRequest,
     FetchResult,
     LeaderAndIsr,
-    NotEnoughReplicasError,
-    NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
+from kafka_ref.replication.reads import ConsumerReads
 from kafka_ref.replication.replica import Replica
 
 logger = logging.getLogger("kafka_ref.replication.partition")
@@ -66,7 +71,7 @@ logger = logging.getLogger("kafka_ref.replication.partition")
 CONSUMER_REPLICA_ID = -1
 
 
-class Partition:
+class Partition(ConsumerReads):
     """One broker's replica of one partition (Kafka: `Partition`)."""
 
     def __init__(
@@ -110,6 +115,15 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
+
+    @property
+    def high_watermark(self) -> int:
+        """The committed bound: consumers read below it (REPL-2)."""
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        self._high_watermark = value
 
     @property
     def log_end_offset(self) -> int:

@@ -31,21 +31,25 @@ kafka-ref's `Broker` does the same on one asyncio loop:
 
 Shutdown stops the group coordinator (answering its waiting joins) before the logs close.
 
-**ZooKeeper mode** (`zookeeper.connect` set, Kafka's `KafkaServer`): step 1 connects to
-ZooKeeper and builds `ZkClusterMetadata` (the broker's view of the cluster) instead of the
-embedded controller; step 3 adopts nothing (ZooKeeper, not the disk, says which topics
-exist); after the socket server binds, the broker registers `/brokers/ids/<id>` with its
-bound address, starts its watches, and runs for controller (`KafkaController`). Partition
-states then arrive through the watches and make this broker leader or follower of each
-partition it replicates (`ReplicaManager.become_leader_or_follower`); the group
-coordinator loads or resigns the `__consumer_offsets` partitions it gains or loses. On
-shutdown the ZooKeeper session is closed right after the acceptor stops, so the controller
-moves leadership away at once instead of after the session timeout.
+**ZooKeeper mode** (`zookeeper.connect` set, Kafka's `KafkaServer`; server/zk_mode.py):
+step 1 connects to ZooKeeper and builds `ZkClusterMetadata` (the broker's view of the
+cluster) instead of the embedded controller; step 3 adopts nothing (ZooKeeper, not the
+disk, says which topics exist) and wires replication: partition states from the watches
+make this broker leader or follower of each partition it replicates
+(`ReplicaManager.become_leader_or_follower`), followers fetch through the replica fetchers
+(server/replica_fetcher.py), leaders write ISR changes to ZooKeeper; after the socket
+server binds, the broker registers `/brokers/ids/<id>` with its bound address, starts its
+watches, and runs for controller (`KafkaController`). Two more periodic tasks run in both
+modes: the ISR expiration (`replica.lag.time.max.ms` / 2) and the HW checkpoint
+(`replica.high.watermark.checkpoint.interval.ms`, also written at shutdown). On shutdown
+the ZooKeeper session is closed right after the acceptor stops, so the controller moves
+leadership away at once instead of after the session timeout; acks=all produces still
+waiting answer REQUEST_TIMED_OUT.
 
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, BROKER-46, IDEM-14.
+Rules: BROKER-36, BROKER-39, BROKER-46, IDEM-14, ISR-3, REPL-10, REPL-11.
 """
 
 from __future__ import annotations
@@ -59,22 +63,20 @@ import threading
 from collections.abc import Callable
 
 from kafka_ref.clock import Clock, SystemClock
-from kafka_ref.cluster.controller import KafkaController
 from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
-from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, PartitionState
+from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
-from kafka_ref.cluster.zookeeper import KafkaZkClient
-from kafka_ref.config import LogConfig
 from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.log.retention import LogRetention
-from kafka_ref.server.group_adapter import OFFSETS_TOPIC, GroupCoordinatorAdapter
+from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.network import SocketServer
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import RequestChannel, handler_loop
+from kafka_ref.server.zk_mode import ZooKeeperMode
 
 logger = logging.getLogger("kafka_ref.server.broker")
 
@@ -98,31 +100,6 @@ def _quiet_about(name: str):
         target.removeFilter(keep)
 
 
-class _GroupLeadership:
-    """ZooKeeper mode: the group coordinator follows this broker's `__consumer_offsets`
-    leadership (Kafka: `onLeadershipChange` -> `onElection` / `onResignation`)."""
-
-    def __init__(self, groups: GroupCoordinatorAdapter, broker_id: int) -> None:
-        self.groups, self.broker_id = groups, broker_id
-        self.led: set[int] = set()
-
-    def on_partition_state(self, state: PartitionState) -> None:
-        if state.topic != OFFSETS_TOPIC:
-            return
-        leads = state.leader == self.broker_id
-        if leads and state.partition not in self.led:
-            self.led.add(state.partition)
-            self.groups.elect(state.partition)
-        elif not leads and state.partition in self.led:
-            self.led.discard(state.partition)
-            self.groups.coordinator.on_resigned(state.partition)
-
-    def on_topic_deleted(self, topic: str, partitions: int) -> None:
-        if topic == OFFSETS_TOPIC:
-            self.led.clear()
-            self.groups.on_topic_deleted(topic, partitions)
-
-
 class Broker:
     """One kafka-ref broker (Kafka: `BrokerServer` in combined mode, `KafkaServer` on ZK)."""
 
@@ -130,8 +107,7 @@ class Broker:
         self.config = config
         self.clock = clock or SystemClock()
         self.controller: ClusterMetadataApi | None = None
-        self.zk: KafkaZkClient | None = None
-        self.kafka_controller: KafkaController | None = None
+        self.zk_mode: ZooKeeperMode | None = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.socket_server: SocketServer | None = None
@@ -162,15 +138,8 @@ class Broker:
         )
         controller: EmbeddedController | ZkClusterMetadata
         if config["zookeeper.connect"]:
-            self.zk = KafkaZkClient(
-                config["zookeeper.connect"], config["zookeeper.session.timeout.ms"]
-            )
-            try:
-                await loop.run_in_executor(None, self.zk.start)
-                controller = ZkClusterMetadata(self.zk, config.data_dir, endpoint, **settings)
-            except BaseException:
-                await self._leave_cluster()
-                raise
+            self.zk_mode = ZooKeeperMode(config)
+            controller = await self.zk_mode.connect(endpoint, **settings)
         else:
             controller = EmbeddedController(config.data_dir, endpoint, **settings)
         self.controller = controller
@@ -179,18 +148,20 @@ class Broker:
                 config.data_dir, log_defaults, self.clock, topic_config=controller.log_config
             )
         purgatory = DelayedOperationPurgatory("Fetch", loop.call_later)
-        self.replica_manager = ReplicaManager(config.broker_id, self.log_manager, purgatory)
-        controller.listeners.append(self.replica_manager)
-        if self.zk is None:
-            self._reconcile()
+        self.replica_manager = ReplicaManager(
+            config.broker_id, self.log_manager, purgatory, clock=self.clock,
+            produce_purgatory=DelayedOperationPurgatory("Produce", loop.call_later),
+            replica_lag_time_max_ms=config["replica.lag.time.max.ms"], defer=loop.call_soon,
+        )  # fmt: skip
         self.groups = GroupCoordinatorAdapter(
             config, self.replica_manager, self.clock, loop.call_later
         )
-        # after the ReplicaManager: the logs exist when the coordinator loads them
-        if isinstance(controller, ZkClusterMetadata):
-            controller.listeners.append(_GroupLeadership(self.groups, config.broker_id))
+        if self.zk_mode is not None:
+            self.zk_mode.wire(self.replica_manager, self.groups)
         else:
-            controller.listeners.append(self.groups)
+            controller.listeners.append(self.replica_manager)
+            self._reconcile()
+            controller.listeners.append(self.groups)  # after the ReplicaManager: logs exist
         self.groups.start()
         self.apis = KafkaApis(
             config, controller, self.replica_manager, purgatory, self.clock,
@@ -209,8 +180,8 @@ class Broker:
             raise
         if adv_port == 0 or not config["advertised.listeners"]:  # port 0: the bound one
             controller.endpoint = dataclasses.replace(controller.endpoint, port=bound)
-        if isinstance(controller, ZkClusterMetadata):
-            await self._join_cluster(controller)
+        if self.zk_mode is not None:
+            await self.zk_mode.join()
         self._start_periodic_tasks()
         self.started = True
         logger.info(
@@ -223,37 +194,9 @@ class Broker:
         for key in config.ignored:
             logger.info("config %s is accepted but has no effect on a single broker", key)
 
-    async def _join_cluster(self, metadata: ZkClusterMetadata) -> None:
-        """Register in ZooKeeper, watch the cluster, run for controller (ZooKeeper mode)."""
-        loop = asyncio.get_running_loop()
-        assert self.zk is not None
-
-        def dispatch(fn: Callable[[], None]) -> None:  # from kazoo's threads onto the loop
-            with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
-                loop.call_soon_threadsafe(fn)
-
-        metadata.dispatch = dispatch
-        await loop.run_in_executor(None, metadata.register)
-        defaults = metadata.log_defaults
-
-        def unclean(topic: str, overrides: dict[str, str]) -> bool:
-            config = LogConfig.from_properties(overrides, defaults=defaults)
-            return config.unclean_leader_election_enable
-
-        self.kafka_controller = KafkaController(
-            self.zk, self.config.broker_id, unclean_leader_election=unclean
-        )
-        self.kafka_controller.startup()
-
     async def _leave_cluster(self) -> None:
-        """Resign and close the session: the ephemeral znodes go at once (ZooKeeper mode)."""
-        loop = asyncio.get_running_loop()
-        if self.kafka_controller is not None:
-            await loop.run_in_executor(None, self.kafka_controller.shutdown)
-            self.kafka_controller = None
-        if self.zk is not None:
-            await loop.run_in_executor(None, self.zk.close)
-            self.zk = None
+        if self.zk_mode is not None:
+            await self.zk_mode.leave()
 
     def _reconcile(self) -> None:
         """Bring logs and metadata into agreement after a restart (BROKER-36)."""
@@ -297,6 +240,10 @@ class Broker:
         self._every("log-retention", c["log.retention.check.interval.ms"], self.run_retention)
         if c["log.cleaner.enable"]:
             self._every("log-cleaner", max(c["log.cleaner.backoff.ms"], 100), self.run_cleaner)
+        interval = c["replica.lag.time.max.ms"] // 2  # Kafka's isr-expiration task (ISR-3)
+        self._every("isr-expiration", interval, self.replica_manager.shrink_isrs)
+        interval = c["replica.high.watermark.checkpoint.interval.ms"]
+        self._every("highwatermark-checkpoint", interval, self.write_high_watermarks)
         interval = c["producer.id.expiration.check.interval.ms"]
         self._every("producer-id-expiration", interval, self.expire_producer_ids)
         assert self.groups is not None
@@ -322,6 +269,10 @@ class Broker:
     def write_checkpoints(self) -> None:
         assert self.log_manager is not None
         self.log_manager.checkpoint()
+
+    def write_high_watermarks(self) -> None:
+        assert self.replica_manager is not None
+        self.replica_manager.checkpoint_high_watermarks()
 
     def run_retention(self) -> int:
         """Kafka's `LogManager.cleanupLogs`: retention for every partition, bounded by HW."""
@@ -363,8 +314,9 @@ class Broker:
         logger.info("broker %d shutting down", self.config.broker_id)
         assert self.socket_server is not None and self.replica_manager is not None
         await self.socket_server.acceptor.stop()
-        await self._leave_cluster()
+        await self._leave_cluster()  # and stop the replica fetchers
         self.replica_manager.fetch_purgatory.shutdown()
+        self.replica_manager.produce_purgatory.shutdown()  # REQUEST_TIMED_OUT: not on the ISR
         assert self.groups is not None
         self.groups.shutdown()  # waiting joins and syncs answer before the sockets close
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
@@ -375,6 +327,7 @@ class Broker:
         await self.socket_server.stop()
         await asyncio.sleep(0.05)
         assert self.log_manager is not None
+        self.replica_manager.checkpoint_high_watermarks()
         self.log_manager.close()  # flush, checkpoints, clean-shutdown marker
         logger.info("broker %d shut down cleanly", self.config.broker_id)
 

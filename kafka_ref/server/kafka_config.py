@@ -79,6 +79,17 @@ _BROKER_DEFS = [
     ConfigDef(
         "producer.id.expiration.check.interval.ms", "int", 600000, "PID expiration period.", 1
     ),
+    # Replication (ZooKeeper mode; Kafka's ReplicationConfigs). replica.truncation is
+    # kafka-ref's own: the pre-0.11 high-watermark rule is kept to show what it loses.
+    ConfigDef("replica.lag.time.max.ms", "long", 30000, "Lag before leaving the ISR.", 1),
+    ConfigDef("replica.fetch.wait.max.ms", "int", 500, "A follower fetch's max wait.", 0),
+    ConfigDef("replica.fetch.min.bytes", "int", 1, "A follower fetch's min bytes.", 1),
+    ConfigDef("replica.fetch.max.bytes", "int", 1048576, "Follower bytes per partition.", 0),
+    ConfigDef("replica.fetch.response.max.bytes", "int", 10485760, "Follower bytes per fetch.", 0),
+    ConfigDef("replica.fetch.backoff.ms", "int", 1000, "Follower wait after an error.", 0),
+    ConfigDef("replica.socket.timeout.ms", "int", 30000, "Follower request timeout.", 1),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "HW checkpoints.", 1),
+    ConfigDef("replica.truncation", "string", "leader-epoch", "leader-epoch or high-watermark."),
     # The group coordinator (Kafka: GroupCoordinatorConfig) and its __consumer_offsets topic.
     ConfigDef("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout.", 0),
     ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout.", 0),

@@ -1,72 +1,78 @@
-"""The replica manager: the partitions this broker hosts, and the one place for their HW.
+"""The replica manager: the partitions this broker hosts, as leader or follower.
 
 A broker does not append to logs directly from request handlers. Kafka's `KafkaApis` hands
 produce and fetch requests to the `ReplicaManager`, which finds each partition's `Partition`
 object and goes through it to the `Log`. The indirection matters because a partition is
 more than its log: it has a leader, replicas, an ISR and a **high watermark** (HW), the
 offset below which records are committed (replicated to the whole ISR). Consumers only ever
-see records below the HW (BROKER-20), so no consumer can read a record that a leader
-failover could still lose.
+see records below the HW (BROKER-20, REPL-2), so no consumer can read a record that a
+leader failover could still lose.
 
-On this single broker the ISR is the leader alone, so the HW is the log end offset, and it
-is computed in exactly one place, `Partition.high_watermark`. Replication (a later issue)
-replaces that line with Kafka's `Partition.maybeIncrementLeaderHW`: HW = min LEO over the
-ISR. Everything else already reads the HW through it: fetch bounds, ListOffsets "latest",
-DeleteRecords' upper bound, retention's and the cleaner's upper bound.
+The `Partition` is the replication core's (kafka_ref/replication/partition.py): one class
+for this broker, the simulator and the tests. This module is its asyncio adapter, like
+`kafka_ref/sim/broker.py` is its simulated one:
+
+* **one broker (embedded mode)**: every partition is led here in leader epoch 0 with an
+  ISR of this broker alone (`make_leader`), so each append moves the HW to the log end at
+  once, and acks=all is complete when the append returns;
+* **ZooKeeper mode**: `become_leader_or_follower(state)` applies the controller's state of
+  a partition (Kafka: `ReplicaManager.becomeLeaderOrFollower`). A newer leader epoch makes
+  the partition leader (`Partition.make_leader`, its followers' progress starts unknown,
+  ISR-4) or follower (`make_follower`, then the replica fetcher of the leader's broker
+  takes the partition, server/replica_fetcher.py); an older epoch is ignored (CTRL-5); the
+  same epoch is an ISR change this leader wrote itself, already applied.
 
 `append_records` is Kafka's `ReplicaManager.appendRecords`: per partition, find the leader
-partition, append (the log validates each batch: CRC, sizes, magic, and assigns offsets in
-place, without decoding a record), and collect a per-partition error code rather than
-failing the request. After the appends it wakes the delayed fetches watching those
-partitions (the purgatory). For `acks=all` Kafka would now park a `DelayedProduce` until
-the HW passes the appended offsets; the hook is marked below.
+partition, append (the log validates each batch and assigns offsets in place, stamping the
+leader epoch, REPL-9) and collect a per-partition error code rather than failing the
+request (BROKER-14). acks=all with an ISR below `min.insync.replicas` appends nothing
+(NOT_ENOUGH_REPLICAS, REPL-5); otherwise the produce handler parks a `DelayedProduce` until
+`check_enough_replicas_reach_offset` says the ISR has it (REPL-4, REPL-11).
 
-`read` is `ReplicaManager.readFromLocalLog` for one partition: file slices of whole
-batches, bounded by the HW and by the byte limits, at least one batch when asked.
+`fetch_as_leader` serves a follower's fetch (Kafka: `ReplicaManager.fetchMessages` with a
+replica id): the fetch offset is the follower's LEO, which may add it to the ISR and move
+the HW (REPL-3, ISR-2). Whenever the HW moves, the delayed produces and the consumers'
+delayed fetches of that partition re-check (`_on_high_watermark`).
 
-**Leader or follower (ZooKeeper mode).** On a single broker every partition is led here
-(`make_leader`). In a cluster the controller decides, and `become_leader_or_follower(state)`
-applies its decision (Kafka: `ReplicaManager.becomeLeaderOrFollower`): the partition (and
-its log) exists on every replica; it records the leader, the leader epoch, the replicas
-and the ISR; a state with a lower leader epoch than the applied one is ignored. Produce,
-Fetch and ListOffsets reach a partition through `get_partition`, which answers
-NOT_LEADER_OR_FOLLOWER on a broker that does not lead it, so clients refresh their
-metadata and go to the leader (CTRL-10). Followers do not replicate yet: the replication
-core (kafka_ref/replication/) is wired in next, starting its fetcher in
-`Partition.make_follower` and computing the HW over the ISR; until then the ISR is what
-the controller wrote and the leader's HW is its own log end.
+**ISR changes** (ISR-2, ISR-3, ISR-5) are proposed by the partition and written here
+through `isr_updater`: in ZooKeeper mode `ZkClusterMetadata.update_isr`, a compare-and-set
+on the partition's state znode (Kafka 2.x's `Partition.updateIsr`; KIP-497 later routed it
+through the controller as AlterIsr). `shrink_isrs` runs every replica.lag.time.max.ms / 2.
 
-Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-10.
+`replication-offset-checkpoint` (REPL-10) holds every partition's HW: read at start (a
+partition starts with its checkpointed HW), written periodically and at shutdown.
+
+Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-5, CTRL-10, REPL-2..REPL-5,
+REPL-10, ISR-2, ISR-3.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+import os
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
+from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
-from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
-from kafka_ref.log.log import Log, LogReadInfo
+from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
+from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.log.validator import AppendInfo
+from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
+from kafka_ref.replication.messages import AlterIsrResult, FetchRequest, FetchResult, LeaderAndIsr
+from kafka_ref.replication.partition import (
+    Partition,
+    read_high_watermarks,
+    write_high_watermarks,
+)
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 
 logger = logging.getLogger("kafka_ref.server.replica_manager")
 
 TopicPartition = tuple[str, int]
-
-
-class NotEnoughReplicasError(KafkaError):
-    code = ErrorCode.NOT_ENOUGH_REPLICAS
-
-
-class PolicyViolationError(KafkaError):
-    code = ErrorCode.POLICY_VIOLATION
-
-
-class NotLeaderOrFollowerError(KafkaError):
-    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+IsrUpdater = Callable[[str, int, tuple[int, ...]], PartitionState]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,130 +84,90 @@ class PartitionAppendResult:
     message: str = ""
 
 
-class Partition:
-    """One partition this broker leads (Kafka: `Partition`)."""
-
-    def __init__(self, topic: str, index: int, log: Log, broker_id: int) -> None:
-        self.topic = topic
-        self.index = index
-        self.log = log
-        self.leader_id = broker_id
-        self.broker_id = broker_id
-        self.leader_epoch = 0
-        self.isr: tuple[int, ...] = (broker_id,)
-        self.replicas: tuple[int, ...] = (broker_id,)
-
-    def __repr__(self) -> str:
-        return f"Partition({self.topic}-{self.index}, hw={self.high_watermark})"
-
-    @property
-    def is_leader(self) -> bool:
-        return self.leader_id == self.broker_id
-
-    def apply_state(self, state: PartitionState) -> bool:
-        """Take the controller's leader, epoch, replicas and ISR; False if `state` is older
-        than the applied epoch (Kafka: `Partition.makeLeader` / `makeFollower`)."""
-        if state.leader_epoch < self.leader_epoch:
-            return False
-        self.leader_id, self.leader_epoch = state.leader, state.leader_epoch
-        self.replicas, self.isr = tuple(state.replicas), tuple(state.isr)
-        return True
-
-    @property
-    def high_watermark(self) -> int:
-        """The committed bound. One broker: the ISR is the leader, so HW = its LEO."""
-        return self.log.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        """Bound of read_committed consumers; = HW until transactions exist."""
-        return self.high_watermark
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.log.log_start_offset
-
-    def append_records_to_leader(self, records: memoryview, required_acks: int) -> AppendInfo:
-        """Kafka `Partition.appendRecordsToLeader`: min.insync.replicas, then the log."""
-        min_isr = self.log.config.min_insync_replicas
-        if required_acks == -1 and len(self.isr) < min_isr:
-            raise NotEnoughReplicasError(
-                f"The size of the current ISR {len(self.isr)} is insufficient to satisfy the"
-                f" min.isr requirement of {min_isr} for partition {self.topic}-{self.index}"
-            )
-        return self.log.append(records, leader_epoch=self.leader_epoch)
-
-    def read(
-        self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False
-    ) -> LogReadInfo:
-        """Whole batches from the one holding `offset`, below the HW (or LSO)."""
-        bound = self.last_stable_offset if read_committed else self.high_watermark
-        return self.log.read(offset, max_bytes, max_offset=bound, min_one_batch=min_one_batch)
-
-    def bytes_available(self, offset: int, limit: int, read_committed: bool = False) -> int:
-        """How many fetchable bytes lie at `offset` (for DelayedFetch's min_bytes check)."""
-        bound = self.last_stable_offset if read_committed else self.high_watermark
-        if offset >= bound:
-            return 0
-        return self.read(offset, limit, min_one_batch=True, read_committed=read_committed).size
-
-    def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords: -1 means the HW; above the HW is out of range. Returns low watermark."""
-        if not self.log.config.delete:
-            raise PolicyViolationError(
-                f"Records of partition {self.topic}-{self.index} with cleanup.policy=compact"
-                " cannot be deleted"
-            )
-        hw = self.high_watermark
-        target = hw if offset == -1 else offset
-        if target < 0 or target > hw:
-            raise OffsetOutOfRangeError(
-                f"Cannot increment the log start offset to {target} of partition"
-                f" {self.topic}-{self.index} since it is larger than the high watermark {hw}"
-            )
-        self.log.delete_records_before(target)
-        return self.log.log_start_offset
-
-
 class ReplicaManager:
     """The partitions of this broker (Kafka: `ReplicaManager`)."""
 
     def __init__(
-        self, broker_id: int, log_manager: LogManager, fetch_purgatory: DelayedOperationPurgatory
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        fetch_purgatory: DelayedOperationPurgatory,
+        *,
+        clock: Clock | None = None,
+        produce_purgatory: DelayedOperationPurgatory | None = None,
+        replica_lag_time_max_ms: int = 30_000,
+        defer: Callable[[Callable[[], None]], Any] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
+        self.clock = clock or SystemClock()
         self.fetch_purgatory = fetch_purgatory
+        self.produce_purgatory = produce_purgatory or DelayedOperationPurgatory(
+            "Produce", fetch_purgatory._schedule
+        )
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        # Wake-ups caused while a delayed operation completes run after it (loop.call_soon)
+        self._defer = defer or (lambda fn: fn())
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.isr_updater: IsrUpdater | None = None  # ZooKeeper mode: ZkClusterMetadata
+        self.fetcher_manager: Any = None  # ZooKeeper mode: ReplicaFetcherManager
+        self._hw_checkpoint = os.path.join(log_manager.data_dir, REPLICATION_OFFSET_CHECKPOINT)
+        self._checkpointed_hws = read_high_watermarks(self._hw_checkpoint)
 
-    # ------------------------------------------------------------------ metadata changes
-    def make_leader(self, topic: str, index: int) -> Partition:
-        """Host a partition as its leader, creating its log if needed."""
+    # ------------------------------------------------------------------ hosting partitions
+    def _host(self, topic: str, index: int) -> tuple[Partition, bool]:
+        """The partition, created (with its log) if this broker did not host it yet."""
         partition = self.partitions.get((topic, index))
-        if partition is None:
-            log = self.log_manager.get_or_create_log(topic, index)
-            partition = Partition(topic, index, log, self.broker_id)
-            self.partitions[(topic, index)] = partition
+        if partition is not None:
+            return partition, False
+        log = self.log_manager.get_or_create_log(topic, index)
+        partition = Partition(
+            topic,
+            index,
+            self.broker_id,
+            log,
+            LeaderEpochFileCache.load(log.dir),
+            self.clock,
+            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+            high_watermark=self._checkpointed_hws.get((topic, index), 0),
+        )
+        self.partitions[(topic, index)] = partition
+        return partition, True
+
+    def make_leader(self, topic: str, index: int) -> Partition:
+        """One broker: lead the partition in epoch 0, the ISR being this broker alone."""
+        partition, created = self._host(topic, index)
+        if created:
+            me = (self.broker_id,)
+            partition.make_leader(LeaderAndIsr(topic, index, self.broker_id, 0, me, me))
         return partition
 
     def become_leader_or_follower(self, state: PartitionState) -> Partition | None:
         """Apply the controller's state of one partition this broker replicates (CTRL-10).
 
-        Returns the partition, or None if the state was stale and ignored. The replication
-        wiring hooks in here: a new leader epoch as follower starts fetching from
-        `state.leader`, as leader it resets the followers' progress.
+        Returns the partition, or None if the state was stale and ignored (CTRL-5).
         """
-        partition = self.make_leader(state.topic, state.partition)  # hosts the replica
-        was_leader = partition.is_leader
-        if not partition.apply_state(state):
+        tp = (state.topic, state.partition)
+        partition, _ = self._host(*tp)
+        if state.leader_epoch < partition.leader_epoch:
             logger.info("ignoring state with an old leader epoch: %s", state)
             return None
-        if was_leader != partition.is_leader:
-            logger.info(
-                "%s-%d: %s (leader %d, epoch %d)", state.topic, state.partition,
-                "leader" if partition.is_leader else "follower", state.leader, state.leader_epoch,
-            )  # fmt: skip
-        self.wake((state.topic, state.partition))  # waiting fetches re-check (NOT_LEADER)
+        if state.leader_epoch == partition.leader_epoch:
+            return partition  # an ISR change by this epoch's leader: applied already
+        leader = None if state.leader < 0 else state.leader
+        decision = LeaderAndIsr(
+            *tp, leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas)
+        )
+        fetchers = self.fetcher_manager
+        if fetchers is not None:
+            fetchers.remove_partition(tp)
+        if leader == self.broker_id:
+            partition.make_leader(decision)
+        else:
+            partition.make_follower(decision)
+            if fetchers is not None and leader is not None:
+                fetchers.add_partition(partition, leader)
+        self._on_high_watermark(tp)  # waiting produces and fetches re-check (NOT_LEADER...)
         return partition
 
     def on_partition_state(self, state: PartitionState) -> None:
@@ -213,9 +179,12 @@ class ReplicaManager:
 
     def on_topic_deleted(self, topic: str, partitions: int) -> None:
         for index in range(partitions):
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition((topic, index))
             self.partitions.pop((topic, index), None)
             self.log_manager.delete_log(topic, index)
             self.fetch_purgatory.check_and_complete((topic, index))  # waiting fetches answer
+            self.produce_purgatory.check_and_complete((topic, index))
 
     # ------------------------------------------------------------------ lookups
     def get_partition(self, topic: str, index: int) -> Partition:
@@ -245,8 +214,11 @@ class ReplicaManager:
         for tp, records in entries.items():
             try:
                 partition = self.get_partition(*tp)
+                hw = partition.high_watermark
                 info = partition.append_records_to_leader(records, required_acks)
                 results[tp] = PartitionAppendResult(ErrorCode.NO_ERROR, info)
+                if partition.high_watermark > hw:  # an ISR of one: committed at once
+                    self.produce_purgatory.check_and_complete(tp)
             except KafkaError as err:
                 message = str(err.args[0]) if err.args else ""
                 results[tp] = PartitionAppendResult(err.code, None, message)
@@ -256,15 +228,73 @@ class ReplicaManager:
                 logger.error("append to %s-%d failed: %s", tp[0], tp[1], err)
         for tp, result in results.items():
             if result.error == ErrorCode.NO_ERROR and result.info and result.info.size:
-                self.wake(tp)
-        # Hook for replication: with acks=-1, Kafka parks a DelayedProduce here until the
-        # HW passes each partition's last appended offset. One broker: already complete.
+                self.wake(tp)  # consumers' long polls, and followers' (new data to copy)
         return results
 
     def wake(self, key: Hashable) -> None:
         """New data (or a HW move) on a partition: let the waiting fetches re-check."""
         self.fetch_purgatory.check_and_complete(key)
 
+    def _on_high_watermark(self, tp: TopicPartition) -> None:
+        """The HW (or the leadership) moved: delayed produces and fetches re-check."""
+
+        def wake() -> None:
+            self.produce_purgatory.check_and_complete(tp)
+            self.fetch_purgatory.check_and_complete(tp)
+
+        self._defer(wake)
+
+    # ------------------------------------------------------------------ followers' fetches
+    def fetch_as_leader(self, request: FetchRequest) -> FetchResult:
+        """A follower's fetch of one partition (REPL-3, ISR-2): records from its LEO, not
+        bounded by the HW; its LEO may move the HW and add it to the ISR."""
+        partition = self.partitions.get(request.tp)
+        if partition is None:
+            return FetchResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        hw = partition.high_watermark
+        result = partition.fetch(request)
+        self.propagate_isr_change(partition)
+        if partition.high_watermark > hw:
+            self._on_high_watermark(request.tp)
+        return result
+
+    # ------------------------------------------------------------------ ISR changes
+    def propagate_isr_change(self, partition: Partition) -> None:
+        """Write the partition's proposed ISR change, if any, and apply the answer (ISR-5)."""
+        alter = partition.take_alter_isr()
+        if alter is None:
+            return
+        hw = partition.high_watermark
+        if self.isr_updater is None:  # one broker: nobody else to ask
+            state = LeaderAndIsr(*alter.tp, self.broker_id, alter.leader_epoch, alter.new_isr,
+                                 partition.replicas, alter.version + 1)  # fmt: skip
+            result = AlterIsrResult(*alter.tp, ErrorCode.NO_ERROR, state)
+        else:
+            try:
+                written = self.isr_updater(alter.topic, alter.partition, alter.new_isr)
+                state = LeaderAndIsr(
+                    *alter.tp, written.leader, written.leader_epoch, tuple(written.isr),
+                    tuple(written.replicas), alter.version + 1,
+                )  # fmt: skip
+                result = AlterIsrResult(*alter.tp, ErrorCode.NO_ERROR, state)
+            except Exception as err:  # the controller wrote first: its state is on the way
+                logger.info("%r: ISR change to %s not written: %r", partition, alter.new_isr, err)
+                result = AlterIsrResult(*alter.tp, ErrorCode.INVALID_UPDATE_VERSION)
+        partition.on_alter_isr_result(result)
+        logger.info("%r: ISR now %s", partition, partition.isr)
+        if partition.high_watermark > hw:
+            self._on_high_watermark(alter.tp)
+
+    def shrink_isrs(self) -> None:
+        """Kafka's isr-expiration task: drop followers that lag (ISR-3)."""
+        for partition in list(self.partitions.values()):
+            partition.maybe_shrink_isr()
+            self.propagate_isr_change(partition)
+
     # ------------------------------------------------------------------ housekeeping
     def all_partitions(self) -> list[Partition]:
         return list(self.partitions.values())
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write `replication-offset-checkpoint` (REPL-10)."""
+        write_high_watermarks(self._hw_checkpoint, self.all_partitions())

@@ -13,7 +13,8 @@ same versions and every version a client may send is declared:
 
     ApiVersions 0-3   Metadata 0-5   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
-    DeleteRecords 0-1   InitProducerId 0-1   DescribeConfigs 1-2   CreatePartitions 0-1
+    DeleteRecords 0-1   InitProducerId 0-1   OffsetForLeaderEpoch 2-3 (followers)
+    DescribeConfigs 1-2   CreatePartitions 0-1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-3   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
@@ -71,6 +72,10 @@ from kafka_ref.protocol.messages.api_22_init_producer_id import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from kafka_ref.protocol.messages.api_23_offsets_for_leader_epoch import (
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
 from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -107,6 +112,7 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -156,6 +162,7 @@ APIS: dict[int, Api] = {
         _api("DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse),
         _api("DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse),
         _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
+        _api("OffsetForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
@@ -210,6 +217,8 @@ __all__ = [
     "OffsetCommitResponse",
     "OffsetFetchRequest",
     "OffsetFetchResponse",
+    "OffsetsForLeaderEpochRequest",
+    "OffsetsForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
     "SyncGroupRequest",

@@ -9,6 +9,7 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     metadata.py   ApiVersions (18), Metadata (3)
     produce.py    Produce (0)
     fetch.py      Fetch (1) and its DelayedFetch
+    replica_fetch.py  followers' Fetch (replica_id >= 0), OffsetsForLeaderEpoch (23)
     offsets.py    ListOffsets (2), DeleteRecords (21)
     admin.py      CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
     configs.py    DescribeConfigs (32)
@@ -74,6 +75,7 @@ class KafkaApis:
             metadata,
             offsets,
             produce,
+            replica_fetch,
             txn,
         )
 
@@ -90,6 +92,7 @@ class KafkaApis:
             ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
             ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
             ApiKey.INIT_PRODUCER_ID: txn.handle_init_producer_id,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: replica_fetch.handle_offsets_for_leader_epoch,
             ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
             ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,

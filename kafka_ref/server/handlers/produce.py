@@ -21,16 +21,23 @@ the producer built it (possibly compressed). The broker's path (Kafka:
    unknown producer get OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH or
    UNKNOWN_PRODUCER_ID (IDEM-3..IDEM-7). Errors are per partition: one bad partition
    does not fail the others (BROKER-14).
-4. acks=1 and acks=-1 answer after the leader's append (on one broker the leader is the
-   whole ISR; replication will make -1 wait in the purgatory). acks=0 gets no response at
-   all: the client does not read one (BROKER-4). If an acks=0 append failed, the broker
-   closes the connection, Kafka's only way to tell such a producer (BROKER-15).
+4. acks=1 answers after the leader's append. acks=-1 (all) answers once every in-sync
+   replica has the batch: when the HW passes it (`check_enough_replicas_reach_offset`,
+   REPL-4). On one broker the leader is the whole ISR, so that is at once; in a cluster
+   the request waits as a `DelayedProduce` in the produce purgatory, re-checked whenever
+   the partition's HW or leadership moves, and answered with REQUEST_TIMED_OUT after the
+   request's `timeout_ms` (REPL-11), NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
+   below min.insync.replicas meanwhile (REPL-6), NOT_LEADER_OR_FOLLOWER if the broker lost
+   the leadership. acks=0 gets no response at all: the client does not read one
+   (BROKER-4). If an acks=0 append failed, the broker closes the connection, Kafka's only
+   way to tell such a producer (BROKER-15).
 
 Produce v0-2 (magic 0/1 message sets) are advertised only so that old librdkafka enables
 compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per partition
 (BROKER-16).
 
-Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28.
+Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, REPL-4, REPL-6,
+REPL-11.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ProduceResponse
 from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafka_ref.record.compression import Compression
+from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
@@ -120,7 +128,56 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
         if errors:
             request.close_connection("acks=0 produce failed; closing to tell the producer")
         return None
+    if acks == -1:
+        delayed = DelayedProduce(apis, request, outcome)
+        if delayed.waiting:  # not yet on the whole ISR: wait in the purgatory (REPL-4)
+            apis.replica_manager.produce_purgatory.try_complete_else_watch(delayed, delayed.waiting)
+            from kafka_ref.server.handlers import DEFERRED
+
+            return DEFERRED
     return _response(body, outcome, ErrorCode.NO_ERROR, apis)
+
+
+class DelayedProduce(DelayedOperation):
+    """An acks=all produce waiting for the ISR (Kafka: `DelayedProduce`, REPL-4, REPL-11)."""
+
+    def __init__(self, apis: KafkaApis, request: Request, outcome: dict) -> None:
+        super().__init__(request.body.timeout_ms)
+        self.apis, self.request, self.outcome = apis, request, outcome
+        # partition -> the offset the HW must reach: one past the appended batch
+        self.waiting: dict[tuple[str, int], int] = {}
+        for tp, result in outcome.items():
+            if not isinstance(result, tuple) and result.error == 0 and result.info is not None:
+                required = result.info.last_offset + 1
+                done, error = self._check(tp, required)
+                if not done:
+                    self.waiting[tp] = required
+                elif error != ErrorCode.NO_ERROR:
+                    self.outcome[tp] = (error, "")
+
+    def _check(self, tp: tuple[str, int], required: int) -> tuple[bool, ErrorCode]:
+        partition = self.apis.replica_manager.partitions.get(tp)
+        if partition is None:
+            return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return partition.check_enough_replicas_reach_offset(required)
+
+    def try_complete(self) -> bool:
+        for tp, required in list(self.waiting.items()):
+            done, error = self._check(tp, required)
+            if done:
+                del self.waiting[tp]
+                if error != ErrorCode.NO_ERROR:
+                    self.outcome[tp] = (error, "")
+        return self.force_complete() if not self.waiting else False
+
+    def on_complete(self) -> None:
+        # Still waiting at the timeout (or at shutdown): never acknowledged as written.
+        for tp in self.waiting:
+            self.outcome[tp] = (ErrorCode.REQUEST_TIMED_OUT, "")
+        if self.request.connection_closed():
+            self.apis.send(self.request, None)
+            return
+        self.apis.send(self.request, _response(self.request.body, self.outcome, 0, self.apis))
 
 
 def _error_of(result: Any) -> tuple[ErrorCode, str]:

@@ -162,6 +162,7 @@ _OLD = {
     20: ("admin", "DeleteTopics"),
     21: ("admin", "DeleteRecords"),
     22: ("init_producer_id", "InitProducerId"),
+    23: ("offset_for_leader_epoch", "OffsetForLeaderEpoch"),
     32: ("admin", "DescribeConfigs"),
     37: ("admin", "CreatePartitions"),
     42: ("admin", "DeleteGroups"),
@@ -175,6 +176,7 @@ _RENAMED = {
 _NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadata", 22: "producer"}
 _NEW.update(dict.fromkeys((8, 9, 11, 12, 13, 14), "consumer.group"))  # Heartbeat is not exported
 _NEW[10] = "metadata"
+_NEW[23] = "consumer"
 
 # kafka-python 3.x loads Kafka's JSON through a deprecated importlib API at import time;
 # importing its protocol modules once here keeps those warnings out of every test report.

@@ -167,6 +167,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.DELETE_TOPICS, 1, 3),
         (ApiKey.DELETE_RECORDS, 0, 1),
         (ApiKey.INIT_PRODUCER_ID, 0, 1),
+        (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3),
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),
         (ApiKey.DELETE_GROUPS, 0, 1),

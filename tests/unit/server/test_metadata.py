@@ -32,6 +32,7 @@ ADVERTISED = {
     20: (1, 3),
     21: (0, 1),
     22: (0, 1),
+    23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
     32: (1, 2),
     37: (0, 1),
     42: (0, 1),

@@ -1,0 +1,139 @@
+"""A broker in ZooKeeper mode: what `Broker` adds when `zookeeper.connect` is set (Kafka:
+the ZooKeeper half of `KafkaServer.startup`).
+
+Three steps, at fixed points of the broker's startup (server/broker.py):
+
+1. `connect`, instead of the embedded controller: open the ZooKeeper session and build
+   `ZkClusterMetadata`, the broker's picture of the cluster (no topics are adopted from
+   the disk: ZooKeeper, not the disk, says which topics exist);
+2. `wire`, once the `ReplicaManager` and the group coordinator exist: partition states
+   from the watches make this broker leader or follower of each partition it replicates
+   (`ReplicaManager.become_leader_or_follower`); followers fetch through the
+   `ReplicaFetcherManager` (server/replica_fetcher.py), which finds the leader's address in
+   the metadata; leaders write their ISR changes with `ZkClusterMetadata.update_isr`; the
+   group coordinator loads or resigns the `__consumer_offsets` partitions it gains or loses;
+3. `join`, after the socket server is bound: register `/brokers/ids/<id>` with the bound
+   address, start the watches, run for controller (`KafkaController`).
+
+`leave` (at shutdown, right after the acceptor stops) resigns and closes the session, so
+the controller moves leadership away at once instead of after the session timeout; then
+the fetchers stop.
+
+Rules: CTRL-1, CTRL-10, REPL-7, ISR-3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kafka_ref.cluster.controller import KafkaController
+from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
+from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
+from kafka_ref.cluster.zookeeper import KafkaZkClient
+from kafka_ref.config import LogConfig
+from kafka_ref.server.group_adapter import OFFSETS_TOPIC, GroupCoordinatorAdapter
+from kafka_ref.server.replica_fetcher import ReplicaFetcherManager
+from kafka_ref.server.replica_manager import ReplicaManager
+
+logger = logging.getLogger("kafka_ref.server.zk_mode")
+
+
+class _GroupLeadership:
+    """The group coordinator follows this broker's `__consumer_offsets` leadership (Kafka:
+    `onLeadershipChange` -> `onElection` / `onResignation`)."""
+
+    def __init__(self, groups: GroupCoordinatorAdapter, broker_id: int) -> None:
+        self.groups, self.broker_id = groups, broker_id
+        self.led: set[int] = set()
+
+    def on_partition_state(self, state: PartitionState) -> None:
+        if state.topic != OFFSETS_TOPIC:
+            return
+        leads = state.leader == self.broker_id
+        if leads and state.partition not in self.led:
+            self.led.add(state.partition)
+            self.groups.elect(state.partition)
+        elif not leads and state.partition in self.led:
+            self.led.discard(state.partition)
+            self.groups.coordinator.on_resigned(state.partition)
+
+    def on_topic_deleted(self, topic: str, partitions: int) -> None:
+        if topic == OFFSETS_TOPIC:
+            self.led.clear()
+            self.groups.on_topic_deleted(topic, partitions)
+
+
+class ZooKeeperMode:
+    """The ZooKeeper session, metadata, controller and replica fetchers of one broker."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.zk = KafkaZkClient(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"])
+        self.metadata: ZkClusterMetadata | None = None
+        self.kafka_controller: KafkaController | None = None
+        self.fetchers: ReplicaFetcherManager | None = None
+
+    async def connect(self, endpoint: BrokerEndpoint, **settings: Any) -> ZkClusterMetadata:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, self.zk.start)
+            self.metadata = ZkClusterMetadata(self.zk, self.config.data_dir, endpoint, **settings)
+        except BaseException:
+            await self.leave()
+            raise
+        return self.metadata
+
+    def wire(self, replica_manager: ReplicaManager, groups: GroupCoordinatorAdapter) -> None:
+        metadata = self.metadata
+        assert metadata is not None
+
+        def endpoint_of(broker_id: int) -> tuple[str, int] | None:
+            for b in metadata.brokers():
+                if b.node_id == broker_id:
+                    return b.host, b.port
+            return None
+
+        self.fetchers = ReplicaFetcherManager(self.config.broker_id, self.config, endpoint_of)
+        replica_manager.fetcher_manager = self.fetchers
+        replica_manager.isr_updater = metadata.update_isr
+        metadata.listeners.append(replica_manager)
+        # after the ReplicaManager: the logs exist when the coordinator loads them
+        metadata.listeners.append(_GroupLeadership(groups, self.config.broker_id))
+
+    async def join(self) -> None:
+        """Register in ZooKeeper, watch the cluster, run for controller."""
+        loop = asyncio.get_running_loop()
+        metadata = self.metadata
+        assert metadata is not None
+
+        def dispatch(fn: Callable[[], None]) -> None:  # from kazoo's threads onto the loop
+            with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
+                loop.call_soon_threadsafe(fn)
+
+        metadata.dispatch = dispatch
+        await loop.run_in_executor(None, metadata.register)
+        defaults = metadata.log_defaults
+
+        def unclean(topic: str, overrides: dict[str, str]) -> bool:
+            config = LogConfig.from_properties(overrides, defaults=defaults)
+            return config.unclean_leader_election_enable
+
+        self.kafka_controller = KafkaController(
+            self.zk, self.config.broker_id, unclean_leader_election=unclean
+        )
+        self.kafka_controller.startup()
+
+    async def leave(self) -> None:
+        """Resign and close the session (the ephemeral znodes go at once), stop fetching."""
+        loop = asyncio.get_running_loop()
+        if self.kafka_controller is not None:
+            await loop.run_in_executor(None, self.kafka_controller.shutdown)
+            self.kafka_controller = None
+        if not self.zk.closing:
+            await loop.run_in_executor(None, self.zk.close)
+        if self.fetchers is not None:
+            await self.fetchers.shutdown()
