@@ -33,6 +33,8 @@ CAPABILITIES: dict[str, str] = {
     "restart": "the suite can stop and restart the broker with its data kept",
     "compaction": "log compaction that runs within seconds (short cleaner backoff)",
     "short-sessions": "group session timeouts of 1 s and no initial rebalance delay",
+    "configurable-broker": "the suite can start another broker of the target's kind with the "
+    "broker-level configs a test asks for (e.g. producer.id.expiration.ms=1000)",
 }
 
 # Capability -> the API keys whose presence in ApiVersions proves it.
@@ -48,7 +50,7 @@ PROBED_BY_API: dict[str, tuple[int, ...]] = {
 }
 
 # The capabilities only a declaration can grant (no request reveals them).
-DECLARED_ONLY = frozenset({"restart", "compaction", "short-sessions"})
+DECLARED_ONLY = frozenset({"restart", "compaction", "short-sessions", "configurable-broker"})
 
 
 @dataclass(frozen=True)

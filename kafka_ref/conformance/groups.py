@@ -18,10 +18,13 @@ from typing import Any
 from kafka_ref.conformance.wire import Wire
 from kafka_ref.protocol.messages import (
     ApiKey,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
+    ListGroupsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
@@ -43,9 +46,19 @@ def coordinator(wire: Wire, group: str) -> tuple[str, int]:
 class Member:
     """One group member with its own connection to the coordinator."""
 
-    def __init__(self, wire: Wire, group: str, session_timeout_ms: int = 10000) -> None:
+    def __init__(
+        self,
+        wire: Wire,
+        group: str,
+        session_timeout_ms: int = 10000,
+        *,
+        rebalance_timeout_ms: int = 10000,
+        instance_id: str | None = None,
+    ) -> None:
         self.wire, self.group = wire, group
         self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.instance_id = instance_id  # group.instance.id: a static member (KIP-345)
         self.member_id = ""
         self.generation = -1
         self.leader = ""
@@ -55,9 +68,9 @@ class Member:
         return JoinGroupRequest(
             group_id=self.group,
             session_timeout_ms=self.session_timeout_ms,
-            rebalance_timeout_ms=10000,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
             member_id=self.member_id,
-            group_instance_id=None,
+            group_instance_id=self.instance_id,
             protocol_type="consumer",
             protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=metadata)],
         )
@@ -101,7 +114,7 @@ class Member:
             group_id=self.group,
             generation_id=self.generation if generation is None else generation,
             member_id=self.member_id,
-            group_instance_id=None,
+            group_instance_id=self.instance_id,
             assignments=[
                 SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
                 for m, a in (assignments or {}).items()
@@ -118,13 +131,32 @@ class Member:
             group_id=self.group,
             generation_id=self.generation if generation is None else generation,
             member_id=self.member_id if member_id is None else member_id,
-            group_instance_id=None,
+            group_instance_id=self.instance_id,
         )
         return self.wire.request(ApiKey.HEARTBEAT, HEARTBEAT_V, body).error_code
 
     def leave(self) -> int:
         body = LeaveGroupRequest(group_id=self.group, member_id=self.member_id)
         return self.wire.request(ApiKey.LEAVE_GROUP, LEAVE_V, body).error_code
+
+
+def describe(wire: Wire, group: str) -> Any:
+    """DescribeGroups v0 for one group: error_code, group_state, protocol_type, members."""
+    body = DescribeGroupsRequest(groups=[group])
+    return wire.request(ApiKey.DESCRIBE_GROUPS, 0, body).groups[0]
+
+
+def list_groups(wire: Wire) -> dict[str, str]:
+    """ListGroups v0: {group id: protocol type}."""
+    resp = wire.request(ApiKey.LIST_GROUPS, 0, ListGroupsRequest())
+    assert resp.error_code == 0
+    return {g.group_id: g.protocol_type for g in resp.groups}
+
+
+def delete_groups(wire: Wire, groups: list[str]) -> dict[str, int]:
+    """DeleteGroups v0: {group id: error code}."""
+    resp = wire.request(ApiKey.DELETE_GROUPS, 0, DeleteGroupsRequest(groups_names=groups))
+    return {r.group_id: r.error_code for r in resp.results}
 
 
 def form_group(members: list[Member]) -> None:
@@ -150,8 +182,11 @@ def commit(
     generation: int = -1,
     member_id: str = "",
     metadata: str | None = "",
+    retention_ms: int = -1,
 ) -> dict[tuple[str, int], int]:
-    """OffsetCommit v3; {(topic, partition): error code}. -1/"" commits as a non-member."""
+    """OffsetCommit v3; {(topic, partition): error code}. -1/"" commits as a non-member.
+
+    `retention_ms` other than -1 asks for an explicit expiry (v2-v4 only; OFFSET-6)."""
     topics: dict[str, list[Any]] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(
@@ -163,7 +198,7 @@ def commit(
         group_id=group,
         generation_id_or_member_epoch=generation,
         member_id=member_id,
-        retention_time_ms=-1,
+        retention_time_ms=retention_ms,
         topics=[
             OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
             for t, p in topics.items()
@@ -187,3 +222,35 @@ def fetch_offsets(wire: Wire, group: str, parts: list[tuple[str, int]]) -> dict[
     )
     resp = wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body)
     return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}
+
+
+def two_members(connect, group, **member_options: Any) -> tuple[Member, Member]:
+    """Two members in one generation, (leader, follower); options go to `Member`."""
+    a, b = Member(connect(), group, **member_options), Member(connect(), group, **member_options)
+    form_group([a, b])
+    return (a, b) if a.is_leader else (b, a)
+
+
+def form_group_again(members: list[Member]) -> None:
+    """Sync the current generation, then all rejoin together into the next one."""
+    leader = next(m for m in members if m.is_leader)
+    for m in members:
+        if m is not leader:
+            m.send_sync()
+    leader.sync({})
+    for m in members:
+        if m is not leader:
+            m.wire.receive()
+    for m in members:
+        m.send_join()
+    for m in members:
+        m.finish_join()
+    assert len({m.generation for m in members}) == 1
+    leader = next(m for m in members if m.is_leader)
+    for m in members:
+        if m is not leader:
+            m.send_sync()
+    leader.sync({})
+    for m in members:
+        if m is not leader:
+            m.wire.receive()

@@ -179,6 +179,36 @@ def wire(target):
     connection.close()
 
 
+@pytest.fixture(scope="session")
+def _configured_brokers():
+    started: dict[tuple, targets.Target] = {}
+    yield started
+    for tgt in started.values():
+        tgt.stop()
+
+
+@pytest.fixture
+def configured_broker(target, _configured_brokers):
+    """configured_broker({"producer.id.expiration.ms": 1000}) -> a ConformanceTarget.
+
+    A broker of the target's kind started with these broker-level configs (on top of the
+    suite's), for rules that cannot be seen with the shared target's settings. It needs the
+    `configurable-broker` capability (skipped otherwise), and brokers with the same configs
+    are shared by the tests of a session."""
+    target.require("configurable-broker")
+
+    def make(configs: dict[str, object]) -> ConformanceTarget:
+        key = tuple(sorted((k, str(v)) for k, v in configs.items()))
+        if key not in _configured_brokers:
+            try:
+                _configured_brokers[key] = target.target.configured(dict(configs))
+            except targets.TargetError as err:
+                pytest.fail(f"could not start a broker with {configs}: {err}")
+        return ConformanceTarget(_configured_brokers[key])
+
+    return make
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if not _STATE["cites"]:
         return  # no conformance test was collected: nothing to report

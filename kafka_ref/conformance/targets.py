@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka_ref.conformance import capabilities as caps
@@ -44,7 +45,7 @@ SUITE_CONFIGS: dict[str, object] = {
     "offsets.topic.num.partitions": 4,
 }
 
-KAFKA_REF_DECLARES = {"restart", "compaction", "short-sessions"}
+KAFKA_REF_DECLARES = {"restart", "compaction", "short-sessions", "configurable-broker"}
 # Tansu with memory:// storage forgets everything when it stops, so it cannot be restarted
 # with its data; nothing shows that it compacts within seconds.
 TANSU_DECLARES: set[str] = set()
@@ -119,6 +120,8 @@ class Target:
     process: Process | None = None
     workdir: str | None = None
     capabilities: caps.Capabilities | None = None
+    # kafka-ref targets: builds a sibling broker with extra broker configs (configurable-broker)
+    sibling: Callable[[dict[str, object]], Target] | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -143,6 +146,18 @@ class Target:
 
     def wire(self) -> Wire:
         return Wire(self.host, self.port)
+
+    def configured(self, configs: dict[str, object]) -> Target:
+        """Another broker of this target's kind, started with `configs` on top of the suite's.
+
+        For rules that need a broker-level config no shared broker can be assumed to have (a
+        producer id expiration of one second, a group.max.size of 2). The caller stops it."""
+        if self.sibling is None or "configurable-broker" not in self.declared:
+            raise TargetError(f"target {self.spec} cannot start a broker with other configs")
+        other = self.sibling(configs)
+        other.start()
+        other.probe()
+        return other
 
     def probe(self, adjust: str | None = None) -> caps.Capabilities:
         """Ask ApiVersions and Metadata, combine with the declaration and `--capabilities`."""
@@ -191,7 +206,7 @@ def parse(spec: str) -> Target:
     )
 
 
-def _kafka_ref(spec: str, mutant: str | None) -> Target:
+def _kafka_ref(spec: str, mutant: str | None, extra: dict[str, object] | None = None) -> Target:
     workdir = tempfile.mkdtemp(prefix="kafka-ref-conformance-")
     port = free_port()
     if mutant:
@@ -201,11 +216,13 @@ def _kafka_ref(spec: str, mutant: str | None) -> Target:
     data = os.path.join(workdir, "data")
     cmd = [sys.executable, *launcher, "--log-level", "WARNING", "broker",
            "--listen", f"127.0.0.1:{port}", "--data-dir", data]  # fmt: skip
-    for key, value in SUITE_CONFIGS.items():
+    for key, value in {**SUITE_CONFIGS, **(extra or {})}.items():
         cmd += ["--config", f"{key}={value}"]
     label = f"kafka_ref-mutant-{mutant}" if mutant else "kafka_ref"
     process = Process(cmd, port, os.path.join(workdir, "broker.log"))
-    return Target(spec, label, "127.0.0.1", port, set(KAFKA_REF_DECLARES), process, workdir)
+    target = Target(spec, label, "127.0.0.1", port, set(KAFKA_REF_DECLARES), process, workdir)
+    target.sibling = lambda configs: _kafka_ref(spec, mutant, {**(extra or {}), **configs})
+    return target
 
 
 def tansu_binary() -> str:

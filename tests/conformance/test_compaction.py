@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from kafka_ref.conformance.wire import batch
+from kafka_ref.conformance.wire import batch, decode_batches
 
 INVALID_RECORD = 87
 COMPACTED = {
@@ -77,3 +77,31 @@ def test_compaction_keeps_every_keys_latest_value_at_its_offset(wire, compacted)
 def test_a_compacted_topic_refuses_a_record_without_key(wire, compacted):
     assert wire.produce(compacted, 0, batch([b"no key"])).error_code == INVALID_RECORD
     assert wire.produce(compacted, 0, batch([b"v"], keys=[b"k"])).base_offset == 0
+
+
+@pytest.mark.spec("COMPACT-6")
+def test_a_tombstone_survives_until_its_delete_horizon(target, wire):
+    target.require("create-topics", "compaction")
+    name = target.topic_name("tomb")
+    assert wire.create_topic(name, **COMPACTED, **{"delete.retention.ms": "1500"}) == 0
+    assert wire.produce(name, 0, batch([b"old"], keys=[b"gone"])).error_code == 0
+    tomb = wire.produce(name, 0, batch([None], keys=[b"gone"])).base_offset
+    for i in range(8):  # roll the tombstone out of the active segment
+        assert wire.produce(name, 0, batch([b"f"], keys=[b"filler%d" % i])).error_code == 0
+    # the first round drops the old value and keeps the tombstone, marked with its horizon
+    records = wait_until_cleaned(wire, name, [b"gone"])
+    cleaned_at = time.time() * 1000
+    kept = [r for r in records if r.key == b"gone"]
+    assert [(r.offset, r.value) for r in kept] == [(tomb, None)], "the deletion is visible"
+    holder = next(b for b in decode_batches(wire.fetch(name, 0, tomb).records)
+                  if b.base_offset <= tomb <= b.last_offset)  # fmt: skip
+    assert holder.header.attributes & 0x40, "hasDeleteHorizonMs set by the round"
+    assert cleaned_at - 5000 <= holder.header.base_timestamp - 1500 <= cleaned_at + 1000
+    # after the horizon a later round drops it; more writes keep the cleaner busy
+    deadline = time.monotonic() + 20
+    i = 0
+    while any(r.key == b"gone" for r in wire.read_all(name)):
+        assert time.monotonic() < deadline, "the tombstone outlived its horizon"
+        wire.produce(name, 0, batch([b"f"], keys=[b"filler%d" % (i % 8)]))
+        i += 1
+        time.sleep(0.2)

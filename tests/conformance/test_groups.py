@@ -12,82 +12,13 @@ from kafka_ref.conformance.groups import (
     MEMBER_ID_REQUIRED,
     Member,
     commit,
-    coordinator,
     fetch_offsets,
-    form_group,
+    form_group_again,
+    two_members,
 )
-from kafka_ref.conformance.wire import Wire
 
 ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 22, 25, 27
 OFFSET_METADATA_TOO_LARGE = 12
-
-
-@pytest.fixture
-def group(target):
-    target.require("groups")
-    return target.group_name()
-
-
-@pytest.fixture
-def connect(target, group):
-    """connect() -> a new connection to the group's coordinator (closed at teardown)."""
-    opened: list[Wire] = []
-    with target.wire() as w:
-        host, port = coordinator(w, group)
-    if (host, port) != (target.host, target.port) and host in ("localhost", "127.0.0.1"):
-        host = target.host  # an advertised loopback name for the same machine
-
-    def make() -> Wire:
-        opened.append(Wire(host, port))
-        return opened[-1]
-
-    yield make
-    for w in opened:
-        w.close()
-
-
-@pytest.fixture
-def make_topic(target, wire):
-    """make_topic(hint, partitions) -> the name of a new topic (commits need one)."""
-
-    def make(hint: str, partitions: int = 2) -> str:
-        target.require("create-topics")
-        name = target.topic_name(hint)
-        assert wire.create_topic(name, partitions) == 0
-        return name
-
-    return make
-
-
-def two_members(connect, group) -> tuple[Member, Member]:
-    a, b = Member(connect(), group), Member(connect(), group)
-    form_group([a, b])
-    return (a, b) if a.is_leader else (b, a)
-
-
-def form_group_again(members: list[Member]) -> None:
-    """Sync the current generation, then all rejoin together into the next one."""
-    leader = next(m for m in members if m.is_leader)
-    for m in members:
-        if m is not leader:
-            m.send_sync()
-    leader.sync({})
-    for m in members:
-        if m is not leader:
-            m.wire.receive()
-    for m in members:
-        m.send_join()
-    for m in members:
-        m.finish_join()
-    assert len({m.generation for m in members}) == 1
-    leader = next(m for m in members if m.is_leader)
-    for m in members:
-        if m is not leader:
-            m.send_sync()
-    leader.sync({})
-    for m in members:
-        if m is not leader:
-            m.wire.receive()
 
 
 @pytest.mark.spec("REBAL-1", "REBAL-2", "REBAL-9")

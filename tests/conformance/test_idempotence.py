@@ -9,6 +9,8 @@ max.in.flight.requests.per.connection=5 relies on) from a shorter one (Redpanda 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafka_ref.conformance.wire import batch, decode_batches
@@ -109,3 +111,49 @@ def test_the_producer_state_survives_a_restart(target, wire, topic):
         retry = send(again, topic, pid, epoch, 0)
         assert (retry.error_code, retry.base_offset) == (0, first), "still a duplicate"
         assert send(again, topic, pid, epoch, 2).base_offset == 2
+
+
+UNKNOWN_PRODUCER_ID, NOT_COORDINATOR, INVALID_REQUEST = 59, 16, 42
+
+
+@pytest.mark.spec("IDEM-7")
+def test_a_producer_without_state_must_start_at_sequence_zero(wire, topic):
+    # Kafka 2.5+ accepts any first sequence (KIP-360); this is the rule of Kafka 2.x
+    pid, epoch = init_producer_id(wire)
+    assert send(wire, topic, pid, epoch, 5).error_code == UNKNOWN_PRODUCER_ID
+    assert not decode_batches(wire.fetch(topic, 0, 0).records), "nothing appended"
+    assert send(wire, topic, pid, epoch, 0).base_offset == 0
+
+
+@pytest.mark.spec("IDEM-14")
+def test_an_idle_producer_is_forgotten_and_an_active_one_is_not(configured_broker):
+    broker = configured_broker({"producer.id.expiration.ms": 1000,
+                                "producer.id.expiration.check.interval.ms": 200})  # fmt: skip
+    broker.require("idempotence", "create-topics")
+    name = broker.topic_name("expire")
+    with broker.wire() as w:
+        assert w.create_topic(name) == 0
+        (idle, idle_epoch), (busy, busy_epoch) = init_producer_id(w), init_producer_id(w)
+        first = send(w, name, idle, idle_epoch, 0).base_offset
+        seq = 0
+        for _ in range(10):  # 2 s: twice the expiration; `busy` appends every 200 ms
+            last = send(w, name, busy, busy_epoch, seq)
+            assert last.error_code == 0
+            seq += 2
+            time.sleep(0.2)
+        # the active producer is remembered: its last batch again is a duplicate
+        retry = send(w, name, busy, busy_epoch, seq - 2)
+        assert (retry.error_code, retry.base_offset) == (0, last.base_offset)
+        # the idle one is not: its first batch again is appended anew
+        again = send(w, name, idle, idle_epoch, 0)
+        assert again.error_code == 0 and again.base_offset != first, "still deduplicated"
+
+
+@pytest.mark.spec("IDEM-17")
+def test_a_transactional_init_producer_id_is_not_coordinated_here(target, wire):
+    target.require("idempotence")
+    if target.has("transactions"):
+        pytest.skip("the target has a transaction coordinator; the rule is about one without")
+    for txn, code in (("", INVALID_REQUEST), ("conf-txn", NOT_COORDINATOR)):
+        body = InitProducerIdRequest(transactional_id=txn, transaction_timeout_ms=60000)
+        assert wire.request(ApiKey.INIT_PRODUCER_ID, 1, body).error_code == code, repr(txn)
