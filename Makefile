@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job: one broker on 127.0.0.1:9092 with embedded metadata (no ZooKeeper).
+# group.initial.rebalance.delay.ms=0 as in the server.properties Kafka ships for development:
+# a lone consumer gets its partitions at once instead of after Kafka's 3 s default.
 run: $(STAMP)
-	$(BIN)/kafka-ref broker --listen $${LISTEN:-127.0.0.1:9092} --data-dir $${DATA_DIR:-/tmp/kafka-ref-data}
+	$(BIN)/kafka-ref broker --listen $${LISTEN:-127.0.0.1:9092} --data-dir $${DATA_DIR:-/tmp/kafka-ref-data} \
+		--config group.initial.rebalance.delay.ms=0
 
 demo: $(STAMP)
 	$(BIN)/kafka-ref demo --data-dir $${DATA_DIR:-/tmp/kafka-ref-demo}

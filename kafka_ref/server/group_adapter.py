@@ -20,21 +20,27 @@ Kafka's `BrokerServer` wires its `GroupCoordinator`:
   `__consumer_offsets-<partition>` through the `ReplicaManager` with acks=-1 (Kafka:
   `GroupMetadataManager.appendForGroup` -> `ReplicaManager.appendRecords`). On a single
   broker the append is committed when it returns, so `on_done` runs at once with the
-  append's error code (NO_ERROR, or e.g. NOT_ENOUGH_REPLICAS); with replication it will run
-  when the high watermark passes the batch. Mapping those codes to the coordinator's
+  append's error code (NO_ERROR, or e.g. NOT_ENOUGH_REPLICAS); with replication the write
+  waits in the produce purgatory like an acks=all produce and `on_done` runs when the high
+  watermark passes the batch, or with REQUEST_TIMED_OUT after `offsets.commit.timeout.ms`
+  (BROKER-47). Mapping those codes to the coordinator's
   (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, ...) is the coordinator's business, as in
   Kafka's `GroupMetadataManager`.
 * **Election and resignation.** When this broker becomes leader of a partition of the
   offsets topic (at start, and when the topic is created) the coordinator loads the
-  partition: `on_elected(p, records)` with every (key, value) up to the high watermark, in
+  partition: `on_elected(p, records)` with every (key, value) up to the log end offset, in
   offset order, control batches skipped (`read_records`; Kafka:
   `GroupMetadataManager.doLoadGroupsAndOffsets`). Until then its groups answer
   COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR. Deleting the topic resigns every
-  partition (`on_resigned`), as a lost leadership does (BROKER-46).
+  partition (`on_resigned`), as a lost leadership does (BROKER-46). In ZooKeeper mode
+  (server/zk_mode.py, `_GroupLeadership`) the partition states from the watches load a
+  partition when this broker becomes its leader and unload it when it stops leading.
+* **Finding the coordinator.** `coordinator_of(group_id)` is the broker that leads the
+  group's partition (`partition_for`), or None while it has no leader (BROKER-44).
 * **Housekeeping.** The broker runs `run_offset_expiration` every
   `offsets.retention.check.interval.ms` and calls `shutdown` before the logs close.
 
-Rules: BROKER-44, BROKER-45, BROKER-46.
+Rules: BROKER-44, BROKER-45, BROKER-46, BROKER-47.
 """
 
 from __future__ import annotations
@@ -43,12 +49,13 @@ import logging
 from collections.abc import Callable, Iterator
 
 from kafka_ref.cluster.embedded import EmbeddedController
-from kafka_ref.cluster.metadata import TopicExistsError
+from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, TopicExistsError
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import RecordBatch
 from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.replica_manager import ReplicaManager
 
 logger = logging.getLogger("kafka_ref.server.group_adapter")
@@ -104,6 +111,21 @@ def ensure_offsets_topic(controller: EmbeddedController, config: KafkaConfig) ->
     return ErrorCode.NO_ERROR
 
 
+def coordinator_of(
+    controller: ClusterMetadataApi, coordinator: GroupCoordinator, group_id: str
+) -> BrokerEndpoint | None:
+    """The live broker leading the group's `__consumer_offsets` partition (Kafka:
+    `KafkaApis.handleFindCoordinatorRequest` -> `partitionFor` + the partition's leader),
+    or None while the partition has no leader, or its leader is not registered (yet)."""
+    state = controller.partition_state(OFFSETS_TOPIC, coordinator.partition_for(group_id))
+    if state is None or state.leader < 0:
+        return None
+    for broker in controller.brokers():
+        if broker.node_id == state.leader:
+            return broker
+    return None
+
+
 def read_records(log: Log, high_watermark: int) -> Iterator[tuple[bytes | None, bytes | None]]:
     """(key, value) of every record in `log` below `high_watermark`, in offset order.
 
@@ -134,6 +156,40 @@ def _bytes(data: bytes | memoryview | None) -> bytes | None:
     return None if data is None else bytes(data)
 
 
+class DelayedCoordinatorAppend(DelayedOperation):
+    """A coordinator write waiting for the ISR (Kafka: the `DelayedProduce` that
+    `appendForGroup` parks through `ReplicaManager.appendRecords`)."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        tp: tuple[str, int],
+        required_offset: int,
+        timeout_ms: int,
+        on_done: Callable[[ErrorCode], None],
+    ) -> None:
+        super().__init__(timeout_ms)
+        self.replica_manager, self.tp, self.required_offset = replica_manager, tp, required_offset
+        self.on_done = on_done
+        self.error = ErrorCode.REQUEST_TIMED_OUT  # unless the HW passes the batch in time
+
+    def try_complete(self) -> bool:
+        partition = self.replica_manager.partitions.get(self.tp)
+        if partition is None:  # the topic was deleted meanwhile
+            self.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return self.force_complete()
+        done, error = partition.check_enough_replicas_reach_offset(self.required_offset)
+        if not done:
+            return False
+        self.error = error
+        return self.force_complete()
+
+    def on_complete(self) -> None:
+        if self.error != ErrorCode.NO_ERROR:
+            logger.warning("append to %s-%d failed: %s", *self.tp, self.error.name)
+        self.on_done(self.error)
+
+
 class GroupCoordinatorAdapter:
     """Builds the `GroupCoordinator` and feeds it `__consumer_offsets` (a `MetadataListener`)."""
 
@@ -145,27 +201,46 @@ class GroupCoordinatorAdapter:
         schedule: Callable,
     ) -> None:
         self.replica_manager = replica_manager
+        self.commit_timeout_ms = config["offsets.commit.timeout.ms"]
         self.coordinator = GroupCoordinator(group_config(config), clock, schedule, self.append)
 
     # ------------------------------------------------------------------ the coordinator's writes
     def append(self, partition: int, batch: bytes, on_done: Callable[[ErrorCode], None]) -> None:
-        """Append one batch to `__consumer_offsets-<partition>` with acks=-1, then `on_done`."""
+        """Append one batch to `__consumer_offsets-<partition>` with acks=-1; `on_done(error)`
+        once the whole ISR has it (Kafka: `GroupMetadataManager.appendForGroup`).
+
+        With an ISR of one (embedded mode) the HW passes the batch during the append, so
+        `on_done` runs before this returns. Otherwise the write waits in the produce
+        purgatory as a `DelayedCoordinatorAppend`, exactly like an acks=all produce: done
+        when the HW passes the batch, REQUEST_TIMED_OUT after `offsets.commit.timeout.ms`,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND or NOT_LEADER_OR_FOLLOWER if the ISR shrank or
+        the leadership moved meanwhile (BROKER-47)."""
         tp = (OFFSETS_TOPIC, partition)
         result = self.replica_manager.append_records({tp: memoryview(batch)}, REQUIRED_ACKS)[tp]
-        if result.error != ErrorCode.NO_ERROR:
+        if result.error != ErrorCode.NO_ERROR or result.info is None:
             logger.warning("append to %s-%d failed: %s", *tp, result.error.name)
-        on_done(result.error)  # one broker: committed as soon as it is appended
+            on_done(result.error)
+            return
+        delayed = DelayedCoordinatorAppend(
+            self.replica_manager, tp, result.info.last_offset + 1, self.commit_timeout_ms, on_done
+        )
+        self.replica_manager.produce_purgatory.try_complete_else_watch(delayed, [tp])
 
     # ------------------------------------------------------------------ partition lifecycle
     def start(self) -> None:
         """Load every partition of the offsets topic this broker leads (at broker start)."""
-        for (topic, index), _ in sorted(self.replica_manager.partitions.items()):
-            if topic == OFFSETS_TOPIC:
+        for (topic, index), partition in sorted(self.replica_manager.partitions.items()):
+            if topic == OFFSETS_TOPIC and partition.is_leader:
                 self.elect(index)
 
     def elect(self, index: int) -> None:
+        """Load the partition's groups. Up to the log end, not the HW, as Kafka's
+        `doLoadGroupsAndOffsets`: a new leader's HW still lags the old leader's (followers
+        learn the HW on their next fetch), yet every write the old leader acknowledged is
+        in the new leader's log (it was in the ISR), and whatever the new leader holds is
+        what its followers will hold. Loading to the HW would forget acknowledged commits."""
         partition = self.replica_manager.get_partition(OFFSETS_TOPIC, index)
-        records = read_records(partition.log, partition.high_watermark)
+        records = read_records(partition.log, partition.log_end_offset)
         self.coordinator.on_elected(index, records)
 
     def on_partitions_created(self, topic: str, partitions: range) -> None:

@@ -14,7 +14,7 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
 * the group coordinator's keys (`group.min.session.timeout.ms`, `group.max.session.timeout.ms`,
   `group.initial.rebalance.delay.ms`, `group.max.size`, `offsets.topic.num.partitions`,
   `offsets.topic.replication.factor` (capped at the live brokers when the topic is created),
-  `offsets.topic.segment.bytes`, `offsets.retention.minutes`,
+  `offsets.topic.segment.bytes`, `offsets.commit.timeout.ms`, `offsets.retention.minutes`,
   `offsets.retention.check.interval.ms`, `offset.metadata.max.bytes`), with Kafka's defaults;
 * ZooKeeper mode (cluster/zk_metadata.py): `zookeeper.connect` (`host:port[/chroot]`; empty,
   the default, means the single-broker embedded mode), `zookeeper.session.timeout.ms`
@@ -102,6 +102,7 @@ _BROKER_DEFS = [
     ConfigDef(
         "offsets.topic.segment.bytes", "int", 104857600, "segment.bytes of __consumer_offsets.", 1
     ),
+    ConfigDef("offsets.commit.timeout.ms", "int", 5000, "A coordinator write's ISR wait.", 1),
     ConfigDef("offsets.retention.minutes", "int", 10080, "Keep offsets of empty groups.", 1),
     ConfigDef(
         "offsets.retention.check.interval.ms", "long", 600000, "Offset expiration period.", 1

@@ -90,6 +90,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, PartitionFetcher] = {}
         self._changed = asyncio.Event()
         self._connection: _Connection | None = None
+        self.stopped = False
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"ReplicaFetcher-{manager.broker_id}-{source_id}"
         )
@@ -110,8 +111,17 @@ class ReplicaFetcher:
         if self.partitions.pop(tp, None) is not None:
             self._changed.set()
 
-    async def stop(self) -> None:
+    def cancel(self) -> None:
+        """Stop the loop. The flag, not only `task.cancel()`: Python 3.11's `wait_for`
+        swallows a cancellation that arrives as its awaited call completes, and the loop
+        would then wait for partitions forever, hanging the broker's shutdown."""
+        self.stopped = True
+        self._changed.set()
         self.task.cancel()
+        self._disconnect()
+
+    async def stop(self) -> None:
+        self.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task
         self._disconnect()
@@ -119,7 +129,7 @@ class ReplicaFetcher:
     # ------------------------------------------------------------------ the loop
     async def _run(self) -> None:
         backoff = self.manager.config["replica.fetch.backoff.ms"] / 1000
-        while True:
+        while not self.stopped:
             self._changed.clear()
             truncating = {
                 tp: f for tp, f in self.partitions.items() if f.state is FetchState.TRUNCATING
@@ -276,8 +286,7 @@ class ReplicaFetcherManager:
             fetcher.remove(tp)
             if not fetcher.partitions:  # Kafka: shutdownIdleFetcherThreads
                 del self.fetchers[source_id]
-                fetcher.task.cancel()
-                fetcher._disconnect()
+                fetcher.cancel()
                 self._stopping.add(fetcher.task)  # keep a reference until it has ended
                 fetcher.task.add_done_callback(self._stopping.discard)
 

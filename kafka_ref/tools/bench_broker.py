@@ -67,6 +67,7 @@ class Target:
     label: str
     bootstrap: str
     pid: int | None = None  # a local broker's process: its CPU time is measured too
+    replication_factor: int = 1  # of the bench topics (`bench cluster`: 3)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,9 @@ def create_topic(target: Target, case: Case) -> str:
     topic = f"bench-{label}-{case.size}b-acks{case.acks}-p{case.partitions}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(admin_config(target))
     futures = admin.create_topics(
-        [NewTopic(topic, case.partitions, 1)], operation_timeout=10, request_timeout=15
+        [NewTopic(topic, case.partitions, target.replication_factor)],
+        operation_timeout=10,
+        request_timeout=15,
     )
     try:
         futures[topic].result(timeout=20)

@@ -48,16 +48,20 @@ def create_topic(cluster, name, partitions=3, rf=3, configs=None, assignment=Non
 
 
 def leaders_in_metadata(cluster, broker_id, topic):
-    """partition -> (leader, isr) in `broker_id`'s Metadata answer.
-
-    kafka-ref serves Metadata up to v5, which has no leader epochs (v7 adds them); the
-    epochs are checked in ZooKeeper instead."""
+    """partition -> (leader, leader epoch, isr) in `broker_id`'s Metadata answer (v7+
+    carries the leader epoch)."""
     (t,) = cluster.metadata(broker_id, [topic]).topics
-    return {p.partition_index: (p.leader_id, tuple(p.isr_nodes)) for p in t.partitions}
+    return {
+        p.partition_index: (p.leader_id, p.leader_epoch, tuple(p.isr_nodes)) for p in t.partitions
+    }
 
 
 def expected_from_zk(cluster, topic, partitions):
-    return {p: (s.leader, s.isr) for p in range(partitions) if (s := cluster.state(topic, p))}
+    return {
+        p: (s.leader, s.leader_epoch, s.isr)
+        for p in range(partitions)
+        if (s := cluster.state(topic, p))
+    }
 
 
 def wait_metadata_agrees(cluster, topic, partitions, brokers):
@@ -309,7 +313,11 @@ def test_brokers_ignore_a_state_from_an_older_controller(cluster, topic_name):
             lambda b=broker: f"ignoring stale state of {topic_name}-0" in b.log(),
             what=f"broker {i} to ignore the stale state",
         )
-        assert leaders_in_metadata(cluster, i, topic_name)[0] == (state.leader, state.isr)
+        assert leaders_in_metadata(cluster, i, topic_name)[0] == (
+            state.leader,
+            state.leader_epoch,
+            state.isr,
+        )  # fmt: skip  (the forged epoch never shows: epochs do not go backwards either)
     cluster.zk.zk.set(path, zkdata.encode_partition_state(state))  # put the truth back
 
 

@@ -11,7 +11,7 @@ The ranges follow the "floor = Kafka 4.x floor, ceiling = smallest client maximu
 the protocol facts sheet, so that librdkafka, kafka-python, aiokafka and KafkaJS all pick the
 same versions and every version a client may send is declared:
 
-    ApiVersions 0-3   Metadata 0-5   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
+    ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
     DeleteRecords 0-1   InitProducerId 0-1   OffsetForLeaderEpoch 2-3 (followers)
     DescribeConfigs 1-2   CreatePartitions 0-1

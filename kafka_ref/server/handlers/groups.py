@@ -6,8 +6,10 @@ result into the response; the group logic lives in the coordinator. Kafka's
 `KafkaApis.handleJoinGroupRequest` and friends do the same.
 
 * **FindCoordinator** (key 10): key type 0 (a group) makes sure `__consumer_offsets`
-  exists (kafka_ref/server/group_adapter.py) and answers this broker, the leader of every
-  partition and so the coordinator of every group (BROKER-44). Key type 1 (a transactional
+  exists (kafka_ref/server/group_adapter.py) and answers the broker that leads the group's
+  partition of it (`partition_for`): on one broker always this broker; in a cluster
+  whichever broker the controller made leader, and COORDINATOR_NOT_AVAILABLE while the
+  partition has no leader (BROKER-44). Key type 1 (a transactional
   id) answers COORDINATOR_NOT_AVAILABLE: the transaction coordinator is another issue, so
   clients cannot start transactions yet. Any other key type is INVALID_REQUEST.
 * **JoinGroup** (11) and **SyncGroup** (14) answer later: the coordinator calls back when
@@ -60,7 +62,7 @@ from kafka_ref.protocol.messages.api_10_find_coordinator import (
     GROUP_KEY_TYPE,
     TRANSACTION_KEY_TYPE,
 )
-from kafka_ref.server.group_adapter import ensure_offsets_topic
+from kafka_ref.server.group_adapter import coordinator_of, ensure_offsets_topic
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
@@ -101,10 +103,16 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
             throttle_time_ms=0, error_code=error, error_message=error.name, node_id=-1,
             host="", port=-1,
         )  # fmt: skip
-    me = apis.controller.endpoint  # one broker leads every partition of __consumer_offsets
+    leader = coordinator_of(apis.controller, apis.group_coordinator, request.body.key)
+    if leader is None:  # no leader for the group's partition yet: the client retries
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return FindCoordinatorResponse(
+            throttle_time_ms=0, error_code=error, error_message=error.name, node_id=-1,
+            host="", port=-1,
+        )  # fmt: skip
     return FindCoordinatorResponse(
-        throttle_time_ms=0, error_code=error, error_message=None, node_id=me.node_id,
-        host=me.host, port=me.port,
+        throttle_time_ms=0, error_code=error, error_message=None, node_id=leader.node_id,
+        host=leader.host, port=leader.port,
     )  # fmt: skip
 
 

@@ -26,13 +26,14 @@ broker's picture of ZooKeeper (cluster/zk_metadata.py): every live broker, the c
 and per partition the leader, leader epoch, replicas and ISR the controller wrote; replicas
 on brokers that are down are `offline_replicas`, and a partition without a leader (not yet
 elected, or offline) is LEADER_NOT_AVAILABLE with leader -1, so clients wait and ask again
-(CTRL-11). Metadata 0-5 carries no leader epochs (they
-arrive in v7); clients then skip leader-epoch validation (no OffsetForLeaderEpoch).
+(CTRL-11). From v7 each partition carries its leader epoch (0 forever on one broker), which
+never goes backwards on a broker (CTRL-12); clients use it to drop stale metadata and to
+validate their positions after a leader change (KIP-320).
 `__consumer_offsets` and `__transaction_state` are *internal* topics (`is_internal`, Kafka:
 `Topic.isInternal`); asking for `__consumer_offsets` creates it with the group
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
-Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45, CTRL-11.
+Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45, CTRL-11, CTRL-12.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def test_encode_request_refuses_what_it_cannot_describe():
     with pytest.raises(UnknownApiKeyError):
         frames.encode_request(9999, 0, 1, "c", None)
     with pytest.raises(UnsupportedVersionError):
-        frames.encode_request(ApiKey.METADATA, 6, 1, "c", MetadataRequest())
+        frames.encode_request(ApiKey.METADATA, 8, 1, "c", MetadataRequest())
     with pytest.raises(ProtocolDecodeError, match="at least 4 bytes"):
         frames.decode_request(b"\x00\x03")
 

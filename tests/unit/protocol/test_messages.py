@@ -152,7 +152,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.PRODUCE, 0, 7),
         (ApiKey.FETCH, 4, 10),
         (ApiKey.LIST_OFFSETS, 1, 3),
-        (ApiKey.METADATA, 0, 5),
+        (ApiKey.METADATA, 0, 7),
         (ApiKey.OFFSET_COMMIT, 2, 3),
         (ApiKey.OFFSET_FETCH, 1, 3),
         (ApiKey.FIND_COORDINATOR, 0, 2),

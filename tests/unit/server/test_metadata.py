@@ -17,7 +17,7 @@ ADVERTISED = {
     0: (0, 7),
     1: (4, 10),
     2: (1, 3),
-    3: (0, 5),
+    3: (0, 7),
     8: (2, 3),
     9: (1, 3),
     10: (0, 2),
@@ -126,6 +126,8 @@ def test_one_broker_is_controller_leader_and_isr(make_broker):
     assert response.cluster_id == broker.broker.controller.cluster_id
     for p in response.topics[0].partitions:
         assert (p.leader_id, p.replica_nodes, p.isr_nodes, p.offline_replicas) == (7, [7], [7], [])
+    # v7 carries the leader epoch: one broker leads every partition in epoch 0 forever
+    assert [p.leader_epoch for p in wire.metadata(["t"], version=7).topics[0].partitions] == [0, 0]
 
 
 @pytest.mark.spec("BROKER-12")
