@@ -23,8 +23,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,9 +31,7 @@ from dataclasses import dataclass, field
 
 from kafka_ref.conformance import capabilities as caps
 from kafka_ref.conformance.wire import Wire
-
-START_SECONDS = 30.0
-STOP_SECONDS = 15.0
+from kafka_ref.tools.server_process import START_SECONDS, ServerProcess, free_port
 
 # Broker configs the built-in kafka-ref targets run with (all standard Kafka names).
 SUITE_CONFIGS: dict[str, object] = {
@@ -51,61 +47,8 @@ KAFKA_REF_DECLARES = {"restart", "compaction", "short-sessions", "configurable-b
 TANSU_DECLARES: set[str] = set()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class TargetError(RuntimeError):
     """The target could not be started or reached: the whole run stops with this message."""
-
-
-@dataclass
-class Process:
-    """A broker in a subprocess listening on 127.0.0.1:port, its output in a log file."""
-
-    cmd: list[str]
-    port: int
-    log_path: str
-    proc: subprocess.Popen | None = None
-
-    def start(self, timeout: float = START_SECONDS) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise TargetError(
-                    f"{self.cmd[0]} exited with code {self.proc.returncode} at start; "
-                    f"see {self.log_path}:\n{self.tail()}"
-                )
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise TargetError(f"no broker listened on port {self.port} within {timeout:g}s")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(STOP_SECONDS)
-
-    def tail(self, lines: int = 20) -> str:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
 
 
 @dataclass
@@ -117,7 +60,7 @@ class Target:
     host: str
     port: int
     declared: set[str] = field(default_factory=set)
-    process: Process | None = None
+    process: ServerProcess | None = None
     workdir: str | None = None
     capabilities: caps.Capabilities | None = None
     # kafka-ref targets: builds a sibling broker with extra broker configs (configurable-broker)
@@ -219,7 +162,7 @@ def _kafka_ref(spec: str, mutant: str | None, extra: dict[str, object] | None = 
     for key, value in {**SUITE_CONFIGS, **(extra or {})}.items():
         cmd += ["--config", f"{key}={value}"]
     label = f"kafka_ref-mutant-{mutant}" if mutant else "kafka_ref"
-    process = Process(cmd, port, os.path.join(workdir, "broker.log"))
+    process = ServerProcess(cmd[0], cmd, port, os.path.join(workdir, "broker.log"), TargetError)
     target = Target(spec, label, "127.0.0.1", port, set(KAFKA_REF_DECLARES), process, workdir)
     target.sibling = lambda configs: _kafka_ref(spec, mutant, {**(extra or {}), **configs})
     return target
@@ -244,7 +187,7 @@ def _tansu() -> Target:
     url = f"tcp://127.0.0.1:{port}"
     cmd = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
            "--storage-engine", "memory://tansu/"]  # fmt: skip
-    process = Process(cmd, port, os.path.join(workdir, "tansu.log"))
+    process = ServerProcess(cmd[0], cmd, port, os.path.join(workdir, "tansu.log"), TargetError)
     return Target("tansu", "tansu", "127.0.0.1", port, set(TANSU_DECLARES), process, workdir)
 
 

@@ -19,13 +19,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 
 from kafka_ref.tools.bench_broker import (
@@ -36,63 +32,16 @@ from kafka_ref.tools.bench_broker import (
     run_cases,
 )
 from kafka_ref.tools.bench_report import KAFKA_REF, TANSU
+from kafka_ref.tools.server_process import ServerProcess, free_port
 
 CPU_PER_GB = "broker CPU s/GB"  # the broker's own work per GB moved; lower is better
-START_SECONDS = 30.0
-STOP_SECONDS = 15.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BrokerProcess:
-    """A broker in a subprocess, listening on a loopback port, its output in a log file."""
+class BrokerProcess(ServerProcess):
+    """A broker for the bench: a `ServerProcess` that fails with BenchError."""
 
     def __init__(self, label: str, cmd: list[str], port: int, log_path: str) -> None:
-        self.label, self.cmd, self.port, self.log_path = label, cmd, port, log_path
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self, timeout: float = START_SECONDS) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(
-                    f"{self.label} exited with code {self.proc.returncode} at start; "
-                    f"see {self.log_path}"
-                )
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise BenchError(f"{self.label} did not listen on {self.bootstrap} within {timeout:g}s")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(STOP_SECONDS)
+        super().__init__(label, cmd, port, log_path, error=BenchError)
 
 
 def kafka_ref_process(data_dir: str, log_path: str, port: int | None = None) -> BrokerProcess:
