@@ -24,48 +24,29 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
+
+from kafka_ref.tools.server_process import ServerProcess, free_port
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 ZOOKEEPER_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/*"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with code {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not accept connections on port {port} within {timeout}s")
-
-
 def zookeeper_installed() -> bool:
     return os.path.exists(ZOOKEEPER_JAR) and shutil.which("java") is not None
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(ServerProcess):
     """A standalone ZooKeeper in a java subprocess (the real server, for tests and demos)."""
 
     def __init__(self, data_dir: str, port: int | None = None, tick_time_ms: int = 500) -> None:
         self.data_dir = os.path.abspath(data_dir)
-        self.port = port or free_port()
         self.tick_time_ms = tick_time_ms  # sessions may last 2..20 ticks
-        self.proc: subprocess.Popen | None = None
-        self.log_path = os.path.join(self.data_dir, "zookeeper.out")
+        log_path = os.path.join(self.data_dir, "zookeeper.out")
+        super().__init__("ZooKeeper", [], port or free_port(), log_path)
 
     @property
     def connect(self) -> str:
@@ -86,13 +67,11 @@ class ZooKeeperServer:
             )
         # A small heap and the quick JIT tier: a test ZooKeeper starts fast on a busy machine.
         jvm = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-        cmd = ["java", *jvm, "-cp", ZOOKEEPER_CLASSPATH, ZOOKEEPER_MAIN, config]
-        log = open(self.log_path, "a")  # noqa: SIM115  (the child keeps it)
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        _wait_for_port(self.port, self.proc, "ZooKeeper", timeout)
+        self.cmd = ["java", *jvm, "-cp", ZOOKEEPER_CLASSPATH, ZOOKEEPER_MAIN, config]
+        super().start(timeout)
         deadline = time.monotonic() + timeout
         while not self.serving():  # the port opens before the server answers
-            if time.monotonic() > deadline or self.proc.poll() is not None:
+            if time.monotonic() > deadline or not self.alive:
                 raise RuntimeError(f"ZooKeeper on port {self.port} does not answer; see {config}")
             time.sleep(0.1)
         return self
@@ -107,18 +86,10 @@ class ZooKeeperServer:
             return False
         return b"Mode:" in answer
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
-
-class BrokerProcess:
-    """`kafka-ref broker` in ZooKeeper mode in a subprocess."""
+class BrokerProcess(ServerProcess):
+    """`kafka-ref broker` in ZooKeeper mode in a subprocess. `stop(SIGKILL)` is a crash: its
+    registration then waits for the ZooKeeper session to time out."""
 
     def __init__(
         self,
@@ -131,44 +102,22 @@ class BrokerProcess:
         self.broker_id = broker_id
         self.data_dir = os.path.abspath(data_dir)
         self.zookeeper = zookeeper
-        self.port = port or free_port()
         self.configs = dict(configs or {})
-        self.log_path = self.data_dir + ".log"
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        super().__init__(f"broker {broker_id}", [], port or free_port(), self.data_dir + ".log")
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
-        cmd = [
+        self.cmd = [
             sys.executable, "-m", "kafka_ref.cli", "broker", "--listen", self.bootstrap,
             "--data-dir", self.data_dir, "--zookeeper", self.zookeeper,
             "--broker-id", str(self.broker_id),
         ]  # fmt: skip
         for key, value in self.configs.items():
-            cmd += ["--config", f"{key}={value}"]
-        log = open(self.log_path, "a")  # noqa: SIM115  (the child keeps it)
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        _wait_for_port(self.port, self.proc, f"broker {self.broker_id}", timeout)
+            self.cmd += ["--config", f"{key}={value}"]
+        super().start(timeout)
         return self
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
-        """SIGTERM: a clean shutdown; SIGKILL: a crash (its registration waits for the
-        ZooKeeper session to time out)."""
-        if not self.alive:
-            return
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        super().stop(sig, timeout)
 
     def log(self) -> str:
         with open(self.log_path) as f:

@@ -70,16 +70,21 @@ class ServerProcess:
         self.stop()
         raise self.error(f"{self.label} did not listen on {self.bootstrap} within {timeout:g}s")
 
-    def stop(self, sig: int = signal.SIGTERM) -> None:
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = STOP_SECONDS) -> None:
         """SIGTERM: a clean shutdown; SIGKILL: a crash. Killed if it has not stopped in time."""
-        if self.proc is None or self.proc.poll() is not None:
+        if not self.alive:
             return
+        assert self.proc is not None
         self.proc.send_signal(sig)
         try:
-            self.proc.wait(STOP_SECONDS)
+            self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait(STOP_SECONDS)
+            self.proc.wait(timeout)
 
     def tail(self, lines: int = 20) -> str:
         try:
