@@ -85,7 +85,7 @@ def test_an_older_apiversions_is_retried_at_the_version_the_broker_lists(fake_br
     conn = connect(broker)
     versions = [h.request_api_version for h, _ in broker.requests]
     assert versions == [3, 2]
-    assert conn.api_versions[ApiKey.METADATA] == 5
+    assert conn.api_versions[ApiKey.METADATA] == CLIENT_VERSIONS[ApiKey.METADATA][1]
     conn.close()
 
 
