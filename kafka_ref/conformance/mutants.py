@@ -119,7 +119,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("dedup-window-1", "the idempotent dedup window is 1 batch instead of 5",
                ("IDEM-3",), _dedup_window_one),
         Mutant("hw-past-lagging-isr", "the high watermark advances past a lagging ISR member",
-               ("REPL-1",), None, pending="needs replication (issue #6)"),
+               ("REPL-3",), None, pending="needs a multi-broker conformance target (issue #7)"),
     )
 }  # fmt: skip
 
