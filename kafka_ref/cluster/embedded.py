@@ -55,7 +55,7 @@ from kafka_ref.cluster.metadata import (
     UnknownTopicOrPartitionError,
     validate_topic_name,
 )
-from kafka_ref.cluster.topic_requests import plan_partitions, plan_topic
+from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partitions
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
 
@@ -93,7 +93,7 @@ def _read_properties(path: str) -> dict[str, str]:
     return props
 
 
-class EmbeddedController:
+class EmbeddedController(TopicAdministration):
     """The single broker's controller and metadata image (KRaft combined mode, quorum of 1)."""
 
     def __init__(
@@ -195,13 +195,6 @@ class EmbeddedController:
         me = (self.endpoint.node_id,)
         return PartitionState(topic, partition, self.endpoint.node_id, 0, me, me)
 
-    def log_config(self, topic: str) -> LogConfig | None:
-        """The topic's LogConfig: broker defaults with the topic's overrides on top."""
-        meta = self._topics.get(topic)
-        if meta is None or not meta.configs:
-            return None
-        return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
-
     # ------------------------------------------------------------------ changing
     def create_topic(
         self,
@@ -214,13 +207,7 @@ class EmbeddedController:
         validate_only: bool = False,
     ) -> TopicMetadata:
         """Create a topic after Kafka's checks, in Kafka's order; -1 means broker default."""
-        meta, _ = plan_topic(
-            name, num_partitions, replication_factor, configs, assignments,
-            existing=self._topics, live=self._live(),
-            default_partitions=self.num_partitions,
-            default_replication_factor=self.default_replication_factor,
-            log_defaults=self.log_defaults,
-        )  # fmt: skip
+        meta, _ = self._plan_topic(name, num_partitions, replication_factor, configs, assignments)
         if validate_only:
             return meta
         self._topics[name] = meta

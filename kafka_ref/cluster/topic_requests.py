@@ -150,3 +150,41 @@ def plan_partitions(
         meta.name, meta.topic_id, count, meta.replication_factor, meta.configs, meta.internal
     )
     return grown, new
+
+
+class TopicAdministration:
+    """What both controllers share: their topic settings, topic configs, and planning.
+
+    `EmbeddedController` and `ZkClusterMetadata` set these attributes and list the live
+    brokers; each then makes a plan durable in its own way."""
+
+    _topics: dict[str, TopicMetadata]
+    log_defaults: LogConfig
+    num_partitions: int  # num.partitions
+    default_replication_factor: int  # default.replication.factor
+
+    def _live(self) -> list[tuple[int, str | None]]:
+        raise NotImplementedError
+
+    def log_config(self, topic: str) -> LogConfig | None:
+        """The topic's LogConfig: broker defaults with the topic's overrides on top."""
+        meta = self._topics.get(topic)
+        if meta is None or not meta.configs:
+            return None
+        return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
+
+    def _plan_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str | None] | None,
+        assignments: Mapping[int, Iterable[int]] | None,
+    ) -> tuple[TopicMetadata, Assignment]:
+        return plan_topic(
+            name, num_partitions, replication_factor, configs, assignments,
+            existing=self._topics, live=self._live(),
+            default_partitions=self.num_partitions,
+            default_replication_factor=self.default_replication_factor,
+            log_defaults=self.log_defaults,
+        )  # fmt: skip

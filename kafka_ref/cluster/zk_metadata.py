@@ -63,7 +63,7 @@ from kafka_ref.cluster.metadata import (
     TopicMetadata,
     UnknownTopicOrPartitionError,
 )
-from kafka_ref.cluster.topic_requests import plan_partitions, plan_topic
+from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partitions
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
@@ -93,7 +93,7 @@ def is_stale(current: PartitionState | None, incoming: PartitionState) -> bool:
     )
 
 
-class ZkClusterMetadata:
+class ZkClusterMetadata(TopicAdministration):
     """This broker's picture of the cluster in ZooKeeper (Kafka: `ZkMetadataCache`)."""
 
     def __init__(
@@ -301,12 +301,6 @@ class ZkClusterMetadata:
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         return self._assignments.get(topic, {}).get(partition, ())
 
-    def log_config(self, topic: str) -> LogConfig | None:
-        meta = self._topics.get(topic)
-        if meta is None or not meta.configs:
-            return None
-        return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
-
     # ------------------------------------------------------------------ changing (CTRL-8)
     def _live(self) -> list[tuple[int, str | None]]:
         return [(b.node_id, b.rack) for b in self.brokers()]
@@ -322,13 +316,9 @@ class ZkClusterMetadata:
         validate_only: bool = False,
     ) -> TopicMetadata:
         """Validate as the embedded controller does, place replicas, write to ZooKeeper."""
-        meta, placed = plan_topic(
-            name, num_partitions, replication_factor, configs, assignments,
-            existing=self._topics, live=self._live(),
-            default_partitions=self.num_partitions,
-            default_replication_factor=self.default_replication_factor,
-            log_defaults=self.log_defaults,
-        )  # fmt: skip
+        meta, placed = self._plan_topic(
+            name, num_partitions, replication_factor, configs, assignments
+        )
         if self.zk.get_topic(name) is not None:  # created elsewhere, not yet seen here
             raise TopicExistsError(f"Topic '{name}' already exists.")
         if validate_only:
