@@ -128,7 +128,7 @@ def test_every_concept_page_has_a_mermaid_diagram():
     pages = concept_pages()
     assert len(pages) >= 11, pages
     missing = [p for p in pages if "```mermaid\n" not in (ROOT / "docs" / p).read_text()]
-    assert not missing, f"concept pages without a mermaid diagram of their flow or states: {missing}"
+    assert not missing, f"concept pages without a mermaid diagram of a flow or states: {missing}"
 
 
 def test_mermaid_diagrams_render_in_headless_chromium(site, served, tmp_path):
