@@ -124,11 +124,15 @@ def concept_pages() -> list[str]:
     return [*nav_pages(concepts), "conformance.md"]
 
 
-def test_every_concept_page_has_a_mermaid_diagram():
+def test_every_concept_page_has_a_diagram_its_rules_and_its_code():
     pages = concept_pages()
     assert len(pages) >= 11, pages
-    missing = [p for p in pages if "```mermaid\n" not in (ROOT / "docs" / p).read_text()]
-    assert not missing, f"concept pages without a mermaid diagram of a flow or states: {missing}"
+    texts = {page: (ROOT / "docs" / page).read_text() for page in pages}
+    for part, what in [("```mermaid\n", "a mermaid diagram of a flow or states"),
+                       ("{{ rules ", "its spec rules embedded"),
+                       ("{{ code ", "its code embedded from the source")]:  # fmt: skip
+        missing = [page for page, text in texts.items() if part not in text]
+        assert not missing, f"concept pages without {what}: {missing}"
 
 
 def test_mermaid_diagrams_render_in_headless_chromium(site, served, tmp_path):
