@@ -163,7 +163,7 @@ class Brokers:
         not register again in time is killed and restarted."""
         for i in list(self.paused):
             self.resume(i)
-        _start_all([b for b in self.processes.values() if not b.alive])
+        _each(BrokerProcess.start, [b for b in self.processes.values() if not b.alive])
         try:
             self.wait_registered(timeout=15)
         except AssertionError:
@@ -171,7 +171,7 @@ class Brokers:
             lost = [i for i in self.ids() if sum(i not in v for v in views) * 2 > len(views)]
             for i in lost:
                 self.kill(i)
-            _start_all([self.processes[i] for i in lost])
+            _each(BrokerProcess.start, [self.processes[i] for i in lost])
             self.wait_registered()
 
     def _registered(self, via: int) -> set[int]:
@@ -191,17 +191,18 @@ class Brokers:
         wait_for(all_see_all, timeout, f"brokers {sorted(everyone)} to see each other")
 
 
-def _start_all(processes: list[BrokerProcess]) -> None:
-    """Start brokers side by side: each start waits for its port."""
+def _each(action: Callable[[BrokerProcess], object], processes: list[BrokerProcess]) -> None:
+    """Start or stop brokers side by side: each start waits for its port, each stop for
+    the process to exit, so three in a row would cost three times as long."""
     errors: list[Exception] = []
 
-    def start(process: BrokerProcess) -> None:
+    def run(process: BrokerProcess) -> None:
         try:
-            process.start()
+            action(process)
         except Exception as err:  # reported below, in the caller's thread
             errors.append(err)
 
-    threads = [threading.Thread(target=start, args=(p,)) for p in processes]
+    threads = [threading.Thread(target=run, args=(p,)) for p in processes]
     for t in threads:
         t.start()
     for t in threads:
@@ -230,14 +231,13 @@ class SuiteCluster(Brokers):
         if not zookeeper_installed():
             raise RuntimeError("ZooKeeper is not installed: apt-get install zookeeper")
         self.zookeeper.start()
-        _start_all(list(self.processes.values()))
+        _each(BrokerProcess.start, list(self.processes.values()))
         self.wait_registered()
 
     def close(self) -> None:
         for i in list(self.paused):
             self.resume(i)
-        for process in self.processes.values():
-            process.stop()
+        _each(BrokerProcess.stop, list(self.processes.values()))
         self.zookeeper.stop()
         if not os.environ.get("KAFKA_REF_CONFORMANCE_KEEP"):
             shutil.rmtree(self.workdir, ignore_errors=True)
