@@ -112,9 +112,10 @@ class Brokers:
             return w.metadata(topics, version=METADATA_VERSION)
 
     def partition(self, topic: str, index: int, via: int | None = None) -> Any:
-        """The partition's Metadata (leader_id, leader_epoch, replica_nodes, isr_nodes...)."""
+        """The partition's Metadata (leader_id, leader_epoch, replica_nodes, isr_nodes...);
+        None from a broker that does not know it yet (one that has just started)."""
         (t,) = self.metadata([topic], via).topics
-        return next(p for p in t.partitions if p.partition_index == index)
+        return next((p for p in t.partitions if p.partition_index == index), None)
 
     def wait_leader(self, topic: str, index: int, not_on: tuple[int, ...] = ()) -> Any:
         """The partition once every reachable broker reports the same leader, not one of
@@ -122,6 +123,8 @@ class Brokers:
 
         def agreed() -> Any:
             seen = [self.partition(topic, index, via=i) for i in self.ids() if self.up(i)]
+            if None in seen:
+                return None
             leaders = {(p.leader_id, p.leader_epoch) for p in seen}
             ok = len(leaders) == 1 and seen[0].leader_id >= 0 and seen[0].leader_id not in not_on
             return ok and seen[0]
@@ -146,6 +149,10 @@ class Brokers:
     def stop(self, broker_id: int) -> None:
         """SIGTERM: a clean shutdown."""
         self.processes[broker_id].stop(signal.SIGTERM)
+
+    def start_broker(self, broker_id: int) -> None:
+        """Start a stopped or killed broker again on its data."""
+        self.processes[broker_id].start()
 
     def pause(self, broker_id: int) -> None:
         """SIGSTOP: the process keeps its sockets and its ZooKeeper session but does nothing."""

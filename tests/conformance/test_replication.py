@@ -163,6 +163,45 @@ def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(cluster, 
         assert values(w, topic, 0) == [b"committed", b"acks-1"]
 
 
+@pytest.mark.spec("ISR-6", "CTRL-6", "CTRL-11")
+def test_a_partition_whose_isr_is_dead_waits_offline_for_an_isr_member(cluster, target):
+    """Replication factor 2: the follower stops, the ISR shrinks to the leader, the leader
+    dies. The follower comes back, but it may lack acknowledged records: without unclean
+    election the partition stays offline until the last ISR member returns."""
+    topic = target.topic_name("offline")
+    assert cluster.create_topic(topic, 1, 2) == 0
+    part = cluster.wait_leader(topic, 0)
+    last = part.leader_id
+    (follower,) = [r for r in part.replica_nodes if r != last]
+    (witness,) = [b for b in cluster.ids() if b not in part.replica_nodes]
+    with cluster.wire(last) as w:
+        assert produce(w, topic, 0, b"committed").error_code == 0
+    cluster.stop(follower)
+    wait_for(lambda: cluster.partition(topic, 0, via=witness).isr_nodes == [last],
+             what="the ISR to shrink to the leader")  # fmt: skip
+    cluster.kill(last)
+    offline = wait_for(
+        lambda: (p := cluster.partition(topic, 0, via=witness)).leader_id == -1 and p,
+        what="the partition to go offline",
+    )
+    assert offline.error_code == ErrorCode.LEADER_NOT_AVAILABLE  # CTRL-11
+    assert offline.isr_nodes == [last]  # the last ISR member is remembered
+    cluster.start_broker(follower)
+    wait_for(lambda: follower in {b.node_id for b in cluster.metadata([], witness).brokers},
+             what="the follower to register again")  # fmt: skip
+    # The controller handles events in order: once a topic created after the follower's
+    # return has a leader, the controller has seen the follower come back.
+    assert cluster.create_topic(target.topic_name("after"), 1, 1) == 0
+    still = cluster.partition(topic, 0, via=witness)
+    assert (still.leader_id, still.isr_nodes) == (-1, [last]), "a replica outside the ISR led"
+    cluster.start_broker(last)
+    back = cluster.wait_leader(topic, 0)
+    assert back.leader_id == last and back.leader_epoch > part.leader_epoch
+    with cluster.wire(last) as w:
+        got = read_committed_by_now(w, topic, 0, {b"committed"})
+    assert [r.value for r in got] == [b"committed"]
+
+
 @pytest.mark.spec("CTRL-3", "CTRL-6", "CTRL-7", "CTRL-11", "CTRL-12", "REPL-1", "REPL-8", "TRUNC-4")
 def test_when_the_controller_dies_its_partitions_move_and_old_epochs_are_fenced(cluster, target):
     topic = target.topic_name("ctrl")
