@@ -154,7 +154,7 @@ def test_mermaid_diagrams_render_in_headless_chromium(site, served, tmp_path):
         assert "Syntax error in text" not in dom, f"{page}: a diagram has a mermaid error"
 
 
-@pytest.mark.spec("CONF-4")
+@pytest.mark.spec("CONF-5")
 def test_the_conformance_matrix_is_generated_from_the_published_reports(tmp_path):
     from kafka_ref.conformance.matrix import DOCS_REPORTS, write_matrix
 

@@ -35,6 +35,8 @@ CAPABILITIES: dict[str, str] = {
     "short-sessions": "group session timeouts of 1 s and no initial rebalance delay",
     "configurable-broker": "the suite can start another broker of the target's kind with the "
     "broker-level configs a test asks for (e.g. producer.id.expiration.ms=1000)",
+    "cluster": "the suite can start a 3-broker cluster of the target's kind on a ZooKeeper and "
+    "kill, pause and restart its brokers",
 }
 
 # Capability -> the API keys whose presence in ApiVersions proves it.
@@ -50,7 +52,9 @@ PROBED_BY_API: dict[str, tuple[int, ...]] = {
 }
 
 # The capabilities only a declaration can grant (no request reveals them).
-DECLARED_ONLY = frozenset({"restart", "compaction", "short-sessions", "configurable-broker"})
+DECLARED_ONLY = frozenset(
+    {"restart", "compaction", "short-sessions", "configurable-broker", "cluster"}
+)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A report (report.py) answers "how does this broker do?"; the matrix answers "where do the
 brokers differ?". It is generated from the `<label>.json` reports of one directory, never
-written by hand, so it cannot disagree with them (CONF-4):
+written by hand, so it cannot disagree with them (CONF-5):
 
     rule (linked to its spec heading) | title | kafka_ref | tansu | ...
     LOG-3                             | ...   | pass      | FAIL  (a note on why)

@@ -104,6 +104,25 @@ def _dedup_window_one() -> None:
     producer_entry.NUM_BATCHES_TO_RETAIN = 1  # read at call time by the deque factories
 
 
+def _hw_past_lagging_isr() -> None:
+    """The leader's HW follows the most advanced ISR follower, not the slowest (REPL-3)."""
+    from kafka_ref.replication.partition import Partition
+
+    def maybe_increment_high_watermark(self) -> bool:
+        if not self.is_leader:
+            return False
+        followers = [self.remote[r].log_end_offset for r in self.maximal_isr
+                     if r != self.broker_id and r in self.remote]  # fmt: skip
+        # the bug: max, not min, so one follower having a record commits it
+        new = min(self.log_end_offset, max(followers, default=self.log_end_offset))
+        if new > self.high_watermark:
+            self.high_watermark = new
+            return True
+        return False
+
+    Partition._maybe_increment_high_watermark = maybe_increment_high_watermark
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -119,7 +138,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("dedup-window-1", "the idempotent dedup window is 1 batch instead of 5",
                ("IDEM-3",), _dedup_window_one),
         Mutant("hw-past-lagging-isr", "the high watermark advances past a lagging ISR member",
-               ("REPL-3",), None, pending="needs a multi-broker conformance target (issue #7)"),
+               ("REPL-3",), _hw_past_lagging_isr),
     )
 }  # fmt: skip
 

@@ -9,6 +9,10 @@ plugin adds, for any directory whose conftest.py imports it (tests/conformance d
     --conformance-report DIR               where <target>.json/.md go (build/conformance)
     --spec-filter LOG-3,REBAL-1            run only the tests citing these rules
 
+Tests of the replication rules take `brokers` (several brokers: the target's own, or a
+3-broker cluster of its kind the suite starts once per session) or `cluster` (one the
+suite can kill brokers of); see cluster.py.
+
 The target starts lazily, once per session, when the first conformance test needs it, and
 its capabilities are probed then. `target.require("groups")` skips a test whose capability
 the target lacks (CONF-1). After the run, every test that took `target` is folded into one
@@ -27,6 +31,7 @@ import pytest
 from kafka_ref.conformance import report as report_mod
 from kafka_ref.conformance import targets
 from kafka_ref.conformance.capabilities import CAPABILITIES
+from kafka_ref.conformance.cluster import Brokers, SuiteCluster
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # a checkout: spec/ lives here
 _STATE: dict = {"results": {}, "cites": {}, "target": None}
@@ -148,6 +153,12 @@ class ConformanceTarget:
             pytest.skip(f"target lacks {', '.join(missing)}: "
                         f"{'; '.join(CAPABILITIES[m] for m in missing)}")  # fmt: skip
 
+    def require_any(self, *names: str) -> None:
+        """Skip the calling test unless the target has at least one of these (CONF-1)."""
+        if not any(self.has(n) for n in names):
+            pytest.skip(f"target lacks {' or '.join(names)}: "
+                        f"{'; '.join(CAPABILITIES[n] for n in names)}")  # fmt: skip
+
     def topic_name(self, hint: str = "t") -> str:
         """A topic name no other test of this run (or earlier runs on the target) uses."""
         return f"conf-{hint}-{self.run_id}-{next(self._ids)}"
@@ -207,6 +218,44 @@ def configured_broker(target, _configured_brokers):
         return ConformanceTarget(_configured_brokers[key])
 
     return make
+
+
+@pytest.fixture(scope="session")
+def _suite_cluster():
+    started: dict[str, SuiteCluster | targets.TargetError] = {}
+    yield started
+    if isinstance(started.get("cluster"), SuiteCluster):
+        started["cluster"].close()
+
+
+@pytest.fixture
+def brokers(target, _suite_cluster) -> Brokers:
+    """Several brokers of one cluster (cluster.py), for the replication rules.
+
+    With the `cluster` capability, the cluster of the target's kind that the suite starts
+    at the first test that asks, once per session, healed (every broker running) before
+    each test; else the target's own brokers if it has several (`multi-broker`); else the
+    test is skipped (CONF-1)."""
+    target.require_any("cluster", "multi-broker")
+    if not target.has("cluster"):
+        return Brokers([(target.host, target.port)])
+    if "cluster" not in _suite_cluster:
+        try:
+            _suite_cluster["cluster"] = target.target.cluster()
+        except targets.TargetError as err:
+            _suite_cluster["cluster"] = err
+    cluster = _suite_cluster["cluster"]
+    if isinstance(cluster, targets.TargetError):
+        pytest.fail(str(cluster))
+    cluster.heal()
+    return cluster
+
+
+@pytest.fixture
+def cluster(target, request: pytest.FixtureRequest) -> Brokers:
+    """`brokers` that the suite can kill, pause and restart: needs the `cluster` capability."""
+    target.require("cluster")
+    return request.getfixturevalue("brokers")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

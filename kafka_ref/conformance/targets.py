@@ -12,6 +12,10 @@ A target is started once per pytest session. Its capabilities come from two plac
 target declares (the suite can restart a broker it started itself; it cannot restart one it
 found running). Tests never look at which broker it is, only at what it can do.
 
+For the replication rules a kafka-ref target can also start a cluster of its kind
+(`Target.cluster()`, the `cluster` capability): a ZooKeeper and three brokers, every one
+running the target's mutant if it has one (cluster.py).
+
 The built-in kafka-ref target runs with short group timeouts and a quick log cleaner
 (`SUITE_CONFIGS`), so that rules about rebalances and compaction are checked in seconds;
 those settings are legal Kafka broker configs, and a broker author who runs their broker
@@ -30,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka_ref.conformance import capabilities as caps
+from kafka_ref.conformance.cluster import SuiteCluster
 from kafka_ref.conformance.wire import Wire
 from kafka_ref.tools.server_process import START_SECONDS, ServerProcess, free_port
 
@@ -41,7 +46,7 @@ SUITE_CONFIGS: dict[str, object] = {
     "offsets.topic.num.partitions": 4,
 }
 
-KAFKA_REF_DECLARES = {"restart", "compaction", "short-sessions", "configurable-broker"}
+KAFKA_REF_DECLARES = {"restart", "compaction", "short-sessions", "configurable-broker", "cluster"}
 # Tansu with memory:// storage forgets everything when it stops, so it cannot be restarted
 # with its data; nothing shows that it compacts within seconds.
 TANSU_DECLARES: set[str] = set()
@@ -65,6 +70,8 @@ class Target:
     capabilities: caps.Capabilities | None = None
     # kafka-ref targets: builds a sibling broker with extra broker configs (configurable-broker)
     sibling: Callable[[dict[str, object]], Target] | None = None
+    # kafka-ref targets: builds a 3-broker cluster of the same kind (cluster)
+    cluster_maker: Callable[[], SuiteCluster] | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -101,6 +108,19 @@ class Target:
         other.start()
         other.probe()
         return other
+
+    def cluster(self) -> SuiteCluster:
+        """A ZooKeeper and 3 brokers of this target's kind, started, for the replication
+        rules (cluster.py). The caller closes it; the plugin starts one per session."""
+        if self.cluster_maker is None or "cluster" not in self.declared:
+            raise TargetError(f"target {self.spec} cannot start a cluster of its kind")
+        cluster = self.cluster_maker()
+        try:
+            cluster.start()
+        except (RuntimeError, AssertionError) as err:
+            cluster.close()
+            raise TargetError(f"the cluster of {self.spec} did not start: {err}") from err
+        return cluster
 
     def probe(self, adjust: str | None = None) -> caps.Capabilities:
         """Ask ApiVersions and Metadata, combine with the declaration and `--capabilities`."""
@@ -165,6 +185,9 @@ def _kafka_ref(spec: str, mutant: str | None, extra: dict[str, object] | None = 
     process = ServerProcess(cmd[0], cmd, port, os.path.join(workdir, "broker.log"), TargetError)
     target = Target(spec, label, "127.0.0.1", port, set(KAFKA_REF_DECLARES), process, workdir)
     target.sibling = lambda configs: _kafka_ref(spec, mutant, {**(extra or {}), **configs})
+    target.cluster_maker = lambda: SuiteCluster(
+        {**SUITE_CONFIGS, **(extra or {})}, (*launcher, "--log-level", "WARNING")
+    )
     return target
 
 

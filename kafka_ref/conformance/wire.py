@@ -112,14 +112,16 @@ class Wire:
         )
         return self.request(ApiKey.API_VERSIONS, version, body)
 
-    def create_topic(self, name: str, partitions: int = 1, **configs: str) -> int:
+    def create_topic(
+        self, name: str, partitions: int = 1, replication_factor: int = 1, **configs: str
+    ) -> int:
         """The CreateTopics error code (0 = created); configs by Kafka's names."""
         body = CreateTopicsRequest(
             topics=[
                 CreateTopicsRequest.CreatableTopic(
                     name=name,
                     num_partitions=partitions,
-                    replication_factor=1,
+                    replication_factor=replication_factor,
                     assignments=[],
                     configs=[
                         CreateTopicsRequest.CreatableTopicConfig(name=k, value=str(v))
@@ -211,11 +213,13 @@ class Wire:
                 return out
 
 
-def produce_body(topic: str, partition: int, records: bytes | None, acks: int = -1) -> Any:
+def produce_body(
+    topic: str, partition: int, records: bytes | None, acks: int = -1, timeout_ms: int = 10000
+) -> Any:
     return ProduceRequest(
         transactional_id=None,
         acks=acks,
-        timeout_ms=10000,
+        timeout_ms=timeout_ms,
         topic_data=[
             ProduceRequest.TopicProduceData(
                 name=topic,
@@ -236,6 +240,7 @@ def fetch_body(
     partition_max_bytes: int = 1 << 20,
     isolation_level: int = 0,
     session_epoch: int = -1,
+    current_leader_epoch: int = -1,
 ) -> Any:
     topics: list[Any] = []
     for topic, partition, offset in parts:
@@ -244,7 +249,7 @@ def fetch_body(
         topics[-1].partitions.append(
             FetchRequest.FetchPartition(
                 partition=partition,
-                current_leader_epoch=-1,
+                current_leader_epoch=current_leader_epoch,  # -1: not fenced (KIP-320)
                 fetch_offset=offset,
                 log_start_offset=-1,
                 partition_max_bytes=partition_max_bytes,

@@ -10,6 +10,9 @@ import pytest
 from kafka_ref.conformance.groups import coordinator
 from kafka_ref.conformance.plugin import (  # noqa: F401  (pytest finds them by name)
     _configured_brokers,
+    _suite_cluster,
+    brokers,
+    cluster,
     configured_broker,
     pytest_addoption,
     pytest_collection_modifyitems,

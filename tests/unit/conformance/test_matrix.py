@@ -1,4 +1,4 @@
-"""The matrix puts the per-target reports side by side, and is generated from them (CONF-4)."""
+"""The matrix puts the per-target reports side by side, and is generated from them (CONF-5)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def table_rows(text: str) -> dict[str, list[str]]:
     return rows
 
 
-@pytest.mark.spec("CONF-4")
+@pytest.mark.spec("CONF-5")
 def test_the_matrix_has_a_column_per_report_and_a_row_per_covered_rule(reports):
     out, spec = reports
     text = matrix.write_matrix(out, spec).read_text()
@@ -99,7 +99,7 @@ def test_the_matrix_has_a_column_per_report_and_a_row_per_covered_rule(reports):
     assert "## Demo rules" in text
 
 
-@pytest.mark.spec("CONF-4")
+@pytest.mark.spec("CONF-5")
 def test_the_summary_counts_each_report_and_rules_link_to_their_spec_heading(reports):
     out, spec = reports
     text = matrix.write_matrix(out, spec).read_text()
@@ -108,7 +108,7 @@ def test_the_summary_counts_each_report_and_rules_link_to_their_spec_heading(rep
     assert "[DEMO-5](../spec/demo.md#demo-5-fifth-rule-added-later)" in text
 
 
-@pytest.mark.spec("CONF-4")
+@pytest.mark.spec("CONF-5")
 def test_a_rule_the_spec_no_longer_has_links_to_its_file_and_keeps_its_old_title(reports):
     out, spec = reports
     (spec / "demo.md").write_text(SPEC.replace("### DEMO-1 First rule", "### DEMO-1 Renamed"))
@@ -120,7 +120,7 @@ def test_a_rule_the_spec_no_longer_has_links_to_its_file_and_keeps_its_old_title
     assert "[DEMO-2](../spec/demo.md) | Second rule |" in text
 
 
-@pytest.mark.spec("CONF-4")
+@pytest.mark.spec("CONF-5")
 def test_notes_name_rules_singly_and_in_ranges_with_their_first_sentence(tmp_path):
     (tmp_path / "x.notes.md").write_text(NOTES)
     anchor, notes = matrix.read_notes(tmp_path / "x.notes.md")
@@ -136,7 +136,7 @@ def test_notes_name_rules_singly_and_in_ranges_with_their_first_sentence(tmp_pat
     assert matrix.shorten("x " * 10 + "`cut here` y", 25).count("`") % 2 == 0
 
 
-@pytest.mark.spec("CONF-4")
+@pytest.mark.spec("CONF-5")
 def test_writing_a_report_regenerates_the_matrix_of_its_directory(reports):
     out, _ = reports
     rows = [report.Row("DEMO-1", "First rule", "yes", "demo.md", "fail", ["boom"], ["t"])]
@@ -146,7 +146,7 @@ def test_writing_a_report_regenerates_the_matrix_of_its_directory(reports):
     assert table_rows(text)["DEMO-1"][-1] == "**FAIL**"
 
 
-@pytest.mark.spec("CONF-4")
+@pytest.mark.spec("CONF-5")
 def test_anchors_are_the_ones_the_site_gives_every_spec_heading():
     rules = report.read_rules(matrix.ROOT / "spec")
     assert rules
