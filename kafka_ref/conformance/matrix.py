@@ -41,7 +41,10 @@ REASON_MAX, NOTE_MAX = 60, 110
 
 
 def slugify(text: str) -> str:
-    """The id Python-Markdown's toc gives a heading (its default `slugify`, separator -)."""
+    """The id Python-Markdown's toc gives a heading (its default `slugify`, separator -).
+
+    Inline HTML such as `<id>` in `/brokers/ids/<id>` is dropped first, as the toc does."""
+    text = re.sub(r"<[^>]*>", "", text)
     text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     text = re.sub(r"[^\w\s-]", "", text).strip().lower()
     return re.sub(r"[-\s]+", "-", text)
