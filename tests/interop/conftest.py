@@ -51,10 +51,9 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        cmd = [
-            sys.executable, "-m", "kafka_ref.cli", "broker",
-            "--listen", self.bootstrap, "--data-dir", self.data_dir,
-        ]  # fmt: skip
+        cmd = [sys.executable, "-m", "kafka_ref.cli", "broker", "--listen", self.bootstrap]
+        if "log.dirs" not in self.configs:  # --data-dir, the one-directory shorthand, would win
+            cmd += ["--data-dir", self.data_dir]
         for key, value in self.configs.items():
             cmd += ["--config", f"{key}={value}"]
         log = open(self.log_path, "a")  # noqa: SIM115  (the child keeps it)
