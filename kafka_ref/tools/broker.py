@@ -44,9 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--listen", metavar="HOST:PORT", help="listen address (default 127.0.0.1:9092)"
     )
     parser.add_argument(
-        "--data-dir",
-        metavar="DIR",
-        help="the data directory (one; log.dirs=/a,/b for several; default /tmp/kafka-logs)",
+        "--data-dir", metavar="DIR", help="one data directory (log.dirs; default /tmp/kafka-logs)"
     )
     parser.add_argument(
         "--zookeeper", metavar="HOST:PORT[/chroot]", help="join a cluster (zookeeper.connect)"
