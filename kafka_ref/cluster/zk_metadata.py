@@ -28,7 +28,7 @@ goes to the listeners (`on_partition_state`; the ReplicaManager becomes leader o
 Kafka's `becomeLeaderOrFollower`), unless it is *older* than the one applied: a lower
 controller epoch or a lower leader epoch is ignored (CTRL-5).
 
-Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10.
+Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13.
 """
 
 from __future__ import annotations
@@ -186,9 +186,12 @@ class ZkClusterMetadata:
             self.zk.zk.handler.spawn(self._reregister)
 
     def _reregister(self) -> None:
+        """After an expired session ZooKeeper has deleted our znode: create it again (CTRL-13).
+        A reconnection within the same session finds it and does nothing."""
         if self.zk.get_broker(self.endpoint.node_id) is None:
             with contextlib.suppress(NodeExistsError):
                 self.zk.register_broker(self.endpoint)
+                logger.info("registered broker %d again (new session)", self.endpoint.node_id)
 
     def _on_brokers(self, children: list[str]) -> None:
         brokers = {}
