@@ -34,7 +34,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/kafka-ref bench storage
 
-# The conformance suite against kafka-ref, and against Tansu with the report in the docs.
+# The conformance suite against kafka-ref, and against Tansu, with the reports in the docs;
+# writing a report regenerates docs/conformance/matrix.md, every report side by side.
 conformance: $(STAMP)
 	$(BIN)/python -m pytest tests/conformance -q -p no:cacheprovider --target kafka_ref --conformance-report docs/conformance
 

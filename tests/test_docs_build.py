@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
+import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -107,11 +108,39 @@ def pages_with_diagrams(site: pathlib.Path) -> list[str]:
     )
 
 
+def nav_pages(node) -> list[str]:
+    """Every page (a .md path) under a node of mkdocs.yml's nav, in order."""
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [page for value in node.values() for page in nav_pages(value)]
+    return [page for item in node for page in nav_pages(item)]
+
+
+def concept_pages() -> list[str]:
+    """The nav's Concepts section, and the conformance suite's page: one page per concept."""
+    nav = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)["nav"]
+    concepts = next(item["Concepts"] for item in nav if "Concepts" in item)
+    return [*nav_pages(concepts), "conformance.md"]
+
+
+def test_every_concept_page_has_a_diagram_its_rules_and_its_code():
+    pages = concept_pages()
+    assert len(pages) >= 11, pages
+    texts = {page: (ROOT / "docs" / page).read_text() for page in pages}
+    for part, what in [("```mermaid\n", "a mermaid diagram of a flow or states"),
+                       ("{{ rules ", "its spec rules embedded"),
+                       ("{{ code ", "its code embedded from the source")]:  # fmt: skip
+        missing = [page for page, text in texts.items() if part not in text]
+        assert not missing, f"concept pages without {what}: {missing}"
+
+
 def test_mermaid_diagrams_render_in_headless_chromium(site, served, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "Debian's chromium is required (.ci/run installs it)"
     pages = pages_with_diagrams(site)
-    assert "groups/" in pages
+    unvisited = {p.removesuffix(".md") + "/" for p in concept_pages()} - set(pages)
+    assert not unvisited, f"concept pages whose diagrams are not rendered: {unvisited}"
     for page in pages:
         dom = subprocess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -123,6 +152,19 @@ def test_mermaid_diagrams_render_in_headless_chromium(site, served, tmp_path):
         rendered = len(re.findall(r'<div class="diagram" data-processed="true"><svg ', dom))
         assert rendered == expected, f"{page}: {rendered} of {expected} diagrams rendered"
         assert "Syntax error in text" not in dom, f"{page}: a diagram has a mermaid error"
+
+
+@pytest.mark.spec("CONF-4")
+def test_the_conformance_matrix_is_generated_from_the_published_reports(tmp_path):
+    from kafka_ref.conformance.matrix import DOCS_REPORTS, write_matrix
+
+    committed = (DOCS_REPORTS / "matrix.md").read_text()
+    for path in [*DOCS_REPORTS.glob("*.json"), *DOCS_REPORTS.glob("*.notes.md")]:
+        shutil.copy(path, tmp_path / path.name)
+    assert committed == write_matrix(tmp_path).read_text(), (
+        "docs/conformance/matrix.md is stale: python -m kafka_ref.conformance.matrix"
+    )
+    assert "matrix.md" in (ROOT / "mkdocs.yml").read_text(), "the matrix is not in the nav"
 
 
 def test_the_cli_reference_page_is_generated_from_the_code():

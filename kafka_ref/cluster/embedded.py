@@ -53,20 +53,14 @@ from typing import Protocol
 
 from kafka_ref.cluster.metadata import (
     BrokerEndpoint,
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
-    InvalidRequestError,
     InvalidTopicError,
     PartitionState,
     TopicDeletionDisabledError,
-    TopicExistsError,
     TopicMetadata,
     UnknownTopicOrPartitionError,
-    resolve_partitions,
-    resolve_replication_factor,
-    unify_collision_chars,
     validate_topic_name,
 )
+from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partitions
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
 
@@ -120,7 +114,7 @@ def _read_properties(path: str) -> dict[str, str]:
     return props
 
 
-class EmbeddedController:
+class EmbeddedController(TopicAdministration):
     """The single broker's controller and metadata image (KRaft combined mode, quorum of 1)."""
 
     def __init__(
@@ -208,6 +202,9 @@ class EmbeddedController:
     def brokers(self) -> list[BrokerEndpoint]:
         return [self.endpoint]
 
+    def _live(self) -> list[tuple[int, str | None]]:
+        return [(self.endpoint.node_id, self.endpoint.rack)]
+
     def topics(self) -> list[TopicMetadata]:
         return [self._topics[name] for name in sorted(self._topics)]
 
@@ -224,44 +221,7 @@ class EmbeddedController:
         me = (self.endpoint.node_id,)
         return PartitionState(topic, partition, self.endpoint.node_id, 0, me, me)
 
-    def log_config(self, topic: str) -> LogConfig | None:
-        """The topic's LogConfig: broker defaults with the topic's overrides on top."""
-        meta = self._topics.get(topic)
-        if meta is None or not meta.configs:
-            return None
-        return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
-
     # ------------------------------------------------------------------ changing
-    def _check_new_name(self, name: str) -> None:
-        validate_topic_name(name)
-        if name in self._topics:
-            raise TopicExistsError(f"Topic '{name}' already exists.")
-        unified = unify_collision_chars(name)
-        for other in self._topics:
-            if unify_collision_chars(other) == unified:
-                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
-
-    def _check_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:
-        for key, value in configs.items():
-            if value is None:
-                raise InvalidRequestError(f"Null value not supported for topic config {key}")
-        clean = {str(k): str(v) for k, v in configs.items()}
-        LogConfig.from_properties(clean, defaults=self.log_defaults)  # InvalidConfigError
-        return clean
-
-    def _check_assignments(self, assignments: Iterable[Iterable[int]], what: str) -> int:
-        count = 0
-        for broker_ids in assignments:
-            ids = list(broker_ids)
-            if not ids or len(set(ids)) != len(ids):
-                raise InvalidReplicaAssignmentError(f"{what}: empty or duplicate replica list")
-            if any(b != self.endpoint.node_id for b in ids):
-                raise InvalidReplicaAssignmentError(
-                    f"{what}: the assignment names broker(s) other than {self.endpoint.node_id}"
-                )
-            count += 1
-        return count
-
     def create_topic(
         self,
         name: str,
@@ -273,33 +233,18 @@ class EmbeddedController:
         validate_only: bool = False,
     ) -> TopicMetadata:
         """Create a topic after Kafka's checks, in Kafka's order; -1 means broker default."""
-        self._check_new_name(name)
-        if assignments:
-            if num_partitions != -1 or replication_factor != -1:
-                raise InvalidRequestError(
-                    "Both numPartitions or replicationFactor and replicasAssignments were set."
-                )
-            if sorted(assignments) != list(range(len(assignments))):
-                raise InvalidReplicaAssignmentError("partitions must be numbered 0..n-1")
-            partitions = self._check_assignments(assignments.values(), name)
-            factor = len(next(iter(assignments.values())))
-        else:
-            partitions = resolve_partitions(num_partitions, self.num_partitions)
-            factor = resolve_replication_factor(
-                replication_factor, self.default_replication_factor, len(self.brokers())
-            )
-        overrides = self._check_configs(configs or {})
-        meta = TopicMetadata(name, uuid.uuid4(), partitions, factor, overrides)
+        meta, _ = self._plan_topic(name, num_partitions, replication_factor, configs, assignments)
         if validate_only:
             return meta
         self._topics[name] = meta
         self._persist()
         logger.info(
             "created topic %s with %d partition(s), replication factor %d%s",
-            name, partitions, factor, f", configs {overrides}" if overrides else "",
+            name, meta.partitions, meta.replication_factor,
+            f", configs {meta.configs}" if meta.configs else "",
         )  # fmt: skip
         for listener in self.listeners:
-            listener.on_partitions_created(name, range(partitions))
+            listener.on_partitions_created(name, range(meta.partitions))
         return meta
 
     def create_partitions(
@@ -314,25 +259,7 @@ class EmbeddedController:
         meta = self._topics.get(name)
         if meta is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
-        if count < meta.partitions:
-            raise InvalidPartitionsError(
-                f"Topic currently has {meta.partitions} partitions, which is higher than the"
-                f" requested {count}."
-            )
-        if count == meta.partitions:
-            raise InvalidPartitionsError(f"Topic already has {meta.partitions} partitions.")
-        resolve_partitions(count, count)  # the upper bound
-        if assignments is not None:
-            added = count - meta.partitions
-            if len(assignments) != added:
-                raise InvalidReplicaAssignmentError(
-                    f"Increasing the number of partitions by {added} but {len(assignments)}"
-                    " assignments provided."
-                )
-            self._check_assignments(assignments, name)
-        grown = TopicMetadata(
-            meta.name, meta.topic_id, count, meta.replication_factor, meta.configs, meta.internal
-        )
+        grown, _ = plan_partitions(meta, count, assignments, live=self._live())
         if validate_only:
             return grown
         self._topics[name] = grown

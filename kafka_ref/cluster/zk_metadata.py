@@ -49,7 +49,6 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kafka_ref.cluster import zookeeper as zkdata
-from kafka_ref.cluster.assignment import assign_replicas_to_brokers
 from kafka_ref.cluster.embedded import (
     META_PROPERTIES,
     MetadataLoadError,
@@ -58,20 +57,13 @@ from kafka_ref.cluster.embedded import (
 )
 from kafka_ref.cluster.metadata import (
     BrokerEndpoint,
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
-    InvalidRequestError,
-    InvalidTopicError,
     PartitionState,
     TopicDeletionDisabledError,
     TopicExistsError,
     TopicMetadata,
     UnknownTopicOrPartitionError,
-    resolve_partitions,
-    resolve_replication_factor,
-    unify_collision_chars,
-    validate_topic_name,
 )
+from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partitions
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
@@ -101,7 +93,7 @@ def is_stale(current: PartitionState | None, incoming: PartitionState) -> bool:
     )
 
 
-class ZkClusterMetadata:
+class ZkClusterMetadata(TopicAdministration):
     """This broker's picture of the cluster in ZooKeeper (Kafka: `ZkMetadataCache`)."""
 
     def __init__(
@@ -309,25 +301,9 @@ class ZkClusterMetadata:
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         return self._assignments.get(topic, {}).get(partition, ())
 
-    def log_config(self, topic: str) -> LogConfig | None:
-        meta = self._topics.get(topic)
-        if meta is None or not meta.configs:
-            return None
-        return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
-
     # ------------------------------------------------------------------ changing (CTRL-8)
-    def _check_assignment(self, replicas: list[int], what: str) -> None:
-        if not replicas or len(set(replicas)) != len(replicas):
-            raise InvalidReplicaAssignmentError(f"{what}: empty or duplicate replica list")
-        unknown = sorted(set(replicas) - set(self._brokers))
-        if unknown:
-            raise InvalidReplicaAssignmentError(
-                f"Unknown broker(s) in replica assignment: {unknown}"
-            )
-
-    def _place(self, partitions: int, factor: int, start: int = 0) -> dict[int, list[int]]:
-        live = [(b.node_id, b.rack) for b in self.brokers()]
-        return assign_replicas_to_brokers(live, partitions, factor, start_partition=start)
+    def _live(self) -> list[tuple[int, str | None]]:
+        return [(b.node_id, b.rack) for b in self.brokers()]
 
     def create_topic(
         self,
@@ -340,38 +316,15 @@ class ZkClusterMetadata:
         validate_only: bool = False,
     ) -> TopicMetadata:
         """Validate as the embedded controller does, place replicas, write to ZooKeeper."""
-        validate_topic_name(name)
-        if name in self._topics or self.zk.get_topic(name) is not None:
+        meta, placed = self._plan_topic(
+            name, num_partitions, replication_factor, configs, assignments
+        )
+        if self.zk.get_topic(name) is not None:  # created elsewhere, not yet seen here
             raise TopicExistsError(f"Topic '{name}' already exists.")
-        for other in self._topics:
-            if unify_collision_chars(other) == unify_collision_chars(name):
-                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
-        if assignments:
-            if num_partitions != -1 or replication_factor != -1:
-                raise InvalidRequestError(
-                    "Both numPartitions or replicationFactor and replicasAssignments were set."
-                )
-            if sorted(assignments) != list(range(len(assignments))):
-                raise InvalidReplicaAssignmentError("partitions must be numbered 0..n-1")
-            placed = {p: list(r) for p, r in assignments.items()}
-            for replicas in placed.values():
-                self._check_assignment(replicas, name)
-        else:
-            partitions = resolve_partitions(num_partitions, self.num_partitions)
-            factor = resolve_replication_factor(
-                replication_factor, self.default_replication_factor, len(self._brokers)
-            )
-            placed = self._place(partitions, factor)
-        for key, value in (configs or {}).items():
-            if value is None:
-                raise InvalidRequestError(f"Null value not supported for topic config {key}")
-        overrides = {str(k): str(v) for k, v in (configs or {}).items()}
-        LogConfig.from_properties(overrides, defaults=self.log_defaults)  # InvalidConfigError
-        meta = TopicMetadata(name, uuid.uuid4(), len(placed), len(placed[0]), overrides)
         if validate_only:
             return meta
         try:
-            self.zk.create_topic(name, str(meta.topic_id), placed, overrides)
+            self.zk.create_topic(name, str(meta.topic_id), placed, meta.configs)
         except NodeExistsError:
             raise TopicExistsError(f"Topic '{name}' already exists.") from None
         self._apply_topic(meta, {p: tuple(r) for p, r in placed.items()})  # before the watch
@@ -390,27 +343,7 @@ class ZkClusterMetadata:
         meta = self._topics.get(name)
         if meta is None:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
-        if count <= meta.partitions:
-            raise InvalidPartitionsError(
-                f"Topic currently has {meta.partitions} partitions, which is higher than or"
-                f" equal to the requested {count}."
-            )
-        resolve_partitions(count, count)
-        added = count - meta.partitions
-        if assignments is not None:
-            if len(assignments) != added:
-                raise InvalidReplicaAssignmentError(
-                    f"Increasing the number of partitions by {added} but {len(assignments)}"
-                    " assignments provided."
-                )
-            for replicas in assignments:
-                self._check_assignment(list(replicas), name)
-            new = {meta.partitions + i: list(r) for i, r in enumerate(assignments)}
-        else:
-            new = self._place(added, meta.replication_factor, start=meta.partitions)
-        grown = TopicMetadata(
-            name, meta.topic_id, count, meta.replication_factor, meta.configs, meta.internal
-        )
+        grown, new = plan_partitions(meta, count, assignments, live=self._live())
         if validate_only:
             return grown
         full = {p: list(r) for p, r in self._assignments[name].items()} | new

@@ -5,6 +5,7 @@
 * `targets.py`: the brokers a run can judge (kafka-ref, a mutant, Tansu, any bootstrap);
 * `plugin.py`: the pytest plugin (`--target`, fixtures, the per-rule report hooks);
 * `report.py`: one row per spec rule, as JSON and Markdown;
+* `matrix.py`: every report of a directory side by side, one column per broker;
 * `mutants.py`, `mutant_broker.py`: kafka-ref with known bugs, to prove the suite catches them;
 * `history.py`: a Jepsen-style checker of send/poll histories.
 

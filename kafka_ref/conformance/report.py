@@ -120,6 +120,10 @@ def write(out_dir: pathlib.Path, label: str, meta: dict, rows: list[Row]) -> lis
     if notes.exists():
         text += "\n" + notes.read_text()
     md_path.write_text(text)
+    # Every report present, side by side (CONF-4); matrix.py builds on this module.
+    from kafka_ref.conformance.matrix import write_matrix
+
+    write_matrix(out_dir)
     return [json_path, md_path]
 
 

@@ -52,12 +52,14 @@ class Wire:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, api_key: int, version: int, body: Any, client_id: str = "conformance") -> int:
+    def frame(self, api_key: int, version: int, body: Any, client_id: str = "conformance") -> bytes:
+        """The next request's frame, its answer expected in order (send it yourself, or cut it)."""
         self.correlation += 1
         self.pending.append((self.correlation, api_key, version))
-        self.sock.sendall(
-            frames.encode_request(api_key, version, self.correlation, client_id, body)
-        )
+        return frames.encode_request(api_key, version, self.correlation, client_id, body)
+
+    def send(self, api_key: int, version: int, body: Any, client_id: str = "conformance") -> int:
+        self.sock.sendall(self.frame(api_key, version, body, client_id))
         return self.correlation
 
     def send_raw(self, data: bytes) -> None:
@@ -77,13 +79,17 @@ class Wire:
             got += len(chunk)
         return b"".join(chunks)
 
-    def receive(self) -> Any:
-        """The body of the next response, decoded as the oldest pending request's answer."""
+    def receive_numbered(self) -> tuple[int, Any]:
+        """(correlation id, body) of the next response, decoded as the oldest pending request's."""
         payload = self.read_frame()
         correlation, key, version = self.pending.pop(0)
         header, body = frames.decode_response(payload, key, version)
         assert header.correlation_id == correlation, "responses out of order"
-        return body
+        return correlation, body
+
+    def receive(self) -> Any:
+        """The body of the next response, decoded as the oldest pending request's answer."""
+        return self.receive_numbered()[1]
 
     def request(self, api_key: int, version: int, body: Any) -> Any:
         self.send(api_key, version, body)
@@ -154,10 +160,12 @@ class Wire:
 
         Waits up to 100 ms for data, as real consumers do (they wait 500 ms): some brokers
         answer a max_wait_ms=0 fetch without the partition at all (see BROKER-21's test)."""
-        version = kw.pop("version", 10)
         kw.setdefault("max_wait_ms", 100)
-        resp = self.request(ApiKey.FETCH, version, fetch_body([(topic, partition, offset)], **kw))
-        return resp.responses[0].partitions[0]
+        return self.fetch_many([(topic, partition, offset)], **kw).responses[0].partitions[0]
+
+    def fetch_many(self, parts: list[tuple[str, int, int]], version: int = 10, **kw: Any) -> Any:
+        """The whole Fetch response for (topic, partition, offset) triples; see fetch_body."""
+        return self.request(ApiKey.FETCH, version, fetch_body(parts, **kw))
 
     def metadata(self, topics: list[str] | None, version: int = 5, auto: bool = False) -> Any:
         body = MetadataRequest(
@@ -227,6 +235,7 @@ def fetch_body(
     max_bytes: int = 50 << 20,
     partition_max_bytes: int = 1 << 20,
     isolation_level: int = 0,
+    session_epoch: int = -1,
 ) -> Any:
     topics: list[Any] = []
     for topic, partition, offset in parts:
@@ -248,7 +257,7 @@ def fetch_body(
         max_bytes=max_bytes,
         isolation_level=isolation_level,
         session_id=0,
-        session_epoch=-1,
+        session_epoch=session_epoch,
         topics=topics,
         forgotten_topics_data=[],
     )

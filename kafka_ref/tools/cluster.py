@@ -116,12 +116,8 @@ class BrokerProcess(ServerProcess):
         super().start(timeout)
         return self
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
-        super().stop(sig, timeout)
-
-    def log(self) -> str:
-        with open(self.log_path) as f:
-            return f.read()
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        return super().stop(sig, timeout)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -74,17 +74,25 @@ class ServerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = STOP_SECONDS) -> None:
-        """SIGTERM: a clean shutdown; SIGKILL: a crash. Killed if it has not stopped in time."""
-        if not self.alive:
-            return
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout)
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = STOP_SECONDS) -> int | None:
+        """SIGTERM: a clean shutdown; SIGKILL: a crash. Killed if it has not stopped in time.
+
+        Returns the exit code (None if it was never started)."""
+        if self.proc is None:
+            return None
+        if self.alive:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout)
+        return self.proc.returncode
+
+    def log(self) -> str:
+        """Everything the server has written so far, over all its starts."""
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
 
     def tail(self, lines: int = 20) -> str:
         try:

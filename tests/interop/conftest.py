@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 
 import pytest
+
+from kafka_ref.tools.server_process import ServerProcess, free_port
 
 T_BASE = 1_700_000_000_000
 
@@ -31,63 +30,24 @@ class Produced:
     timestamp: int
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BrokerProcess:
+class BrokerProcess(ServerProcess):
     """`kafka-ref broker` in a subprocess (its log goes to <data-dir>/../broker.log)."""
 
     def __init__(self, data_dir: str, port: int, configs: dict[str, object] | None = None) -> None:
-        self.data_dir, self.port = data_dir, port
-        self.configs = dict(configs or {})
-        self.log_path = os.path.join(os.path.dirname(data_dir), "broker.log")
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> None:
-        cmd = [sys.executable, "-m", "kafka_ref.cli", "broker", "--listen", self.bootstrap]
-        if "log.dirs" not in self.configs:  # --data-dir, the one-directory shorthand, would win
-            cmd += ["--data-dir", self.data_dir]
-        for key, value in self.configs.items():
+        self.data_dir = data_dir
+        cmd = [sys.executable, "-m", "kafka_ref.cli", "broker", "--listen", f"127.0.0.1:{port}"]
+        if "log.dirs" not in (configs or {}):  # --data-dir, the one-directory shorthand, wins
+            cmd += ["--data-dir", data_dir]
+        for key, value in (configs or {}).items():
             cmd += ["--config", f"{key}={value}"]
-        log = open(self.log_path, "a")  # noqa: SIM115  (the child keeps it)
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                code = self.proc.returncode
-                raise RuntimeError(f"broker exited with {code}; see {self.log_path}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"broker did not accept connections within {timeout}s")
+        log_path = os.path.join(os.path.dirname(data_dir), "broker.log")
+        super().__init__("kafka-ref broker", cmd, port, log_path)
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        if self.proc is None or self.proc.poll() is not None:
-            return 0 if self.proc is None else self.proc.returncode
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(timeout)
-
-    def restart(self, sig: int = signal.SIGTERM) -> int:
+    def restart(self, sig: int = signal.SIGTERM) -> int | None:
+        """Stop (SIGTERM, or SIGKILL for a crash) and start again; the exit code of the stop."""
         code = self.stop(sig)
         self.start()
         return code
-
-    def log(self) -> str:
-        with open(self.log_path) as f:
-            return f.read()
 
 
 @pytest.fixture(scope="session")

@@ -23,8 +23,6 @@ import contextlib
 import signal
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import time
 
@@ -135,26 +133,8 @@ class ProxiedBroker(BrokerProcess):
     """The broker process, advertising the proxy's address instead of its own."""
 
     def __init__(self, data_dir: str, port: int, advertised_port: int) -> None:
-        super().__init__(data_dir, port)
-        self.advertised_port = advertised_port
-
-    def start(self, timeout: float = 30.0) -> None:
-        cmd = [
-            sys.executable, "-m", "kafka_ref.cli", "broker", "--listen", self.bootstrap,
-            "--data-dir", self.data_dir,
-            "--config", f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.advertised_port}",
-        ]  # fmt: skip
-        log = open(self.log_path, "a")  # noqa: SIM115  (the child keeps it)
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"broker exited; see {self.log_path}"
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"broker did not accept connections within {timeout}s")
+        advertised = f"PLAINTEXT://127.0.0.1:{advertised_port}"
+        super().__init__(data_dir, port, {"advertised.listeners": advertised})
 
 
 @pytest.fixture(scope="module")

@@ -32,27 +32,29 @@ def filled(wire):
 @pytest.mark.spec("BROKER-17")
 def test_offsets_outside_the_log_are_out_of_range(filled):
     for offset in (-1, 21, 1000):
-        partition = filled.fetch([("f", 0, offset)]).responses[0].partitions[0]
+        partition = filled.fetch_many([("f", 0, offset)]).responses[0].partitions[0]
         assert partition.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
         assert (partition.high_watermark, partition.log_start_offset) == (20, 0)
         assert len(partition.records) == 0
-    at_end = filled.fetch([("f", 0, 20)]).responses[0].partitions[0]
+    at_end = filled.fetch_many([("f", 0, 20)]).responses[0].partitions[0]
     assert at_end.error_code == 0 and len(at_end.records) == 0
 
 
 @pytest.mark.spec("BROKER-18")
 @pytest.mark.parametrize("offset", [5, 7, 9])
 def test_a_fetch_mid_batch_returns_the_batch_holding_it(filled, offset):
-    records = filled.fetch([("f", 0, offset)]).responses[0].partitions[0].records
+    records = filled.fetch_many([("f", 0, offset)]).responses[0].partitions[0].records
     assert batches_of(records)[0] == (5, 9)
 
 
 @pytest.mark.spec("BROKER-19")
 def test_partition_max_bytes_still_returns_one_whole_batch(filled):
-    records = filled.fetch([("f", 0, 0)], partition_max_bytes=10).responses[0].partitions[0].records
+    records = (
+        filled.fetch_many([("f", 0, 0)], partition_max_bytes=10).responses[0].partitions[0].records
+    )
     assert batches_of(records) == [(0, 4)]
     one = len(records)
-    two = filled.fetch([("f", 0, 0)], partition_max_bytes=2 * one).responses[0].partitions[0]
+    two = filled.fetch_many([("f", 0, 0)], partition_max_bytes=2 * one).responses[0].partitions[0]
     assert batches_of(two.records) == [(0, 4), (5, 9)]
 
 
@@ -61,10 +63,10 @@ def test_max_bytes_limits_the_whole_response(wire):
     wire.create_topic("m", partitions=3)
     for p in range(3):
         wire.produce("m", p, batch(5, value_size=1000))
-    response = wire.fetch([("m", 0, 0), ("m", 1, 0), ("m", 2, 0)], max_bytes=10)
+    response = wire.fetch_many([("m", 0, 0), ("m", 1, 0), ("m", 2, 0)], max_bytes=10)
     sizes = [len(p.records) for p in response.responses[0].partitions]
     assert sizes[0] > 10 and sizes[1:] == [0, 0]  # the first batch whole, then nothing
-    everything = wire.fetch([("m", 0, 0), ("m", 1, 0), ("m", 2, 0)])
+    everything = wire.fetch_many([("m", 0, 0), ("m", 1, 0), ("m", 2, 0)])
     assert all(len(p.records) == sizes[0] for p in everything.responses[0].partitions)
 
 
@@ -73,7 +75,7 @@ def test_partition_offsets_in_the_response(filled, broker):
     partition = broker.broker.replica_manager.get_partition("f", 0)
     broker.call(lambda: partition.delete_records_before(5))
     for version in (4, 5, 10):
-        partition = filled.fetch([("f", 0, 5)], version=version).responses[0].partitions[0]
+        partition = filled.fetch_many([("f", 0, 5)], version=version).responses[0].partitions[0]
         assert partition.high_watermark == 20
         assert partition.last_stable_offset == 20
         assert partition.log_start_offset == (5 if version >= 5 else -1)
@@ -85,13 +87,13 @@ def test_reads_stop_at_the_high_watermark(filled, broker, monkeypatch):
     from kafka_ref.server.replica_manager import Partition
 
     monkeypatch.setattr(Partition, "high_watermark", property(lambda self: 10))
-    records = filled.fetch([("f", 0, 0)]).responses[0].partitions[0].records
+    records = filled.fetch_many([("f", 0, 0)]).responses[0].partitions[0].records
     assert batches_of(records) == [(0, 4), (5, 9)]
 
 
 @pytest.mark.spec("BROKER-21")
 def test_session_zero_and_every_partition_listed(filled):
-    response = filled.fetch([("f", 0, 20), ("f", 3, 0), ("nope", 0, 0), ("f", 0, 0)])
+    response = filled.fetch_many([("f", 0, 20), ("f", 3, 0), ("nope", 0, 0), ("f", 0, 0)])
     assert response.session_id == 0 and response.error_code == 0
     listed = [
         (t.topic, p.partition_index, p.error_code) for t in response.responses for p in t.partitions
@@ -101,7 +103,7 @@ def test_session_zero_and_every_partition_listed(filled):
 
 @pytest.mark.spec("BROKER-21")
 def test_an_incremental_fetch_has_no_session(filled):
-    response = filled.fetch([("f", 0, 0)], session_epoch=1)
+    response = filled.fetch_many([("f", 0, 0)], session_epoch=1)
     assert response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     assert response.responses == []
 
@@ -117,7 +119,7 @@ def test_a_waiting_fetch_wakes_on_append(broker, wire):
 
     threading.Thread(target=produce_later).start()
     started = time.monotonic()
-    response = wire.fetch([("poll", 0, 0), ("poll", 1, 0)], max_wait_ms=10_000)
+    response = wire.fetch_many([("poll", 0, 0), ("poll", 1, 0)], max_wait_ms=10_000)
     elapsed = time.monotonic() - started
     assert 0.25 <= elapsed < 5
     partitions = response.responses[0].partitions
@@ -139,7 +141,7 @@ def test_min_bytes_waits_for_enough_data(broker, wire):
 
     threading.Thread(target=produce_twice).start()
     started = time.monotonic()
-    response = wire.fetch([("mb", 0, 0)], max_wait_ms=10_000, min_bytes=one + 1)
+    response = wire.fetch_many([("mb", 0, 0)], max_wait_ms=10_000, min_bytes=one + 1)
     assert time.monotonic() - started >= 0.45  # the first append was not enough
     assert batches_of(response.responses[0].partitions[0].records) == [(0, 2), (3, 5)]
 
@@ -148,19 +150,19 @@ def test_min_bytes_waits_for_enough_data(broker, wire):
 def test_a_waiting_fetch_expires_at_max_wait(wire):
     wire.create_topic("idle")
     started = time.monotonic()
-    response = wire.fetch([("idle", 0, 0)], max_wait_ms=300)
+    response = wire.fetch_many([("idle", 0, 0)], max_wait_ms=300)
     elapsed = time.monotonic() - started
     assert 0.25 <= elapsed < 3
     assert len(response.responses[0].partitions[0].records) == 0
     started = time.monotonic()
-    wire.fetch([("idle", 0, 0)], max_wait_ms=0)
+    wire.fetch_many([("idle", 0, 0)], max_wait_ms=0)
     assert time.monotonic() - started < 0.25
 
 
 @pytest.mark.spec("BROKER-23")
 def test_an_error_answers_at_once(wire):
     started = time.monotonic()
-    response = wire.fetch([("unknown", 0, 0)], max_wait_ms=5_000)
+    response = wire.fetch_many([("unknown", 0, 0)], max_wait_ms=5_000)
     assert time.monotonic() - started < 2
     assert response.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 

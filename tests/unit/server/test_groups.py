@@ -228,7 +228,7 @@ def test_two_members_join_sync_heartbeat_and_leave(gbroker):
     b.send(ApiKey.JOIN_GROUP, 5, join_body("g", m2))
     assert wait_until(lambda: heartbeat(a, "g", 1, m1) == ErrorCode.REBALANCE_IN_PROGRESS)
     a.send(ApiKey.JOIN_GROUP, 5, join_body("g", m1))
-    leader, follower = a.receive()[1], b.receive()[1]
+    leader, follower = a.receive(), b.receive()
     assert (leader.error_code, follower.error_code) == (0, 0)
     assert leader.generation_id == follower.generation_id == 2
     assert leader.leader == follower.leader == m1
@@ -238,7 +238,7 @@ def test_two_members_join_sync_heartbeat_and_leave(gbroker):
     # The follower's SyncGroup waits for the leader's assignment.
     b.send(ApiKey.SYNC_GROUP, 3, sync_body("g", 2, m2))
     assert sync(a, "g", 2, m1, {m1: b"p0", m2: b"p1"}).assignment == b"p0"
-    assert b.receive()[1].assignment == b"p1"
+    assert b.receive().assignment == b"p1"
     assert heartbeat(a, "g", 2, m1) == heartbeat(b, "g", 2, m2) == ErrorCode.NO_ERROR
 
     (group,) = describe(a, "g")
@@ -246,7 +246,7 @@ def test_two_members_join_sync_heartbeat_and_leave(gbroker):
     assert group.protocol_data == "range"
     members = {m.member_id: m for m in group.members}
     assert {m: members[m].member_assignment for m in members} == {m1: b"p0", m2: b"p1"}
-    assert {(m.client_id, m.client_host) for m in group.members} == {("test", "/127.0.0.1")}
+    assert {(m.client_id, m.client_host) for m in group.members} == {("conformance", "/127.0.0.1")}
 
     # The follower leaves: the leader is told to rejoin and forms generation 3 alone.
     assert leave(b, "g", m2) == ErrorCode.NO_ERROR

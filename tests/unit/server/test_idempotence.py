@@ -41,7 +41,7 @@ def idem_batch(pid: int, seq: int, count: int = 1, epoch: int = 0, tag: bytes = 
 
 
 def stored_values(wire: Wire, topic: str) -> list[bytes]:
-    data = wire.fetch([(topic, 0, 0)]).responses[0].partitions[0].records or b""
+    data = wire.fetch_many([(topic, 0, 0)]).responses[0].partitions[0].records or b""
     out = []
     for pos, _ in iter_batch_headers(data):
         out += [r.value for r in RecordBatch(data, pos).records()]
@@ -49,7 +49,7 @@ def stored_values(wire: Wire, topic: str) -> list[bytes]:
 
 
 def hw(wire: Wire, topic: str) -> int:
-    return wire.fetch([(topic, 0, 0)]).responses[0].partitions[0].high_watermark
+    return wire.fetch_many([(topic, 0, 0)]).responses[0].partitions[0].high_watermark
 
 
 # ---------------------------------------------------------------------- producer ids

@@ -26,7 +26,7 @@ def free_port() -> int:
 
 
 def hw(wire: Wire, topic: str, partition: int = 0) -> int:
-    return wire.fetch([(topic, partition, 0)]).responses[0].partitions[0].high_watermark
+    return wire.fetch_many([(topic, partition, 0)]).responses[0].partitions[0].high_watermark
 
 
 @pytest.mark.spec("BROKER-36")
@@ -254,7 +254,7 @@ def test_retention_and_cleaner_run_periodically(make_broker):
     cmp = broker.broker.replica_manager.get_partition("cmp", 0)
     one = len(batch(1, value_size=150, key_prefix=b"same"))
     assert wait_until(lambda: broker.call(lambda: cmp.log.size_in_bytes) == 2 * one, timeout=10)
-    records = wire.fetch([("cmp", 0, 0)]).responses[0].partitions[0].records
+    records = wire.fetch_many([("cmp", 0, 0)]).responses[0].partitions[0].records
     assert len(records) == 2 * one  # offsets 3 and 4: the last of the cleaned part, the active
 
 

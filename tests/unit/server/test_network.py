@@ -49,9 +49,9 @@ def test_a_large_frame_in_pieces_is_read_whole(wire):
     frame = wire.frame(ApiKey.PRODUCE, 7, produce_body("big", 0, records))
     for i in range(0, len(frame), 7001):
         wire.send_raw(frame[i : i + 7001])
-    _, body = wire.receive()
+    body = wire.receive()
     assert body.responses[0].partition_responses[0].error_code == 0
-    fetched = wire.fetch([("big", 0, 0)]).responses[0].partitions[0].records
+    fetched = wire.fetch_many([("big", 0, 0)]).responses[0].partitions[0].records
     assert bytes(fetched)[16:] == records[16:]  # the same bytes after offset and epoch
 
 
@@ -63,11 +63,11 @@ def test_responses_keep_request_order_behind_a_long_poll(wire):
     wire.send(ApiKey.METADATA, 5, MetadataRequest(topics=[], allow_auto_topic_creation=False))
     wire.send_raw(api_versions_frame(999))
     wire.pending.append((999, ApiKey.API_VERSIONS, 3))
-    first, fetch = wire.receive()  # asserts the correlation ids come back in order
+    first, fetch = wire.receive_numbered()  # asserts the correlation ids come back in order
     assert time.monotonic() - started >= 0.35  # the fetch waited; the others waited for it
     assert fetch.responses[0].partitions[0].error_code == 0
-    assert wire.receive()[0] == first + 1
-    assert wire.receive()[0] == 999
+    assert wire.receive_numbered()[0] == first + 1
+    assert wire.receive_numbered()[0] == 999
 
 
 @pytest.mark.spec("BROKER-3")
@@ -75,7 +75,7 @@ def test_pipelined_produces_append_in_order(wire):
     wire.create_topic("order")
     frames_ = [wire.frame(ApiKey.PRODUCE, 7, produce_body("order", 0, batch(3))) for _ in range(20)]
     wire.send_raw(b"".join(frames_))
-    offsets = [wire.receive()[1].responses[0].partition_responses[0].base_offset for _ in range(20)]
+    offsets = [wire.receive().responses[0].partition_responses[0].base_offset for _ in range(20)]
     assert offsets == [3 * i for i in range(20)]
 
 
@@ -85,8 +85,8 @@ def test_acks_0_gets_no_response(wire):
     wire.produce("fire", 0, batch(2), acks=0)
     wire.produce("fire", 0, batch(2), acks=0)
     corr = wire.send(ApiKey.METADATA, 5, MetadataRequest(topics=[]))
-    assert wire.receive()[0] == corr  # the next frame answers the Metadata request
-    partition = wire.fetch([("fire", 0, 0)]).responses[0].partitions[0]
+    assert wire.receive_numbered()[0] == corr  # the next frame answers the Metadata request
+    partition = wire.fetch_many([("fire", 0, 0)]).responses[0].partitions[0]
     assert partition.high_watermark == 4  # both acks=0 batches were appended
 
 
@@ -103,7 +103,7 @@ def test_fetched_records_are_the_segment_bytes_sent_with_sendfile(broker, wire, 
     wire.create_topic("zc")
     for i in range(5):
         wire.produce("zc", 0, batch(10, ts=1000 + i))
-    records = wire.fetch([("zc", 0, 0)]).responses[0].partitions[0].records
+    records = wire.fetch_many([("zc", 0, 0)]).responses[0].partitions[0].records
     log = broker.broker.replica_manager.get_partition("zc", 0).log
     assert bytes(records) == broker.call(lambda: log.read(0, 1 << 20).read_bytes())
     assert calls and calls[0][1:] == (0, len(records))  # one slice, from the segment file
@@ -160,7 +160,7 @@ def test_fetch_works_without_native_sendfile(broker, wire, monkeypatch):
     monkeypatch.setattr(broker.loop, "sendfile", no_sendfile)
     wire.create_topic("fallback")
     wire.produce("fallback", 0, batch(4))
-    records = wire.fetch([("fallback", 0, 0)]).responses[0].partitions[0].records
+    records = wire.fetch_many([("fallback", 0, 0)]).responses[0].partitions[0].records
     assert len(records) == len(batch(4))
 
 
@@ -232,7 +232,7 @@ def test_a_full_request_channel_slows_reading_but_keeps_order(make_broker):
         else:
             frames_.append(wire.frame(ApiKey.METADATA, 5, MetadataRequest(topics=[])))
     wire.send_raw(b"".join(frames_))
-    answers = [wire.receive() for _ in range(count)]  # asserts the order
+    answers = [wire.receive_numbered() for _ in range(count)]  # asserts the order
     offsets = [
         body.responses[0].partition_responses[0].base_offset
         for _, body in answers

@@ -23,7 +23,7 @@ def test_invalid_acks(wire, acks):
     wire.create_topic("acks")
     result = wire.produce("acks", 0, batch(1), acks=acks)
     assert result.error_code == ErrorCode.INVALID_REQUIRED_ACKS
-    assert wire.fetch([("acks", 0, 0)]).responses[0].partitions[0].high_watermark == 0
+    assert wire.fetch_many([("acks", 0, 0)]).responses[0].partitions[0].high_watermark == 0
 
 
 @pytest.mark.spec("BROKER-14")
@@ -141,7 +141,7 @@ def test_log_append_time(wire):
     result = wire.produce("lat", 0, batch(2, ts=5))
     after = int(time.time() * 1000)
     assert result.error_code == 0 and before <= result.log_append_time_ms <= after
-    records = wire.fetch([("lat", 0, 0)]).responses[0].partitions[0].records
+    records = wire.fetch_many([("lat", 0, 0)]).responses[0].partitions[0].records
     header = BatchHeader.parse(bytes(records))
     assert header.max_timestamp == result.log_append_time_ms
     assert header.timestamp_type == 1
@@ -152,7 +152,7 @@ def test_acks_all_needs_min_insync_replicas(wire):
     wire.create_topic("isr", **{"min.insync.replicas": "2"})
     assert wire.produce("isr", 0, batch(1), acks=-1).error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     assert wire.produce("isr", 0, batch(1), acks=1).error_code == 0
-    assert wire.fetch([("isr", 0, 0)]).responses[0].partitions[0].high_watermark == 1
+    assert wire.fetch_many([("isr", 0, 0)]).responses[0].partitions[0].high_watermark == 1
 
 
 @pytest.mark.spec("BROKER-14")
