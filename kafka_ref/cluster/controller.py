@@ -41,7 +41,7 @@ a large cluster load ZooKeeper and delay failover ("herd effect"); for a teachin
 a few brokers the clarity wins. The partition state itself carries the controller epoch, so a
 broker still ignores a state older than one it applied (CTRL-5).
 
-Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7.
+Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class KafkaController:
             self._events.put(event)
 
     def _on_session_state(self, state: str) -> None:
-        if state == KazooState.LOST:  # our /controller died with the session
+        if state == KazooState.LOST:  # our /controller died with the session (CTRL-13)
             self._put("resign")
         elif state == KazooState.CONNECTED:
             self._put("elect")

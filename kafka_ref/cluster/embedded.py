@@ -21,6 +21,11 @@ a mix: topic metadata survives restarts and kill -9 (BROKER-36). KRaft writes me
 *records* to the `__cluster_metadata` log instead; a whole-state file is the same idea
 without log replay, and small enough for a teaching broker.
 
+With several `log.dirs` the JSON file lives in the first (Kafka's `metadata.log.dir`
+default) and every directory has its own `meta.properties`; they must agree on the node id
+and the cluster id, or the broker refuses to start (DUR-13; Kafka's
+`MetaPropertiesEnsemble.verify`).
+
 **Publishing.** A change is persisted first and then published to listeners (Kafka:
 `BrokerMetadataPublisher`): the ReplicaManager creates the new partitions' logs or deletes
 a deleted topic's logs. A deletion is written as a "deleting" entry before the logs go and
@@ -33,7 +38,7 @@ are this broker, with leader epoch 0, and the controller id is the broker id (BR
 free block before it returns the claimed one, as KRaft's controller does with a
 `ProducerIdsRecord`, so no id is handed out twice across restarts (IDEM-15).
 
-Rules: BROKER-12, BROKER-30..BROKER-36, IDEM-15.
+Rules: BROKER-12, BROKER-30..BROKER-36, DUR-13, IDEM-15.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from kafka_ref.cluster.metadata import (
@@ -82,6 +87,22 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
+def read_meta_properties(path: str, node_id: int) -> str | None:
+    """The cluster id in a data directory's meta.properties (None: no file, or no id in it).
+
+    A file written for another broker id is a `MetadataLoadError`: the directory belongs to
+    another broker (Kafka's `MetaPropertiesEnsemble.verify`)."""
+    if not os.path.exists(path):
+        return None
+    props = _read_properties(path)
+    stored = props.get("node.id", props.get("broker.id"))
+    if stored is not None and int(stored) != node_id:
+        raise MetadataLoadError(
+            f"{path}: stored node.id {stored} does not match the configured {node_id}"
+        )
+    return props.get("cluster.id") or None
+
+
 def _read_properties(path: str) -> dict[str, str]:
     props = {}
     with open(path, encoding="utf-8") as f:
@@ -105,8 +126,11 @@ class EmbeddedController(TopicAdministration):
         num_partitions: int = 1,
         default_replication_factor: int = 1,
         delete_topic_enable: bool = True,
+        log_dirs: Iterable[str | os.PathLike] = (),
     ) -> None:
         self.data_dir = os.path.abspath(os.fspath(data_dir))
+        # every log dir gets a meta.properties; by default data_dir is the only one
+        self.log_dirs = tuple(os.path.abspath(os.fspath(d)) for d in log_dirs) or (self.data_dir,)
         self.endpoint = endpoint
         self.log_defaults = log_defaults or LogConfig()
         self.num_partitions = num_partitions
@@ -116,7 +140,8 @@ class EmbeddedController(TopicAdministration):
         self._topics: dict[str, TopicMetadata] = {}
         self._deleting: dict[str, int] = {}  # topic -> partitions whose logs may remain
         self._next_producer_id = 0  # the first id of the next producer id block
-        os.makedirs(self.data_dir, exist_ok=True)
+        for log_dir in self.log_dirs:
+            os.makedirs(log_dir, exist_ok=True)
         self.cluster_id = self._load_meta_properties()
         self._load_topics()
 
@@ -125,21 +150,22 @@ class EmbeddedController(TopicAdministration):
         return os.path.join(self.data_dir, name)
 
     def _load_meta_properties(self) -> str:
-        path = self._path(META_PROPERTIES)
+        """The cluster id from the log dirs' meta.properties (a new one if none has it)."""
         node_id = self.endpoint.node_id
-        if os.path.exists(path):
-            props = _read_properties(path)
-            stored = props.get("node.id", props.get("broker.id"))
-            if stored is not None and int(stored) != node_id:
-                raise MetadataLoadError(
-                    f"{path}: stored node.id {stored} does not match the configured {node_id}"
-                )
-            if props.get("cluster.id"):
-                return props["cluster.id"]
-        cluster_id = new_cluster_id()
+        paths = [os.path.join(d, META_PROPERTIES) for d in self.log_dirs]
+        stored = {path: read_meta_properties(path, node_id) for path in paths}
+        cluster_ids = sorted({c for c in stored.values() if c is not None})
+        if len(cluster_ids) > 1:
+            raise MetadataLoadError(
+                f"the log dirs belong to different clusters ({', '.join(cluster_ids)}):"
+                f" {', '.join(paths)}"
+            )
+        cluster_id = cluster_ids[0] if cluster_ids else new_cluster_id()
         text = f"#Written by kafka-ref\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n"
-        write_atomically(path, text.encode())
-        logger.info("formatted %s: cluster id %s, node id %d", self.data_dir, cluster_id, node_id)
+        for path, found in stored.items():
+            if found is None:
+                write_atomically(path, text.encode())
+                logger.info("formatted %s: cluster id %s, node id %d", path, cluster_id, node_id)
         return cluster_id
 
     def _load_topics(self) -> None:

@@ -28,7 +28,7 @@ goes to the listeners (`on_partition_state`; the ReplicaManager becomes leader o
 Kafka's `becomeLeaderOrFollower`), unless it is *older* than the one applied: a lower
 controller epoch or a lower leader epoch is ignored (CTRL-5).
 
-Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10.
+Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from kazoo.exceptions import BadVersionError, NodeExistsError
@@ -52,8 +52,8 @@ from kafka_ref.cluster import zookeeper as zkdata
 from kafka_ref.cluster.embedded import (
     META_PROPERTIES,
     MetadataLoadError,
-    _read_properties,
     new_cluster_id,
+    read_meta_properties,
 )
 from kafka_ref.cluster.metadata import (
     BrokerEndpoint,
@@ -106,9 +106,11 @@ class ZkClusterMetadata(TopicAdministration):
         num_partitions: int = 1,
         default_replication_factor: int = 1,
         delete_topic_enable: bool = True,
+        log_dirs: Iterable[str] = (),
     ) -> None:
         self.zk = zk
         self.data_dir = os.path.abspath(data_dir)
+        self.log_dirs = tuple(os.path.abspath(d) for d in log_dirs) or (self.data_dir,)
         self.endpoint = endpoint
         self.log_defaults = log_defaults or LogConfig()
         self.num_partitions = num_partitions
@@ -125,31 +127,26 @@ class ZkClusterMetadata(TopicAdministration):
         self._watched: set[tuple[str, int]] = set()  # state znodes with a watch
         self._watched_topics: set[str] = set()
         self._lock = threading.Lock()  # guards the watch sets (kazoo threads)
-        os.makedirs(self.data_dir, exist_ok=True)
+        for log_dir in self.log_dirs:
+            os.makedirs(log_dir, exist_ok=True)
         self.cluster_id = zk.get_or_create_cluster_id(new_cluster_id())
         self._check_meta_properties()
 
     def _check_meta_properties(self) -> None:
-        """meta.properties ties the data directory to one broker id and one cluster."""
-        path = os.path.join(self.data_dir, META_PROPERTIES)
-        if os.path.exists(path):
-            props = _read_properties(path)
-            stored = props.get("broker.id", props.get("node.id"))
-            if stored is not None and int(stored) != self.endpoint.node_id:
-                raise MetadataLoadError(
-                    f"{path}: stored broker.id {stored} does not match the configured"
-                    f" {self.endpoint.node_id}"
-                )
-            if props.get("cluster.id") not in (None, self.cluster_id):
-                raise MetadataLoadError(
-                    f"The Cluster ID {self.cluster_id} doesn't match stored clusterId"
-                    f" {props['cluster.id']} in {path}"  # Kafka: InconsistentClusterIdException
-                )
+        """meta.properties ties each data directory to one broker id and one cluster."""
         text = (
             f"#Written by kafka-ref\nversion=0\nbroker.id={self.endpoint.node_id}\n"
             f"cluster.id={self.cluster_id}\n"
         )
-        write_atomically(path, text.encode())
+        for log_dir in self.log_dirs:
+            path = os.path.join(log_dir, META_PROPERTIES)
+            stored = read_meta_properties(path, self.endpoint.node_id)
+            if stored not in (None, self.cluster_id):
+                raise MetadataLoadError(
+                    f"The Cluster ID {self.cluster_id} doesn't match stored clusterId"
+                    f" {stored} in {path}"  # Kafka: InconsistentClusterIdException
+                )
+            write_atomically(path, text.encode())
 
     # ------------------------------------------------------------------ registration, watches
     def register(self, timeout: float = 60.0) -> None:
@@ -181,9 +178,12 @@ class ZkClusterMetadata(TopicAdministration):
             self.zk.zk.handler.spawn(self._reregister)
 
     def _reregister(self) -> None:
+        """After an expired session ZooKeeper has deleted our znode: create it again (CTRL-13).
+        A reconnection within the same session finds it and does nothing."""
         if self.zk.get_broker(self.endpoint.node_id) is None:
             with contextlib.suppress(NodeExistsError):
                 self.zk.register_broker(self.endpoint)
+                logger.info("registered broker %d again (new session)", self.endpoint.node_id)
 
     def _on_brokers(self, children: list[str]) -> None:
         brokers = {}

@@ -1,18 +1,32 @@
-"""The log manager: every partition log in one data directory, opened and closed safely.
+"""The log manager: every partition log of the broker's data directories, opened and closed safely.
 
-A broker stores its partitions in a *data directory* (`log.dirs`), one subdirectory per
-partition, plus a few files at the root (Kafka's `LogManager`):
+A broker stores its partitions in one or more *data directories* (`log.dirs=/a,/b,/c`),
+one subdirectory per partition, plus a few files at the root of every directory (Kafka's
+`LogManager` keeps them per log dir):
 
-    <data-dir>/
+    <log-dir>/
         orders-0/                          a partition log (log.py)
         orders-1/
         my-topic-with-dashes-12/           topic "my-topic-with-dashes", partition 12
-        recovery-point-offset-checkpoint   checkpoints.py
+        meta.properties                    broker id and cluster id (the metadata layer)
+        recovery-point-offset-checkpoint   checkpoints.py, for the partitions of this dir
         log-start-offset-checkpoint
+        replication-offset-checkpoint      the HWs (the replica manager)
+        cleaner-offset-checkpoint          the compaction progress (cleaner_manager.py)
         .kafka_cleanshutdown               present only between a clean stop and a start
 
 A partition directory is `<topic>-<partition>`. Topic names may contain dashes, so the
 partition is what follows the *last* dash (DUR-12).
+
+**Several directories** (DUR-13, Kafka's "JBOD"). Each directory is independent: its own
+checkpoints, its own clean-shutdown marker (a directory whose marker is missing recovers
+its logs, the others do not). A partition lives in exactly one directory: a new one goes
+to the directory holding the *fewest partitions*, ties broken by the order of `log.dirs`
+(Kafka's `LogManager.nextLogDirs`). A partition found in two directories at startup is an
+error: the broker cannot know which copy is right (Kafka: "Duplicate log directories").
+A directory listed twice, or that cannot be created or is not a writable directory, stops
+the startup with `LogDirError` (Kafka would mark it offline and run on the others as long
+as one is left; kafka-ref has no offline directories).
 
 **Startup.** If `.kafka_cleanshutdown` exists, the last run closed every log cleanly, so no
 recovery is needed (DUR-6). The marker is removed at once (and the removal fsynced), so a
@@ -27,9 +41,9 @@ checkpoints (Kafka does so every `log.flush.offset.checkpoint.interval.ms`); `fl
 is the periodic flush task (flush.ms, and segments rolled but not yet fsynced).
 
 **Shutdown.** `close()` flushes and closes every log, writes the checkpoints (every recovery
-point is now the log end offset), and only then writes the clean-shutdown marker.
+point is now the log end offset), and only then writes the clean-shutdown markers.
 
-Rules: DUR-6, DUR-8, DUR-10, DUR-12.
+Rules: DUR-6, DUR-8, DUR-10, DUR-12, DUR-13.
 """
 
 from __future__ import annotations
@@ -39,10 +53,11 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.config import LogConfig
+from kafka_ref.errors import KafkaStorageError
 from kafka_ref.files import fsync_directory, write_atomically
 from kafka_ref.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -70,6 +85,11 @@ _KNOWN_ROOT_FILES = {
 }
 
 TopicPartition = tuple[str, int]
+LogDirs = str | os.PathLike | Iterable[str | os.PathLike]
+
+
+class LogDirError(KafkaStorageError):
+    """The data directories cannot be used as configured or as found: the broker stops."""
 
 
 def parse_topic_partition(name: str) -> TopicPartition | None:
@@ -88,71 +108,119 @@ def log_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+def create_and_validate_log_dirs(log_dirs: LogDirs) -> tuple[str, ...]:
+    """The directories as absolute paths, each created if missing (Kafka's
+    `createAndValidateLogDirs`). A directory named twice, or one that cannot be created or
+    written, is a `LogDirError`: kafka-ref refuses to start rather than run without it."""
+    if isinstance(log_dirs, (str, os.PathLike)):
+        log_dirs = [log_dirs]
+    dirs = tuple(os.path.abspath(os.fspath(d)) for d in log_dirs)
+    if not dirs:
+        raise LogDirError("no log directory configured (log.dirs)")
+    seen: dict[str, str] = {}
+    for path in dirs:
+        real = os.path.realpath(path)  # /a and a symlink to /a are the same directory
+        if real in seen:
+            raise LogDirError(f"Duplicate log directory found: {seen[real]} and {path}")
+        seen[real] = path
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as err:
+            raise LogDirError(f"Failed to create data directory {path}: {err}") from None
+        if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+            raise LogDirError(f"Failed to validate data directory {path}: not writable")
+    return dirs
+
+
 class LogManager:
-    """The logs of one data directory (Kafka: `LogManager`). Opens them on construction."""
+    """The logs of the data directories (Kafka: `LogManager`). Opens them on construction.
+
+    `log_dirs` is one directory or a list of them (`log.dirs`)."""
 
     def __init__(
         self,
-        data_dir: str | os.PathLike,
+        log_dirs: LogDirs,
         default_config: LogConfig | None = None,
         clock: Clock | None = None,
         *,
         topic_config: Callable[[str], LogConfig | None] | None = None,
     ) -> None:
-        self.data_dir = os.path.abspath(os.fspath(data_dir))
+        self.log_dirs = create_and_validate_log_dirs(log_dirs)
         self.default_config = default_config or LogConfig()
         self.clock = clock or SystemClock()
         self._topic_config = topic_config or (lambda topic: None)
         self.logs: dict[TopicPartition, Log] = {}
         self.stray_paths: list[str] = []
-        os.makedirs(self.data_dir, exist_ok=True)
-        self._recovery_points = OffsetCheckpointFile(self._root(RECOVERY_POINT_CHECKPOINT))
-        self._log_starts = OffsetCheckpointFile(self._root(LOG_START_OFFSET_CHECKPOINT))
-        marker = self._root(CLEAN_SHUTDOWN_FILE)
-        self.had_clean_shutdown = os.path.exists(marker)
-        if self.had_clean_shutdown:
-            os.unlink(marker)  # from now on, a crash means recovery at the next start
-            fsync_directory(self.data_dir)
+        self.clean_shutdown: dict[str, bool] = {}  # per directory: was its marker there?
+        for log_dir in self.log_dirs:
+            marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+            self.clean_shutdown[log_dir] = os.path.exists(marker)
+            if self.clean_shutdown[log_dir]:
+                os.unlink(marker)  # from now on, a crash means recovery at the next start
+                fsync_directory(log_dir)
         self._load_logs()
 
-    def _root(self, name: str) -> str:
-        return os.path.join(self.data_dir, name)
+    @property
+    def had_clean_shutdown(self) -> bool:
+        """Whether every directory was closed cleanly by the last run."""
+        return all(self.clean_shutdown.values())
 
-    def _read_checkpoint(self, checkpoint: OffsetCheckpointFile) -> dict[TopicPartition, int]:
+    @staticmethod
+    def _checkpoint(log_dir: str, name: str) -> OffsetCheckpointFile:
+        return OffsetCheckpointFile(os.path.join(log_dir, name))
+
+    def _read_checkpoint(self, log_dir: str, name: str) -> dict[TopicPartition, int]:
         try:
-            return checkpoint.read()
+            return self._checkpoint(log_dir, name).read()
         except CheckpointError as err:
             logger.error("%s; ignoring it (logs recover from their start)", err)
             return {}
 
+    def _find_logs(self) -> dict[TopicPartition, str]:
+        """Every partition directory of every log dir; the same partition twice is an error."""
+        found: dict[TopicPartition, str] = {}
+        for log_dir in self.log_dirs:
+            for name in sorted(os.listdir(log_dir)):
+                path = os.path.join(log_dir, name)
+                tp = parse_topic_partition(name) if os.path.isdir(path) else None
+                if tp is None:
+                    if os.path.isdir(path) and _DELETE_DIR.fullmatch(name):
+                        logger.info("finishing the deletion of %s", path)
+                        shutil.rmtree(path, ignore_errors=True)
+                    elif name not in _KNOWN_ROOT_FILES and not name.endswith(".tmp"):
+                        logger.warning("ignoring %s: not a partition log directory", path)
+                        self.stray_paths.append(path)
+                elif tp in found:
+                    raise LogDirError(
+                        f"Duplicate log directories for {name} are found in both {found[tp]}"
+                        f" and {path}: delete the copy that is wrong, then start again"
+                    )
+                else:
+                    found[tp] = path
+        return found
+
     def _load_logs(self) -> None:
-        recovery_points = self._read_checkpoint(self._recovery_points)
-        log_starts = self._read_checkpoint(self._log_starts)
-        for name in sorted(os.listdir(self.data_dir)):
-            path = self._root(name)
-            tp = parse_topic_partition(name) if os.path.isdir(path) else None
-            if tp is None:
-                if os.path.isdir(path) and _DELETE_DIR.fullmatch(name):
-                    logger.info("finishing the deletion of %s", path)
-                    shutil.rmtree(path, ignore_errors=True)
-                elif name not in _KNOWN_ROOT_FILES and not name.endswith(".tmp"):
-                    logger.warning("ignoring %s: not a partition log directory", path)
-                    self.stray_paths.append(path)
-                continue
-            self.logs[tp] = Log.open(
-                path,
-                self.config_for(tp[0]),
-                self.clock,
-                recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=log_starts.get(tp),
-                clean_shutdown=self.had_clean_shutdown,
+        found = self._find_logs()  # before opening anything: recovery writes to the logs
+        for log_dir in self.log_dirs:
+            recovery_points = self._read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT)
+            log_starts = self._read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT)
+            for tp, path in found.items():
+                if os.path.dirname(path) != log_dir:
+                    continue
+                self.logs[tp] = Log.open(
+                    path,
+                    self.config_for(tp[0]),
+                    self.clock,
+                    recovery_point=recovery_points.get(tp, 0),
+                    log_start_offset=log_starts.get(tp),
+                    clean_shutdown=self.clean_shutdown[log_dir],
+                )
+            logger.info(
+                "loaded %d logs from %s (%s shutdown)",
+                len(self.logs_in(log_dir)),
+                log_dir,
+                "clean" if self.clean_shutdown[log_dir] else "unclean",
             )
-        logger.info(
-            "loaded %d logs from %s (%s shutdown)",
-            len(self.logs),
-            self.data_dir,
-            "clean" if self.had_clean_shutdown else "unclean",
-        )
 
     def config_for(self, topic: str) -> LogConfig:
         return self._topic_config(topic) or self.default_config
@@ -161,13 +229,26 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
 
+    def logs_in(self, log_dir: str) -> dict[TopicPartition, Log]:
+        """The logs whose partition directory is in `log_dir`."""
+        return {tp: log for tp, log in self.logs.items() if os.path.dirname(log.dir) == log_dir}
+
+    def next_log_dir(self) -> str:
+        """Where a new partition goes: the directory with the fewest partitions, the first
+        such one in `log.dirs` order (Kafka's `nextLogDirs`; DUR-13)."""
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for log in self.logs.values():
+            counts[os.path.dirname(log.dir)] += 1
+        return min(self.log_dirs, key=counts.__getitem__)  # min keeps the first of equals
+
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         """The partition's log, created empty (offset 0) if it does not exist yet."""
         log = self.logs.get((topic, partition))
         if log is None:
-            path = self._root(log_dir_name(topic, partition))
+            log_dir = self.next_log_dir()
+            path = os.path.join(log_dir, log_dir_name(topic, partition))
             log = Log.open(path, config or self.config_for(topic), self.clock)
-            fsync_directory(self.data_dir)
+            fsync_directory(log_dir)
             self.logs[(topic, partition)] = log
             logger.info("created log %s", path)
         return log
@@ -180,26 +261,33 @@ class LogManager:
         log.close()
         doomed = f"{log.dir}.{uuid.uuid4().hex}-delete"
         os.replace(log.dir, doomed)  # a crash now leaves a -delete dir the next start removes
-        fsync_directory(self.data_dir)
+        fsync_directory(os.path.dirname(log.dir))
         shutil.rmtree(doomed, ignore_errors=True)
         logger.info("deleted log %s-%d", topic, partition)
         return True
 
     # ------------------------------------------------------------------ durability
     def checkpoint(self) -> None:
-        """Write every log's recovery point and log start offset (atomically)."""
-        self._recovery_points.write({tp: log.recovery_point for tp, log in self.logs.items()})
-        self._log_starts.write({tp: log.log_start_offset for tp, log in self.logs.items()})
+        """Write every log's recovery point and log start offset, in its own directory."""
+        for log_dir in self.log_dirs:
+            logs = self.logs_in(log_dir)
+            self._checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT).write(
+                {tp: log.recovery_point for tp, log in logs.items()}
+            )
+            self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).write(
+                {tp: log.log_start_offset for tp, log in logs.items()}
+            )
 
     def flush_logs(self) -> int:
         """The periodic flush: flush.ms, and rolled segments not yet fsynced. Returns count."""
         return sum(1 for log in self.logs.values() if log.maybe_flush())
 
     def close(self) -> None:
-        """Flush and close every log, checkpoint, then write the clean-shutdown marker."""
+        """Flush and close every log, checkpoint, then write the clean-shutdown markers."""
         for log in self.logs.values():
             log.close()
         self.checkpoint()
-        write_atomically(self._root(CLEAN_SHUTDOWN_FILE), b"")
-        logger.info("closed %d logs cleanly in %s", len(self.logs), self.data_dir)
+        for log_dir in self.log_dirs:
+            write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), b"")
+        logger.info("closed %d logs cleanly in %s", len(self.logs), ", ".join(self.log_dirs))
         self.logs.clear()

@@ -67,7 +67,7 @@ from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.log.cleaner_manager import LogCleaner
-from kafka_ref.log.log_manager import LogManager
+from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
@@ -135,6 +135,7 @@ class Broker:
             num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
             delete_topic_enable=config["delete.topic.enable"],
+            log_dirs=create_and_validate_log_dirs(config.log_dirs),  # before anything writes
         )
         controller: EmbeddedController | ZkClusterMetadata
         if config["zookeeper.connect"]:
@@ -145,7 +146,7 @@ class Broker:
         self.controller = controller
         with _quiet_about(METADATA_FILE):
             self.log_manager = LogManager(
-                config.data_dir, log_defaults, self.clock, topic_config=controller.log_config
+                config.log_dirs, log_defaults, self.clock, topic_config=controller.log_config
             )
         purgatory = DelayedOperationPurgatory("Fetch", loop.call_later)
         self.replica_manager = ReplicaManager(
@@ -186,9 +187,9 @@ class Broker:
         self.started = True
         logger.info(
             "broker %d started: cluster id %s, listening on %s:%d, advertised as %s:%d, "
-            "data dir %s, %d topics, %d partitions",
+            "log dirs %s, %d topics, %d partitions",
             config.broker_id, controller.cluster_id, host, bound, controller.endpoint.host,
-            controller.endpoint.port, config.data_dir, len(controller.topics()),
+            controller.endpoint.port, ",".join(config.log_dirs), len(controller.topics()),
             len(self.replica_manager.partitions),
         )  # fmt: skip
         for key in config.ignored:

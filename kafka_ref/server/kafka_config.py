@@ -55,7 +55,7 @@ _BROKER_DEFS = [
     ConfigDef("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout.", 1000),
     ConfigDef("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), "Where to listen."),
     ConfigDef("advertised.listeners", "list", (), "Where clients reach us (default listeners)."),
-    ConfigDef("log.dirs", "list", (), "The data directory (one; overrides log.dir)."),
+    ConfigDef("log.dirs", "list", (), "The data directories (overrides log.dir)."),
     ConfigDef("log.dir", "string", "/tmp/kafka-logs", "The data directory if log.dirs is unset."),
     ConfigDef("num.partitions", "int", 1, "Partitions of an auto-created topic.", 1),
     ConfigDef("default.replication.factor", "int", 1, "Replicas of an auto-created topic.", 1),
@@ -233,8 +233,6 @@ class KafkaConfig:
         return self.values[key]
 
     def validate(self) -> None:
-        if len(self.log_dirs) != 1:
-            raise ConfigError(f"log.dirs names {len(self.log_dirs)} directories; kafka-ref uses 1")
         self.listen_address  # noqa: B018  (parses, raising ConfigError)
         self.advertised_address  # noqa: B018
         self.log_config()
@@ -250,6 +248,7 @@ class KafkaConfig:
 
     @property
     def data_dir(self) -> str:
+        """The first log dir: it also holds the metadata (Kafka's metadata.log.dir default)."""
         return self.log_dirs[0]
 
     @property

@@ -40,7 +40,8 @@ on the partition's state znode (Kafka 2.x's `Partition.updateIsr`; KIP-497 later
 through the controller as AlterIsr). `shrink_isrs` runs every replica.lag.time.max.ms / 2.
 
 `replication-offset-checkpoint` (REPL-10) holds every partition's HW: read at start (a
-partition starts with its checkpointed HW), written periodically and at shutdown.
+partition starts with its checkpointed HW), written periodically and at shutdown. Each
+data directory has its own file, for the partitions it holds (DUR-13).
 
 Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-5, CTRL-10, REPL-2..REPL-5,
 REPL-10, ISR-2, ISR-3.
@@ -111,8 +112,14 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.isr_updater: IsrUpdater | None = None  # ZooKeeper mode: ZkClusterMetadata
         self.fetcher_manager: Any = None  # ZooKeeper mode: ReplicaFetcherManager
-        self._hw_checkpoint = os.path.join(log_manager.data_dir, REPLICATION_OFFSET_CHECKPOINT)
-        self._checkpointed_hws = read_high_watermarks(self._hw_checkpoint)
+        self._checkpointed_hws = {  # per log dir, as Kafka's highWatermarkCheckpoints
+            log_dir: read_high_watermarks(self._hw_checkpoint(log_dir))
+            for log_dir in log_manager.log_dirs
+        }
+
+    @staticmethod
+    def _hw_checkpoint(log_dir: str) -> str:
+        return os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT)
 
     # ------------------------------------------------------------------ hosting partitions
     def _host(self, topic: str, index: int) -> tuple[Partition, bool]:
@@ -129,7 +136,7 @@ class ReplicaManager:
             LeaderEpochFileCache.load(log.dir),
             self.clock,
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
-            high_watermark=self._checkpointed_hws.get((topic, index), 0),
+            high_watermark=self._checkpointed_hws[os.path.dirname(log.dir)].get((topic, index), 0),
         )
         self.partitions[(topic, index)] = partition
         return partition, True
@@ -296,5 +303,7 @@ class ReplicaManager:
         return list(self.partitions.values())
 
     def checkpoint_high_watermarks(self) -> None:
-        """Write `replication-offset-checkpoint` (REPL-10)."""
-        write_high_watermarks(self._hw_checkpoint, self.all_partitions())
+        """Write `replication-offset-checkpoint` (REPL-10) in every log dir."""
+        for log_dir in self.log_manager.log_dirs:
+            partitions = [p for p in self.all_partitions() if os.path.dirname(p.log.dir) == log_dir]
+            write_high_watermarks(self._hw_checkpoint(log_dir), partitions)

@@ -12,9 +12,12 @@ Configs use Kafka's broker names (`broker.id`, `listeners`, `advertised.listener
 `log.dirs`, `num.partitions`, `default.replication.factor`, `auto.create.topics.enable`,
 `log.segment.bytes`, `log.retention.hours`, ...). A Kafka-style `server.properties` file
 works; `--config key=value` overrides it, and `--listen` / `--data-dir` are shorthands for
-`listeners=PLAINTEXT://HOST:PORT` and `log.dirs=DIR` that win over both. An unknown key or
-a bad value is one line on stderr and exit code 2. SIGTERM or Ctrl-C shuts the broker
-down cleanly (the next start skips recovery); after a kill -9 the next start recovers.
+`listeners=PLAINTEXT://HOST:PORT` and `log.dirs=DIR` that win over both (several data
+directories: `--config log.dirs=/a,/b`; a new partition goes to the one holding the
+fewest). An unknown key or a bad value is one line on stderr and exit code 2; a log dir
+that cannot be created or written stops the start with exit code 1. SIGTERM or Ctrl-C
+shuts the broker down cleanly (the next start skips recovery); after a kill -9 the next
+start recovers.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kafka_ref.cluster.embedded import MetadataLoadError
+from kafka_ref.log.log_manager import LogDirError
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 
 logger = logging.getLogger("kafka_ref.tools.broker")
@@ -40,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--listen", metavar="HOST:PORT", help="listen address (default 127.0.0.1:9092)"
     )
     parser.add_argument(
-        "--data-dir", metavar="DIR", help="the data directory (log.dirs; default /tmp/kafka-logs)"
+        "--data-dir", metavar="DIR", help="one data directory (log.dirs; default /tmp/kafka-logs)"
     )
     parser.add_argument(
         "--zookeeper", metavar="HOST:PORT[/chroot]", help="join a cluster (zookeeper.connect)"
@@ -90,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     try:
         asyncio.run(serve(config))
-    except MetadataLoadError as err:
+    except (MetadataLoadError, LogDirError) as err:  # e.g. a log dir is not writable
         logger.error("%s", err)
         return 1
     except (KazooException, KazooTimeoutError) as err:  # ZooKeeper mode: no ZooKeeper there
         logger.error("cannot reach ZooKeeper %s: %r", config["zookeeper.connect"], err)
         return 1
-    except OSError as err:  # e.g. the port is taken, the data dir is not writable
+    except OSError as err:  # e.g. the port is taken
         logger.error("cannot run the broker: %s", err)
         return 1
     return 0

@@ -35,10 +35,9 @@ class BrokerProcess(ServerProcess):
 
     def __init__(self, data_dir: str, port: int, configs: dict[str, object] | None = None) -> None:
         self.data_dir = data_dir
-        cmd = [
-            sys.executable, "-m", "kafka_ref.cli", "broker",
-            "--listen", f"127.0.0.1:{port}", "--data-dir", data_dir,
-        ]  # fmt: skip
+        cmd = [sys.executable, "-m", "kafka_ref.cli", "broker", "--listen", f"127.0.0.1:{port}"]
+        if "log.dirs" not in (configs or {}):  # --data-dir, the one-directory shorthand, wins
+            cmd += ["--data-dir", data_dir]
         for key, value in (configs or {}).items():
             cmd += ["--config", f"{key}={value}"]
         log_path = os.path.join(os.path.dirname(data_dir), "broker.log")

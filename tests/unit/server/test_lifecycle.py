@@ -154,10 +154,24 @@ def test_a_bad_config_is_one_line_and_exit_2(capsys, tmp_path, args, fragment):
     assert fragment in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.spec("BROKER-40")
-def test_more_than_one_log_dir_is_refused(capsys):
-    assert main(["broker", "--config", "log.dirs=/a,/b", "--listen", "127.0.0.1:1"]) == 2
-    assert "log.dirs names 2 directories" in capsys.readouterr().err
+@pytest.mark.spec("DUR-14")
+def test_a_log_dir_that_cannot_be_created_stops_the_start(tmp_path, caplog):
+    (tmp_path / "plain-file").write_text("not a directory")
+    dirs = f"{tmp_path / 'a'},{tmp_path / 'plain-file' / 'b'}"
+    args = ["broker", "--config", f"log.dirs={dirs}", "--listen", "127.0.0.1:0"]
+    assert main(args) == 1
+    assert f"Failed to create data directory {tmp_path / 'plain-file' / 'b'}" in caplog.text
+    assert os.listdir(tmp_path / "a") == []  # checked before anything was written
+
+
+@pytest.mark.spec("DUR-14")
+def test_log_dirs_of_different_clusters_stop_the_start(tmp_path, caplog):
+    for name, cluster in (("a", "AAAAAAAAAAAAAAAAAAAAAA"), ("b", "BBBBBBBBBBBBBBBBBBBBBB")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "meta.properties").write_text(f"version=1\ncluster.id={cluster}\n")
+    dirs = f"{tmp_path / 'a'},{tmp_path / 'b'}"
+    assert main(["broker", "--config", f"log.dirs={dirs}", "--listen", "127.0.0.1:0"]) == 1
+    assert "the log dirs belong to different clusters" in caplog.text
 
 
 @pytest.mark.spec("BROKER-41")

@@ -1,0 +1,99 @@
+"""A broker whose ZooKeeper session expires while it is frozen comes back (CTRL-13).
+
+The broker process is stopped with SIGSTOP for longer than zookeeper.session.timeout.ms
+(3 s here): ZooKeeper expires its session, so its ephemeral /brokers/ids/<id> (and
+/controller, if it held it) vanish and the other brokers act as if it had died. SIGCONT
+wakes it: kazoo reports the session LOST, opens a new session, and the broker must
+register again, catch up, rejoin the ISRs, and not act as controller any more.
+
+Forcing the expiry "the standard way" (a second client opened with the broker's session id
+and password, then closed) needs the password, which only the broker's own client knows;
+freezing the process expires the session the way a long GC pause or a frozen VM does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+from confluent_kafka import Producer
+from kazoo.exceptions import NoNodeError
+
+from kafka_ref.cluster import zookeeper as zkdata
+from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
+from tests.cluster.test_controller import create_topic, wait_metadata_agrees
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def registration(cluster, broker_id):
+    """(host, port, session id) of /brokers/ids/<id>, or None while it does not exist."""
+    try:
+        raw, stat = cluster.zk.zk.get(zkdata.broker_path(broker_id))
+    except NoNodeError:
+        return None
+    data = json.loads(raw)
+    return data["host"], data["port"], stat.ephemeralOwner
+
+
+@pytest.mark.spec("CTRL-13", "CTRL-1", "CTRL-3", "ISR-2")
+def test_a_controller_whose_session_expired_registers_again_and_stays_deposed(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=3, rf=3)
+    victim, epoch = cluster.controller()  # the frozen broker is the controller: both roles
+    others = [i for i in (1, 2, 3) if i != victim]
+    host, port, old_session = registration(cluster, victim)
+    assert (host, port) == ("127.0.0.1", cluster.brokers[victim].port)
+    led = [p for p in range(3) if cluster.state(topic_name, p).leader == victim]
+
+    pid = cluster.brokers[victim].pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_for(
+            lambda: registration(cluster, victim) is None,
+            timeout=4 * SESSION_TIMEOUT_MS / 1000,
+            what=f"broker {victim}'s session to expire",
+        )
+        new, new_epoch = wait_for(
+            lambda: (c := cluster.controller())[0] in others and c, what="a new controller"
+        )
+        assert new_epoch > epoch
+        for p in range(3):  # its leaderships moved, it left every ISR
+            wait_for(
+                lambda p=p: (
+                    (s := cluster.state(topic_name, p)).leader in others and victim not in s.isr
+                ),
+                what=f"partition {p} without broker {victim}",
+            )
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+    # Registered again, under a new session, with its endpoint.
+    again = wait_for(lambda: registration(cluster, victim), what=f"broker {victim} again")
+    assert again[:2] == (host, port) and again[2] != old_session
+    assert cluster.brokers[victim].alive
+    wait_for(
+        lambda: all(victim in {b.node_id for b in cluster.metadata(i).brokers} for i in (1, 2, 3)),
+        what=f"every broker to list broker {victim} in Metadata",
+    )
+    # It catches up and rejoins the ISR of every partition (RF 3), led by another broker.
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
+    for i in range(30):
+        producer.produce(topic_name, value=b"after-%d" % i, partition=i % 3)
+    assert producer.flush(30) == 0
+    for p in range(3):
+        wait_for(
+            lambda p=p: victim in cluster.state(topic_name, p).isr,
+            what=f"broker {victim} back in the ISR of partition {p}",
+        )
+    wait_metadata_agrees(cluster, topic_name, 3, [1, 2, 3])
+    # Deposed: the controller and its epoch are the successor's, on every broker's answer.
+    assert cluster.controller() == (new, new_epoch)
+    assert {cluster.metadata(i).controller_id for i in (1, 2, 3)} == {new}
+    for p in led:  # its old leaderships stay with the new leaders, under the new epoch
+        state = cluster.state(topic_name, p)
+        assert state.leader in others and state.controller_epoch >= new_epoch
+    log = cluster.brokers[victim].log()
+    assert f"broker {victim} resigns as controller (epoch {epoch})" in log
+    assert f"broker {victim} is the controller, epoch" not in log.split("resigns")[-1]
