@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import itertools
 import signal
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ import pytest
 from kafka_ref.client.connection import BrokerConnection
 from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.cluster.zookeeper import KafkaZkClient
+from kafka_ref.conformance.cluster import wait_for
 from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer, zookeeper_installed
 
@@ -32,18 +31,6 @@ BROKER_CONFIGS = {
     "group.initial.rebalance.delay.ms": 0,
 }
 _names = itertools.count()
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
-        time.sleep(0.1)
 
 
 class Cluster:
