@@ -104,8 +104,8 @@ class FetcherConnection(asyncio.BufferedProtocol):
             if self._size < 0:
                 self._fail(ConnectionError(f"response frame of {self._size} bytes"))
                 return
-            if 4 + self._size > len(self._buf):
-                self._grow(4 + self._size)
+            if 4 + self._size > len(self._buf):  # at least double: few regrowths
+                self._grow(max(4 + self._size, 2 * len(self._buf)))
         if self._size < 0 or self._filled < 4 + self._size:
             return
         waiter = self._waiter
