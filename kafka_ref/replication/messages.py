@@ -24,6 +24,7 @@ Rules: REPL-7, REPL-8, REPL-10.
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass
 
 from kafka_ref.errors import (  # noqa: F401  (re-exported: the core's errors in one place)
@@ -96,7 +97,7 @@ class FetchResult:
     """
 
     error: ErrorCode
-    records: bytes | memoryview = b""
+    records: bytes | memoryview | Sized = b""
     high_watermark: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1

@@ -17,8 +17,8 @@ consumer does, with one difference on the wire: `replica_id` is its broker id in
 The records go out as a consumer's do: file slices sent with sendfile (BROKER-5), so the
 leader neither reads them into Python nor copies them into the response. A small read
 (under `SENDFILE_MIN_BYTES`, typical of followers that keep up with a trickle of small
-produces) is read and written instead: one `pread` and one `write` cost less than
-asyncio's sendfile machinery, which is per slice and per response.
+produces) is read and written instead: one `pread` and one `write` cost less than a
+response with slices, which duplicates a descriptor per slice and is sent by a task.
 
 Fetch v4-10 has no `last_fetched_epoch` (v12, KIP-595), so the leader cannot answer a
 diverging epoch; the follower finds where its log diverges with OffsetsForLeaderEpoch
