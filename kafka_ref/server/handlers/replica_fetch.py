@@ -137,6 +137,8 @@ class DelayedReplicaFetch(DelayedOperation):
             if f.fetch_offset > partition.log_end_offset:
                 return self.force_complete()
             if f.fetch_offset < partition.log_end_offset:
+                if self.min_bytes <= 1:
+                    return self.force_complete()  # any new byte will do: no need to count
                 available += partition.log.read(f.fetch_offset, f.max_bytes).size
         if available >= max(self.min_bytes, 1):  # replica.fetch.min.bytes
             return self.force_complete()
