@@ -24,6 +24,7 @@ Rules: REPL-7, REPL-8, REPL-10.
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass
 
 from kafka_ref.errors import (  # noqa: F401  (re-exported: the core's errors in one place)
@@ -87,14 +88,16 @@ class FetchRequest:
 class FetchResult:
     """One partition of a Fetch response.
 
-    `records` are whole batches, byte for byte as the leader stores them. `diverging_epoch`
+    `records` are whole batches, byte for byte as the leader stores them: bytes, a view into
+    the buffer a follower's connection read them into, or a leader broker's file slices
+    (`Partition.fetch`'s `records_of`); anything with a length. `diverging_epoch`
     is set (and `records` empty) when the follower's last fetched epoch ends before its
     fetch offset on the leader: the follower must truncate first. `log_end_offset` is the
     leader's LEO; Kafka's fetcher asks for it with ListOffsets after OFFSET_OUT_OF_RANGE.
     """
 
     error: ErrorCode
-    records: bytes = b""
+    records: bytes | memoryview | Sized = b""
     high_watermark: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1

@@ -39,6 +39,8 @@ Rules: REPL-1..REPL-9, ISR-1..ISR-5.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from kafka_ref.clock import Clock
 from kafka_ref.errors import (
@@ -49,7 +51,7 @@ from kafka_ref.errors import (
     OffsetOutOfRangeError,
 )
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
-from kafka_ref.log.log import Log
+from kafka_ref.log.log import Log, LogReadInfo
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH, LeaderEpochFileCache
 from kafka_ref.replication.messages import (
@@ -227,10 +229,18 @@ class Partition(ConsumerReads):
         return True, ErrorCode.NO_ERROR
 
     # ------------------------------------------------------------------ leader: fetch
-    def fetch(self, request: FetchRequest) -> FetchResult:
-        """Serve a follower's or a consumer's fetch; never raises a KafkaError."""
+    def fetch(
+        self,
+        request: FetchRequest,
+        records_of: Callable[[LogReadInfo], Any] = LogReadInfo.read_bytes,
+    ) -> FetchResult:
+        """Serve a follower's or a consumer's fetch; never raises a KafkaError.
+
+        `records_of` turns the log's read (file slices of whole batches) into the result's
+        `records`: their bytes by default; a broker may keep the slices, to send them with
+        sendfile (BROKER-5)."""
         try:
-            return self._fetch(request)
+            return self._fetch(request, records_of)
         except OffsetOutOfRangeError:
             return FetchResult(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
@@ -241,7 +251,9 @@ class Partition(ConsumerReads):
         except KafkaError as err:  # not leader, fenced or unknown epoch
             return FetchResult(err.code)
 
-    def _fetch(self, request: FetchRequest) -> FetchResult:
+    def _fetch(
+        self, request: FetchRequest, records_of: Callable[[LogReadInfo], Any]
+    ) -> FetchResult:
         self._check_leader_request(request.current_leader_epoch)
         now, leo = self.clock.milliseconds(), self.log_end_offset
         is_follower = request.replica_id != CONSUMER_REPLICA_ID
@@ -266,7 +278,7 @@ class Partition(ConsumerReads):
             self._maybe_increment_high_watermark()
         return FetchResult(
             ErrorCode.NO_ERROR,
-            info.read_bytes(),
+            records_of(info),
             self.high_watermark,
             self.log_start_offset,
             leo,
@@ -355,7 +367,7 @@ class Partition(ConsumerReads):
             self._maybe_increment_high_watermark()
 
     # ------------------------------------------------------------------ follower
-    def append_as_follower(self, records: bytes) -> AppendInfo:
+    def append_as_follower(self, records: bytes | memoryview) -> AppendInfo:
         """Append the leader's batches unchanged (REPL-7); learn their epochs."""
         if self.is_leader:
             raise NotLeaderOrFollowerError(f"{self.topic}-{self.index}: the leader does not fetch")

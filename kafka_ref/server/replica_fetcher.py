@@ -6,8 +6,9 @@ hands the partition to the fetcher of the leader's broker (`add_partition`); whe
 becomes leader, or follows someone else, or the topic goes, the partition is taken away
 (`remove_partition`). A fetcher with no partitions left stops. Kafka runs each fetcher as
 a thread with its own network client; here it is an asyncio task on the broker's loop,
-with a plain socket to the leader (`_Connection`), so that appending to the local log
-happens on the loop like every other change to a partition.
+with one connection to the leader (fetcher_connection.py: responses are read into a
+reused buffer and appended from it, no copy in between), so that appending to the local
+log happens on the loop like every other change to a partition.
 
 Per partition, the decisions are the replication core's `PartitionFetcher`
 (kafka_ref/replication/fetcher.py), the same state machine the simulator drives:
@@ -39,47 +40,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
-import struct
 from collections.abc import Callable
 from typing import Any
 
 from kafka_ref.errors import ErrorCode
-from kafka_ref.protocol import decode_response, encode_request
 from kafka_ref.protocol.messages import ApiKey, FetchRequest, OffsetsForLeaderEpochRequest
 from kafka_ref.replication import messages as core
 from kafka_ref.replication.fetcher import FetchState, PartitionFetcher
 from kafka_ref.replication.partition import Partition
 from kafka_ref.replication.truncation import TruncationRule
+from kafka_ref.server.fetcher_connection import FetcherConnection
 
 logger = logging.getLogger("kafka_ref.server.replica_fetcher")
 
 TopicPartition = tuple[str, int]
 FETCH_VERSION = 10
 EPOCH_VERSION = 3
-_SIZE = struct.Struct(">i")
-
-
-class _Connection:
-    """One request at a time over a socket to the leader's broker."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-        self._ids = itertools.count(1)
-
-    async def request(self, api_key: int, version: int, body: Any, client_id: str) -> Any:
-        correlation_id = next(self._ids)
-        self.writer.write(encode_request(api_key, version, correlation_id, client_id, body))
-        await self.writer.drain()
-        (size,) = _SIZE.unpack(await self.reader.readexactly(4))
-        header, response = decode_response(await self.reader.readexactly(size), api_key, version)
-        if header.correlation_id != correlation_id:
-            raise ConnectionError(f"correlation id {header.correlation_id} != {correlation_id}")
-        return response
-
-    def close(self) -> None:
-        self.writer.close()
 
 
 class ReplicaFetcher:
@@ -89,7 +66,7 @@ class ReplicaFetcher:
         self.manager, self.source_id = manager, source_id
         self.partitions: dict[TopicPartition, PartitionFetcher] = {}
         self._changed = asyncio.Event()
-        self._connection: _Connection | None = None
+        self._connection: FetcherConnection | None = None
         self.stopped = False
         self.task = asyncio.get_running_loop().create_task(
             self._run(), name=f"ReplicaFetcher-{manager.broker_id}-{source_id}"
@@ -158,14 +135,13 @@ class ReplicaFetcher:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), backoff)
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> FetcherConnection:
         if self._connection is None:
             endpoint = self.manager.endpoint_of(self.source_id)
             if endpoint is None:
                 raise LookupError(f"broker {self.source_id} is not registered")
             timeout = self.manager.config["replica.socket.timeout.ms"] / 1000
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(*endpoint), timeout)
-            self._connection = _Connection(reader, writer)
+            self._connection = await asyncio.wait_for(FetcherConnection.open(*endpoint), timeout)
         return self._connection
 
     def _disconnect(self) -> None:
@@ -181,7 +157,7 @@ class ReplicaFetcher:
         return await asyncio.wait_for(call, timeout)
 
     # ------------------------------------------------------------------ truncation
-    async def _truncate(self, conn: _Connection, fetchers: dict[TopicPartition, Any]) -> bool:
+    async def _truncate(self, conn: FetcherConnection, fetchers: dict[TopicPartition, Any]) -> bool:
         asked = {tp: f.next_request() for tp, f in fetchers.items()}
         by_topic: dict[str, list[Any]] = {}
         for (topic, _), r in asked.items():
@@ -213,7 +189,7 @@ class ReplicaFetcher:
         return progressed
 
     # ------------------------------------------------------------------ fetching
-    async def _fetch(self, conn: _Connection, fetchers: dict[TopicPartition, Any]) -> bool:
+    async def _fetch(self, conn: FetcherConnection, fetchers: dict[TopicPartition, Any]) -> bool:
         config = self.manager.config
         asked = {tp: f.next_request() for tp, f in fetchers.items()}
         by_topic: dict[str, list[Any]] = {}
@@ -249,7 +225,7 @@ class ReplicaFetcher:
                     continue
                 result = core.FetchResult(
                     ErrorCode(p.error_code),
-                    bytes(p.records or b""),
+                    p.records if p.records is not None else b"",  # a view: no copy
                     p.high_watermark,
                     p.log_start_offset,
                 )

@@ -59,6 +59,7 @@ from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
 from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
+from kafka_ref.log.log import LogReadInfo
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
@@ -252,14 +253,17 @@ class ReplicaManager:
         self._defer(wake)
 
     # ------------------------------------------------------------------ followers' fetches
-    def fetch_as_leader(self, request: FetchRequest) -> FetchResult:
+    def fetch_as_leader(
+        self, request: FetchRequest, records_of: Callable[[LogReadInfo], Any]
+    ) -> FetchResult:
         """A follower's fetch of one partition (REPL-3, ISR-2): records from its LEO, not
-        bounded by the HW; its LEO may move the HW and add it to the ISR."""
+        bounded by the HW; its LEO may move the HW and add it to the ISR. `records_of`
+        makes the response's records of the log's read (`Partition.fetch`)."""
         partition = self.partitions.get(request.tp)
         if partition is None:
             return FetchResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         hw = partition.high_watermark
-        result = partition.fetch(request)
+        result = partition.fetch(request, records_of)
         self.propagate_isr_change(partition)
         if partition.high_watermark > hw:
             self._on_high_watermark(request.tp)

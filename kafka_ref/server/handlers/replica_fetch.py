@@ -14,6 +14,12 @@ consumer does, with one difference on the wire: `replica_id` is its broker id in
 * answers with the HW, so the follower's HW = min(leader's HW, own LEO) (REPL-7);
 * checks `current_leader_epoch` (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, REPL-8).
 
+The records go out as a consumer's do: file slices sent with sendfile (BROKER-5), so the
+leader neither reads them into Python nor copies them into the response. A small read
+(under `SENDFILE_MIN_BYTES`, typical of followers that keep up with a trickle of small
+produces) is read and written instead: one `pread` and one `write` cost less than a
+response with slices, which duplicates a descriptor per slice and is sent by a task.
+
 Fetch v4-10 has no `last_fetched_epoch` (v12, KIP-595), so the leader cannot answer a
 diverging epoch; the follower finds where its log diverges with OffsetsForLeaderEpoch
 before its first fetch in each epoch instead (the KIP-101 protocol, TRUNC-4..TRUNC-6).
@@ -31,13 +37,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode
+from kafka_ref.log.file_records import LogReadInfo
 from kafka_ref.protocol.messages import FetchResponse, OffsetsForLeaderEpochResponse
 from kafka_ref.replication.messages import EpochRequest, FetchRequest, FetchResult
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import FileRecordsValue
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
+
+SENDFILE_MIN_BYTES = 64 * 1024
+
+
+def _records(info: LogReadInfo) -> bytes | FileRecordsValue:
+    """A follower's records: file slices for sendfile, or the bytes of a small read."""
+    if info.size >= SENDFILE_MIN_BYTES:
+        return FileRecordsValue(info.slices)
+    return info.read_bytes()
 
 
 def _requests(body: Any) -> list[FetchRequest]:
@@ -68,7 +85,7 @@ def _fetch_all(apis: KafkaApis, requests: list[FetchRequest], max_bytes: int) ->
                 request.current_leader_epoch, request.last_fetched_epoch,
                 max(min(request.max_bytes, budget), 1),
             )  # fmt: skip
-            result = apis.replica_manager.fetch_as_leader(limited)
+            result = apis.replica_manager.fetch_as_leader(limited, _records)
             budget -= len(result.records)
         out.append((request, result))
     return out
@@ -120,6 +137,8 @@ class DelayedReplicaFetch(DelayedOperation):
             if f.fetch_offset > partition.log_end_offset:
                 return self.force_complete()
             if f.fetch_offset < partition.log_end_offset:
+                if self.min_bytes <= 1:
+                    return self.force_complete()  # any new byte will do: no need to count
                 available += partition.log.read(f.fetch_offset, f.max_bytes).size
         if available >= max(self.min_bytes, 1):  # replica.fetch.min.bytes
             return self.force_complete()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import socket
 import struct
@@ -93,20 +94,20 @@ def test_acks_0_gets_no_response(wire):
 @pytest.mark.spec("BROKER-5")
 def test_fetched_records_are_the_segment_bytes_sent_with_sendfile(broker, wire, monkeypatch):
     calls = []
-    real = broker.loop.sendfile
+    real = os.sendfile
 
-    async def counting(transport, file, offset, count, **kwargs):
-        calls.append((file.fileno(), offset, count))
-        return await real(transport, file, offset, count, **kwargs)
+    def counting(out_fd, in_fd, offset, count):
+        calls.append((offset, count))
+        return real(out_fd, in_fd, offset, count)
 
-    monkeypatch.setattr(broker.loop, "sendfile", counting)
+    monkeypatch.setattr(os, "sendfile", counting)  # the direct path and loop.sendfile's
     wire.create_topic("zc")
     for i in range(5):
         wire.produce("zc", 0, batch(10, ts=1000 + i))
     records = wire.fetch_many([("zc", 0, 0)]).responses[0].partitions[0].records
     log = broker.broker.replica_manager.get_partition("zc", 0).log
     assert bytes(records) == broker.call(lambda: log.read(0, 1 << 20).read_bytes())
-    assert calls and calls[0][1:] == (0, len(records))  # one slice, from the segment file
+    assert calls and calls[0] == (0, len(records))  # one slice, from the segment file
 
 
 @pytest.mark.spec("BROKER-5")
@@ -158,10 +159,36 @@ def test_fetch_works_without_native_sendfile(broker, wire, monkeypatch):
         raise asyncio.SendfileNotAvailableError("not here")
 
     monkeypatch.setattr(broker.loop, "sendfile", no_sendfile)
+    monkeypatch.delattr(os, "sendfile")  # the direct path too
     wire.create_topic("fallback")
     wire.produce("fallback", 0, batch(4))
     records = wire.fetch_many([("fallback", 0, 0)]).responses[0].partitions[0].records
     assert len(records) == len(batch(4))
+
+
+@pytest.mark.spec("BROKER-5")
+def test_what_the_socket_does_not_take_at_once_goes_through_loop_sendfile(
+    broker, wire, monkeypatch
+):
+    calls = []
+    real = broker.loop.sendfile
+
+    async def counting(transport, file, offset, count, **kwargs):
+        calls.append(count)
+        return await real(transport, file, offset, count, **kwargs)
+
+    monkeypatch.setattr(broker.loop, "sendfile", counting)
+    wire.create_topic("full")
+    for _ in range(16):  # 16 MB: more than loopback's socket buffers take at once
+        wire.produce("full", 0, batch(100, value_size=10_000))
+    log = broker.broker.replica_manager.get_partition("full", 0).log
+    expected = broker.call(lambda: log.read(0, 64 << 20).read_bytes())
+    corr = wire.send(ApiKey.FETCH, 10, fetch_body([("full", 0, 0)], partition_max_bytes=64 << 20))
+    time.sleep(0.5)  # read nothing yet: the socket fills and the broker must wait
+    frame = wire.read_frame()
+    assert struct.unpack_from(">i", frame)[0] == corr
+    assert frame.endswith(expected)  # every byte, in order, across both paths
+    assert calls and 0 < calls[0] < len(expected)  # loop.sendfile sent the rest
 
 
 @pytest.mark.spec("BROKER-8")

@@ -8,6 +8,7 @@ times out when it does not fetch, and completes when its fetch moves the HW.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -115,3 +116,25 @@ def test_offsets_for_leader_epoch(led, wire):
     assert ask(0) == (0, 0, 2)  # epoch 0 ended where epoch 1 started
     assert ask(1) == (0, 1, 2)  # the current epoch ends at the log end
     assert ask(0, current=0)[0] == ErrorCode.FENCED_LEADER_EPOCH
+
+
+@pytest.mark.spec("BROKER-5", "REPL-3")
+def test_a_followers_records_go_out_with_sendfile_unless_the_read_is_small(
+    led, broker, wire, monkeypatch
+):
+    sent = []
+    real = os.sendfile
+
+    def counting(out_fd, in_fd, offset, count):
+        sent.append(count)
+        return real(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(os, "sendfile", counting)
+    small = follower_fetch(wire, 0)  # offsets 0-1: under SENDFILE_MIN_BYTES
+    expected = broker.call(lambda: led.log.read(0, 1 << 20).read_bytes())
+    assert bytes(small.records) == expected and not sent  # read and written
+    assert wire.produce("r", 0, batch(20, value_size=10_000), acks=1).error_code == 0
+    large = follower_fetch(wire, 2)  # about 200 KB: from the segment file
+    expected = broker.call(lambda: led.log.read(2, 1 << 20).read_bytes())
+    assert bytes(large.records) == expected
+    assert sum(sent) == len(expected)
