@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -28,6 +29,23 @@ class Produced:
     key: bytes
     value: bytes
     timestamp: int
+
+
+def consume_produced(consumer, topics, expected: int, seconds: float = 60) -> dict:
+    """Poll `consumer` until `expected` records came (or `seconds` passed), then close it.
+
+    Returns topic -> its records as `Produced`, sorted by partition and offset."""
+    got: dict[str, list[Produced]] = {topic: [] for topic in topics}
+    deadline, count = time.monotonic() + seconds, 0
+    while count < expected and time.monotonic() < deadline:
+        for m in consumer.consume(10_000, 0.5):
+            assert m.error() is None, m.error()
+            got[m.topic()].append(
+                Produced(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
+            )
+            count += 1
+    consumer.close()
+    return {topic: sorted(records) for topic, records in got.items()}
 
 
 class BrokerProcess(ServerProcess):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
-import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -18,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log_manager import parse_topic_partition
-from tests.interop.conftest import T_BASE, BrokerProcess, Produced, free_port
+from tests.interop.conftest import T_BASE, BrokerProcess, Produced, consume_produced, free_port
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -47,17 +46,7 @@ def read_all(bootstrap: str, expected: int) -> dict[str, list[Produced]]:
     consumer.assign(
         [TopicPartition(t, p, OFFSET_BEGINNING) for t, n in TOPICS.items() for p in range(n)]
     )
-    got: dict[str, list[Produced]] = {topic: [] for topic in TOPICS}
-    deadline, count = time.monotonic() + 60, 0
-    while count < expected and time.monotonic() < deadline:
-        for m in consumer.consume(1000, 0.5):
-            assert m.error() is None, m.error()
-            got[m.topic()].append(
-                Produced(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
-            )
-            count += 1
-    consumer.close()
-    return {topic: sorted(records) for topic, records in got.items()}
+    return consume_produced(consumer, TOPICS, expected)
 
 
 @pytest.mark.spec("DUR-13")

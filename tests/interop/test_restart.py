@@ -7,13 +7,12 @@ produces a topic of its own so it stands alone.
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.interop.conftest import T_BASE, Produced
+from tests.interop.conftest import T_BASE, Produced, consume_produced
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -29,18 +28,9 @@ def check_everything(broker, produced) -> None:
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "restart"})
     consumer.assign(assignment)
     expected = sum(len(records) for records in produced.values())
-    got: dict[str, list[Produced]] = {topic: [] for topic in produced}
-    deadline, count = time.monotonic() + 60, 0
-    while count < expected and time.monotonic() < deadline:
-        for m in consumer.consume(10_000, 0.5):
-            assert m.error() is None, m.error()
-            got[m.topic()].append(
-                Produced(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
-            )
-            count += 1
-    consumer.close()
+    got = consume_produced(consumer, produced, expected)
     for topic, records in produced.items():
-        assert sorted(got[topic]) == records, topic
+        assert got[topic] == records, topic
 
 
 @pytest.fixture(scope="module")
