@@ -174,14 +174,15 @@ class Brokers:
         try:
             self.wait_registered(timeout=15)
         except AssertionError:
-            views = [self._registered(i) for i in self.ids()]
+            views = [self.registered(i) for i in self.ids()]
             lost = [i for i in self.ids() if sum(i not in v for v in views) * 2 > len(views)]
             for i in lost:
                 self.kill(i)
             _each(BrokerProcess.start, [self.processes[i] for i in lost])
             self.wait_registered()
 
-    def _registered(self, via: int) -> set[int]:
+    def registered(self, via: int) -> set[int]:
+        """The brokers `via`'s Metadata lists (empty if it cannot be reached)."""
         try:
             return {b.node_id for b in self.metadata([], via).brokers}
         except OSError:
@@ -191,7 +192,7 @@ class Brokers:
         everyone = set(self.ids())
 
         def all_see_all() -> bool:
-            return all(self._registered(i) == everyone for i in everyone) and (
+            return all(self.registered(i) == everyone for i in everyone) and (
                 self.metadata([]).controller_id in everyone
             )
 

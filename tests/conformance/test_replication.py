@@ -294,3 +294,37 @@ def test_no_acknowledged_write_is_lost_when_the_leader_is_killed_mid_stream(clus
     anomalies = result.kinds() - (set() if idempotent else {"duplicate"})
     assert not anomalies, str(result)
     assert result.unseen == {}, f"acknowledged but not committed: {result.unseen}"
+
+
+@pytest.mark.spec("CTRL-13", "CTRL-3", "ISR-2")
+def test_a_broker_whose_session_expired_registers_again_and_stays_deposed(cluster, target):
+    """The controller's broker is paused (SIGSTOP) until the others stop listing it: its
+    ZooKeeper session expired. Resumed, it must come back as an ordinary broker."""
+    topic = target.topic_name("session")
+    assert cluster.create_topic(topic, 1, 3) == 0
+    cluster.wait_leader(topic, 0)
+    frozen = cluster.metadata([]).controller_id
+    others = [i for i in cluster.ids() if i != frozen]
+    cluster.pause(frozen)
+    try:
+        # CTRL-3: the others drop it and elect a successor among themselves
+        for i in others:
+            wait_for(lambda i=i: frozen not in cluster.registered(i) and
+                     cluster.metadata([], i).controller_id in others,
+                     what=f"broker {i} to drop broker {frozen}")  # fmt: skip
+        successor = cluster.metadata([], others[0]).controller_id
+        gone = wait_for(lambda: (p := cluster.partition(topic, 0, via=others[0])).isr_nodes
+                        and frozen not in p.isr_nodes and p, what="the ISR to drop it")  # fmt: skip
+    finally:
+        cluster.resume(frozen)
+    # CTRL-13: it registers again, every broker lists it, and nobody calls it controller
+    everyone = set(cluster.ids())
+    for i in cluster.ids():
+        wait_for(lambda i=i: cluster.registered(i) == everyone, what=f"broker {i} to list all")
+    assert {cluster.metadata([], i).controller_id for i in cluster.ids()} == {successor}
+    # ISR-2: it follows the leader again and rejoins the ISR once caught up
+    with cluster.wire(gone.leader_id) as w:
+        assert produce(w, topic, 0, b"after").error_code == 0
+    wait_for(lambda: frozen in cluster.partition(topic, 0, via=gone.leader_id).isr_nodes,
+             what=f"broker {frozen} to rejoin the ISR")  # fmt: skip
+    assert cluster.metadata([], frozen).controller_id == successor
