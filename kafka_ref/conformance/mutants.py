@@ -23,8 +23,7 @@ class Mutant:
     name: str
     bug: str  # what is broken, in one line
     rules: tuple[str, ...]  # the rules whose tests must catch it
-    apply: Callable[[], None] | None  # None: pending, the feature does not exist yet
-    pending: str = ""  # why it cannot be applied yet
+    apply: Callable[[], None]  # the patch, applied in the broker process before it starts
 
 
 def _fetch_skips_batch() -> None:
@@ -123,6 +122,32 @@ def _hw_past_lagging_isr() -> None:
     Partition._maybe_increment_high_watermark = maybe_increment_high_watermark
 
 
+def _acks_all_without_isr() -> None:
+    """acks=all is answered after the leader's own append, as acks=1 is (REPL-4)."""
+    from kafka_ref.server.handlers.produce import DelayedProduce
+
+    original = DelayedProduce.__init__
+
+    def init(self, apis, request, outcome):
+        original(self, apis, request, outcome)
+        self.waiting = {}  # the bug: the leader's append is taken for the whole ISR's
+
+    DelayedProduce.__init__ = init
+
+
+def _unclean_election_always() -> None:
+    """The controller elects a replica outside the ISR whatever the topic says (ISR-6)."""
+    from kafka_ref.cluster.controller import KafkaController
+
+    original = KafkaController.__init__
+
+    def init(self, zk, broker_id, *, unclean_leader_election):
+        # the bug: unclean.leader.election.enable read as true for every topic
+        original(self, zk, broker_id, unclean_leader_election=lambda topic, configs: True)
+
+    KafkaController.__init__ = init
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -139,13 +164,16 @@ MUTANTS: dict[str, Mutant] = {
                ("IDEM-3",), _dedup_window_one),
         Mutant("hw-past-lagging-isr", "the high watermark advances past a lagging ISR member",
                ("REPL-3",), _hw_past_lagging_isr),
+        Mutant("acks-all-without-isr", "acks=all is answered once the leader alone has the batch",
+               ("REPL-4",), _acks_all_without_isr),
+        Mutant("unclean-election-always",
+               "a replica outside the ISR is elected although unclean election is off",
+               ("ISR-6", "CTRL-6"), _unclean_election_always),
     )
 }  # fmt: skip
 
 
 def apply(name: str) -> Mutant:
     mutant = MUTANTS[name]
-    if mutant.apply is None:
-        raise ValueError(f"mutant {name} is pending: {mutant.pending}")
     mutant.apply()
     return mutant
