@@ -12,9 +12,12 @@ znodes as they are, and talks to single brokers with kafka-ref's blocking connec
 from __future__ import annotations
 
 import itertools
+import random
 import signal
 from typing import Any
 
+import kazoo.protocol.connection
+import kazoo.retry
 import pytest
 
 from kafka_ref.client.connection import BrokerConnection
@@ -23,6 +26,14 @@ from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.conformance.cluster import wait_for
 from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer, zookeeper_installed
+
+# kazoo's connection thread draws its ping and reconnect jitter from the global `random`
+# while this session's ZooKeeper client lives, that is, while every later test runs.
+# Hypothesis flags any change of the global `random` during its draws as a strategy using
+# `random` (HypothesisDeprecationWarning, an error in the future), so kazoo's two modules
+# get a generator of their own: the same calls, their own state.
+kazoo.protocol.connection.random = random.Random()
+kazoo.retry.random = random.Random()
 
 SESSION_TIMEOUT_MS = 3000
 BROKER_CONFIGS = {
