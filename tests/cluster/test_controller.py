@@ -208,13 +208,12 @@ def test_unclean_election_only_when_enabled(cluster, topic_name):
     assert s.isr == (b,) and s.leader_epoch == 3
     s = cluster.state(clean, 0)
     assert (s.leader, s.isr, s.leader_epoch) == (-1, (a,), 2)
-    wait_for(
-        lambda: (
-            cluster.metadata(b, [clean]).topics[0].partitions[0].error_code
-            == ErrorCode.LEADER_NOT_AVAILABLE
-        ),
-        what=f"broker {b} to report {clean} offline",
-    )
+
+    def reported_offline() -> bool:  # b may still be loading the partition states
+        parts = cluster.metadata(b, [clean]).topics[0].partitions
+        return bool(parts) and parts[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+
+    wait_for(reported_offline, what=f"broker {b} to report {clean} offline")
     # When a returns, the clean partition comes back with it as leader.
     cluster.ensure_running()
     s = wait_for(lambda: (s := cluster.state(clean, 0)).leader == a and s, what="a leads again")
