@@ -209,7 +209,7 @@ def test_unclean_election_only_when_enabled(cluster, topic_name):
     s = cluster.state(clean, 0)
     assert (s.leader, s.isr, s.leader_epoch) == (-1, (a,), 2)
 
-    def reported_offline() -> bool:  # b may still be loading the partition states
+    def reported_offline() -> bool:  # UNKNOWN_TOPIC_OR_PARTITION until b has loaded it
         parts = cluster.metadata(b, [clean]).topics[0].partitions
         return bool(parts) and parts[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
 
