@@ -131,7 +131,7 @@ class LogCleaner:
     @staticmethod
     def checkpoint_file(log: Log) -> OffsetCheckpointFile:
         """`cleaner-offset-checkpoint` in the data directory holding the log."""
-        data_dir = os.path.dirname(os.path.abspath(log.dir))
+        data_dir = os.path.abspath(log.parent_dir)
         return OffsetCheckpointFile(os.path.join(data_dir, CLEANER_OFFSET_CHECKPOINT))
 
     @staticmethod

@@ -115,6 +115,11 @@ class Log:
         return os.path.basename(self.dir)
 
     @property
+    def parent_dir(self) -> str:
+        """The data directory (one of `log.dirs`) that holds this log (Kafka: `parentDir`)."""
+        return os.path.dirname(self.dir)
+
+    @property
     def log_end_offset(self) -> int:
         return self._log_end_offset
 

@@ -231,14 +231,14 @@ class LogManager:
 
     def logs_in(self, log_dir: str) -> dict[TopicPartition, Log]:
         """The logs whose partition directory is in `log_dir`."""
-        return {tp: log for tp, log in self.logs.items() if os.path.dirname(log.dir) == log_dir}
+        return {tp: log for tp, log in self.logs.items() if log.parent_dir == log_dir}
 
     def next_log_dir(self) -> str:
         """Where a new partition goes: the directory with the fewest partitions, the first
         such one in `log.dirs` order (Kafka's `nextLogDirs`; DUR-13)."""
         counts = dict.fromkeys(self.log_dirs, 0)
         for log in self.logs.values():
-            counts[os.path.dirname(log.dir)] += 1
+            counts[log.parent_dir] += 1
         return min(self.log_dirs, key=counts.__getitem__)  # min keeps the first of equals
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
@@ -261,7 +261,7 @@ class LogManager:
         log.close()
         doomed = f"{log.dir}.{uuid.uuid4().hex}-delete"
         os.replace(log.dir, doomed)  # a crash now leaves a -delete dir the next start removes
-        fsync_directory(os.path.dirname(log.dir))
+        fsync_directory(log.parent_dir)
         shutil.rmtree(doomed, ignore_errors=True)
         logger.info("deleted log %s-%d", topic, partition)
         return True

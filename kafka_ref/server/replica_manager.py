@@ -137,7 +137,7 @@ class ReplicaManager:
             LeaderEpochFileCache.load(log.dir),
             self.clock,
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
-            high_watermark=self._checkpointed_hws[os.path.dirname(log.dir)].get((topic, index), 0),
+            high_watermark=self._checkpointed_hws[log.parent_dir].get((topic, index), 0),
         )
         self.partitions[(topic, index)] = partition
         return partition, True
@@ -309,5 +309,5 @@ class ReplicaManager:
     def checkpoint_high_watermarks(self) -> None:
         """Write `replication-offset-checkpoint` (REPL-10) in every log dir."""
         for log_dir in self.log_manager.log_dirs:
-            partitions = [p for p in self.all_partitions() if os.path.dirname(p.log.dir) == log_dir]
+            partitions = [p for p in self.all_partitions() if p.log.parent_dir == log_dir]
             write_high_watermarks(self._hw_checkpoint(log_dir), partitions)
