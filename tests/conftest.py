@@ -1,7 +1,8 @@
 """Shared test setup: hypothesis profiles and the `spec` marker.
 
-Profiles (choose with HYPOTHESIS_PROFILE): `dev` is quick, `ci` is what CI runs, `deep` is
-for a long hunt for counterexamples.
+Profiles (choose with HYPOTHESIS_PROFILE): `dev` is quick, `ci` is what CI runs (the default
+where the CI variable is set, as CI services set it), `deep` is for a long hunt for
+counterexamples.
 """
 
 import os
@@ -25,4 +26,6 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+)
