@@ -57,6 +57,7 @@ from typing import Any
 
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
+from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
 from kafka_ref.log.log import LogReadInfo
@@ -184,6 +185,11 @@ class ReplicaManager:
     def on_partitions_created(self, topic: str, partitions: range) -> None:
         for index in partitions:
             self.make_leader(topic, index)
+
+    def on_topic_config(self, topic: str, config: LogConfig) -> None:
+        """A topic's config overrides changed: its live logs take the new config (CTRL-15;
+        Kafka: `TopicConfigHandler` -> `Log.updateConfig`)."""
+        self.log_manager.update_config(topic, config)
 
     def on_topic_deleted(self, topic: str, partitions: int) -> None:
         for index in range(partitions):
