@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("kafka_ref.tools.broker", "run a broker"),
     "cluster": ("kafka_ref.tools.cluster", "run a local cluster: ZooKeeper and N brokers"),
     "topics": ("kafka_ref.tools.topics", "create, list, describe, alter and delete topics"),
+    "configs": ("kafka_ref.tools.configs", "describe and change a topic's configs live"),
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
     "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),

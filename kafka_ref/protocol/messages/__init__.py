@@ -80,6 +80,12 @@ from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
 )
+from kafka_ref.protocol.messages.api_33_alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from kafka_ref.protocol.messages.api_37_create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -114,8 +120,10 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
 
 
 class Api(NamedTuple):
@@ -164,8 +172,14 @@ APIS: dict[int, Api] = {
         _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
         _api("OffsetForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
+        _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
+        _api(
+            "IncrementalAlterConfigs",
+            IncrementalAlterConfigsRequest,
+            IncrementalAlterConfigsResponse,
+        ),
     )
 }
 
@@ -177,6 +191,8 @@ def supported_api_versions() -> list[tuple[int, int, int]]:
 
 __all__ = [
     "APIS",
+    "AlterConfigsRequest",
+    "AlterConfigsResponse",
     "Api",
     "ApiKey",
     "ApiVersionsRequest",
@@ -201,6 +217,8 @@ __all__ = [
     "FindCoordinatorResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
     "JoinGroupRequest",

@@ -14,24 +14,10 @@ import time
 
 import pytest
 
-from kafka_ref.server.broker import BrokerThread
-from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.tools.server_process import free_port
 
 pytestmark = pytest.mark.timeout(120)
 UNREACHABLE = "could not be established"
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    props = {
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "log.dirs": str(tmp_path_factory.mktemp("edges")),
-        "group.initial.rebalance.delay.ms": "0",
-    }
-    thread = BrokerThread(KafkaConfig.from_props(props)).start()
-    yield thread
-    thread.stop()
 
 
 def tool(*argv: str, stdin: str = "", timeout: float = 60) -> tuple[int, str, str, float]:
