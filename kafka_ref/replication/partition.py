@@ -94,6 +94,7 @@ class Partition(ConsumerReads):
         # The log may have lost a tail in a crash; its epochs and HW go with it.
         cache.truncate_from_end(log.log_end_offset)
         cache.truncate_from_start(log.log_start_offset)
+        # The committed bound: consumers read below it (REPL-2).
         self.high_watermark = max(min(high_watermark, log.log_end_offset), log.log_start_offset)
         self.leader_id: int | None = None
         self.leader_epoch = UNDEFINED_EPOCH
@@ -117,15 +118,6 @@ class Partition(ConsumerReads):
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
-
-    @property
-    def high_watermark(self) -> int:
-        """The committed bound: consumers read below it (REPL-2)."""
-        return self._high_watermark
-
-    @high_watermark.setter
-    def high_watermark(self, value: int) -> None:
-        self._high_watermark = value
 
     @property
     def log_end_offset(self) -> int:
