@@ -119,9 +119,9 @@ class SimController:
     # ------------------------------------------------------------------ AlterIsr
     def handle(self, src: Any, message: Any) -> None:
         if isinstance(message, AlterIsr):
-            self.cluster.network.send(CONTROLLER, src, self._alter_isr(message), reliable=True)
+            self.cluster.network.send(CONTROLLER, src, self.alter_isr(message), reliable=True)
 
-    def _alter_isr(self, request: AlterIsr) -> AlterIsrResult:
+    def alter_isr(self, request: AlterIsr) -> AlterIsrResult:
         state = self.state.get(request.tp)
         fenced = AlterIsrResult(request.topic, request.partition, ErrorCode.FENCED_LEADER_EPOCH)
         if (
