@@ -52,11 +52,12 @@ from kafka_ref.client.accumulator import (
     estimate_size,
 )
 from kafka_ref.client.connection import parse_bootstrap_servers
-from kafka_ref.client.metadata import Metadata, TopicPartition
+from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.partitioner import DefaultPartitioner
 from kafka_ref.client.sender import Sender
 from kafka_ref.client.transaction_manager import TransactionManager
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError, MessageTooLargeError
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record

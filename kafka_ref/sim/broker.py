@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
@@ -53,7 +54,6 @@ logger = logging.getLogger("kafka_ref.sim.broker")
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 CONTROLLER = "controller"
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.cluster.election import elect_leader
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.replication.messages import AlterIsr, AlterIsrResult, LeaderAndIsr
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from kafka_ref.sim.cluster import SimCluster
 
 CONTROLLER = "controller"
-TopicPartition = tuple[str, int]
 
 
 class SimController:

@@ -34,7 +34,7 @@ import time
 from kafka_ref.cli import UsageError
 from kafka_ref.client.consumer import Consumer
 from kafka_ref.client.fetcher import ConsumerRecord
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.record.batch import TimestampType
 from kafka_ref.tools.console_producer import check_required, parse_properties

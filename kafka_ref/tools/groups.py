@@ -33,7 +33,7 @@ import sys
 
 from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.tools.topics import check_bootstrap
 

@@ -25,8 +25,8 @@ from kafka_ref.client import (
     TopicPartition,
 )
 from kafka_ref.client.partitioner import partition_for_key
-from kafka_ref.client.subscription_state import NoOffsetForPartitionError, OffsetOutOfRangeError
-from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.client.subscription_state import NoOffsetForPartitionError
+from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from tests.interop.conftest import T_BASE, Produced, offset_inside_a_batch
 
 pytestmark = pytest.mark.timeout(120)

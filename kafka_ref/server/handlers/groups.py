@@ -43,9 +43,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
-from kafka_ref.group.assignors.base import TopicPartition
-from kafka_ref.group.group_metadata import OffsetAndMetadata
 from kafka_ref.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
