@@ -3,7 +3,7 @@
 A consumer's progress is nothing but a number per partition: its **position**, the offset
 of the next record it will return (Kafka's `SubscriptionState.position`). `poll()` hands out
 records from the position and moves it past them; `seek()` sets it. Nothing is stored on
-the broker unless the consumer *commits* (a later issue, with consumer groups).
+the broker unless the consumer *commits* (offset_committer.py, with consumer groups).
 
 A newly assigned partition has no position yet. Where to start is the **offset reset
 strategy**, `auto.offset.reset`:

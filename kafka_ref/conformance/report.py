@@ -9,7 +9,7 @@ read returns the batch that contains the requested offset) fails". So the report
 with status, folding the outcomes of every conformance test that cites the rule:
 
 * `fail`     - at least one of its tests failed (the failure text is kept);
-* `xfail`    - its tests fail as expected: a known bug, with the issue in the reason;
+* `xfail`    - its tests fail as expected: a known bug, named in the reason;
 * `pass`     - none failed and at least one passed;
 * `skipped`  - every test was skipped; the reasons say why (usually a missing capability);
 * `not covered` - no conformance test cites it. Internal rules ("Observable: no") are

@@ -1,6 +1,7 @@
 """One broker of the simulated cluster: real logs on disk, the replication core, no sockets.
 
-A `SimBroker` is the thin adapter DESIGN.md asks for, in its simplest form: it hosts a
+A `SimBroker` is a thin adapter around the pure replication core, in its simplest form: it
+hosts a
 `Partition` (kafka_ref/replication/partition.py) per replica, each over a real `Log` in its
 own data directory, and turns messages from the simulated network into calls on them:
 

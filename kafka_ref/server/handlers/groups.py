@@ -10,8 +10,8 @@ result into the response; the group logic lives in the coordinator. Kafka's
   partition of it (`partition_for`): on one broker always this broker; in a cluster
   whichever broker the controller made leader, and COORDINATOR_NOT_AVAILABLE while the
   partition has no leader (BROKER-44). Key type 1 (a transactional
-  id) answers COORDINATOR_NOT_AVAILABLE: the transaction coordinator is another issue, so
-  clients cannot start transactions yet. Any other key type is INVALID_REQUEST.
+  id) answers COORDINATOR_NOT_AVAILABLE: kafka-ref has no transaction
+  coordinator yet, so clients cannot start transactions. Any other key type is INVALID_REQUEST.
 * **JoinGroup** (11) and **SyncGroup** (14) answer later: the coordinator calls back when
   the rebalance round completes, and the callback sends the response (the handler returns
   `DEFERRED`, like a waiting fetch). JoinGroup v0 has no rebalance timeout, so the session
