@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
@@ -47,9 +47,7 @@ from kafka_ref.replication.messages import (
 )
 from kafka_ref.replication.partition import Partition, read_high_watermarks
 from kafka_ref.sim.faults import crash_log
-
-if TYPE_CHECKING:
-    from kafka_ref.sim.cluster import SimCluster
+from kafka_ref.sim.network import SimWorld
 
 logger = logging.getLogger("kafka_ref.sim.broker")
 
@@ -97,7 +95,7 @@ class _FetcherSlot:
 class SimBroker:
     """A broker process; `start`, `stop` and `crash` are its life."""
 
-    def __init__(self, broker_id: int, cluster: SimCluster) -> None:
+    def __init__(self, broker_id: int, cluster: SimWorld) -> None:
         self.broker_id = broker_id
         self.cluster = cluster
         self.config = cluster.config

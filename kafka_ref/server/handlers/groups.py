@@ -63,6 +63,7 @@ from kafka_ref.protocol.messages.api_10_find_coordinator import (
 )
 from kafka_ref.server.group_adapter import coordinator_of, ensure_offsets_topic
 from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
@@ -73,8 +74,6 @@ DEFAULT_RETENTION_TIME = -1  # Kafka: OffsetCommitRequest.DEFAULT_RETENTION_TIME
 
 
 def _deferred() -> Any:
-    from kafka_ref.server.handlers import DEFERRED
-
     return DEFERRED
 
 

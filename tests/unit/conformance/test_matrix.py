@@ -141,7 +141,7 @@ def test_notes_name_rules_singly_and_in_ranges_with_their_first_sentence(tmp_pat
 def test_writing_a_report_regenerates_the_matrix_of_its_directory(reports):
     out, _ = reports
     rows = [report.Row("DEMO-1", "First rule", "yes", "demo.md", "fail", ["boom"], ["t"])]
-    report.write(out, "third", {"target": "third"}, rows)
+    matrix.write_report(out, "third", {"target": "third"}, rows)
     text = (out / "matrix.md").read_text()
     assert "| rule | title | kafka_ref | other | third |" in text
     assert table_rows(text)["DEMO-1"][-1] == "**FAIL**"
