@@ -23,7 +23,12 @@ from kafka_ref.replication.messages import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
 )
-from kafka_ref.replication.partition import Partition, read_high_watermarks, write_high_watermarks
+from kafka_ref.replication.partition import (
+    Partition,
+    leader_high_watermark,
+    read_high_watermarks,
+    write_high_watermarks,
+)
 from kafka_ref.replication.replica import Replica
 
 T0 = 1_700_000_000_000
@@ -88,6 +93,15 @@ def test_consumers_read_only_below_the_high_watermark(tmp_path, clock):
     assert [h.base_offset for _, h in iter_batch_headers(consumer.records)] == [0, 1]
     follower = fetch(leader, 1, 0)  # a follower reads past the HW, to the LEO
     assert [h.base_offset for _, h in iter_batch_headers(follower.records)] == [0, 1, 2]
+
+
+@pytest.mark.spec("REPL-3")
+def test_the_hw_rule_is_the_smallest_leo_over_the_isr_and_never_goes_down():
+    assert leader_high_watermark(10, [7, 9], high_watermark=3) == 7
+    assert leader_high_watermark(10, [], high_watermark=3) == 10  # an ISR of one
+    assert leader_high_watermark(10, [7, -1], high_watermark=3) == 3  # one not heard from
+    assert leader_high_watermark(10, [2, 9], high_watermark=3) == 3  # a follower went back
+    assert leader_high_watermark(5, [8, 9], high_watermark=3) == 5  # the leader is slowest
 
 
 @pytest.mark.spec("REPL-3", "REPL-4")
