@@ -222,25 +222,21 @@ class Producer:
                     f"{self.max_request_size}, which is the value of the max.request.size config"
                 )
             cluster = self._wait_on_metadata(topic, partition)
-            chosen = self.partitioner.partition(topic, key_bytes, cluster, partition)
-            result = self.accumulator.append(
-                TopicPartition(topic, chosen),
-                record,
-                callback,
-                self._now(),
-                abort_on_new_batch=True,
-                max_block_ms=self.max_block_ms,
-            )
-            if result.abort_for_new_batch:  # the sticky partition is done: choose again
-                self.partitioner.on_new_batch(topic, cluster, chosen)
+            abort_on_new_batch = True  # a new batch first makes the sticky partitioner move on
+            while True:
                 chosen = self.partitioner.partition(topic, key_bytes, cluster, partition)
                 result = self.accumulator.append(
                     TopicPartition(topic, chosen),
                     record,
                     callback,
                     self._now(),
+                    abort_on_new_batch=abort_on_new_batch,
                     max_block_ms=self.max_block_ms,
                 )
+                if not result.abort_for_new_batch:
+                    break
+                self.partitioner.on_new_batch(topic, cluster, chosen)  # choose again, once
+                abort_on_new_batch = False
         except KafkaError as err:  # Kafka: an ApiException fails the future, not send()
             future = FutureRecordMetadata()
             if callback is not None:
