@@ -80,7 +80,6 @@ def citations_per_test() -> dict[str, set[str]]:
     return tests
 
 
-
 def focused_rules() -> set[str]:
     """Rules cited by at least one test that cites at most two rules."""
     return {

@@ -221,7 +221,6 @@ def write_matrix(directory: pathlib.Path, spec_dir: pathlib.Path = ROOT / "spec"
     return path
 
 
-
 def write_report(
     out_dir: pathlib.Path, label: str, meta: dict, rows: list[report.Row]
 ) -> list[pathlib.Path]:
@@ -230,6 +229,7 @@ def write_report(
     paths = report.write(out_dir, label, meta, rows)
     write_matrix(out_dir)
     return paths
+
 
 if __name__ == "__main__":
     print(write_matrix(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else DOCS_REPORTS))
