@@ -5,12 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test lint bench docs clean conformance conformance-tansu
+.PHONY: run demo test system-packages lint bench docs clean conformance conformance-tansu lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,docs,bench,spark]'
+	$(BIN)/pip install --quiet -e '.[test,docs,bench,spark,labs]'
 	touch $(STAMP)
 
 # The main job: one broker on 127.0.0.1:9092 with embedded metadata (no ZooKeeper).
@@ -23,13 +23,37 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kafka-ref demo --data-dir $${DATA_DIR:-/tmp/kafka-ref-demo}
 
-test: $(STAMP)
+# What the tests need beyond Python, from Debian: a JRE (ZooKeeper and Spark run on Java),
+# zookeeper (tests/cluster runs a real ZooKeeper server) and chromium (tests/test_docs_build.py
+# renders the site's diagrams headless). Installed quietly, only when missing, with `sudo -n`
+# when not root; when that cannot work, one line names the command to run. The tests that need
+# a missing part then fail, never skip.
+system-packages:
+	@missing=""; \
+	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo -n"; \
+		echo "installing Debian packages:$$missing"; \
+		if ! { command -v apt-get >/dev/null 2>&1 \
+			&& $$sudo apt-get update -qq >/dev/null \
+			&& DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; }; then \
+			echo "could not install$$missing: run 'sudo apt-get install -y$$missing', then 'make test' again" >&2; \
+		fi; \
+	fi
+
+test: $(STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# Grade a lab's solution: `make lab LAB=02` (kafka-ref lab check; --reference for ours).
+lab: $(STAMP)
+	$(BIN)/kafka-ref lab check $${LAB:?which lab? make lab LAB=02}
 
 bench: $(STAMP)
 	$(BIN)/kafka-ref bench storage

@@ -161,9 +161,22 @@ class CorruptRecordError(KafkaError):
 
 
 class InvalidRecordError(KafkaError):
-    """A well-formed batch breaks a rule of the log (Kafka: InvalidRecordException)."""
+    """A well-formed batch breaks a rule of the log (Kafka: InvalidRecordException).
+
+    `record_errors` names the records at fault, as (index in the batch, message): Produce
+    v8+ returns them to the producer, which fails just those records' sends (KIP-467)."""
 
     code = ErrorCode.INVALID_RECORD
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: ErrorCode | None = None,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
+        super().__init__(message, code=code)
+        self.record_errors = record_errors
 
 
 class UnsupportedCompressionTypeError(KafkaError):

@@ -1,7 +1,8 @@
 """Shared test setup: hypothesis profiles, the `spec` marker and `--mutant`.
 
-Profiles (choose with HYPOTHESIS_PROFILE): `dev` is quick, `ci` is what CI runs, `deep` is
-for a long hunt for counterexamples.
+Profiles (choose with HYPOTHESIS_PROFILE): `dev` is quick, `ci` is what CI runs (the default
+where the CI variable is set, as CI services set it), `deep` is for a long hunt for
+counterexamples.
 
 `--mutant NAME` applies one of kafka_ref/conformance/mutants.py's bugs in this process and
 runs only the tests citing the rules it declares: how a mutant of a rule no client can
@@ -30,7 +31,7 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

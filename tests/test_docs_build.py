@@ -137,7 +137,7 @@ def test_every_concept_page_has_a_diagram_its_rules_and_its_code():
 
 def test_mermaid_diagrams_render_in_headless_chromium(site, served, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian's chromium is required (.ci/run installs it)"
+    assert chromium, "chromium is missing: `make test` installs it (apt-get install chromium)"
     pages = pages_with_diagrams(site)
     unvisited = {p.removesuffix(".md") + "/" for p in concept_pages()} - set(pages)
     assert not unvisited, f"concept pages whose diagrams are not rendered: {unvisited}"

@@ -17,8 +17,9 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "kafka_ref"
 
-HANDLERS = ("admin", "configs", "fetch", "groups", "metadata", "offsets", "produce",
-            "replica_fetch", "txn")  # fmt: skip
+HANDLERS = sorted(
+    p.stem for p in (PACKAGE / "server" / "handlers").glob("*.py") if p.stem != "__init__"
+)
 KNOWN_CYCLES = {
     # The log creates its producer state; producer_state.py names Log for a type. The file
     # belongs to the transactions work in progress, which will cut the type import.

@@ -265,8 +265,14 @@ class Producer:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not self.metadata.await_update(version, remaining):
                 what = f"Topic {topic}" if not count else f"Partition {partition} of topic {topic}"
+                unreachable = self.sender.client.last_error  # name the cause when we know it
+                cause = (
+                    f" The last connection attempt failed: {unreachable}"
+                    if (unreachable is not None and cluster.is_bootstrap)
+                    else ""
+                )
                 raise KafkaError(
-                    f"{what} not present in metadata after {self.max_block_ms} ms.",
+                    f"{what} not present in metadata after {self.max_block_ms} ms.{cause}",
                     code=error or ErrorCode.REQUEST_TIMED_OUT,
                 )
 

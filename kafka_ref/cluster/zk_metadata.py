@@ -7,8 +7,8 @@ answers Metadata from it. `ZkClusterMetadata` offers the same interface as the e
 controller (`ClusterMetadataApi`), so the request handlers never ask which mode they run in:
 
 * **reads** come from the local picture, which watches keep current: `/brokers/ids`
-  (children), `/controller`, `/brokers/topics` (children), each topic's znode and each
-  partition's `state` znode;
+  (children), `/controller`, `/brokers/topics` (children), each topic's znode and config
+  znode (`/config/topics/<topic>`) and each partition's `state` znode;
 * **changes** are validated with Kafka's errors and written to ZooKeeper (Kafka:
   `ZkAdminManager` and `AdminZkClient`): CreateTopics writes `/config/topics/<t>` and the
   replica assignment `/brokers/topics/<t>` (placed by assignment.py, CTRL-8);
@@ -28,7 +28,16 @@ goes to the listeners (`on_partition_state`; the ReplicaManager becomes leader o
 Kafka's `becomeLeaderOrFollower`), unless it is *older* than the one applied: a lower
 controller epoch or a lower leader epoch is ignored (CTRL-5).
 
-Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13.
+**Topic configs** (CTRL-15). The picture is first read whole, topics with their config
+overrides, when the broker starts and before its log manager opens a log, so every log
+opens with its topic's config; a watch on `/config/topics/<topic>` then follows the
+overrides, and when they change the listeners apply the new config to the live logs.
+
+**Lost connections.** A watch callback that reads ZooKeeper retries its reads until kazoo
+has reconnected (`_retrying`): a ConnectionLoss in kazoo's thread never leaves the picture
+stale (who is alive, the topics) until the next change.
+
+Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from typing import Any, Protocol
 from kazoo.exceptions import BadVersionError, NodeExistsError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.retry import KazooRetry
 
 from kafka_ref.cluster import zookeeper as zkdata
 from kafka_ref.cluster.embedded import (
@@ -81,6 +91,8 @@ class PartitionStateListener(Protocol):
     def on_partition_state(self, state: PartitionState) -> None: ...
 
     def on_topic_deleted(self, topic: str, partitions: int) -> None: ...
+
+    def on_topic_config(self, topic: str, config: LogConfig) -> None: ...
 
 
 def is_stale(current: PartitionState | None, incoming: PartitionState) -> bool:
@@ -131,6 +143,40 @@ class ZkClusterMetadata(TopicAdministration):
             os.makedirs(log_dir, exist_ok=True)
         self.cluster_id = zk.get_or_create_cluster_id(new_cluster_id())
         self._check_meta_properties()
+        self._load_topics()
+
+    def _load_topics(self) -> None:
+        """Every topic with its assignment and config overrides, read before the log manager
+        opens a log (CTRL-15; Kafka's `LogManager.startup` fetches all topic configs first):
+        a log opened at start gets its topic's overrides, not the broker's defaults."""
+        for topic in self.zk.get_all_topics():
+            found = self._read_topic(topic)
+            if found is not None:
+                self._apply_topic(*found)
+
+    def _read_topic(self, topic: str) -> tuple[TopicMetadata, dict[int, tuple[int, ...]]] | None:
+        found = self.zk.get_topic(topic)
+        return None if found is None else self._topic_metadata(topic, *found)
+
+    def _topic_metadata(
+        self, topic: str, assignment: dict[int, tuple[int, ...]], topic_id: str | None
+    ) -> tuple[TopicMetadata, dict[int, tuple[int, ...]]]:
+        meta = TopicMetadata(
+            topic,
+            uuid.UUID(topic_id) if topic_id else uuid.uuid5(uuid.NAMESPACE_URL, topic),
+            len(assignment),
+            len(assignment.get(0, ())) or 1,
+            self.zk.get_topic_config(topic),
+        )
+        return meta, assignment
+
+    def _retrying(self, read: Callable[[], Any]) -> Any:
+        """Run a watch callback's ZooKeeper reads until they succeed (kazoo's thread).
+
+        A connection lost in the middle of a callback (ConnectionLoss) would otherwise kill
+        the callback and leave this broker's picture stale until the next change; kazoo
+        reconnects within the session, and the reads are tried again."""
+        return KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0, deadline=60)(read)
 
     def _check_meta_properties(self) -> None:
         """meta.properties ties each data directory to one broker id and one cluster."""
@@ -180,17 +226,21 @@ class ZkClusterMetadata(TopicAdministration):
     def _reregister(self) -> None:
         """After an expired session ZooKeeper has deleted our znode: create it again (CTRL-13).
         A reconnection within the same session finds it and does nothing."""
-        if self.zk.get_broker(self.endpoint.node_id) is None:
-            with contextlib.suppress(NodeExistsError):
-                self.zk.register_broker(self.endpoint)
-                logger.info("registered broker %d again (new session)", self.endpoint.node_id)
+
+        def register() -> None:
+            if self.zk.get_broker(self.endpoint.node_id) is None:
+                with contextlib.suppress(NodeExistsError):
+                    self.zk.register_broker(self.endpoint)
+                    logger.info("registered broker %d again (new session)", self.endpoint.node_id)
+
+        self._retrying(register)
 
     def _on_brokers(self, children: list[str]) -> None:
-        brokers = {}
-        for child in children:
-            endpoint = self.zk.get_broker(int(child))
-            if endpoint is not None:
-                brokers[endpoint.node_id] = endpoint
+        def read() -> dict[int, BrokerEndpoint]:
+            endpoints = (self.zk.get_broker(int(child)) for child in children)
+            return {e.node_id: e for e in endpoints if e is not None}
+
+        brokers = self._retrying(read)
         self.dispatch(lambda: setattr(self, "_brokers", brokers))
 
     def _on_controller(self, data: bytes | None, _stat: object) -> None:
@@ -203,6 +253,27 @@ class ZkClusterMetadata(TopicAdministration):
             self._watched_topics.update(new)
         for topic in new:
             DataWatch(self.zk.zk, zkdata.topic_path(topic), self._topic_watch(topic))
+            DataWatch(self.zk.zk, f"{zkdata.CONFIG_TOPICS}/{topic}", self._config_watch(topic))
+
+    def _config_watch(self, topic: str) -> Callable:
+        """The topic's config overrides (`/config/topics/<topic>`), applied as they change."""
+
+        def on_change(data: bytes | None, _stat: object) -> bool | None:
+            with self._lock:
+                if topic not in self._watched_topics:
+                    return False  # the topic is gone: so is this watch
+            configs = zkdata.decode_topic_config(data)
+
+            def apply() -> None:
+                meta = self._topics.get(topic)
+                if meta is not None and meta.configs != configs:
+                    changed = dataclasses.replace(meta, configs=configs)
+                    self._apply_topic(changed, self._assignments[topic])
+
+            self.dispatch(apply)
+            return None
+
+        return on_change
 
     def _topic_watch(self, topic: str) -> Callable:
         def on_change(data: bytes | None, _stat: object) -> bool | None:
@@ -212,15 +283,8 @@ class ZkClusterMetadata(TopicAdministration):
                     self._watched -= {tp for tp in self._watched if tp[0] == topic}
                 self.dispatch(lambda: self._remove_topic(topic))
                 return False
-            assignment, topic_id = zkdata.decode_assignment(data)
-            configs = self.zk.get_topic_config(topic)
-            meta = TopicMetadata(
-                topic,
-                uuid.UUID(topic_id) if topic_id else uuid.uuid5(uuid.NAMESPACE_URL, topic),
-                len(assignment),
-                len(assignment.get(0, ())) or 1,
-                configs,
-            )
+            decoded = zkdata.decode_assignment(data)
+            meta, assignment = self._retrying(lambda: self._topic_metadata(topic, *decoded))
             self.dispatch(lambda: self._apply_topic(meta, assignment))
             for partition, replicas in assignment.items():
                 with self._lock:
@@ -246,8 +310,13 @@ class ZkClusterMetadata(TopicAdministration):
 
     # ------------------------------------------------------------------ applying (the loop)
     def _apply_topic(self, meta: TopicMetadata, assignment: dict[int, tuple[int, ...]]) -> None:
+        before = self._topics.get(meta.name)
         self._topics[meta.name] = meta
         self._assignments[meta.name] = assignment
+        if before is not None and before.configs != meta.configs:  # live logs follow (CTRL-15)
+            config = self.log_config(meta.name) or self.log_defaults
+            for listener in self.listeners:
+                listener.on_topic_config(meta.name, config)
 
     def _apply_state(self, state: PartitionState, version: int) -> None:
         key = (state.topic, state.partition)
@@ -350,6 +419,13 @@ class ZkClusterMetadata(TopicAdministration):
         self.zk.set_topic_assignment(name, str(meta.topic_id), full)
         self._apply_topic(grown, {p: tuple(r) for p, r in full.items()})
         return grown
+
+    def _store_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Write the overrides to ZooKeeper; every broker's config watch applies them to its
+        live logs (CTRL-15), this one's at once."""
+        self.zk.set_topic_config(name, configs)
+        self._apply_topic(dataclasses.replace(self._topics[name], configs=configs),
+                          self._assignments[name])  # fmt: skip
 
     def delete_topic(self, name: str) -> None:
         """Request the deletion; the controller removes the znodes, the watches the logs."""

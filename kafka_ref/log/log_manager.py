@@ -253,6 +253,13 @@ class LogManager:
             logger.info("created log %s", path)
         return log
 
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        """The topic's config changed while its logs are open: they take it from the next
+        append, roll, flush or retention pass on (Kafka: `UnifiedLog.updateConfig`)."""
+        for (name, _), log in self.logs.items():
+            if name == topic:
+                log.config = config
+
     def delete_log(self, topic: str, partition: int) -> bool:
         """Delete a partition's log: rename the directory aside (atomic), then remove it."""
         log = self.logs.pop((topic, partition), None)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from kafka_ref.log.abstract_index import AbstractIndex, InvalidIndexEntryError
+from kafka_ref.seams import seam
 
 
 class OffsetPosition(NamedTuple):
@@ -50,6 +51,7 @@ _INT = struct.Struct(">i")
 WARM_BYTES = 8192  # the tail of an index that appends and most lookups touch
 
 
+@seam
 def largest_lower_bound(key_at: Callable[[int], int], target: int, lo: int, hi: int) -> int:
     """The sparse index's lookup: the greatest slot in lo..hi whose key is <= `target`.
 

@@ -67,12 +67,14 @@ from kafka_ref.replication.messages import (
 )
 from kafka_ref.replication.reads import ConsumerReads
 from kafka_ref.replication.replica import UNKNOWN_OFFSET, Replica
+from kafka_ref.seams import seam
 
 logger = logging.getLogger("kafka_ref.replication.partition")
 
 CONSUMER_REPLICA_ID = -1
 
 
+@seam
 def leader_high_watermark(
     leader_log_end_offset: int, follower_log_end_offsets: Iterable[int], high_watermark: int
 ) -> int:

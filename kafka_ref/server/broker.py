@@ -20,7 +20,9 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    through the ReplicaManager, uses `loop.call_later` for its timers, and loads every
    partition of `__consumer_offsets` before any request arrives;
 5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
-6. the `SocketServer` binds and accepts;
+6. the `SocketServer` binds its port, and once the broker is ready (in ZooKeeper mode:
+   registered and with its picture of the cluster loaded) listens and accepts (BROKER-48),
+   so no client is ever answered by a broker that does not know the cluster yet;
 7. periodic tasks (Kafka's `KafkaScheduler`): the log flusher
    (`log.flush.scheduler.interval.ms`), the checkpoints
    (`log.flush.offset.checkpoint.interval.ms`), retention
@@ -38,8 +40,10 @@ disk, says which topics exist) and wires replication: partition states from the 
 make this broker leader or follower of each partition it replicates
 (`ReplicaManager.become_leader_or_follower`), followers fetch through the replica fetchers
 (server/replica_fetcher.py), leaders write ISR changes to ZooKeeper; after the socket
-server binds, the broker registers `/brokers/ids/<id>` with its bound address, starts its
-watches, and runs for controller (`KafkaController`). Two more periodic tasks run in both
+server binds, the broker registers `/brokers/ids/<id>` with its bound address (after a
+kill -9 and a quick restart, waiting for the old registration to expire), starts its
+watches, and runs for controller (`KafkaController`); only then does it accept
+connections. Two more periodic tasks run in both
 modes: the ISR expiration (`replica.lag.time.max.ms` / 2) and the HW checkpoint
 (`replica.high.watermark.checkpoint.interval.ms`, also written at shutdown). On shutdown
 the ZooKeeper session is closed right after the acceptor stops, so the controller moves
@@ -49,7 +53,7 @@ waiting answer REQUEST_TIMED_OUT.
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, BROKER-46, IDEM-14, ISR-3, REPL-10, REPL-11.
+Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, IDEM-14, ISR-3, REPL-10, REPL-11.
 """
 
 from __future__ import annotations
@@ -175,7 +179,7 @@ class Broker:
             channel, host, port, max_request_size=config["socket.request.max.bytes"]
         )
         try:
-            bound = await self.socket_server.start()
+            bound = await self.socket_server.bind()
         except OSError:  # e.g. the port is taken: leave the logs as a clean stop would
             await self._abort_start()
             raise
@@ -183,6 +187,7 @@ class Broker:
             controller.endpoint = dataclasses.replace(controller.endpoint, port=bound)
         if self.zk_mode is not None:
             await self.zk_mode.join()
+        await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
         self.started = True
         logger.info(

@@ -36,7 +36,12 @@ loop, TLS), the slice is read and written.
 Writes respect flow control: when the transport's buffer is full, nothing more is written
 until it drains.
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9.
+**Starting** (BROKER-48). The port is bound early, so a broker asked for port 0 knows the
+port it advertises, but it is listened on only when the broker is ready: until then a client's
+connection is refused and it tries another broker, instead of being answered by a broker that
+does not know the cluster yet.
+
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48.
 """
 
 from __future__ import annotations
@@ -319,16 +324,22 @@ class Acceptor:
         self.server, self.host, self.port = server, host, port
         self._server: asyncio.Server | None = None
 
-    async def start(self) -> int:
+    async def bind(self) -> int:
+        """Bind the port without listening: connections are refused until `start_serving`."""
         loop = asyncio.get_running_loop()
         host = self.host or None  # "" listens on every interface, IPv4 and IPv6
         if host is None and self.port == 0:
             host = "0.0.0.0"  # one socket per family would each get a different free port
         self._server = await loop.create_server(
-            lambda: Processor(self.server), host, self.port, reuse_address=True, backlog=512
-        )
+            lambda: Processor(self.server), host, self.port, reuse_address=True, backlog=512,
+            start_serving=False,
+        )  # fmt: skip
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
+
+    async def start_serving(self) -> None:
+        assert self._server is not None, "bind first"
+        await self._server.start_serving()
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -356,10 +367,20 @@ class SocketServer:
     def port(self) -> int:
         return self.acceptor.port
 
+    async def bind(self) -> int:
+        """Take the port; returns it (useful with port 0). Nothing is accepted yet."""
+        return await self.acceptor.bind()
+
+    async def enable_request_processing(self) -> None:
+        """Listen and accept (Kafka: `SocketServer.enableRequestProcessing`, the last step of
+        a broker's start-up, BROKER-48)."""
+        await self.acceptor.start_serving()
+        logger.info("listening on %s:%d", self.acceptor.host, self.acceptor.port)
+
     async def start(self) -> int:
-        """Listen; returns the bound port (useful with port 0)."""
-        port = await self.acceptor.start()
-        logger.info("listening on %s:%d", self.acceptor.host, port)
+        """Bind, listen and accept at once (a broker with nothing to wait for)."""
+        port = await self.bind()
+        await self.enable_request_processing()
         return port
 
     async def stop(self) -> None:

@@ -57,6 +57,7 @@ from typing import Any
 
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
+from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
 from kafka_ref.log.log import LogReadInfo
@@ -84,6 +85,7 @@ class PartitionAppendResult:
     error: ErrorCode
     info: AppendInfo | None = None
     message: str = ""
+    record_errors: tuple[tuple[int, str], ...] = ()  # (index in batch, why): KIP-467
 
 
 class ReplicaManager:
@@ -185,6 +187,11 @@ class ReplicaManager:
         for index in partitions:
             self.make_leader(topic, index)
 
+    def on_topic_config(self, topic: str, config: LogConfig) -> None:
+        """A topic's config overrides changed: its live logs take the new config (CTRL-15;
+        Kafka: `TopicConfigHandler` -> `Log.updateConfig`)."""
+        self.log_manager.update_config(topic, config)
+
     def on_topic_deleted(self, topic: str, partitions: int) -> None:
         for index in range(partitions):
             if self.fetcher_manager is not None:
@@ -229,7 +236,8 @@ class ReplicaManager:
                     self.produce_purgatory.check_and_complete(tp)
             except KafkaError as err:
                 message = str(err.args[0]) if err.args else ""
-                results[tp] = PartitionAppendResult(err.code, None, message)
+                record_errors = getattr(err, "record_errors", ())
+                results[tp] = PartitionAppendResult(err.code, None, message, record_errors)
                 logger.debug("append to %s-%d failed: %s", tp[0], tp[1], err)
             except OSError as err:  # the disk failed us: a storage error, not a crash
                 results[tp] = PartitionAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, str(err))

@@ -61,6 +61,9 @@ class _GroupLeadership:
             self.led.discard(state.partition)
             self.groups.coordinator.on_resigned(state.partition)
 
+    def on_topic_config(self, topic: str, config: LogConfig) -> None:
+        """The coordinator reads its topic's config from the log: nothing to do here."""
+
     def on_topic_deleted(self, topic: str, partitions: int) -> None:
         if topic == OFFSETS_TOPIC:
             self.led.clear()

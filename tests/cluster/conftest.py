@@ -127,7 +127,7 @@ class Cluster:
 @pytest.fixture(scope="session")
 def _cluster(tmp_path_factory):
     if not zookeeper_installed():
-        pytest.fail("ZooKeeper is not installed (apt-get install zookeeper); .ci/run installs it")
+        pytest.fail("ZooKeeper is missing: `make test` installs it (apt-get install zookeeper)")
     base = tmp_path_factory.mktemp("cluster")
     zookeeper = ZooKeeperServer(str(base / "zookeeper")).start()
     cluster = Cluster(zookeeper, str(base))

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(180)
 @pytest.mark.spec("TOOLS-5")
 def test_bench_cluster_prints_both_measurements_and_their_ratio(tmp_path):
     if not zookeeper_installed():
-        pytest.fail("ZooKeeper is not installed (apt-get install zookeeper); .ci/run installs it")
+        pytest.fail("ZooKeeper is missing: `make test` installs it (apt-get install zookeeper)")
     cmd = [sys.executable, "-m", "kafka_ref.cli", "--log-level", "WARNING", "bench", "cluster",
            "--messages", "500", "--sizes", "100", "--partitions", "2", "--json",
            "--data-dir", str(tmp_path)]  # fmt: skip

@@ -11,6 +11,7 @@ segment files hold the same bytes.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import signal
 import threading
@@ -18,7 +19,14 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
+from kafka_ref.cluster.zookeeper import (
+    CONFIG_CHANGES,
+    CONFIG_TOPICS,
+    decode_topic_config,
+    encode_topic_config,
+)
 from kafka_ref.conformance.wire import batch, produce_body
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey, InitProducerIdRequest
@@ -204,3 +212,67 @@ def test_a_new_leader_deduplicates_an_idempotent_retry(cluster, topic_name):
     assert result == (0, 2)
     assert send(new.leader, batch([b"idem-3"], producer_id=pid, producer_epoch=epoch,
                                   base_sequence=3)) == (0, 3)  # fmt: skip
+
+
+@pytest.mark.spec("CTRL-15", "REPL-5")
+def test_a_restarted_leader_keeps_its_topics_min_insync_replicas(cluster, topic_name):
+    """min.insync.replicas=2 set at creation. The leader is killed and restarted (it opens
+    its log again from disk), rejoins the ISR, then becomes leader alone when both other
+    brokers are killed: acks=all must be refused, as before the restart."""
+    create_topic(cluster, topic_name, partitions=1, rf=3, configs=STRICT)
+    restarted = cluster.state(topic_name, 0).leader
+    cluster.stop(restarted, signal.SIGKILL)
+    cluster.ensure_running()
+    wait_full_isr(cluster, topic_name, 1)
+    others = [b for b in (1, 2, 3) if b != restarted]
+    for b in others:
+        cluster.stop(b, signal.SIGKILL)
+    wait_for(
+        lambda: (s := cluster.state(topic_name, 0)).leader == restarted and s.isr == (restarted,),
+        what=f"broker {restarted} to lead alone",
+    )
+
+    attempts = itertools.count()
+    not_yet = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT)  # state in flight
+
+    def produce() -> tuple[int, bytes]:
+        value = b"attempt-%d" % next(attempts)
+        body = produce_body(topic_name, 0, batch([value]), acks=-1, timeout_ms=2000)
+        r = cluster.request(restarted, ApiKey.PRODUCE, body).responses[0].partition_responses[0]
+        return r.error_code, value
+
+    code, value = wait_for(
+        lambda: (r := produce())[0] not in not_yet and r,
+        what=f"broker {restarted} to apply that it leads alone",
+    )
+    assert code == ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode(code).name
+    assert value not in log_bytes(cluster, restarted, topic_name, 0)
+
+
+@pytest.mark.spec("CTRL-15", "CONFIG-2")
+def test_a_config_change_in_zookeeper_reaches_the_live_log(cluster, topic_name):
+    """min.insync.replicas raised above the replication factor with IncrementalAlterConfigs
+    (stored in `/config/topics/<t>` with a /config/changes notice): the leader's open log
+    takes it, and acks=all is refused from then on; lowered again in the znode, taken."""
+    create_topic(cluster, topic_name, partitions=1, rf=3, configs=STRICT)
+    leader = cluster.state(topic_name, 0).leader
+    wait_full_isr(cluster, topic_name, 1)
+
+    def produce(value: bytes) -> int:
+        body = produce_body(topic_name, 0, batch([value]), acks=-1, timeout_ms=5000)
+        r = cluster.request(leader, ApiKey.PRODUCE, body).responses[0].partition_responses[0]
+        return r.error_code
+
+    assert produce(b"before") == ErrorCode.NO_ERROR
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap()})  # IncrementalAlterConfigs
+    entry = ConfigEntry("min.insync.replicas", "4", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic_name, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    path = f"{CONFIG_TOPICS}/{topic_name}"
+    assert decode_topic_config(cluster.zk.zk.get(path)[0]) == {"min.insync.replicas": "4"}
+    notices = [cluster.zk.zk.get(f"{CONFIG_CHANGES}/{n}")[0] for n in
+               cluster.zk.zk.get_children(CONFIG_CHANGES)]  # fmt: skip
+    assert any(f"topics/{topic_name}".encode() in n for n in notices), "Kafka's notification"
+    wait_for(lambda: produce(b"refused") == ErrorCode.NOT_ENOUGH_REPLICAS, what="the new config")
+    cluster.zk.zk.set(path, encode_topic_config({"min.insync.replicas": "2"}))  # as a tool might
+    wait_for(lambda: produce(b"after") == ErrorCode.NO_ERROR, what="the config lowered again")

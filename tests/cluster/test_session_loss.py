@@ -19,9 +19,12 @@ import signal
 
 import pytest
 from confluent_kafka import Producer
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError
 
 from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster.metadata import BrokerEndpoint
+from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
+from kafka_ref.cluster.zookeeper import KafkaZkClient
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
 from tests.cluster.test_controller import create_topic, wait_metadata_agrees
 
@@ -97,3 +100,33 @@ def test_a_controller_whose_session_expired_registers_again_and_stays_deposed(cl
     log = cluster.brokers[victim].log()
     assert f"broker {victim} resigns as controller (epoch {epoch})" in log
     assert f"broker {victim} is the controller, epoch" not in log.split("resigns")[-1]
+
+
+class _LosesTheFirstReads(KafkaZkClient):
+    """The real ZooKeeper client, except that its first reads of a broker's znode fail as a
+    connection lost in the middle of a watch callback would."""
+
+    def __init__(self, connect: str, failures: int) -> None:
+        super().__init__(connect)
+        self.failures = failures
+
+    def get_broker(self, broker_id: int):
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionLoss()
+        return super().get_broker(broker_id)
+
+
+@pytest.mark.spec("CTRL-13")
+def test_a_watch_callback_survives_a_lost_connection(cluster, tmp_path):
+    """A ConnectionLoss in the middle of the live brokers' watch must not leave the picture
+    stale: the callback reads again until it has every live broker."""
+    zk = _LosesTheFirstReads(cluster.zookeeper.connect, failures=3)
+    zk.start(timeout=30)
+    try:
+        picture = ZkClusterMetadata(zk, str(tmp_path), BrokerEndpoint(99, "127.0.0.1", 1))
+        picture._on_brokers([str(b) for b in cluster.live()])
+        assert zk.failures == 0
+        assert [b.node_id for b in picture.brokers()] == cluster.live()
+    finally:
+        zk.close()

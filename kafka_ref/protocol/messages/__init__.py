@@ -81,6 +81,12 @@ from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
 )
+from kafka_ref.protocol.messages.api_33_alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from kafka_ref.protocol.messages.api_37_create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -115,8 +121,10 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
 
 
 class Api(NamedTuple):
@@ -165,8 +173,14 @@ APIS: dict[int, Api] = {
         _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
         _api("OffsetForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
+        _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
+        _api(
+            "IncrementalAlterConfigs",
+            IncrementalAlterConfigsRequest,
+            IncrementalAlterConfigsResponse,
+        ),
     )
 }
 
@@ -178,6 +192,8 @@ def supported_api_versions() -> list[tuple[int, int, int]]:
 
 __all__ = [
     "APIS",
+    "AlterConfigsRequest",
+    "AlterConfigsResponse",
     "Api",
     "ApiKey",
     "ApiVersionsRequest",
@@ -202,6 +218,8 @@ __all__ = [
     "FindCoordinatorResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
     "JoinGroupRequest",

@@ -14,8 +14,9 @@ overall `max_bytes`, and `min_bytes` / `max_wait_ms`. The broker (Kafka:
    had an error; otherwise parks a `DelayedFetch` in the purgatory, watching the
    requested partitions (BROKER-22);
 3. a `DelayedFetch` completes when an append to a watched partition makes `min_bytes`
-   available, when a partition disappears or its fetch offset falls out of range, or at
-   `max_wait_ms` (BROKER-23); it then reads again and answers.
+   available, when a partition disappears, this broker stops leading it (CTRL-10) or its
+   fetch offset falls out of range, or at `max_wait_ms` (BROKER-23); it then reads again
+   and answers.
 
 Per partition the answer has the error code (OFFSET_OUT_OF_RANGE for an offset outside
 [log start, log end], then the client resets via ListOffsets, BROKER-17;
@@ -27,7 +28,7 @@ full fetches (BROKER-21). An incremental fetch (epoch > 0) gets FETCH_SESSION_ID
 
 A fetch with `replica_id` >= 0 comes from a follower and is served by replica_fetch.py.
 
-Rules: BROKER-5, BROKER-17..BROKER-23.
+Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ class DelayedFetch(DelayedOperation):
         manager = self.apis.replica_manager
         for fp in self.partitions:
             partition = manager.partitions.get((fp.topic, fp.partition))
-            if partition is None:
-                return self.force_complete()  # case A: the partition went away
+            if partition is None or not partition.is_leader:
+                return self.force_complete()  # case A: gone, or this broker follows now
             bound = (
                 partition.last_stable_offset
                 if self.params.read_committed

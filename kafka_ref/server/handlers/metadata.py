@@ -26,14 +26,15 @@ broker's picture of ZooKeeper (cluster/zk_metadata.py): every live broker, the c
 and per partition the leader, leader epoch, replicas and ISR the controller wrote; replicas
 on brokers that are down are `offline_replicas`, and a partition without a leader (not yet
 elected, or offline) is LEADER_NOT_AVAILABLE with leader -1, so clients wait and ask again
-(CTRL-11). From v7 each partition carries its leader epoch (0 forever on one broker), which
-never goes backwards on a broker (CTRL-12); clients use it to drop stale metadata and to
-validate their positions after a leader change (KIP-320).
+(CTRL-11). The brokers listed are every live broker and always the one that answers, and
+every leader reported is among them (CTRL-14). From v7 each partition carries its leader
+epoch (0 forever on one broker), which never goes backwards on a broker (CTRL-12); clients
+use it to drop stale metadata and to validate their positions after a leader change (KIP-320).
 `__consumer_offsets` and `__transaction_state` are *internal* topics (`is_internal`, Kafka:
 `Topic.isInternal`); asking for `__consumer_offsets` creates it with the group
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
-Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45, CTRL-11, CTRL-12.
+Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45, CTRL-11, CTRL-12, CTRL-14.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from kafka_ref.cluster.metadata import InvalidTopicError, validate_topic_name
+from kafka_ref.cluster.metadata import BrokerEndpoint, InvalidTopicError, validate_topic_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.frames import api_versions_body, unsupported_api_versions_response
 from kafka_ref.protocol.messages import MetadataResponse
@@ -83,13 +84,15 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
     allow_auto_create = apis.config["auto.create.topics.enable"] and (
         request.api_version < 4 or request.body.allow_auto_topic_creation
     )
+    brokers = live_brokers(controller)
+    live = {b.node_id for b in brokers}
     topics = []
     if names is None:
-        topics = [_describe(apis, meta.name) for meta in controller.topics()]
+        topics = [_describe(apis, meta.name, live) for meta in controller.topics()]
     else:
         for name in names:
             if controller.topic(name) is not None:
-                topics.append(_describe(apis, name))
+                topics.append(_describe(apis, name, live))
             else:
                 topics.append(_missing(apis, name, allow_auto_create))
     return MetadataResponse(
@@ -98,7 +101,7 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
             MetadataResponse.MetadataResponseBroker(
                 node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
             )
-            for b in controller.brokers()
+            for b in brokers
         ],
         cluster_id=controller.cluster_id,
         controller_id=controller.controller_id,
@@ -106,11 +109,22 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
     )
 
 
-def _describe(apis: KafkaApis, name: str) -> Any:
+def live_brokers(controller: Any) -> list[BrokerEndpoint]:
+    """The brokers a Metadata response lists: every live broker, and always the one that
+    answers (CTRL-14). A broker whose ZooKeeper session has just expired is missing from
+    its own picture until it registers again; a response without it, or without any broker,
+    makes librdkafka forget the brokers it knew and start again from its bootstrap list."""
+    brokers = controller.brokers()
+    me = controller.endpoint
+    if all(b.node_id != me.node_id for b in brokers):
+        brokers = sorted([*brokers, me], key=lambda b: b.node_id)
+    return brokers
+
+
+def _describe(apis: KafkaApis, name: str, live: set[int]) -> Any:
     meta = apis.controller.topic(name)
     assert meta is not None
     partitions = []
-    live = {b.node_id for b in apis.controller.brokers()}
     for index in range(meta.partitions):
         state = apis.controller.partition_state(name, index)
         if state is None or state.leader not in live:  # not elected yet, or offline

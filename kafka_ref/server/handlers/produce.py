@@ -193,7 +193,7 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> An
         partitions = []
         for data in topic.partition_data:
             result = outcome.get((topic.name, data.index))
-            code = error if result is None else _error_of(result)[0]
+            code, message = (error, "") if result is None else _error_of(result)
             info = None if result is None or isinstance(result, tuple) else result.info
             ok = code == ErrorCode.NO_ERROR and info is not None
             partitions.append(
@@ -203,8 +203,8 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> An
                     base_offset=info.first_offset if ok else -1,
                     log_append_time_ms=info.log_append_time if ok else -1,
                     log_start_offset=info.log_start_offset if ok else -1,
-                    record_errors=_NO_RECORD_ERRORS,
-                    error_message=None,
+                    record_errors=_NO_RECORD_ERRORS if ok else _record_errors(result),
+                    error_message=None if ok else message or None,  # v8+ (KIP-467)
                     current_leader=None,  # tagged, v10+: never on the wire here
                 )
             )
@@ -212,6 +212,13 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> An
             ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
         )
     return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=_NO_ENDPOINTS)
+
+
+def _record_errors(result: Any) -> list:
+    """The records of a refused batch at fault (Produce v8+, KIP-467), by index in the batch."""
+    found = getattr(result, "record_errors", ())
+    make = ProduceResponse.BatchIndexAndErrorMessage
+    return [make(batch_index=i, batch_index_error_message=m) for i, m in found]
 
 
 _NO_RECORD_ERRORS: list = []  # v8+ fields, empty and shared (never mutated)

@@ -6,15 +6,17 @@ import struct
 
 import pytest
 
+from kafka_ref.cluster.metadata import BrokerEndpoint
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import ApiKey, ApiVersionsRequest, ApiVersionsResponse
+from kafka_ref.server.handlers.metadata import live_brokers
 from tests.unit.server.conftest import Wire, assert_all_apis_have_handlers
 
 pytestmark = pytest.mark.timeout(60)
 
 ADVERTISED = {
-    0: (0, 7),
+    0: (0, 8),
     1: (4, 10),
     2: (1, 3),
     3: (0, 7),
@@ -135,3 +137,24 @@ def test_advertised_listener(make_broker):
     broker = make_broker(props={"advertised.listeners": "PLAINTEXT://kafka.example:9999"})
     response = Wire(broker.port).metadata([])
     assert [(b.host, b.port) for b in response.brokers] == [("kafka.example", 9999)]
+
+
+class _Picture:
+    """A broker's picture of the cluster as `ZkClusterMetadata` holds it just after its
+    ZooKeeper session expired: the other brokers are live, its own registration is gone."""
+
+    def __init__(self, me: BrokerEndpoint, others: list[BrokerEndpoint]) -> None:
+        self.endpoint, self._others = me, others
+
+    def brokers(self) -> list[BrokerEndpoint]:
+        return list(self._others)
+
+
+@pytest.mark.spec("CTRL-14")
+def test_the_answering_broker_is_always_listed():
+    me = BrokerEndpoint(2, "127.0.0.1", 9093)
+    others = [BrokerEndpoint(1, "127.0.0.1", 9092), BrokerEndpoint(3, "127.0.0.1", 9094)]
+    listed = live_brokers(_Picture(me, others))
+    assert [b.node_id for b in listed] == [1, 2, 3]
+    assert live_brokers(_Picture(me, [])) == [me]
+    assert live_brokers(_Picture(me, [*others, me])) == [*others, me]  # not twice

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey, OffsetsForLeaderEpochRequest, ProduceRequest
 from kafka_ref.replication.messages import LeaderAndIsr
@@ -138,3 +139,43 @@ def test_a_followers_records_go_out_with_sendfile_unless_the_read_is_small(
     expected = broker.call(lambda: led.log.read(2, 1 << 20).read_bytes())
     assert bytes(large.records) == expected
     assert sum(sent) == len(expected)
+
+
+def wait_parked(purgatory) -> None:
+    deadline = time.monotonic() + 10
+    while purgatory.watched(("r", 0)) == 0:
+        assert time.monotonic() < deadline, f"nothing parked in {purgatory}"
+        time.sleep(0.01)
+
+
+@pytest.mark.spec("CTRL-10", "REPL-4")
+def test_waiting_requests_answer_at_once_when_the_broker_stops_leading(led, broker):
+    """An acks=all produce waiting for the ISR, and a consumer's long poll, must not wait
+    for their timeouts once the broker follows (Kafka: `ReplicaManager.makeFollowers`
+    completes the partition's delayed produces and fetches): both answer
+    NOT_LEADER_OR_FOLLOWER at once, and the client goes to the new leader."""
+    replicas = broker.broker.replica_manager
+    out: dict = {}
+    producing = threading.Thread(target=lambda: out.update(produce=produce(broker.port, 60_000)))
+    producing.start()
+    wait_parked(replicas.produce_purgatory)
+
+    def long_poll() -> None:
+        conn = Wire(broker.port)
+        try:
+            body = fetch_body([("r", 0, 3)], max_wait_ms=60_000, min_bytes=1 << 20)
+            out["fetch"] = conn.request(ApiKey.FETCH, 10, body).responses[0].partitions[0]
+        finally:
+            conn.close()
+
+    polling = threading.Thread(target=long_poll)
+    polling.start()
+    wait_parked(replicas.fetch_purgatory)
+    started = time.monotonic()
+    follows = PartitionState("r", 0, FOLLOWER, 2, (0, FOLLOWER), (0, FOLLOWER))
+    broker.call(lambda: replicas.become_leader_or_follower(follows))
+    producing.join(10)
+    polling.join(10)
+    assert time.monotonic() - started < 5, out
+    assert out["produce"] == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    assert out["fetch"].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

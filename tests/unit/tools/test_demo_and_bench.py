@@ -1,4 +1,4 @@
-"""The demo (what `make run` starts today) and the storage benchmark, at small sizes."""
+"""The demo (`make demo`) and the storage benchmark, at small sizes."""
 
 import json
 import os
