@@ -204,9 +204,21 @@ class InvalidTimestampError(KafkaError):
 
 
 class OffsetOutOfRangeError(KafkaError):
-    """An offset below the log start offset or above the log end offset."""
+    """An offset below the log start offset or above the log end offset.
+
+    The log raises it for a read or a truncation outside its range; a consumer raises it,
+    with `offsets` ({partition: fetch position}), when a fetch position is out of range and
+    auto.offset.reset is `none` (Kafka: OffsetOutOfRangeException).
+    """
 
     code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+    def __init__(self, message: str = "", *, offsets: dict | None = None) -> None:
+        self.offsets = dict(offsets or {})
+        if not message and self.offsets:
+            names = ", ".join(f"{tp}={offset}" for tp, offset in self.offsets.items())
+            message = f"Offsets out of range with no configured reset policy: {names}"
+        super().__init__(message)
 
 
 class KafkaStorageError(KafkaError):

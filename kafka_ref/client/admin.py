@@ -43,17 +43,11 @@ from kafka_ref.client.admin_groups import (
     MemberDescription,
 )
 from kafka_ref.client.connection import parse_bootstrap_servers
-from kafka_ref.client.metadata import (
-    Metadata,
-    Node,
-    PartitionInfo,
-    TopicPartition,
-    error_code,
-    partitions_of,
-)
+from kafka_ref.client.metadata import Metadata, Node, PartitionInfo, error_code, partitions_of
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.offset_fetcher import OffsetFetcher
 from kafka_ref.client.subscription_state import SubscriptionState
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import (

@@ -29,7 +29,7 @@ checks them against the producer state (producer_state.py, IDEM-1) before it wri
 On a compacted topic (cleanup.policy contains compact) each record is also decoded, once,
 to check that it parses and has a key (LOG-17): compaction works by key. Elsewhere the
 records stay opaque bytes, a deliberate departure from Kafka, which walks every record of
-every produced batch; DESIGN.md's "bytes on the hot path".
+every produced batch: on the hot path kafka-ref moves bytes and reads only headers.
 
 Rules: LOG-1, LOG-8..LOG-12, LOG-17, SEG-6.
 """

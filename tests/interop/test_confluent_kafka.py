@@ -19,7 +19,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
-from tests.interop.conftest import T_BASE, Produced
+from tests.interop.conftest import T_BASE, Produced, offset_inside_a_batch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -123,7 +123,7 @@ def test_consume_everything_from_the_beginning(kafka_ref_broker, topics, produce
 def test_consume_from_an_offset(kafka_ref_broker, topics, produced):
     name = topics["lz4"]
     mine = [r for r in produced[name] if r.partition == 1]
-    start = len(mine) // 2 + 1  # most likely in the middle of a batch
+    start = offset_inside_a_batch(kafka_ref_broker.data_dir, name, 1, len(mine) // 2)
     got = consume(kafka_ref_broker.bootstrap, [TopicPartition(name, 1, start)], len(mine) - start)
     assert [m.offset() for m in got] == list(range(start, len(mine)))
     assert as_produced(got) == mine[start:]

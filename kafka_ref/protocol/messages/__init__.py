@@ -7,9 +7,10 @@ decides the schema of the rest of the request and of its response. This module m
 exactly what the broker advertises in its ApiVersions response, so declaring a wider range
 in a message module is all it takes to offer a new version (PROTO-11).
 
-The ranges follow the "floor = Kafka 4.x floor, ceiling = smallest client maximum" rule of
-the protocol facts sheet, so that librdkafka, kafka-python, aiokafka and KafkaJS all pick the
-same versions and every version a client may send is declared:
+The ranges follow one rule: the floor is Kafka 4.x's floor (KIP-896 removed the older
+versions), the ceiling the smallest maximum among the common clients, so that librdkafka,
+kafka-python, aiokafka and KafkaJS all pick the same versions and every version a client
+may send is declared:
 
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3

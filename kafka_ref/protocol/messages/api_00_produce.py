@@ -3,8 +3,8 @@
 One Produce request carries, per topic and partition, a RECORDS blob: one or more record
 batches exactly as the producer built them (compressed, CRC'd, with producer id and sequence
 numbers for idempotence). The broker does not take the records apart: it checks each batch
-header and CRC, stamps the base offset, and appends the bytes (DESIGN.md, "bytes on the hot
-path"). That is why `records` decodes to a `memoryview` into the request buffer and is never
+header and CRC, stamps the base offset, and appends the bytes: on the hot path kafka-ref
+moves bytes. That is why `records` decodes to a `memoryview` into the request buffer and is never
 copied here (PROTO-9).
 
 `acks` says when the broker answers: 0 = never (the client does not even wait for a response,

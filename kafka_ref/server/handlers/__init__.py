@@ -44,12 +44,11 @@ from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
-from kafka_ref.server.response import Response, encode_response
+from kafka_ref.server.response import DEFERRED, Response, encode_response
 from kafka_ref.txn.producer_ids import ProducerIdManager
 
 logger = logging.getLogger("kafka_ref.server.handlers")
 
-DEFERRED = object()  # the handler answers later through `KafkaApis.send`
 
 Handler = Callable[["KafkaApis", Request], Any]
 

@@ -52,6 +52,7 @@ from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafka_ref.record.compression import Compression
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
@@ -132,8 +133,6 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
         delayed = DelayedProduce(apis, request, outcome)
         if delayed.waiting:  # not yet on the whole ISR: wait in the purgatory (REPL-4)
             apis.replica_manager.produce_purgatory.try_complete_else_watch(delayed, delayed.waiting)
-            from kafka_ref.server.handlers import DEFERRED
-
             return DEFERRED
     return _response(body, outcome, ErrorCode.NO_ERROR, apis)
 

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ref.client import accumulator
-from kafka_ref.client.metadata import TopicPartition
 from kafka_ref.client.producer import Producer
+from kafka_ref.common import TopicPartition
 from kafka_ref.record.record import Record
 
 
