@@ -53,7 +53,7 @@ def group_assignment(broker):
 
 def settled_assignment(
     bootstrap: str, group: str, strategy: str, topics: list[str], instances: list[str],
-    expected_partitions: int, timeout: float = 30.0,
+    expected_partitions: int, timeout: float = 60.0,
 ) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
     """Start one consumer per static instance id in `group`, each polling in its own thread,
     and return instance id -> its sorted partitions once the group is stable: every one of
