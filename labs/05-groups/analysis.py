@@ -161,7 +161,7 @@ def rebalances(decoded: list[tuple]) -> dict[str, list[dict]]:
                 stopped = len(previous)
             counts = [list(owners.values()).count(m) for m in members]
             steps.append({
-                "generation": generation, "members": len(members),
+                "generation": generation, "members": len(members), "who": frozenset(members),
                 "moved": moved, "stopped": stopped,
                 "busiest": max(counts, default=0), "idlest": min(counts, default=0),
             })  # fmt: skip
@@ -171,6 +171,20 @@ def rebalances(decoded: list[tuple]) -> dict[str, list[dict]]:
     return out
 
 
+def membership_changes(gens: list[dict]) -> list[dict]:
+    """The generations merged per change of membership: a cooperative rebalance takes two
+    generations (revoke, then assign) for one member joining or leaving."""
+    changes: list[dict] = []
+    for g in gens:
+        if changes and changes[-1]["who"] == g["who"]:
+            changes[-1]["moved"] += g["moved"]
+            changes[-1]["stopped"] += g["stopped"]
+            changes[-1]["generations"] += 1
+        else:
+            changes.append({**g, "generations": 1})
+    return changes
+
+
 def report(out: str, steps: dict[str, list[dict]]) -> None:
     import matplotlib
 
@@ -178,14 +192,19 @@ def report(out: str, steps: dict[str, list[dict]]) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    labels: list[str] = []
     for strategy in ASSIGNORS:
-        gens = steps.get(strategy, [])
-        x = range(1, len(gens) + 1)
-        left.plot(x, [g["moved"] for g in gens], marker="o", label=strategy)
-        right.plot(x, [g["stopped"] for g in gens], marker="o", label=strategy)
-    left.set(title="Partitions moved per rebalance", xlabel="generation (join x4, leave x4)",
+        changes = membership_changes(steps.get(strategy, []))
+        x = range(len(changes))
+        left.plot(x, [c["moved"] for c in changes], marker="o", label=strategy)
+        right.plot(x, [c["stopped"] for c in changes], marker="o", label=strategy)
+        if len(changes) > len(labels):
+            labels = [f"{c['members']}" for c in changes]
+    for axis in (left, right):
+        axis.set_xticks(range(len(labels)), labels)
+    left.set(title="Partitions moved per rebalance", xlabel="members after the change",
              ylabel="partitions given to a new owner")  # fmt: skip
-    right.set(title="Partitions stopped per rebalance", xlabel="generation",
+    right.set(title="Partitions stopped per rebalance", xlabel="members after the change",
               ylabel="partitions revoked while rebalancing")  # fmt: skip
     left.legend()
     fig.tight_layout()
@@ -204,6 +223,11 @@ def report(out: str, steps: dict[str, list[dict]]) -> None:
         ["assignor", "generations", "partitions moved", "partitions stopped",
          f"busiest / idlest member with {MEMBERS} members"],
         summary,
+    )  # fmt: skip
+    text += "\n## Per change of membership\n\n" + markdown_table(
+        ["assignor", "members after", "generations", "moved", "stopped"],
+        [[s, c["members"], c["generations"], c["moved"], c["stopped"]]
+         for s in ASSIGNORS for c in membership_changes(steps.get(s, []))],
     )  # fmt: skip
     text += "\n## Per generation\n\n" + markdown_table(
         ["assignor", "generation", "members", "moved", "stopped", "busiest", "idlest"],
