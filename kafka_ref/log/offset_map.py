@@ -27,7 +27,9 @@ offset the map has *seen* (keyed or not), the end of what this round may clean.
 *What* the map holds is one pure function, `build_offset_map`: given the dirty section's
 batches in offset order, the key -> latest offset dict and the last offset covered, stopping
 when the map would exceed its capacity. *How* Kafka holds it in bounded memory is
-`SkimpyOffsetMap`, which the cleaner fills from that dict. `build_offset_map` is a seam
+`SkimpyOffsetMap`, which the cleaner fills from that dict. (The dict holds the keys
+themselves, at most the map's capacity of them, for the length of one scan: the price of a
+rule a student can write as a plain function.) `build_offset_map` is a seam
 (kafka_ref/seams.py): lab 08 (labs/08-compaction) replaces it with a student's code.
 
 Rules: COMPACT-1, COMPACT-5 (with cleaner.py).
