@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
     "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),
+    "chaos": ("kafka_ref.tools.chaos", "run a fault campaign on a local cluster and judge it"),
 }
 
 
