@@ -19,9 +19,10 @@ the next). The target is chosen at random with the controller and the partition 
 preferred, since losing them is what makes the cluster move: three times in four from
 [controller, leader of each partition], else any broker.
 
-Everything random comes from one `random.Random(seed)`, so a seed fixes the kinds, the
-durations and the pauses; which broker is controller or leader when a fault starts is the
-cluster's doing, so two runs of one seed may hit different brokers. Every fault is logged
+Everything random comes from two generators seeded with the seed: one draws the schedule
+(each pause, kind and duration), the other the targets, so a seed fixes the schedule
+exactly; which broker is controller or leader when a fault starts is the cluster's doing,
+so two runs of one seed may hit different brokers. Every fault is logged
 with its times (seconds since the campaign started): when it started, when it was healed,
 and, filled in later by the liveness check, when the cluster was whole again and when the
 next write was acknowledged.
@@ -86,7 +87,8 @@ class Nemesis:
         unknown = set(kinds) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {', '.join(KINDS)}")
-        self.target, self.kinds, self.rng = target, tuple(kinds), random.Random(seed)
+        self.target, self.kinds = target, tuple(kinds)
+        self.rng, self.target_rng = random.Random(seed), random.Random(f"{seed}/targets")
         t0 = time.monotonic()
         self.now = now or (lambda: time.monotonic() - t0)  # seconds since the campaign began
         self.log: list[Fault] = []
@@ -97,9 +99,9 @@ class Nemesis:
         brokers = self.target.broker_ids()
         preferred = [self.target.controller(), *self.target.leaders()]
         preferred = [b for b in preferred if b in brokers]
-        if preferred and self.rng.random() < PREFERRED:
-            return self.rng.choice(preferred)
-        return self.rng.choice(brokers)
+        if preferred and self.target_rng.random() < PREFERRED:
+            return self.target_rng.choice(preferred)
+        return self.target_rng.choice(brokers)
 
     def run(self, faults: int | None = None, deadline: float | None = None) -> list[Fault]:
         """The schedule: pause, fault, wait, heal; again. A fault under way is always healed."""

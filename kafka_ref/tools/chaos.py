@@ -18,8 +18,9 @@ min.insync.replicas, read from ZooKeeper) to the next acknowledgement; the worst
 are named. `--config KEY=VALUE` is passed to every broker, e.g.
 `replica.truncation=high-watermark` to see the loss KIP-101 describes.
 
-Exit code 0 when the campaign is valid (CHAOS-1): no lost, duplicated or reordered
-acknowledged write and no window over `--max-window` seconds; 1 otherwise. The cluster's
+Exit code 0 when the campaign is valid (CHAOS-1, CHAOS-2): no lost, duplicated or
+reordered acknowledged write and no window over `--max-window` seconds; 1 otherwise.
+Ctrl-C or SIGTERM stops it and the cluster. The cluster's
 files and logs stay in `--data-dir` (a temp dir by default): `broker-N.log` per broker.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 
 from kafka_ref.conformance.nemesis import KINDS
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         kinds=kinds, configs=configs, data_dir=args.data_dir,
         session_timeout_ms=args.session_timeout_ms, max_window=args.max_window,
     )  # fmt: skip
+    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the campaign as Ctrl-C does
+    signal.signal(signal.SIGINT, _interrupt)  # even when started in the background
     try:
         report = campaign.run(opts, say=lambda line: print(line, file=sys.stderr, flush=True))
     except (RuntimeError, TimeoutError) as err:
@@ -98,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
         with open(path, "w") as f:
             f.write(text if path.endswith(".md") else json.dumps(report, indent=1) + "\n")
     return 0 if report["valid"] else 1
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _command(r: dict) -> str:
