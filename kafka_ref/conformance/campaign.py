@@ -207,7 +207,7 @@ def run(opts: Options, say=print) -> dict:
         if not liveness.wait_whole(whole, 60):
             raise RuntimeError("the topic's partitions did not get leaders and full ISRs")
         history = History()
-        nemesis = Nemesis(cluster, opts.seed, opts.kinds, now=now)
+        nemesis = Nemesis(cluster, opts.seed, opts.kinds, now=now, say=say)
         sampler = liveness.WholeSampler(whole, lambda: nemesis.active is None, now).start()
         producer = ProducerWorkload(cluster.bootstrap, TOPIC, opts.partitions, opts.rate,
                                     history, now).start()  # fmt: skip

@@ -83,6 +83,7 @@ class Nemesis:
         seed: int,
         kinds: tuple[str, ...] = KINDS,
         now: Callable[[], float] | None = None,
+        say: Callable[[str], None] = lambda _line: None,
     ) -> None:
         unknown = set(kinds) - set(KINDS)
         if unknown:
@@ -92,6 +93,7 @@ class Nemesis:
         t0 = time.monotonic()
         self.now = now or (lambda: time.monotonic() - t0)  # seconds since the campaign began
         self.log: list[Fault] = []
+        self.say = say  # one line per fault, as it heals
         self.active: Fault | None = None  # the fault under way, from its start to its heal
         self.stop = threading.Event()
 
@@ -124,5 +126,7 @@ class Nemesis:
             note = self.target.stop_fault(kind, broker)
             fault.healed = self.now()
             self.active = None
+            self.say(f"fault {fault.n}: {kind} broker {broker} at {fault.started:.1f}s, "
+                     f"healed at {fault.healed:.1f}s {fault.note}".rstrip())  # fmt: skip
             fault.note = "; ".join(n for n in (fault.note, note) if n)
         return self.log
