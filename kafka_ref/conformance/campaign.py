@@ -56,13 +56,18 @@ class Options:
     data_dir: str | None = None
     session_timeout_ms: int = 6000
     max_window: float = 30.0
+    mutant: str | None = None  # run brokers with a known bug (mutants.py), to see it caught
 
 
 class ChaosCluster:
     """ZooKeeper and brokers 1-3 behind proxies; what the nemesis does to them (its Target)."""
 
-    def __init__(self, base: str, configs: dict[str, object], session_timeout_ms: int) -> None:
+    def __init__(self, base: str, configs: dict[str, object], session_timeout_ms: int,
+                 mutant: str | None = None) -> None:  # fmt: skip
         self.base = base
+        self.launcher = ("-m", "kafka_ref.cli")
+        if mutant is not None:
+            self.launcher = ("-m", "kafka_ref.conformance.mutant_broker", "--mutant", mutant)
         self.zookeeper = ZooKeeperServer(os.path.join(base, "zookeeper"))
         self.configs = {**BROKER_CONFIGS, "zookeeper.session.timeout.ms": session_timeout_ms,
                         **configs}  # fmt: skip
@@ -86,6 +91,7 @@ class ChaosCluster:
             self.brokers[i] = BrokerProcess(
                 i, os.path.join(self.base, f"broker-{i}"),
                 f"127.0.0.1:{self.zk_proxies[i].port}", port=port, configs=configs,
+                launcher=self.launcher,
             )  # fmt: skip
             self.brokers[i].start(timeout=90)
         liveness.wait_whole(lambda: self.zk.get_broker_ids() == list(BROKERS), 60)
@@ -186,7 +192,7 @@ def run(opts: Options, say=print) -> dict:
     """Run one campaign; returns the report (a dict, JSON-ready)."""
     base = os.path.abspath(opts.data_dir or tempfile.mkdtemp(prefix="kafka-ref-chaos-"))
     os.makedirs(base, exist_ok=True)
-    cluster = ChaosCluster(base, opts.configs, opts.session_timeout_ms)
+    cluster = ChaosCluster(base, opts.configs, opts.session_timeout_ms, opts.mutant)
     t0 = time.monotonic()
 
     def now() -> float:
@@ -236,10 +242,20 @@ def run(opts: Options, say=print) -> dict:
         cluster.close()
 
 
-def _verdict(opts: Options, anomalies: dict, missing: list, final_order: list,
-             faults: list, gaps: list[dict], healed: bool) -> list[str]:  # fmt: skip
-    """Why the campaign is invalid (CHAOS-1); empty when it is valid."""
+def _verdict(
+    opts: Options,
+    anomalies: dict,
+    missing: list,
+    final_order: list,
+    faults: list,
+    gaps: list[dict],
+    healed: bool,
+    fatal: list[str],
+) -> list[str]:
+    """Why the campaign is invalid (CHAOS-1, CHAOS-2); empty when it is valid."""
     reasons = [f"{kind}: {anomalies[kind]}" for kind in SAFETY if kind in anomalies]
+    if fatal:  # the broker's log lost batches the idempotent producer had been told were written
+        reasons.append(f"the idempotent producer's fatal errors: {len(fatal)} ({fatal[0]})")
     if missing:
         reasons.append(f"acknowledged but absent from the final read: {len(missing)}")
     if final_order:
@@ -271,14 +287,14 @@ def _report(opts, base, history, result, faults, producer, consumers, gaps, ends
                    for a in result.anomalies.get(kind, []) if a["process"] == "final"]  # fmt: skip
     windows = [f for f in faults if f.window is not None]
     worst = sorted(windows, key=lambda f: -f.window)[:5]
-    reasons = _verdict(opts, anomalies, missing, final_order, faults, gaps, healed)
+    reasons = _verdict(opts, anomalies, missing, final_order, faults, gaps, healed, producer.fatal)
     return {
         "seed": opts.seed, "faults": len(faults), "kinds": list(opts.kinds),
         "configs": opts.configs, "rate": opts.rate, "partitions": opts.partitions,
         "session_timeout_ms": opts.session_timeout_ms, "elapsed_s": round(elapsed, 1),
-        "data_dir": base,
+        "data_dir": base, "mutant": opts.mutant,
         "sent": producer.sent, "acked": len(acked), "unknown": producer.unknown,
-        "unanswered": getattr(producer, "unanswered", None),
+        "unanswered": producer.unanswered, "producer_fatal": producer.fatal,
         "producer_errors": dict(producer.errors),
         "high_watermarks": ends, "anomalies": anomalies,
         "examples": {k: [repr(a) for a in v[:5]] for k, v in result.anomalies.items() if v},

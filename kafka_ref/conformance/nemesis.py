@@ -126,7 +126,7 @@ class Nemesis:
             note = self.target.stop_fault(kind, broker)
             fault.healed = self.now()
             self.active = None
+            fault.note = "; ".join(n for n in (fault.note, note) if n)
             self.say(f"fault {fault.n}: {kind} broker {broker} at {fault.started:.1f}s, "
                      f"healed at {fault.healed:.1f}s {fault.note}".rstrip())  # fmt: skip
-            fault.note = "; ".join(n for n in (fault.note, note) if n)
         return self.log

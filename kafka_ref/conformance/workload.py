@@ -53,6 +53,8 @@ class ProducerWorkload:
         self.acks: list[float] = []  # times of acknowledgements, in order
         self.sent = self.unknown = 0
         self.errors: collections.Counter[str] = collections.Counter()
+        self.fatal: list[str] = []  # the producer's fatal errors, with their times
+        self.unanswered = 0  # sends with no delivery report when the workload stopped
         self.first_send: float | None = None
         self.stop = threading.Event()
         self.process = "producer-1"
@@ -77,30 +79,40 @@ class ProducerWorkload:
             self.errors[err.name()] += 1
             status = FAILED if err.code() == KafkaError.MSG_SIZE_TOO_LARGE else None
             self.history.send(self.process, key, value, offset=None, status=status)
-            if err.fatal():
-                self.fatal = True
+
+    def _new_producer(self, old: Producer | None) -> Producer:
+        """After a fatal error (an idempotent producer's sequence no longer matches the
+        broker's log) librdkafka gives up: what it still held is reported as failed (here:
+        unknown) and a new producer, a new process of the history, takes over."""
+        if old is not None:
+            with contextlib.suppress(KafkaException):
+                old.purge()
+            with contextlib.suppress(KafkaException):
+                old.flush(10)
+            self.process = f"producer-{int(self.process.split('-')[1]) + 1}"
+        return Producer({"bootstrap.servers": self.bootstrap, **PRODUCER_CONFIG})
 
     def _run(self) -> None:
-        self.fatal = False
-        producer = Producer({"bootstrap.servers": self.bootstrap, **PRODUCER_CONFIG})
+        producer = self._new_producer(None)
         self.first_send = self.now()
         next_at, i = time.monotonic(), 0
         while not self.stop.is_set():
             now = time.monotonic()
             next_at = max(next_at, now - 1.0)  # after a stall, no burst to catch up
-            while next_at <= now:
-                try:
-                    producer.produce(self.topic, b"%d" % i, partition=i % self.partitions,
-                                     on_delivery=self._on_delivery)  # fmt: skip
-                except BufferError:  # librdkafka's queue is full: the cluster is not keeping up
-                    break
-                i, self.sent, next_at = i + 1, self.sent + 1, next_at + 1 / self.rate
-            producer.poll(0.005)
-            if self.fatal:  # an idempotent producer's fatal error: a new producer, a new process
-                producer.flush(0)
-                producer = Producer({"bootstrap.servers": self.bootstrap, **PRODUCER_CONFIG})
-                self.process = f"producer-{int(self.process.split('-')[1]) + 1}"
-                self.fatal = False
+            try:
+                while next_at <= now:
+                    try:
+                        producer.produce(self.topic, b"%d" % i, partition=i % self.partitions,
+                                         on_delivery=self._on_delivery)  # fmt: skip
+                    except BufferError:  # librdkafka's queue is full: the cluster lags behind
+                        break
+                    i, self.sent, next_at = i + 1, self.sent + 1, next_at + 1 / self.rate
+                producer.poll(0.005)
+            except KafkaException as err:
+                if not err.args[0].fatal():
+                    raise
+                self.fatal.append(f"{self.now():.1f}s {err.args[0].str()}")
+                producer = self._new_producer(producer)
         self.unanswered = producer.flush(self.flush_s)
 
 

@@ -16,7 +16,8 @@ the consumer group's re-deliveries, and, for every fault, the time from the mome
 cluster was whole again (every partition has a live leader and an ISR of at least
 min.insync.replicas, read from ZooKeeper) to the next acknowledgement; the worst windows
 are named. `--config KEY=VALUE` is passed to every broker, e.g.
-`replica.truncation=high-watermark` to see the loss KIP-101 describes.
+`replica.truncation=high-watermark` to see the loss KIP-101 describes; `--mutant NAME` runs
+brokers with one of the conformance suite's known bugs, to see the campaign catch it.
 
 Exit code 0 when the campaign is valid (CHAOS-1, CHAOS-2): no lost, duplicated or
 reordered acknowledged write and no window over `--max-window` seconds; 1 otherwise.
@@ -59,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="longest allowed whole-to-acknowledgement window (30)",
     )  # fmt: skip
     parser.add_argument(
+        "--mutant", metavar="NAME",
+        help="brokers with a known bug (python -m kafka_ref.conformance.mutant_broker --list)",
+    )  # fmt: skip
+    parser.add_argument(
         "--report", action="append", default=[], metavar="PATH",
         help="write the report: .md as Markdown, anything else as JSON (repeatable)",
     )  # fmt: skip
@@ -67,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kafka_ref.cli import UsageError
     from kafka_ref.conformance import campaign
+    from kafka_ref.conformance.mutants import MUTANTS
     from kafka_ref.tools.cluster import zookeeper_installed
 
     if args.faults is None and args.duration is None:
@@ -82,12 +88,15 @@ def run(args: argparse.Namespace) -> int:
         if not sep:
             raise UsageError(f"--config {item!r} is not KEY=VALUE")
         configs[key.strip()] = value
+    if args.mutant is not None and args.mutant not in MUTANTS:
+        raise UsageError(f"--mutant {args.mutant!r}: choose from {', '.join(sorted(MUTANTS))}")
     if not zookeeper_installed():
         raise UsageError("no ZooKeeper: install Debian's zookeeper package (and java)")
     opts = campaign.Options(
         seed=args.seed, faults=args.faults, duration=args.duration, rate=args.rate,
         kinds=kinds, configs=configs, data_dir=args.data_dir,
         session_timeout_ms=args.session_timeout_ms, max_window=args.max_window,
+        mutant=args.mutant,
     )  # fmt: skip
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the campaign as Ctrl-C does
     signal.signal(signal.SIGINT, _interrupt)  # even when started in the background
@@ -115,6 +124,8 @@ def _command(r: dict) -> str:
     if tuple(r["kinds"]) != KINDS:
         parts.append(f"--nemesis {','.join(r['kinds'])}")
     parts += [f"--config {k}={v}" for k, v in r["configs"].items()]
+    if r.get("mutant"):
+        parts.append(f"--mutant {r['mutant']}")
     return " ".join(parts)
 
 
