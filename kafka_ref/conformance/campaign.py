@@ -231,13 +231,17 @@ def run(opts: Options, say=print) -> dict:
         for consumer in consumers:
             consumer.close()
         sampler.close()
-        ends = final_read(cluster.bootstrap, TOPIC, opts.partitions, history)
+        ends, read_all = final_read(cluster.bootstrap, TOPIC, opts.partitions, history)
         result = check(history)
         liveness.measure(nemesis.log, sampler, producer.acks)
         gaps = liveness.gaps(producer.acks, sampler.samples, producer.first_send or 0.0,
                              stopped)  # fmt: skip
-        return _report(opts, base, history, result, nemesis.log, producer, consumers, gaps,
-                       ends, healed, now())  # fmt: skip
+        report = _report(opts, base, history, result, nemesis.log, producer, consumers, gaps,
+                         ends, healed, now())  # fmt: skip
+        if not read_all:
+            report["valid"] = False
+            report["reasons"].append("the final read did not reach every high watermark")
+        return report
     finally:
         cluster.close()
 
