@@ -214,7 +214,10 @@ def run(opts: Options, say=print) -> dict:
             raise RuntimeError("the topic's partitions did not get leaders and full ISRs")
         history = History()
         nemesis = Nemesis(cluster, opts.seed, opts.kinds, now=now, say=say)
-        sampler = liveness.WholeSampler(whole, lambda: nemesis.active is None, now).start()
+        sampler = liveness.WholeSampler(
+            whole, lambda: nemesis.active is None, now,
+            dead=lambda: liveness.dead_in_isr(cluster.zk, TOPIC, opts.partitions),
+        ).start()  # fmt: skip
         producer = ProducerWorkload(cluster.bootstrap, TOPIC, opts.partitions, opts.rate,
                                     history, now).start()  # fmt: skip
         consumers = [GroupConsumer(f"consumer-{k}", cluster.bootstrap, TOPIC, f"{TOPIC}-group",
@@ -238,6 +241,7 @@ def run(opts: Options, say=print) -> dict:
                              stopped)  # fmt: skip
         report = _report(opts, base, history, result, nemesis.log, producer, consumers, gaps,
                          ends, healed, now())  # fmt: skip
+        report["stale_isr"] = liveness.stale_isr(sampler.dead_samples)
         if not read_all:
             report["valid"] = False
             report["reasons"].append("the final read did not reach every high watermark")

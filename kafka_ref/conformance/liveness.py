@@ -17,6 +17,11 @@ read straight from ZooKeeper's znodes every 200 ms (`WholeSampler`). For each fa
     window = (first acknowledgement after `whole`) - (first moment after the heal
              at which the cluster is whole)
 
+One more reading comes from the same znodes: a *dead ISR member*, a broker that an ISR names
+but that is not registered in /brokers/ids. Kafka's controller removes a broker from every
+ISR as soon as its registration goes (`KafkaController.onReplicasBecomeOffline`); until
+then acks=all waits for it. `stale_isr` reports the longest such stretches.
+
 A correct cluster answers within a few producer retries; kafka-ref's campaign fails a
 window over 30 s. Independently of the faults, `gaps` lists the longest stretches with no
 acknowledgement at all (unavailability windows), and for each the longest part of it during
@@ -28,6 +33,7 @@ nothing is wrong is the liveness bug to look at.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import threading
 import time
@@ -37,6 +43,13 @@ from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.conformance.nemesis import Fault
 
 SAMPLE_S = 0.2
+
+
+def dead_in_isr(zk: KafkaZkClient, topic: str, partitions: int) -> frozenset[tuple[int, int]]:
+    """(partition, broker) for every ISR member that is not registered in /brokers/ids."""
+    live = set(zk.get_broker_ids())
+    found = (zk.get_partition_state(topic, p) for p in range(partitions))
+    return frozenset((s[0].partition, b) for s in found if s for b in s[0].isr if b not in live)
 
 
 def is_whole(zk: KafkaZkClient, topic: str, partitions: int, min_isr: int) -> bool:
@@ -55,10 +68,12 @@ class WholeSampler:
     """A thread that records (time, whole?, no fault under way?) every 200 ms."""
 
     def __init__(
-        self, whole: Callable[[], bool], quiet: Callable[[], bool], now: Callable[[], float]
-    ) -> None:
-        self.whole, self.quiet, self.now = whole, quiet, now
+        self, whole: Callable[[], bool], quiet: Callable[[], bool], now: Callable[[], float],
+        dead: Callable[[], frozenset] = frozenset,
+    ) -> None:  # fmt: skip
+        self.whole, self.quiet, self.now, self.dead = whole, quiet, now, dead
         self.samples: list[tuple[float, bool, bool]] = []
+        self.dead_samples: list[tuple[float, frozenset]] = []  # (time, dead ISR members)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="whole-sampler", daemon=True)
 
@@ -78,6 +93,8 @@ class WholeSampler:
             except Exception:  # ZooKeeper itself unreachable: not whole as far as we know
                 whole = False
             self.samples.append((t, whole, quiet and self.quiet()))
+            with contextlib.suppress(Exception):
+                self.dead_samples.append((t, self.dead()))
             self.stop.wait(SAMPLE_S)
 
     def whole_since(self, t: float) -> float | None:
@@ -117,6 +134,21 @@ def gaps(acks: list[float], samples: list[tuple[float, bool, bool]], start: floa
         found.append({"from": round(a, 2), "to": round(b, 2), "seconds": round(b - a, 2),
                       "whole_seconds": round(longest, 2)})  # fmt: skip
     return sorted(found, key=lambda g: -g["seconds"])
+
+
+def stale_isr(dead_samples: list[tuple[float, frozenset]], top: int = 5) -> list[dict]:
+    """The longest stretches during which an ISR named a broker not registered (dead)."""
+    since: dict[tuple[int, int], float] = {}
+    found = []
+    for t, dead in [*dead_samples, (float("inf"), frozenset())]:
+        for member in set(since) - dead:
+            start = since.pop(member)
+            end = t if t != float("inf") else dead_samples[-1][0]
+            found.append({"partition": member[0], "broker": member[1], "from": round(start, 2),
+                          "seconds": round(end - start, 2)})  # fmt: skip
+        for member in dead:
+            since.setdefault(member, t)
+    return sorted(found, key=lambda x: -x["seconds"])[:top]
 
 
 def wait_whole(whole: Callable[[], bool], timeout: float) -> bool:

@@ -54,6 +54,7 @@ class ProducerWorkload:
         self.sent = self.unknown = 0
         self.errors: collections.Counter[str] = collections.Counter()
         self.fatal: list[str] = []  # the producer's fatal errors, with their times
+        self.answered = 0  # delivery reports received
         self.unanswered = 0  # sends with no delivery report when the workload stopped
         self.first_send: float | None = None
         self.stop = threading.Event()
@@ -71,6 +72,7 @@ class ProducerWorkload:
 
     def _on_delivery(self, err, msg) -> None:
         value, key = int(msg.value()), msg.partition()
+        self.answered += 1
         if err is None:
             self.acks.append(self.now())
             self.history.send(self.process, key, value, offset=msg.offset())
@@ -113,7 +115,8 @@ class ProducerWorkload:
                     raise
                 self.fatal.append(f"{self.now():.1f}s {err.args[0].str()}")
                 producer = self._new_producer(producer)
-        self.unanswered = producer.flush(self.flush_s)
+        producer.flush(self.flush_s)
+        self.unanswered = self.sent - self.answered
 
 
 class GroupConsumer:

@@ -160,6 +160,11 @@ def markdown(r: dict) -> str:
               "| from | to | seconds | of which whole |", "|---|---|---|---|"]  # fmt: skip
     lines += [f"| {x['from']:.1f} | {x['to']:.1f} | {x['seconds']:.1f} | {x['whole_seconds']:.1f} |"
               for x in r["gaps"][:5]]  # fmt: skip
+    if r.get("stale_isr"):
+        lines += ["", "Longest times an ISR named a broker not registered in ZooKeeper (dead):", "",
+                  "| partition | broker | from | seconds |", "|---|---|---|---|"]  # fmt: skip
+        lines += [f"| {x['partition']} | {x['broker']} | {x['from']:.1f} | {x['seconds']:.1f} |"
+                  for x in r["stale_isr"]]  # fmt: skip
     if r["lost_examples"]:
         lines += ["", f"Lost (partition, value), first of {r['lost']}: {r['lost_examples'][:10]}"]
     kinds: dict[str, int] = {}

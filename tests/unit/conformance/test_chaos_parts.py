@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from kafka_ref.conformance.liveness import WholeSampler, gaps, measure
+from kafka_ref.conformance.liveness import WholeSampler, gaps, measure, stale_isr
 from kafka_ref.conformance.nemesis import Fault, Nemesis
 from kafka_ref.conformance.proxy import ANY, Proxy, socket_owner
 
@@ -158,3 +158,15 @@ def test_a_seed_fixes_the_schedule_and_every_fault_is_healed(monkeypatch):
     assert [d[0] for d in target.done] == ["start", "stop"] * 10
     assert all(f.healed is not None for f in log)
     assert len({f.kind for f in log}) >= 3
+
+
+@pytest.mark.spec("CHAOS-2")
+def test_stale_isr_measures_how_long_an_isr_names_a_dead_broker():
+    dead = [(0.0, frozenset()), (1.0, frozenset({(0, 3)})), (2.0, frozenset({(0, 3), (1, 3)})),
+            (9.0, frozenset({(1, 3)})), (12.0, frozenset())]  # fmt: skip
+    found = stale_isr(dead)
+    assert found == [
+        {"partition": 1, "broker": 3, "from": 2.0, "seconds": 10.0},
+        {"partition": 0, "broker": 3, "from": 1.0, "seconds": 8.0},
+    ]
+    assert stale_isr([(0.0, frozenset({(2, 1)})), (4.0, frozenset({(2, 1)}))])[0]["seconds"] == 4.0
