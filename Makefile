@@ -5,12 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test system-packages lint bench docs clean conformance conformance-tansu
+.PHONY: run demo test system-packages lint bench docs clean conformance conformance-tansu lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,docs,bench,spark]'
+	$(BIN)/pip install --quiet -e '.[test,docs,bench,spark,labs]'
 	touch $(STAMP)
 
 # The main job: one broker on 127.0.0.1:9092 with embedded metadata (no ZooKeeper).
@@ -50,6 +50,10 @@ test: $(STAMP) system-packages
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# Grade a lab's solution: `make lab LAB=02` (kafka-ref lab check; --reference for ours).
+lab: $(STAMP)
+	$(BIN)/kafka-ref lab check $${LAB:?which lab? make lab LAB=02}
 
 bench: $(STAMP)
 	$(BIN)/kafka-ref bench storage

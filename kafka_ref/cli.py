@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import logging
 import sys
 
@@ -20,11 +21,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("kafka_ref.tools.broker", "run a broker"),
     "cluster": ("kafka_ref.tools.cluster", "run a local cluster: ZooKeeper and N brokers"),
     "topics": ("kafka_ref.tools.topics", "create, list, describe, alter and delete topics"),
+    "configs": ("kafka_ref.tools.configs", "describe and change a topic's configs live"),
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
     "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),
+    "lab": ("kafka_ref.tools.lab", "grade a lab's solution and run its analysis"),
     "chaos": ("kafka_ref.tools.chaos", "run a fault campaign on a local cluster and judge it"),
 }
+
+
+SERVERS = {"broker", "cluster"}  # they log at INFO by default; the tools at WARNING
 
 
 class UsageError(Exception):
@@ -35,14 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-ref", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--log-level",
-        default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="how much the broker and tools say (default INFO)",
+        help="how much is logged on stderr (default INFO for a broker or cluster, WARNING for "
+        "the tools, as Kafka's tools do)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         module = importlib.import_module(module_name)
-        cmd = sub.add_parser(name, help=help_text, description=module.__doc__)
+        # The docstring is the manual, laid out as written: examples one per line.
+        cmd = sub.add_parser(
+            name, help=help_text, description=inspect.cleandoc(module.__doc__ or ""),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )  # fmt: skip
         module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)
     return parser
@@ -51,9 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    level = args.log_level or ("INFO" if args.command in SERVERS else "WARNING")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args._run(args)
     except UsageError as err:

@@ -161,9 +161,22 @@ class CorruptRecordError(KafkaError):
 
 
 class InvalidRecordError(KafkaError):
-    """A well-formed batch breaks a rule of the log (Kafka: InvalidRecordException)."""
+    """A well-formed batch breaks a rule of the log (Kafka: InvalidRecordException).
+
+    `record_errors` names the records at fault, as (index in the batch, message): Produce
+    v8+ returns them to the producer, which fails just those records' sends (KIP-467)."""
 
     code = ErrorCode.INVALID_RECORD
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: ErrorCode | None = None,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
+        super().__init__(message, code=code)
+        self.record_errors = record_errors
 
 
 class UnsupportedCompressionTypeError(KafkaError):
@@ -191,9 +204,21 @@ class InvalidTimestampError(KafkaError):
 
 
 class OffsetOutOfRangeError(KafkaError):
-    """An offset below the log start offset or above the log end offset."""
+    """An offset below the log start offset or above the log end offset.
+
+    The log raises it for a read or a truncation outside its range; a consumer raises it,
+    with `offsets` ({partition: fetch position}), when a fetch position is out of range and
+    auto.offset.reset is `none` (Kafka: OffsetOutOfRangeException).
+    """
 
     code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+    def __init__(self, message: str = "", *, offsets: dict | None = None) -> None:
+        self.offsets = dict(offsets or {})
+        if not message and self.offsets:
+            names = ", ".join(f"{tp}={offset}" for tp, offset in self.offsets.items())
+            message = f"Offsets out of range with no configured reset policy: {names}"
+        super().__init__(message)
 
 
 class KafkaStorageError(KafkaError):

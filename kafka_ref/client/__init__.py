@@ -20,13 +20,9 @@ from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource, NewTopic,
 from kafka_ref.client.consumer import Consumer, OffsetAndTimestamp
 from kafka_ref.client.consumer_coordinator import ConsumerRebalanceListener
 from kafka_ref.client.fetcher import ConsumerRecord
-from kafka_ref.client.metadata import TopicPartition
-from kafka_ref.client.offset_committer import (
-    CommitFailedError,
-    OffsetAndMetadata,
-    RebalanceInProgressError,
-)
+from kafka_ref.client.offset_committer import CommitFailedError, RebalanceInProgressError
 from kafka_ref.client.producer import Producer
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 
 __all__ = [
     "Admin",

@@ -20,7 +20,8 @@ Two settings decide when a batch may leave (`ready`, Kafka's `RecordAccumulator.
   soon as the sender looks; a few ms trade a little latency for much larger batches.
 
 Also sendable at once: everything during `flush()` or `close()`, and everything when the
-memory (`buffer.memory`) is exhausted and `send()` is blocked waiting for room.
+memory (`buffer.memory`) is exhausted and `send()` is blocked waiting for room. The rule is
+one function, `batch_is_sendable`, a seam that lab 02 replaces (kafka_ref/seams.py).
 
 The sender asks `ready(cluster)` which *brokers* have a sendable batch, then `drain`s,
 for each such broker, the first batch of every partition it leads, up to
@@ -58,6 +59,7 @@ from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.record.batch import HEADER_SIZE, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, build_batch
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
+from kafka_ref.seams import seam
 
 if TYPE_CHECKING:
     from kafka_ref.client.transaction_manager import TransactionManager
@@ -213,6 +215,16 @@ class ReadyCheckResult(NamedTuple):
     unknown_leader_topics: set[str]
 
 
+@seam
+def batch_is_sendable(full: bool, waited_ms: int, linger_ms: int, forced: bool) -> bool:
+    """May a partition's first batch leave now? (CLIENT-5; Kafka `RecordAccumulator.ready`)
+
+    `full`: the batch is full, or another batch waits behind it; `waited_ms`: since it was
+    created (or last tried); `linger_ms`: how long a batch that is not full may wait for
+    company; `forced`: a flush or close is in progress, or `send()` waits for memory."""
+    return full or waited_ms >= linger_ms or forced
+
+
 class RecordAccumulator:
     """Per-partition queues of batches, shared by `send()` and the Sender thread."""
 
@@ -312,13 +324,11 @@ class RecordAccumulator:
                 waited = now - first.last_attempt_ms
                 backing_off = first.attempts > 0 and waited < self.retry_backoff_ms
                 time_to_wait = self.retry_backoff_ms if backing_off else self.linger_ms
-                full = len(queue) > 1 or first.is_full
-                sendable = (
-                    full
-                    or waited >= time_to_wait
-                    or exhausted
-                    or self.closed
-                    or self._flushes_in_progress > 0
+                sendable = batch_is_sendable(
+                    len(queue) > 1 or first.is_full,
+                    waited,
+                    time_to_wait,
+                    exhausted or self.closed or self._flushes_in_progress > 0,
                 )
                 if sendable and not backing_off:
                     ready.add(leader)

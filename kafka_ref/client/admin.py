@@ -43,17 +43,11 @@ from kafka_ref.client.admin_groups import (
     MemberDescription,
 )
 from kafka_ref.client.connection import parse_bootstrap_servers
-from kafka_ref.client.metadata import (
-    Metadata,
-    Node,
-    PartitionInfo,
-    TopicPartition,
-    error_code,
-    partitions_of,
-)
+from kafka_ref.client.metadata import Metadata, Node, PartitionInfo, error_code, partitions_of
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.offset_fetcher import OffsetFetcher
 from kafka_ref.client.subscription_state import SubscriptionState
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import (
@@ -62,6 +56,7 @@ from kafka_ref.protocol.messages import (
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
 
@@ -282,6 +277,34 @@ class Admin(GroupAdmin):
                     for c in result.configs
                 }
         return out
+
+    def incremental_alter_configs(
+        self,
+        resource: ConfigResource,
+        changes: Iterable[tuple[str, str | None, int]],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Change a resource's configs key by key: (name, value, operation), operation 0 SET,
+        1 DELETE, 2 APPEND, 3 SUBTRACT (IncrementalAlterConfigs, KIP-339; CONFIG-2)."""
+        make = IncrementalAlterConfigsRequest.AlterableConfig
+        request = IncrementalAlterConfigsRequest(
+            resources=[
+                IncrementalAlterConfigsRequest.AlterConfigsResource(
+                    resource_type=resource.type,
+                    resource_name=resource.name,
+                    configs=[make(name=n, config_operation=op, value=v) for n, v, op in changes],
+                )
+            ],
+            validate_only=validate_only,
+        )
+        self._cluster()
+        node = int(resource.name) if resource.type == ConfigResource.BROKER else None
+        response = self.client.send_and_wait(
+            node, ApiKey.INCREMENTAL_ALTER_CONFIGS, request, self.request_timeout_ms
+        )
+        for result in response.responses:
+            _check(f"alter configs of {resource.name}", result.error_code, result.error_message)
 
     def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records below the given offsets (-1: the high watermark); returns the new

@@ -27,15 +27,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafka_ref.client.abstract_coordinator import NO_GENERATION
-from kafka_ref.client.metadata import Node, TopicPartition, error_code
+from kafka_ref.client.metadata import Node, error_code
 from kafka_ref.client.network_client import now_ms
 from kafka_ref.client.offset_committer import (
-    OffsetAndMetadata,
     as_offsets,
     offset_commit_request,
     offset_fetch_request,
     parse_offset_fetch,
 )
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.group.assignors.consumer_protocol import decode_assignment, decode_subscription
 from kafka_ref.protocol import ApiKey

@@ -51,6 +51,7 @@ from kafka_ref.protocol import (
     APIS,
     ApiKey,
     FrameDecoder,
+    UnsupportedVersionError,
     decode_response,
     encode_request,
     peek_correlation_id,
@@ -77,12 +78,6 @@ class RequestTimedOutError(KafkaError):
     """No response within request.timeout.ms (retriable)."""
 
     code = ErrorCode.REQUEST_TIMED_OUT
-
-
-class UnsupportedVersionError(KafkaError):
-    """The broker and this client share no version of an API."""
-
-    code = ErrorCode.UNSUPPORTED_VERSION
 
 
 def parse_bootstrap_servers(servers: str | list[str] | tuple[str, ...]) -> list[tuple[str, int]]:

@@ -47,15 +47,16 @@ from kafka_ref.client.consumer_coordinator import (
     ConsumerRebalanceListener,
 )
 from kafka_ref.client.fetcher import READ_COMMITTED, READ_UNCOMMITTED, ConsumerRecord, Fetcher
-from kafka_ref.client.metadata import Metadata, TopicPartition
+from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient, now_ms
-from kafka_ref.client.offset_committer import CommitCallback, OffsetAndMetadata
+from kafka_ref.client.offset_committer import CommitCallback
 from kafka_ref.client.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
 from kafka_ref.client.subscription_state import (
     IllegalStateError,
     OffsetResetStrategy,
     SubscriptionState,
 )
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import KafkaError
 
 __all__ = [

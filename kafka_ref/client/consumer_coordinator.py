@@ -37,10 +37,11 @@ from kafka_ref.client.abstract_coordinator import (
     MemberState,
 )
 from kafka_ref.client.heartbeat import Heartbeat, HeartbeatThread
-from kafka_ref.client.metadata import Metadata, TopicPartition
+from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.offset_committer import OffsetCommitter
 from kafka_ref.client.subscription_state import SubscriptionState
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.group import assignors as assignor_registry
 from kafka_ref.group.assignors import RebalanceProtocol, Subscription

@@ -41,14 +41,11 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from kafka_ref.client.connection import ClientRequest
-from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, TopicPartition, error_code
+from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.network_client import NetworkClient
-from kafka_ref.client.subscription_state import (
-    OffsetOutOfRangeError,
-    OffsetResetStrategy,
-    SubscriptionState,
-)
-from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.client.subscription_state import OffsetResetStrategy, SubscriptionState
+from kafka_ref.common import TopicPartition
+from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import FetchRequest
 from kafka_ref.record.batch import (
@@ -308,7 +305,7 @@ class Fetcher:
             self.metadata.request_update()
         elif fetch.error == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.subscriptions.default_reset == OffsetResetStrategy.NONE:
-                raise OffsetOutOfRangeError({tp: fetch.fetch_offset})
+                raise OffsetOutOfRangeError(offsets={tp: fetch.fetch_offset})
             log.info("fetch offset %d is out of range for %s, resetting", fetch.fetch_offset, tp)
             self.subscriptions.request_offset_reset(tp)
         else:

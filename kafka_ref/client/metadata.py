@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 
 # Errors in an answer that mean "your metadata is stale": refresh, then retry.
@@ -55,16 +56,6 @@ def error_code(code: int) -> ErrorCode:
         return ErrorCode(code)
     except ValueError:
         return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-class TopicPartition(NamedTuple):
-    """A partition of a topic: the unit of ordering, leadership and fetching."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class Node(NamedTuple):

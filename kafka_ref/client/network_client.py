@@ -110,6 +110,12 @@ class NetworkClient:
         except KafkaError as err:
             self.last_error = err
             self._back_off(node_id)
+            # Kafka's NetworkClient says so at WARN, at every attempt: a tool pointed at the
+            # wrong address tells its user at once, not when its timeout ends.
+            log.warning(
+                "[%s] Connection to node %d (%s:%d) could not be established. Node may not "
+                "be available.", self.client_id, node_id, node.host, node.port,
+            )  # fmt: skip
             raise
         self._failures.pop(node_id, None)
         self._connections[node_id] = conn

@@ -32,25 +32,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafka_ref.client.abstract_coordinator import NO_GENERATION, Generation, MemberState
 from kafka_ref.client.connection import ClientRequest, RequestTimedOutError
-from kafka_ref.client.metadata import TopicPartition, error_code
+from kafka_ref.client.metadata import error_code
 from kafka_ref.client.network_client import now_ms
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
 
 log = logging.getLogger("kafka_ref.client")
-
-
-class OffsetAndMetadata(NamedTuple):
-    """A committed offset (the next record to read) and the string kept with it."""
-
-    offset: int
-    metadata: str = ""
-    leader_epoch: int = -1
 
 
 class CommitFailedError(KafkaError):

@@ -23,13 +23,14 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_ref.client.connection import ClientRequest, RequestTimedOutError
-from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, TopicPartition, error_code
+from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.subscription_state import (
     NoOffsetForPartitionError,
     OffsetResetStrategy,
     SubscriptionState,
 )
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import ListOffsetsRequest

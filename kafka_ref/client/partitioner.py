@@ -25,6 +25,9 @@ Java client decides in this order (`KafkaProducer.partition`, `DefaultPartitione
 `murmur2` returns Java's signed 32-bit int, so the values match the Java client's own test
 vectors (`UtilsTest.testMurmur2`: `murmur2("21") == -973932308`).
 
+`murmur2`, `partition_for_key` and `choose_sticky_partition` are seams (kafka_ref/seams.py):
+lab 02 (labs/02-producer) replaces them with a student's code.
+
 Spec rules: CLIENT-2, CLIENT-3, CLIENT-4 (spec/client.md).
 """
 
@@ -36,6 +39,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.seams import seam
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
@@ -44,6 +48,7 @@ _MASK32 = 0xFFFFFFFF
 _WORDS = struct.Struct("<I")
 
 
+@seam
 def murmur2(data: bytes | bytearray | memoryview) -> int:
     """MurmurHash2 of `data` exactly as Kafka's `Utils.murmur2`: a signed 32-bit int."""
     data = bytes(data)
@@ -75,6 +80,7 @@ def to_positive(number: int) -> int:
     return number & 0x7FFFFFFF
 
 
+@seam
 def partition_for_key(key_bytes: bytes, num_partitions: int) -> int:
     """The partition of a keyed record: `toPositive(murmur2(key)) % numPartitions`."""
     return to_positive(murmur2(key_bytes)) % num_partitions
@@ -113,17 +119,31 @@ class StickyPartitionCache:
         current = self._sticky.get(topic)
         if current is not None and current != previous:
             return current
-        available = list(cluster.available_partitions(topic))
-        if not available:
-            new = self._rng.randrange(cluster.partition_count(topic) or 1)
-        elif len(available) == 1:
-            new = available[0]
-        else:
-            new = current
-            while new is None or new == current:
-                new = available[self._rng.randrange(len(available))]
+        new = choose_sticky_partition(
+            list(cluster.available_partitions(topic)),
+            cluster.partition_count(topic) or 1,
+            current,
+            self._rng,
+        )
         self._sticky[topic] = new
         return new
+
+
+@seam
+def choose_sticky_partition(
+    available: Sequence[int], partition_count: int, current: int | None, rng: random.Random
+) -> int:
+    """The next sticky partition of a topic (CLIENT-4): a partition with a leader
+    (`available`), chosen at random with `rng`, and never `current` again when another one is
+    available; any of the `partition_count` partitions when none has a leader."""
+    if not available:
+        return rng.randrange(partition_count)
+    if len(available) == 1:
+        return available[0]
+    new = current
+    while new is None or new == current:
+        new = available[rng.randrange(len(available))]
+    return new
 
 
 class DefaultPartitioner:

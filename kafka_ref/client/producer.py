@@ -52,11 +52,12 @@ from kafka_ref.client.accumulator import (
     estimate_size,
 )
 from kafka_ref.client.connection import parse_bootstrap_servers
-from kafka_ref.client.metadata import Metadata, TopicPartition
+from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.partitioner import DefaultPartitioner
 from kafka_ref.client.sender import Sender
 from kafka_ref.client.transaction_manager import TransactionManager
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError, MessageTooLargeError
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
@@ -221,25 +222,21 @@ class Producer:
                     f"{self.max_request_size}, which is the value of the max.request.size config"
                 )
             cluster = self._wait_on_metadata(topic, partition)
-            chosen = self.partitioner.partition(topic, key_bytes, cluster, partition)
-            result = self.accumulator.append(
-                TopicPartition(topic, chosen),
-                record,
-                callback,
-                self._now(),
-                abort_on_new_batch=True,
-                max_block_ms=self.max_block_ms,
-            )
-            if result.abort_for_new_batch:  # the sticky partition is done: choose again
-                self.partitioner.on_new_batch(topic, cluster, chosen)
+            abort_on_new_batch = True  # a new batch first makes the sticky partitioner move on
+            while True:
                 chosen = self.partitioner.partition(topic, key_bytes, cluster, partition)
                 result = self.accumulator.append(
                     TopicPartition(topic, chosen),
                     record,
                     callback,
                     self._now(),
+                    abort_on_new_batch=abort_on_new_batch,
                     max_block_ms=self.max_block_ms,
                 )
+                if not result.abort_for_new_batch:
+                    break
+                self.partitioner.on_new_batch(topic, cluster, chosen)  # choose again, once
+                abort_on_new_batch = False
         except KafkaError as err:  # Kafka: an ApiException fails the future, not send()
             future = FutureRecordMetadata()
             if callback is not None:
@@ -268,8 +265,14 @@ class Producer:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not self.metadata.await_update(version, remaining):
                 what = f"Topic {topic}" if not count else f"Partition {partition} of topic {topic}"
+                unreachable = self.sender.client.last_error  # name the cause when we know it
+                cause = (
+                    f" The last connection attempt failed: {unreachable}"
+                    if (unreachable is not None and cluster.is_bootstrap)
+                    else ""
+                )
                 raise KafkaError(
-                    f"{what} not present in metadata after {self.max_block_ms} ms.",
+                    f"{what} not present in metadata after {self.max_block_ms} ms.{cause}",
                     code=error or ErrorCode.REQUEST_TIMED_OUT,
                 )
 

@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING
 
 from kafka_ref.client.accumulator import ProducerBatch, RecordAccumulator
 from kafka_ref.client.connection import ClientRequest
-from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, TopicPartition, error_code
+from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.network_client import NetworkClient, now_ms
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import ProduceRequest

@@ -3,7 +3,7 @@
 A consumer's progress is nothing but a number per partition: its **position**, the offset
 of the next record it will return (Kafka's `SubscriptionState.position`). `poll()` hands out
 records from the position and moves it past them; `seek()` sets it. Nothing is stored on
-the broker unless the consumer *commits* (a later issue, with consumer groups).
+the broker unless the consumer *commits* (offset_committer.py, with consumer groups).
 
 A newly assigned partition has no position yet. Where to start is the **offset reset
 strategy**, `auto.offset.reset`:
@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 
 
@@ -64,17 +64,6 @@ MIXED = "Subscription to topics, partitions and pattern are mutually exclusive"
 
 class IllegalStateError(KafkaError):
     """The consumer was used in a way its state does not allow (Java: IllegalStateException)."""
-
-
-class OffsetOutOfRangeError(KafkaError):
-    """A fetch position is outside the log and auto.offset.reset is `none`."""
-
-    code = ErrorCode.OFFSET_OUT_OF_RANGE
-
-    def __init__(self, offsets: dict[TopicPartition, int]) -> None:
-        self.offsets = offsets
-        names = ", ".join(f"{tp}={offset}" for tp, offset in offsets.items())
-        super().__init__(f"Offsets out of range with no configured reset policy: {names}")
 
 
 @dataclass
@@ -206,7 +195,7 @@ class SubscriptionState:
     def all_consumed(self) -> dict:
         """{tp: OffsetAndMetadata(position)} of every partition with a position: what a
         commit with no explicit offsets commits."""
-        from kafka_ref.client.offset_committer import OffsetAndMetadata
+        from kafka_ref.common import OffsetAndMetadata
 
         return {
             tp: OffsetAndMetadata(s.position)

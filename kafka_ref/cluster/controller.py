@@ -59,10 +59,10 @@ from kafka_ref.cluster import zookeeper as zkdata
 from kafka_ref.cluster.election import elect_leader
 from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.cluster.zookeeper import ControllerMovedError, KafkaZkClient
+from kafka_ref.common import TopicPartition
 
 logger = logging.getLogger("kafka_ref.cluster.controller")
 
-TopicPartition = tuple[str, int]
 NO_LEADER = -1  # Kafka: LeaderAndIsr.NoLeader
 
 

@@ -44,6 +44,7 @@ Rules: BROKER-12, BROKER-30..BROKER-36, DUR-13, IDEM-15.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import os
@@ -80,6 +81,8 @@ class MetadataListener(Protocol):
     def on_partitions_created(self, topic: str, partitions: range) -> None: ...
 
     def on_topic_deleted(self, topic: str, partitions: int) -> None: ...
+
+    def on_topic_config(self, topic: str, config: LogConfig) -> None: ...
 
 
 def new_cluster_id() -> str:
@@ -268,6 +271,16 @@ class EmbeddedController(TopicAdministration):
         for listener in self.listeners:
             listener.on_partitions_created(name, range(meta.partitions, count))
         return grown
+
+    def _store_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Persist the new overrides, then the logs take them (CTRL-15)."""
+        meta = dataclasses.replace(self._topics[name], configs=configs)
+        self._topics[name] = meta
+        self._persist()
+        logger.info("topic %s: config overrides now %s", name, configs)
+        config = self.log_config(name) or self.log_defaults
+        for listener in self.listeners:
+            listener.on_topic_config(name, config)
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic: persist its removal, delete its logs, then clear the tombstone."""

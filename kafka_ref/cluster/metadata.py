@@ -209,6 +209,10 @@ class ClusterMetadataApi(Protocol):
 
     def log_config(self, topic: str) -> LogConfig | None: ...
 
+    def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None: ...
+
     def create_topic(
         self,
         name: str,

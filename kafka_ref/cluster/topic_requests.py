@@ -13,6 +13,10 @@ and from a cluster on ZooKeeper (Kafka: `ZkAdminManager.createTopics` and
    (INVALID_REPLICA_ASSIGNMENT); counts and factors are in range (BROKER-31);
 4. config overrides have values and parse as topic configs (INVALID_CONFIG).
 
+AlterConfigs and IncrementalAlterConfigs end here too (`alter_topic_configs`): the new set
+of overrides is checked the same way, then stored by the controller and applied to the
+topic's live logs (CTRL-15).
+
 A *plan* is the result: the topic's metadata and partition -> replicas. Without an explicit
 assignment the replicas are placed by `assign_replicas_to_brokers` (assignment.py, CTRL-8).
 The caller, `EmbeddedController` or `ZkClusterMetadata`, then makes the change durable its
@@ -34,6 +38,7 @@ from kafka_ref.cluster.metadata import (
     InvalidTopicError,
     TopicExistsError,
     TopicMetadata,
+    UnknownTopicOrPartitionError,
     resolve_partitions,
     resolve_replication_factor,
     unify_collision_chars,
@@ -172,6 +177,22 @@ class TopicAdministration:
         if meta is None or not meta.configs:
             return None
         return LogConfig.from_properties(meta.configs, defaults=self.log_defaults)
+
+    def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        """Replace the topic's config overrides with `configs` (AlterConfigs and
+        IncrementalAlterConfigs, after the handler has applied their operations; CTRL-15):
+        every key must be a topic config and every value parse (INVALID_CONFIG), then the
+        controller stores them its own way and the live logs take them."""
+        if name not in self._topics:
+            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+        LogConfig.from_properties(configs, defaults=self.log_defaults)  # raises when invalid
+        if not validate_only:
+            self._store_topic_configs(name, dict(configs))
+
+    def _store_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        raise NotImplementedError
 
     def _plan_topic(
         self,

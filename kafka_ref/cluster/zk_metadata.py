@@ -420,6 +420,13 @@ class ZkClusterMetadata(TopicAdministration):
         self._apply_topic(grown, {p: tuple(r) for p, r in full.items()})
         return grown
 
+    def _store_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Write the overrides to ZooKeeper; every broker's config watch applies them to its
+        live logs (CTRL-15), this one's at once."""
+        self.zk.set_topic_config(name, configs)
+        self._apply_topic(dataclasses.replace(self._topics[name], configs=configs),
+                          self._assignments[name])  # fmt: skip
+
     def delete_topic(self, name: str) -> None:
         """Request the deletion; the controller removes the znodes, the watches the logs."""
         if not self.delete_topic_enable:

@@ -64,10 +64,11 @@ CONTROLLER_EPOCH = "/controller_epoch"
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"  # Kafka's change notifications: config_change_<seq>
 DELETE_TOPICS = "/admin/delete_topics"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 # Created at start, as Kafka's `KafkaZkClient.createTopLevelPaths` does.
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, "/cluster")
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_CHANGES, DELETE_TOPICS, "/cluster")
 
 
 class ControllerMovedError(Exception):
@@ -313,6 +314,18 @@ class KafkaZkClient:
         txn = self.zk.transaction()
         txn.create(f"{CONFIG_TOPICS}/{topic}", encode_topic_config(configs))
         txn.create(topic_path(topic), encode_assignment(assignment, topic_id))
+        for result in txn.commit():
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+                raise result
+
+    def set_topic_config(self, topic: str, configs: dict[str, str]) -> None:
+        """New overrides for a topic (Kafka: `AdminZkClient.changeTopicConfig`): the config
+        znode, and in the same transaction a sequential notification under /config/changes
+        naming it, as Kafka's brokers expect (kafka-ref's brokers watch the znode itself)."""
+        txn = self.zk.transaction()
+        txn.set_data(f"{CONFIG_TOPICS}/{topic}", encode_topic_config(configs))
+        notice = _json({"version": 2, "entity_path": f"topics/{topic}"})
+        txn.create(f"{CONFIG_CHANGES}/config_change_", notice, sequence=True)
         for result in txn.commit():
             if isinstance(result, Exception) and not isinstance(result, RolledBackError):
                 raise result

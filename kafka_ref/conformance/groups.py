@@ -231,8 +231,8 @@ def two_members(connect, group, **member_options: Any) -> tuple[Member, Member]:
     return (a, b) if a.is_leader else (b, a)
 
 
-def form_group_again(members: list[Member]) -> None:
-    """Sync the current generation, then all rejoin together into the next one."""
+def sync_generation(members: list[Member]) -> None:
+    """The followers send SyncGroup, the leader syncs (an empty assignment), all answered."""
     leader = next(m for m in members if m.is_leader)
     for m in members:
         if m is not leader:
@@ -241,16 +241,14 @@ def form_group_again(members: list[Member]) -> None:
     for m in members:
         if m is not leader:
             m.wire.receive()
+
+
+def form_group_again(members: list[Member]) -> None:
+    """Sync the current generation, then all rejoin together into the next one."""
+    sync_generation(members)
     for m in members:
         m.send_join()
     for m in members:
         m.finish_join()
     assert len({m.generation for m in members}) == 1
-    leader = next(m for m in members if m.is_leader)
-    for m in members:
-        if m is not leader:
-            m.send_sync()
-    leader.sync({})
-    for m in members:
-        if m is not leader:
-            m.wire.receive()
+    sync_generation(members)

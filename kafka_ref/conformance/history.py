@@ -1,7 +1,8 @@
 """A Jepsen-style history checker for Kafka queues: record sends and polls, find anomalies.
 
 A test that only asserts "I read back what I wrote" misses most ways a log can go wrong.
-Jepsen's queue workload (jepsen/tests/kafka.clj, correctness anchors §1.4) instead records a
+Jepsen's queue workload (jepsen-io/jepsen, `jepsen/src/jepsen/tests/kafka.clj`) instead
+records a
 *history*: every send with the offset the broker acknowledged (or "unknown" when the answer
 never came), and every poll with the (offset, value) pairs it returned, per consumer
 process. Afterwards it rebuilds each partition's log from everything anyone saw and looks

@@ -15,7 +15,7 @@ written by hand, so it cannot disagree with them (CONF-5):
   notes name the rule (bullets `* **LOG-8, BROKER-14** (what): why`, ranges such as
   `IDEM-1..8` included).
 
-report.write regenerates the matrix of its directory after every report, so
+`write_report` writes a report and regenerates the matrix of its directory, so
 `make conformance` and `make conformance-tansu` keep docs/conformance/matrix.md current.
 By hand: `python -m kafka_ref.conformance.matrix [DIR]` (default docs/conformance).
 """
@@ -29,6 +29,7 @@ import sys
 import unicodedata
 from collections import Counter
 
+from kafka_ref.conformance import report
 from kafka_ref.conformance.report import STATUS_ORDER, Rule, _cell, read_rules
 
 MATRIX = "matrix.md"
@@ -218,6 +219,16 @@ def write_matrix(directory: pathlib.Path, spec_dir: pathlib.Path = ROOT / "spec"
     path = directory / MATRIX
     path.write_text(render(reports, notes, spec_titles(spec_dir), read_rules(spec_dir)))
     return path
+
+
+def write_report(
+    out_dir: pathlib.Path, label: str, meta: dict, rows: list[report.Row]
+) -> list[pathlib.Path]:
+    """Write `<label>.json` and `.md` (report.write), then every report present side by
+    side in the matrix of that directory (CONF-5). Returns the report's two paths."""
+    paths = report.write(out_dir, label, meta, rows)
+    write_matrix(out_dir)
+    return paths
 
 
 if __name__ == "__main__":

@@ -4,12 +4,16 @@ A test suite that passes on a correct broker proves little by itself: it might c
 little. Mutation testing turns the question around. Each mutant below breaks kafka-ref in
 one way that a real broker has been (or easily could be) broken, and declares the rules
 whose tests must notice. `tests/unit/conformance/test_mutants.py` runs exactly those tests
-against a broker with the mutant applied and requires at least one failure (CONF-3). A
-mutant that survives means the suite has a blind spot.
+with the mutant applied and requires at least one failure (CONF-3). A mutant that survives
+means the suite has a blind spot.
 
-Mutants are applied by monkey-patching kafka-ref's classes in the broker process before it
-starts (`python -m kafka_ref.conformance.mutant_broker --mutant NAME broker ...`), so the
-production code carries no switch for them. Each patch is a few lines, and reads as the bug.
+Mutants are applied by monkey-patching kafka-ref's classes, so the production code carries
+no switch for them. Each patch is a few lines, and reads as the bug. A bug seen over the
+wire is played by a broker process (`python -m kafka_ref.conformance.mutant_broker
+--mutant NAME broker ...`) that the conformance suite judges. A bug in a rule no client can
+observe (a roll reason, a follower's grace period) is played inside a pytest process
+(`pytest tests/unit --mutant NAME`, see tests/conftest.py) whose unit tests of those rules
+must fail: `suite` says which.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class Mutant:
     bug: str  # what is broken, in one line
     rules: tuple[str, ...]  # the rules whose tests must catch it
     apply: Callable[[], None]  # the patch, applied in the broker process before it starts
+    suite: str = "tests/conformance"  # the tests that judge it; tests/unit: in process
 
 
 def _fetch_skips_batch() -> None:
@@ -148,6 +153,32 @@ def _unclean_election_always() -> None:
     KafkaController.__init__ = init
 
 
+def _no_roll_when_offset_index_full() -> None:
+    """A full offset index does not roll the segment; appends go on without entries (SEG-5)."""
+    from kafka_ref.log.segment import Segment
+
+    original = Segment.should_roll
+
+    def should_roll(self, messages_size, max_timestamp, max_offset, now, config):
+        reason = original(self, messages_size, max_timestamp, max_offset, now, config)
+        return None if reason == "offset index full" else reason  # the bug: reason forgotten
+
+    Segment.should_roll = should_roll
+
+
+def _no_grace_for_new_leaders_followers() -> None:
+    """A new leader counts its ISR followers as caught up never, not now (ISR-4)."""
+    from kafka_ref.replication.replica import Replica
+
+    original = Replica.__init__
+
+    def init(self, broker_id, now, in_isr):
+        original(self, broker_id, now, in_isr)
+        self.last_caught_up_time_ms = 0  # the bug: no grace period, the ISR shrinks at once
+
+    Replica.__init__ = init
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -169,6 +200,12 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("unclean-election-always",
                "a replica outside the ISR is elected although unclean election is off",
                ("ISR-6", "CTRL-6"), _unclean_election_always),
+        Mutant("no-roll-when-offset-index-full",
+               "a segment whose offset index is full does not roll",
+               ("SEG-5",), _no_roll_when_offset_index_full, suite="tests/unit"),
+        Mutant("no-grace-for-new-leaders-followers",
+               "a new leader drops ISR followers that have not fetched from it yet at once",
+               ("ISR-4",), _no_grace_for_new_leaders_followers, suite="tests/unit"),
     )
 }  # fmt: skip
 

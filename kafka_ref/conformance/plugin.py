@@ -28,6 +28,7 @@ import uuid
 
 import pytest
 
+from kafka_ref.conformance import matrix as matrix_mod
 from kafka_ref.conformance import report as report_mod
 from kafka_ref.conformance import targets
 from kafka_ref.conformance.capabilities import CAPABILITIES
@@ -280,7 +281,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     rows = report_mod.build_rows(
         report_mod.read_rules(spec_dir), _STATE["results"], _STATE["cites"]
     )
-    paths = report_mod.write(pathlib.Path(out), label, meta, rows)
+    paths = matrix_mod.write_report(pathlib.Path(out), label, meta, rows)
     _STATE["paths"] = paths
 
 

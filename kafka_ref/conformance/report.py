@@ -9,7 +9,7 @@ read returns the batch that contains the requested offset) fails". So the report
 with status, folding the outcomes of every conformance test that cites the rule:
 
 * `fail`     - at least one of its tests failed (the failure text is kept);
-* `xfail`    - its tests fail as expected: a known bug, with the issue in the reason;
+* `xfail`    - its tests fail as expected: a known bug, named in the reason;
 * `pass`     - none failed and at least one passed;
 * `skipped`  - every test was skipped; the reasons say why (usually a missing capability);
 * `not covered` - no conformance test cites it. Internal rules ("Observable: no") are
@@ -109,7 +109,8 @@ def summary(rows: list[Row]) -> dict[str, int]:
 
 
 def write(out_dir: pathlib.Path, label: str, meta: dict, rows: list[Row]) -> list[pathlib.Path]:
-    """build/conformance/<label>.json and .md; returns the two paths."""
+    """build/conformance/<label>.json and .md; returns the two paths. (The suite writes
+    reports with matrix.write_report, which regenerates the matrix too.)"""
     out_dir.mkdir(parents=True, exist_ok=True)
     data = {**meta, "summary": summary(rows), "rules": [asdict(r) for r in rows]}
     json_path = out_dir / f"{label}.json"
@@ -120,10 +121,6 @@ def write(out_dir: pathlib.Path, label: str, meta: dict, rows: list[Row]) -> lis
     if notes.exists():
         text += "\n" + notes.read_text()
     md_path.write_text(text)
-    # Every report present, side by side (CONF-5); matrix.py builds on this module.
-    from kafka_ref.conformance.matrix import write_matrix
-
-    write_matrix(out_dir)
     return [json_path, md_path]
 
 

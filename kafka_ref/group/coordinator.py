@@ -28,13 +28,12 @@ membership.py have REBAL-1..REBAL-13.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_ref.clock import Clock, Scheduler
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
-from kafka_ref.group.assignors.base import TopicPartition
 from kafka_ref.group.group_metadata import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -42,7 +41,6 @@ from kafka_ref.group.group_metadata import (
     PREPARING_REBALANCE,
     STABLE,
     GroupMetadata,
-    OffsetAndMetadata,
 )
 from kafka_ref.group.group_metadata_manager import (
     Append,
@@ -64,11 +62,11 @@ __all__ = [
     "AppendCallback",
     "GroupConfig",
     "GroupCoordinator",
-    "GroupDescription",
     "GroupOverview",
+    "GroupSummary",
     "JoinGroupResult",
     "JoinedMember",
-    "MemberDescription",
+    "MemberSummary",
     "Records",
     "SyncGroupResult",
 ]
@@ -77,7 +75,10 @@ CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
 
 
 @dataclass
-class MemberDescription:
+class MemberSummary:
+    """A member as DescribeGroups returns it, metadata and assignment as raw bytes (Kafka's
+    GroupCoordinator `MemberSummary`); the admin client decodes them (admin_groups.py)."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -87,12 +88,14 @@ class MemberDescription:
 
 
 @dataclass
-class GroupDescription:
+class GroupSummary:
+    """A group as DescribeGroups returns it (Kafka's GroupCoordinator `GroupSummary`)."""
+
     group_id: str
     state: str  # Kafka's wire name: "Stable", "Empty", ... "Dead" for an unknown group
     protocol_type: str
     protocol_name: str
-    members: list[MemberDescription]
+    members: list[MemberSummary]
 
 
 @dataclass
@@ -159,7 +162,7 @@ class GroupCoordinator(GroupRebalance):
             # what tells the member to rejoin. A commit is a sign of life (a heartbeat).
             self._arm_heartbeat(group, group.get(member_id))
         now = self._now()
-        stamped = {tp: dataclasses.replace(om, commit_timestamp=now) for tp, om in offsets.items()}
+        stamped = {tp: om._replace(commit_timestamp=now) for tp, om in offsets.items()}
         self.manager.store_offsets(group, stamped, callback, self.config.offset_metadata_max_bytes)
 
     def _validate_offset_commit(self, group, generation_id, member_id, instance_id) -> ErrorCode:
@@ -202,14 +205,14 @@ class GroupCoordinator(GroupRebalance):
         )
 
     # -- admin ----------------------------------------------------------------------
-    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupDescription]:
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
         error = self._group_status(group_id, allow_empty_id=True)
         group = self.manager.get_group(group_id) if error == OK else None
         if group is None:
-            return error, GroupDescription(group_id, DEAD.wire_name, "", "", [])
+            return error, GroupSummary(group_id, DEAD.wire_name, "", "", [])
         stable = group.is_(STABLE) and group.protocol_name is not None
         members = [
-            MemberDescription(
+            MemberSummary(
                 m.member_id,
                 m.group_instance_id,
                 m.client_id,
@@ -220,7 +223,7 @@ class GroupCoordinator(GroupRebalance):
             for m in group.members.values()
         ]
         protocol = group.protocol_name if stable else ""
-        return OK, GroupDescription(
+        return OK, GroupSummary(
             group_id, group.state.wire_name, group.protocol_type or "", protocol or "", members
         )
 

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_ref.group.assignors.base import TopicPartition
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -72,19 +72,6 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 
 class IllegalGroupStateError(RuntimeError):
     """A transition Kafka's state machine does not have: a coordinator bug."""
-
-
-@dataclass(frozen=True)
-class OffsetAndMetadata:
-    """A committed offset (Kafka `OffsetAndMetadata`). `metadata` is the client's string,
-    kept as is (OFFSET-3); `expire_timestamp` is set only by commits that carried a retention
-    time (OffsetCommit v2-v4), and then decides expiry alone (OFFSET-6)."""
-
-    offset: int
-    leader_epoch: int = -1
-    metadata: str = ""
-    commit_timestamp: int = 0
-    expire_timestamp: int | None = None
 
 
 @dataclass(eq=False)
@@ -383,5 +370,4 @@ __all__ = [
     "GroupState",
     "IllegalGroupStateError",
     "MemberMetadata",
-    "OffsetAndMetadata",
 ]

@@ -28,10 +28,10 @@ import logging
 from collections.abc import Callable, Iterable
 
 from kafka_ref.clock import Clock
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group import offsets_records as rec
-from kafka_ref.group.assignors.base import TopicPartition
-from kafka_ref.group.group_metadata import DEAD, EMPTY, GroupMetadata, OffsetAndMetadata
+from kafka_ref.group.group_metadata import DEAD, EMPTY, GroupMetadata
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
 

@@ -37,14 +37,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafka_ref.group.assignors.base import TopicPartition
-from kafka_ref.group.group_metadata import (
-    EMPTY,
-    STABLE,
-    GroupMetadata,
-    MemberMetadata,
-    OffsetAndMetadata,
-)
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
+from kafka_ref.group.group_metadata import EMPTY, STABLE, GroupMetadata, MemberMetadata
 from kafka_ref.protocol.schema import Field, Message
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -216,7 +210,13 @@ def read_offset_commit_value(value: bytes | memoryview) -> OffsetAndMetadata:
         raise UnknownRecordVersionError(f"unknown OffsetCommitValue version {version}")
     v = OffsetCommitValue.decode(version, body)
     expire = v.expire_timestamp if version == 1 and v.expire_timestamp != -1 else None
-    return OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, expire)
+    return OffsetAndMetadata(
+        offset=v.offset,
+        metadata=v.metadata,
+        leader_epoch=v.leader_epoch,
+        commit_timestamp=v.commit_timestamp,
+        expire_timestamp=expire,
+    )
 
 
 def read_group_metadata_value(group_id: str, value: bytes | memoryview) -> GroupMetadata:

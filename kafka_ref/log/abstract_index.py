@@ -19,8 +19,9 @@ does this class:
   Kafka instead counts `size / entry_size` entries and always rebuilds an active segment's
   index after an unclean shutdown; kafka-ref does both.
 * **Warm section.** Appends and most lookups (consumers that keep up) touch the end of the
-  file. The binary search first checks the last 8 KiB of entries, so those pages stay hot
-  in the page cache and a tail lookup never faults in cold pages (Kafka KAFKA-6430).
+  file, so a lookup searches the last 8 KiB of entries first: those pages stay hot in the
+  page cache and a tail lookup never faults in cold pages (Kafka KAFKA-6430). The search
+  itself, and this wrapper around it, are in offset_index.py.
 
 Nothing in an index is checksummed. It is a cache of facts that the `.log` file holds, so a
 missing or corrupt index is simply rebuilt from the log (INDEX-7, DUR-4).
@@ -36,8 +37,6 @@ import os
 from typing import ClassVar
 
 from kafka_ref.errors import InvalidConfigError, KafkaStorageError
-
-_WARM_BYTES = 8192
 
 
 class IndexCorruptError(KafkaStorageError):
@@ -234,30 +233,9 @@ class AbstractIndex:
                 hi = mid
         self._truncate_to_entries(lo)
 
-    def _largest_lower_bound(self, target: int) -> int:
-        """Slot of the greatest entry whose key is <= target, or -1."""
-        entries = self._entries
-        if entries == 0:
-            return -1
-        # Locals, not attribute lookups: this loop is the hot path of every fetch.
-        key_at, mm, size = self._key_struct.unpack_from, self._mm, self.entry_size
-        first_hot = max(0, entries - 1 - _WARM_BYTES // size)
-        if key_at(mm, first_hot * size)[0] < target:
-            lo, hi = first_hot, entries - 1
-        elif key_at(mm, 0)[0] > target:
-            return -1
-        else:
-            lo, hi = 0, first_hot
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            key = key_at(mm, mid * size)[0]
-            if key > target:
-                hi = mid - 1
-            elif key < target:
-                lo = mid
-            else:
-                return mid
-        return lo
+    def _key_at(self, slot: int) -> int:
+        """The key lookups search by, of one slot: see `_key_struct`."""
+        return self._key_struct.unpack_from(self._mm, slot * self.entry_size)[0]
 
     def flush(self) -> None:
         if self._mm is not None:

@@ -30,6 +30,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaStorageError
 from kafka_ref.files import write_atomically
 
@@ -38,7 +39,6 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CURRENT_VERSION = 0
 
-TopicPartition = tuple[str, int]
 _INTEGER = re.compile(r"-?[0-9]+")
 
 

@@ -209,7 +209,7 @@ class Cleaner:
             if kept is None:
                 stats.batches_removed += 1
                 continue
-            dest.append_batches(kept)  # one append per batch: an index entry per interval
+            dest.append(kept)  # one append per batch: an index entry per interval
             stats.bytes_written += len(kept)
 
     def filter_batch(

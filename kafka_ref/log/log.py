@@ -399,7 +399,7 @@ class Log:
 
     def _new_segment(self, base_offset: int, suffix: str = "") -> Segment:
         jitter = roll_jitter_ms(self.config, base_offset)
-        return Segment.open(
+        return Segment(
             self.dir, base_offset, self.config, self._clock, suffix=suffix, roll_jitter_ms=jitter
         )
 

@@ -56,6 +56,7 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from kafka_ref.clock import Clock, SystemClock
+from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import KafkaStorageError
 from kafka_ref.files import fsync_directory, write_atomically
@@ -84,7 +85,6 @@ _KNOWN_ROOT_FILES = {
     "bootstrap.checkpoint",
 }
 
-TopicPartition = tuple[str, int]
 LogDirs = str | os.PathLike | Iterable[str | os.PathLike]
 
 

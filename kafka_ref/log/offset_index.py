@@ -7,7 +7,9 @@ with no fixed size, so where do the bytes start? Kafka keeps, next to each `.log
 position of a batch. A lookup finds the greatest entry <= the target by binary search, and
 the segment then scans forward over batch *headers* (never records) from that position
 (INDEX-5). The index is *sparse*: one entry per ~4 KiB costs 8 bytes, so a 1 GiB segment
-needs a 2 MiB index, small enough to stay in the page cache.
+needs a 2 MiB index, small enough to stay in the page cache. The search is
+`largest_lower_bound`, the time index's too; `warm_largest_lower_bound` wraps it with
+Kafka's cache optimisation (search the end of the file first).
 
 On disk (INDEX-1), an array of 8-byte big-endian entries, preallocated to
 `segment.index.bytes` (rounded down to a multiple of 8) and memory-mapped:
@@ -30,9 +32,11 @@ Rules: INDEX-1, INDEX-2, INDEX-3, INDEX-6, INDEX-7.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import NamedTuple
 
 from kafka_ref.log.abstract_index import AbstractIndex, InvalidIndexEntryError
+from kafka_ref.seams import seam
 
 
 class OffsetPosition(NamedTuple):
@@ -44,6 +48,41 @@ class OffsetPosition(NamedTuple):
 
 _ENTRY = struct.Struct(">ii")
 _INT = struct.Struct(">i")
+WARM_BYTES = 8192  # the tail of an index that appends and most lookups touch
+
+
+@seam
+def largest_lower_bound(key_at: Callable[[int], int], target: int, lo: int, hi: int) -> int:
+    """The sparse index's lookup: the greatest slot in lo..hi whose key is <= `target`.
+
+    Keys increase with slots (INDEX-2, TIDX-2), so "key <= target" is true and then false
+    along the slots, and halving the range finds where it turns: O(log n) reads of the
+    file. Returns lo - 1 when every key in the range is above `target` (-1 for the whole
+    index: the target comes before the first entry, INDEX-3).
+    """
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if key_at(mid) <= target:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return hi
+
+
+def warm_largest_lower_bound(
+    key_at: Callable[[int], int], entries: int, entry_size: int, target: int
+) -> int:
+    """`largest_lower_bound` over `entries` slots, searching the warm tail first.
+
+    The last WARM_BYTES of entries are the pages appends and keeping-up consumers touch.
+    When the target is at or past the first warm entry, the search stays in the warm tail,
+    and a lookup near the end never reads a cold page (Kafka KAFKA-6430); otherwise it
+    searches the rest. The answer is the same either way.
+    """
+    first_warm = max(0, entries - 1 - WARM_BYTES // entry_size)
+    if entries and key_at(first_warm) <= target:
+        return largest_lower_bound(key_at, target, first_warm, entries - 1)
+    return largest_lower_bound(key_at, target, 0, first_warm - 1)
 
 
 class OffsetIndex(AbstractIndex):
@@ -83,7 +122,9 @@ class OffsetIndex(AbstractIndex):
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The greatest entry with offset <= target, or (base offset, 0) when there is none."""
-        slot = self._largest_lower_bound(target_offset - self.base_offset)
+        slot = warm_largest_lower_bound(
+            self._key_at, self._entries, self.entry_size, target_offset - self.base_offset
+        )
         if slot < 0:
             return OffsetPosition(self.base_offset, 0)
         return self.entry(slot)

@@ -108,7 +108,7 @@ def load_log(
         segments = []
     if not segments:
         segments = [
-            Segment.open(
+            Segment(
                 directory,
                 start_checkpoint,
                 config,
@@ -207,7 +207,7 @@ def _load_segments(
         missing = [
             kind for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) if f"{base:020d}{kind}" not in names
         ]
-        segment = Segment.open(
+        segment = Segment(
             directory, base, config, clock, roll_jitter_ms=roll_jitter_ms(config, base)
         )
         next_base = bases[i + 1] if i + 1 < len(bases) else None

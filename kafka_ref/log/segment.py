@@ -115,22 +115,6 @@ class Segment:
         self._bytes_since_last_index_entry = self._bytes_after_last_entry()
         self._next_offset: int | None = None
 
-    @classmethod
-    def open(
-        cls,
-        directory: str | os.PathLike,
-        base_offset: int,
-        config: LogConfig,
-        clock: Clock,
-        *,
-        suffix: str = "",
-        roll_jitter_ms: int = 0,
-    ) -> Segment:
-        """Open the segment's files, creating (and preallocating the indexes of) missing ones."""
-        return cls(
-            directory, base_offset, config, clock, suffix=suffix, roll_jitter_ms=roll_jitter_ms
-        )
-
     def __repr__(self) -> str:
         return f"Segment(base_offset={self.base_offset}, size={self.size}, suffix={self.suffix!r})"
 
@@ -213,8 +197,6 @@ class Segment:
                 self._bytes_since_last_index_entry = 0
             self._bytes_since_last_index_entry += batch_size
         self._next_offset = batches[-1][2] + 1
-
-    append_batches = append  # the cleaner's name for it
 
     def should_roll(
         self, messages_size: int, max_timestamp: int, max_offset: int, now: int, config: LogConfig

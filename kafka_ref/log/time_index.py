@@ -31,6 +31,7 @@ import struct
 from typing import NamedTuple
 
 from kafka_ref.log.abstract_index import AbstractIndex, InvalidIndexEntryError
+from kafka_ref.log.offset_index import warm_largest_lower_bound
 
 NO_TIMESTAMP = -1
 
@@ -84,7 +85,8 @@ class TimeIndex(AbstractIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The greatest entry with timestamp <= target, or (-1, base offset) if none."""
-        slot = self._largest_lower_bound(target_timestamp)
+        slot = warm_largest_lower_bound(self._key_at, self._entries, self.entry_size,
+                                        target_timestamp)  # fmt: skip
         if slot < 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return self.entry(slot)

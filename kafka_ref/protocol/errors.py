@@ -14,6 +14,7 @@ contract with one exception family:
 * `UnsupportedVersionError` - the header names a known API at a version we do not declare.
   For ApiVersions the broker still answers (KIP-511, `frames.unsupported_api_versions_response`);
   for any other API Kafka closes the connection, because it cannot know the response schema.
+  Our clients raise it too, when a broker and the client share no version of an API.
 * `UnknownApiKeyError` - the header names an API key we do not know at all.
 
 Both carry the request header as far as it could be read, so the server can use the

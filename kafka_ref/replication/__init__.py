@@ -1,6 +1,6 @@
 """Replication: leader and followers, the high watermark, the ISR, leader epochs, truncation.
 
-The pure core of a replicated partition (DESIGN.md "Pure core, thin adapters"): no sockets,
+The pure core of a replicated partition, with thin adapters around it: no sockets,
 no threads, no clock reads but the injected one. The simulator (`kafka_ref/sim/`) and the
 broker drive it with the message values of `messages.py`.
 

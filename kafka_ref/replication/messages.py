@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sized
 from dataclasses import dataclass
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import (  # noqa: F401  (re-exported: the core's errors in one place)
     ErrorCode,
     KafkaError,
@@ -34,8 +35,6 @@ from kafka_ref.errors import (  # noqa: F401  (re-exported: the core's errors in
     NotLeaderOrFollowerError,
 )
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH
-
-TopicPartition = tuple[str, int]
 
 
 class FencedLeaderEpochError(KafkaError):
@@ -64,7 +63,7 @@ class LeaderAndIsr:
 
     @property
     def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +80,7 @@ class FetchRequest:
 
     @property
     def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +115,7 @@ class EpochRequest:
 
     @property
     def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +141,7 @@ class AlterIsr:
 
     @property
     def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
+        return TopicPartition(self.topic, self.partition)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ Rules: REPL-1..REPL-9, ISR-1..ISR-5.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafka_ref.clock import Clock
@@ -66,11 +66,26 @@ from kafka_ref.replication.messages import (
     UnknownLeaderEpochError,
 )
 from kafka_ref.replication.reads import ConsumerReads
-from kafka_ref.replication.replica import Replica
+from kafka_ref.replication.replica import UNKNOWN_OFFSET, Replica
+from kafka_ref.seams import seam
 
 logger = logging.getLogger("kafka_ref.replication.partition")
 
 CONSUMER_REPLICA_ID = -1
+
+
+@seam
+def leader_high_watermark(
+    leader_log_end_offset: int, follower_log_end_offsets: Iterable[int], high_watermark: int
+) -> int:
+    """The HW rule (REPL-3, Kafka `Partition.maybeIncrementLeaderHW`): the smallest LEO over
+    the ISR, the leader's own included, and never lower than the HW already reached.
+
+    A follower's LEO is what its last fetch said; one that has not fetched from this leader
+    yet is unknown (-1) and holds the HW where it is (ISR-4). A record below the HW is on
+    every ISR member, so it survives the loss of any of them but the last: it is committed.
+    """
+    return max(high_watermark, min([leader_log_end_offset, *follower_log_end_offsets]))
 
 
 class Partition(ConsumerReads):
@@ -94,6 +109,7 @@ class Partition(ConsumerReads):
         # The log may have lost a tail in a crash; its epochs and HW go with it.
         cache.truncate_from_end(log.log_end_offset)
         cache.truncate_from_start(log.log_start_offset)
+        # The committed bound: consumers read below it (REPL-2).
         self.high_watermark = max(min(high_watermark, log.log_end_offset), log.log_start_offset)
         self.leader_id: int | None = None
         self.leader_epoch = UNDEFINED_EPOCH
@@ -117,15 +133,6 @@ class Partition(ConsumerReads):
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
-
-    @property
-    def high_watermark(self) -> int:
-        """The committed bound: consumers read below it (REPL-2)."""
-        return self._high_watermark
-
-    @high_watermark.setter
-    def high_watermark(self, value: int) -> None:
-        self._high_watermark = value
 
     @property
     def log_end_offset(self) -> int:
@@ -296,16 +303,12 @@ class Partition(ConsumerReads):
 
     # ------------------------------------------------------------------ leader: HW and ISR
     def _maybe_increment_high_watermark(self) -> bool:
-        """HW = min LEO over the maximal ISR; it only ever moves up (REPL-3,
-        `maybeIncrementLeaderHW`). A follower not yet heard from in this epoch counts as
-        -1, so it holds the HW where it is."""
+        """Apply the HW rule (`leader_high_watermark`) over the maximal ISR (ISR-5)."""
         if not self.is_leader:
             return False
-        new = self.log_end_offset
-        for r in self.maximal_isr:
-            if r != self.broker_id:
-                replica = self.remote.get(r)
-                new = min(new, replica.log_end_offset if replica else -1)
+        followers = [self.remote[r].log_end_offset if r in self.remote else UNKNOWN_OFFSET
+                     for r in self.maximal_isr if r != self.broker_id]  # fmt: skip
+        new = leader_high_watermark(self.log_end_offset, followers, self.high_watermark)
         if new > self.high_watermark:
             self.high_watermark = new
             return True

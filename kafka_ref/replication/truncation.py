@@ -51,6 +51,7 @@ from kafka_ref.replication.leader_epoch import (
     UNDEFINED_EPOCH_OFFSET,
     LeaderEpochFileCache,
 )
+from kafka_ref.seams import seam
 
 
 class TruncationRule(StrEnum):
@@ -81,6 +82,7 @@ def high_watermark_truncation(high_watermark: int, log_end_offset: int) -> int:
     return min(high_watermark, log_end_offset)
 
 
+@seam
 def truncation_step(
     cache: LeaderEpochFileCache,
     log_end_offset: int,

@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterator
 
 from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, TopicExistsError
+from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
 from kafka_ref.log.log import Log
@@ -252,6 +253,9 @@ class GroupCoordinatorAdapter:
         if topic == OFFSETS_TOPIC:
             for index in range(partitions):
                 self.coordinator.on_resigned(index)
+
+    def on_topic_config(self, topic: str, config: LogConfig) -> None:
+        """The coordinator's logs follow their config through the ReplicaManager."""
 
     # ------------------------------------------------------------------ housekeeping
     def run_offset_expiration(self) -> object:

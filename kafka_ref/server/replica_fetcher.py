@@ -44,6 +44,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey, FetchRequest, OffsetsForLeaderEpochRequest
 from kafka_ref.replication import messages as core
@@ -54,7 +55,6 @@ from kafka_ref.server.fetcher_connection import FetcherConnection
 
 logger = logging.getLogger("kafka_ref.server.replica_fetcher")
 
-TopicPartition = tuple[str, int]
 FETCH_VERSION = 10
 EPOCH_VERSION = 3
 

@@ -85,6 +85,7 @@ class PartitionAppendResult:
     error: ErrorCode
     info: AppendInfo | None = None
     message: str = ""
+    record_errors: tuple[tuple[int, str], ...] = ()  # (index in batch, why): KIP-467
 
 
 class ReplicaManager:
@@ -235,7 +236,8 @@ class ReplicaManager:
                     self.produce_purgatory.check_and_complete(tp)
             except KafkaError as err:
                 message = str(err.args[0]) if err.args else ""
-                results[tp] = PartitionAppendResult(err.code, None, message)
+                record_errors = getattr(err, "record_errors", ())
+                results[tp] = PartitionAppendResult(err.code, None, message, record_errors)
                 logger.debug("append to %s-%d failed: %s", tp[0], tp[1], err)
             except OSError as err:  # the disk failed us: a storage error, not a crash
                 results[tp] = PartitionAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, str(err))

@@ -35,6 +35,7 @@ from kafka_ref.protocol.messages import APIS
 from kafka_ref.protocol.schema import StructCodec
 
 _SIZE = struct.Struct(">i")
+DEFERRED = object()  # a handler's answer when it answers later, through `KafkaApis.send`
 
 Chunk = bytes | bytearray | FileSlice
 

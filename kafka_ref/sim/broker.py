@@ -1,6 +1,7 @@
 """One broker of the simulated cluster: real logs on disk, the replication core, no sockets.
 
-A `SimBroker` is the thin adapter DESIGN.md asks for, in its simplest form: it hosts a
+A `SimBroker` is a thin adapter around the pure replication core, in its simplest form: it
+hosts a
 `Partition` (kafka_ref/replication/partition.py) per replica, each over a real `Log` in its
 own data directory, and turns messages from the simulated network into calls on them:
 
@@ -24,8 +25,9 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
@@ -45,15 +47,12 @@ from kafka_ref.replication.messages import (
 )
 from kafka_ref.replication.partition import Partition, read_high_watermarks
 from kafka_ref.sim.faults import crash_log
-
-if TYPE_CHECKING:
-    from kafka_ref.sim.cluster import SimCluster
+from kafka_ref.sim.network import SimWorld
 
 logger = logging.getLogger("kafka_ref.sim.broker")
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 CONTROLLER = "controller"
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ class _FetcherSlot:
 class SimBroker:
     """A broker process; `start`, `stop` and `crash` are its life."""
 
-    def __init__(self, broker_id: int, cluster: SimCluster) -> None:
+    def __init__(self, broker_id: int, cluster: SimWorld) -> None:
         self.broker_id = broker_id
         self.cluster = cluster
         self.config = cluster.config

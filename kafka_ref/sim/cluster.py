@@ -16,10 +16,10 @@ moves only inside `run`, and every random choice (message delays, drops) comes f
 `random.Random(seed)`: the same seed and the same calls give the same history, event for
 event (`cluster.history`).
 
-The checks are the correctness anchors' invariants: `lost_writes` (an acks=all write that
-the current leader does not hold at its offset, invariant 9), `divergence` (two replicas
-with different records at one offset below both their HWs, LogMatching, invariant 10) and
-`logs_identical` (Kafka's leader-epoch acceptance tests).
+The checks are replication's safety properties: `lost_writes` (an acks=all write that
+the current leader does not hold at its offset: KIP-101's lost write), `divergence` (two
+replicas with different records at one offset below both their HWs: Raft's Log Matching,
+KIP-101's divergence) and `logs_identical` (Kafka's leader-epoch acceptance tests).
 """
 
 from __future__ import annotations

@@ -24,21 +24,19 @@ its messages still take time, so brokers act on them late and out of step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka_ref.cluster.election import elect_leader
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.replication.messages import AlterIsr, AlterIsrResult, LeaderAndIsr
-
-if TYPE_CHECKING:
-    from kafka_ref.sim.cluster import SimCluster
+from kafka_ref.sim.network import SimWorld
 
 CONTROLLER = "controller"
-TopicPartition = tuple[str, int]
 
 
 class SimController:
-    def __init__(self, cluster: SimCluster) -> None:
+    def __init__(self, cluster: SimWorld) -> None:
         self.cluster = cluster
         self.state: dict[TopicPartition, LeaderAndIsr] = {}
         self.live: set[int] = set()
@@ -119,9 +117,9 @@ class SimController:
     # ------------------------------------------------------------------ AlterIsr
     def handle(self, src: Any, message: Any) -> None:
         if isinstance(message, AlterIsr):
-            self.cluster.network.send(CONTROLLER, src, self._alter_isr(message), reliable=True)
+            self.cluster.network.send(CONTROLLER, src, self.alter_isr(message), reliable=True)
 
-    def _alter_isr(self, request: AlterIsr) -> AlterIsrResult:
+    def alter_isr(self, request: AlterIsr) -> AlterIsrResult:
         state = self.state.get(request.tp)
         fenced = AlterIsrResult(request.topic, request.partition, ErrorCode.FENCED_LEADER_EPOCH)
         if (

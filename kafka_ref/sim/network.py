@@ -15,11 +15,30 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Protocol
 
-from kafka_ref.clock import ManualScheduler
+from kafka_ref.clock import ManualClock, ManualScheduler
+from kafka_ref.config import LogConfig
 
 Node = Hashable
+
+
+class SimWorld(Protocol):
+    """What a simulated broker and the controller use of the cluster around them: its clock,
+    scheduler and network, its settings, where the brokers keep their data, and its history.
+    cluster.py's `SimCluster` is the one implementation; naming it here keeps the modules a
+    cluster is made of from importing the cluster."""
+
+    clock: ManualClock
+    scheduler: ManualScheduler
+    network: SimNetwork
+    config: Any  # cluster.py's SimConfig: timeouts and the truncation rule
+    log_config: LogConfig
+    data_dir: str
+
+    def record(self, what: str, *args: Any) -> None: ...
+
+    def replicas_of(self, broker_id: int) -> list[tuple[str, int]]: ...
 
 
 class SimNetwork:

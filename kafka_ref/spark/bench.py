@@ -14,7 +14,7 @@ batches), then runs on a local SparkSession (`local[*]`):
 
 The `noop` sink makes Spark read every row and throw it away, the usual way to time a
 source alone. Each source is read once to warm up (Python workers, the data source's
-planning) and then timed. Timing goals live here, never in the tests (DESIGN.md §7).
+planning) and then timed. Timing goals live here, never in the tests.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import re
 
 from kafka_ref.client.admin import Admin
 from kafka_ref.client.consumer import Consumer
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from kafka_ref.spark.offsets import parse_partition_values
 from kafka_ref.spark.options import SourceOptions
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 
 __all__ = [
     "OffsetRange",

@@ -27,8 +27,8 @@ as Spark matches them:
 | kafka.<consumer or producer config> | yes  | yes    | yes   | passed to our client          |
 
 Spark silently ignores an option it does not know; here a misspelt or misplaced option is
-one `KafkaRefOptionError` naming it, the nearest valid name and the valid ones (issue 8:
-"a wrong option is one clear error"). `kafka.*` options go to our consumer or producer by
+one `KafkaRefOptionError` naming it, the nearest valid name and the valid ones: a wrong
+option is one clear error. `kafka.*` options go to our consumer or producer by
 Kafka's config name; the few that would break the source are refused with Spark's own
 explanation (`kafka.auto.offset.reset`: use startingOffsets).
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader
 
 from kafka_ref.client.consumer import Consumer
-from kafka_ref.client.subscription_state import OffsetOutOfRangeError
+from kafka_ref.errors import OffsetOutOfRangeError
 from kafka_ref.spark.offset_reader import KafkaRefDataLossError, OffsetReader
 from kafka_ref.spark.offsets import OffsetRange, split_ranges
 from kafka_ref.spark.options import SourceOptions

@@ -48,7 +48,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from kafka_ref.spark.offset_reader import KafkaRefDataLossError, OffsetReader
 from kafka_ref.spark.offsets import OffsetRange, from_json, rate_limit, to_json
 from kafka_ref.spark.options import SourceOptions

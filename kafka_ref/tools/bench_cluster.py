@@ -16,7 +16,7 @@ confluent-kafka to each, after one acknowledged warm-up message per partition (`
 broker`'s produce phase, kafka_ref/tools/bench_broker.py), alternating which goes first
 when `--repeat` is above 1, and prints each measurement and then one `cluster ratio`
 object: the cluster's MB/s and msgs/s over the single broker's
-(issue 6's target: at least 0.5). Everything runs on loopback: the figure is the cost of
+(kafka-ref aims at 0.5 or more). Everything runs on loopback: the figure is the cost of
 the replication protocol and of the extra processes sharing the CPUs, not of a network.
 All processes are stopped whatever happens; their logs are kept if something failed.
 """

@@ -30,11 +30,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 from kafka_ref.cli import UsageError
 from kafka_ref.client.consumer import Consumer
 from kafka_ref.client.fetcher import ConsumerRecord
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.record.batch import TimestampType
 from kafka_ref.tools.console_producer import check_required, parse_properties
@@ -162,32 +163,27 @@ def run(args: argparse.Namespace) -> int:
     _validate(args)
     formatter = Formatter(parse_properties(args.property, PROPERTIES))
     out = sys.stdout.buffer
-    count = 0
     if args.group is not None:
         return _run_in_group(args, formatter, out)
     consumer = Consumer(args.bootstrap_server, isolation_level=args.isolation_level)
-    try:
+
+    def consume() -> int | None:
         known = _await_partitions(consumer, args.topic, args.timeout_ms)
         if args.partition is not None and args.partition not in known:
             print(
                 f"kafka-ref consume: topic {args.topic} has no partition {args.partition}",
                 file=sys.stderr,
             )
-            return 1
+            return None
         partitions = [
             TopicPartition(args.topic, p)
             for p in ([args.partition] if args.partition is not None else known)
         ]
         consumer.assign(partitions)
         _start(consumer, args, partitions)
-        count = _print_records(consumer, args, formatter, out, {})
-    except KafkaError as err:
-        print(f"kafka-ref consume: {err}", file=sys.stderr)
-        return 1
-    finally:
-        consumer.close()
-    print(f"Processed a total of {count} messages", file=sys.stderr)
-    return 0
+        return _print_records(consumer, args, formatter, out, {})
+
+    return _run_and_close(consumer, consume)
 
 
 def _run_in_group(args: argparse.Namespace, formatter: Formatter, out) -> int:
@@ -199,19 +195,32 @@ def _run_in_group(args: argparse.Namespace, formatter: Formatter, out) -> int:
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         enable_auto_commit=False,  # a manual commit of what was printed, not of what was read
     )
-    count, printed = 0, {}
-    try:
+
+    def consume() -> int:
+        printed: dict = {}
         consumer.subscribe([args.topic])
         count = _print_records(consumer, args, formatter, out, printed)
         # past the last printed record of each partition the member still owns: records
         # fetched but cut off by --max-messages are not committed
         owned = consumer.assignment()
         consumer.commit({tp: offset for tp, offset in printed.items() if tp in owned})
+        return count
+
+    return _run_and_close(consumer, consume)
+
+
+def _run_and_close(consumer: Consumer, consume: Callable[[], int | None]) -> int:
+    """Run `consume` (how many records it printed, None when it failed and said why), close
+    the consumer whatever happens; the exit code."""
+    try:
+        count = consume()
     except KafkaError as err:
         print(f"kafka-ref consume: {err}", file=sys.stderr)
         return 1
     finally:
         consumer.close()
+    if count is None:
+        return 1
     print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
 

@@ -33,9 +33,9 @@ import sys
 
 from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
-from kafka_ref.tools.topics import check_bootstrap
+from kafka_ref.tools.topics import add_timeout_option, check_bootstrap, check_timeout
 
 ACTIONS = ("list", "describe", "reset_offsets", "delete")
 TARGETS = ("to_earliest", "to_latest", "to_offset", "to_datetime")
@@ -73,13 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="--reset-offsets: only print the plan (default)"
     )
-    parser.add_argument(
-        "--timeout-ms",
-        type=int,
-        default=30_000,
-        metavar="MS",
-        help="give up on an unreachable cluster after this long (default 30000)",
-    )
+    add_timeout_option(parser)
 
 
 def parse_topic(spec: str) -> tuple[str, list[int] | None]:
@@ -121,8 +115,7 @@ def _validate(args: argparse.Namespace) -> None:
         )
     if not args.list and not args.group:
         raise UsageError(f'--{chosen[0].replace("_", "-")} needs "[group]": add --group GROUP')
-    if args.timeout_ms <= 0:
-        raise UsageError(f"--timeout-ms must be positive, not {args.timeout_ms}")
+    check_timeout(args)
     if (args.members or args.state) and not args.describe:
         raise UsageError("--members and --state work with --describe only")
     reset_only = args.topic or args.all_topics or args.execute or args.dry_run

@@ -54,13 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exclude-internal", action="store_true", help="--list/--describe: skip internal topics"
     )
-    parser.add_argument(
-        "--timeout-ms",
-        type=int,
-        default=30_000,
-        metavar="MS",
-        help="give up on an unreachable cluster after this long (default 30000)",
-    )
+    add_timeout_option(parser)
 
 
 def parse_configs(items: list[str]) -> dict[str, str]:
@@ -71,6 +65,23 @@ def parse_configs(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--config {item!r} is not KEY=VALUE")
         configs[key.strip()] = value.strip()
     return configs
+
+
+def add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """--timeout-ms, for the tools that ask a cluster (topics, groups)."""
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=30_000,
+        metavar="MS",
+        help="give up on an unreachable cluster after this long (default 30000)",
+    )
+
+
+def check_timeout(args: argparse.Namespace) -> None:
+    """--timeout-ms must be positive (UsageError)."""
+    if args.timeout_ms <= 0:
+        raise UsageError(f"--timeout-ms must be positive, not {args.timeout_ms}")
 
 
 def check_bootstrap(args: argparse.Namespace) -> None:
@@ -98,8 +109,7 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--replication-factor must be at least 1, not {args.replication_factor}")
     if args.alter and args.partitions is None:
         raise UsageError("--alter needs --partitions (the new, larger count)")
-    if args.timeout_ms <= 0:
-        raise UsageError(f"--timeout-ms must be positive, not {args.timeout_ms}")
+    check_timeout(args)
     if args.config and not args.create:
         raise UsageError("--config works with --create only")
 

@@ -19,8 +19,14 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from kafka_ref.cluster.zookeeper import CONFIG_TOPICS, encode_topic_config
+from kafka_ref.cluster.zookeeper import (
+    CONFIG_CHANGES,
+    CONFIG_TOPICS,
+    decode_topic_config,
+    encode_topic_config,
+)
 from kafka_ref.conformance.wire import batch, produce_body
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey, InitProducerIdRequest
@@ -243,10 +249,11 @@ def test_a_restarted_leader_keeps_its_topics_min_insync_replicas(cluster, topic_
     assert value not in log_bytes(cluster, restarted, topic_name, 0)
 
 
-@pytest.mark.spec("CTRL-15")
+@pytest.mark.spec("CTRL-15", "CONFIG-2")
 def test_a_config_change_in_zookeeper_reaches_the_live_log(cluster, topic_name):
-    """min.insync.replicas raised above the replication factor in `/config/topics/<t>`: the
-    leader's open log takes it, and acks=all is refused from then on; lowered again, taken."""
+    """min.insync.replicas raised above the replication factor with IncrementalAlterConfigs
+    (stored in `/config/topics/<t>` with a /config/changes notice): the leader's open log
+    takes it, and acks=all is refused from then on; lowered again in the znode, taken."""
     create_topic(cluster, topic_name, partitions=1, rf=3, configs=STRICT)
     leader = cluster.state(topic_name, 0).leader
     wait_full_isr(cluster, topic_name, 1)
@@ -257,8 +264,15 @@ def test_a_config_change_in_zookeeper_reaches_the_live_log(cluster, topic_name):
         return r.error_code
 
     assert produce(b"before") == ErrorCode.NO_ERROR
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap()})  # IncrementalAlterConfigs
+    entry = ConfigEntry("min.insync.replicas", "4", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic_name, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(15)
     path = f"{CONFIG_TOPICS}/{topic_name}"
-    cluster.zk.zk.set(path, encode_topic_config({"min.insync.replicas": "4"}))
+    assert decode_topic_config(cluster.zk.zk.get(path)[0]) == {"min.insync.replicas": "4"}
+    notices = [cluster.zk.zk.get(f"{CONFIG_CHANGES}/{n}")[0] for n in
+               cluster.zk.zk.get_children(CONFIG_CHANGES)]  # fmt: skip
+    assert any(f"topics/{topic_name}".encode() in n for n in notices), "Kafka's notification"
     wait_for(lambda: produce(b"refused") == ErrorCode.NOT_ENOUGH_REPLICAS, what="the new config")
-    cluster.zk.zk.set(path, encode_topic_config({"min.insync.replicas": "2"}))
+    cluster.zk.zk.set(path, encode_topic_config({"min.insync.replicas": "2"}))  # as a tool might
     wait_for(lambda: produce(b"after") == ErrorCode.NO_ERROR, what="the config lowered again")

@@ -3,8 +3,8 @@
 Every test here produces raw v2 batches through Produce v7 and reads them back with Fetch
 v10 at chosen offsets, so it sees exactly what a broker returns, batch by batch. The
 hypothesis test draws batch sizes and fetch offsets: a broker that starts a fetch at the
-*next* batch when the offset falls inside one (a bug seen in compatible brokers, correctness
-anchors §5) fails it on the first example with a batch of two records or more.
+*next* batch when the offset falls inside one (a bug seen in Kafka-compatible brokers) fails
+it on the first example with a batch of two records or more.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from kafka_ref.record.batch import iter_batch_headers
 from kafka_ref.tools.server_process import ServerProcess, free_port
 
 T_BASE = 1_700_000_000_000
@@ -46,6 +47,18 @@ def consume_produced(consumer, topics, expected: int, seconds: float = 60) -> di
             count += 1
     consumer.close()
     return {topic: sorted(records) for topic, records in got.items()}
+
+
+def offset_inside_a_batch(data_dir: str, topic: str, partition: int, near: int) -> int:
+    """An offset strictly inside a batch (not its first), from the first batch at or after
+    `near` that holds more than one record, as the broker's segment files hold them."""
+    directory = os.path.join(data_dir, f"{topic}-{partition}")
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
+        with open(os.path.join(directory, name), "rb") as f:
+            for _, header in iter_batch_headers(f.read()):
+                if header.last_offset >= near and header.last_offset > header.base_offset:
+                    return max(near, header.base_offset + 1)
+    raise AssertionError(f"no batch of {topic}-{partition} from {near} holds two records")
 
 
 class BrokerProcess(ServerProcess):

@@ -19,7 +19,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
-from tests.interop.conftest import T_BASE, Produced
+from tests.interop.conftest import T_BASE, Produced, offset_inside_a_batch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -123,7 +123,7 @@ def test_consume_everything_from_the_beginning(kafka_ref_broker, topics, produce
 def test_consume_from_an_offset(kafka_ref_broker, topics, produced):
     name = topics["lz4"]
     mine = [r for r in produced[name] if r.partition == 1]
-    start = len(mine) // 2 + 1  # most likely in the middle of a batch
+    start = offset_inside_a_batch(kafka_ref_broker.data_dir, name, 1, len(mine) // 2)
     got = consume(kafka_ref_broker.bootstrap, [TopicPartition(name, 1, start)], len(mine) - start)
     assert [m.offset() for m in got] == list(range(start, len(mine)))
     assert as_produced(got) == mine[start:]
@@ -179,3 +179,29 @@ def test_admin_errors_and_changes(admin, topics):
     assert len(admin.list_topics(timeout=10).topics["ck-temp"].partitions) == 4
     admin.delete_topics(["ck-temp"])["ck-temp"].result(10)
     assert "ck-temp" not in admin.list_topics(timeout=10).topics
+
+
+@pytest.mark.spec("BROKER-49", "LOG-17")
+def test_librdkafka_reports_a_refused_batchs_errors_per_record(kafka_ref_broker, admin):
+    """Keyless records in one batch to a compacted topic: the broker refuses the batch and
+    names the keyless records (Produce v8, KIP-467), so librdkafka fails those with
+    INVALID_RECORD and the others of the batch with _INVALID_DIFFERENT_RECORD."""
+    name = "per-record-errors"
+    config = {"cleanup.policy": "compact"}
+    admin.create_topics([NewTopic(name, 1, config=config)])[name].result(10)
+    producer = Producer({"bootstrap.servers": kafka_ref_broker.bootstrap, "linger.ms": 500})
+    reports: dict = {}
+    keys = [b"k0", None, b"k2", None, b"k4"]
+    for i, key in enumerate(keys):
+        producer.produce(
+            name, b"v%d" % i, key=key,
+            on_delivery=lambda err, msg: reports.update({msg.value(): err and err.code()}),
+        )  # fmt: skip
+    assert producer.flush(30) == 0
+    assert reports == {
+        b"v0": KafkaError._INVALID_DIFFERENT_RECORD,
+        b"v1": KafkaError.INVALID_RECORD,
+        b"v2": KafkaError._INVALID_DIFFERENT_RECORD,
+        b"v3": KafkaError.INVALID_RECORD,
+        b"v4": KafkaError._INVALID_DIFFERENT_RECORD,
+    }

@@ -11,7 +11,7 @@ time. The order of those two steps is the delivery guarantee (DELIV-1, DELIV-2):
 The process kills itself (`os._exit`, no close, no LeaveGroup) between the two steps of one
 chosen record, and a second process in the same group finishes the topic. The file then
 shows the gap or the duplicate. Exactly-once needs transactions (the offsets committed in
-the same transaction as the output), which is another issue.
+the same transaction as the output), which kafka-ref does not have yet.
 """
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ def test_kafka_python_group_consumers_share_and_commit(group_broker):
 
 
 def test_confluent_kafka_with_default_settings_closes_quickly(kafka_ref_broker):
-    """Issue 3's last item: a librdkafka consumer with nothing but a group id (auto-commit
+    """A librdkafka consumer with nothing but a group id (auto-commit
     on) subscribes, reads, commits on close, and closes without waiting for a coordinator."""
     bootstrap, topic = kafka_ref_broker.bootstrap, "g-defaults"
     produced = make_topic(bootstrap, topic, records=60)

@@ -15,7 +15,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
-from tests.interop.conftest import T_BASE, Produced
+from tests.interop.conftest import T_BASE, Produced, offset_inside_a_batch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -109,7 +109,7 @@ def test_consume_everything_from_the_beginning(kafka_ref_broker, topics, produce
 def test_consume_from_an_offset(kafka_ref_broker, topics, produced):
     name = topics["snappy"]
     mine = [r for r in produced[name] if r.partition == 2]
-    start = len(mine) // 3 + 1
+    start = offset_inside_a_batch(kafka_ref_broker.data_dir, name, 2, len(mine) // 3)
     got = consume(kafka_ref_broker.bootstrap, {TopicPartition(name, 2): start}, len(mine) - start)
     assert [r.offset for r in got] == list(range(start, len(mine)))
 

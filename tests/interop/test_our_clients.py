@@ -25,9 +25,9 @@ from kafka_ref.client import (
     TopicPartition,
 )
 from kafka_ref.client.partitioner import partition_for_key
-from kafka_ref.client.subscription_state import NoOffsetForPartitionError, OffsetOutOfRangeError
-from kafka_ref.errors import ErrorCode, KafkaError
-from tests.interop.conftest import T_BASE, Produced
+from kafka_ref.client.subscription_state import NoOffsetForPartitionError
+from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from tests.interop.conftest import T_BASE, Produced, offset_inside_a_batch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -134,10 +134,11 @@ def test_the_next_fetch_is_sent_before_poll_returns(bootstrap, topics, produced)
 
 @pytest.mark.spec("CLIENT-13")
 @pytest.mark.parametrize("codec", CODECS)
-def test_consume_from_an_offset_inside_a_batch(bootstrap, topics, produced, codec):
+def test_consume_from_an_offset_inside_a_batch(kafka_ref_broker, topics, produced, codec):
     name = topics[codec]
     partition0 = [r for r in produced[name] if r.partition == 0]
-    start = len(partition0) // 2 + 1
+    start = offset_inside_a_batch(kafka_ref_broker.data_dir, name, 0, len(partition0) // 2)
+    bootstrap = kafka_ref_broker.bootstrap
     with Consumer(bootstrap, auto_offset_reset="none") as consumer:
         tp = TopicPartition(name, 0)
         consumer.assign([tp])

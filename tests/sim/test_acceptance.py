@@ -1,7 +1,7 @@
 """Kafka's leader-epoch acceptance tests, ported to the simulator.
 
 `EpochDrivenReplicationProtocolAcceptanceTest.scala` (core/src/test/scala/unit/kafka/
-server/epoch/, correctness anchors §2.5): bounces, chopped logs and unclean elections
+server/epoch/): bounces, chopped logs and unclean elections
 back and forth, after which every replica's log must be the same, record for record and
 epoch for epoch. Broker 0 plays Kafka's broker 100, broker 1 plays 101.
 """

@@ -4,11 +4,11 @@ One `RuleBasedStateMachine` drives a 3-broker `SimCluster` (RF 3, acks=1 and ack
 producers) through random steps: produce, let time pass, kill -9 a broker, start it
 again (or both at once), shut one down cleanly, cut one off from the others, heal. Brokers
 are picked by role (leader, next leader, other), which is where the failures hide. After
-every step two invariants from the correctness anchors (§6) are checked:
+every step two invariants are checked:
 
-* **no acknowledged write is lost** (invariant 9): every acks=all write is at its offset in
-  the log of the current leader;
-* **LogMatching** (invariant 10): no two live replicas hold different records at an
+* **no acknowledged write is lost** (KIP-101's failure): every acks=all write is at its
+  offset in the log of the current leader;
+* **Log Matching** (Raft's property): no two live replicas hold different records at an
   offset below both their high watermarks.
 
 The same machine runs under both truncation rules. With `high-watermark` hypothesis must
@@ -18,7 +18,7 @@ counterexample exists.
 
 Faults here are process crashes (kill -9), which keep what reached the page cache. A power
 loss that drops unflushed data on several replicas can lose an acknowledged write under
-any truncation rule, since Kafka acknowledges before fsync (anchors §2.4, KIP-966); the
+any truncation rule, since Kafka acknowledges before fsync (KIP-966); the
 explicit examples in test_kip101.py cover power loss.
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_ref.errors import ErrorCode
+from kafka_ref.replication.messages import AlterIsr
 from kafka_ref.sim import SimCluster
 
 
@@ -20,10 +21,37 @@ def scenario(seed: int) -> list[str]:
         return list(cluster.history)
 
 
-@pytest.mark.spec("REPL-1")
+@pytest.mark.spec("SIM-1")
 def test_same_seed_same_history():
     assert scenario(7) == scenario(7)
     assert scenario(7) != scenario(8)  # the delays differ
+
+
+@pytest.mark.spec("ISR-5")
+def test_the_controller_applies_an_isr_change_only_from_the_current_state_and_live_members():
+    with SimCluster(brokers=3, seed=1) as cluster:
+        cluster.run(100)
+        controller = cluster.controller
+        now = controller.state[("t", 0)]
+        leader, epoch, version = now.leader, now.leader_epoch, now.version
+
+        def alter(new_isr, *, epoch=epoch, version=version):
+            return controller.alter_isr(AlterIsr("t", 0, leader, epoch, new_isr, version))
+
+        assert alter((0, 1), version=version - 1).error == ErrorCode.FENCED_LEADER_EPOCH
+        assert alter((0, 1), epoch=epoch - 1).error == ErrorCode.FENCED_LEADER_EPOCH
+        assert controller.state[("t", 0)] == now  # refused: nothing written
+        cluster.stop(2)  # its session closes: dead to the controller
+        cluster.run(100)
+        now = controller.state[("t", 0)]
+        assert alter((0, 1, 2), epoch=now.leader_epoch, version=now.version).error == (
+            ErrorCode.FENCED_LEADER_EPOCH
+        )
+        assert controller.state[("t", 0)] == now
+        applied = alter((0,), epoch=now.leader_epoch, version=now.version)
+        assert applied.error == ErrorCode.NO_ERROR
+        assert applied.state.isr == (0,) and applied.state.version == now.version + 1
+        assert controller.state[("t", 0)] == applied.state
 
 
 @pytest.mark.spec("REPL-4", "REPL-1")

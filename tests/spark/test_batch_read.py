@@ -16,7 +16,7 @@ from pyspark.sql.types import (
 )
 
 from kafka_ref.client.admin import Admin
-from kafka_ref.client.metadata import TopicPartition
+from kafka_ref.common import TopicPartition
 from tests.spark.conftest import T0, produce, read_topic, rows_of
 
 

@@ -55,13 +55,13 @@ Spec: spec/group_assignors.md, rules ASSIGN-1 to ASSIGN-10.
 
 from __future__ import annotations
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.group.assignors.base import (
     Assignment,
     Cluster,
     ConsumerPartitionAssignor,
     RebalanceProtocol,
     Subscription,
-    TopicPartition,
 )
 from kafka_ref.group.assignors.range import RangeAssignor, range_assign
 from kafka_ref.group.assignors.roundrobin import RoundRobinAssignor, roundrobin_assign

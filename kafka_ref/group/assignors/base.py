@@ -14,14 +14,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
-
-class TopicPartition(NamedTuple):
-    """One partition of one topic; sorts by topic, then partition number."""
-
-    topic: str
-    partition: int
+from kafka_ref.common import TopicPartition
 
 
 class RebalanceProtocol(enum.IntEnum):

@@ -32,7 +32,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from kafka_ref.group.assignors.base import Subscription, TopicPartition
+from kafka_ref.common import TopicPartition
+from kafka_ref.group.assignors.base import Subscription
 
 SUBSCRIPTION_VERSIONS = range(0, 4)
 ASSIGNMENT_VERSIONS = range(0, 4)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.group.assignors.base import (
     Assignment,
     Cluster,
     ConsumerPartitionAssignor,
     Subscription,
-    TopicPartition,
     empty_assignment,
     member_order,
 )

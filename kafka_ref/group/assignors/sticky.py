@@ -38,13 +38,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.group.assignors.base import (
     Assignment,
     Cluster,
     ConsumerPartitionAssignor,
     RebalanceProtocol,
     Subscription,
-    TopicPartition,
     subscribed_partitions,
 )
 

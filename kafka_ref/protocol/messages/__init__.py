@@ -7,9 +7,10 @@ decides the schema of the rest of the request and of its response. This module m
 exactly what the broker advertises in its ApiVersions response, so declaring a wider range
 in a message module is all it takes to offer a new version (PROTO-11).
 
-The ranges follow the "floor = Kafka 4.x floor, ceiling = smallest client maximum" rule of
-the protocol facts sheet, so that librdkafka, kafka-python, aiokafka and KafkaJS all pick the
-same versions and every version a client may send is declared:
+The ranges follow one rule: the floor is Kafka 4.x's floor (KIP-896 removed the older
+versions), the ceiling the smallest maximum among the common clients, so that librdkafka,
+kafka-python, aiokafka and KafkaJS all pick the same versions and every version a client
+may send is declared:
 
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
@@ -80,6 +81,12 @@ from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
 )
+from kafka_ref.protocol.messages.api_33_alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from kafka_ref.protocol.messages.api_37_create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -114,8 +121,10 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
 
 
 class Api(NamedTuple):
@@ -164,8 +173,14 @@ APIS: dict[int, Api] = {
         _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
         _api("OffsetForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
+        _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
+        _api(
+            "IncrementalAlterConfigs",
+            IncrementalAlterConfigsRequest,
+            IncrementalAlterConfigsResponse,
+        ),
     )
 }
 
@@ -177,6 +192,8 @@ def supported_api_versions() -> list[tuple[int, int, int]]:
 
 __all__ = [
     "APIS",
+    "AlterConfigsRequest",
+    "AlterConfigsResponse",
     "Api",
     "ApiKey",
     "ApiVersionsRequest",
@@ -201,6 +218,8 @@ __all__ = [
     "FindCoordinatorResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
     "JoinGroupRequest",

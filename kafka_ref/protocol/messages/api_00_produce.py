@@ -3,8 +3,8 @@
 One Produce request carries, per topic and partition, a RECORDS blob: one or more record
 batches exactly as the producer built them (compressed, CRC'd, with producer id and sequence
 numbers for idempotence). The broker does not take the records apart: it checks each batch
-header and CRC, stamps the base offset, and appends the bytes (DESIGN.md, "bytes on the hot
-path"). That is why `records` decodes to a `memoryview` into the request buffer and is never
+header and CRC, stamps the base offset, and appends the bytes: on the hot path kafka-ref
+moves bytes. That is why `records` decodes to a `memoryview` into the request buffer and is never
 copied here (PROTO-9).
 
 `acks` says when the broker answers: 0 = never (the client does not even wait for a response,
@@ -21,10 +21,11 @@ adds `transactional_id` and requires record batch v2 (magic 2); v4-v6 as v3 with
 codes; v7 allows zstd (KIP-110); v8 adds per-record errors (KIP-467); v9 is flexible; v10
 adds leader hints as tagged fields (KIP-951); v13 identifies topics by id (KIP-516).
 
-kafka-ref declares 0-7: the broker advertises Produce from 0 because librdkafka before 2.11.1
-only enables compression when Produce v0 is in range, but answers v0-v2 (magic 0/1 message
-sets) with UNSUPPORTED_VERSION, exactly like Kafka 4.0 (KAFKA-18659). v0-v2 are declared so
-those requests decode and get that proper answer.
+kafka-ref declares 0-8 (v8: the records of a refused batch at fault, `record_errors`, and an
+`error_message`, which clients report per record). The broker advertises Produce from 0
+because librdkafka before 2.11.1 only enables compression when Produce v0 is in range, but
+answers v0-v2 (magic 0/1 message sets) with UNSUPPORTED_VERSION, exactly like Kafka 4.0
+(KAFKA-18659). v0-v2 are declared so those requests decode and get that proper answer.
 
 Kafka's definitions: ProduceRequest.json, ProduceResponse.json.
 """
@@ -34,7 +35,7 @@ from kafka_ref.protocol.schema import Field, Message
 ProduceRequest = Message(
     "ProduceRequest",
     api_key=0,
-    valid_versions="0-7",
+    valid_versions="0-8",
     flexible_versions="9+",
     fields=[
         Field(
@@ -93,7 +94,7 @@ _NODE_ENDPOINT = [
 ProduceResponse = Message(
     "ProduceResponse",
     api_key=0,
-    valid_versions="0-7",
+    valid_versions="0-8",
     flexible_versions="9+",
     fields=[
         Field(

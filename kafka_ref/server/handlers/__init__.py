@@ -44,12 +44,11 @@ from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
-from kafka_ref.server.response import Response, encode_response
+from kafka_ref.server.response import DEFERRED, Response, encode_response
 from kafka_ref.txn.producer_ids import ProducerIdManager
 
 logger = logging.getLogger("kafka_ref.server.handlers")
 
-DEFERRED = object()  # the handler answers later through `KafkaApis.send`
 
 Handler = Callable[["KafkaApis", Request], Any]
 
@@ -69,6 +68,7 @@ class KafkaApis:
     def __post_init__(self) -> None:
         from kafka_ref.server.handlers import (
             admin,
+            alter_configs,
             configs,
             fetch,
             groups,
@@ -94,6 +94,8 @@ class KafkaApis:
             ApiKey.INIT_PRODUCER_ID: txn.handle_init_producer_id,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: replica_fetch.handle_offsets_for_leader_epoch,
             ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+            ApiKey.ALTER_CONFIGS: alter_configs.handle_alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental_alter_configs,
             ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
             ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
             ApiKey.JOIN_GROUP: groups.handle_join_group,

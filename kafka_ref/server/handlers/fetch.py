@@ -41,7 +41,7 @@ from kafka_ref.protocol.messages import FetchResponse
 from kafka_ref.server.handlers import replica_fetch
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
-from kafka_ref.server.response import FileRecordsValue
+from kafka_ref.server.response import DEFERRED, FileRecordsValue
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
@@ -176,8 +176,6 @@ class DelayedFetch(DelayedOperation):
 
 
 def handle_fetch(apis: KafkaApis, request: Request) -> Any:
-    from kafka_ref.server.handlers import DEFERRED
-
     body = request.body
     if body.replica_id >= 0:  # a follower replicating (handlers/replica_fetch.py)
         return replica_fetch.handle_replica_fetch(apis, request)

@@ -10,8 +10,8 @@ result into the response; the group logic lives in the coordinator. Kafka's
   partition of it (`partition_for`): on one broker always this broker; in a cluster
   whichever broker the controller made leader, and COORDINATOR_NOT_AVAILABLE while the
   partition has no leader (BROKER-44). Key type 1 (a transactional
-  id) answers COORDINATOR_NOT_AVAILABLE: the transaction coordinator is another issue, so
-  clients cannot start transactions yet. Any other key type is INVALID_REQUEST.
+  id) answers COORDINATOR_NOT_AVAILABLE: kafka-ref has no transaction
+  coordinator yet, so clients cannot start transactions. Any other key type is INVALID_REQUEST.
 * **JoinGroup** (11) and **SyncGroup** (14) answer later: the coordinator calls back when
   the rebalance round completes, and the callback sends the response (the handler returns
   `DEFERRED`, like a waiting fetch). JoinGroup v0 has no rebalance timeout, so the session
@@ -43,9 +43,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
-from kafka_ref.group.assignors.base import TopicPartition
-from kafka_ref.group.group_metadata import OffsetAndMetadata
 from kafka_ref.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
@@ -64,6 +63,7 @@ from kafka_ref.protocol.messages.api_10_find_coordinator import (
 )
 from kafka_ref.server.group_adapter import coordinator_of, ensure_offsets_topic
 from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
@@ -74,8 +74,6 @@ DEFAULT_RETENTION_TIME = -1  # Kafka: OffsetCommitRequest.DEFAULT_RETENTION_TIME
 
 
 def _deferred() -> Any:
-    from kafka_ref.server.handlers import DEFERRED
-
     return DEFERRED
 
 

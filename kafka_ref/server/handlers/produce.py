@@ -52,6 +52,7 @@ from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafka_ref.record.compression import Compression
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
@@ -132,8 +133,6 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
         delayed = DelayedProduce(apis, request, outcome)
         if delayed.waiting:  # not yet on the whole ISR: wait in the purgatory (REPL-4)
             apis.replica_manager.produce_purgatory.try_complete_else_watch(delayed, delayed.waiting)
-            from kafka_ref.server.handlers import DEFERRED
-
             return DEFERRED
     return _response(body, outcome, ErrorCode.NO_ERROR, apis)
 
@@ -194,7 +193,7 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> An
         partitions = []
         for data in topic.partition_data:
             result = outcome.get((topic.name, data.index))
-            code = error if result is None else _error_of(result)[0]
+            code, message = (error, "") if result is None else _error_of(result)
             info = None if result is None or isinstance(result, tuple) else result.info
             ok = code == ErrorCode.NO_ERROR and info is not None
             partitions.append(
@@ -204,8 +203,8 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> An
                     base_offset=info.first_offset if ok else -1,
                     log_append_time_ms=info.log_append_time if ok else -1,
                     log_start_offset=info.log_start_offset if ok else -1,
-                    record_errors=_NO_RECORD_ERRORS,
-                    error_message=None,
+                    record_errors=_NO_RECORD_ERRORS if ok else _record_errors(result),
+                    error_message=None if ok else message or None,  # v8+ (KIP-467)
                     current_leader=None,  # tagged, v10+: never on the wire here
                 )
             )
@@ -213,6 +212,13 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> An
             ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
         )
     return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=_NO_ENDPOINTS)
+
+
+def _record_errors(result: Any) -> list:
+    """The records of a refused batch at fault (Produce v8+, KIP-467), by index in the batch."""
+    found = getattr(result, "record_errors", ())
+    make = ProduceResponse.BatchIndexAndErrorMessage
+    return [make(batch_index=i, batch_index_error_message=m) for i, m in found]
 
 
 _NO_RECORD_ERRORS: list = []  # v8+ fields, empty and shared (never mutated)

@@ -42,7 +42,7 @@ from kafka_ref.protocol.messages import FetchResponse, OffsetsForLeaderEpochResp
 from kafka_ref.replication.messages import EpochRequest, FetchRequest, FetchResult
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
-from kafka_ref.server.response import FileRecordsValue
+from kafka_ref.server.response import DEFERRED, FileRecordsValue
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
@@ -153,8 +153,6 @@ class DelayedReplicaFetch(DelayedOperation):
 
 def handle_replica_fetch(apis: KafkaApis, request: Request) -> Any:
     """Fetch from a follower (`replica_id` >= 0)."""
-    from kafka_ref.server.handlers import DEFERRED
-
     body = request.body
     fetches = _requests(body)
     results = _fetch_all(apis, fetches, body.max_bytes)

@@ -7,13 +7,10 @@ import struct
 import pytest
 
 from kafka_ref.client.fetcher import CompletedFetch, Fetcher
-from kafka_ref.client.metadata import Metadata, TopicPartition
-from kafka_ref.client.subscription_state import (
-    OffsetOutOfRangeError,
-    OffsetResetStrategy,
-    SubscriptionState,
-)
-from kafka_ref.errors import CorruptRecordError, ErrorCode
+from kafka_ref.client.metadata import Metadata
+from kafka_ref.client.subscription_state import OffsetResetStrategy, SubscriptionState
+from kafka_ref.common import TopicPartition
+from kafka_ref.errors import CorruptRecordError, ErrorCode, OffsetOutOfRangeError
 from kafka_ref.protocol.messages import FetchResponse
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.compression import Compression

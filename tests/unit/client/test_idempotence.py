@@ -15,7 +15,7 @@ import pytest
 
 from kafka_ref.client.accumulator import ProducerIdAndEpoch, RecordAccumulator
 from kafka_ref.client.connection import ClientRequest, NetworkError
-from kafka_ref.client.metadata import Metadata, TopicPartition
+from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.producer import Producer, ProducerConfigError, idempotence_enabled
 from kafka_ref.client.sender import Sender
 from kafka_ref.client.transaction_manager import (
@@ -24,6 +24,7 @@ from kafka_ref.client.transaction_manager import (
     TransactionManager,
     increment_sequence,
 )
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey, encode_response
 from kafka_ref.protocol.messages import InitProducerIdResponse, ProduceResponse

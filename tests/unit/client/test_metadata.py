@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from kafka_ref.client.metadata import Cluster, Metadata, TopicPartition
+from kafka_ref.client.metadata import Cluster, Metadata
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from tests.unit.client.conftest import metadata_response
 

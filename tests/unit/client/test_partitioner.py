@@ -12,7 +12,7 @@ from kafka.partitioner.default import DefaultPartitioner as KafkaPythonPartition
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from kafka_ref.client.accumulator import RecordAccumulator
-from kafka_ref.client.metadata import Cluster, TopicPartition
+from kafka_ref.client.metadata import Cluster
 from kafka_ref.client.partitioner import (
     DefaultPartitioner,
     StickyPartitionCache,
@@ -20,6 +20,7 @@ from kafka_ref.client.partitioner import (
     partition_for_key,
     to_positive,
 )
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.record.record import Record
 from tests.unit.client.conftest import metadata_response

@@ -6,8 +6,9 @@ import pytest
 
 from kafka_ref.client.accumulator import RecordAccumulator
 from kafka_ref.client.connection import ClientRequest, NetworkError
-from kafka_ref.client.metadata import Metadata, TopicPartition
+from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.sender import DeliveryTimeoutError, Sender
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import ProduceResponse

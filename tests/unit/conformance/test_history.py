@@ -1,6 +1,6 @@
 """The history checker on hand-built histories: each anomaly is found, a clean run passes.
 
-This is mutation testing of the oracle (correctness anchors §6 invariant 50): a checker
+This is mutation testing of the oracle (CONF-3's idea applied to the checker): a checker
 that reports nothing would make every conformance run using it green.
 """
 

@@ -11,8 +11,8 @@ import itertools
 import pytest
 
 from kafka_ref.clock import ManualClock, ManualScheduler
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
-from kafka_ref.group.assignors.base import TopicPartition
 from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
 from kafka_ref.group.group_metadata import (
     COMPLETING_REBALANCE,
@@ -22,7 +22,6 @@ from kafka_ref.group.group_metadata import (
     STABLE,
     GroupMetadata,
     IllegalGroupStateError,
-    OffsetAndMetadata,
 )
 from kafka_ref.group.group_metadata_manager import java_string_hashcode, partition_for
 from kafka_ref.record.batch import RecordBatch

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kafka_ref.clock import ManualClock, ManualScheduler
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.assignors import Subscription, range_assign
-from kafka_ref.group.assignors.base import TopicPartition
 from kafka_ref.group.assignors.consumer_protocol import (
     decode_assignment,
     decode_subscription,
@@ -31,7 +31,7 @@ from kafka_ref.group.assignors.consumer_protocol import (
     encode_subscription,
 )
 from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
-from kafka_ref.group.group_metadata import COMPLETING_REBALANCE, STABLE, OffsetAndMetadata
+from kafka_ref.group.group_metadata import COMPLETING_REBALANCE, STABLE
 from kafka_ref.record.batch import RecordBatch
 
 OK = ErrorCode.NO_ERROR

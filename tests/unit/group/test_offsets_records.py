@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.group import offsets_records as rec
-from kafka_ref.group.assignors.base import TopicPartition
 from kafka_ref.group.group_metadata import (
     COMPLETING_REBALANCE,
     EMPTY,
@@ -17,7 +17,6 @@ from kafka_ref.group.group_metadata import (
     STABLE,
     GroupMetadata,
     MemberMetadata,
-    OffsetAndMetadata,
 )
 
 
@@ -66,9 +65,9 @@ def test_offset_commit_value_v3_and_v1_layouts():
 @pytest.mark.spec("OFFSET-9")
 def test_offset_commit_value_v0_and_v2_are_read():
     v0 = struct.pack(">hq", 0, 9) + s16("x") + struct.pack(">q", 77)
-    assert rec.read_offset_commit_value(v0) == OffsetAndMetadata(9, -1, "x", 77, None)
+    assert rec.read_offset_commit_value(v0) == OffsetAndMetadata(9, "x", commit_timestamp=77)
     v2 = struct.pack(">hq", 2, 9) + s16("") + struct.pack(">q", 78)
-    assert rec.read_offset_commit_value(v2) == OffsetAndMetadata(9, -1, "", 78, None)
+    assert rec.read_offset_commit_value(v2) == OffsetAndMetadata(9, commit_timestamp=78)
 
 
 def _group() -> GroupMetadata:
@@ -151,5 +150,5 @@ def test_fold_keeps_the_latest_record_per_key_and_applies_tombstones():
     expire=st.one_of(st.none(), st.integers(0, 2**62)),
 )
 def test_offset_values_round_trip(offset, epoch, metadata, ts, expire):
-    om = OffsetAndMetadata(offset, epoch if expire is None else -1, metadata, ts, expire)
+    om = OffsetAndMetadata(offset, metadata, epoch if expire is None else -1, ts, expire)
     assert rec.read_offset_commit_value(rec.offset_commit_value(om)) == om

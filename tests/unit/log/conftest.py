@@ -1,4 +1,4 @@
-"""Shared helpers for the storage-engine tests (spec/log.md, spec/index.md, spec/durability.md).
+"""Shared helpers for the storage-engine tests (spec/log.md, spec/indexes.md, spec/durability.md).
 
 Tests import the plain functions with `from tests.unit.log.conftest import ...`; hypothesis
 tests make their own temporary directories (function-scoped fixtures do not mix with

@@ -528,7 +528,7 @@ def test_a_crash_while_writing_the_cleaned_segment_rolls_back(tmp_path):
     clock = ManualClock(T0)
     log = _crash_log(tmp_path / "t-0", clock)
     before = contents(log)
-    real_append = Segment.append_batches
+    real_append = Segment.append
     calls = 0
 
     def append_then_die(self, data):
@@ -539,7 +539,7 @@ def test_a_crash_while_writing_the_cleaned_segment_rolls_back(tmp_path):
         return real_append(self, data)
 
     with (
-        mock.patch.object(Segment, "append_batches", append_then_die),
+        mock.patch.object(Segment, "append", append_then_die),
         pytest.raises(SimulatedCrash),
     ):
         clean(log, clock)
@@ -553,7 +553,7 @@ def test_an_error_while_cleaning_leaves_the_log_as_it_was(tmp_path):
     log = _crash_log(tmp_path / "t-0", clock)
     before = contents(log)
     with (
-        mock.patch.object(Segment, "append_batches", side_effect=OSError("disk full")),
+        mock.patch.object(Segment, "append", side_effect=OSError("disk full")),
         pytest.raises(OSError),
     ):
         clean(log, clock)

@@ -14,7 +14,12 @@ from kafka_ref.log.abstract_index import (
     IndexOffsetOverflowError,
     InvalidIndexEntryError,
 )
-from kafka_ref.log.offset_index import OffsetIndex, OffsetPosition
+from kafka_ref.log.offset_index import (
+    OffsetIndex,
+    OffsetPosition,
+    largest_lower_bound,
+    warm_largest_lower_bound,
+)
 from kafka_ref.log.time_index import TimeIndex, TimestampOffset
 from tests.unit.log.conftest import temp_dir
 
@@ -66,6 +71,20 @@ def test_offset_index_entries_must_strictly_increase(tmp_path):
         (BASE + 11, 501),
         (BASE + 12, 502),
     ]
+
+
+@pytest.mark.spec("INDEX-3", "TIDX-3")
+@given(
+    keys=st.lists(st.integers(-50, 5000), unique=True, max_size=60).map(sorted),
+    target=st.integers(-60, 5100),
+    entry_size=st.sampled_from([8, 12, 1024, 4096]),  # a warm tail of 1024 .. 2 entries
+)
+def test_the_search_and_its_warm_wrapper_find_the_greatest_key_at_or_below(
+    keys, target, entry_size
+):
+    expected = max((i for i, k in enumerate(keys) if k <= target), default=-1)
+    assert largest_lower_bound(keys.__getitem__, target, 0, len(keys) - 1) == expected
+    assert warm_largest_lower_bound(keys.__getitem__, len(keys), entry_size, target) == expected
 
 
 @pytest.mark.spec("INDEX-3")

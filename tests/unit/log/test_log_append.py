@@ -25,7 +25,7 @@ from kafka_ref.record.record import Record
 from tests.unit.log.conftest import T0, headers, make_batch, open_log, read_everything, temp_dir
 
 
-@pytest.mark.spec("LOG-1", "LOG-2", "SEG-2")
+@pytest.mark.spec("LOG-1", "LOG-2")
 @given(counts=st.lists(st.integers(1, 20), min_size=1, max_size=60))
 def test_offsets_are_dense_from_the_log_end_offset(counts):
     with temp_dir() as d:
@@ -41,11 +41,26 @@ def test_offsets_are_dense_from_the_log_end_offset(counts):
             assert log.log_start_offset <= log.log_end_offset
         batches = [h for h, _ in read_everything(log)]
         assert [h.base_offset for h in batches] == [sum(counts[:i]) for i in range(len(counts))]
+        log.close()
+
+
+@pytest.mark.spec("SEG-2")
+@given(counts=st.lists(st.integers(1, 20), min_size=1, max_size=60))
+def test_each_segment_holds_whole_batches_within_its_offset_range(counts):
+    with temp_dir() as d:
+        log = open_log(d, segment_bytes=700, index_interval_bytes=100)
+        for count in counts:
+            log.append(make_batch(count))
         segments = log.segments
-        for i, segment in enumerate(segments):  # every batch lies inside its segment's range
+        held = []
+        for i, segment in enumerate(segments):
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else log.log_end_offset
-            for h in headers(segment.log.read(0, segment.size)):
+            found = headers(segment.log.read(0, segment.size))
+            assert sum(h.size for h in found) == segment.size  # whole batches, end to end
+            for h in found:
                 assert segment.base_offset <= h.base_offset and h.last_offset < upper
+            held += [h.records_count for h in found]
+        assert held == counts  # every batch whole, in exactly one segment
         log.close()
 
 
@@ -206,6 +221,22 @@ def test_roll_when_an_index_is_full_or_offsets_would_overflow(tmp_path):
     other.append(make_batch(1, base_offset=0), assign_offsets=False)
     other.append(make_batch(1, base_offset=2**31), assign_offsets=False)
     assert [s.base_offset for s in other.segments] == [0, 2**31]
+
+
+@pytest.mark.spec("SEG-5")
+def test_roll_when_the_offset_index_is_full(tmp_path, caplog):
+    """Constant timestamps never add a time index entry after the first, so the offset index
+    (6 slots of segment.index.bytes=48, an entry at every batch but a segment's first) is
+    the one that fills: the segment rolls after 7 batches, for that reason."""
+    log = open_log(tmp_path, segment_index_bytes=48, index_interval_bytes=0)
+    with caplog.at_level("INFO", logger="kafka_ref.log.log"):
+        for _ in range(15):
+            log.append(make_batch(1, ts=T0))
+    reasons = [r.args[2] for r in caplog.records if r.msg.endswith("rolled segment %d (%s)")]
+    assert reasons == ["offset index full"] * 2
+    assert [s.base_offset for s in log.segments] == [0, 7, 14]
+    for segment in log.segments[:-1]:
+        assert segment.offset_index.entries == 6 and segment.time_index.entries == 1
 
 
 @pytest.mark.spec("SEG-6")

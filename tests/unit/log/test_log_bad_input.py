@@ -636,7 +636,7 @@ def test_a_middle_segment_that_lost_whole_batches_leaves_no_hole(tmp_path, keep)
     """An OS crash loses the unflushed page cache: a rolled but never fsynced segment can
     come back shorter, ending exactly between two batches, while the later segment's file
     survives. The recovered log must still be a prefix of the log before the crash
-    (correctness anchors §6 inv. 5), so the later segments must go (DUR-3)."""
+    (Kafka `LogLoader.recoverLog`), so the later segments must go (DUR-3)."""
     clock = ManualClock(T0)
     log = Log.open(tmp_path, LogConfig(**CONFIG), clock)
     for i in range(12):

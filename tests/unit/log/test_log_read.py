@@ -204,7 +204,7 @@ def test_reads_across_gaps_left_by_compaction(tmp_path):
     cleaned = log.new_cleaned_segment(0)
     for header, raw in batches[:6]:
         if header.base_offset in (0, 6):  # the cleaner kept only these two batches
-            cleaned.append_batches(raw)
+            cleaned.append(raw)
     log.replace_segments([cleaned], [log.segments[0]])
     assert [h.base_offset for h, _ in read_everything(log)] == [0, 6, 12]
     for offset, first in [(1, 0), (2, 6), (5, 6), (7, 6), (8, 12), (11, 12)]:

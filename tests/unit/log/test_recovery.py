@@ -234,7 +234,7 @@ def test_a_corrupt_index_is_rebuilt_on_load(tmp_path, damage):
         raw[-4:] = (int.from_bytes(raw[-4:], "big") + 7).to_bytes(4, "big")
     Path(path).write_bytes(bytes(raw))
     with pytest.raises(IndexCorruptError):
-        Segment.open(tmp_path, 0, LogConfig(**CONFIG), _FixedClock()).sanity_check()
+        Segment(tmp_path, 0, LogConfig(**CONFIG), _FixedClock()).sanity_check()
     reopened = _reopen(tmp_path, clean_shutdown=True)
     assert _snapshot(reopened) == before
     assert {o: reopened.read(o, 200).first_offset for o in probes} == probes
@@ -248,7 +248,7 @@ def test_an_uncommitted_replacement_is_rolled_back(tmp_path):
     old = list(log.segments[:2])
     cleaned = log.new_cleaned_segment(old[0].base_offset)
     for _, raw in read_everything(log)[:3]:
-        cleaned.append_batches(raw)
+        cleaned.append(raw)
     cleaned.flush()
     # a crash before the commit, with one .swap already renamed (a higher base) and the
     # lower one still .cleaned: the whole replacement must roll back
@@ -270,7 +270,7 @@ def test_a_committed_replacement_is_completed(tmp_path, crash_after, monkeypatch
     cleaned = log.new_cleaned_segment(old[0].base_offset)
     for base, raw in before:
         if base in keep:
-            cleaned.append_batches(raw)
+            cleaned.append(raw)
     if crash_after == "done":
         log.replace_segments([cleaned], old)
     else:

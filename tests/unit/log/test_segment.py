@@ -26,7 +26,7 @@ def _fill(segment: Segment, appends: list[list[int]], *, start: int = BASE):
             for n, o in zip(group, _bases(offset, group), strict=True)
         )
         position = segment.size
-        segment.append_batches(data)
+        segment.append(data)
         for pos, h in iter_batch_headers(data):
             per_batch.append((position + pos, h.size, h.base_offset, h.last_offset))
         per_append.append((position, len(data), offset, offset + sum(group) - 1))
@@ -44,7 +44,7 @@ def _bases(offset, group):
 
 @pytest.mark.spec("SEG-1")
 def test_segment_files_are_named_by_20_digit_base_offset(tmp_path, clock):
-    segment = Segment.open(tmp_path, 368769, LogConfig(), clock)
+    segment = Segment(tmp_path, 368769, LogConfig(), clock)
     assert sorted(os.listdir(tmp_path)) == [
         "00000000000000368769.index",
         "00000000000000368769.log",
@@ -63,7 +63,7 @@ appends_strategy = st.lists(
 def test_index_entries_follow_the_interval_rule_and_equal_a_rebuild(appends, interval):
     with temp_dir() as d:
         config = LogConfig(index_interval_bytes=interval)
-        segment = Segment.open(d, BASE, config, _Clock())
+        segment = Segment(d, BASE, config, _Clock())
         _, per_batch = _fill(segment, appends)
         expected, since = [], 0
         for position, size, _, last in per_batch:
@@ -93,7 +93,7 @@ def test_index_entries_follow_the_interval_rule_and_equal_a_rebuild(appends, int
 @given(appends=appends_strategy, interval=st.sampled_from([0, 64, 300, 1000]))
 def test_translate_offset_finds_the_containing_batch_within_the_scan_bound(appends, interval):
     with temp_dir() as d:
-        segment = Segment.open(d, BASE, LogConfig(index_interval_bytes=interval), _Clock())
+        segment = Segment(d, BASE, LogConfig(index_interval_bytes=interval), _Clock())
         _, per_batch = _fill(segment, appends)
         largest_batch = max(size for _, size, _, _ in per_batch)
         for position, size, base, last in per_batch:
@@ -108,7 +108,7 @@ def test_translate_offset_finds_the_containing_batch_within_the_scan_bound(appen
 
 @pytest.mark.spec("LOG-3", "LOG-6")
 def test_segment_read_starts_at_the_batch_holding_the_offset(tmp_path, clock):
-    segment = Segment.open(tmp_path, BASE, LogConfig(index_interval_bytes=50), clock)
+    segment = Segment(tmp_path, BASE, LogConfig(index_interval_bytes=50), clock)
     _, batches = _fill(segment, [[4]] * 10)
     mid = batches[3][2] + 2  # inside the fourth batch
     piece = segment.read(mid, 10_000)
@@ -133,7 +133,7 @@ def test_appends_lookups_and_reads_never_decode_records(tmp_path, clock, monkeyp
         raise AssertionError("a record was decoded")
 
     monkeypatch.setattr(batch_module, "decode_record", refuse)
-    segment = Segment.open(tmp_path, BASE, LogConfig(index_interval_bytes=100), clock)
+    segment = Segment(tmp_path, BASE, LogConfig(index_interval_bytes=100), clock)
     _, batches = _fill(segment, [[3], [5, 2], [7]] * 20)
     for position, _, base, last in batches:
         assert segment.translate_offset(last).position == position
@@ -146,7 +146,7 @@ def test_appends_lookups_and_reads_never_decode_records(tmp_path, clock, monkeyp
 @pytest.mark.spec("SEG-7", "TIDX-4")
 def test_inactive_segment_indexes_are_trimmed_with_a_final_time_entry(tmp_path, clock):
     config = LogConfig(index_interval_bytes=200, segment_index_bytes=4096)
-    segment = Segment.open(tmp_path, BASE, config, clock)
+    segment = Segment(tmp_path, BASE, config, clock)
     _fill(segment, [[5]] * 30)
     assert os.path.getsize(segment.offset_index.path) == 4096
     segment.on_become_inactive()
@@ -166,12 +166,12 @@ class _Clock:
 def test_long_reads_end_at_the_last_whole_batch_within_the_limit(data):
     sizes = data.draw(st.lists(st.integers(1, 40), min_size=80, max_size=120), label="sizes")
     with temp_dir() as d:
-        segment = Segment.open(d, BASE, LogConfig(index_interval_bytes=4096), _Clock())
+        segment = Segment(d, BASE, LogConfig(index_interval_bytes=4096), _Clock())
         offset, batches = BASE, []
         for size in sizes:  # batches of 1..40 records of 60 bytes: up to ~3 KiB each
             raw = make_batch(size, base_offset=offset, value_size=60)
             batches.append((segment.size, len(raw), offset, offset + size - 1))
-            segment.append_batches(raw)
+            segment.append(raw)
             offset += size
         for _ in range(10):
             k = data.draw(st.integers(0, len(batches) // 3), label="first batch")

@@ -149,7 +149,7 @@ def test_widening_a_declaration_is_all_a_new_version_needs(
 @pytest.mark.spec("PROTO-11")
 def test_registry_declares_exactly_the_advertised_ranges():
     assert supported_api_versions() == [
-        (ApiKey.PRODUCE, 0, 7),
+        (ApiKey.PRODUCE, 0, 8),
         (ApiKey.FETCH, 4, 10),
         (ApiKey.LIST_OFFSETS, 1, 3),
         (ApiKey.METADATA, 0, 7),
@@ -169,8 +169,10 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.INIT_PRODUCER_ID, 0, 1),
         (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3),
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
+        (ApiKey.ALTER_CONFIGS, 0, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),
         (ApiKey.DELETE_GROUPS, 0, 1),
+        (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
     ]
     body = frames.api_versions_body()
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == (

@@ -93,7 +93,7 @@ def test_numbers_have_kafkas_exact_encoding(codec, value, wire):
     assert codec.decode(bytes.fromhex(wire), 0) == (value, len(wire) // 2)
 
 
-@pytest.mark.spec("PROTO-4", "PROTO-7", "PROTO-16")
+@pytest.mark.spec("PROTO-4")
 @pytest.mark.parametrize(
     "codec,value,wire",
     [
@@ -104,6 +104,26 @@ def test_numbers_have_kafkas_exact_encoding(codec, value, wire):
         (t.COMPACT_STRING, "ab", "036162"),
         (t.COMPACT_NULLABLE_STRING, None, "00"),
         (t.STRING, "é", "0002c3a9"),
+        (t.COMPACT_STRING, "é", "03c3a9"),
+    ],
+)
+def test_strings_are_utf8_with_an_int16_or_a_compact_length(codec, value, wire):
+    assert codec.encode(value).hex() == wire
+    assert codec.decode(bytes.fromhex(wire), 0) == (value, len(wire) // 2)
+
+
+@pytest.mark.spec("PROTO-4")
+@pytest.mark.parametrize("codec,wire", [(t.STRING, "0002c328"), (t.COMPACT_STRING, "03c328")])
+def test_a_string_that_is_not_utf8_is_an_invalid_request(codec, wire):
+    with pytest.raises(ProtocolDecodeError, match="not valid UTF-8") as info:
+        codec.decode(memoryview(bytes.fromhex(wire)), 0)
+    assert info.value.code == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.spec("PROTO-7", "PROTO-16")
+@pytest.mark.parametrize(
+    "codec,value,wire",
+    [
         (t.NULLABLE_BYTES, None, "ffffffff"),
         (t.BYTES, b"\x01", "0000000101"),
         (t.COMPACT_BYTES, b"", "01"),

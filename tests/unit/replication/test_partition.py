@@ -23,7 +23,13 @@ from kafka_ref.replication.messages import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
 )
-from kafka_ref.replication.partition import Partition, read_high_watermarks, write_high_watermarks
+from kafka_ref.replication.partition import (
+    Partition,
+    leader_high_watermark,
+    read_high_watermarks,
+    write_high_watermarks,
+)
+from kafka_ref.replication.replica import Replica
 
 T0 = 1_700_000_000_000
 LAG = 1_000
@@ -61,8 +67,8 @@ def clock():
     return ManualClock(T0)
 
 
-@pytest.mark.spec("REPL-1", "REPL-9", "REPL-2")
-def test_leader_stamps_its_epoch_and_consumers_read_below_the_hw(tmp_path, clock):
+@pytest.mark.spec("REPL-1", "REPL-9")
+def test_leader_stamps_its_epoch_on_what_it_appends(tmp_path, clock):
     leader = replica(tmp_path, 0, clock)
     leader.make_leader(state(0, 3))
     leader.append_records_to_leader(batch(b"a"), 1)
@@ -70,12 +76,35 @@ def test_leader_stamps_its_epoch_and_consumers_read_below_the_hw(tmp_path, clock
     [(_, header)] = list(iter_batch_headers(data))
     assert header.partition_leader_epoch == 3
     assert [tuple(e) for e in leader.cache.entries] == [(3, 0)]
-    assert leader.high_watermark == 0  # followers 1 and 2 have not fetched
+
+
+@pytest.mark.spec("REPL-2")
+def test_consumers_read_only_below_the_high_watermark(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0, isr=(0, 1)))
+    for v in (b"a", b"b", b"c"):
+        leader.append_records_to_leader(batch(v), 1)
+    assert leader.high_watermark == 0  # follower 1 has not fetched
+    assert leader.fetch(FetchRequest("t", 0, -1, 0)).records == b""
+    fetch(leader, 1, 2)  # the follower has 0 and 1: HW 2
+    assert leader.high_watermark == 2
     consumer = leader.fetch(FetchRequest("t", 0, -1, 0))
-    assert consumer.error == ErrorCode.NO_ERROR and consumer.records == b""
+    assert consumer.error == ErrorCode.NO_ERROR and consumer.high_watermark == 2
+    assert [h.base_offset for _, h in iter_batch_headers(consumer.records)] == [0, 1]
+    follower = fetch(leader, 1, 0)  # a follower reads past the HW, to the LEO
+    assert [h.base_offset for _, h in iter_batch_headers(follower.records)] == [0, 1, 2]
 
 
-@pytest.mark.spec("REPL-3", "ISR-4", "REPL-4")
+@pytest.mark.spec("REPL-3")
+def test_the_hw_rule_is_the_smallest_leo_over_the_isr_and_never_goes_down():
+    assert leader_high_watermark(10, [7, 9], high_watermark=3) == 7
+    assert leader_high_watermark(10, [], high_watermark=3) == 10  # an ISR of one
+    assert leader_high_watermark(10, [7, -1], high_watermark=3) == 3  # one not heard from
+    assert leader_high_watermark(10, [2, 9], high_watermark=3) == 3  # a follower went back
+    assert leader_high_watermark(5, [8, 9], high_watermark=3) == 5  # the leader is slowest
+
+
+@pytest.mark.spec("REPL-3", "REPL-4")
 def test_hw_is_the_smallest_leo_over_the_isr_and_never_goes_down(tmp_path, clock):
     leader = replica(tmp_path, 0, clock)
     leader.make_leader(state(0, 0))
@@ -110,27 +139,73 @@ def test_min_insync_replicas(tmp_path, clock):
     )
 
 
-@pytest.mark.spec("ISR-1", "ISR-3", "ISR-2", "ISR-5")
-def test_isr_shrinks_after_the_lag_time_and_expands_at_the_hw_and_epoch_start(tmp_path, clock):
+@pytest.mark.spec("ISR-1")
+def test_a_follower_is_caught_up_at_a_fetch_reaching_the_leo_or_the_previous_fetchs_leo():
+    follower = Replica(1, now=0, in_isr=False)
+    follower.update_fetch_state(5, leader_end_offset=5, now=100)  # reaches the LEO
+    assert follower.last_caught_up_time_ms == 100
+    follower.update_fetch_state(5, leader_end_offset=8, now=200)  # the LEO of the fetch at 100
+    assert follower.last_caught_up_time_ms == 100
+    follower.update_fetch_state(7, leader_end_offset=9, now=300)  # 7 < 8, the LEO at 200
+    assert follower.last_caught_up_time_ms == 100
+    follower.update_fetch_state(9, leader_end_offset=12, now=400)  # 9 >= 9, the LEO at 300
+    assert follower.last_caught_up_time_ms == 300
+    follower.update_fetch_state(12, leader_end_offset=12, now=500)
+    assert follower.last_caught_up_time_ms == 500
+    assert follower.log_end_offset == 12
+
+
+@pytest.mark.spec("ISR-3", "ISR-5")
+def test_isr_shrinks_after_the_lag_time_through_the_controller(tmp_path, clock):
     leader = replica(tmp_path, 0, clock)
     leader.make_leader(state(0, 0))
     leader.append_records_to_leader(batch(b"a"), 1)
     fetch(leader, 1, 1)
-    clock.advance(LAG + 1)
+    clock.advance(LAG)
+    leader.maybe_shrink_isr()
+    assert leader.pending_isr is None  # broker 2 has had exactly the lag time: kept
+    clock.advance(1)
     fetch(leader, 1, 1)  # broker 1 keeps up; broker 2 never fetched
     leader.maybe_shrink_isr()
     assert leader.pending_isr.new_isr == (0, 1)
-    assert leader.maximal_isr == (0, 1, 2)  # until the controller says so
+    assert leader.isr == (0, 1, 2) and leader.maximal_isr == (0, 1, 2)  # until it is applied
     accept_alter(leader)
     assert leader.isr == (0, 1) and leader.high_watermark == 1
+
+
+@pytest.mark.spec("ISR-2", "ISR-5")
+def test_isr_expands_at_the_hw_and_counts_the_joining_replica_at_once(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0, isr=(0, 1)))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    fetch(leader, 1, 1)
     leader.append_records_to_leader(batch(b"b"), 1)
+    assert leader.high_watermark == 1
     fetch(leader, 2, 0)
     assert leader.pending_isr is None  # 0 < HW 1: not in sync
     fetch(leader, 2, 1)  # reached the HW: joins
-    assert leader.pending_isr.new_isr == (0, 1, 2)
-    assert leader.high_watermark == 1  # the joining replica counts at once (maximal ISR)
+    assert leader.pending_isr.new_isr == (0, 1, 2) and leader.isr == (0, 1)
+    fetch(leader, 1, 2)  # broker 1 has both; broker 2, in the maximal ISR, only one
+    assert leader.high_watermark == 1
     accept_alter(leader)
     assert leader.isr == (0, 1, 2)
+
+
+@pytest.mark.spec("ISR-4")
+def test_a_new_leaders_isr_members_get_the_lag_time_to_fetch(tmp_path, clock):
+    """The followers have never fetched from this leader. They stay in the ISR for
+    replica.lag.time.max.ms from the moment it became leader, and the HW waits for them."""
+    clock.advance(10 * LAG)  # long after time 0: the grace period counts from now
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    assert leader.high_watermark == 0  # followers' LEOs are unknown: the HW holds
+    clock.advance(LAG - 1)
+    leader.maybe_shrink_isr()
+    assert leader.pending_isr is None
+    clock.advance(2)  # lag + 1 ms
+    leader.maybe_shrink_isr()
+    assert leader.pending_isr is not None and leader.pending_isr.new_isr == (0,)
 
 
 @pytest.mark.spec("ISR-2")

@@ -40,7 +40,7 @@ def test_same_epoch_truncates_to_the_shorter_end():
 
 @pytest.mark.spec("TRUNC-6", "TRUNC-7")
 def test_kafka_6361_needs_the_kip_279_iteration():
-    """Offsets of the anchors' §2.3: B holds epoch 0 at 0-9, its own epoch 1 at 10-15; A
+    """Offsets of KAFKA-6361's report: B holds epoch 0 at 0-9, its own epoch 1 at 10-15; A
     holds epoch 0 at 0-20 and leads epoch 2 from 21. B asks for the end of epoch 1."""
     a = cache((0, 0), (2, 21))
     b = cache((0, 0), (1, 10))

@@ -15,7 +15,7 @@ from kafka_ref.protocol.messages import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
 )
-from tests.unit.server.conftest import Wire, batch, fetch_body
+from tests.unit.server.conftest import Wire, batch, fetch_body, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -148,7 +148,8 @@ def test_deleting_a_topic_answers_its_waiting_fetches(wire, broker):
     create(wire, topic("w"))
     waiting = Wire(broker.port)
     waiting.send(ApiKey.FETCH, 10, fetch_body([("w", 0, 0)], max_wait_ms=20_000))
-    time.sleep(0.2)
+    parked = broker.broker.apis.fetch_purgatory
+    assert wait_until(lambda: parked.watched(("w", 0)) == 1), "the fetch never parked"
     started = time.monotonic()
     wire.request(ApiKey.DELETE_TOPICS, 3, DeleteTopicsRequest(topic_names=["w"], timeout_ms=1))
     partition = waiting.receive().responses[0].partitions[0]

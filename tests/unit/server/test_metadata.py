@@ -16,7 +16,7 @@ from tests.unit.server.conftest import Wire, assert_all_apis_have_handlers
 pytestmark = pytest.mark.timeout(60)
 
 ADVERTISED = {
-    0: (0, 7),
+    0: (0, 8),
     1: (4, 10),
     2: (1, 3),
     3: (0, 7),

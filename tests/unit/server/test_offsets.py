@@ -90,7 +90,7 @@ def test_by_timestamp(timed):
 def test_by_timestamp_stays_below_the_high_watermark(timed, broker, monkeypatch):
     from kafka_ref.server.replica_manager import Partition
 
-    monkeypatch.setattr(Partition, "high_watermark", property(lambda self: 10))
+    monkeypatch.setattr(Partition, "high_watermark", property(lambda self: 10), raising=False)
     assert list_offsets(timed, "t", [(0, T0 + 200)]) == [(0, -1, -1)]
     assert list_offsets(timed, "t", [(0, -1)]) == [(0, -1, 10)]
     assert list_offsets(timed, "t", [(0, -1)], replica_id=-2) == [(0, -1, 15)]

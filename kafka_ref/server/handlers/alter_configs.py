@@ -1,0 +1,120 @@
+"""AlterConfigs and IncrementalAlterConfigs: change a topic's config overrides while it runs.
+
+A topic's config is the broker's defaults with the topic's *overrides* on top. These two
+requests compute the topic's new set of overrides and hand it to the controller
+(`alter_topic_configs`, cluster/topic_requests.py), which checks every key and value
+(INVALID_CONFIG), stores the set (the metadata file, or `/config/topics/<topic>` in
+ZooKeeper) and makes every broker apply it to the topic's live logs (CTRL-15):
+
+* **AlterConfigs** (key 33): the request's configs *are* the new set; a key it leaves out
+  loses its override, a null value is no override (CONFIG-1).
+* **IncrementalAlterConfigs** (key 44, KIP-339): each config names an operation on the
+  current set (CONFIG-2): 0 SET the value; 1 DELETE the override (back to the default);
+  2 APPEND and 3 SUBTRACT items of a list config (`cleanup.policy`), starting from its
+  value in force; on another type they are INVALID_CONFIG. A key named twice in one
+  resource is INVALID_REQUEST.
+
+Resource type 2 is a topic. kafka-ref has no dynamic broker configs: a BROKER resource (4) is
+INVALID_REQUEST, and so is any other type. `validate_only` checks and changes nothing. Each
+resource gets its own error code and message.
+
+Rules: CONFIG-1, CONFIG-2, CTRL-15.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafka_ref.config import TOPIC_CONFIGS
+from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError
+from kafka_ref.protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsResponse
+from kafka_ref.server.handlers.configs import BROKER, TOPIC, config_string
+from kafka_ref.server.request_channel import Request
+
+if TYPE_CHECKING:
+    from kafka_ref.server.handlers import KafkaApis
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # Kafka's AlterConfigOp.OpType
+
+
+def _request_error(message: str) -> KafkaError:
+    return KafkaError(message, code=ErrorCode.INVALID_REQUEST)
+
+
+def replaced(current: dict[str, str], configs: list[Any]) -> dict[str, str]:
+    """AlterConfigs: the request's configs are the whole new set of overrides."""
+    return {c.name: c.value for c in configs if c.value is not None}
+
+
+def incremental(apis: KafkaApis, topic: str, current: dict[str, str], configs: list) -> dict:
+    """IncrementalAlterConfigs: each operation applied to the current overrides in turn."""
+    names = [c.name for c in configs]
+    if len(names) != len(set(names)):
+        raise _request_error("Error due to duplicate config keys")
+    new = dict(current)
+    for config in configs:
+        definition = TOPIC_CONFIGS.get(config.name)
+        if definition is None:
+            raise InvalidConfigError(f"Unknown topic config name: {config.name}")
+        op = config.config_operation
+        if op == SET:
+            if config.value is None:
+                raise InvalidConfigError(f"Null value not supported for : {config.name}")
+            new[config.name] = config.value
+        elif op == DELETE:
+            new.pop(config.name, None)
+        elif op in (APPEND, SUBTRACT):
+            if definition.type != "list":
+                raise InvalidConfigError(
+                    f"Config value append/subtract is not allowed for config key: {config.name}"
+                )
+            in_force = apis.controller.log_config(topic) or apis.controller.log_defaults
+            items = list(in_force.to_properties()[config.name])
+            given = [v.strip() for v in (config.value or "").split(",") if v.strip()]
+            if op == APPEND:
+                items += [v for v in given if v not in items]
+            else:
+                items = [v for v in items if v not in given]
+            new[config.name] = config_string(items)
+        else:
+            raise _request_error(f"Unknown config operation {op} for {config.name}")
+    return new
+
+
+def _alter(apis: KafkaApis, request: Request, response: Any, plan: Callable) -> Any:
+    body = request.body
+    results = []
+    for resource in body.resources:
+        code, message = ErrorCode.NO_ERROR, None
+        try:
+            if resource.resource_type == BROKER:
+                raise _request_error("kafka-ref has no dynamic broker configs")
+            if resource.resource_type != TOPIC:
+                raise _request_error(f"Unsupported resource type {resource.resource_type}")
+            name = resource.resource_name
+            meta = apis.controller.topic(name)
+            current = dict(meta.configs) if meta is not None else {}
+            new = plan(apis, name, current, resource.configs)
+            apis.controller.alter_topic_configs(name, new, validate_only=body.validate_only)
+        except KafkaError as err:
+            code, message = err.code, str(err.args[0]) if err.args else err.code.name
+        results.append(
+            response.AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+        )
+    return response(throttle_time_ms=0, responses=results)
+
+
+def handle_alter_configs(apis: KafkaApis, request: Request) -> Any:
+    return _alter(
+        apis, request, AlterConfigsResponse, lambda _a, _t, cur, cfgs: replaced(cur, cfgs)
+    )
+
+
+def handle_incremental_alter_configs(apis: KafkaApis, request: Request) -> Any:
+    return _alter(apis, request, IncrementalAlterConfigsResponse, incremental)
