@@ -56,18 +56,17 @@ def _fetch_skips_batch() -> None:
 
 def _compaction_drops_latest() -> None:
     """The cleaner drops the record it should keep: the latest value of each key (COMPACT-1)."""
-    from kafka_ref.log.cleaner import Cleaner
+    from kafka_ref.log import cleaner
 
-    original = Cleaner._should_retain
+    original = cleaner.should_retain
 
-    def should_retain(self, record, horizon, now, stats):
-        keep = original(self, record, horizon, now, stats)
-        mapped = record.key is not None and record.offset <= self.offset_map.latest_offset
-        if keep and mapped and record.offset == self.offset_map.get(record.key):
+    def should_retain(offset, key, is_tombstone, latest, map_end, delete_horizon, now):
+        keep = original(offset, key, is_tombstone, latest, map_end, delete_horizon, now)
+        if keep and key is not None and offset <= map_end and offset == latest:
             return False  # the bug: an off-by-one in "superseded"
         return keep
 
-    Cleaner._should_retain = should_retain
+    cleaner.should_retain = should_retain
 
 
 def _sync_gives_leaders_assignment() -> None:

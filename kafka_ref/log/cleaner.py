@@ -67,6 +67,10 @@ Not yet: aborted transactions are not removed (there is no transaction index yet
 cleaning is single-threaded and synchronous: the broker calls `LogCleaner.clean(log, now)`
 (cleaner_manager.py) from its background loop (Kafka: `log.cleaner.backoff.ms`).
 
+The two rules of a round are pure functions and seams (kafka_ref/seams.py) that lab 08
+(labs/08-compaction) replaces with a student's code: `build_offset_map` (offset_map.py, step
+1) and `should_retain` (here, step 3's rule). The cleaner calls both through their modules.
+
 Rules: COMPACT-1, COMPACT-2, COMPACT-5, COMPACT-6, COMPACT-8..COMPACT-13 in
 spec/retention.md (with offset_map.py and cleaner_manager.py).
 """
@@ -75,11 +79,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from kafka_ref.log import offset_map as dedupe
 from kafka_ref.log.log import Log
-from kafka_ref.log.offset_map import SkimpyOffsetMap
+from kafka_ref.log.offset_map import MappedBatch, SkimpyOffsetMap
 from kafka_ref.log.segment import Segment
 from kafka_ref.record.batch import (
     ATTR_DELETE_HORIZON,
@@ -88,6 +93,7 @@ from kafka_ref.record.batch import (
     build_batch,
 )
 from kafka_ref.record.record import Record
+from kafka_ref.seams import seam
 
 logger = logging.getLogger("kafka_ref.log.cleaner")
 
@@ -145,35 +151,16 @@ class Cleaner:
         """map[key] = latest offset over the dirty range; stops early if the map fills up."""
         omap = self.offset_map
         omap.clear()
-        active = log.active_segment
-        for segment in log.segments:
-            if segment is active or segment.base_offset >= end:
-                break
-            if segment.next_offset <= start:
-                continue
-            if self._map_segment(segment, start, omap):
-                logger.info(
-                    "%s: offset map full (%d keys) in segment %d; cleaning up to offset %d",
-                    log.name, len(omap), segment.base_offset, omap.latest_offset,
-                )  # fmt: skip
-                return
-
-    @staticmethod
-    def _map_segment(segment: Segment, start: int, omap: SkimpyOffsetMap) -> bool:
-        """Map one segment's records at or after `start`; True when the map became full."""
-        for position in segment.log.batch_positions():
-            if position.last_offset < start:
-                continue
-            batch = RecordBatch(segment.log.read(position.position, position.size))
-            if not batch.header.is_control:  # markers have no key to map
-                for record in batch.records():
-                    if record.key is None or record.offset < start:
-                        continue
-                    if omap.is_full:  # Kafka: size >= slots x load factor
-                        return True
-                    omap.put(record.key, record.offset)
-            omap.update_latest_offset(position.last_offset)
-        return False
+        capacity = omap.max_desired_size
+        offsets, latest = dedupe.build_offset_map(dirty_batches(log, start, end), start, capacity)
+        for key, offset in offsets.items():
+            omap.put(key, offset)
+        omap.update_latest_offset(latest)
+        if len(offsets) >= capacity:
+            logger.info(
+                "%s: offset map full (%d keys); cleaning up to offset %d",
+                log.name, len(offsets), latest,
+            )  # fmt: skip
 
     # ------------------------------------------------------------------ rewriting
     def clean_segments(self, log: Log, group: Sequence[Segment], now: int, stats: CleanerStats):
@@ -236,18 +223,68 @@ class Cleaner:
     def _should_retain(
         self, record: Record, horizon: int | None, now: int, stats: CleanerStats
     ) -> bool:
-        omap = self.offset_map
-        if record.offset > omap.latest_offset:
-            return True  # past what this round mapped: not ours to judge (COMPACT-5)
-        if record.key is None:
-            stats.null_keys_removed += 1
-            return False  # COMPACT-9
-        if record.offset < omap.get(record.key):
-            return False  # superseded (COMPACT-1)
-        if record.value is None and horizon is not None and now >= horizon:
-            stats.tombstones_removed += 1
-            return False  # COMPACT-6
-        return True
+        map_end = self.offset_map.latest_offset
+        mapped = record.key is not None and record.offset <= map_end
+        latest = self.offset_map.get(record.key) if mapped else -1
+        tombstone = record.value is None
+        keep = should_retain(record.offset, record.key, tombstone, latest, map_end, horizon, now)
+        if not keep and record.offset <= map_end:
+            if record.key is None:
+                stats.null_keys_removed += 1
+            elif tombstone and record.offset >= latest:
+                stats.tombstones_removed += 1
+        return keep
+
+
+def dirty_batches(log: Log, start: int, end: int) -> Iterator[MappedBatch]:
+    """The batches of the non-active segments that may hold offsets in [start, end), lazily,
+    as `build_offset_map` reads them: (last offset, [(offset, key), ...])."""
+    active = log.active_segment
+    for segment in log.segments:
+        if segment is active or segment.base_offset >= end:
+            return
+        if segment.next_offset <= start:
+            continue
+        for position in segment.log.batch_positions():
+            if position.last_offset < start:
+                continue
+            batch = RecordBatch(segment.log.read(position.position, position.size))
+            if batch.header.is_control:  # markers have no key to map
+                yield position.last_offset, ()
+            else:
+                yield position.last_offset, [(r.offset, r.key) for r in batch.records()]
+
+
+@seam
+def should_retain(
+    offset: int,
+    key: bytes | None,
+    is_tombstone: bool,
+    latest: int,
+    map_end: int,
+    delete_horizon: int | None,
+    now: int,
+) -> bool:
+    """Does the cleaner keep this record? (Kafka `Cleaner.shouldRetainRecord`.)
+
+    `offset`, `key`, `is_tombstone` (a null value): the record. `latest`: the offset map's
+    entry for `key` (the offset of its latest record in the dirty section), -1 if the key is
+    not in the map. `map_end`: the last offset the map covers. `delete_horizon`: the batch's
+    delete horizon (KIP-534), None if the cleaner has not stamped one yet. `now`: the clock.
+
+    Keep a record that lies past `map_end` (this round did not look at it, COMPACT-5).
+    Otherwise drop a record with no key (COMPACT-9) and a record that a later record of its
+    key supersedes (COMPACT-1); keep the key's latest record, unless it is a tombstone whose
+    delete horizon has come (`now >= delete_horizon`, COMPACT-6).
+    """
+    if offset > map_end:
+        return True  # past what this round mapped: not ours to judge (COMPACT-5)
+    if key is None:
+        return False  # COMPACT-9
+    if offset < latest:
+        return False  # superseded (COMPACT-1)
+    # The key's latest record stays, unless it is a tombstone past its horizon (COMPACT-6).
+    return not (is_tombstone and delete_horizon is not None and now >= delete_horizon)
 
 
 def encode_cleaned_batch(header: BatchHeader, records: Sequence[Record], horizon: int | None):

@@ -69,6 +69,14 @@ def largest_lower_bound(key_at: Callable[[int], int], target: int, lo: int, hi: 
     return hi
 
 
+@seam
+def needs_index_entry(bytes_since_last_entry: int, index_interval_bytes: int) -> bool:
+    """The sparse index's entry rule (INDEX-4): a batch gets an entry, pointing at its start,
+    when more than `index.interval.bytes` were appended since the last entry. Appends and
+    recovery both ask it, so an index rebuilt from the log equals the one appends wrote."""
+    return bytes_since_last_entry > index_interval_bytes
+
+
 def warm_largest_lower_bound(
     key_at: Callable[[int], int], entries: int, entry_size: int, target: int
 ) -> int:

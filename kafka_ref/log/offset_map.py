@@ -24,6 +24,14 @@ cleaner stops reading, and cleans only up to `latest_offset`: the rest of the di
 waits for the next round (COMPACT-5). That is why `latest_offset` exists: it is the last
 offset the map has *seen* (keyed or not), the end of what this round may clean.
 
+*What* the map holds is one pure function, `build_offset_map`: given the dirty section's
+batches in offset order, the key -> latest offset dict and the last offset covered, stopping
+when the map would exceed its capacity. *How* Kafka holds it in bounded memory is
+`SkimpyOffsetMap`, which the cleaner fills from that dict. (The dict holds the keys
+themselves, at most the map's capacity of them, for the length of one scan: the price of a
+rule a student can write as a plain function.) `build_offset_map` is a seam
+(kafka_ref/seams.py): lab 08 (labs/08-compaction) replaces it with a student's code.
+
 Rules: COMPACT-1, COMPACT-5 (with cleaner.py).
 """
 
@@ -31,6 +39,9 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Iterable, Sequence
+
+from kafka_ref.seams import seam
 
 HASH_SIZE = 16  # MD5 digest
 BYTES_PER_ENTRY = HASH_SIZE + 8
@@ -40,6 +51,44 @@ DEFAULT_LOAD_FACTOR = 0.9
 _OFFSET = struct.Struct(">q")
 _PROBE = struct.Struct(">i")
 _EMPTY = bytes(BYTES_PER_ENTRY)
+
+
+MappedBatch = tuple[int, Sequence[tuple[int, "bytes | None"]]]
+"""One batch as the map sees it: (last offset, [(offset, key), ...]); a control batch (a
+transaction marker) has no records to map."""
+
+
+@seam
+def build_offset_map(
+    batches: Iterable[MappedBatch], start: int, max_keys: int
+) -> tuple[dict[bytes, int], int]:
+    """The cleaner's offset map over the dirty section (Kafka `Cleaner.buildOffsetMap`).
+
+    `batches`: the dirty section's batches in offset order, from the one holding `start`,
+    each `(last_offset, records)` with `records` the batch's `(offset, key)` pairs in order.
+    Returns `(offsets, latest)`: `offsets[key]` is the offset of the key's last record at or
+    after `start` (a record before `start` is already clean; a record with no key is not
+    mapped); `latest` is the last offset the map covers, -1 if it covers nothing: after
+    each whole batch, that batch's last offset (so a batch's gaps and markers are covered).
+
+    The map holds at most `max_keys` keys. Before mapping each keyed record, if the map
+    already holds `max_keys` keys, stop at once (even if that key is mapped already, as
+    Kafka does) and return what was mapped, with `latest` the last offset mapped: the round
+    cleans only up to there, and the rest waits for the next round (COMPACT-5). Read the
+    batches lazily: a full map must not read the rest of the log.
+    """
+    offsets: dict[bytes, int] = {}
+    latest = -1
+    for last_offset, records in batches:
+        for offset, key in records:
+            if key is None or offset < start:
+                continue
+            if len(offsets) >= max_keys:  # Kafka: size >= slots x load factor
+                return offsets, latest
+            offsets[key] = offset
+            latest = offset
+        latest = last_offset
+    return offsets, latest
 
 
 class OffsetMapFullError(RuntimeError):

@@ -52,7 +52,7 @@ from kafka_ref.config import LogConfig
 from kafka_ref.errors import CorruptRecordError, InvalidRecordError
 from kafka_ref.log.abstract_index import IndexCorruptError, IndexOffsetOverflowError
 from kafka_ref.log.file_records import BatchPosition, FileRecords, FileSlice, TimestampAndOffset
-from kafka_ref.log.offset_index import OffsetIndex
+from kafka_ref.log.offset_index import OffsetIndex, needs_index_entry
 from kafka_ref.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafka_ref.record.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, validate_batch
 
@@ -189,7 +189,7 @@ class Segment:
             if max_ts > self.max_timestamp_so_far.timestamp:
                 self._max = TimestampOffset(max_ts, last_offset)
             # Compared before counting this batch: the entry points at the batch's start.
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            if needs_index_entry(self._bytes_since_last_index_entry, self.index_interval_bytes):
                 if not self.offset_index.is_full():  # the log rolls first; a cleaner may not
                     self.offset_index.append(last_offset, position + pos)
                 if not self.time_index.is_full():
@@ -298,7 +298,7 @@ class Segment:
         next_offset = newest.last_offset + 1 if newest else self.base_offset
         if (
             newest
-            and newest.position - last.position > self.index_interval_bytes
+            and needs_index_entry(newest.position - last.position, self.index_interval_bytes)
             and self.offset_index.entries < self.max_index_size // 8
         ):  # INDEX-4 would have put an entry at a batch between them: entries are missing
             raise IndexCorruptError(f"{self.offset_index.path} lacks entries after {last}")
@@ -342,7 +342,7 @@ class Segment:
                 self.offset_index.relative_offset(header.last_offset)
                 if header.max_timestamp > max_ts.timestamp:
                     max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
-                if valid - last_entry > self.index_interval_bytes:
+                if needs_index_entry(valid - last_entry, self.index_interval_bytes):
                     if not self.offset_index.is_full():
                         self.offset_index.append(header.last_offset, valid)
                     if not self.time_index.is_full():

@@ -39,6 +39,7 @@ Rules: REPL-1..REPL-9, ISR-1..ISR-5.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -53,6 +54,7 @@ from kafka_ref.errors import (
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log import Log, LogReadInfo
 from kafka_ref.log.validator import AppendInfo
+from kafka_ref.record.batch import LOG_OVERHEAD
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH, LeaderEpochFileCache
 from kafka_ref.replication.messages import (
     AlterIsr,
@@ -72,6 +74,7 @@ from kafka_ref.seams import seam
 logger = logging.getLogger("kafka_ref.replication.partition")
 
 CONSUMER_REPLICA_ID = -1
+_BATCH_LENGTH = struct.Struct(">i")  # a batch's length field, at byte 8 of its header
 
 
 @seam
@@ -86,6 +89,27 @@ def leader_high_watermark(
     every ISR member, so it survives the loss of any of them but the last: it is committed.
     """
     return max(high_watermark, min([leader_log_end_offset, *follower_log_end_offsets]))
+
+
+def segment_sized_chunks(records: bytes | memoryview, segment_bytes: int) -> list[memoryview]:
+    """The leader's batches cut, at batch boundaries, into appends that fit in a segment.
+
+    A log refuses one append larger than `segment.bytes` (RECORD_LIST_TOO_LARGE), but a
+    leader's read may span several of its segments, so a follower appends what it fetched
+    in pieces of at most a segment each (a single larger batch stays whole, and is refused
+    as on the leader). Kafka's leaders read from one segment per fetch, which bounds the
+    same thing from the other side."""
+    view = memoryview(records).cast("B")
+    chunks, start, pos = [], 0, 0
+    while pos + LOG_OVERHEAD <= view.nbytes:
+        size = _BATCH_LENGTH.unpack_from(view, pos + 8)[0] + LOG_OVERHEAD
+        if pos > start and pos + size - start > segment_bytes:
+            chunks.append(view[start:pos])
+            start = pos
+        pos += size
+    if start < view.nbytes:
+        chunks.append(view[start:])
+    return chunks
 
 
 class Partition(ConsumerReads):
@@ -374,11 +398,13 @@ class Partition(ConsumerReads):
         """Append the leader's batches unchanged (REPL-7); learn their epochs."""
         if self.is_leader:
             raise NotLeaderOrFollowerError(f"{self.topic}-{self.index}: the leader does not fetch")
-        info = self.log.append(records, assign_offsets=False)
-        for base_offset, header in info.batches:
-            if header.partition_leader_epoch >= 0:
-                self.cache.assign(header.partition_leader_epoch, base_offset)
-        return info
+        info = None
+        for chunk in segment_sized_chunks(records, self.log.config.segment_bytes):
+            info = self.log.append(chunk, assign_offsets=False)
+            for base_offset, header in info.batches:
+                if header.partition_leader_epoch >= 0:
+                    self.cache.assign(header.partition_leader_epoch, base_offset)
+        return info if info is not None else self.log.append(records, assign_offsets=False)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
         """A follower's HW = min(the leader's HW, own LEO) (REPL-7)."""

@@ -59,11 +59,19 @@ def test_compaction_keeps_every_keys_latest_value_at_its_offset(wire, compacted)
             resp = wire.produce(compacted, 0, batch([value], keys=[key]))
             assert resp.error_code == 0
             produced[resp.base_offset] = (key, value)
-    # other keys after them, so that the latest values leave the active segment
-    for i in range(8):
-        key, value = b"filler%d" % i, b"f"
+    # Fillers after them, twice, so that the latest values leave the active segment; once
+    # the fillers' first copies are gone, a round has mapped offsets past the latest values,
+    # so the latest values went through that round too (a round that ran while they were
+    # still in the active segment could not have dropped them, and would prove nothing).
+    fillers = [b"filler%d" % i for i in range(8)]
+    for copy in (b"f", b"g"):
+        for key in fillers:
+            resp = wire.produce(compacted, 0, batch([copy], keys=[key]))
+            produced[resp.base_offset] = (key, copy)
+    for i in range(8):  # and the second copies out of the active segment
+        key, value = b"pusher%d" % i, b"p"
         produced[wire.produce(compacted, 0, batch([value], keys=[key])).base_offset] = (key, value)
-    records = wait_until_cleaned(wire, compacted, keys)
+    records = wait_until_cleaned(wire, compacted, keys + fillers)
     # COMPACT-2: whatever is left sits at the offset it was written at
     for r in records:
         assert produced[r.offset] == (r.key, r.value), f"offset {r.offset} changed"

@@ -318,3 +318,22 @@ def test_replication_offset_checkpoint(tmp_path, clock):
     write_high_watermarks(path, [p])
     assert pathlib.Path(path).read_text() == "0\n1\nt 0 0\n"
     assert read_high_watermarks(path) == {("t", 0): 0}
+
+
+@pytest.mark.spec("REPL-7")
+def test_a_follower_appends_a_fetch_that_spans_several_of_the_leaders_segments(tmp_path, clock):
+    """The leader's read crosses segment boundaries, so one fetch can hold more bytes than a
+    segment; the follower appends it in segment-sized pieces instead of refusing it with
+    RECORD_LIST_TOO_LARGE (and stalling its replication)."""
+    leader = replica(tmp_path, 0, clock, segment_bytes=600)
+    follower = replica(tmp_path, 1, clock, segment_bytes=600)
+    leader.make_leader(state(0, 1, isr=(0, 1)))
+    follower.make_follower(state(0, 1, isr=(0, 1)))
+    for i in range(20):
+        leader.append_records_to_leader(batch(b"v%03d" % i + b"x" * 100), 1)
+    assert len(leader.log.segments) > 3
+    fetched = fetch(leader, 1, 0).records
+    assert len(fetched) > 600  # more than one segment's worth in one fetch
+    follower.append_as_follower(fetched)
+    assert follower.log_end_offset == leader.log_end_offset == 20
+    assert follower.log.read(0, 1 << 20).read_bytes() == leader.log.read(0, 1 << 20).read_bytes()

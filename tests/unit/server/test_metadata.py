@@ -36,8 +36,10 @@ ADVERTISED = {
     22: (0, 1),
     23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
     32: (1, 2),
+    33: (0, 2),
     37: (0, 1),
     42: (0, 1),
+    44: (0, 1),
 }
 
 
