@@ -52,6 +52,7 @@ from kafka_ref.errors import (
 )
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log import Log, LogReadInfo
+from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH, LeaderEpochFileCache
 from kafka_ref.replication.messages import (
@@ -203,7 +204,10 @@ class Partition(ConsumerReads):
 
     # ------------------------------------------------------------------ leader: produce
     def append_records_to_leader(
-        self, records: bytes | bytearray | memoryview, required_acks: int
+        self,
+        records: bytes | bytearray | memoryview,
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendInfo:
         """Kafka `Partition.appendRecordsToLeader` (REPL-5, REPL-9)."""
         self._check_leader_request(UNDEFINED_EPOCH)
@@ -213,7 +217,7 @@ class Partition(ConsumerReads):
                 f"min.isr requirement of {self.min_insync_replicas} for partition "
                 f"{self.topic}-{self.index}"
             )
-        info = self.log.append(records, leader_epoch=self.leader_epoch)
+        info = self.log.append(records, leader_epoch=self.leader_epoch, origin=origin)
         self._maybe_increment_high_watermark()  # an ISR of one: committed at once
         return info
 

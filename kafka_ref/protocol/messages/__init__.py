@@ -14,14 +14,16 @@ same versions and every version a client may send is declared:
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
     DeleteRecords 0-1   InitProducerId 0-1   OffsetForLeaderEpoch 2-3 (followers)
+    transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
+    WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-2
     DescribeConfigs 1-2   CreatePartitions 0-1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-3   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
 
 One module per API, named by key (`api_00_produce.py`), declares its request and response and
-explains what the API is for. Other APIs (transactions) join by adding a module and one line
-below. Advertising an API changes what clients do: with FindCoordinator, librdkafka and
+explains what the API is for. Other APIs join by adding a module and one line below.
+Advertising an API changes what clients do: with FindCoordinator, librdkafka and
 kafka-python turn on their group coordinator logic, so an API joins only with its handler.
 """
 
@@ -76,6 +78,23 @@ from kafka_ref.protocol.messages.api_23_offsets_for_leader_epoch import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
+from kafka_ref.protocol.messages.api_24_add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
+from kafka_ref.protocol.messages.api_25_add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from kafka_ref.protocol.messages.api_26_end_txn import EndTxnRequest, EndTxnResponse
+from kafka_ref.protocol.messages.api_27_write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+from kafka_ref.protocol.messages.api_28_txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -113,6 +132,11 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -163,6 +187,11 @@ APIS: dict[int, Api] = {
         _api("DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse),
         _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
         _api("OffsetForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse),
+        _api("AddPartitionsToTxn", AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+        _api("AddOffsetsToTxn", AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+        _api("EndTxn", EndTxnRequest, EndTxnResponse),
+        _api("WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse),
+        _api("TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
@@ -177,6 +206,10 @@ def supported_api_versions() -> list[tuple[int, int, int]]:
 
 __all__ = [
     "APIS",
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
     "Api",
     "ApiKey",
     "ApiVersionsRequest",
@@ -195,6 +228,8 @@ __all__ = [
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "EndTxnRequest",
+    "EndTxnResponse",
     "FetchRequest",
     "FetchResponse",
     "FindCoordinatorRequest",
@@ -223,5 +258,9 @@ __all__ = [
     "ProduceResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
     "supported_api_versions",
 ]

@@ -33,6 +33,11 @@ ADVERTISED = {
     21: (0, 1),
     22: (0, 1),
     23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
+    24: (0, 2),  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn (TXN-12, TXN-13)
+    25: (0, 2),
+    26: (0, 2),
+    27: (1, 1),  # WriteTxnMarkers: the coordinator to partition leaders
+    28: (0, 2),  # TxnOffsetCommit (TXN-16)
     32: (1, 2),
     37: (0, 1),
     42: (0, 1),
