@@ -158,3 +158,37 @@ def test_offsets_sent_to_a_transaction_count_only_when_it_commits(kafka_ref_brok
     send_offsets(12, commit=True)
     assert committed(12) == 12
     consumer.close()
+
+
+@pytest.mark.spec("TXN-8", "TXN-12", "TXN-17")
+def test_kafka_python_transactions_and_read_committed(kafka_ref_broker):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTopicPartition
+
+    port = kafka_ref_broker.port
+    topic = create_topic(port)
+    p = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{port}", transactional_id=f"kp-{uuid.uuid4().hex[:6]}"
+    )
+    p.init_transactions()
+    expected = []
+    for n, commit in enumerate([True, False, True, False]):
+        p.begin_transaction()
+        values = [f"kp{n}-{i}".encode() for i in range(6)]
+        for i, value in enumerate(values):
+            p.send(topic, value, partition=i % 2)
+        if commit:
+            p.commit_transaction()
+            expected += values
+        else:
+            p.abort_transaction()
+    p.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{port}", isolation_level="read_committed",
+        auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000,
+    )  # fmt: skip
+    consumer.assign([KTopicPartition(topic, 0), KTopicPartition(topic, 1)])
+    got = sorted(m.value for m in consumer)
+    consumer.close()
+    assert got == sorted(expected)
+    assert read_all(port, topic, "read_committed", len(expected)) == sorted(expected)

@@ -1,0 +1,142 @@
+"""The transaction APIs over the wire, with the project's own codecs (spec/transactions.md):
+one transaction step by step, the errors of each API, the LSO and aborted transactions in
+Fetch and ListOffsets, and a coordinator that restarts after logging its decision."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kafka_ref.clock import SystemClock
+from kafka_ref.config import LogConfig
+from kafka_ref.errors import ErrorCode
+from kafka_ref.log.log import Log
+from kafka_ref.protocol.messages import (
+    AddPartitionsToTxnRequest,
+    ApiKey,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+)
+from kafka_ref.record.batch import RecordBatch, build_batch
+from kafka_ref.record.control import read_marker
+from kafka_ref.record.record import Record
+from kafka_ref.txn import transaction_log as tlog
+from kafka_ref.txn.transaction_metadata import TransactionMetadata, TransactionState
+from tests.unit.server.conftest import T0, Wire, fetch_body, wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+TXN = "app-1"
+
+
+def find_txn_coordinator(wire: Wire, tid: str = TXN):
+    return wire.request(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key=tid, key_type=1))
+
+
+def init(wire: Wire, tid: str = TXN):
+    body = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000)
+    return wire.request(ApiKey.INIT_PRODUCER_ID, 1, body)
+
+
+def add_partitions(wire: Wire, pid: int, epoch: int, topic: str, *parts: int, version: int = 2):
+    body = AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=pid,
+        v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
+            name=topic, partitions=list(parts))],
+    )  # fmt: skip
+    answer = wire.request(ApiKey.ADD_PARTITIONS_TO_TXN, version, body)
+    return {r.partition_error_code for t in answer.results_by_topic_v3_and_below
+            for r in t.results_by_partition}  # fmt: skip
+
+
+def end(wire: Wire, pid: int, epoch: int, commit: bool, version: int = 2) -> int:
+    body = EndTxnRequest(transactional_id=TXN, producer_id=pid, producer_epoch=epoch,
+                         committed=commit)  # fmt: skip
+    return wire.request(ApiKey.END_TXN, version, body).error_code
+
+
+def txn_batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
+    records = [Record(None, v, T0) for v in values]
+    return build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                       is_transactional=True)  # fmt: skip
+
+
+def read_committed(wire: Wire, topic: str, offset: int = 0):
+    answer = wire.request(ApiKey.FETCH, 10, fetch_body([(topic, 0, offset)], isolation_level=1))
+    return answer.responses[0].partitions[0]
+
+
+def started(wire: Wire, topic: str) -> tuple[int, int]:
+    wire.create_topic(topic, partitions=1)
+    assert find_txn_coordinator(wire).error_code == 0
+    answer = init(wire)
+    assert answer.error_code == 0
+    return answer.producer_id, answer.producer_epoch
+
+
+@pytest.mark.spec("TXN-4", "TXN-8", "TXN-12")
+def test_a_transaction_step_by_step_over_the_wire(wire):
+    pid, epoch = started(wire, "t")
+    assert add_partitions(wire, pid, epoch, "t", 0) == {0}
+    assert wire.produce("t", 0, txn_batch(pid, epoch, 0, b"a", b"b")).error_code == 0
+    part = read_committed(wire, "t")
+    assert (part.high_watermark, part.last_stable_offset) == (2, 0)
+    assert wire.list_offset("t", 0, -1).offset == 2  # read_uncommitted: the HW
+    assert end(wire, pid, epoch, commit=False) == 0
+    assert wait_until(lambda: read_committed(wire, "t").last_stable_offset == 3)
+    part = read_committed(wire, "t")
+    assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [(pid, 0)]
+    first = len(txn_batch(pid, epoch, 0, b"a", b"b"))  # the data batch; then the marker
+    assert read_marker(bytes(RecordBatch(bytes(part.records), first))).control_type == 0
+    # the next transaction commits; its records are read, the aborted ones never
+    assert add_partitions(wire, pid, epoch, "t", 0) == {0}
+    assert wire.produce("t", 0, txn_batch(pid, epoch, 2, b"c")).error_code == 0
+    assert end(wire, pid, epoch, commit=True) == 0
+    assert wait_until(lambda: read_committed(wire, "t").last_stable_offset == 5)
+    assert read_committed(wire, "t", 3).aborted_transactions == []  # none overlaps 3..
+
+
+@pytest.mark.spec("TXN-13")
+def test_errors_of_the_transaction_apis(wire):
+    pid, epoch = started(wire, "e")
+    assert end(wire, pid, epoch, commit=True) == ErrorCode.INVALID_TXN_STATE  # nothing open
+    assert add_partitions(wire, pid + 1, epoch, "e", 0) == {ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+    assert init(wire).producer_epoch == epoch + 1  # a new instance
+    assert add_partitions(wire, pid, epoch, "e", 0) == {ErrorCode.PRODUCER_FENCED}
+    assert add_partitions(wire, pid, epoch, "e", 0, version=1) == {ErrorCode.INVALID_PRODUCER_EPOCH}
+    assert end(wire, pid, epoch, True, version=0) == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+@pytest.mark.spec("TXN-14", "TXN-5")
+def test_a_restarted_coordinator_writes_the_markers_of_a_logged_decision(make_broker, tmp_path):
+    data = tmp_path / "data"
+    broker = make_broker(data)
+    wire = Wire(broker.port)
+    pid, epoch = started(wire, "r")
+    assert add_partitions(wire, pid, epoch, "r", 0) == {0}
+    assert wire.produce("r", 0, txn_batch(pid, epoch, 0, b"x", b"y")).error_code == 0
+    assert read_committed(wire, "r").last_stable_offset == 0
+    home = broker.broker.txns.coordinator.partition_for(TXN)
+    wire.close()
+    broker.stop()
+    # As if the coordinator crashed right after logging its decision, before any marker:
+    log_dir = os.path.join(data, f"{tlog.TRANSACTION_STATE_TOPIC}-{home}")
+    log = Log.open(log_dir, LogConfig(), SystemClock(), clean_shutdown=True)
+    decided = TransactionMetadata(TXN, pid, epoch, 60_000, TransactionState.PREPARE_COMMIT,
+                                  {("r", 0)}, T0, T0)  # fmt: skip
+    log.append(build_batch([Record(tlog.key_bytes(TXN), tlog.value_bytes(decided), T0)]))
+    log.close()
+    broker = make_broker(data)
+    wire = Wire(broker.port)
+    assert wait_until(lambda: read_committed(wire, "r").last_stable_offset == 3, timeout=10)
+    assert read_committed(wire, "r").aborted_transactions == []
+    assert wait_until(
+        lambda: (
+            broker.broker.txns.coordinator.describe(TXN)[1].state
+            == TransactionState.COMPLETE_COMMIT
+        )
+    )
+    wire.close()
