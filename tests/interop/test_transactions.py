@@ -192,3 +192,31 @@ def test_kafka_python_transactions_and_read_committed(kafka_ref_broker):
     consumer.close()
     assert got == sorted(expected)
     assert read_all(port, topic, "read_committed", len(expected)) == sorted(expected)
+
+
+@pytest.mark.spec("TXN-15", "TXN-17")
+def test_a_transaction_left_open_past_its_timeout_is_aborted(tmp_path):
+    from tests.interop.conftest import BrokerProcess, free_port
+
+    interval = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+    broker = BrokerProcess(str(tmp_path / "data"), free_port(), {interval: 300})
+    broker.start()
+    try:
+        port = broker.port
+        topic = create_topic(port)
+        stuck = producer(port, f"stuck-{uuid.uuid4().hex[:6]}", **{
+            "transaction.timeout.ms": 2000, "message.timeout.ms": 2000,
+        })  # fmt: skip
+        stuck.begin_transaction()
+        for i in range(3):
+            stuck.produce(topic, f"stuck-{i}".encode(), partition=i % 2)
+        stuck.flush(10)
+        other = producer(port, f"other-{uuid.uuid4().hex[:6]}")
+        committed = produce_txn(other, topic, "ok", 4, commit=True)
+        # held back by the open transaction at first; then the coordinator aborts it
+        assert read_all(port, topic, "read_committed", 1, wait=1) == []
+        assert read_all(port, topic, "read_committed", 4, wait=15) == sorted(committed)
+        with pytest.raises(KafkaException):  # the stuck producer's epoch was bumped
+            stuck.commit_transaction(10)
+    finally:
+        broker.stop()
