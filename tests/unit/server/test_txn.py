@@ -18,6 +18,7 @@ from kafka_ref.protocol.messages import (
     EndTxnRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
+    ListOffsetsRequest,
 )
 from kafka_ref.record.batch import RecordBatch, build_batch
 from kafka_ref.record.control import read_marker
@@ -69,6 +70,14 @@ def read_committed(wire: Wire, topic: str, offset: int = 0):
     return answer.responses[0].partitions[0]
 
 
+def latest_committed(wire: Wire, topic: str) -> int:
+    """ListOffsets LATEST with isolation_level 1 (v2+)."""
+    latest = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)
+    topics = [ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[latest])]
+    body = ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=topics)
+    return wire.request(ApiKey.LIST_OFFSETS, 2, body).topics[0].partitions[0].offset
+
+
 def started(wire: Wire, topic: str) -> tuple[int, int]:
     wire.create_topic(topic, partitions=1)
     assert find_txn_coordinator(wire).error_code == 0
@@ -85,8 +94,10 @@ def test_a_transaction_step_by_step_over_the_wire(wire):
     part = read_committed(wire, "t")
     assert (part.high_watermark, part.last_stable_offset) == (2, 0)
     assert wire.list_offset("t", 0, -1).offset == 2  # read_uncommitted: the HW
+    assert latest_committed(wire, "t") == 0  # read_committed: the LSO
     assert end(wire, pid, epoch, commit=False) == 0
     assert wait_until(lambda: read_committed(wire, "t").last_stable_offset == 3)
+    assert latest_committed(wire, "t") == 3
     part = read_committed(wire, "t")
     assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [(pid, 0)]
     first = len(txn_batch(pid, epoch, 0, b"a", b"b"))  # the data batch; then the marker
