@@ -156,12 +156,17 @@ class ProducerStateManager:
         """Producer id -> first offset of each open transaction (TXN-2)."""
         return dict(self._ongoing)
 
-    def first_unstable_offset(self, high_watermark: int) -> int | None:
-        """The first offset of the oldest transaction that is open, or whose marker is not
-        yet below `high_watermark` (Kafka: `firstUnstableOffset`, `onHighWatermarkUpdated`);
-        None when there is none (TXN-4)."""
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget the finished transactions whose marker is below the HW (Kafka:
+        `onHighWatermarkUpdated`): replicated, they no longer hold the LSO back."""
         if self._unreplicated:
             self._unreplicated = [t for t in self._unreplicated if t.last_offset >= high_watermark]
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction that is open, or whose marker is not
+        yet below `high_watermark` (Kafka: `firstUnstableOffset`); None when there is none
+        (TXN-4)."""
+        self.on_high_watermark_updated(high_watermark)
         firsts = [t.first_offset for t in self._unreplicated]
         return min([*self._ongoing.values(), *firsts], default=None)
 

@@ -127,6 +127,8 @@ class Partition(ConsumerReads):
     @high_watermark.setter
     def high_watermark(self, value: int) -> None:
         self._high_watermark = value
+        # finished transactions whose markers are now below it stop holding the LSO (TXN-4)
+        self.log.producer_state.on_high_watermark_updated(value)
 
     @property
     def log_end_offset(self) -> int:

@@ -149,8 +149,10 @@ class TxnCoordinatorAdapter:
         errors: dict[TopicPartition, ErrorCode] = {}
         for tp in request.partitions:
             state = self.controller.partition_state(*tp)
-            if state is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if state is None:  # deleted with its topic: no marker to write (as Kafka skips it)
+                logger.warning("%s: %s-%d no longer exists; no marker", request.transactional_id,
+                               *tp)  # fmt: skip
+                errors[tp] = ErrorCode.NO_ERROR
             elif state.leader < 0 or _broker(self.controller, state.leader) is None:
                 errors[tp] = ErrorCode.LEADER_NOT_AVAILABLE
             else:
