@@ -144,15 +144,22 @@ class TransactionCoordinator:
 
     # -- InitProducerId ------------------------------------------------------------------
     def handle_init_producer_id(
-        self, transactional_id: str, timeout_ms: int, callback: InitCallback
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        callback: InitCallback,
+        expected: tuple[int, int] | None = None,
     ) -> None:
-        """Map the id to a producer id and bump its epoch (TXN-13)."""
+        """Map the id to a producer id and bump its epoch (TXN-13). `expected` is the
+        (producer id, epoch) a KIP-360 producer (InitProducerId v3+) already has (TXN-18)."""
 
         def fail(error: ErrorCode) -> None:
             callback(error, -1, NO_PRODUCER_EPOCH)
 
         if transactional_id == "":
             return fail(ErrorCode.INVALID_REQUEST)
+        if expected == (-1, -1):
+            expected = None  # v3+ from a producer that has no id yet
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
             return fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         error, partition = self._owner(transactional_id)
@@ -167,19 +174,35 @@ class TransactionCoordinator:
             txns[transactional_id] = meta
         if meta.pending_state is not None or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return fail(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if expected is not None and not self._valid_expected(meta, *expected):
+            return fail(ErrorCode.PRODUCER_FENCED)
         if meta.state in (S.ONGOING, S.PREPARE_EPOCH_FENCE):
             # Abort the open transaction with a bumped epoch; the producer retries (KIP-98).
             if meta.state == S.ONGOING:
                 meta.fence_producer_epoch()
             self._end(meta, partition, commit=False, callback=lambda _: None)
             return fail(ErrorCode.CONCURRENT_TRANSACTIONS)
-        new_pid = self.generate_producer_id() if meta.epoch_exhausted else None
-        target = meta.prepare_increment_producer_epoch(timeout_ms, self._now(), new_pid)
+        expected_epoch = expected[1] if expected is not None else None
+        exhausted = meta.epoch_exhausted and expected_epoch in (None, meta.producer_epoch)
+        new_pid = self.generate_producer_id() if exhausted else None
+        target = meta.prepare_increment_producer_epoch(
+            timeout_ms, self._now(), new_pid, expected_epoch
+        )
+        if target is None:
+            return fail(ErrorCode.PRODUCER_FENCED)
 
         def done() -> None:
             callback(OK, meta.producer_id, meta.producer_epoch)
 
         self._write(partition, meta, target, done, fail)
+
+    @staticmethod
+    def _valid_expected(meta: TransactionMetadata, producer_id: int, epoch: int) -> bool:
+        """KIP-360: the producer's (id, epoch) is the current one or the one just before a
+        bump (Kafka: `isValidProducerId` without producer id rotation across epochs)."""
+        return producer_id == meta.producer_id and epoch in (
+            meta.producer_epoch, meta.last_producer_epoch
+        )
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------
     def handle_add_partitions(

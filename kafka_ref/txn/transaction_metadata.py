@@ -131,19 +131,34 @@ class TransactionMetadata:
 
     # -- the transitions (Kafka: prepareIncrementProducerEpoch, prepareAddPartitions, ...)
     def prepare_increment_producer_epoch(
-        self, timeout_ms: int, now: int, new_producer_id: int | None = None
-    ) -> TransactionMetadata:
-        """InitProducerId: epoch + 1, or a fresh producer id at epoch 0 once exhausted."""
+        self,
+        timeout_ms: int,
+        now: int,
+        new_producer_id: int | None = None,
+        expected_epoch: int | None = None,
+    ) -> TransactionMetadata | None:
+        """InitProducerId: epoch + 1, or a fresh producer id at epoch 0 once exhausted.
+
+        With KIP-360 the producer names the epoch it has (`expected_epoch`): the current one
+        is bumped; the previous one means a retry of a bump already made, answered with the
+        current epoch unchanged; any other is fenced (None). (Kafka:
+        `prepareIncrementProducerEpoch`.)"""
         if new_producer_id is not None:
-            pid, epoch = new_producer_id, 0
+            pid, epoch, last = new_producer_id, 0, NO_PRODUCER_EPOCH
+        elif expected_epoch is None:
+            pid, epoch, last = self.producer_id, self.producer_epoch + 1, NO_PRODUCER_EPOCH
+        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
+            pid, epoch, last = self.producer_id, self.producer_epoch + 1, self.producer_epoch
+        elif expected_epoch == self.last_producer_epoch:
+            pid, epoch, last = self.producer_id, self.producer_epoch, self.last_producer_epoch
         else:
-            pid, epoch = self.producer_id, self.producer_epoch + 1
+            return None
         return self._target(
             S.EMPTY,
             now,
             producer_id=pid,
             producer_epoch=epoch,
-            last_producer_epoch=self.producer_epoch if pid == self.producer_id else -1,
+            last_producer_epoch=last,
             txn_timeout_ms=timeout_ms,
             partitions=set(),
             txn_start_timestamp=-1,

@@ -13,7 +13,7 @@ same versions and every version a client may send is declared:
 
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
-    DeleteRecords 0-1   InitProducerId 0-1   OffsetForLeaderEpoch 2-3 (followers)
+    DeleteRecords 0-1   InitProducerId 0-4   OffsetForLeaderEpoch 2-3 (followers)
     transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
     WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-2
     DescribeConfigs 1-2   CreatePartitions 0-1

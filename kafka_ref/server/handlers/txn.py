@@ -4,7 +4,9 @@
   answers a fresh producer id from its `ProducerIdManager` (kafka_ref/txn/producer_ids.py)
   and epoch 0 (IDEM-15). With one, the transaction coordinator of the id answers its
   producer id with the epoch bumped, fencing older instances (TXN-13); a broker that is
-  not the id's coordinator answers NOT_COORDINATOR, an empty id is INVALID_REQUEST.
+  not the id's coordinator answers NOT_COORDINATOR, an empty id is INVALID_REQUEST. From
+  v3 the producer may name the id and epoch it has, to have the epoch bumped after an
+  error instead of starting afresh (KIP-360, TXN-18).
 * **AddPartitionsToTxn** (24), **AddOffsetsToTxn** (25), **EndTxn** (26) go to the
   transaction coordinator (kafka_ref/txn/coordinator.py) and are answered once its write to
   `__transaction_state` is durable. AddOffsetsToTxn adds the group's partition of
@@ -85,8 +87,9 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
             error = _client_error(request, error)
             _answer(apis, request, _init_response(error, producer_id, epoch))
 
+        expected = (body.producer_id, body.producer_epoch) if request.api_version >= 3 else None
         apis.txn.coordinator.handle_init_producer_id(
-            transactional_id, body.transaction_timeout_ms, done
+            transactional_id, body.transaction_timeout_ms, done, expected
         )
         return _deferred()
     try:

@@ -172,7 +172,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.CREATE_TOPICS, 2, 4),
         (ApiKey.DELETE_TOPICS, 1, 3),
         (ApiKey.DELETE_RECORDS, 0, 1),
-        (ApiKey.INIT_PRODUCER_ID, 0, 1),
+        (ApiKey.INIT_PRODUCER_ID, 0, 4),
         (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3),
         (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 2),
         (ApiKey.ADD_OFFSETS_TO_TXN, 0, 2),

@@ -31,7 +31,7 @@ ADVERTISED = {
     19: (2, 4),
     20: (1, 3),
     21: (0, 1),
-    22: (0, 1),
+    22: (0, 4),  # InitProducerId: v3+ for the KIP-360 epoch bump (TXN-18)
     23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
     24: (0, 2),  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn (TXN-12, TXN-13)
     25: (0, 2),

@@ -151,3 +151,24 @@ def test_a_restarted_coordinator_writes_the_markers_of_a_logged_decision(make_br
         )
     )
     wire.close()
+
+
+@pytest.mark.spec("TXN-18")
+def test_init_producer_id_v4_over_the_wire_bumps_the_named_epoch(wire):
+    pid, epoch = started(wire, "k")
+
+    def init_v(version: int, producer_id: int, producer_epoch: int):
+        body = InitProducerIdRequest(
+            transactional_id=TXN,
+            transaction_timeout_ms=60_000,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+        answer = wire.request(ApiKey.INIT_PRODUCER_ID, version, body)
+        return answer.error_code, answer.producer_id, answer.producer_epoch
+
+    assert init_v(4, pid, epoch) == (0, pid, epoch + 1)  # flexible v4
+    assert init_v(4, pid, epoch) == (0, pid, epoch + 1)  # the same bump, retried
+    assert init_v(4, pid, epoch - 1)[0] == ErrorCode.PRODUCER_FENCED
+    assert init_v(3, pid, epoch - 1)[0] == ErrorCode.INVALID_PRODUCER_EPOCH  # before v4
+    assert init_v(2, -1, -1) == (0, pid, epoch + 2)  # v2 names no epoch: a plain bump

@@ -281,3 +281,22 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
 TestCoordinatorMachine = pytest.mark.spec("TXN-11", "TXN-12", "TXN-14")(CoordinatorMachine.TestCase)
 TestCoordinatorMachine.settings = settings(stateful_step_count=40, deadline=None)
+
+
+@pytest.mark.spec("TXN-18")
+def test_kip_360_bumps_the_named_epoch_and_recognises_a_retry():
+    h = Harness()
+    pid, epoch = init_ok(h)
+
+    def init_with(expected):
+        out: list = []
+        h.coordinator.handle_init_producer_id("app-1", 10_000, lambda *a: out.append(a), expected)
+        h.settle()
+        return out[0]
+
+    assert init_with((pid, epoch)) == (OK, pid, epoch + 1)  # bumped
+    assert init_with((pid, epoch)) == (OK, pid, epoch + 1)  # a retry of that bump: no bump
+    assert init_with((pid, epoch + 1)) == (OK, pid, epoch + 2)
+    assert init_with((pid, epoch)) == (ErrorCode.PRODUCER_FENCED, -1, -1)  # too old
+    assert init_with((pid + 7, epoch + 2)) == (ErrorCode.PRODUCER_FENCED, -1, -1)
+    assert init_with((-1, -1)) == (OK, pid, epoch + 3)  # no id yet: as in v0
