@@ -15,7 +15,8 @@ same versions and every version a client may send is declared:
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
     DeleteRecords 0-1   InitProducerId 0-4   OffsetForLeaderEpoch 2-3 (followers)
     transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
-    WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-2
+    WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-2   DescribeProducers 0
+    DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-3   DescribeGroups 0-2
@@ -107,6 +108,18 @@ from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from kafka_ref.protocol.messages.api_61_describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+)
+from kafka_ref.protocol.messages.api_65_describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
+from kafka_ref.protocol.messages.api_66_list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from kafka_ref.protocol.schema import Message
 
 
@@ -140,6 +153,9 @@ class ApiKey(IntEnum):
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 class Api(NamedTuple):
@@ -195,6 +211,9 @@ APIS: dict[int, Api] = {
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
+        _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
+        _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
+        _api("ListTransactions", ListTransactionsRequest, ListTransactionsResponse),
     )
 }
 
@@ -228,6 +247,10 @@ __all__ = [
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeProducersRequest",
+    "DescribeProducersResponse",
+    "DescribeTransactionsRequest",
+    "DescribeTransactionsResponse",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",
@@ -246,6 +269,8 @@ __all__ = [
     "ListGroupsResponse",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
+    "ListTransactionsRequest",
+    "ListTransactionsResponse",
     "MetadataRequest",
     "MetadataResponse",
     "OffsetCommitRequest",

@@ -15,6 +15,7 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     configs.py    DescribeConfigs (32)
     txn.py        InitProducerId (22), AddPartitionsToTxn (24), AddOffsetsToTxn (25),
                   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
+    txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
     groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
                   LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15),
                   ListGroups (16), DeleteGroups (42): the group coordinator's APIs
@@ -80,6 +81,7 @@ class KafkaApis:
             produce,
             replica_fetch,
             txn,
+            txn_admin,
         )
 
         if self.producer_ids is None:
@@ -100,6 +102,9 @@ class KafkaApis:
             ApiKey.END_TXN: txn.handle_end_txn,
             ApiKey.WRITE_TXN_MARKERS: txn.handle_write_txn_markers,
             ApiKey.TXN_OFFSET_COMMIT: txn.handle_txn_offset_commit,
+            ApiKey.DESCRIBE_PRODUCERS: txn_admin.handle_describe_producers,
+            ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.handle_describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: txn_admin.handle_list_transactions,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: replica_fetch.handle_offsets_for_leader_epoch,
             ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
             ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,

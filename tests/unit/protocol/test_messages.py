@@ -182,6 +182,9 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),
         (ApiKey.DELETE_GROUPS, 0, 1),
+        (ApiKey.DESCRIBE_PRODUCERS, 0, 0),
+        (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0),
+        (ApiKey.LIST_TRANSACTIONS, 0, 1),
     ]
     body = frames.api_versions_body()
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == (

@@ -41,6 +41,9 @@ ADVERTISED = {
     32: (1, 2),
     37: (0, 1),
     42: (0, 1),
+    61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
+    65: (0, 0),
+    66: (0, 1),
 }
 
 

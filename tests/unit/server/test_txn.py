@@ -15,10 +15,13 @@ from kafka_ref.log.log import Log
 from kafka_ref.protocol.messages import (
     AddPartitionsToTxnRequest,
     ApiKey,
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
     EndTxnRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
+    ListTransactionsRequest,
 )
 from kafka_ref.record.batch import RecordBatch, build_batch
 from kafka_ref.record.control import read_marker
@@ -172,3 +175,39 @@ def test_init_producer_id_v4_over_the_wire_bumps_the_named_epoch(wire):
     assert init_v(4, pid, epoch - 1)[0] == ErrorCode.PRODUCER_FENCED
     assert init_v(3, pid, epoch - 1)[0] == ErrorCode.INVALID_PRODUCER_EPOCH  # before v4
     assert init_v(2, -1, -1) == (0, pid, epoch + 2)  # v2 names no epoch: a plain bump
+
+
+@pytest.mark.spec("TXN-19")
+def test_describe_and_list_transactions_and_producers_find_an_open_transaction(wire):
+    pid, epoch = started(wire, "h")
+    assert add_partitions(wire, pid, epoch, "h", 0) == {0}
+    assert wire.produce("h", 0, txn_batch(pid, epoch, 0, b"a", b"b", b"c")).error_code == 0
+    body = DescribeProducersRequest(topics=[
+        DescribeProducersRequest.TopicRequest(name="h", partition_indexes=[0, 7])])  # fmt: skip
+    answer = wire.request(ApiKey.DESCRIBE_PRODUCERS, 0, body).topics[0]
+    (found,) = answer.partitions[0].active_producers
+    assert (found.producer_id, found.producer_epoch, found.last_sequence) == (pid, epoch, 2)
+    assert found.current_txn_start_offset == 0  # the open transaction holding the LSO
+    assert answer.partitions[1].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    body = DescribeTransactionsRequest(transactional_ids=[TXN, "nobody"])
+    (state, missing) = wire.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, body).transaction_states
+    assert (state.error_code, state.transaction_state, state.producer_id) == (0, "Ongoing", pid)
+    assert [(t.topic, t.partitions) for t in state.topics] == [("h", [0])]
+    assert state.transaction_start_time_ms > 0 and state.transaction_timeout_ms == 60_000
+    assert missing.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+    def listed(version: int = 0, **filters):
+        answer = wire.request(ApiKey.LIST_TRANSACTIONS, version, ListTransactionsRequest(
+            state_filters=filters.get("states", []), producer_id_filters=filters.get("pids", []),
+            duration_filter=filters.get("duration", -1)))  # fmt: skip
+        return answer.unknown_state_filters, [
+            (t.transactional_id, t.transaction_state) for t in answer.transaction_states
+        ]
+
+    assert listed() == ([], [(TXN, "Ongoing")])
+    assert listed(states=["Ongoing", "Bogus"]) == (["Bogus"], [(TXN, "Ongoing")])
+    assert listed(states=["Empty"]) == ([], [])
+    assert listed(pids=[pid + 1]) == ([], [])
+    assert listed(1, duration=3_600_000) == ([], [])  # not running for an hour
+    assert end(wire, pid, epoch, commit=True) == 0
+    assert wait_until(lambda: listed() == ([], [(TXN, "CompleteCommit")]))
