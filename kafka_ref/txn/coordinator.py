@@ -201,7 +201,8 @@ class TransactionCoordinator:
         """KIP-360: the producer's (id, epoch) is the current one or the one just before a
         bump (Kafka: `isValidProducerId` without producer id rotation across epochs)."""
         return producer_id == meta.producer_id and epoch in (
-            meta.producer_epoch, meta.last_producer_epoch
+            meta.producer_epoch,
+            meta.last_producer_epoch,
         )
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------
