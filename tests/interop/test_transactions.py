@@ -220,3 +220,26 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted(tmp_path):
             stuck.commit_transaction(10)
     finally:
         broker.stop()
+
+
+@pytest.mark.spec("TXN-8", "TXN-17")
+def test_our_consumer_reads_committed_transactions_only(kafka_ref_broker):
+    from kafka_ref.client import Consumer as OurConsumer
+    from kafka_ref.client import TopicPartition as OurTopicPartition
+
+    port = kafka_ref_broker.port
+    topic = create_topic(port)
+    p = producer(port, f"ours-{uuid.uuid4().hex[:6]}")
+    committed = produce_txn(p, topic, "c", 6, commit=True)
+    produce_txn(p, topic, "a", 6, commit=False)
+    committed += produce_txn(p, topic, "d", 6, commit=True)
+    bootstrap = f"127.0.0.1:{port}"
+    with OurConsumer(bootstrap, auto_offset_reset="earliest",
+                     isolation_level="read_committed") as consumer:  # fmt: skip
+        consumer.assign([OurTopicPartition(topic, 0), OurTopicPartition(topic, 1)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while len(got) < len(committed) and time.monotonic() < deadline:
+            got += [r.value for r in consumer.poll(0.5)]
+        got += [r.value for r in consumer.poll(1.0)]  # nothing else may come
+    assert sorted(got) == sorted(committed)
