@@ -111,6 +111,7 @@ class ErrorCode(IntEnum):
     THROTTLING_QUOTA_EXCEEDED = 89
     PRODUCER_FENCED = 90
     INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
+    TRANSACTIONAL_ID_NOT_FOUND = 105  # DescribeTransactions for an unknown id
 
     @property
     def retriable(self) -> bool:

@@ -13,8 +13,8 @@ and answers a resent one with its original offsets instead of appending it again
     records                0..9           10..24          25..25
     baseSequence           0              10              25      (next sequence: 26)
 
-This module is the idempotent half of Kafka's `TransactionManager` (the class also runs
-transactions, a later issue). It is called by the Sender thread only, and holds:
+This module is the idempotent half of Kafka's `TransactionManager` (Kafka's class also runs
+transactions; our producer does not yet). It is called by the Sender thread only, and holds:
 
 * `producer_id_and_epoch` - from InitProducerId; until it arrives nothing is drained.
 * per partition (`PartitionEntry`, Kafka's `TxnPartitionEntry`): the PID/epoch its sequences

@@ -28,6 +28,7 @@ membership.py have REBAL-1..REBAL-13.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ from kafka_ref.group.membership import (
     SyncGroupResult,
 )
 from kafka_ref.group.rebalance import GroupRebalance
+from kafka_ref.group.txn_offsets import TxnOffsetStore
 
 __all__ = [
     "Append",
@@ -120,6 +122,7 @@ class GroupCoordinator(GroupRebalance):
     ) -> None:
         manager = GroupMetadataManager(config.offsets_topic_num_partitions, clock, append)
         super().__init__(config, clock, schedule, manager, new_uuid)
+        self.txn_offsets = TxnOffsetStore(manager, clock, append)  # TXN-16
 
     def partition_for(self, group_id: str) -> int:
         """The `__consumer_offsets` partition that is the group's home (REBAL-16)."""
@@ -164,6 +167,26 @@ class GroupCoordinator(GroupRebalance):
         now = self._now()
         stamped = {tp: om._replace(commit_timestamp=now) for tp, om in offsets.items()}
         self.manager.store_offsets(group, stamped, callback, self.config.offset_metadata_max_bytes)
+
+    def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """TxnOffsetCommit: pending until the transaction's marker (txn_offsets.py)."""
+        error = self._group_status(group_id, allow_empty_id=True)
+        if error != OK:
+            return callback(dict.fromkeys(offsets, error))
+        now = self._now()
+        stamped = {tp: dataclasses.replace(om, commit_timestamp=now) for tp, om in offsets.items()}
+        self.txn_offsets.commit(group_id, producer_id, producer_epoch, stamped, callback)
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker reached `__consumer_offsets-<partition>` (TXN-16)."""
+        self.txn_offsets.complete(partition, producer_id, commit)
 
     def _validate_offset_commit(self, group, generation_id, member_id, instance_id) -> ErrorCode:
         """Kafka `validateOffsetCommit` (OFFSET-8)."""
@@ -276,6 +299,7 @@ class GroupCoordinator(GroupRebalance):
         """Another broker leads the partition now: forget its groups."""
         for group in self.manager.unload(partition):
             self._unload_group(group)
+        self.txn_offsets.forget_partition(partition)
 
     def begin_loading(self, partition: int) -> None:
         """Mark a partition as loading (for a broker that loads asynchronously)."""

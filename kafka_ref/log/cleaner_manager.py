@@ -72,8 +72,9 @@ def cleanable_offsets(
 
     The checkpoint is ignored when it is below the log start (retention or DeleteRecords
     removed the data) or above the log end (the log was truncated). The uncleanable bound
-    is the smallest of the active segment's base, `max_offset` (the high watermark, or the
-    last stable offset once transactions exist), and the first dirty segment holding a
+    is the smallest of the active segment's base, `max_offset` (the broker passes the last
+    stable offset: the high watermark unless a transaction is open), and the first dirty
+    segment holding a
     record newer than now - min.compaction.lag.ms (COMPACT-3, COMPACT-7).
     """
     start = log.log_start_offset

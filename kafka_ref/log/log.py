@@ -60,7 +60,9 @@ from kafka_ref.log.segment import (
     roll_jitter_ms,
     segment_path,
 )
+from kafka_ref.log.txn_index import AbortedTxn
 from kafka_ref.log.validator import AppendInfo, validate_and_assign
+from kafka_ref.record.control import read_markers
 
 logger = logging.getLogger("kafka_ref.log.log")
 
@@ -81,7 +83,9 @@ class Log:
         self._log_end_offset = self._segments[-1].next_offset
         self._last_flush_ms = clock.milliseconds()
         self._dir_dirty = False
-        self.producer_state = ProducerStateManager.load(self, clock.milliseconds())
+        self.producer_state = ProducerStateManager.load(
+            self, clock.milliseconds(), loaded.rebuilt_from
+        )
 
     @classmethod
     def open(
@@ -183,7 +187,8 @@ class Log:
             assign_offsets=assign_offsets,
         )
         origin = origin if assign_offsets else AppendOrigin.REPLICATION
-        pending = self.producer_state.prepare(info, now, origin)  # IDEM-1
+        markers = read_markers(view, info.batches)  # the transaction markers, if any
+        pending = self.producer_state.prepare(info, now, origin, markers)  # IDEM-1, TXN-3
         if pending.duplicate is not None:  # a retry of a batch the log holds: write nothing
             return pending.duplicate
         active = self.active_segment
@@ -192,7 +197,9 @@ class Log:
             active = self.roll(info.first_offset, reason=reason)
         active.append(view)
         self._log_end_offset = info.last_offset + 1
-        self.producer_state.commit(pending, self._log_end_offset)
+        for txn in self.producer_state.commit(pending, self._log_end_offset):
+            if txn.is_aborted:  # the marker's segment indexes the aborted transaction (TXN-6)
+                active.txn_index.append(txn.aborted_entry())
         self._maybe_flush(now)
         return info
 
@@ -294,6 +301,26 @@ class Log:
             if not slices and i >= len(self._segments):  # no batch at all in [offset, upper)
                 next_offset = upper  # (compaction removed them): continue from the bound
         return LogReadInfo(fetch_offset, first_offset, next_offset, slices, start, end)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The LSO: the first offset of the oldest unfinished transaction, capped by the
+        high watermark (Kafka: `UnifiedLog.lastStableOffset`, TXN-4)."""
+        first = self.producer_state.first_unstable_offset(high_watermark)
+        if first is None:
+            return high_watermark
+        return min(max(first, self._log_start_offset), high_watermark)
+
+    def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start, upper), from the `.txnindex` of the
+        segment holding `start` onward (Kafka: `collectAbortedTransactions`, TXN-8)."""
+        found: list[AbortedTxn] = []
+        i = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        for segment in self._segments[i:]:
+            part, complete = segment.txn_index.collect_aborted(start, upper)
+            found.extend(part)
+            if complete:
+                break
+        return found
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: the first offset whose record timestamp is >= `timestamp` (LOG-15).

@@ -24,8 +24,10 @@ written (Kafka: `ProducerAppendInfo.checkProducerEpoch`, `checkSequence`, and
   UNKNOWN_PRODUCER_ID (IDEM-7; Kafka 2.x, see spec/idempotence.md for Kafka 2.5+);
 * a producer id with a negative sequence or epoch: INVALID_RECORD (IDEM-8).
 
-Who appends decides what is checked (`AppendOrigin`): a client gets every check, the
-transaction coordinator (markers, later) the epoch check only, a follower none (IDEM-11).
+Who appends decides what is checked (`AppendOrigin`): a client gets every check (and a
+producer inside a transaction must write transactional batches, TXN-2), the transaction
+coordinator's markers the producer and coordinator epoch checks only (TXN-3), a follower
+none (IDEM-11).
 
 "Append time" is the broker's clock when a batch was appended. A copied or replayed batch
 carries no such time unless the topic uses LogAppendTime, so `append_time` uses the time
@@ -44,12 +46,28 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kafka_ref.errors import (
+    ErrorCode,
     InvalidProducerEpochError,
     InvalidRecordError,
+    KafkaError,
     OutOfOrderSequenceError,
     UnknownProducerIdError,
 )
 from kafka_ref.record.batch import BatchHeader, TimestampType
+
+
+class InvalidTxnStateError(KafkaError):
+    """A producer with an open transaction writes a non-transactional batch (Kafka:
+    InvalidTxnStateException)."""
+
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(KafkaError):
+    """A marker from an older coordinator epoch than the last one seen for the producer."""
+
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
 
 NUM_BATCHES_TO_RETAIN = 5  # Kafka: ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 INT32_MAX = 2**31 - 1
@@ -114,8 +132,8 @@ class ProducerStateEntry:
         default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
     )
     last_timestamp: int = -1
-    coordinator_epoch: int = -1  # transactions (not yet): the last marker's coordinator
-    current_txn_first_offset: int = -1  # transactions (not yet): first offset of the open one
+    coordinator_epoch: int = -1  # the coordinator epoch of the last marker (TXN-3)
+    current_txn_first_offset: int = -1  # first offset of the open transaction, or -1 (TXN-2)
 
     @property
     def last_seq(self) -> int:
@@ -199,6 +217,26 @@ def check_client_batch(
     raise OutOfOrderSequenceError(
         f"producer {pid} epoch {epoch}: sequence {first} does not follow {entry.last_seq}"
     )
+
+
+def check_txn_batch(pid: int, entry: ProducerStateEntry | None, header: BatchHeader) -> None:
+    """A producer inside a transaction writes transactional batches only (TXN-2)."""
+    if header.is_transactional or entry is None or entry.current_txn_first_offset < 0:
+        return
+    raise InvalidTxnStateError(
+        f"producer {pid} has a transaction open since offset {entry.current_txn_first_offset}"
+        " and writes a non-transactional batch"
+    )
+
+
+def check_marker(pid: int, entry: ProducerStateEntry | None, epoch: int, coord_epoch: int) -> None:
+    """A marker may not come from an older producer epoch or coordinator epoch (TXN-3)."""
+    check_epoch(pid, entry, epoch)
+    if entry is not None and coord_epoch < entry.coordinator_epoch:
+        raise TransactionCoordinatorFencedError(
+            f"marker for producer {pid} from coordinator epoch {coord_epoch}, older than"
+            f" {entry.coordinator_epoch}"
+        )
 
 
 def check_epoch(pid: int, entry: ProducerStateEntry | None, epoch: int) -> None:

@@ -23,8 +23,8 @@ only the batch headers after it (IDEM-9).
       last_offset               int64   of that batch (-1: the producer has no batch)
       offset_delta              int32   last offset - first offset of that batch
       timestamp                 int64   when that batch was appended
-      coordinator_epoch         int32   -1 until transactions exist
-      current_txn_first_offset  int64   -1 until transactions exist
+      coordinator_epoch         int32   of the producer's last transaction marker, or -1
+      current_txn_first_offset  int64   first offset of its open transaction, or -1 (TXN-5)
 
 Kafka writes one entry per producer: its *last* batch. So after a restart Kafka can
 recognise only a retry of that last batch, not of the four before it. kafka-ref writes one

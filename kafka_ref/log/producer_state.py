@@ -23,7 +23,17 @@ log. Truncation reloads the state the same way from the nearest snapshot below t
 (IDEM-12); deleted segments take their snapshots with them (IDEM-13). A producer not heard
 from for `producer.id.expiration.ms` is forgotten (`remove_expired_producers`, IDEM-14).
 
-Rules: IDEM-1, IDEM-3, IDEM-9, IDEM-11..IDEM-14 in spec/idempotence.md.
+**Transactions** (KIP-98, spec/transactions.md). A producer's first transactional batch
+opens its transaction in this partition (`current_txn_first_offset`), and the marker the
+coordinator writes closes it (`_update_txn`, TXN-2); a marker from an older producer or
+coordinator epoch is refused (TXN-3). The open transactions, and the finished ones whose
+marker is not yet below the high watermark, give the *first unstable offset*, from which
+the log derives the LSO (TXN-4). The snapshot keeps each open transaction's first offset
+(TXN-5). An ABORT marker produces a `CompletedTxn` that the log writes into its segment's
+`.txnindex`; replaying after recovery writes the entries back (TXN-6, TXN-7).
+
+Rules: IDEM-1, IDEM-3, IDEM-9, IDEM-11..IDEM-14 in spec/idempotence.md; TXN-2..TXN-7 in
+spec/transactions.md.
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ from kafka_ref.log.producer_entry import (
     apply_batch,
     check_client_batch,
     check_epoch,
+    check_marker,
+    check_txn_batch,
 )
 from kafka_ref.log.producer_snapshot import (
     CorruptSnapshotError,
@@ -52,28 +64,54 @@ from kafka_ref.log.producer_snapshot import (
     read_snapshot,
     write_snapshot,
 )
+from kafka_ref.log.txn_index import AbortedTxn
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.record.batch import BatchHeader
+from kafka_ref.record.control import EndTransactionMarker, read_marker
 
 if TYPE_CHECKING:
     from kafka_ref.log.log import Log
     from kafka_ref.log.segment import Segment
 
-__all__ = ["AppendOrigin", "ProducerStateEntry", "ProducerStateManager"]
+__all__ = ["AppendOrigin", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager"]
 
 logger = logging.getLogger("kafka_ref.log.producer_state")
 
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 
 
+Markers = dict[int, EndTransactionMarker]  # base offset of a control batch -> its marker
+TxnBatch = tuple[int, BatchHeader, EndTransactionMarker | None]  # base offset, header, marker
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker just ended in this partition (Kafka: `CompletedTxn`), with
+    the LSO it leaves behind: the first offset of the oldest other open transaction, or
+    the offset after the marker (Kafka: `ProducerStateManager.lastStableOffset`)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+    last_stable_offset: int
+
+    def aborted_entry(self) -> AbortedTxn:
+        return AbortedTxn(
+            self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset
+        )
+
+
 @dataclass(slots=True)
 class PendingAppend:
     """The state an append would leave (Kafka: the `ProducerAppendInfo`s of one append):
-    entries to replace, or one batch to add (the produce path, without copies)."""
+    entries to replace, or one batch to add (the produce path, without copies), and the
+    transactional batches and markers that open or close transactions (TXN-2)."""
 
     updated: dict[int, ProducerStateEntry]
     duplicate: AppendInfo | None = None
     single: tuple[int, BatchHeader, int, int] | None = None  # pid, header, base offset, time
+    txn_batches: tuple[TxnBatch, ...] = ()
 
 
 _NOTHING = PendingAppend({})  # an append without producer ids: shared, never changed
@@ -88,12 +126,15 @@ class ProducerStateManager:
         self._snapshots: list[int] = list_snapshots(directory)
         self.map_end_offset = 0  # every batch below it is in the state (Kafka: lastMapOffset)
         self._replayed = 0
+        self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open txn
+        self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW
 
     @classmethod
-    def load(cls, log: Log, now: int) -> ProducerStateManager:
-        """The state of `log` after loading: newest usable snapshot + replay (IDEM-9)."""
+    def load(cls, log: Log, now: int, rebuild_from: int | None = None) -> ProducerStateManager:
+        """The state of `log` after loading: newest usable snapshot + replay (IDEM-9);
+        the replay starts at or below `rebuild_from`, to rebuild `.txnindex` files (TXN-7)."""
         manager = cls(log.dir)
-        manager.truncate_and_reload(log, now)
+        manager.truncate_and_reload(log, now, rebuild_from)
         if manager._replayed and log.log_end_offset not in manager._snapshots:
             manager.take_snapshot(log.log_end_offset)  # the next load starts here
         return manager
@@ -110,8 +151,29 @@ class ProducerStateManager:
     def snapshot_offsets(self) -> list[int]:
         return list(self._snapshots)
 
+    @property
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of each open transaction (TXN-2)."""
+        return dict(self._ongoing)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget the finished transactions whose marker is below the HW (Kafka:
+        `onHighWatermarkUpdated`): replicated, they no longer hold the LSO back."""
+        if self._unreplicated:
+            self._unreplicated = [t for t in self._unreplicated if t.last_offset >= high_watermark]
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction that is open, or whose marker is not
+        yet below `high_watermark` (Kafka: `firstUnstableOffset`); None when there is none
+        (TXN-4)."""
+        self.on_high_watermark_updated(high_watermark)
+        firsts = [t.first_offset for t in self._unreplicated]
+        return min([*self._ongoing.values(), *firsts], default=None)
+
     # ------------------------------------------------------------------ append
-    def prepare(self, info: AppendInfo, now: int, origin: AppendOrigin) -> PendingAppend:
+    def prepare(
+        self, info: AppendInfo, now: int, origin: AppendOrigin, markers: Markers | None = None
+    ) -> PendingAppend:
         """Check the batches of an append against the state; raise, or say what changes.
 
         Nothing changes until `commit`. A client's batches on the leader get the checks of
@@ -120,6 +182,7 @@ class ProducerStateManager:
         """
         client = origin is AppendOrigin.CLIENT
         leader = origin is not AppendOrigin.REPLICATION
+        markers = markers or {}
         if len(info.batches) == 1:  # a produce request: one batch, checked without copies
             base_offset, header = info.batches[0]
             pid = header.producer_id
@@ -132,12 +195,16 @@ class ProducerStateManager:
                 duplicate = check_client_batch(pid, entry, header)
                 if duplicate is not None:
                     return PendingAppend({}, _duplicate_info(info, duplicate, duplicate))
+                check_txn_batch(pid, entry, header)
             elif leader:
-                check_epoch(pid, entry, header.producer_epoch)
+                self._check_leader_batch(pid, entry, base_offset, header, markers)
             ts = now if leader else append_time(header, now)
-            return PendingAppend({}, None, (pid, header, base_offset, ts))
+            txn = ((base_offset, header, markers.get(base_offset)),)
+            txn = txn if header.is_transactional else ()
+            return PendingAppend({}, None, (pid, header, base_offset, ts), txn)
         updated: dict[int, ProducerStateEntry] = {}
         duplicates: list[BatchMetadata] = []
+        txn_batches: list[TxnBatch] = []
         for base_offset, header in info.batches:
             pid = header.producer_id
             if client and header.is_control:
@@ -153,20 +220,34 @@ class ProducerStateManager:
                 if duplicate is not None:
                     duplicates.append(duplicate)
                     continue
+                check_txn_batch(pid, entry, header)
             elif leader:
-                check_epoch(pid, entry, header.producer_epoch)
+                self._check_leader_batch(pid, entry, base_offset, header, markers)
+            if header.is_transactional:
+                txn_batches.append((base_offset, header, markers.get(base_offset)))
             if entry is None:
                 entry = ProducerStateEntry(pid)
             apply_batch(entry, header, base_offset, now if leader else append_time(header, now))
             updated[pid] = entry
         if not duplicates:
-            return PendingAppend(updated)
+            return PendingAppend(updated, txn_batches=tuple(txn_batches))
         if len(duplicates) != len(info.batches):  # only possible with several batches
             raise OutOfOrderSequenceError("an append mixes retried and new batches")
         first, last = duplicates[0], duplicates[-1]
         return PendingAppend({}, _duplicate_info(info, first, last))
 
-    def commit(self, pending: PendingAppend, map_end_offset: int) -> None:
+    @staticmethod
+    def _check_leader_batch(
+        pid: int, entry: ProducerStateEntry | None, base: int, header: BatchHeader, markers: Markers
+    ) -> None:
+        marker = markers.get(base) if header.is_control else None
+        if marker is None:
+            check_epoch(pid, entry, header.producer_epoch)
+        else:
+            check_marker(pid, entry, header.producer_epoch, marker.coordinator_epoch)
+
+    def commit(self, pending: PendingAppend, map_end_offset: int) -> list[CompletedTxn]:
+        """Take the appended batches into the state; the transactions their markers ended."""
         self._entries.update(pending.updated)
         if pending.single is not None:
             pid, header, base_offset, ts = pending.single
@@ -174,7 +255,34 @@ class ProducerStateManager:
             if entry is None:
                 entry = self._entries[pid] = ProducerStateEntry(pid)
             apply_batch(entry, header, base_offset, ts)
+        completed = []
+        for base_offset, header, marker in pending.txn_batches:
+            txn = self._update_txn(header.producer_id, base_offset, header, marker)
+            if txn is not None:
+                completed.append(txn)
         self.map_end_offset = map_end_offset
+        return completed
+
+    def _update_txn(
+        self, pid: int, base_offset: int, header: BatchHeader, marker: EndTransactionMarker | None
+    ) -> CompletedTxn | None:
+        """A transactional batch opens the producer's transaction; a marker closes it
+        (Kafka: `ProducerAppendInfo.appendDataBatch`, `appendEndTxnMarker`; TXN-2)."""
+        entry = self._entries.setdefault(pid, ProducerStateEntry(pid))
+        if not header.is_control:
+            if entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = self._ongoing[pid] = base_offset
+            return None
+        if marker is None:  # a control batch of another kind: no transaction ends
+            return None
+        first = entry.current_txn_first_offset
+        first = base_offset if first < 0 else first
+        entry.current_txn_first_offset, entry.coordinator_epoch = -1, marker.coordinator_epoch
+        self._ongoing.pop(pid, None)
+        lso = min(self._ongoing.values(), default=base_offset + 1)
+        txn = CompletedTxn(pid, first, base_offset, not marker.is_commit, lso)
+        self._unreplicated.append(txn)
+        return txn
 
     # ------------------------------------------------------------------ snapshots
     def take_snapshot(self, offset: int) -> None:
@@ -211,22 +319,29 @@ class ProducerStateManager:
             delete_snapshot(self.dir, self._snapshots.pop(0))
 
     # ------------------------------------------------------------------ truncation, loading
-    def truncate_and_reload(self, log: Log, now: int) -> None:
+    def truncate_and_reload(self, log: Log, now: int, rebuild_from: int | None = None) -> None:
         """Rebuild the state for the log as it is now (after loading or truncation): drop
-        snapshots beyond its end, read the newest remaining one that is valid, replay the
-        batch headers after it (IDEM-9, IDEM-12)."""
+        snapshots beyond its end, read the newest remaining one that is valid (and not
+        beyond `rebuild_from`), replay the batch headers after it (IDEM-9, IDEM-12)."""
         end, start = log.log_end_offset, log.log_start_offset
         while self._snapshots and self._snapshots[-1] > end:
             delete_snapshot(self.dir, self._snapshots.pop())
         self._entries.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         self.map_end_offset = start
+        limit = end if rebuild_from is None else min(end, rebuild_from)
         while self._snapshots:
-            offset = self._snapshots[-1]
+            usable = [o for o in self._snapshots if o <= limit]
+            if not usable:
+                break
+            offset = usable[-1]
             try:
                 entries = read_snapshot(self.dir, offset)
             except CorruptSnapshotError as err:
                 logger.warning("%s: %s; trying an older snapshot", self.dir, err)
-                delete_snapshot(self.dir, self._snapshots.pop())
+                self._snapshots.remove(offset)
+                delete_snapshot(self.dir, offset)
                 continue
             self._load_entries(entries)
             self.map_end_offset = max(offset, start)
@@ -236,6 +351,8 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self._entries.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         self.delete_snapshots_before(2**63 - 1)
         self.map_end_offset = offset
 
@@ -246,6 +363,8 @@ class ProducerStateManager:
                 entry = self._entries[e.producer_id] = ProducerStateEntry(e.producer_id)
             entry.coordinator_epoch = e.coordinator_epoch
             entry.current_txn_first_offset = e.current_txn_first_offset
+            if e.current_txn_first_offset >= 0:  # an open transaction survives (TXN-5)
+                self._ongoing[e.producer_id] = e.current_txn_first_offset
             if e.last_offset < 0:
                 entry.update_epoch(e.epoch, e.timestamp)
             else:
@@ -263,7 +382,7 @@ class ProducerStateManager:
             found = segment.translate_offset(start) if start > segment.base_offset else None
             position = found.position if found is not None else 0
             try:
-                for _, header in segment.log.headers_from(position):
+                for at, header in segment.log.headers_from(position):
                     if header.base_offset >= end:
                         break
                     if header.last_offset < start or header.producer_id < 0:
@@ -273,11 +392,28 @@ class ProducerStateManager:
                     )
                     apply_batch(entry, header, header.base_offset, append_time(header, now))
                     count += 1
+                    if header.is_transactional:
+                        self._replay_txn(segment, at, header)
             except CorruptRecordError as err:  # recovery keeps a valid log; never crash here
                 logger.error("%s: cannot read batch headers for producer state: %s", self.dir, err)
         if count:
             logger.info("%s: replayed %d producer batches in [%d, %d)", self.dir, count, start, end)
         return count
+
+    def _replay_txn(self, segment: Segment, position: int, header: BatchHeader) -> None:
+        """Track a replayed transactional batch; an ABORT marker missing from its segment's
+        `.txnindex` (reset by recovery) is added back (TXN-7)."""
+        marker = None
+        if header.is_control:
+            try:
+                marker = read_marker(segment.log.read(position, header.size))
+            except InvalidRecordError:  # a control batch of another kind
+                marker = None
+        txn = self._update_txn(header.producer_id, header.base_offset, header, marker)
+        if txn is not None and txn.is_aborted:
+            last = segment.txn_index.last_offset
+            if last is None or txn.last_offset > last:
+                segment.txn_index.append(txn.aborted_entry())
 
     # ------------------------------------------------------------------ expiration
     def remove_expired_producers(

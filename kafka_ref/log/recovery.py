@@ -29,7 +29,9 @@ perhaps half-renamed files of a compaction, perhaps a tail torn by a crash. Kafk
    `segment.index.bytes` so it can take appends again.
 
 Then `Log` loads the producer state for the recovered log: the newest `.snapshot` not
-beyond the log end, plus the batch headers after it (producer_state.py, IDEM-9).
+beyond the log end (and not beyond the first rebuilt segment), plus the batch headers after
+it (producer_state.py, IDEM-9). Replaying the markers of the rebuilt segments rebuilds their
+`.txnindex` files (txn_index.py, TXN-7).
 
 Rules: DUR-1, DUR-2, DUR-4, DUR-5, DUR-11, INDEX-7.
 """
@@ -59,6 +61,7 @@ from kafka_ref.log.segment import (
     Segment,
     roll_jitter_ms,
 )
+from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger("kafka_ref.log.recovery")
 
@@ -72,6 +75,9 @@ class LoadedLog:
     segments: list[Segment]
     log_start_offset: int
     recovery_point: int
+    # The base of the first segment whose files were rebuilt, or None: the producer state
+    # replays from there, which rebuilds those segments' `.txnindex` files (TXN-7).
+    rebuilt_from: int | None = None
 
 
 def parse_segment_file(name: str) -> tuple[int, str, str] | None:
@@ -92,9 +98,10 @@ def load_log(
 ) -> LoadedLog:
     """Turn a partition directory into sorted, recovered segments (Kafka `LogLoader.load`)."""
     _remove_temp_files_and_complete_swaps(directory)
-    segments = _load_segments(directory, config, clock, recovery_point, clean_shutdown)
+    segments, rebuilt = _load_segments(directory, config, clock, recovery_point, clean_shutdown)
     if not clean_shutdown:
-        _recover_unflushed(directory, segments, recovery_point, config.compact)
+        recovered = _recover_unflushed(directory, segments, recovery_point, config.compact)
+        rebuilt = min((x for x in (rebuilt, recovered) if x is not None), default=None)
     start_checkpoint = log_start_offset or 0
     if segments and segments[-1].next_offset < start_checkpoint:
         logger.warning(
@@ -122,6 +129,7 @@ def load_log(
         segments,
         max(start_checkpoint, segments[0].base_offset),
         log_end if clean_shutdown else min(recovery_point, log_end),
+        rebuilt,
     )
 
 
@@ -179,7 +187,7 @@ def _next_offset_of(path: str, base_offset: int) -> int:
 
 def _load_segments(
     directory: str, config: LogConfig, clock: Clock, recovery_point: int, clean_shutdown: bool
-) -> list[Segment]:
+) -> tuple[list[Segment], int | None]:
     names = set()
     for name in os.listdir(directory):
         if os.path.isfile(os.path.join(directory, name)):
@@ -195,14 +203,14 @@ def _load_segments(
         parsed = parse_segment_file(name)
         if (
             parsed
-            and parsed[1:] in ((INDEX_SUFFIX, ""), (TIME_INDEX_SUFFIX, ""))
+            and parsed[1:] in ((INDEX_SUFFIX, ""), (TIME_INDEX_SUFFIX, ""), (TXN_INDEX_SUFFIX, ""))
             and f"{parsed[0]:020d}{LOG_SUFFIX}" not in names
         ):
             logger.warning("%s: deleting orphaned index %s (no .log)", directory, name)
             os.unlink(os.path.join(directory, name))
     # Recovery visits the segment holding the recovery point and everything after it.
     recover_from = len(bases) if clean_shutdown else bisect.bisect_right(bases, recovery_point) - 1
-    segments = []
+    segments, rebuilt = [], None
     for i, base in enumerate(bases):
         missing = [
             kind for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) if f"{base:020d}{kind}" not in names
@@ -214,19 +222,21 @@ def _load_segments(
         if missing:
             logger.info("%s: %s missing for segment %d; rebuilding", directory, missing, base)
             segment.recover(next_base)
+            rebuilt = base if rebuilt is None else rebuilt
         elif i < recover_from:
             try:
                 segment.sanity_check()
             except IndexCorruptError as err:
                 logger.warning("%s: %s; rebuilding the indexes of segment %d", directory, err, base)
                 segment.recover(next_base)
+                rebuilt = base if rebuilt is None else rebuilt
         segments.append(segment)
-    return segments
+    return segments, rebuilt
 
 
 def _recover_unflushed(
     directory: str, segments: list[Segment], recovery_point: int, compacted: bool
-) -> None:
+) -> int | None:
     """Recover each segment from the one holding the recovery point on (DUR-2, DUR-3).
 
     The first segment that loses bytes ends the log: everything after it goes, so the
@@ -237,6 +247,8 @@ def _recover_unflushed(
     """
     bases = [s.base_offset for s in segments]
     first = max(bisect.bisect_right(bases, recovery_point) - 1, 0)
+    if first >= len(segments):
+        return None
     for i in range(first, len(segments)):
         segment = segments[i]
         logger.info("%s: recovering unflushed segment %d", directory, segment.base_offset)
@@ -255,4 +267,5 @@ def _recover_unflushed(
             for dropped in later:
                 dropped.delete()
             del segments[i + 1 :]
-            return
+            break
+    return segments[first].base_offset

@@ -9,6 +9,7 @@ written as 20 digits (SEG-1):
     00000000000000368769.log         the batches, end to end (file_records.py)
     00000000000000368769.index       offset -> position, sparse (offset_index.py)
     00000000000000368769.timeindex   timestamp -> offset, sparse (time_index.py)
+    00000000000000368769.txnindex    aborted transactions, only once there is one (txn_index.py)
 
 Only the last segment, the *active* one, is appended to. It *rolls* (a new active segment
 starts) when the next append would take it past `segment.bytes`, when `segment.ms` has
@@ -54,6 +55,7 @@ from kafka_ref.log.abstract_index import IndexCorruptError, IndexOffsetOverflowE
 from kafka_ref.log.file_records import BatchPosition, FileRecords, FileSlice, TimestampAndOffset
 from kafka_ref.log.offset_index import OffsetIndex, needs_index_entry
 from kafka_ref.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafka_ref.record.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, validate_batch
 
 logger = logging.getLogger("kafka_ref.log.segment")
@@ -106,6 +108,9 @@ class Segment:
                                         base_offset, size)  # fmt: skip
         self.time_index = TimeIndex(segment_path(d, base_offset, TIME_INDEX_SUFFIX, suffix),
                                     base_offset, size)  # fmt: skip
+        self.txn_index = TransactionIndex(  # aborted transactions, created at the first one
+            segment_path(d, base_offset, TXN_INDEX_SUFFIX, suffix), base_offset
+        )
         self.created_ms = clock.milliseconds()
         self._rolling_timestamp: int | None = None  # first batch's max timestamp
         self._max: TimestampOffset | None = None  # largest timestamp so far, lazily
@@ -286,6 +291,7 @@ class Segment:
         """Raise IndexCorruptError unless both indexes agree with the log (INDEX-7)."""
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
         last = self.offset_index.last_entry()
         try:
             batches = list(self.log.batch_positions(last.position))
@@ -322,6 +328,7 @@ class Segment:
         limit = float("inf") if next_segment_base is None else next_segment_base
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()  # rebuilt from the markers by the producer state (TXN-7)
         valid = last_entry = 0
         max_ts = TimestampOffset(NO_TIMESTAMP, self.base_offset)
         expected = self.base_offset
@@ -367,6 +374,7 @@ class Segment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.resize_indexes(self.max_index_size)  # it becomes (or stays) the active one
         truncated = self.log.truncate_to(mapping.position) if mapping else 0
         if self.size == 0:
@@ -405,6 +413,7 @@ class Segment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._max is not None:
@@ -422,6 +431,7 @@ class Segment:
         # which is what the loader looks at (recovery.py, DUR-11).
         self.offset_index.rename_to(segment_path(d, base, INDEX_SUFFIX, new))
         self.time_index.rename_to(segment_path(d, base, TIME_INDEX_SUFFIX, new))
+        self.txn_index.rename_to(segment_path(d, base, TXN_INDEX_SUFFIX, new))
         self.log.rename_to(segment_path(d, base, LOG_SUFFIX, new))
         self.suffix = new
 
@@ -429,5 +439,6 @@ class Segment:
         """Unlink the files. An in-flight FileSlice keeps the .log readable until dropped."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.log.path)

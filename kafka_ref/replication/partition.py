@@ -53,6 +53,7 @@ from kafka_ref.errors import (
 )
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log import Log, LogReadInfo
+from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.record.batch import LOG_OVERHEAD
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH, LeaderEpochFileCache
@@ -159,6 +160,17 @@ class Partition(ConsumerReads):
         return self.leader_id == self.broker_id
 
     @property
+    def high_watermark(self) -> int:
+        """The committed bound: consumers read below it (REPL-2)."""
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        self._high_watermark = value
+        # finished transactions whose markers are now below it stop holding the LSO (TXN-4)
+        self.log.producer_state.on_high_watermark_updated(value)
+
+    @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
@@ -234,7 +246,10 @@ class Partition(ConsumerReads):
 
     # ------------------------------------------------------------------ leader: produce
     def append_records_to_leader(
-        self, records: bytes | bytearray | memoryview, required_acks: int
+        self,
+        records: bytes | bytearray | memoryview,
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendInfo:
         """Kafka `Partition.appendRecordsToLeader` (REPL-5, REPL-9)."""
         self._check_leader_request(UNDEFINED_EPOCH)
@@ -244,7 +259,7 @@ class Partition(ConsumerReads):
                 f"min.isr requirement of {self.min_insync_replicas} for partition "
                 f"{self.topic}-{self.index}"
             )
-        info = self.log.append(records, leader_epoch=self.leader_epoch)
+        info = self.log.append(records, leader_epoch=self.leader_epoch, origin=origin)
         self._maybe_increment_high_watermark()  # an ISR of one: committed at once
         return info
 

@@ -2,11 +2,13 @@
 
 A mixin of `Partition` (partition.py), kept apart because none of it is replication: it
 only reads the partition's `high_watermark`, `log` and leader epoch `cache`. Consumers see
-records below the HW only (REPL-2); read_committed consumers below the last stable offset,
-which equals the HW until transactions exist. DeleteRecords may move the log start up to
+records below the HW only (REPL-2); read_committed consumers below the last stable offset
+(LSO): the first offset of the oldest transaction still open, or the HW when it is lower
+(kafka_ref/log/log.py, TXN-4), and with the records the aborted transactions they overlap
+(TXN-8). DeleteRecords may move the log start up to
 the HW, never past it (BROKER-26), and the epoch cache forgets what the log no longer has.
 
-Rules: REPL-2, BROKER-20, BROKER-26.
+Rules: REPL-2, BROKER-20, BROKER-26, TXN-4, TXN-8.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from kafka_ref.log.log import LogReadInfo
+from kafka_ref.log.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafka_ref.log.log import Log
@@ -37,8 +40,8 @@ class ConsumerReads:
 
     @property
     def last_stable_offset(self) -> int:
-        """Bound of read_committed consumers; = HW until transactions exist."""
-        return self.high_watermark
+        """Bound of read_committed consumers: min(first unstable offset, HW) (TXN-4)."""
+        return self.log.last_stable_offset(self.high_watermark)
 
     def read(
         self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False
@@ -46,6 +49,12 @@ class ConsumerReads:
         """A consumer's read: file slices of whole batches below the HW or LSO (REPL-2)."""
         bound = self.last_stable_offset if read_committed else self.high_watermark
         return self.log.read(offset, max_bytes, max_offset=bound, min_one_batch=min_one_batch)
+
+    def aborted_transactions(self, info: LogReadInfo) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed read must be told of (TXN-8)."""
+        if not info.slices:
+            return []
+        return self.log.collect_aborted_transactions(info.fetch_offset, info.next_offset)
 
     def bytes_available(self, offset: int, limit: int, read_committed: bool = False) -> int:
         """How many bytes a consumer could fetch at `offset` (DelayedFetch's min_bytes)."""

@@ -80,6 +80,7 @@ from kafka_ref.server.network import SocketServer
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import RequestChannel, handler_loop
+from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.server.zk_mode import ZooKeeperMode
 
 logger = logging.getLogger("kafka_ref.server.broker")
@@ -117,6 +118,7 @@ class Broker:
         self.socket_server: SocketServer | None = None
         self.apis: KafkaApis | None = None
         self.groups: GroupCoordinatorAdapter | None = None
+        self.txns: TxnCoordinatorAdapter | None = None
         self._tasks: list[asyncio.Task] = []
         self._cleaner = LogCleaner()
         self.started = False
@@ -172,6 +174,14 @@ class Broker:
             config, controller, self.replica_manager, purgatory, self.clock,
             self.groups.coordinator,
         )  # fmt: skip
+        if self.zk_mode is None:  # the transaction coordinator (embedded mode for now)
+            self.txns = TxnCoordinatorAdapter(
+                config, controller, self.replica_manager, self.clock, loop.call_later,
+                self.apis.producer_ids.generate_producer_id,
+            )  # fmt: skip
+            controller.listeners.append(self.txns)
+            self.txns.start()
+            self.apis.txn = self.txns
         channel = RequestChannel(config["queued.max.requests"])
         for i in range(config["num.io.threads"]):
             self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
@@ -295,8 +305,8 @@ class Broker:
         now, cleaned = self.clock.milliseconds(), 0
         for partition in self.replica_manager.all_partitions():
             if partition.log.config.compact:
-                result = self._cleaner.clean(
-                    partition.log, now, max_offset=partition.high_watermark
+                result = self._cleaner.clean(  # never past an open transaction (TXN-4)
+                    partition.log, now, max_offset=partition.last_stable_offset
                 )
                 cleaned += int(result.cleaned)
         return cleaned
@@ -325,6 +335,8 @@ class Broker:
         self.replica_manager.produce_purgatory.shutdown()  # REQUEST_TIMED_OUT: not on the ISR
         assert self.groups is not None
         self.groups.shutdown()  # waiting joins and syncs answer before the sockets close
+        if self.txns is not None:
+            await self.txns.shutdown()
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
         for task in self._tasks:
             task.cancel()

@@ -54,7 +54,9 @@ from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
 from kafka_ref.log.log import Log
+from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.record.batch import RecordBatch
+from kafka_ref.record.control import read_marker
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -63,6 +65,7 @@ logger = logging.getLogger("kafka_ref.server.group_adapter")
 
 OFFSETS_TOPIC = "__consumer_offsets"  # Kafka: Topic.GROUP_METADATA_TOPIC_NAME
 REQUIRED_ACKS = -1  # coordinator writes wait for the whole ISR (Kafka: acks=all)
+COORDINATOR = AppendOrigin.COORDINATOR
 
 
 def group_config(config: KafkaConfig) -> GroupConfig:
@@ -127,30 +130,54 @@ def coordinator_of(
     return None
 
 
-def read_records(log: Log, high_watermark: int) -> Iterator[tuple[bytes | None, bytes | None]]:
+Held = dict[int, dict[bytes | None, bytes | None]]  # producer id -> its records, by key
+
+
+def read_records(
+    log: Log, high_watermark: int, pending: Held | None = None
+) -> Iterator[tuple[bytes | None, bytes | None]]:
     """(key, value) of every record in `log` below `high_watermark`, in offset order.
 
-    Control batches (transaction markers) carry no group data and are skipped; records
-    below the log start offset (after DeleteRecords) are skipped too. A value of None is a
-    tombstone: the key was deleted.
+    Records below the log start offset (after DeleteRecords) are skipped. A value of None
+    is a tombstone: the key was deleted. The records of a transactional batch (offsets
+    committed in a transaction, TXN-16) are held back until their producer's marker: a
+    COMMIT yields them there, an ABORT drops them, and those of a transaction still open
+    at the end go into `pending`. A plain record of the same key written after a held one
+    replaces it (the higher offset wins, as in Kafka).
     """
-    start = log.log_start_offset
+    start, held = log.log_start_offset, {}
+    for batch in _batches(log, high_watermark):
+        header = batch.header
+        if header.is_control:
+            records = held.pop(header.producer_id, {})
+            if records and read_marker(bytes(batch)).is_commit:
+                yield from records.items()
+            continue
+        for record in batch.records():
+            if record.offset >= high_watermark:
+                break
+            if record.offset < start:
+                continue
+            key, value = _bytes(record.key), _bytes(record.value)
+            if header.is_transactional:
+                held.setdefault(header.producer_id, {})[key] = value
+                continue
+            for records in held.values():
+                records.pop(key, None)
+            yield key, value
+    if pending is not None:
+        pending.update(held)
+
+
+def _batches(log: Log, high_watermark: int) -> Iterator[RecordBatch]:
     for segment in log.segments:
         if segment.base_offset >= high_watermark:
             return
         for position in segment.log.batch_positions():
             if position.base_offset >= high_watermark:
                 return
-            if position.last_offset < start:
-                continue
-            batch = RecordBatch(segment.log.read(position.position, position.size))
-            if batch.header.is_control:
-                continue
-            for record in batch.records():
-                if record.offset >= high_watermark:
-                    return
-                if record.offset >= start:
-                    yield _bytes(record.key), _bytes(record.value)
+            if position.last_offset >= log.log_start_offset:
+                yield RecordBatch(segment.log.read(position.position, position.size))
 
 
 def _bytes(data: bytes | memoryview | None) -> bytes | None:
@@ -217,7 +244,8 @@ class GroupCoordinatorAdapter:
         NOT_ENOUGH_REPLICAS_AFTER_APPEND or NOT_LEADER_OR_FOLLOWER if the ISR shrank or
         the leadership moved meanwhile (BROKER-47)."""
         tp = (OFFSETS_TOPIC, partition)
-        result = self.replica_manager.append_records({tp: memoryview(batch)}, REQUIRED_ACKS)[tp]
+        records = {tp: memoryview(batch)}  # the coordinator's own writes: no sequence checks
+        result = self.replica_manager.append_records(records, REQUIRED_ACKS, COORDINATOR)[tp]
         if result.error != ErrorCode.NO_ERROR or result.info is None:
             logger.warning("append to %s-%d failed: %s", *tp, result.error.name)
             on_done(result.error)
@@ -241,8 +269,10 @@ class GroupCoordinatorAdapter:
         in the new leader's log (it was in the ISR), and whatever the new leader holds is
         what its followers will hold. Loading to the HW would forget acknowledged commits."""
         partition = self.replica_manager.get_partition(OFFSETS_TOPIC, index)
-        records = read_records(partition.log, partition.log_end_offset)
-        self.coordinator.on_elected(index, records)
+        pending: Held = {}
+        self.coordinator.on_elected(index, read_records(partition.log, partition.log_end_offset,
+                                                        pending))  # fmt: skip
+        self.coordinator.txn_offsets.restore(pending)  # transactions still open (TXN-16)
 
     def on_partitions_created(self, topic: str, partitions: range) -> None:
         if topic == OFFSETS_TOPIC:  # the ReplicaManager, an earlier listener, made the logs

@@ -108,6 +108,24 @@ _BROKER_DEFS = [
         "offsets.retention.check.interval.ms", "long", 600000, "Offset expiration period.", 1
     ),
     ConfigDef("offset.metadata.max.bytes", "int", 4096, "Longest commit metadata.", 0),
+    # The transaction coordinator (Kafka: TransactionLogConfig, TransactionStateManagerConfig).
+    ConfigDef(
+        "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", 1
+    ),
+    ConfigDef(
+        "transaction.state.log.replication.factor", "int", 3, "Replicas of __transaction_state.", 1
+    ),
+    ConfigDef(
+        "transaction.state.log.segment.bytes", "int", 104857600, "__transaction_state segments.", 1
+    ),
+    ConfigDef("transaction.max.timeout.ms", "int", 900000, "Longest transaction timeout.", 1),
+    ConfigDef(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "int",
+        10000,
+        "How often timed-out transactions are aborted.",
+        1,
+    ),
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 # topic config's broker name -> topic config name (log.segment.bytes -> segment.bytes)
@@ -123,7 +141,6 @@ IGNORED_KEYS = frozenset(
         "controller.listener.names", "inter.broker.listener.name",
         "listener.security.protocol.map", "num.network.threads", "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-        "transaction.state.log.replication.factor",
         "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
         "zookeeper.connection.timeout.ms", "metadata.log.dir", "log.cleaner.threads",

@@ -62,6 +62,7 @@ from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
 from kafka_ref.log.log import LogReadInfo
 from kafka_ref.log.log_manager import LogManager
+from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import AlterIsrResult, FetchRequest, FetchResult, LeaderAndIsr
@@ -222,15 +223,19 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ produce
     def append_records(
-        self, entries: dict[TopicPartition, memoryview], required_acks: int
+        self,
+        entries: dict[TopicPartition, memoryview],
+        required_acks: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> dict[TopicPartition, PartitionAppendResult]:
-        """Append to each leader partition; errors are per partition (BROKER-14)."""
+        """Append to each leader partition; errors are per partition (BROKER-14). The
+        transaction coordinator's markers come with `origin` COORDINATOR (TXN-1)."""
         results: dict[TopicPartition, PartitionAppendResult] = {}
         for tp, records in entries.items():
             try:
                 partition = self.get_partition(*tp)
                 hw = partition.high_watermark
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks, origin)
                 results[tp] = PartitionAppendResult(ErrorCode.NO_ERROR, info)
                 if partition.high_watermark > hw:  # an ISR of one: committed at once
                     self.produce_purgatory.check_and_complete(tp)

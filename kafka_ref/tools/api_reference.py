@@ -26,7 +26,7 @@ PACKAGES = {
     "replication": "Replication",
     "sim": "The cluster simulator",
     "group": "Consumer groups",
-    "txn": "Producer ids",
+    "txn": "Transactions and producer ids",
     "client": "The clients",
     "spark": "The Spark data sources",
     "conformance": "The conformance suite",

@@ -14,15 +14,18 @@ may send is declared:
 
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
-    DeleteRecords 0-1   InitProducerId 0-1   OffsetForLeaderEpoch 2-3 (followers)
+    DeleteRecords 0-1   InitProducerId 0-4   OffsetForLeaderEpoch 2-3 (followers)
+    transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
+    WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-2   DescribeProducers 0
+    DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-3   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
 
 One module per API, named by key (`api_00_produce.py`), declares its request and response and
-explains what the API is for. Other APIs (transactions) join by adding a module and one line
-below. Advertising an API changes what clients do: with FindCoordinator, librdkafka and
+explains what the API is for. Other APIs join by adding a module and one line below.
+Advertising an API changes what clients do: with FindCoordinator, librdkafka and
 kafka-python turn on their group coordinator logic, so an API joins only with its handler.
 """
 
@@ -77,6 +80,23 @@ from kafka_ref.protocol.messages.api_23_offsets_for_leader_epoch import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
+from kafka_ref.protocol.messages.api_24_add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
+from kafka_ref.protocol.messages.api_25_add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from kafka_ref.protocol.messages.api_26_end_txn import EndTxnRequest, EndTxnResponse
+from kafka_ref.protocol.messages.api_27_write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+from kafka_ref.protocol.messages.api_28_txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -94,6 +114,18 @@ from kafka_ref.protocol.messages.api_37_create_partitions import (
 from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+)
+from kafka_ref.protocol.messages.api_61_describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+)
+from kafka_ref.protocol.messages.api_65_describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
+from kafka_ref.protocol.messages.api_66_list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
 )
 from kafka_ref.protocol.schema import Message
 
@@ -120,11 +152,19 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 class Api(NamedTuple):
@@ -172,6 +212,11 @@ APIS: dict[int, Api] = {
         _api("DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse),
         _api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse),
         _api("OffsetForLeaderEpoch", OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse),
+        _api("AddPartitionsToTxn", AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+        _api("AddOffsetsToTxn", AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+        _api("EndTxn", EndTxnRequest, EndTxnResponse),
+        _api("WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse),
+        _api("TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
@@ -181,6 +226,9 @@ APIS: dict[int, Api] = {
             IncrementalAlterConfigsRequest,
             IncrementalAlterConfigsResponse,
         ),
+        _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
+        _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
+        _api("ListTransactions", ListTransactionsRequest, ListTransactionsResponse),
     )
 }
 
@@ -192,6 +240,10 @@ def supported_api_versions() -> list[tuple[int, int, int]]:
 
 __all__ = [
     "APIS",
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
     "Api",
@@ -212,6 +264,12 @@ __all__ = [
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeProducersRequest",
+    "DescribeProducersResponse",
+    "DescribeTransactionsRequest",
+    "DescribeTransactionsResponse",
+    "EndTxnRequest",
+    "EndTxnResponse",
     "FetchRequest",
     "FetchResponse",
     "FindCoordinatorRequest",
@@ -230,6 +288,8 @@ __all__ = [
     "ListGroupsResponse",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
+    "ListTransactionsRequest",
+    "ListTransactionsResponse",
     "MetadataRequest",
     "MetadataResponse",
     "OffsetCommitRequest",
@@ -242,5 +302,9 @@ __all__ = [
     "ProduceResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
     "supported_api_versions",
 ]

@@ -13,7 +13,9 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     offsets.py    ListOffsets (2), DeleteRecords (21)
     admin.py      CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
     configs.py    DescribeConfigs (32)
-    txn.py        InitProducerId (22): producer ids for idempotent producers
+    txn.py        InitProducerId (22), AddPartitionsToTxn (24), AddOffsetsToTxn (25),
+                  EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
+    txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
     groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
                   LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15),
                   ListGroups (16), DeleteGroups (42): the group coordinator's APIs
@@ -45,6 +47,7 @@ from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, Response, encode_response
+from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.txn.producer_ids import ProducerIdManager
 
 logger = logging.getLogger("kafka_ref.server.handlers")
@@ -64,6 +67,7 @@ class KafkaApis:
     clock: Clock
     group_coordinator: GroupCoordinator
     producer_ids: ProducerIdManager | None = None  # default: blocks from the controller
+    txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
 
     def __post_init__(self) -> None:
         from kafka_ref.server.handlers import (
@@ -77,6 +81,7 @@ class KafkaApis:
             produce,
             replica_fetch,
             txn,
+            txn_admin,
         )
 
         if self.producer_ids is None:
@@ -92,6 +97,14 @@ class KafkaApis:
             ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
             ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
             ApiKey.INIT_PRODUCER_ID: txn.handle_init_producer_id,
+            ApiKey.ADD_PARTITIONS_TO_TXN: txn.handle_add_partitions_to_txn,
+            ApiKey.ADD_OFFSETS_TO_TXN: txn.handle_add_offsets_to_txn,
+            ApiKey.END_TXN: txn.handle_end_txn,
+            ApiKey.WRITE_TXN_MARKERS: txn.handle_write_txn_markers,
+            ApiKey.TXN_OFFSET_COMMIT: txn.handle_txn_offset_commit,
+            ApiKey.DESCRIBE_PRODUCERS: txn_admin.handle_describe_producers,
+            ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.handle_describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: txn_admin.handle_list_transactions,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: replica_fetch.handle_offsets_for_leader_epoch,
             ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
             ApiKey.ALTER_CONFIGS: alter_configs.handle_alter_configs,

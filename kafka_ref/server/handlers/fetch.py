@@ -20,15 +20,16 @@ overall `max_bytes`, and `min_bytes` / `max_wait_ms`. The broker (Kafka:
 
 Per partition the answer has the error code (OFFSET_OUT_OF_RANGE for an offset outside
 [log start, log end], then the client resets via ListOffsets, BROKER-17;
-UNKNOWN_TOPIC_OR_PARTITION), the high watermark, the last stable offset (= HW until
-transactions exist), the log start offset (v5+), an empty aborted-transactions list, and
-the records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
+UNKNOWN_TOPIC_OR_PARTITION), the high watermark, the last stable offset (the bound of a
+read_committed fetch, TXN-4), the log start offset (v5+), the aborted transactions that
+overlap the records returned (read_committed only, TXN-8; empty otherwise), and the
+records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
 `session_id` 0 and lists every requested partition, which tells the client to keep sending
 full fetches (BROKER-21). An incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
 
 A fetch with `replica_id` >= 0 comes from a follower and is served by replica_fetch.py.
 
-Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10.
+Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10, TXN-8.
 """
 
 from __future__ import annotations
@@ -105,6 +106,13 @@ def read_partitions(
                     min_one_batch=min_one,
                     read_committed=params.read_committed,
                 )
+                if params.read_committed:  # TXN-8
+                    data.aborted_transactions = [
+                        FetchResponse.AbortedTransaction(
+                            producer_id=t.producer_id, first_offset=t.first_offset
+                        )
+                        for t in partition.aborted_transactions(info)
+                    ]
                 if info.slices:
                     data.records = FileRecordsValue(info.slices)
                     size = data.records.size

@@ -9,9 +9,9 @@ result into the response; the group logic lives in the coordinator. Kafka's
   exists (kafka_ref/server/group_adapter.py) and answers the broker that leads the group's
   partition of it (`partition_for`): on one broker always this broker; in a cluster
   whichever broker the controller made leader, and COORDINATOR_NOT_AVAILABLE while the
-  partition has no leader (BROKER-44). Key type 1 (a transactional
-  id) answers COORDINATOR_NOT_AVAILABLE: kafka-ref has no transaction
-  coordinator yet, so clients cannot start transactions. Any other key type is INVALID_REQUEST.
+  partition has no leader (BROKER-44). Key type 1 (a transactional id) answers the
+  leader of the id's `__transaction_state` partition, created on first use (TXN-9,
+  server/txn_adapter.py). Any other key type is INVALID_REQUEST.
 * **JoinGroup** (11) and **SyncGroup** (14) answer later: the coordinator calls back when
   the rebalance round completes, and the callback sends the response (the handler returns
   `DEFERRED`, like a waiting fetch). JoinGroup v0 has no rebalance timeout, so the session
@@ -64,6 +64,8 @@ from kafka_ref.protocol.messages.api_10_find_coordinator import (
 from kafka_ref.server.group_adapter import coordinator_of, ensure_offsets_topic
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
+from kafka_ref.server.txn_adapter import coordinator_of as txn_coordinator_of
+from kafka_ref.server.txn_adapter import ensure_transaction_topic
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers import KafkaApis
@@ -92,8 +94,13 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
     key_type = request.body.key_type  # v0: 0 (a group)
     if key_type == GROUP_KEY_TYPE:
         error = ensure_offsets_topic(apis.controller, apis.config)
-    elif key_type == TRANSACTION_KEY_TYPE:
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE  # no transaction coordinator yet
+    elif key_type == TRANSACTION_KEY_TYPE:  # TXN-9 (no coordinator: retriable)
+        no_txn = apis.txn is None
+        error = (
+            ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if no_txn
+            else ensure_transaction_topic(apis.controller, apis.config)
+        )
     else:
         error = ErrorCode.INVALID_REQUEST
     if error != ErrorCode.NO_ERROR:
@@ -101,7 +108,10 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
             throttle_time_ms=0, error_code=error, error_message=error.name, node_id=-1,
             host="", port=-1,
         )  # fmt: skip
-    leader = coordinator_of(apis.controller, apis.group_coordinator, request.body.key)
+    if key_type == TRANSACTION_KEY_TYPE:
+        leader = txn_coordinator_of(apis.controller, apis.txn.coordinator, request.body.key)
+    else:
+        leader = coordinator_of(apis.controller, apis.group_coordinator, request.body.key)
     if leader is None:  # no leader for the group's partition yet: the client retries
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
         return FindCoordinatorResponse(

@@ -1,23 +1,27 @@
-"""InitProducerId: a producer gets its producer id (the transactions family's first API).
+"""The transaction APIs: producer ids, the transaction coordinator's requests, the markers.
 
-An idempotent producer asks once for a *producer id* (PID) and gets epoch 0; it then numbers
-its batches per partition, and the partition leaders drop retried duplicates
-(kafka_ref/log/producer_state.py). Kafka's `KafkaApis.handleInitProducerIdRequest` passes
-the request to the `TransactionCoordinator`, whose `handleInitProducerId` answers a null
-transactional id with `producerIdManager.generateProducerId()` and epoch 0, whatever
-broker receives it (IDEM-15). kafka-ref does the same with its `ProducerIdManager`
-(kafka_ref/txn/producer_ids.py), whose blocks of 1000 ids come from the embedded
-controller and survive restarts.
+* **InitProducerId** (22). Without a transactional id (an idempotent producer) any broker
+  answers a fresh producer id from its `ProducerIdManager` (kafka_ref/txn/producer_ids.py)
+  and epoch 0 (IDEM-15). With one, the transaction coordinator of the id answers its
+  producer id with the epoch bumped, fencing older instances (TXN-13); a broker that is
+  not the id's coordinator answers NOT_COORDINATOR, an empty id is INVALID_REQUEST. From
+  v3 the producer may name the id and epoch it has, to have the epoch bumped after an
+  error instead of starting afresh (KIP-360, TXN-18).
+* **AddPartitionsToTxn** (24), **AddOffsetsToTxn** (25), **EndTxn** (26) go to the
+  transaction coordinator (kafka_ref/txn/coordinator.py) and are answered once its write to
+  `__transaction_state` is durable. AddOffsetsToTxn adds the group's partition of
+  `__consumer_offsets` to the transaction.
+* **WriteTxnMarkers** (27), from a transaction coordinator (possibly this broker): for
+  each partition, one control batch appended as the leader with acks=all (TXN-1); the
+  answer waits for the ISR like an acks=all produce. For a partition of
+  `__consumer_offsets` the group coordinator then completes the transaction's offsets.
+* **TxnOffsetCommit** (28) goes to the group coordinator (txn_offsets in kafka_ref/group/).
 
-With a transactional id, Kafka maps the id to a PID in the transaction coordinator that
-owns the id's `__transaction_state` partition. kafka-ref has no transaction coordinator
-yet and answers as a Kafka broker that does not own that partition: NOT_COORDINATOR (16);
-an empty transactional id is INVALID_REQUEST (42), checked first as in Kafka (IDEM-17).
-Clients never get that far: the broker advertises none of the transaction APIs, and
-FindCoordinator for a transactional id answers COORDINATOR_NOT_AVAILABLE (groups.py), so
-librdkafka and kafka-python refuse or stall transactional producers before they send one.
+PRODUCER_FENCED (90) exists only from InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn
+and EndTxn v2, TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH (47) instead,
+as Kafka's request classes do.
 
-Rules: IDEM-15, IDEM-17.
+Rules: IDEM-15, IDEM-17, TXN-1, TXN-9, TXN-12, TXN-13.
 """
 
 from __future__ import annotations
@@ -26,7 +30,19 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.protocol.messages import InitProducerIdResponse
+from kafka_ref.group.assignors.base import TopicPartition
+from kafka_ref.group.group_metadata import OffsetAndMetadata
+from kafka_ref.log.producer_entry import AppendOrigin
+from kafka_ref.protocol.messages import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    EndTxnResponse,
+    InitProducerIdResponse,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersResponse,
+)
+from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, build_marker_batch
+from kafka_ref.server.group_adapter import OFFSETS_TOPIC, DelayedCoordinatorAppend
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
@@ -35,28 +51,236 @@ if TYPE_CHECKING:
 logger = logging.getLogger("kafka_ref.server.handlers.txn")
 
 NO_PRODUCER_ID, NO_PRODUCER_EPOCH = -1, -1
+MARKER_TIMEOUT_MS = 30_000  # Kafka: the coordinator's request timeout
+# the first version of each API that knows PRODUCER_FENCED
+_FENCED_SINCE = {22: 4, 24: 2, 25: 2, 26: 2, 28: 3}
 
 
+def _deferred() -> Any:
+    from kafka_ref.server.handlers import DEFERRED
+
+    return DEFERRED
+
+
+def _client_error(request: Request, error: ErrorCode) -> ErrorCode:
+    if error == ErrorCode.PRODUCER_FENCED and request.api_version < _FENCED_SINCE.get(
+        request.api_key, 0
+    ):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def _answer(apis: KafkaApis, request: Request, body: Any) -> None:
+    apis.send(request, None if request.connection_closed() else body)
+
+
+# ---------------------------------------------------------------------- InitProducerId
 def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
-    transactional_id = request.body.transactional_id
+    body = request.body
+    transactional_id = body.transactional_id
     if transactional_id is not None:
-        error = ErrorCode.INVALID_REQUEST if transactional_id == "" else ErrorCode.NOT_COORDINATOR
-        return _response(error)
+        if apis.txn is None:
+            empty = transactional_id == ""
+            return _init_response(ErrorCode.INVALID_REQUEST if empty else ErrorCode.NOT_COORDINATOR)
+
+        def done(error: ErrorCode, producer_id: int, epoch: int) -> None:
+            error = _client_error(request, error)
+            _answer(apis, request, _init_response(error, producer_id, epoch))
+
+        expected = (body.producer_id, body.producer_epoch) if request.api_version >= 3 else None
+        apis.txn.coordinator.handle_init_producer_id(
+            transactional_id, body.transaction_timeout_ms, done, expected
+        )
+        return _deferred()
     try:
         producer_id = apis.producer_ids.generate_producer_id()
     except KafkaError as err:
         logger.error("cannot allocate a producer id: %s", err)
-        return _response(err.code)
+        return _init_response(err.code)
     except OSError as err:  # the block could not be persisted: retriable, as in Kafka
         logger.error("cannot persist a producer id block: %s", err)
-        return _response(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return _init_response(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     logger.debug("producer id %d for %s", producer_id, request.client_id)
-    return _response(ErrorCode.NO_ERROR, producer_id, 0)
+    return _init_response(ErrorCode.NO_ERROR, producer_id, 0)
 
 
-def _response(
+def _init_response(
     error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH
 ) -> Any:
     return InitProducerIdResponse(
         throttle_time_ms=0, error_code=error, producer_id=producer_id, producer_epoch=epoch
     )
+
+
+# ---------------------------------------------------------------------- the coordinator
+def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+    partitions = {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
+
+    def done(error: ErrorCode) -> None:
+        error = _client_error(request, error)
+        results = [
+            AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(
+                name=t.name,
+                results_by_partition=[
+                    AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
+                        partition_index=p, partition_error_code=error
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in body.v3_and_below_topics
+        ]
+        _answer(apis, request, AddPartitionsToTxnResponse(
+            throttle_time_ms=0, results_by_topic_v3_and_below=results
+        ))  # fmt: skip
+
+    if apis.txn is None:
+        done(ErrorCode.NOT_COORDINATOR)
+    else:
+        apis.txn.coordinator.handle_add_partitions(
+            body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
+            body.v3_and_below_producer_epoch, partitions, done,
+        )  # fmt: skip
+    return _deferred()
+
+
+def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+
+    def done(error: ErrorCode) -> None:
+        error = _client_error(request, error)
+        _answer(apis, request, AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error))
+
+    if apis.txn is None:
+        done(ErrorCode.NOT_COORDINATOR)
+        return _deferred()
+    offsets_partition = (OFFSETS_TOPIC, apis.group_coordinator.partition_for(body.group_id))
+    apis.txn.coordinator.handle_add_partitions(
+        body.transactional_id, body.producer_id, body.producer_epoch, {offsets_partition}, done
+    )
+    return _deferred()
+
+
+def handle_end_txn(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+
+    def done(error: ErrorCode) -> None:
+        error = _client_error(request, error)
+        _answer(apis, request, EndTxnResponse(throttle_time_ms=0, error_code=error))
+
+    if apis.txn is None:
+        done(ErrorCode.NOT_COORDINATOR)
+    else:
+        apis.txn.coordinator.handle_end_txn(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.committed, done
+        )
+    return _deferred()
+
+
+# ---------------------------------------------------------------------- WriteTxnMarkers
+def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
+    """Append each marker as the leader, answer once the ISR has them all (TXN-1)."""
+    manager = apis.replica_manager
+    now = apis.clock.milliseconds()
+    errors: dict[tuple[int, str, int], ErrorCode] = {}
+    waiting: set[tuple[int, str, int]] = set()
+    finished = False
+
+    def maybe_answer() -> None:
+        if waiting or not finished:
+            return
+        results = []
+        for marker in request.body.markers:
+            topics = [
+                WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(
+                    name=t.name,
+                    partitions=[
+                        WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(
+                            partition_index=p, error_code=errors[(marker.producer_id, t.name, p)]
+                        )
+                        for p in t.partition_indexes
+                    ],
+                )
+                for t in marker.topics
+            ]
+            results.append(WriteTxnMarkersResponse.WritableTxnMarkerResult(
+                producer_id=marker.producer_id, topics=topics
+            ))  # fmt: skip
+        _answer(apis, request, WriteTxnMarkersResponse(markers=results))
+
+    for marker in request.body.markers:
+        kind = ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT
+        end = EndTransactionMarker(kind, marker.coordinator_epoch)
+        batch = build_marker_batch(marker.producer_id, marker.producer_epoch, end, now)
+        for topic in marker.topics:
+            for index in topic.partition_indexes:
+                key, tp = (marker.producer_id, topic.name, index), (topic.name, index)
+                result = manager.append_records(
+                    {tp: memoryview(batch)}, -1, AppendOrigin.COORDINATOR
+                )[tp]
+                if result.error != ErrorCode.NO_ERROR or result.info is None:
+                    errors[key] = result.error
+                    continue
+                waiting.add(key)
+
+                def replicated(error: ErrorCode, key=key, commit=marker.transaction_result) -> None:
+                    errors[key] = error
+                    waiting.discard(key)
+                    if error == ErrorCode.NO_ERROR and key[1] == OFFSETS_TOPIC:
+                        apis.group_coordinator.complete_txn_offsets(key[2], key[0], commit)
+                    maybe_answer()
+
+                delayed = DelayedCoordinatorAppend(
+                    manager, tp, result.info.last_offset + 1, MARKER_TIMEOUT_MS, replicated
+                )
+                manager.produce_purgatory.try_complete_else_watch(delayed, [tp])
+    finished = True
+    maybe_answer()
+    return _deferred()
+
+
+# ---------------------------------------------------------------------- TxnOffsetCommit
+def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> Any:
+    """Offsets in a transaction: pending in the group coordinator until the marker (TXN-16)."""
+    body = request.body
+    now = apis.clock.milliseconds()
+    order: list[TopicPartition] = []
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            order.append(tp)
+            if apis.controller.partition_state(tp.topic, tp.partition) is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=now,
+            )
+
+    def respond() -> Any:
+        topics: list[Any] = []
+        for tp in dict.fromkeys(order):
+            if not topics or topics[-1].name != tp.topic:
+                topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=tp.topic))
+            topics[-1].partitions.append(
+                TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                    partition_index=tp.partition, error_code=_client_error(request, errors[tp])
+                )
+            )
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=topics)
+
+    def done(results: dict[TopicPartition, ErrorCode]) -> None:
+        errors.update(results)
+        _answer(apis, request, respond())
+
+    if not offsets:
+        return respond()
+    apis.group_coordinator.commit_txn_offsets(
+        body.group_id, body.producer_id, body.producer_epoch, offsets, done
+    )
+    return _deferred()

@@ -163,6 +163,14 @@ _OLD = {
     21: ("admin", "DeleteRecords"),
     22: ("init_producer_id", "InitProducerId"),
     23: ("offset_for_leader_epoch", "OffsetForLeaderEpoch"),
+    24: ("add_partitions_to_txn", "AddPartitionsToTxn"),
+    25: ("add_offsets_to_txn", "AddOffsetsToTxn"),
+    26: ("end_txn", "EndTxn"),
+    27: ("", "WriteTxnMarkers"),  # brokers only: kafka-python 2.x has no class for it
+    28: ("txn_offset_commit", "TxnOffsetCommit"),
+    61: ("", "DescribeProducers"),  # kafka-python 2.x has no classes for these three
+    65: ("", "DescribeTransactions"),
+    66: ("", "ListTransactions"),
     32: ("admin", "DescribeConfigs"),
     33: ("admin", "AlterConfigs"),
     37: ("admin", "CreatePartitions"),
@@ -179,6 +187,7 @@ _NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadat
 _NEW.update(dict.fromkeys((8, 9, 11, 12, 13, 14), "consumer.group"))  # Heartbeat is not exported
 _NEW[10] = "metadata"
 _NEW[23] = "consumer"
+_NEW.update(dict.fromkeys((24, 25, 26, 27, 28), "producer"))  # kafka.protocol.producer
 
 # kafka-python 3.x loads Kafka's JSON through a deprecated importlib API at import time;
 # importing its protocol modules once here keeps those warnings out of every test report.
@@ -196,6 +205,8 @@ class KafkaPython:
     def old_class(api_key: int, kind: str, version: int) -> Any:
         """The hand-written 2.x class (`kafka.protocol.old`), or None if it has no such version."""
         module, name = _OLD[api_key]
+        if not module:
+            return None
         old = importlib.import_module(f"kafka.protocol.old.{module}")
         classes = getattr(old, name + kind, ())
         found = classes[version] if version < len(classes) else None

@@ -41,7 +41,11 @@ def json_default(spec: dict, field: Field):
     return raw
 
 
-def assert_fields_match(ours: tuple[Field, ...], theirs: list[dict], where: str) -> None:
+def assert_fields_match(
+    ours: tuple[Field, ...], theirs: list[dict], where: str, common: dict | None = None
+) -> None:
+    """`common`: the JSON's `commonStructs` by name, for struct fields declared there."""
+    common = common or {}
     assert [f.name for f in ours] == [s["name"] for s in theirs], f"{where}: field order"
     for field, spec in zip(ours, theirs, strict=True):
         at = f"{where}.{field.name}"
@@ -54,7 +58,8 @@ def assert_fields_match(ours: tuple[Field, ...], theirs: list[dict], where: str)
         if field.struct is None and not field.is_array:
             assert field.make_default() == json_default(spec, field), f"{at} default"
         if field.struct is not None:
-            assert_fields_match(field.struct.fields, spec["fields"], at)
+            struct_fields = spec.get("fields") or common[spec["type"].removeprefix("[]")]
+            assert_fields_match(field.struct.fields, struct_fields, at, common)
         else:
             assert "fields" not in spec, at
 
@@ -78,7 +83,8 @@ def test_declaration_matches_kafkas_json(message: Message):
     kafka_versions = parse_versions(spec["validVersions"])
     extra = set(message.valid_versions) - set(kafka_versions)
     assert extra <= set(DROPPED_BY_KAFKA_4.get(message.name, ())), extra
-    assert_fields_match(message.fields, spec["fields"], message.name)
+    common = {c["name"]: c["fields"] for c in spec.get("commonStructs", [])}
+    assert_fields_match(message.fields, spec["fields"], message.name, common)
 
 
 @pytest.mark.spec("PROTO-6", "PROTO-7", "PROTO-16", "PROTO-17")
@@ -166,13 +172,21 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.CREATE_TOPICS, 2, 4),
         (ApiKey.DELETE_TOPICS, 1, 3),
         (ApiKey.DELETE_RECORDS, 0, 1),
-        (ApiKey.INIT_PRODUCER_ID, 0, 1),
+        (ApiKey.INIT_PRODUCER_ID, 0, 4),
         (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3),
+        (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 2),
+        (ApiKey.ADD_OFFSETS_TO_TXN, 0, 2),
+        (ApiKey.END_TXN, 0, 2),
+        (ApiKey.WRITE_TXN_MARKERS, 1, 1),
+        (ApiKey.TXN_OFFSET_COMMIT, 0, 2),
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
         (ApiKey.ALTER_CONFIGS, 0, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),
         (ApiKey.DELETE_GROUPS, 0, 1),
         (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
+        (ApiKey.DESCRIBE_PRODUCERS, 0, 0),
+        (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0),
+        (ApiKey.LIST_TRANSACTIONS, 0, 1),
     ]
     body = frames.api_versions_body()
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == (

@@ -187,14 +187,18 @@ def test_find_coordinator_creates_the_offsets_topic_and_answers_this_broker(brok
     assert {t.name: t.is_internal for t in wire.metadata(None).topics} == {OFFSETS_TOPIC: True}
 
 
-@pytest.mark.spec("BROKER-44")
+@pytest.mark.spec("BROKER-44", "TXN-9")
 def test_find_coordinator_for_transactions_and_unknown_key_types(broker):
     wire = connect(broker)
-    for key_type, error in ((1, ErrorCode.COORDINATOR_NOT_AVAILABLE), (7, 42)):
-        answer = find_coordinator(wire, "txn", key_type=key_type)
-        assert answer.error_code == error
-        assert (answer.node_id, answer.host, answer.port) == (-1, "", -1)
-        assert answer.error_message
+    answer = find_coordinator(wire, "txn", key_type=7)
+    assert answer.error_code == ErrorCode.INVALID_REQUEST
+    assert (answer.node_id, answer.host, answer.port) == (-1, "", -1)
+    assert answer.error_message
+    assert broker.broker.controller.topic("__transaction_state") is None
+    answer = find_coordinator(wire, "txn", key_type=1)  # creates __transaction_state
+    assert (answer.error_code, answer.node_id, answer.port) == (0, 0, broker.port)
+    topic = broker.broker.controller.topic("__transaction_state")
+    assert topic is not None and topic.partitions == 50
     assert broker.broker.controller.topic(OFFSETS_TOPIC) is None
 
 

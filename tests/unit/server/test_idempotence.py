@@ -115,20 +115,27 @@ def test_ids_come_in_blocks_from_a_storage_that_can_be_replaced(tmp_path):
         reloaded.allocate_producer_id_block(0, 2**63)
 
 
-@pytest.mark.spec("IDEM-17", "BROKER-44")
-def test_a_transactional_init_producer_id_is_not_coordinator(wire):
+@pytest.mark.spec("IDEM-17", "TXN-9", "TXN-13")
+def test_a_transactional_init_producer_id_goes_to_the_ids_coordinator(wire):
+    # before anyone looked for a transaction coordinator, __transaction_state does not exist
     for transactional_id, error in (("txn-1", ErrorCode.NOT_COORDINATOR), ("", 42)):
         answer = init_producer_id(wire, transactional_id)
         assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (error, -1, -1)
     body = ApiVersionsRequest(client_software_name="t", client_software_version="1")
     keys = {k.api_key: (k.min_version, k.max_version) for k in
             wire.request(ApiKey.API_VERSIONS, 3, body).api_keys}  # fmt: skip
-    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 1)
-    assert not {24, 25, 26, 27, 28} & set(keys)  # no transaction APIs
-    # FindCoordinator is there for groups, but finds no transaction coordinator (BROKER-44).
+    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 4)
+    assert {24: (0, 2), 25: (0, 2), 26: (0, 2), 28: (0, 2)}.items() <= keys.items()
     find = FindCoordinatorRequest(key="txn-1", key_type=1)
     answer = wire.request(ApiKey.FIND_COORDINATOR, 2, find)
-    assert (answer.error_code, answer.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert (answer.error_code, answer.node_id) == (ErrorCode.NO_ERROR, 0)
+    first = init_producer_id(wire, "txn-1")
+    assert (first.error_code, first.producer_epoch) == (0, 0) and first.producer_id >= 0
+    again = init_producer_id(wire, "txn-1")
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (
+        0, first.producer_id, 1
+    )  # fmt: skip
+    assert init_producer_id(wire).producer_id not in (-1, first.producer_id)  # idempotent
 
 
 # ---------------------------------------------------------------------- produce

@@ -33,13 +33,21 @@ ADVERTISED = {
     19: (2, 4),
     20: (1, 3),
     21: (0, 1),
-    22: (0, 1),
+    22: (0, 4),  # InitProducerId: v3+ for the KIP-360 epoch bump (TXN-18)
     23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
+    24: (0, 2),  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn (TXN-12, TXN-13)
+    25: (0, 2),
+    26: (0, 2),
+    27: (1, 1),  # WriteTxnMarkers: the coordinator to partition leaders
+    28: (0, 2),  # TxnOffsetCommit (TXN-16)
     32: (1, 2),
     33: (0, 2),
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
+    61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
+    65: (0, 0),
+    66: (0, 1),
 }
 
 

@@ -1,0 +1,269 @@
+"""The broker side of the transaction coordinator: its topic, its writes, its markers.
+
+The transaction coordinator (kafka_ref/txn/coordinator.py) is pure: it decides, and says
+what to write and which markers to send. This adapter connects it to the broker, where
+Kafka's `BrokerServer` wires its `TransactionCoordinator`:
+
+* **The transaction log.** `ensure_transaction_topic` creates `__transaction_state` the first
+  time a producer looks for its coordinator (FindCoordinator key type 1, TXN-9):
+  `transaction.state.log.num.partitions` partitions (50), `cleanup.policy=compact`,
+  `segment.bytes=transaction.state.log.segment.bytes`, replication factor
+  `transaction.state.log.replication.factor` (3) capped at the live brokers, as the offsets
+  topic is (group_adapter.py).
+* **Writes.** `append` writes the coordinator's batch to `__transaction_state-<p>` with
+  acks=all and calls back once the ISR has it, exactly as the group coordinator's writes
+  (`DelayedCoordinatorAppend`).
+* **Leadership.** When this broker leads a partition of the topic (at start, at creation)
+  the coordinator loads it with the partition's leader epoch as *coordinator epoch*; the
+  markers it sends carry that epoch, so a leader can refuse a stale coordinator (TXN-3).
+* **Markers, over the wire.** `send_markers` groups a transaction's partitions by their
+  leader and sends each leader a WriteTxnMarkers request on a connection of its own, also
+  when the leader is this very broker: the one-broker path and the cluster path are the
+  same path (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`).
+  Partitions without a leader, and leaders that cannot be reached, answer a retriable
+  error, and the coordinator tries again after a backoff.
+* **Timeouts.** Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
+  coordinator aborts the transactions open past their timeout (TXN-15).
+
+Rules: TXN-9, TXN-12, TXN-14, TXN-15.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, TopicExistsError
+from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.protocol.messages import ApiKey, WriteTxnMarkersRequest
+from kafka_ref.server.fetcher_connection import FetcherConnection
+from kafka_ref.server.group_adapter import DelayedCoordinatorAppend, read_records
+from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.replica_manager import ReplicaManager
+from kafka_ref.txn.coordinator import (
+    MarkerCallback,
+    MarkerRequest,
+    TransactionCoordinator,
+    TxnConfig,
+)
+from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
+from kafka_ref.txn.transaction_metadata import TopicPartition
+
+logger = logging.getLogger("kafka_ref.server.txn_adapter")
+
+REQUIRED_ACKS = -1
+WRITE_TXN_MARKERS_VERSION = 1  # flexible; every Kafka since 2.8 takes it, 4.0 only it
+APPEND_TIMEOUT_MS = 5000
+
+
+def txn_config(config: KafkaConfig) -> TxnConfig:
+    return TxnConfig(
+        num_partitions=config["transaction.state.log.num.partitions"],
+        max_timeout_ms=config["transaction.max.timeout.ms"],
+        abort_timed_out_interval_ms=config[
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        ],
+    )
+
+
+def ensure_transaction_topic(controller: ClusterMetadataApi, config: KafkaConfig) -> ErrorCode:
+    """Create `__transaction_state` if it does not exist (TXN-9)."""
+    if controller.topic(TRANSACTION_STATE_TOPIC) is not None:
+        return ErrorCode.NO_ERROR
+    factor = min(config["transaction.state.log.replication.factor"], len(controller.brokers()))
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+        "compression.type": "uncompressed",
+    }
+    try:
+        controller.create_topic(
+            TRANSACTION_STATE_TOPIC,
+            config["transaction.state.log.num.partitions"],
+            factor,
+            configs,
+        )
+    except TopicExistsError:
+        pass
+    except (KafkaError, OSError) as err:
+        logger.error("cannot create %s: %s", TRANSACTION_STATE_TOPIC, err)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NO_ERROR
+
+
+def coordinator_of(
+    controller: ClusterMetadataApi, coordinator: TransactionCoordinator, transactional_id: str
+) -> BrokerEndpoint | None:
+    """The live broker leading the id's `__transaction_state` partition, or None."""
+    state = controller.partition_state(
+        TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id)
+    )
+    return _broker(controller, state.leader) if state is not None else None
+
+
+def _broker(controller: ClusterMetadataApi, node_id: int) -> BrokerEndpoint | None:
+    return next((b for b in controller.brokers() if b.node_id == node_id), None)
+
+
+class TxnCoordinatorAdapter:
+    """Builds the `TransactionCoordinator` and feeds it `__transaction_state` (a
+    `MetadataListener`); sends its markers to partition leaders."""
+
+    def __init__(
+        self,
+        config: KafkaConfig,
+        controller: ClusterMetadataApi,
+        replica_manager: ReplicaManager,
+        clock,
+        schedule: Callable,
+        generate_producer_id: Callable[[], int],
+    ) -> None:
+        self.controller, self.replica_manager, self.schedule = controller, replica_manager, schedule
+        self.coordinator = TransactionCoordinator(
+            txn_config(config), clock, schedule, self.append, self.send_markers,
+            generate_producer_id,
+        )  # fmt: skip
+        self._connections: dict[int, tuple[FetcherConnection, asyncio.Lock]] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._timer = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ writes
+    def append(self, partition: int, batch: bytes, on_done: Callable[[ErrorCode], None]) -> None:
+        tp = (TRANSACTION_STATE_TOPIC, partition)
+        result = self.replica_manager.append_records({tp: memoryview(batch)}, REQUIRED_ACKS)[tp]
+        if result.error != ErrorCode.NO_ERROR or result.info is None:
+            logger.warning("append to %s-%d failed: %s", *tp, result.error.name)
+            on_done(result.error)
+            return
+        delayed = DelayedCoordinatorAppend(
+            self.replica_manager, tp, result.info.last_offset + 1, APPEND_TIMEOUT_MS, on_done
+        )
+        self.replica_manager.produce_purgatory.try_complete_else_watch(delayed, [tp])
+
+    # ------------------------------------------------------------------ markers
+    def send_markers(self, request: MarkerRequest, on_done: MarkerCallback) -> None:
+        """Group the partitions by leader; one WriteTxnMarkers per leader (TXN-12)."""
+        by_leader: dict[int, set[TopicPartition]] = {}
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for tp in request.partitions:
+            state = self.controller.partition_state(*tp)
+            if state is None:  # deleted with its topic: no marker to write (as Kafka skips it)
+                logger.warning("%s: %s-%d no longer exists; no marker", request.transactional_id,
+                               *tp)  # fmt: skip
+                errors[tp] = ErrorCode.NO_ERROR
+            elif state.leader < 0 or _broker(self.controller, state.leader) is None:
+                errors[tp] = ErrorCode.LEADER_NOT_AVAILABLE
+            else:
+                by_leader.setdefault(state.leader, set()).add(tp)
+        if not by_leader:
+            on_done(errors)
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._send_all(request, by_leader, errors, on_done)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_all(self, request, by_leader, errors, on_done: MarkerCallback) -> None:
+        results = await asyncio.gather(
+            *(self._send_one(leader, request, tps) for leader, tps in by_leader.items())
+        )
+        for result in results:
+            errors.update(result)
+        if not self._closed:
+            on_done(errors)
+
+    async def _send_one(
+        self, leader: int, request: MarkerRequest, tps: set[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in sorted(tps):
+            by_topic.setdefault(topic, []).append(index)
+        marker = WriteTxnMarkersRequest.WritableTxnMarker(
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            transaction_result=request.commit,
+            topics=[
+                WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                for t, ps in by_topic.items()
+            ],
+            coordinator_epoch=request.coordinator_epoch,
+        )
+        try:
+            connection, lock = await self._connection(leader)
+            async with lock:
+                response = await connection.request(
+                    ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
+                    WriteTxnMarkersRequest(markers=[marker]), "txn-marker-sender",
+                )  # fmt: skip
+        except (OSError, ConnectionError, asyncio.IncompleteReadError) as err:
+            logger.warning("cannot send markers to broker %d: %s", leader, err)
+            self._drop_connection(leader)
+            return dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
+        out = dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)  # unless answered
+        for result in response.markers:
+            for topic in result.topics:
+                for p in topic.partitions:
+                    out[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+        return out
+
+    async def _connection(self, node_id: int) -> tuple[FetcherConnection, asyncio.Lock]:
+        if node_id not in self._connections:
+            broker = _broker(self.controller, node_id)
+            if broker is None:
+                raise ConnectionError(f"broker {node_id} is not registered")
+            connection = await FetcherConnection.open(broker.host, broker.port)
+            self._connections[node_id] = (connection, asyncio.Lock())
+        return self._connections[node_id]
+
+    def _drop_connection(self, node_id: int) -> None:
+        entry = self._connections.pop(node_id, None)
+        if entry is not None:
+            entry[0].close()
+
+    # ------------------------------------------------------------------ leadership
+    def start(self) -> None:
+        """Load the partitions of `__transaction_state` this broker leads; start the timer."""
+        for (topic, index), partition in sorted(self.replica_manager.partitions.items()):
+            if topic == TRANSACTION_STATE_TOPIC and partition.is_leader:
+                self.elect(index)
+        self._arm_timer()
+
+    def elect(self, index: int) -> None:
+        partition = self.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
+        records = read_records(partition.log, partition.log_end_offset)
+        self.coordinator.on_elected(index, partition.leader_epoch, records)
+
+    def on_partitions_created(self, topic: str, partitions: range) -> None:
+        if topic == TRANSACTION_STATE_TOPIC:
+            for index in partitions:
+                self.elect(index)
+
+    def on_topic_deleted(self, topic: str, partitions: int) -> None:
+        if topic == TRANSACTION_STATE_TOPIC:
+            for index in range(partitions):
+                self.coordinator.on_resigned(index)
+
+    # ------------------------------------------------------------------ housekeeping
+    def _arm_timer(self) -> None:
+        if self._closed:
+            return
+        interval = self.coordinator.config.abort_timed_out_interval_ms / 1000
+        self._timer = self.schedule(interval, self._abort_timed_out)
+
+    def _abort_timed_out(self) -> None:
+        try:
+            self.coordinator.abort_timed_out_transactions()
+        finally:
+            self._arm_timer()
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        for node_id in list(self._connections):
+            self._drop_connection(node_id)

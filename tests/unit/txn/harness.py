@@ -1,0 +1,112 @@
+"""A transaction coordinator with an in-memory `__transaction_state` and marker channel.
+
+Appends and marker requests wait in queues until a test (or a state machine rule)
+completes them, so every interleaving of "the log write is durable", "the markers are
+written" and "the coordinator fails over" can be played.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_ref.clock import ManualClock, ManualScheduler
+from kafka_ref.errors import ErrorCode
+from kafka_ref.record.batch import RecordBatch
+from kafka_ref.txn import transaction_log as tlog
+from kafka_ref.txn.coordinator import MarkerRequest, TransactionCoordinator, TxnConfig
+from kafka_ref.txn.transaction_metadata import TransactionMetadata
+
+OK = ErrorCode.NO_ERROR
+
+
+@dataclass
+class Harness:
+    num_partitions: int = 3
+    clock: ManualClock = field(default_factory=lambda: ManualClock(1_000_000))
+    log: dict[int, list[tuple[bytes, bytes | None]]] = field(default_factory=dict)
+    appends: list = field(default_factory=list)  # (partition, records, on_done)
+    markers: list = field(default_factory=list)  # (MarkerRequest, on_done)
+    sent: list[MarkerRequest] = field(default_factory=list)  # every request ever sent
+    epochs: dict[int, int] = field(default_factory=dict)
+    next_pid: int = 1000
+
+    def __post_init__(self) -> None:
+        self.scheduler = ManualScheduler(self.clock)
+        self.coordinator = self._new_coordinator()
+        for p in range(self.num_partitions):
+            self.elect(p)
+
+    def _new_coordinator(self) -> TransactionCoordinator:
+        config = TxnConfig(num_partitions=self.num_partitions, max_timeout_ms=60_000)
+        return TransactionCoordinator(
+            config, self.clock, self.scheduler, self._append, self._send, self._pid
+        )
+
+    def _pid(self) -> int:
+        self.next_pid += 1
+        return self.next_pid
+
+    def _append(self, partition: int, batch: bytes, on_done) -> None:
+        records = [(r.key, r.value) for r in RecordBatch(batch).records()]
+        self.appends.append((partition, records, on_done))
+
+    def _send(self, request: MarkerRequest, on_done) -> None:
+        self.sent.append(request)
+        self.markers.append((request, on_done))
+
+    # -- driving ------------------------------------------------------------------------
+    def complete_append(self, i: int = 0, error: ErrorCode = OK) -> None:
+        partition, records, on_done = self.appends.pop(i)
+        if error == OK:
+            self.log.setdefault(partition, []).extend(records)
+        on_done(error)
+
+    def complete_markers(self, i: int = 0, error: ErrorCode = OK) -> None:
+        request, on_done = self.markers.pop(i)
+        on_done(dict.fromkeys(request.partitions, error))
+
+    def settle(self, rounds: int = 50) -> None:
+        """Complete every append and marker, and run due timers, until nothing is left."""
+        for _ in range(rounds):
+            if self.appends:
+                self.complete_append()
+            elif self.markers:
+                self.complete_markers()
+            elif self.scheduler.pending():
+                self.scheduler.advance(1000)
+            else:
+                return
+
+    def elect(self, partition: int) -> None:
+        """This coordinator (re)loads `partition` with a new coordinator epoch."""
+        self.epochs[partition] = self.epochs.get(partition, -1) + 1
+        self.coordinator.on_resigned(partition)
+        self.coordinator.on_elected(partition, self.epochs[partition], self.log.get(partition, []))
+
+    def durable(self, transactional_id: str) -> TransactionMetadata | None:
+        partition = self.coordinator.partition_for(transactional_id)
+        return tlog.fold(self.log.get(partition, [])).transactions.get(transactional_id)
+
+    def history(self, transactional_id: str) -> list[TransactionMetadata]:
+        partition = self.coordinator.partition_for(transactional_id)
+        return [
+            tlog.read_value(transactional_id, v)
+            for k, v in self.log.get(partition, [])
+            if v is not None and tlog.read_key(k) == transactional_id
+        ]
+
+    # -- calls with captured answers ------------------------------------------------------
+    def init(self, tid: str, timeout_ms: int = 10_000) -> list:
+        out: list = []
+        self.coordinator.handle_init_producer_id(tid, timeout_ms, lambda *a: out.append(a))
+        return out
+
+    def add(self, tid: str, pid: int, epoch: int, *parts: tuple[str, int]) -> list:
+        out: list = []
+        self.coordinator.handle_add_partitions(tid, pid, epoch, set(parts), out.append)
+        return out
+
+    def end(self, tid: str, pid: int, epoch: int, commit: bool) -> list:
+        out: list = []
+        self.coordinator.handle_end_txn(tid, pid, epoch, commit, out.append)
+        return out
