@@ -294,7 +294,20 @@ class KafkaController:
         for topic in sorted(self.assignments):
             self._initialize_partitions(topic)  # partitions whose replicas were all away
         for tp in sorted(self.states):
+            if gone & set(self.states[tp][0].replicas):
+                self._refresh(tp)
             self._elect_if_needed(tp)
+
+    def _refresh(self, tp: TopicPartition) -> None:
+        """Re-read a partition's state before deciding on it (CTRL-16). Leaders write their
+        ISR expansions and shrinks to ZooKeeper themselves, so the cached state may lack a
+        replica that rejoined the ISR; deciding on it would leave a dead broker in the ISR
+        (Kafka keeps its cache current with /isr_change_notification, and since KIP-497
+        leaders ask the controller instead)."""
+        state = self.states[tp][0]
+        current = self.zk.get_partition_state(*tp, state.replicas)
+        if current is not None:
+            self.states[tp] = current
 
     def _elect_if_needed(self, tp: TopicPartition, retries: int = 3) -> None:
         state, version = self.states[tp]

@@ -276,3 +276,24 @@ def test_a_config_change_in_zookeeper_reaches_the_live_log(cluster, topic_name):
     wait_for(lambda: produce(b"refused") == ErrorCode.NOT_ENOUGH_REPLICAS, what="the new config")
     cluster.zk.zk.set(path, encode_topic_config({"min.insync.replicas": "2"}))  # as a tool might
     wait_for(lambda: produce(b"after") == ErrorCode.NO_ERROR, what="the config lowered again")
+
+
+@pytest.mark.spec("CTRL-16")
+def test_a_broker_that_rejoined_the_isr_is_removed_from_it_when_it_stops(cluster, topic_name):
+    """A follower leaves (the controller shrinks the ISR), returns and is added back by its
+    leader, which writes that to ZooKeeper itself; then it stops for good. The controller
+    must take it out of the ISR at once, not leave it there for the leader's 30 s lag time
+    while acks=all waits for it."""
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    leader = cluster.state(topic_name, 0).leader
+    follower = next(b for b in (1, 2, 3) if b != leader and b != cluster.controller()[0])
+    cluster.stop(follower)
+    wait_for(lambda: follower not in cluster.state(topic_name, 0).isr, what="the ISR to shrink")
+    cluster.ensure_running()
+    wait_full_isr(cluster, topic_name, 1)  # the leader added it back, in ZooKeeper
+    cluster.stop(follower)  # a clean stop: its registration goes at once
+    wait_for(
+        lambda: follower not in cluster.state(topic_name, 0).isr,
+        timeout=10,  # the leader's own lag timeout would take 30 s
+        what=f"the controller to drop broker {follower} from the ISR",
+    )
