@@ -112,6 +112,7 @@ class ErrorCode(IntEnum):
     PRODUCER_FENCED = 90
     INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
     TRANSACTIONAL_ID_NOT_FOUND = 105  # DescribeTransactions for an unknown id
+    UNSUPPORTED_ENDPOINT_TYPE = 115  # DescribeCluster of controllers (KIP-919)
 
     @property
     def retriable(self) -> bool:

@@ -205,3 +205,16 @@ def test_librdkafka_reports_a_refused_batchs_errors_per_record(kafka_ref_broker,
         b"v3": KafkaError.INVALID_RECORD,
         b"v4": KafkaError._INVALID_DIFFERENT_RECORD,
     }
+
+
+@pytest.mark.spec("BROKER-50")
+def test_describe_cluster(kafka_ref_broker, admin):
+    """librdkafka's describe_cluster (DescribeCluster, KIP-700): the cluster id, the
+    controller and the broker, as Metadata has them."""
+    described = admin.describe_cluster(request_timeout=10).result(10)
+    metadata = admin.list_topics(timeout=10)
+    assert described.cluster_id == metadata.cluster_id and described.cluster_id
+    assert described.controller.id == metadata.controller_id
+    assert [(n.id, n.host, n.port) for n in described.nodes] == [
+        (b.id, b.host, b.port) for b in metadata.brokers.values()
+    ]

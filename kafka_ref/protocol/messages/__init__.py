@@ -115,6 +115,10 @@ from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from kafka_ref.protocol.messages.api_60_describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from kafka_ref.protocol.messages.api_61_describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
@@ -162,6 +166,7 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
@@ -226,6 +231,7 @@ APIS: dict[int, Api] = {
             IncrementalAlterConfigsRequest,
             IncrementalAlterConfigsResponse,
         ),
+        _api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse),
         _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
         _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
         _api("ListTransactions", ListTransactionsRequest, ListTransactionsResponse),
@@ -260,6 +266,8 @@ __all__ = [
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeClusterRequest",
+    "DescribeClusterResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",

@@ -93,6 +93,7 @@ class KafkaApis:
             ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
             ApiKey.METADATA: metadata.handle_metadata,
             ApiKey.API_VERSIONS: metadata.handle_api_versions,
+            ApiKey.DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
             ApiKey.CREATE_TOPICS: admin.handle_create_topics,
             ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
             ApiKey.DELETE_RECORDS: offsets.handle_delete_records,

@@ -30,11 +30,14 @@ elected, or offline) is LEADER_NOT_AVAILABLE with leader -1, so clients wait and
 every leader reported is among them (CTRL-14). From v7 each partition carries its leader
 epoch (0 forever on one broker), which never goes backwards on a broker (CTRL-12); clients
 use it to drop stale metadata and to validate their positions after a leader change (KIP-320).
+**DescribeCluster** (key 60, KIP-700) is Metadata's cluster half alone: the cluster id, the
+controller and the same brokers, for admin clients (BROKER-50).
 `__consumer_offsets` and `__transaction_state` are *internal* topics (`is_internal`, Kafka:
 `Topic.isInternal`); asking for `__consumer_offsets` creates it with the group
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
-Rules: BROKER-6, BROKER-7, BROKER-10, BROKER-11, BROKER-12, BROKER-45, CTRL-11, CTRL-12, CTRL-14.
+Rules: BROKER-6, BROKER-7, BROKER-10..BROKER-12, BROKER-45, BROKER-50, CTRL-11, CTRL-12,
+CTRL-14.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.cluster.metadata import BrokerEndpoint, InvalidTopicError, validate_topic_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.frames import api_versions_body, unsupported_api_versions_response
-from kafka_ref.protocol.messages import MetadataResponse
+from kafka_ref.protocol.messages import DescribeClusterResponse, MetadataResponse
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, ensure_offsets_topic
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
@@ -106,6 +109,31 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
         cluster_id=controller.cluster_id,
         controller_id=controller.controller_id,
         topics=topics,
+    )
+
+
+def handle_describe_cluster(apis: KafkaApis, request: Request) -> Any:
+    """DescribeCluster (KIP-700): what Metadata says of the cluster, without topics (BROKER-50).
+    Only brokers can be described (EndpointType 1); controllers (2, a KRaft quorum's) are
+    UNSUPPORTED_ENDPOINT_TYPE."""
+    controller = apis.controller
+    if request.api_version >= 1 and request.body.endpoint_type != 1:
+        return DescribeClusterResponse(
+            error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="kafka-ref describes brokers only (endpoint type 1)",
+            endpoint_type=request.body.endpoint_type, cluster_id=controller.cluster_id,
+            controller_id=-1, brokers=[],
+        )  # fmt: skip
+    return DescribeClusterResponse(
+        error_code=ErrorCode.NO_ERROR,
+        cluster_id=controller.cluster_id,
+        controller_id=controller.controller_id,
+        brokers=[
+            DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+            )
+            for b in live_brokers(controller)
+        ],
     )
 
 

@@ -168,6 +168,7 @@ _OLD = {
     26: ("end_txn", "EndTxn"),
     27: ("", "WriteTxnMarkers"),  # brokers only: kafka-python 2.x has no class for it
     28: ("txn_offset_commit", "TxnOffsetCommit"),
+    60: ("", "DescribeCluster"),  # kafka-python 2.x has no class for it
     61: ("", "DescribeProducers"),  # kafka-python 2.x has no classes for these three
     65: ("", "DescribeTransactions"),
     66: ("", "ListTransactions"),

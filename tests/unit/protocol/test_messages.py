@@ -184,6 +184,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.CREATE_PARTITIONS, 0, 1),
         (ApiKey.DELETE_GROUPS, 0, 1),
         (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
+        (ApiKey.DESCRIBE_CLUSTER, 0, 1),
         (ApiKey.DESCRIBE_PRODUCERS, 0, 0),
         (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0),
         (ApiKey.LIST_TRANSACTIONS, 0, 1),

@@ -45,6 +45,7 @@ ADVERTISED = {
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
+    60: (0, 1),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
     66: (0, 1),
