@@ -35,6 +35,7 @@ import logging
 from collections.abc import Callable
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, TopicExistsError
+from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import ApiKey, WriteTxnMarkersRequest
 from kafka_ref.server.fetcher_connection import FetcherConnection
@@ -245,6 +246,9 @@ class TxnCoordinatorAdapter:
         if topic == TRANSACTION_STATE_TOPIC:
             for index in range(partitions):
                 self.coordinator.on_resigned(index)
+
+    def on_topic_config(self, topic: str, config: LogConfig) -> None:
+        """The coordinator's logs follow their config through the ReplicaManager."""
 
     # ------------------------------------------------------------------ housekeeping
     def _arm_timer(self) -> None:
