@@ -28,7 +28,6 @@ membership.py have REBAL-1..REBAL-13.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -181,7 +180,7 @@ class GroupCoordinator(GroupRebalance):
         if error != OK:
             return callback(dict.fromkeys(offsets, error))
         now = self._now()
-        stamped = {tp: dataclasses.replace(om, commit_timestamp=now) for tp, om in offsets.items()}
+        stamped = {tp: om._replace(commit_timestamp=now) for tp, om in offsets.items()}
         self.txn_offsets.commit(group_id, producer_id, producer_epoch, stamped, callback)
 
     def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:

@@ -246,6 +246,9 @@ class TxnCoordinatorAdapter:
             for index in range(partitions):
                 self.coordinator.on_resigned(index)
 
+    def on_topic_config(self, topic: str, config: object) -> None:
+        """A topic's configs changed: nothing for the coordinator (the logs take them)."""
+
     # ------------------------------------------------------------------ housekeeping
     def _arm_timer(self) -> None:
         if self._closed:
