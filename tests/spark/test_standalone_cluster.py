@@ -11,6 +11,7 @@ ports), then reads a topic through `kafka_ref` and runs lab 02's analysis with
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import signal
@@ -99,37 +100,43 @@ def executor_logs(base: pathlib.Path) -> list[pathlib.Path]:
     return [p for p in base.glob("work-*/app-*/*/stderr") if p.stat().st_size]
 
 
+# The driver runs in a process of its own: this pytest process already holds the session
+# the other Spark tests share (local mode), and a JVM has one SparkContext.
+DRIVER = """
+import json, sys
+from pyspark.sql import SparkSession
+import kafka_ref.spark
+url, bootstrap = sys.argv[1:3]
+spark = (SparkSession.builder.master(url).appName("kafka-ref-standalone")
+         .config("spark.ui.enabled", "false").config("spark.executor.memory", "512m")
+         .config("spark.driver.host", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
+         .getOrCreate())
+kafka_ref.spark.register(spark)
+rows = (spark.read.format("kafka_ref").option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", "standalone").load())
+counted = {r["partition"]: r["count"] for r in rows.groupBy("partition").count().collect()}
+executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+print(json.dumps({"counted": counted, "executors": executors}))
+spark.stop()
+"""
+
+
 @pytest.mark.spec("SPARK-16")
 def test_the_topic_source_runs_in_executors_of_a_standalone_cluster(standalone, bootstrap):
-    from pyspark.sql import SparkSession
-
-    import kafka_ref.spark
-
     url, base = standalone
     with Admin(bootstrap) as admin:
         admin.create_topics([NewTopic("standalone", 4, 1)])
     with Producer(bootstrap) as producer:
         for i in range(400):
             producer.send("standalone", b"v%d" % i, key=b"k%d" % (i % 40))
-    os.environ.update(spark_env())
-    spark = (
-        SparkSession.builder.master(url).appName("kafka-ref-standalone")
-        .config("spark.ui.enabled", "false").config("spark.executor.memory", "512m")
-        .config("spark.driver.host", "127.0.0.1").config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, url, bootstrap], cwd=ROOT, env=spark_env(),
+        capture_output=True, text=True, timeout=400,
     )  # fmt: skip
-    try:
-        kafka_ref.spark.register(spark)
-        rows = (
-            spark.read.format("kafka_ref").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", "standalone").load()
-        )  # fmt: skip
-        counted = {r["partition"]: r["count"] for r in rows.groupBy("partition").count().collect()}
-        assert sum(counted.values()) == 400 and len(counted) == 4
-        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
-        assert executors == 2, f"{executors} executors: the tasks did not run on the workers"
-    finally:
-        spark.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sum(found["counted"].values()) == 400 and len(found["counted"]) == 4, found
+    assert found["executors"] == 2, f"{found['executors']} executors: not on the workers"
     assert executor_logs(base), "no executor ran on a worker"
 
 
