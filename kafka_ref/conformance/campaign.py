@@ -28,6 +28,7 @@ import signal
 import tempfile
 import time
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_ref.cluster.zookeeper import KafkaZkClient
@@ -188,6 +189,23 @@ def _group_figures(history: History, consumers: list[GroupConsumer]) -> dict:
     }
 
 
+def create_topic(bootstrap: str, partitions: int, seconds: float = 30) -> None:
+    """The campaign's topic, RF 3. A broker sees the third registration a moment after
+    ZooKeeper has it (its watch), and until then refuses RF 3: ask again for a while."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(TOPIC, partitions, 3, config={"min.insync.replicas": str(MIN_ISR)})
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            admin.create_topics([topic], operation_timeout=30)[TOPIC].result(60)
+            return
+        except KafkaException as err:
+            code = err.args[0].code()
+            if code != KafkaError.INVALID_REPLICATION_FACTOR or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def run(opts: Options, say=print) -> dict:
     """Run one campaign; returns the report (a dict, JSON-ready)."""
     base = os.path.abspath(opts.data_dir or tempfile.mkdtemp(prefix="kafka-ref-chaos-"))
@@ -202,9 +220,7 @@ def run(opts: Options, say=print) -> dict:
     try:
         cluster.start()
         say(f"chaos: cluster up, bootstrap {cluster.bootstrap}")
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        topic = NewTopic(TOPIC, opts.partitions, 3, config={"min.insync.replicas": str(MIN_ISR)})
-        admin.create_topics([topic], operation_timeout=30)[TOPIC].result(60)
+        create_topic(cluster.bootstrap, opts.partitions)
         cluster.partitions = opts.partitions
 
         def whole() -> bool:
