@@ -197,11 +197,11 @@ def handle_leave_group(apis: KafkaApis, request: Request) -> Any:
 
 
 # ---------------------------------------------------------------------- committed offsets
-def handle_offset_commit(apis: KafkaApis, request: Request) -> Any:
-    body = request.body
-    now = apis.clock.milliseconds()
-    retention = body.retention_time_ms
-    expire = None if retention == DEFAULT_RETENTION_TIME else now + retention  # KIP-211
+def requested_offsets(
+    apis: KafkaApis, body: Any, now: int, expire: int | None = None
+) -> tuple[list[TopicPartition], dict[TopicPartition, ErrorCode], dict]:
+    """The offsets of an OffsetCommit or TxnOffsetCommit: every partition in request order,
+    UNKNOWN_TOPIC_OR_PARTITION for one the cluster does not have, the rest stamped `now`."""
     order: list[TopicPartition] = []
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -219,6 +219,15 @@ def handle_offset_commit(apis: KafkaApis, request: Request) -> Any:
                 commit_timestamp=now,
                 expire_timestamp=expire,
             )
+    return order, errors, offsets
+
+
+def handle_offset_commit(apis: KafkaApis, request: Request) -> Any:
+    body = request.body
+    now = apis.clock.milliseconds()
+    retention = body.retention_time_ms
+    expire = None if retention == DEFAULT_RETENTION_TIME else now + retention  # KIP-211
+    order, errors, offsets = requested_offsets(apis, body, now, expire)
 
     def done(results: dict[TopicPartition, ErrorCode]) -> None:
         errors.update(results)

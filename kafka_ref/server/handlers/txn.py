@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.group.assignors.base import TopicPartition
-from kafka_ref.group.group_metadata import OffsetAndMetadata
 from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.protocol.messages import (
     AddOffsetsToTxnResponse,
@@ -43,6 +42,7 @@ from kafka_ref.protocol.messages import (
 )
 from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, build_marker_batch
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, DelayedCoordinatorAppend
+from kafka_ref.server.handlers.groups import requested_offsets
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
@@ -244,23 +244,7 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
 def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> Any:
     """Offsets in a transaction: pending in the group coordinator until the marker (TXN-16)."""
     body = request.body
-    now = apis.clock.milliseconds()
-    order: list[TopicPartition] = []
-    errors: dict[TopicPartition, ErrorCode] = {}
-    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    for topic in body.topics:
-        for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
-            order.append(tp)
-            if apis.controller.partition_state(tp.topic, tp.partition) is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            offsets[tp] = OffsetAndMetadata(
-                offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch,
-                metadata=p.committed_metadata or "",
-                commit_timestamp=now,
-            )
+    order, errors, offsets = requested_offsets(apis, body, apis.clock.milliseconds())
 
     def respond() -> Any:
         topics: list[Any] = []
