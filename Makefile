@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test system-packages lint bench docs clean conformance conformance-tansu lab
+.PHONY: run demo test test-long system-packages lint bench docs clean conformance conformance-tansu lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,6 +46,10 @@ system-packages:
 test: $(STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The long forms of the campaigns (tests/conftest.py `campaign`): run on demand, not in CI.
+test-long: $(STAMP) system-packages
+	KAFKA_REF_LONG=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

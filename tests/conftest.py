@@ -4,6 +4,10 @@ Profiles (choose with HYPOTHESIS_PROFILE): `dev` is quick, `ci` is what CI runs 
 where the CI variable is set, as CI services set it), `deep` is for a long hunt for
 counterexamples.
 
+Long campaigns (fault campaigns, thousand-transaction interop runs) have a short form that CI
+runs and a full form: `campaign(short, full)` gives the size, the full one when the
+environment sets KAFKA_REF_LONG=1 (`make test-long`). Both forms run the same checks.
+
 `--mutant NAME` applies one of kafka_ref/conformance/mutants.py's bugs in this process and
 runs only the tests citing the rules it declares: how a mutant of a rule no client can
 observe is caught (CONF-3).
@@ -32,6 +36,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def campaign(short: int, full: int) -> int:
+    """The size of a long campaign: `full` when KAFKA_REF_LONG=1, else the short form CI runs."""
+    return full if os.environ.get("KAFKA_REF_LONG") == "1" else short
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
