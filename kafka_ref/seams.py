@@ -2,7 +2,7 @@
 
 Each concept the labs teach is one named, pure function in the module named after the
 concept: `partition_for_key` in client/partitioner.py (which partition a keyed record goes
-to), `range_assign` in group/assignors/range.py (who in a group reads which partition),
+to), `range_assign` in client/assignors/range.py (who in a group reads which partition),
 `should_retain` in log/cleaner.py (does compaction keep this record), and so on. Such a
 function is declared a *seam* with the `@seam` decorator. One setting chooses who
 implements every seam:

@@ -37,8 +37,8 @@ from kafka_ref.client.offset_committer import (
 )
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.group.assignors.consumer_protocol import decode_assignment, decode_subscription
 from kafka_ref.protocol import ApiKey
+from kafka_ref.protocol.consumer_protocol import decode_assignment, decode_subscription
 from kafka_ref.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,

@@ -31,11 +31,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from kafka_ref.client import assignors as assignor_registry
 from kafka_ref.client.abstract_coordinator import (
     AbstractCoordinator,
     Generation,
     MemberState,
 )
+from kafka_ref.client.assignors import RebalanceProtocol, Subscription
 from kafka_ref.client.heartbeat import Heartbeat, HeartbeatThread
 from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient, now_ms
@@ -43,9 +45,7 @@ from kafka_ref.client.offset_committer import OffsetCommitter
 from kafka_ref.client.subscription_state import SubscriptionState
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
-from kafka_ref.group import assignors as assignor_registry
-from kafka_ref.group.assignors import RebalanceProtocol, Subscription
-from kafka_ref.group.assignors.consumer_protocol import (
+from kafka_ref.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,

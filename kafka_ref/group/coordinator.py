@@ -2,9 +2,10 @@
 
 A consumer asks any broker FindCoordinator(group) and is sent to the leader of partition
 `abs(hash(group)) % 50` of `__consumer_offsets` (REBAL-16): that broker's `GroupCoordinator`
-runs the group's rebalances (rebalance.py, membership.py) and keeps its committed offsets (Kafka:
-`GroupCoordinator`, `handleCommitOffsets`, `handleFetchOffsets`, `handleDescribeGroup`,
-`handleListGroups`, `handleDeleteGroups`, `onElection`, `onResignation`).
+runs the group's rebalances (its `GroupRebalance`, rebalance.py) and keeps its committed
+offsets (Kafka: `GroupCoordinator`, `handleCommitOffsets`, `handleFetchOffsets`,
+`handleDescribeGroup`, `handleListGroups`, `handleDeleteGroups`, `onElection`,
+`onResignation`).
 
 **Committed offsets.** A commit says "the group has processed this partition up to here".
 Only a member of the group's current generation may commit, because after a rebalance its
@@ -22,8 +23,8 @@ loaded members (members that do not come back expire). `on_resigned` drops the p
 groups, answering waiting members NOT_COORDINATOR so they look for the new coordinator.
 A group is deleted only when Empty (OFFSET-7).
 
-Rules: REBAL-16, OFFSET-1..OFFSET-9 (spec/rebalance.md, spec/offsets.md); rebalance.py and
-membership.py have REBAL-1..REBAL-13.
+Rules: REBAL-16, OFFSET-1..OFFSET-9 (spec/rebalance.md, spec/offsets.md); rebalance.py has
+REBAL-1..REBAL-13.
 """
 
 from __future__ import annotations
@@ -48,14 +49,14 @@ from kafka_ref.group.group_metadata_manager import (
     GroupMetadataManager,
     Records,
 )
-from kafka_ref.group.membership import (
+from kafka_ref.group.rebalance import (
     OK,
     GroupConfig,
+    GroupRebalance,
     JoinedMember,
     JoinGroupResult,
     SyncGroupResult,
 )
-from kafka_ref.group.rebalance import GroupRebalance
 from kafka_ref.group.txn_offsets import TxnOffsetStore
 
 __all__ = [
@@ -106,9 +107,9 @@ class GroupOverview:
     state: str
 
 
-class GroupCoordinator(GroupRebalance):
-    """The broker's group coordinator (membership and rebalances in the base classes,
-    offsets here)."""
+class GroupCoordinator:
+    """The broker's group coordinator: its groups' rebalances (`self.rebalance`), their
+    committed offsets, the admin APIs and the partitions it loads and unloads."""
 
     def __init__(
         self,
@@ -119,9 +120,15 @@ class GroupCoordinator(GroupRebalance):
         *,
         new_uuid: Callable[[], str] | None = None,
     ) -> None:
-        manager = GroupMetadataManager(config.offsets_topic_num_partitions, clock, append)
-        super().__init__(config, clock, schedule, manager, new_uuid)
+        self.config, self.clock = config, clock
+        self.manager = manager = GroupMetadataManager(
+            config.offsets_topic_num_partitions, clock, append
+        )
+        self.rebalance = GroupRebalance(config, clock, schedule, manager, new_uuid)
         self.txn_offsets = TxnOffsetStore(manager, clock, append)  # TXN-16
+
+    def _now(self) -> int:
+        return self.clock.milliseconds()
 
     def partition_for(self, group_id: str) -> int:
         """The `__consumer_offsets` partition that is the group's home (REBAL-16)."""
@@ -145,7 +152,7 @@ class GroupCoordinator(GroupRebalance):
         def refuse(error: ErrorCode) -> None:
             callback(dict.fromkeys(offsets, error))
 
-        error = self._group_status(group_id, allow_empty_id=True)
+        error = self.rebalance.group_status(group_id, allow_empty_id=True)
         if error != OK:
             return refuse(error)
         group = self.manager.get_group(group_id)
@@ -162,7 +169,7 @@ class GroupCoordinator(GroupRebalance):
         if group.is_(STABLE) or group.is_(PREPARING_REBALANCE):
             # during PreparingRebalance commits are still allowed: the heartbeat answer is
             # what tells the member to rejoin. A commit is a sign of life (a heartbeat).
-            self._arm_heartbeat(group, group.get(member_id))
+            self.rebalance.arm_heartbeat(group, group.get(member_id))
         now = self._now()
         stamped = {tp: om._replace(commit_timestamp=now) for tp, om in offsets.items()}
         self.manager.store_offsets(group, stamped, callback, self.config.offset_metadata_max_bytes)
@@ -176,7 +183,7 @@ class GroupCoordinator(GroupRebalance):
         callback: CommitCallback,
     ) -> None:
         """TxnOffsetCommit: pending until the transaction's marker (txn_offsets.py)."""
-        error = self._group_status(group_id, allow_empty_id=True)
+        error = self.rebalance.group_status(group_id, allow_empty_id=True)
         if error != OK:
             return callback(dict.fromkeys(offsets, error))
         now = self._now()
@@ -211,7 +218,7 @@ class GroupCoordinator(GroupRebalance):
         self, group_id: str, partitions: list[TopicPartition] | None
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
         """Committed offsets whatever the group's state; None = never committed (-1)."""
-        error = self._group_status(group_id, allow_empty_id=True)
+        error = self.rebalance.group_status(group_id, allow_empty_id=True)
         if error != OK:
             return error, {}
         return OK, self.manager.get_offsets(group_id, partitions)
@@ -228,7 +235,7 @@ class GroupCoordinator(GroupRebalance):
 
     # -- admin ----------------------------------------------------------------------
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
-        error = self._group_status(group_id, allow_empty_id=True)
+        error = self.rebalance.group_status(group_id, allow_empty_id=True)
         group = self.manager.get_group(group_id) if error == OK else None
         if group is None:
             return error, GroupSummary(group_id, DEAD.wire_name, "", "", [])
@@ -250,7 +257,7 @@ class GroupCoordinator(GroupRebalance):
         )
 
     def list_groups(self) -> tuple[ErrorCode, list[GroupOverview]]:
-        if not self._active:
+        if not self.rebalance.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.manager.is_loading() else OK
         overviews = [
@@ -265,7 +272,7 @@ class GroupCoordinator(GroupRebalance):
         errors: dict[str, ErrorCode] = {}
         eligible = []
         for group_id in group_ids:
-            error = self._group_status(group_id, allow_empty_id=True)
+            error = self.rebalance.group_status(group_id, allow_empty_id=True)
             group = self.manager.get_group(group_id) if error == OK else None
             if error != OK:
                 errors[group_id] = error
@@ -284,7 +291,7 @@ class GroupCoordinator(GroupRebalance):
 
         self.manager.cleanup_group_metadata(eligible, remove_all)
         for group in eligible:
-            self._cancel_group_timers(group)
+            self.rebalance.cancel_group_timers(group)
         return errors
 
     # -- partition lifecycle ----------------------------------------------------------
@@ -292,12 +299,12 @@ class GroupCoordinator(GroupRebalance):
         """This broker now leads `__consumer_offsets-<partition>`: load its groups."""
         for group in self.manager.load(partition, records):
             for member in group.members.values():
-                self._arm_heartbeat(group, member)  # those that do not come back expire
+                self.rebalance.arm_heartbeat(group, member)  # those that do not come back expire
 
     def on_resigned(self, partition: int) -> None:
         """Another broker leads the partition now: forget its groups."""
         for group in self.manager.unload(partition):
-            self._unload_group(group)
+            self.rebalance.unload_group(group)
         self.txn_offsets.forget_partition(partition)
 
     def begin_loading(self, partition: int) -> None:
@@ -313,28 +320,6 @@ class GroupCoordinator(GroupRebalance):
         return partition in self.manager.owned_partitions
 
     def shutdown(self) -> None:
-        self._active = False
+        self.rebalance.stop()
         for partition in list(self.manager.owned_partitions | self.manager.loading_partitions):
             self.on_resigned(partition)
-        for timer in self._pending_timers.values():
-            timer.cancel()
-        self._pending_timers.clear()
-
-    def _unload_group(self, group: GroupMetadata) -> None:
-        """Kafka `onGroupUnloaded`: Dead, timers stopped, waiting members sent elsewhere."""
-        previous = group.state
-        group.transition_to(DEAD, self._now())
-        self._cancel_group_timers(group)
-        for member in list(group.members.values()):
-            if previous is PREPARING_REBALANCE:
-                result = JoinGroupResult(ErrorCode.NOT_COORDINATOR, member_id=member.member_id)
-                self._invoke_join(member, result)
-            self._invoke_sync(member, SyncGroupResult(ErrorCode.NOT_COORDINATOR))
-
-    def _cancel_group_timers(self, group: GroupMetadata) -> None:
-        self._cancel_timer(group, "join_timer")
-        self._cancel_timer(group, "sync_timer")
-        for member in group.members.values():
-            self._cancel_heartbeat(member)
-        for member_id in list(group.pending_members):
-            self._cancel_pending_timer(group, member_id)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
+from kafka_ref.protocol.consumer_protocol import decode_subscription
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -297,8 +298,6 @@ class GroupMetadata:
         None when unknown (KIP-496 then expires nothing while the group is Stable)."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
             return None
-        from kafka_ref.group.assignors.consumer_protocol import decode_subscription
-
         topics: set[str] = set()
         try:
             for member in self.members.values():

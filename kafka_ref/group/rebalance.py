@@ -1,7 +1,11 @@
-"""The rebalance protocol: how members join a group, and how each gets its share.
+"""The rebalance protocol: one state machine for who is in a group and who reads what.
 
-A rebalance is a two-round protocol run by the broker that coordinates the group (Kafka:
-`GroupCoordinator.handleJoinGroup`, `handleSyncGroup`):
+A consumer group's coordinator (Kafka: `GroupCoordinator`) keeps, for every group, its
+members: each with the member id the coordinator gave it, its session timeout, its client id
+and host, the protocols it supports and its current assignment (group_metadata.py, where the
+group's states live: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead). This
+class is everything that moves a group between those states. A rebalance is a two-round
+protocol (Kafka: `handleJoinGroup`, `handleSyncGroup`):
 
 1. **JoinGroup.** Every member sends the protocols it supports (for consumers: assignor names,
    each with its subscription). The first join of an Empty group waits
@@ -11,27 +15,46 @@ A rebalance is a two-round protocol run by the broker that coordinates the group
    rejoin are dropped (REBAL-7). The coordinator then bumps the generation, picks a protocol
    all members support, keeps or elects a leader and answers every JoinGroup; only the
    leader's answer lists the members and their metadata (REBAL-9).
-2. **SyncGroup.** The leader runs the assignor and sends the result; the others send an
-   empty SyncGroup and wait. On the leader's, the coordinator stores the group (generation,
-   members, assignments) and hands each member exactly the leader's assignment for this
-   generation, nothing else and no other generation's (REBAL-1, REBAL-2). The group is Stable.
+2. **SyncGroup.** The leader runs the assignor (in the client: kafka_ref/client/assignors) and
+   sends the result; the others send an empty SyncGroup and wait. On the leader's, the
+   coordinator stores the group (generation, members, assignments) and hands each member
+   exactly the leader's assignment for this generation, nothing else and no other
+   generation's (REBAL-1, REBAL-2). The group is Stable.
+
+Between rebalances membership is kept alive and ended here too:
+
+* **Heartbeat.** Every member heartbeats within its session timeout. A member silent for its
+  session timeout is removed and the others rebalance (REBAL-6); a heartbeat during a
+  rebalance is answered REBALANCE_IN_PROGRESS, which tells the member to rejoin (REBAL-5).
+  Requests from a generation that is over are ILLEGAL_GENERATION (REBAL-3); from a member
+  the group does not know, UNKNOWN_MEMBER_ID (REBAL-4).
+* **LeaveGroup.** A member that leaves on purpose is removed at once and the group
+  rebalances without waiting for a timeout (REBAL-12); since KIP-345 an admin can remove a
+  static member by its `group.instance.id`.
 
 Since KIP-394 (JoinGroup v4) a new member first gets its id with MEMBER_ID_REQUIRED and must
 join again with it, so a client that times out and retries cannot leave ghost members behind
-(REBAL-10). A **static member** (KIP-345,
-`group.instance.id`) that restarts rejoins under its instance id and gets its old place and
-assignment back without a rebalance; the member id it replaced is fenced (REBAL-11). Members
-that never send SyncGroup after a rebalance are removed after the rebalance timeout
-(REBAL-13, Kafka 3.0's pending-sync timeout).
+(REBAL-10). A **static member** (KIP-345, `group.instance.id`) that restarts rejoins under its
+instance id and gets its old place and assignment back without a rebalance; the member id it
+replaced is fenced (REBAL-11). Members that never send SyncGroup after a rebalance are removed
+after the rebalance timeout (REBAL-13, Kafka 3.0's pending-sync timeout).
 
-Membership itself (sessions, heartbeats, leaving, the timers) is membership.py, which this
-class extends.
+**Timers.** Every timeout (session, join, pending sync, pending member) is a timer of the
+injected `Scheduler` (asyncio's `call_later` in the broker, `ManualScheduler` in tests):
+nothing here reads a wall clock. The coordinator (coordinator.py) owns one `GroupRebalance`
+and adds committed offsets and the admin APIs; this file is long because it is one idea.
 
-Rules: REBAL-1, REBAL-2, REBAL-7..REBAL-11, REBAL-13 (spec/rebalance.md).
+Rules: REBAL-1..REBAL-13 (spec/rebalance.md).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_ref.clock import Clock, Scheduler
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.group_metadata import (
     COMPLETING_REBALANCE,
@@ -42,20 +65,151 @@ from kafka_ref.group.group_metadata import (
     GroupMetadata,
     MemberMetadata,
 )
-from kafka_ref.group.membership import (
-    NEW_MEMBER_JOIN_TIMEOUT_MS,
-    OK,
-    GroupMembership,
-    JoinCallback,
-    JoinedMember,
-    JoinGroupResult,
-    SyncCallback,
-    SyncGroupResult,
-)
+from kafka_ref.group.group_metadata_manager import GroupMetadataManager
+
+OK = ErrorCode.NO_ERROR
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's NewMemberJoinTimeoutMs
 
 
-class GroupRebalance(GroupMembership):
-    """JoinGroup and SyncGroup: the two rounds of a rebalance."""
+@dataclass
+class GroupConfig:
+    """Broker configs of the coordinator, with Kafka's names and defaults."""
+
+    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1800000  # group.max.session.timeout.ms
+    group_initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    group_max_size: int = 2**31 - 1  # group.max.size
+    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions
+    offsets_retention_minutes: int = 10080  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+
+
+@dataclass
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass
+class JoinGroupResult:
+    error: ErrorCode
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    member_id: str = ""
+    members: list[JoinedMember] = field(default_factory=list)  # the leader's answer only
+
+
+@dataclass
+class SyncGroupResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+JoinCallback = Callable[[JoinGroupResult], None]
+SyncCallback = Callable[[SyncGroupResult], None]
+
+
+class GroupRebalance:
+    """Members, sessions and the two rounds of a rebalance, for the manager's groups."""
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        schedule: Scheduler,
+        manager: GroupMetadataManager,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self._schedule = schedule
+        self.manager = manager
+        self._new_uuid = new_uuid or (lambda: str(uuid.uuid4()))
+        self.active = True
+        self._pending_timers: dict[tuple[str, str], Any] = {}
+
+    def _now(self) -> int:
+        return self.clock.milliseconds()
+
+    def _timer(self, delay_ms: int, fn: Callable[[], None]) -> Any:
+        return self._schedule(max(delay_ms, 0) / 1000.0, fn)
+
+    def group_status(self, group_id: str | None, *, allow_empty_id: bool = False) -> ErrorCode:
+        """Kafka `validateGroupStatus`: is this broker the group's coordinator right now?"""
+        if group_id is None or (group_id == "" and not allow_empty_id):
+            return ErrorCode.INVALID_GROUP_ID
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.manager.is_group_loading(group_id):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if not self.manager.is_group_local(group_id):
+            return ErrorCode.NOT_COORDINATOR
+        return OK
+
+    # -- Heartbeat and LeaveGroup ---------------------------------------------------
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        error = self.group_status(group_id)
+        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return OK  # the member will learn what happened at its next rebalance
+        if error != OK:
+            return error
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_(DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if not group.has(member_id) or group.is_(EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        self.arm_heartbeat(group, group.get(member_id))
+        if group.is_(PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return OK
+
+    def leave_group(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        """Members leave now instead of at their session timeout (KIP-345: by instance id)."""
+        error = self.group_status(group_id)
+        if error != OK:
+            return error, []
+        group = self.manager.get_group(group_id)
+        if group is None:
+            return OK, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in members]
+        if group.is_(DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        results = []
+        for member_id, instance_id in members:
+            if not member_id:  # an admin removing a static member by its instance id
+                current = group.current_static_member_id(instance_id)
+                if current is None:
+                    code = ErrorCode.UNKNOWN_MEMBER_ID
+                else:
+                    self._remove_member_and_update_group(group, group.get(current))
+                    code = OK
+            elif group.is_pending_member(member_id):
+                self._remove_pending_member(group, member_id)
+                code = OK
+            elif group.is_static_member_fenced(member_id, instance_id):
+                code = ErrorCode.FENCED_INSTANCE_ID
+            elif not group.has(member_id):
+                code = ErrorCode.UNKNOWN_MEMBER_ID
+            else:
+                self._remove_member_and_update_group(group, group.get(member_id))
+                code = OK
+            results.append((member_id, instance_id, code))
+        return OK, results
 
     # -- JoinGroup ------------------------------------------------------------------
     def join_group(
@@ -73,7 +227,7 @@ class GroupRebalance(GroupMembership):
         callback: JoinCallback,
     ) -> None:
         """Join (or rejoin); `callback` runs now or when the rebalance completes."""
-        error = self._group_status(group_id)
+        error = self.group_status(group_id)
         if error != OK:
             return callback(JoinGroupResult(error, member_id=member_id))
         cfg = self.config
@@ -183,7 +337,7 @@ class GroupRebalance(GroupMembership):
         group.add(new, cb)
         # A new member cannot heartbeat until it has its generation; still, do not wait for
         # a client that went away forever (Kafka's 5-minute new-member join timeout).
-        self._arm_heartbeat(group, new, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self.arm_heartbeat(group, new, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance(group)
 
     @staticmethod
@@ -205,7 +359,7 @@ class GroupRebalance(GroupMembership):
         self._invoke_sync(old, SyncGroupResult(ErrorCode.FENCED_INSTANCE_ID))
         replaced = group.replace_static_member(instance_id, old_id, new_id)
         old_protocols = replaced.supported_protocols
-        self._arm_heartbeat(group, replaced)
+        self.arm_heartbeat(group, replaced)
         self._update_member(replaced, member, protocols, cb)
         if group.is_(STABLE):
             if group.protocol_name != group.select_protocol():
@@ -221,7 +375,7 @@ class GroupRebalance(GroupMembership):
                     replaced.awaiting_join_callback = None
                     if group.members.get(new_id) is replaced:
                         group.replace_static_member(instance_id, new_id, old_id)
-                    self._arm_heartbeat(group, replaced)
+                    self.arm_heartbeat(group, replaced)
                     return cb(JoinGroupResult(error, generation, group.protocol_type,
                                               group.protocol_name, current_leader))  # fmt: skip
                 self._invoke_join(replaced, JoinGroupResult(
@@ -311,7 +465,7 @@ class GroupRebalance(GroupMembership):
             return self.manager.store_group(group, {}, lambda error: None)
         for member in list(group.members.values()):
             self._invoke_join(member, self._join_result(group, member))
-            self._arm_heartbeat(group, member)
+            self.arm_heartbeat(group, member)
             member.is_new = False
         self._watch_pending_sync(group)
 
@@ -351,7 +505,7 @@ class GroupRebalance(GroupMembership):
         callback: SyncCallback,
     ) -> None:
         """Get this member's assignment; the leader's call carries everyone's (REBAL-1)."""
-        error = self._group_status(group_id)
+        error = self.group_status(group_id)
         if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             error = ErrorCode.REBALANCE_IN_PROGRESS  # the rebalance was lost: join again
         group = self.manager.get_group(group_id) if error == OK else None
@@ -364,7 +518,7 @@ class GroupRebalance(GroupMembership):
         member = group.get(member_id)
         if group.is_(STABLE):  # a retry, or a static member's new instance
             self._synced(group, member_id)
-            self._arm_heartbeat(group, member)
+            self.arm_heartbeat(group, member)
             return callback(SyncGroupResult(OK, group.protocol_type, group.protocol_name,
                                             member.assignment))  # fmt: skip
         member.awaiting_sync_callback = callback
@@ -426,4 +580,105 @@ class GroupRebalance(GroupMembership):
             )
             if self._invoke_sync(member, result):
                 # its session may have expired unnoticed while it waited: start it afresh
-                self._arm_heartbeat(group, member)
+                self.arm_heartbeat(group, member)
+
+    # -- removal and timers ---------------------------------------------------------
+    def _remove_member_and_update_group(self, group, member: MemberMetadata) -> None:
+        # a member that timed out while its JoinGroup waited gets an answer it can act on
+        self._invoke_join(member, JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        self._invoke_sync(member, SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        self._cancel_heartbeat(member)
+        group.remove(member.member_id)
+        if group.is_(STABLE) or group.is_(COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group)
+        elif group.is_(PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    def _remove_pending_member(self, group: GroupMetadata, member_id: str) -> None:
+        group.pending_members.discard(member_id)
+        self._cancel_pending_timer(group, member_id)
+        if group.is_(PREPARING_REBALANCE):
+            self._try_complete_join(group)
+
+    def arm_heartbeat(self, group, member: MemberMetadata, timeout_ms: int | None = None):
+        """(Re)start the member's session timer (Kafka `completeAndScheduleNextExpiration`)."""
+        self._cancel_heartbeat(member)
+
+        def expire() -> None:
+            member.heartbeat_timer = None
+            if group.is_(DEAD) or group.members.get(member.member_id) is not member:
+                return
+            # Kafka `hasSatisfiedHeartbeat`: a known member parked in a JoinGroup or SyncGroup
+            # is waiting for the coordinator, not silent; its timer restarts when answered.
+            if not member.is_new and (member.is_awaiting_join or member.is_awaiting_sync):
+                return
+            self._remove_member_and_update_group(group, member)
+
+        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        member.heartbeat_timer = self._timer(timeout, expire)
+
+    def _arm_pending_member(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
+        def expire() -> None:
+            self._pending_timers.pop((group.group_id, member_id), None)
+            if group.is_pending_member(member_id):
+                self._remove_pending_member(group, member_id)
+
+        self._pending_timers[(group.group_id, member_id)] = self._timer(timeout_ms, expire)
+
+    def _cancel_pending_timer(self, group: GroupMetadata, member_id: str) -> None:
+        timer = self._pending_timers.pop((group.group_id, member_id), None)
+        if timer is not None:
+            timer.cancel()
+
+    def unload_group(self, group: GroupMetadata) -> None:
+        """Kafka `onGroupUnloaded`: Dead, timers stopped, waiting members sent elsewhere."""
+        previous = group.state
+        group.transition_to(DEAD, self._now())
+        self.cancel_group_timers(group)
+        for member in list(group.members.values()):
+            if previous is PREPARING_REBALANCE:
+                result = JoinGroupResult(ErrorCode.NOT_COORDINATOR, member_id=member.member_id)
+                self._invoke_join(member, result)
+            self._invoke_sync(member, SyncGroupResult(ErrorCode.NOT_COORDINATOR))
+
+    def cancel_group_timers(self, group: GroupMetadata) -> None:
+        self._cancel_timer(group, "join_timer")
+        self._cancel_timer(group, "sync_timer")
+        for member in group.members.values():
+            self._cancel_heartbeat(member)
+        for member_id in list(group.pending_members):
+            self._cancel_pending_timer(group, member_id)
+
+    def stop(self) -> None:
+        """The broker shuts down: refuse new requests, cancel the pending-member timers."""
+        self.active = False
+        for timer in self._pending_timers.values():
+            timer.cancel()
+        self._pending_timers.clear()
+
+    @staticmethod
+    def _cancel_heartbeat(member: MemberMetadata) -> None:
+        if member.heartbeat_timer is not None:
+            member.heartbeat_timer.cancel()
+            member.heartbeat_timer = None
+
+    @staticmethod
+    def _cancel_timer(group: GroupMetadata, name: str) -> None:
+        timer = getattr(group, name)
+        if timer is not None:
+            timer.cancel()
+            setattr(group, name, None)
+
+    @staticmethod
+    def _invoke_join(member: MemberMetadata, result: JoinGroupResult) -> bool:
+        callback, member.awaiting_join_callback = member.awaiting_join_callback, None
+        if callback is not None:
+            callback(result)
+        return callback is not None
+
+    @staticmethod
+    def _invoke_sync(member: MemberMetadata, result: SyncGroupResult) -> bool:
+        callback, member.awaiting_sync_callback = member.awaiting_sync_callback, None
+        if callback is not None:
+            callback(result)
+        return callback is not None

@@ -25,9 +25,9 @@ import logging
 from collections.abc import Callable, Iterable
 
 from kafka_ref.clock import Clock
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group import offsets_records as rec
-from kafka_ref.group.assignors.base import TopicPartition
 from kafka_ref.group.group_metadata import EMPTY, GroupMetadata, OffsetAndMetadata
 from kafka_ref.group.group_metadata_manager import Append, GroupMetadataManager, _store_error
 from kafka_ref.record.batch import build_batch

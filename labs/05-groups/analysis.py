@@ -111,8 +111,8 @@ def group_rows(row):
     """One `__consumer_offsets` record -> (group, offset, generation, protocol, member,
     topic, partition) per assigned partition; a member with no partition is one row with
     topic None, and a generation with no member (an empty group) one row with member None."""
-    from kafka_ref.group.assignors.consumer_protocol import decode_assignment
     from kafka_ref.group.offsets_records import GroupKey, read_group_metadata_value, read_key
+    from kafka_ref.protocol.consumer_protocol import decode_assignment
 
     if row["key"] is None or row["value"] is None:
         return []

@@ -6,7 +6,7 @@ Replace each `raise NotImplementedError` with your code, then grade it:
 
 Every function here takes the place of kafka-ref's own, of the same name, whenever
 KAFKA_REF_SOLUTION names this file (the grader sets it for you): `range_assign` in
-kafka_ref/group/assignors/range.py and `roundrobin_assign` in roundrobin.py. Our consumer's
+kafka_ref/client/assignors/range.py and `roundrobin_assign` in roundrobin.py. Our consumer's
 group leader runs them when the coordinator picks "range" or "roundrobin". You may import
 anything from kafka_ref (the types below, and `member_order`), but the point is to write
 these yourself.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka_ref.group.assignors.base import (  # noqa: F401 - yours to use
+from kafka_ref.client.assignors.base import (  # noqa: F401 - yours to use
     Assignment,
     Cluster,
     Subscription,

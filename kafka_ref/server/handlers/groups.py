@@ -142,7 +142,7 @@ def handle_join_group(apis: KafkaApis, request: Request) -> Any:
             leader=result.leader_id, member_id=result.member_id, members=members,
         ))  # fmt: skip
 
-    apis.group_coordinator.join_group(
+    apis.group_coordinator.rebalance.join_group(
         body.group_id,
         body.member_id,
         body.group_instance_id,
@@ -167,7 +167,7 @@ def handle_sync_group(apis: KafkaApis, request: Request) -> Any:
             protocol_name=result.protocol_name, assignment=result.assignment,
         ))  # fmt: skip
 
-    apis.group_coordinator.sync_group(
+    apis.group_coordinator.rebalance.sync_group(
         body.group_id,
         body.generation_id,
         body.member_id,
@@ -182,7 +182,7 @@ def handle_sync_group(apis: KafkaApis, request: Request) -> Any:
 
 def handle_heartbeat(apis: KafkaApis, request: Request) -> Any:
     body = request.body
-    error = apis.group_coordinator.heartbeat(
+    error = apis.group_coordinator.rebalance.heartbeat(
         body.group_id, body.member_id, body.group_instance_id, body.generation_id
     )
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
@@ -190,7 +190,8 @@ def handle_heartbeat(apis: KafkaApis, request: Request) -> Any:
 
 def handle_leave_group(apis: KafkaApis, request: Request) -> Any:
     body = request.body
-    error, members = apis.group_coordinator.leave_group(body.group_id, [(body.member_id, None)])
+    rebalance = apis.group_coordinator.rebalance
+    error, members = rebalance.leave_group(body.group_id, [(body.member_id, None)])
     if error == ErrorCode.NO_ERROR and members:
         error = members[0][2]  # one member before v3: its error is the answer
     return LeaveGroupResponse(throttle_time_ms=0, error_code=error)

@@ -29,8 +29,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.group.assignors.base import TopicPartition
 from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.protocol.messages import (
     AddOffsetsToTxnResponse,

@@ -1,7 +1,7 @@
 """Lab 05 grader, the assignors as functions: range (ASSIGN-4), round-robin (ASSIGN-5), and
 what every assignor must do (ASSIGN-1..ASSIGN-3).
 
-Your functions are called through kafka-ref's modules (kafka_ref/group/assignors/range.py and
+Your functions are called through kafka-ref's modules (kafka_ref/client/assignors/range.py and
 roundrobin.py), where the seams put them. The oracles are not kafka-ref's code: the rules'
 properties, kafka-python's assignors (which follow Kafka's), and examples worked out in
 Kafka's RangeAssignorTest and RoundRobinAssignorTest.
@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
-from kafka_ref.group.assignors import range as range_module
-from kafka_ref.group.assignors import roundrobin as roundrobin_module
-from kafka_ref.group.assignors.base import Subscription, TopicPartition
+from kafka_ref.client.assignors import range as range_module
+from kafka_ref.client.assignors import roundrobin as roundrobin_module
+from kafka_ref.client.assignors.base import Subscription, TopicPartition
 
 TOPICS = ["t0", "t1", "t2", "t3"]
 

@@ -11,11 +11,11 @@ import time
 import pytest
 
 from kafka_ref.client import Consumer, TopicPartition
+from kafka_ref.client.assignors import Subscription
 from kafka_ref.client.subscription_state import IllegalStateError
 from kafka_ref.errors import ErrorCode
-from kafka_ref.group.assignors import Subscription
-from kafka_ref.group.assignors.consumer_protocol import encode_assignment, encode_subscription
 from kafka_ref.protocol import ApiKey, encode_response
+from kafka_ref.protocol.consumer_protocol import encode_assignment, encode_subscription
 from kafka_ref.protocol.messages import (
     FindCoordinatorResponse,
     HeartbeatResponse,

@@ -83,7 +83,7 @@ class Harness:
     # -- calls that collect the callback's answer --
     def join(self, member_id="", group=G, instance=None, protocols=None, known=False, **kw):
         box = []
-        self.coordinator.join_group(
+        self.coordinator.rebalance.join_group(
             group, member_id, instance, known, kw.get("client_id", "c"), "/127.0.0.1",
             kw.get("rebalance", REBALANCE), kw.get("session", SESSION),
             kw.get("protocol_type", "consumer"),
@@ -93,8 +93,9 @@ class Harness:
 
     def sync(self, member_id, generation, assignments=None, group=G, instance=None):
         box = []
-        self.coordinator.sync_group(group, generation, member_id, instance, "consumer", None,
-                                    assignments or {}, box.append)  # fmt: skip
+        self.coordinator.rebalance.sync_group(group, generation, member_id, instance,
+                                              "consumer", None, assignments or {},
+                                              box.append)  # fmt: skip
         return box
 
     def commit(self, offsets, member_id="", generation=-1, group=G, instance=None):
@@ -202,10 +203,10 @@ def test_a_failed_group_write_fails_every_waiting_sync_and_rebalances():
 def test_stale_generation_is_illegal_generation():
     h = Harness()
     (a, _b), gen = h.stable_group()
-    assert h.coordinator.heartbeat(G, a, None, gen - 1) == E.ILLEGAL_GENERATION
+    assert h.coordinator.rebalance.heartbeat(G, a, None, gen - 1) == E.ILLEGAL_GENERATION
     assert h.sync(a, gen + 1)[0].error == E.ILLEGAL_GENERATION
     assert h.commit({TP0: om(1)}, a, gen - 1) == {TP0: E.ILLEGAL_GENERATION}
-    assert h.coordinator.heartbeat(G, a, None, gen) == OK
+    assert h.coordinator.rebalance.heartbeat(G, a, None, gen) == OK
 
 
 @pytest.mark.spec("REBAL-4")
@@ -215,10 +216,10 @@ def test_unknown_members_are_unknown_member_id():
     (_a, _b), gen = h.stable_group()
     assert h.join("ghost")[0].error == E.UNKNOWN_MEMBER_ID
     assert h.sync("ghost", gen)[0].error == E.UNKNOWN_MEMBER_ID
-    assert h.coordinator.heartbeat(G, "ghost", None, gen) == E.UNKNOWN_MEMBER_ID
-    assert h.coordinator.heartbeat("other", "ghost", None, 1) == E.UNKNOWN_MEMBER_ID
+    assert h.coordinator.rebalance.heartbeat(G, "ghost", None, gen) == E.UNKNOWN_MEMBER_ID
+    assert h.coordinator.rebalance.heartbeat("other", "ghost", None, 1) == E.UNKNOWN_MEMBER_ID
     assert h.commit({TP0: om(1)}, "ghost", gen) == {TP0: E.UNKNOWN_MEMBER_ID}
-    assert h.coordinator.leave_group(G, [("ghost", None)]) == (
+    assert h.coordinator.rebalance.leave_group(G, [("ghost", None)]) == (
         OK, [("ghost", None, E.UNKNOWN_MEMBER_ID)])  # fmt: skip
 
 
@@ -228,11 +229,11 @@ def test_heartbeats_and_syncs_during_a_rebalance_say_rebalance_in_progress():
     (a, b), gen = h.stable_group()
     h.join(a)  # the leader rejoins: a rebalance starts
     assert h.group().state is PREPARING_REBALANCE
-    assert h.coordinator.heartbeat(G, b, None, gen) == E.REBALANCE_IN_PROGRESS
+    assert h.coordinator.rebalance.heartbeat(G, b, None, gen) == E.REBALANCE_IN_PROGRESS
     assert h.sync(b, gen)[0].error == E.REBALANCE_IN_PROGRESS
     h.join(b)
     assert h.group().state is COMPLETING_REBALANCE
-    assert h.coordinator.heartbeat(G, b, None, gen + 1) == OK
+    assert h.coordinator.rebalance.heartbeat(G, b, None, gen + 1) == OK
 
 
 @pytest.mark.spec("REBAL-5")
@@ -252,7 +253,7 @@ def test_session_expiry_removes_the_member_and_rebalances():
     h = Harness()
     (a, b), gen = h.stable_group()
     h.advance(SESSION // 2)
-    assert h.coordinator.heartbeat(G, a, None, gen) == OK  # a keeps beating, b does not
+    assert h.coordinator.rebalance.heartbeat(G, a, None, gen) == OK  # a keeps beating, b does not
     h.advance(SESSION // 2 - 1)
     assert h.group().has(b) and h.group().state is STABLE
     h.advance(1)
@@ -267,7 +268,7 @@ def test_the_last_member_expiring_leaves_the_group_empty_in_a_new_generation():
     (a,), gen = h.stable_group(n=1)
     h.advance(SESSION)
     assert h.group().state is EMPTY and h.group().generation_id == gen + 1
-    assert h.coordinator.heartbeat(G, a, None, gen) == E.UNKNOWN_MEMBER_ID
+    assert h.coordinator.rebalance.heartbeat(G, a, None, gen) == E.UNKNOWN_MEMBER_ID
 
 
 @pytest.mark.spec("REBAL-6")
@@ -317,10 +318,10 @@ def test_initial_delay_without_newcomers_completes_after_one_delay():
 def test_leave_group_removes_the_member_and_rebalances():
     h = Harness()
     (a, b), gen = h.stable_group()
-    assert h.coordinator.leave_group(G, [(b, None)]) == (OK, [(b, None, OK)])
+    assert h.coordinator.rebalance.leave_group(G, [(b, None)]) == (OK, [(b, None, OK)])
     assert h.group().state is PREPARING_REBALANCE and not h.group().has(b)
     assert h.join(a)[0].generation_id == gen + 1
-    assert h.coordinator.leave_group(G, [(a, None)])[1][0][2] == OK
+    assert h.coordinator.rebalance.leave_group(G, [(a, None)])[1][0][2] == OK
     assert h.group().state is PREPARING_REBALANCE or h.group().state is EMPTY
 
 
@@ -332,11 +333,12 @@ def test_members_that_never_sync_are_removed_after_the_rebalance_timeout():
     a2 = h.join(a.member_id)[0]
     follower = b[0].member_id
     h.sync(a2.member_id, 2, {a2.member_id: b"x", follower: b"y"})
-    h.coordinator.heartbeat(G, follower, None, 2)
+    h.coordinator.rebalance.heartbeat(G, follower, None, 2)
     for _ in range(4):  # the leader keeps beating; the follower beats but never syncs
         h.advance(SESSION - 1)
-        assert h.coordinator.heartbeat(G, a2.member_id, None, 2) in (OK, E.REBALANCE_IN_PROGRESS)
-        h.coordinator.heartbeat(G, follower, None, 2)
+        beat = h.coordinator.rebalance.heartbeat(G, a2.member_id, None, 2)
+        assert beat in (OK, E.REBALANCE_IN_PROGRESS)
+        h.coordinator.rebalance.heartbeat(G, follower, None, 2)
     assert not h.group().has(follower) and h.group().has(a2.member_id)
 
 
@@ -378,13 +380,13 @@ def test_static_member_rejoin_keeps_the_group_stable_and_fences_the_old_id():
     assert again.leader_id == x2.member_id and h.group().state is STABLE
     assert h.sync(again.member_id, gen, instance="i-y")[0].assignment == b"Y"
     # the old instance is fenced everywhere
-    assert h.coordinator.heartbeat(G, old, "i-y", gen) == E.FENCED_INSTANCE_ID
+    assert h.coordinator.rebalance.heartbeat(G, old, "i-y", gen) == E.FENCED_INSTANCE_ID
     assert h.sync(old, gen, instance="i-y")[0].error == E.FENCED_INSTANCE_ID
     assert h.join(old, instance="i-y")[0].error == E.FENCED_INSTANCE_ID
     assert h.commit({TP0: om(1)}, old, gen, instance="i-y") == {TP0: E.FENCED_INSTANCE_ID}
-    assert h.coordinator.leave_group(G, [(old, "i-y")])[1][0][2] == E.FENCED_INSTANCE_ID
+    assert h.coordinator.rebalance.leave_group(G, [(old, "i-y")])[1][0][2] == E.FENCED_INSTANCE_ID
     # an admin removes a static member by instance id alone
-    assert h.coordinator.leave_group(G, [("", "i-y")])[1][0][2] == OK
+    assert h.coordinator.rebalance.leave_group(G, [("", "i-y")])[1][0][2] == OK
     assert h.group().state is PREPARING_REBALANCE
 
 
@@ -408,7 +410,7 @@ def test_join_validation():
     assert h.join(session=5999)[0].error == E.INVALID_SESSION_TIMEOUT
     assert h.join(session=1_800_001)[0].error == E.INVALID_SESSION_TIMEOUT
     assert h.join(group="")[0].error == E.INVALID_GROUP_ID
-    assert h.coordinator.heartbeat("", "m", None, 1) == E.INVALID_GROUP_ID
+    assert h.coordinator.rebalance.heartbeat("", "m", None, 1) == E.INVALID_GROUP_ID
     h.stable_group(n=1)
     assert h.join()[0].error == E.GROUP_MAX_SIZE_REACHED
 
@@ -452,7 +454,7 @@ def test_coordinator_errors_for_groups_elsewhere_loading_or_after_shutdown():
     assert c.fetch_offsets(G, None)[0] == E.NOT_COORDINATOR
     c.begin_loading(home)
     assert h.join()[0].error == E.COORDINATOR_LOAD_IN_PROGRESS
-    assert c.heartbeat(G, "m", None, 1) == OK
+    assert c.rebalance.heartbeat(G, "m", None, 1) == OK
     assert h.sync("m", 1)[0].error == E.REBALANCE_IN_PROGRESS
     c.on_elected(home, [])
     assert h.join()[0].error == OK
@@ -550,9 +552,9 @@ def test_offsets_expire_only_after_the_group_was_empty_for_the_retention():
     h.commit({TP0: om(3)}, a, gen)
     for _ in range(3):  # two minutes with a live member: nothing expires
         h.advance(50_000)
-        h.coordinator.heartbeat(G, a, None, gen)
+        h.coordinator.rebalance.heartbeat(G, a, None, gen)
         assert h.coordinator.run_offset_expiration() == 0
-    h.coordinator.leave_group(G, [(a, None)])
+    h.coordinator.rebalance.leave_group(G, [(a, None)])
     assert h.group().state is EMPTY
     h.advance(59_999)
     assert h.coordinator.run_offset_expiration() == 0
@@ -586,7 +588,7 @@ def test_only_empty_groups_are_deleted_with_tombstones():
     h.commit({TP0: om(1)}, a, gen)
     assert h.coordinator.delete_groups([G, "nope"]) == {
         G: E.NON_EMPTY_GROUP, "nope": E.GROUP_ID_NOT_FOUND}  # fmt: skip
-    h.coordinator.leave_group(G, [(a, None)])
+    h.coordinator.rebalance.leave_group(G, [(a, None)])
     assert h.coordinator.delete_groups([G]) == {G: OK}
     assert h.group() is None and h.coordinator.fetch_offsets(G, [TP0])[1] == {TP0: None}
     tail = h.log[h.coordinator.partition_for(G)][-2:]

@@ -20,18 +20,18 @@ from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from kafka_ref.client.assignors import Subscription, range_assign
 from kafka_ref.clock import ManualClock, ManualScheduler
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
-from kafka_ref.group.assignors import Subscription, range_assign
-from kafka_ref.group.assignors.consumer_protocol import (
+from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
+from kafka_ref.group.group_metadata import COMPLETING_REBALANCE, STABLE
+from kafka_ref.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
-from kafka_ref.group.group_metadata import COMPLETING_REBALANCE, STABLE
 from kafka_ref.record.batch import RecordBatch
 
 OK = ErrorCode.NO_ERROR
@@ -111,7 +111,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             if slot.joining:
                 return
             slot.joining = True
-            self.coordinator.join_group(
+            self.coordinator.rebalance.join_group(
                 G, slot.member_id, None, True, f"c{i}", "/h", REBALANCE, SESSION, "consumer",
                 [("range", SUBSCRIPTION)], lambda r, s=slot: self._on_join(s, r),
             )  # fmt: skip
@@ -144,7 +144,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
             else:
                 self._on_sync(slot, gen, mid, result)
 
-        self.coordinator.sync_group(G, gen, mid, None, "consumer", "range", plan, answered)
+        rebalance = self.coordinator.rebalance
+        rebalance.sync_group(G, gen, mid, None, "consumer", "range", plan, answered)
         in_call[0] = False
         if plan and (not answers or answers[0].error != OK):
             if previous is None:
@@ -163,7 +164,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if not slot.member_id:
             return ErrorCode.UNKNOWN_MEMBER_ID
         group = self.group()
-        error = self.coordinator.heartbeat(G, slot.member_id, None, slot.generation)
+        error = self.coordinator.rebalance.heartbeat(G, slot.member_id, None, slot.generation)
         if group is not None and group.has(slot.member_id):
             if slot.generation != group.generation_id:
                 assert error == ErrorCode.ILLEGAL_GENERATION  # REBAL-3
@@ -196,7 +197,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if not slot.member_id or group is None or not group.has(slot.member_id):
             return
         stale = group.generation_id - 1
-        assert self.coordinator.heartbeat(G, slot.member_id, None, stale) == (
+        assert self.coordinator.rebalance.heartbeat(G, slot.member_id, None, stale) == (
             ErrorCode.ILLEGAL_GENERATION)  # fmt: skip
         box = []
         offsets = {PARTITIONS[0]: OffsetAndMetadata(1)}
@@ -207,7 +208,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def leave(self, i):
         slot = self.slots[i]
         if slot.member_id:
-            self.coordinator.leave_group(G, [(slot.member_id, None)])
+            self.coordinator.rebalance.leave_group(G, [(slot.member_id, None)])
         slot.member_id, slot.generation, slot.joined = "", -1, None
 
     @rule(ms=st.sampled_from([100, 3000, 9000, 10_001, 20_001]))

@@ -38,8 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka_ref.common import TopicPartition
-from kafka_ref.group.assignors.base import (
+from kafka_ref.client.assignors.base import (
     Assignment,
     Cluster,
     ConsumerPartitionAssignor,
@@ -47,6 +46,7 @@ from kafka_ref.group.assignors.base import (
     Subscription,
     subscribed_partitions,
 )
+from kafka_ref.common import TopicPartition
 
 
 def previous_owners(

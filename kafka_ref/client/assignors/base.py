@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
 from kafka_ref.common import TopicPartition
+from kafka_ref.protocol.consumer_protocol import Subscription
 
 
 class RebalanceProtocol(enum.IntEnum):
@@ -28,24 +28,6 @@ class RebalanceProtocol(enum.IntEnum):
 
     EAGER = 0
     COOPERATIVE = 1
-
-
-@dataclass(frozen=True)
-class Subscription:
-    """What one member tells the leader (Kafka `ConsumerPartitionAssignor.Subscription`).
-
-    `topics`: the topics it subscribes to. `owned_partitions`: what it owns now
-    (Subscription v1+, KIP-429; used by the sticky assignors). `user_data`: assignor-specific
-    bytes. `generation_id` (v2+): the generation in which it owned `owned_partitions`, -1 if
-    unknown. `group_instance_id`: set for static members (KIP-345); range and round-robin
-    order static members first, by this id.
-    """
-
-    topics: tuple[str, ...] | list[str] | frozenset[str]
-    owned_partitions: tuple[TopicPartition, ...] | list[TopicPartition] = ()
-    user_data: bytes = b""
-    generation_id: int = -1
-    group_instance_id: str | None = None
 
 
 Cluster = Mapping[str, int]

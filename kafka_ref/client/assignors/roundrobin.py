@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka_ref.group.assignors.base import (
+from kafka_ref.client.assignors.base import (
     Assignment,
     Cluster,
     ConsumerPartitionAssignor,

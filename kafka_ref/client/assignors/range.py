@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafka_ref.common import TopicPartition
-from kafka_ref.group.assignors.base import (
+from kafka_ref.client.assignors.base import (
     Assignment,
     Cluster,
     ConsumerPartitionAssignor,
@@ -32,6 +31,7 @@ from kafka_ref.group.assignors.base import (
     empty_assignment,
     member_order,
 )
+from kafka_ref.common import TopicPartition
 from kafka_ref.seams import seam
 
 

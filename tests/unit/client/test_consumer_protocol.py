@@ -10,8 +10,8 @@ from kafka.protocol.consumer.metadata import (
     ConsumerProtocolSubscription,
 )
 
-from kafka_ref.group.assignors import Subscription, TopicPartition
-from kafka_ref.group.assignors.consumer_protocol import (
+from kafka_ref.client.assignors import Subscription, TopicPartition
+from kafka_ref.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,

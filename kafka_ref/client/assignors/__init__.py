@@ -32,7 +32,7 @@ assignor that knows what is owned, hence "cooperative-sticky".
 
 Plugging in your own assignor:
 
-    from kafka_ref.group.assignors import ConsumerPartitionAssignor, register
+    from kafka_ref.client.assignors import ConsumerPartitionAssignor, register
 
     class EverythingToTheFirst(ConsumerPartitionAssignor):
         name = "first"  # the protocol name consumers send in JoinGroup
@@ -55,22 +55,22 @@ Spec: spec/group_assignors.md, rules ASSIGN-1 to ASSIGN-10.
 
 from __future__ import annotations
 
-from kafka_ref.common import TopicPartition
-from kafka_ref.group.assignors.base import (
+from kafka_ref.client.assignors.base import (
     Assignment,
     Cluster,
     ConsumerPartitionAssignor,
     RebalanceProtocol,
     Subscription,
 )
-from kafka_ref.group.assignors.range import RangeAssignor, range_assign
-from kafka_ref.group.assignors.roundrobin import RoundRobinAssignor, roundrobin_assign
-from kafka_ref.group.assignors.sticky import (
+from kafka_ref.client.assignors.range import RangeAssignor, range_assign
+from kafka_ref.client.assignors.roundrobin import RoundRobinAssignor, roundrobin_assign
+from kafka_ref.client.assignors.sticky import (
     CooperativeStickyAssignor,
     StickyAssignor,
     cooperative_sticky_assign,
     sticky_assign,
 )
+from kafka_ref.common import TopicPartition
 
 __all__ = [
     "ASSIGNORS",

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
-from kafka_ref.group import assignors
-from kafka_ref.group.assignors import (
+from kafka_ref.client import assignors
+from kafka_ref.client.assignors import (
     ASSIGNORS,
     ConsumerPartitionAssignor,
     Subscription,
@@ -22,7 +22,7 @@ from kafka_ref.group.assignors import (
     roundrobin_assign,
     sticky_assign,
 )
-from kafka_ref.group.assignors.sticky import previous_owners
+from kafka_ref.client.assignors.sticky import previous_owners
 
 TOPICS = ["a", "b", "c", "d"]
 EAGER = [range_assign, roundrobin_assign, sticky_assign]
