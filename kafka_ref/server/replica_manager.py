@@ -57,6 +57,7 @@ from typing import Any
 
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
+from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
@@ -75,7 +76,6 @@ from kafka_ref.server.purgatory import DelayedOperationPurgatory
 
 logger = logging.getLogger("kafka_ref.server.replica_manager")
 
-TopicPartition = tuple[str, int]
 IsrUpdater = Callable[[str, int, tuple[int, ...]], PartitionState]
 
 

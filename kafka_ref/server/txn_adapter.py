@@ -35,6 +35,7 @@ import logging
 from collections.abc import Callable
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, TopicExistsError
+from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import ApiKey, WriteTxnMarkersRequest
@@ -49,7 +50,6 @@ from kafka_ref.txn.coordinator import (
     TxnConfig,
 )
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
-from kafka_ref.txn.transaction_metadata import TopicPartition
 
 logger = logging.getLogger("kafka_ref.server.txn_adapter")
 

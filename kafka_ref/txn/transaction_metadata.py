@@ -46,10 +46,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from kafka_ref.common import TopicPartition
+
 MAX_PRODUCER_EPOCH = 32767  # Short.MaxValue
 NO_PRODUCER_EPOCH = -1
-
-TopicPartition = tuple[str, int]
 
 
 class TransactionState(IntEnum):
