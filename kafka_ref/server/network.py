@@ -8,10 +8,13 @@ onto asyncio: the event loop is the selector, `Acceptor` wraps `loop.create_serv
 every connection gets its own `Processor` (an `asyncio.BufferedProtocol`).
 
 **Reading** (BROKER-1, BROKER-8, BROKER-9). A frame is an int32 size and that many bytes. Small
-frames are parsed out of a receive buffer and copied into their own `bytearray`; a large
-frame gets a `bytearray` of its exact size and the kernel reads into it directly
-(`get_buffer`), so a 1 MB produce request is never copied in Python. The buffer is
-writable, so the log can stamp offsets into the producer's batches in place. A size
+frames are parsed out of a receive buffer and copied into their own `bytearray`; the kernel
+reads the rest of a large frame straight into the frame's own `bytearray` (`get_buffer`), so
+a 1 MB produce request is not copied byte by byte in Python. That buffer grows with the bytes
+that arrive, doubling at most (BROKER-51): a size prefix is a promise, not a payment, and a
+client that announces 100 MB and sends nothing costs 64 KB, not 100 MB (Kafka bounds the same
+risk with its `MemoryPool`, `queued.max.request.bytes`). The buffer is writable, so the log
+can stamp offsets into the producer's batches in place. A size
 above `socket.request.max.bytes` or below zero closes this connection, before anything is
 allocated; so does a frame that does not decode (Kafka: `InvalidRequestException`), and an
 unknown API key or unsupported version other than ApiVersions (which gets its KIP-511
@@ -63,6 +66,7 @@ logger = logging.getLogger("kafka_ref.server.network")
 
 RECEIVE_BUFFER = 64 * 1024  # small frames accumulate here
 LARGE_FRAME = 16 * 1024  # larger frames are read straight into their own buffer
+FIRST_FRAME_CHUNK = 64 * 1024  # what a large frame's buffer starts with, before it doubles
 MAX_IN_FLIGHT = 64  # requests per connection before reading pauses
 _SIZE = struct.Struct(">i")
 
@@ -81,6 +85,7 @@ class Processor(asyncio.BufferedProtocol):
         self._start = self._end = 0  # unparsed bytes are _buf[_start:_end]
         self._frame: bytearray | None = None  # a large frame being read directly
         self._frame_filled = 0
+        self._frame_size = 0  # what its size prefix announced
         self._in_flight: deque[Request] = deque()  # in arrival order, answered or not
         self._backlog: deque[Request] = deque()  # waiting for room in the request channel
         self._backlog_task: asyncio.Task | None = None
@@ -124,6 +129,9 @@ class Processor(asyncio.BufferedProtocol):
     # ------------------------------------------------------------------ reading frames
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._frame is not None:
+            held = len(self._frame)
+            if self._frame_filled == held:  # full, the frame is not: grow with what arrived
+                self._frame.extend(bytes(min(self._frame_size, 2 * held) - held))
             return memoryview(self._frame)[self._frame_filled :]
         if self._end == len(self._buf) or (self._start and len(self._buf) - self._end < 4096):
             n = self._end - self._start  # move the partial frame to the front
@@ -134,7 +142,7 @@ class Processor(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._frame is not None:
             self._frame_filled += nbytes
-            if self._frame_filled == len(self._frame):
+            if self._frame_filled == self._frame_size:
                 frame, self._frame = self._frame, None
                 self._on_frame(frame)  # the receive buffer is empty: nothing else to parse
             return
@@ -158,9 +166,9 @@ class Processor(asyncio.BufferedProtocol):
                 self._on_frame(frame)
                 continue
             if size > LARGE_FRAME:  # read the rest of this frame straight into its buffer
-                self._frame = bytearray(size)
+                self._frame = bytearray(min(size, max(FIRST_FRAME_CHUNK, 2 * available)))
                 self._frame[:available] = self._view[begin : self._end]
-                self._frame_filled = available
+                self._frame_filled, self._frame_size = available, size
                 self._start = self._end = 0
             break
         if self._start == self._end:

@@ -283,3 +283,29 @@ def test_response_slices_outlive_their_log(tmp_path):
     reused.write(b"z" * 1000)
     assert value.read_bytes() == expected
     reused.close()
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmRSS:"))
+    return int(kib) * 1024
+
+
+@pytest.mark.spec("BROKER-51")
+def test_announcing_a_large_frame_costs_nothing_until_its_bytes_arrive(broker):
+    """30 connections each announce 100 MB (just under socket.request.max.bytes) and send
+    10 bytes: with a buffer of the announced size that is 3 GB; the broker (in this process)
+    must stay within a few MB, and still answer, and read a large frame whole."""
+    before = resident_bytes()
+    greedy = [Wire(broker.port) for _ in range(30)]
+    for wire in greedy:
+        wire.send_raw(struct.pack(">i", 100 * 1024 * 1024 - 1) + b"\0" * 10)
+    good = Wire(broker.port)
+    assert good.metadata([]).brokers  # the greedy frames have been seen: they came first
+    assert resident_bytes() - before < 64 * 1024 * 1024
+    good.create_topic("big")
+    big = batch(3, value_size=300_000)  # a 900 KB frame: its buffer doubles four times
+    assert good.produce("big", 0, big).error_code == 0
+    assert [len(r.value) for r in good.read_all("big")] == [300_000] * 3
+    for wire in greedy:
+        wire.close()
