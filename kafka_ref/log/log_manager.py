@@ -40,10 +40,16 @@ left alone: the log manager never deletes what it does not understand (DUR-10).
 checkpoints (Kafka does so every `log.flush.offset.checkpoint.interval.ms`); `flush_logs()`
 is the periodic flush task (flush.ms, and segments rolled but not yet fsynced).
 
+**A failing disk** (DUR-15). A write that fails (a full disk: ENOSPC) fails that append
+with KAFKA_STORAGE_ERROR and loses nothing acknowledged (DUR-1, DUR-2). It is reported with
+`report_storage_failure`: at ERROR, naming the directory and its free space, once per
+directory and then at most once a minute with the count of failures in between, so that an
+operator sees it at once and a full disk does not flood the log with one line per request.
+
 **Shutdown.** `close()` flushes and closes every log, writes the checkpoints (every recovery
 point is now the log end offset), and only then writes the clean-shutdown markers.
 
-Rules: DUR-6, DUR-8, DUR-10, DUR-12, DUR-13.
+Rules: DUR-6, DUR-8, DUR-10, DUR-12, DUR-13, DUR-15.
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ _KNOWN_ROOT_FILES = {
 }
 
 LogDirs = str | os.PathLike | Iterable[str | os.PathLike]
+
+
+STORAGE_FAILURE_REPORT_INTERVAL_MS = 60_000  # one ERROR line per directory and minute at most
 
 
 class LogDirError(KafkaStorageError):
@@ -151,6 +160,7 @@ class LogManager:
         self._topic_config = topic_config or (lambda topic: None)
         self.logs: dict[TopicPartition, Log] = {}
         self.stray_paths: list[str] = []
+        self._storage_failures: dict[str, tuple[int, int]] = {}  # dir -> (reported at, since)
         self.clean_shutdown: dict[str, bool] = {}  # per directory: was its marker there?
         for log_dir in self.log_dirs:
             marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
@@ -240,6 +250,21 @@ class LogManager:
         for log in self.logs.values():
             counts[log.parent_dir] += 1
         return min(self.log_dirs, key=counts.__getitem__)  # min keeps the first of equals
+
+    def report_storage_failure(self, log_dir: str, what: str, err: BaseException) -> None:
+        """A write to `log_dir` failed: ERROR once, then once a minute at most (DUR-15)."""
+        now = self.clock.milliseconds()
+        reported_at, since = self._storage_failures.get(log_dir, (None, 0))
+        if reported_at is not None and now - reported_at < STORAGE_FAILURE_REPORT_INTERVAL_MS:
+            self._storage_failures[log_dir] = (reported_at, since + 1)
+            return
+        self._storage_failures[log_dir] = (now, 0)
+        try:
+            free = f"{shutil.disk_usage(log_dir).free} bytes free"
+        except OSError as usage_err:
+            free = f"free space unknown: {usage_err}"
+        more = f"; {since} more failure(s) since the last report" if since else ""
+        logger.error("log directory %s: %s failed: %s (%s%s)", log_dir, what, err, free, more)
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         """The partition's log, created empty (offset 0) if it does not exist yet."""

@@ -243,14 +243,23 @@ class ReplicaManager:
                 message = str(err.args[0]) if err.args else ""
                 record_errors = getattr(err, "record_errors", ())
                 results[tp] = PartitionAppendResult(err.code, None, message, record_errors)
+                if err.code == ErrorCode.KAFKA_STORAGE_ERROR:
+                    self._storage_failed(tp, err)
                 logger.debug("append to %s-%d failed: %s", tp[0], tp[1], err)
             except OSError as err:  # the disk failed us: a storage error, not a crash
                 results[tp] = PartitionAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, str(err))
-                logger.error("append to %s-%d failed: %s", tp[0], tp[1], err)
+                self._storage_failed(tp, err)
         for tp, result in results.items():
             if result.error == ErrorCode.NO_ERROR and result.info and result.info.size:
                 self.wake(tp)  # consumers' long polls, and followers' (new data to copy)
         return results
+
+    def _storage_failed(self, tp: TopicPartition, err: BaseException) -> None:
+        log = self.log_manager.logs.get(tp)
+        if log is not None:  # DUR-15: reported per log directory, rate-limited
+            self.log_manager.report_storage_failure(
+                log.parent_dir, f"append to {tp[0]}-{tp[1]}", err
+            )
 
     def wake(self, key: Hashable) -> None:
         """New data (or a HW move) on a partition: let the waiting fetches re-check."""

@@ -124,7 +124,8 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
         outcome[tp] = (code, message)
     errors = {tp: _error_of(r) for tp, r in outcome.items() if _error_of(r)[0] != 0}
     for (topic, index), (code, message) in errors.items():
-        logger.info("produce to %s-%d failed: %s: %s", topic, index, code.name, message)
+        if code != ErrorCode.KAFKA_STORAGE_ERROR:  # the log manager reports those (DUR-15)
+            logger.info("produce to %s-%d failed: %s: %s", topic, index, code.name, message)
     if acks == 0:
         if errors:
             request.close_connection("acks=0 produce failed; closing to tell the producer")

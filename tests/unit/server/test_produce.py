@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import time
 
 import pytest
 
 from kafka_ref.errors import ErrorCode
+from kafka_ref.log import file_records
 from kafka_ref.protocol.messages import ApiKey, ProduceRequest
 from kafka_ref.record.batch import BatchHeader
 from kafka_ref.record.compression import Compression
@@ -166,3 +169,30 @@ def test_a_partition_listed_twice_is_refused(broker):
     response = wire.request(ApiKey.PRODUCE, 7, body)
     codes = [p.error_code for p in response.responses[0].partition_responses]
     assert codes == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
+
+
+@pytest.mark.spec("DUR-15")
+def test_a_full_disk_is_one_error_line_per_log_directory_then_rate_limited(
+    make_broker, monkeypatch, caplog
+):
+    broker = make_broker()
+    wire = Wire(broker.port)
+    wire.create_topic("disk")
+    assert wire.produce("disk", 0, batch(1)).error_code == 0
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(file_records.os, "pwrite", full)
+    with caplog.at_level(logging.INFO, logger="kafka_ref"):
+        for _ in range(5):
+            assert wire.produce("disk", 0, batch(1)).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    monkeypatch.undo()
+    lines = [r for r in caplog.records if "disk-0" in r.getMessage()]
+    assert len(lines) == 1, [r.getMessage() for r in lines]  # not one per request
+    (line,) = lines
+    assert line.levelno == logging.ERROR
+    log_dir = broker.broker.replica_manager.log_manager.log_dirs[0]
+    assert line.getMessage().startswith(f"log directory {log_dir}: append to disk-0 failed")
+    assert "bytes free" in line.getMessage()
+    assert wire.produce("disk", 0, batch(1)).error_code == 0  # space again: appends again
