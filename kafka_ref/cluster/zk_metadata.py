@@ -199,12 +199,14 @@ class ZkClusterMetadata(TopicAdministration):
         """Register /brokers/ids/<id> (CTRL-1), then watch the cluster.
 
         After a kill -9 and a quick restart, the old session's znode lives until that
-        session times out; wait for it rather than fail (Kafka fails and is restarted).
+        session times out; wait for it rather than fail (Kafka fails and is restarted). A
+        connection lost meanwhile, or a session expired while the process was paused, is
+        waited out too: kazoo reconnects, with a new session if need be (CTRL-17).
         """
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self.zk.register_broker(self.endpoint)
+                self._retrying(lambda: self.zk.register_broker(self.endpoint))
                 break
             except NodeExistsError:
                 if time.monotonic() > deadline:

@@ -225,8 +225,17 @@ class KafkaZkClient:
 
     # ------------------------------------------------------------------ brokers (CTRL-1)
     def register_broker(self, endpoint: BrokerEndpoint) -> None:
-        """Create the ephemeral /brokers/ids/<id>; NodeExistsError: the id is taken."""
-        self.zk.create(broker_path(endpoint.node_id), encode_broker(endpoint), ephemeral=True)
+        """Create the ephemeral /brokers/ids/<id>; NodeExistsError: another session holds it.
+
+        A create retried after a lost connection may find the znode its first try made: it
+        is ours when its ephemeral owner is this session (Kafka's `checkedEphemeralCreate`)."""
+        path = broker_path(endpoint.node_id)
+        try:
+            self.zk.create(path, encode_broker(endpoint), ephemeral=True)
+        except NodeExistsError:
+            stat = self.zk.exists(path)
+            if stat is None or stat.ephemeralOwner != self.zk.client_id[0]:
+                raise
 
     def get_broker(self, broker_id: int) -> BrokerEndpoint | None:
         try:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -130,3 +132,31 @@ def test_a_watch_callback_survives_a_lost_connection(cluster, tmp_path):
         assert [b.node_id for b in picture.brokers()] == cluster.live()
     finally:
         zk.close()
+
+
+@pytest.mark.spec("CTRL-17")
+def test_a_broker_paused_while_it_waits_to_register_comes_up_when_resumed(cluster, topic_name):
+    """kill -9, start again at once (the old registration lives until its session expires),
+    and freeze the new process in that wait for longer than a session: its own session
+    expires too. Resumed, it must wait out the lost connection and register, not exit."""
+    victim = 3
+    broker = cluster.brokers[victim]
+    broker.stop(signal.SIGKILL)
+    log_before = len(broker.log())
+    starting = threading.Thread(target=broker.start, kwargs={"timeout": 60}, daemon=True)
+    starting.start()
+    wait_for(
+        lambda: f"broker id {victim} is still registered; waiting" in broker.log()[log_before:],
+        what=f"broker {victim} to wait for its old registration",
+    )
+    os.kill(broker.pid, signal.SIGSTOP)
+    try:
+        time.sleep(2 * SESSION_TIMEOUT_MS / 1000)  # the pause itself is the fault
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
+    starting.join(60)
+    assert broker.alive, broker.log()[log_before:]
+    wait_for(lambda: registration(cluster, victim), what=f"broker {victim} registered")
+    cluster.wait_registered()
+    create_topic(cluster, topic_name, partitions=3, rf=3)
+    wait_metadata_agrees(cluster, topic_name, 3, [1, 2, 3])
