@@ -32,12 +32,13 @@ Rules: REBAL-4, REBAL-9, REBAL-11, REBAL-15, OFFSET-6 (spec/rebalance.md, spec/o
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.protocol.consumer_protocol import decode_subscription
+from kafka_ref.seams import seam
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -122,12 +123,37 @@ class MemberMetadata:
             (n, bytes(d)) for n, d in self.supported_protocols
         ]
 
-    def vote(self, candidates: set[str]) -> str:
-        """Kafka `MemberMetadata.vote`: the member's most preferred candidate."""
-        for name in self.protocols():
-            if name in candidates:
-                return name
-        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+@seam
+def select_protocol(preferences: Sequence[Sequence[str]]) -> str:
+    """Kafka `GroupMetadata.selectProtocol` (REBAL-9): the protocol a generation uses.
+
+    `preferences`: one list per member, in the members' join order, of the protocols (for
+    consumers: assignor names) it supports, most preferred first. The candidates are the
+    protocols *every* member supports; each member votes for the first of its own list
+    that is a candidate; the candidate with the most votes wins, and of candidates with
+    equally many votes the one that got its first vote earliest (for determinism; Kafka
+    leaves ties to a hash map's order). The coordinator only calls this when the members
+    share at least one protocol (JoinGroup refuses a member that would break that)."""
+    candidates = set.intersection(*(set(p) for p in preferences))
+    votes: dict[str, int] = {}
+    for protocols in preferences:
+        choice = next(name for name in protocols if name in candidates)
+        votes[choice] = votes.get(choice, 0) + 1
+    return max(votes, key=lambda name: votes[name])  # max keeps the first of equals
+
+
+@seam
+def elect_joined_leader(leader_id: str, joined: Sequence[str]) -> str | None:
+    """Kafka `GroupMetadata.maybeElectNewJoinedLeader` (REBAL-9): who leads the generation.
+
+    `leader_id`: the leader of the previous generation. `joined`: the members that joined
+    this rebalance, in join order. The leader stays if it joined (its assignor state and
+    the members' view stay put); else the first member that joined leads; None when no
+    member joined (the coordinator then waits for the rebalance timeout)."""
+    if leader_id in joined:
+        return leader_id
+    return joined[0] if joined else None
 
 
 class GroupMetadata:
@@ -239,16 +265,15 @@ class GroupMetadata:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def maybe_elect_new_joined_leader(self) -> bool:
-        """Keep the leader if it rejoined, else pick any member that did; False if none did."""
+        """Keep the leader if it rejoined, else pick a member that did; False if none did."""
         if self.leader_id is None:
             return False
-        if self.members[self.leader_id].is_awaiting_join:
-            return True
-        for member_id, member in self.members.items():
-            if member.is_awaiting_join:
-                self.leader_id = member_id
-                return True
-        return False
+        joined = [m for m, member in self.members.items() if member.is_awaiting_join]
+        leader = elect_joined_leader(self.leader_id, joined)
+        if leader is None:
+            return False
+        self.leader_id = leader
+        return True
 
     # -- protocols ------------------------------------------------------------------
     def candidate_protocols(self) -> set[str]:
@@ -265,14 +290,8 @@ class GroupMetadata:
         )
 
     def select_protocol(self) -> str:
-        """Kafka `selectProtocol`: every member votes its most preferred protocol among those
-        all support; most votes wins (ties: the protocol voted first, for determinism)."""
-        candidates = self.candidate_protocols()
-        votes: dict[str, int] = {}
-        for member in self.members.values():
-            choice = member.vote(candidates)
-            votes[choice] = votes.get(choice, 0) + 1
-        return max(votes, key=lambda name: votes[name])  # max keeps the first of equals
+        """The protocol of the next generation, by the members' vote (`select_protocol`)."""
+        return select_protocol([m.protocols() for m in self.members.values()])
 
     def init_next_generation(self, now_ms: int) -> None:
         """A rebalance completed: bump the generation, choose the protocol (REBAL-9)."""

@@ -1,4 +1,4 @@
-"""Lab 05, consumer groups: your range and round-robin assignors.
+"""Lab 05, consumer groups: your range and round-robin assignors, and two rebalance steps.
 
 Replace each `raise NotImplementedError` with your code, then grade it:
 
@@ -6,15 +6,17 @@ Replace each `raise NotImplementedError` with your code, then grade it:
 
 Every function here takes the place of kafka-ref's own, of the same name, whenever
 KAFKA_REF_SOLUTION names this file (the grader sets it for you): `range_assign` in
-kafka_ref/client/assignors/range.py and `roundrobin_assign` in roundrobin.py. Our consumer's
-group leader runs them when the coordinator picks "range" or "roundrobin". You may import
-anything from kafka_ref (the types below, and `member_order`), but the point is to write
-these yourself.
+kafka_ref/client/assignors/range.py and `roundrobin_assign` in roundrobin.py, which our
+consumer's group leader runs when the coordinator picks "range" or "roundrobin"; and
+`select_protocol` and `elect_joined_leader` in kafka_ref/group/group_metadata.py, which the
+broker's group coordinator runs every time a join round completes. You may import anything
+from kafka_ref (the types below, and `member_order`), but the point is to write these
+yourself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kafka_ref.client.assignors.base import (  # noqa: F401 - yours to use
     Assignment,
@@ -59,5 +61,30 @@ def roundrobin_assign(cluster: Cluster, subscriptions: Mapping[str, Subscription
 
     Kafka's RoundRobinAssignorTest: t0 and t1 with 3 partitions each, members C0 and C1 both
     subscribed to both: C0 gets t0-0, t0-2, t1-1; C1 gets t0-1, t1-0, t1-2.
+    """
+    raise NotImplementedError
+
+
+def select_protocol(preferences: Sequence[Sequence[str]]) -> str:
+    """The protocol (for consumers: the assignor) of the new generation (REBAL-9).
+
+    `preferences`: one list per member, in the members' join order, of the protocols it
+    supports, most preferred first. The candidates are the protocols *every* member
+    supports (there is at least one). Each member votes for the first protocol of its own
+    list that is a candidate. Return the candidate with the most votes; of candidates with
+    equally many votes, the one whose first vote came earliest.
+
+    Example: [["range", "roundrobin"], ["roundrobin", "range"], ["roundrobin", "range"]]
+    -> "roundrobin" (two votes against one).
+    """
+    raise NotImplementedError
+
+
+def elect_joined_leader(leader_id: str, joined: Sequence[str]) -> str | None:
+    """The leader of the new generation (REBAL-9).
+
+    `leader_id`: the previous generation's leader. `joined`: the members that joined this
+    rebalance, in join order. The leader stays if it joined; otherwise the first member
+    that joined leads; None if no member joined.
     """
     raise NotImplementedError

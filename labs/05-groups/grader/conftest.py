@@ -3,6 +3,7 @@ of our consumers on it: their leader runs the student's assignor when it assigns
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -14,6 +15,18 @@ from kafka_ref.server.broker import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 
 
+class _Failures(logging.Handler):
+    """Keeps the exceptions the broker logs (a request handler that raised)."""
+
+    def __init__(self, errors: list) -> None:
+        super().__init__(logging.ERROR)
+        self.errors = errors
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     data = tmp_path_factory.mktemp("lab05")
@@ -22,8 +35,21 @@ def broker(tmp_path_factory):
         "log.dirs": str(data),
         "group.initial.rebalance.delay.ms": "0",  # the first member is assigned at once
     }
-    thread = BrokerThread(KafkaConfig.from_props(props)).start()
+    thread = BrokerThread(KafkaConfig.from_props(props))
+    # Your select_protocol and elect_joined_leader run in the broker, in a request handler or
+    # a timer: what they raise there is kept here, so a test fails at once with it instead of
+    # waiting for a group that can never settle.
+    thread.errors = []
+    thread.loop.set_exception_handler(
+        lambda loop, context: thread.errors.append(
+            context.get("exception") or AssertionError(context["message"])
+        )
+    )
+    failures = _Failures(thread.errors)
+    logging.getLogger("kafka_ref").addHandler(failures)
+    thread.start()
     yield thread
+    logging.getLogger("kafka_ref").removeHandler(failures)
     thread.stop()
 
 
@@ -46,19 +72,25 @@ def group_assignment(broker):
     """`group_assignment(group, strategy, topics, instances, expected_partitions)`."""
 
     def run(*args, **kwargs):
-        return settled_assignment(broker.bootstrap, *args, **kwargs)
+        return settled_assignment(broker.bootstrap, *args, broker_errors=broker.errors, **kwargs)
 
     return run
 
 
 def settled_assignment(
-    bootstrap: str, group: str, strategy: str, topics: list[str], instances: list[str],
-    expected_partitions: int, timeout: float = 60.0,
+    bootstrap: str, group: str, strategy: str | dict[str, list[str]], topics: list[str],
+    instances: list[str], expected_partitions: int, timeout: float = 60.0,
+    broker_errors: list[dict] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
     """Start one consumer per static instance id in `group`, each polling in its own thread,
     and return instance id -> its sorted partitions once the group is stable: every one of
     the `expected_partitions` owned by exactly one member, the same for a whole second.
-    Raises what a consumer raised (the leader runs the assignor inside poll())."""
+    `strategy`: the assignor of every member, or instance id -> its assignors in order of
+    preference. Raises what a consumer raised (the leader runs the assignor in poll())."""
+    if isinstance(strategy, dict):
+        preferences = strategy
+    else:
+        preferences = {instance: [strategy] for instance in instances}
     stop = threading.Event()
     errors: list[BaseException] = []
     consumers = {
@@ -67,7 +99,7 @@ def settled_assignment(
             group_id=group,
             group_instance_id=instance,
             client_id=instance,
-            partition_assignment_strategy=[strategy],
+            partition_assignment_strategy=preferences[instance],
             heartbeat_interval_ms=100,
             session_timeout_ms=6000,
             auto_offset_reset="earliest",
@@ -93,6 +125,8 @@ def settled_assignment(
         while time.monotonic() < deadline:
             if errors:
                 raise errors[0]
+            if broker_errors:  # the coordinator failed running your code
+                raise broker_errors[0]
             now = {i: sorted(tuple(tp) for tp in c.assignment()) for i, c in consumers.items()}
             owned = [tp for tps in now.values() for tp in tps]
             if len(owned) == len(set(owned)) == expected_partitions and now == last:
