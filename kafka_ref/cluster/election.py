@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
+from kafka_ref.seams import seam
+
 
 class Election(NamedTuple):
     """The outcome: a leader (or None: the partition stays offline) and the new ISR."""
@@ -34,6 +36,7 @@ class Election(NamedTuple):
     unclean: bool = False
 
 
+@seam
 def elect_leader(
     assignment: Sequence[int],
     isr: Collection[int],

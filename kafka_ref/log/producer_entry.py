@@ -54,6 +54,7 @@ from kafka_ref.errors import (
     UnknownProducerIdError,
 )
 from kafka_ref.record.batch import BatchHeader, TimestampType
+from kafka_ref.seams import seam
 
 
 class InvalidTxnStateError(KafkaError):
@@ -185,6 +186,7 @@ def apply_batch(entry: ProducerStateEntry, header: BatchHeader, base_offset: int
     entry.add_batch(header.producer_epoch, batch)
 
 
+@seam
 def check_client_batch(
     pid: int, entry: ProducerStateEntry | None, header: BatchHeader
 ) -> BatchMetadata | None:
