@@ -143,11 +143,10 @@ def report(out: str, samples: list, counts: dict, lag: dict) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    left.plot([s[0] for s in samples], [s[1] for s in samples], label="high watermark")
-    left.plot([s[0] for s in samples], [s[2] for s in samples], label="last stable offset")
-    left.set(title="HW and LSO of the partition, sampled every 10 ms", xlabel="seconds",
-             ylabel="offset")  # fmt: skip
-    left.legend()
+    seconds = [s[0] for s in samples]
+    left.fill_between(seconds, [s[1] - s[2] for s in samples], step="post", alpha=0.6)
+    left.set(title="HW - LSO: offsets read_committed may not read yet (every 10 ms)",
+             xlabel="seconds", ylabel="offsets")  # fmt: skip
     bars = ["committed", "aborted", "outside transactions", "markers", "read_uncommitted",
             "read_committed"]  # fmt: skip
     right.bar(
