@@ -30,8 +30,8 @@ offset of one of its listed transactions until that producer's ABORT marker, and
 Markers themselves (control batches) are never returned. The consumer needs no state
 beyond the one answer: the list names exactly the transactions that answer overlaps.
 
-Both rules are pure functions, seams of lab 07 (`last_stable_offset`, used by the log's
-read path; `read_committed_batches`, used by our consumer's fetcher).
+Both rules are pure functions, seams (kafka_ref/seams.py) of lab 07 (`last_stable_offset`,
+used by the log's read path; `read_committed_batches`, used by our consumer's fetcher).
 
 Rules: TXN-4, CLIENT-14.
 """

@@ -17,11 +17,12 @@ committed record, and it changes in two ways:
   since Kafka 0.9 (KIP-16's `replica.lag.max.messages` dropped followers at every burst).
   The leader itself never leaves its ISR.
 
-Both are pure decisions; the leader (partition.py) asks them at every follower fetch and
-every `replica.lag.time.max.ms / 2`, and sends the result to the controller as an AlterIsr
-(ISR-5). A smaller ISR keeps the partition writable while a follower is slow or dead, at
-the price of fewer copies of each new record: `min.insync.replicas` (REPL-5) says how small
-it may get before acks=all writes are refused.
+Both are pure decisions and seams (kafka_ref/seams.py) that lab 04 (labs/04-isr-election)
+replaces with a student's code; the leader (partition.py) asks them at every follower fetch
+and every `replica.lag.time.max.ms / 2`, and sends the result to the controller as an
+AlterIsr (ISR-5). A smaller ISR keeps the partition writable while a follower is slow or
+dead, at the price of fewer copies of each new record: `min.insync.replicas` (REPL-5) says
+how small it may get before acks=all writes are refused.
 
 Rules: ISR-2, ISR-3.
 """
