@@ -14,7 +14,7 @@ again, the network healed. Every leader runs your `can_join_isr` and
 Every write becomes a row: when it was sent, what became of it (acknowledged, or the error
 it got) and whether, acknowledged, it was lost by the end. PySpark counts per setting the
 lost and refused writes, and finds the unavailability windows (runs of consecutive writes
-that were not acknowledged) with a window over each run's writes in time order.
+that were not acknowledged) with a window function over each run's writes in time order.
 `lab04.png` and `lab04.md` answer the handout's questions.
 """
 
@@ -78,42 +78,51 @@ def analyse(spark, rows: list[tuple]) -> tuple[list, list]:
     writes = spark.createDataFrame(
         rows, "setting string, seed int, sent_ms long, outcome string, lost boolean"
     )
-    # Consecutive refused writes share the count of acknowledged writes before them.
+    # In time order within a run: a write that is not acknowledged after one that was opens
+    # an unavailability window; the window so far is this write's index minus the index of
+    # the last acknowledged write before it. One window pass, then one aggregation.
     order = Window.partitionBy("setting", "seed").orderBy("sent_ms")
-    runs = writes.withColumn(
-        "run", F.sum((F.col("outcome") == "acked").cast("int")).over(order)
-    ).where(F.col("outcome") != "acked")
-    windows = runs.groupBy("setting", "seed", "run").agg(
-        (F.max("sent_ms") - F.min("sent_ms") + WRITE_EVERY_MS).alias("ms")
+    upto = order.rowsBetween(Window.unboundedPreceding, 0)
+    ok = F.col("outcome") == "acked"
+    index = F.row_number().over(order)
+    last_ok = F.max(F.when(ok, index)).over(upto)
+    marked = writes.withColumn("index", index).withColumn(
+        "window", F.when(~ok, F.col("index") - F.coalesce(last_ok, F.lit(0)))
     )
-    per_setting = (
-        writes.groupBy("setting")
+    grouped = (
+        marked.groupBy("setting", "outcome")
         .agg(
             F.count("*").alias("writes"),
-            F.sum((F.col("outcome") == "acked").cast("int")).alias("acked"),
             F.sum(F.col("lost").cast("int")).alias("lost"),
-            F.countDistinct(F.when(F.col("lost"), F.col("seed"))).alias("runs_with_loss"),
-            F.countDistinct("seed").alias("runs"),
+            F.collect_set(F.when(F.col("lost"), F.col("seed"))).alias("seeds_with_loss"),
+            F.collect_set("seed").alias("seeds"),
+            F.sum((F.col("window") == 1).cast("int")).alias("windows"),
+            F.max("window").alias("longest"),
         )
-        .join(
-            windows.groupBy("setting").agg(
-                F.sum("ms").alias("unavailable_ms"), F.max("ms").alias("longest_ms"),
-                F.count("*").alias("windows"),
-            ),
-            "setting",
-            "left",
-        )
-        .orderBy("setting")
-        .collect()
-    )  # fmt: skip
-    errors = (
-        writes.where(F.col("outcome") != "acked")
-        .groupBy("setting", "outcome")
-        .count()
-        .orderBy("setting", "outcome")
         .collect()
     )
-    return per_setting, errors
+    per_setting: dict[str, dict] = {}
+    for r in grouped:
+        s = per_setting.setdefault(r["setting"], {
+            "setting": r["setting"], "writes": 0, "acked": 0, "lost": 0, "loss": set(),
+            "runs": set(), "windows": 0, "unavailable_ms": 0, "longest_ms": 0,
+        })  # fmt: skip
+        s["writes"] += r["writes"]
+        s["lost"] += r["lost"] or 0
+        s["loss"] |= set(r["seeds_with_loss"])
+        s["runs"] |= set(r["seeds"])
+        if r["outcome"] == "acked":
+            s["acked"] += r["writes"]
+        else:  # writes go out every WRITE_EVERY_MS: a window of n writes lasts n times that
+            s["windows"] += r["windows"]
+            s["unavailable_ms"] += r["writes"] * WRITE_EVERY_MS
+            s["longest_ms"] = max(s["longest_ms"], r["longest"] * WRITE_EVERY_MS)
+    results = []
+    for s in sorted(per_setting.values(), key=lambda s: s["setting"]):
+        results.append(s | {"runs": len(s["runs"]), "runs_with_loss": len(s["loss"])})
+    errors = sorted((r["setting"], r["outcome"], r["writes"]) for r in grouped
+                    if r["outcome"] != "acked")  # fmt: skip
+    return results, [{"setting": a, "outcome": b, "count": c} for a, b, c in errors]
 
 
 def report(out: str, results: list, errors: list) -> None:
