@@ -21,7 +21,8 @@ them itself (Kafka's `Fetcher`, `CompletedFetch`). Four details make this work:
 * **What is not data.** Control batches (transaction markers) take offsets but are never
   returned; the position moves past them. With `isolation.level=read_committed` the broker
   stops at the last stable offset and lists the aborted transactions; batches of an
-  aborted transaction are skipped until its ABORT marker.
+  aborted transaction are skipped until its ABORT marker (the rule is
+  kafka_ref/log/isolation.py's `read_committed_batches`).
 
 Errors per partition: NOT_LEADER_OR_FOLLOWER and friends refresh the metadata and fetch
 again from the new leader; OFFSET_OUT_OF_RANGE applies `auto.offset.reset` (or raises
@@ -32,7 +33,6 @@ Spec rules: CLIENT-13, CLIENT-14, CLIENT-15, CLIENT-16 (spec/client.md).
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import struct
@@ -46,6 +46,7 @@ from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.subscription_state import OffsetResetStrategy, SubscriptionState
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from kafka_ref.log.isolation import FetchedBatch, read_committed_batches
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import FetchRequest
 from kafka_ref.record.batch import (
@@ -99,8 +100,8 @@ class CompletedFetch:
         self.last_stable_offset = data.last_stable_offset
         self._buffer = memoryview(data.records if data.records is not None else b"")
         aborted = data.aborted_transactions or []
-        self._aborted = [(a.first_offset, a.producer_id) for a in aborted]
-        heapq.heapify(self._aborted)
+        self._aborted = [(a.producer_id, a.first_offset) for a in aborted]
+        self._fed_end = fetch_offset  # the end of the last whole batch read from the answer
         self._read_committed, self._check_crcs = read_committed, check_crcs
         self._records = self._iterate()
         self.exhausted = False
@@ -112,28 +113,32 @@ class CompletedFetch:
             self.exhausted = True
         return records
 
-    def _iterate(self) -> Iterator[ConsumerRecord]:
-        buf, pos, aborted_producers = self._buffer, 0, set()
+    def _whole_batches(self) -> Iterator[FetchedBatch]:
+        """The answer's whole batches, CRC-checked, one at a time."""
+        buf, pos = self._buffer, 0
         while len(buf) - pos >= HEADER_SIZE:
             header = BatchHeader.parse(buf, pos)
             if pos + header.size > len(buf):
                 break  # a batch cut short by the size limits: the next fetch gets it whole
             if self._check_crcs:
                 validate_batch(buf, pos, check_count=False)
-            batch_at, pos = pos, pos + header.size
-            if self._read_committed and header.has_producer_id:
-                # Transactions that began at or before this batch are now known to be aborted
-                while self._aborted and self._aborted[0][0] <= header.last_offset:
-                    aborted_producers.add(heapq.heappop(self._aborted)[1])
-                if header.is_control and self._is_abort_marker(buf, batch_at):
-                    aborted_producers.discard(header.producer_id)
-                elif header.is_transactional and header.producer_id in aborted_producers:
-                    self.next_fetch_offset = max(self.next_fetch_offset, header.next_offset)
-                    continue  # a batch of an aborted transaction: skipped (CLIENT-14)
-            if header.is_control:  # a transaction marker: never returned (CLIENT-14)
-                self.next_fetch_offset = max(self.next_fetch_offset, header.next_offset)
-                continue
-            for record in RecordBatch(buf, batch_at).records():
+            abort = self._read_committed and header.is_control and header.has_producer_id
+            self._fed_end = header.next_offset
+            yield FetchedBatch(
+                header.base_offset, header.last_offset, header.producer_id,
+                header.is_transactional, header.is_control,
+                abort and self._is_abort_marker(buf, pos), pos,
+            )  # fmt: skip
+            pos += header.size
+
+    def _iterate(self) -> Iterator[ConsumerRecord]:
+        if self._read_committed:  # aborted transactions are skipped (isolation.py)
+            batches = read_committed_batches(self._whole_batches(), self._aborted)
+        else:  # control batches (transaction markers) are never returned (CLIENT-14)
+            batches = (b for b in self._whole_batches() if not b.is_control)
+        for batch in batches:
+            header = BatchHeader.parse(self._buffer, batch.position)
+            for record in RecordBatch(self._buffer, batch.position).records():
                 if record.offset < self.next_fetch_offset:
                     continue  # the batch began before our position (CLIENT-13)
                 self.next_fetch_offset = record.offset + 1
@@ -148,6 +153,8 @@ class CompletedFetch:
                     tuple(record.headers),
                 )
             self.next_fetch_offset = max(self.next_fetch_offset, header.next_offset)
+        # past the batches skipped after the last one returned (markers, aborted batches)
+        self.next_fetch_offset = max(self.next_fetch_offset, self._fed_end)
 
     @staticmethod
     def _is_abort_marker(buf: memoryview, pos: int) -> bool:

@@ -16,14 +16,17 @@ Among the candidates the first in assignment order wins, so that leadership retu
 *preferred replica* (the first assigned) whenever it can, which spreads leaders evenly over
 the brokers (Kafka: `PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection`).
 
-This module decides; it does not act. The controller (ZooKeeper mode) and the simulator call
-it, then bump the leader epoch and publish the new leader and ISR.
+This module decides; it does not act (and `elect_leader` is a seam, kafka_ref/seams.py, that
+lab 04 replaces with a student's code). The controller (ZooKeeper mode) and the simulator
+call it, then bump the leader epoch and publish the new leader and ISR.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from typing import NamedTuple
+
+from kafka_ref.seams import seam
 
 
 class Election(NamedTuple):
@@ -34,6 +37,7 @@ class Election(NamedTuple):
     unclean: bool = False
 
 
+@seam
 def elect_leader(
     assignment: Sequence[int],
     isr: Collection[int],

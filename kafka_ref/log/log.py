@@ -49,6 +49,7 @@ from kafka_ref.config import LogConfig
 from kafka_ref.errors import OffsetOutOfRangeError
 from kafka_ref.files import fsync_directory
 from kafka_ref.log.file_records import FileSlice, LogReadInfo
+from kafka_ref.log.isolation import last_stable_offset
 from kafka_ref.log.producer_state import AppendOrigin, ProducerStateManager
 from kafka_ref.log.recovery import LoadedLog, load_log
 from kafka_ref.log.segment import (
@@ -304,11 +305,14 @@ class Log:
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The LSO: the first offset of the oldest unfinished transaction, capped by the
-        high watermark (Kafka: `UnifiedLog.lastStableOffset`, TXN-4)."""
-        first = self.producer_state.first_unstable_offset(high_watermark)
-        if first is None:
-            return high_watermark
-        return min(max(first, self._log_start_offset), high_watermark)
+        high watermark (Kafka: `UnifiedLog.lastStableOffset`, TXN-4; the rule is
+        isolation.py's)."""
+        state = self.producer_state
+        state.on_high_watermark_updated(high_watermark)
+        return last_stable_offset(
+            state.ongoing_transactions.values(), state.unreplicated_transactions,
+            high_watermark, self._log_start_offset,
+        )  # fmt: skip
 
     def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start, upper), from the `.txnindex` of the

@@ -11,8 +11,9 @@ For each producer id a partition keeps a `ProducerStateEntry`: the epoch and the
 batch spans, when it was appended). Five, because a producer keeps at most five requests
 in flight per connection (Kafka: `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`).
 
-`check_client_batch` is what the leader asks of a producer's batch before anything is
-written (Kafka: `ProducerAppendInfo.checkProducerEpoch`, `checkSequence`, and
+`check_client_batch` (a seam, kafka_ref/seams.py, that lab 06 replaces with a student's
+code) is what the leader asks of a producer's batch before anything is written (Kafka:
+`ProducerAppendInfo.checkProducerEpoch`, `checkSequence`, and
 `ProducerStateEntry.findDuplicateBatch`):
 
 * same epoch, first sequence = last sequence + 1: in order, appended (IDEM-2);
@@ -54,6 +55,7 @@ from kafka_ref.errors import (
     UnknownProducerIdError,
 )
 from kafka_ref.record.batch import BatchHeader, TimestampType
+from kafka_ref.seams import seam
 
 
 class InvalidTxnStateError(KafkaError):
@@ -185,6 +187,7 @@ def apply_batch(entry: ProducerStateEntry, header: BatchHeader, base_offset: int
     entry.add_batch(header.producer_epoch, batch)
 
 
+@seam
 def check_client_batch(
     pid: int, entry: ProducerStateEntry | None, header: BatchHeader
 ) -> BatchMetadata | None:

@@ -27,10 +27,10 @@ from for `producer.id.expiration.ms` is forgotten (`remove_expired_producers`, I
 opens its transaction in this partition (`current_txn_first_offset`), and the marker the
 coordinator writes closes it (`_update_txn`, TXN-2); a marker from an older producer or
 coordinator epoch is refused (TXN-3). The open transactions, and the finished ones whose
-marker is not yet below the high watermark, give the *first unstable offset*, from which
-the log derives the LSO (TXN-4). The snapshot keeps each open transaction's first offset
-(TXN-5). An ABORT marker produces a `CompletedTxn` that the log writes into its segment's
-`.txnindex`; replaying after recovery writes the entries back (TXN-6, TXN-7).
+marker is not yet below the high watermark, hold the LSO (isolation.py, TXN-4). The
+snapshot keeps each open transaction's first offset (TXN-5). An ABORT marker produces a
+`CompletedTxn` that the log writes into its segment's `.txnindex`; replaying after
+recovery writes the entries back (TXN-6, TXN-7).
 
 Rules: IDEM-1, IDEM-3, IDEM-9, IDEM-11..IDEM-14 in spec/idempotence.md; TXN-2..TXN-7 in
 spec/transactions.md.
@@ -162,13 +162,12 @@ class ProducerStateManager:
         if self._unreplicated:
             self._unreplicated = [t for t in self._unreplicated if t.last_offset >= high_watermark]
 
-    def first_unstable_offset(self, high_watermark: int) -> int | None:
-        """The first offset of the oldest transaction that is open, or whose marker is not
-        yet below `high_watermark` (Kafka: `firstUnstableOffset`); None when there is none
-        (TXN-4)."""
-        self.on_high_watermark_updated(high_watermark)
-        firsts = [t.first_offset for t in self._unreplicated]
-        return min([*self._ongoing.values(), *firsts], default=None)
+    @property
+    def unreplicated_transactions(self) -> list[tuple[int, int]]:
+        """(first offset, marker offset) of the finished transactions whose marker was not
+        yet below the HW at the last `on_high_watermark_updated`: with the open ones, they
+        hold the LSO (isolation.py, TXN-4; Kafka: `firstUnstableOffset`)."""
+        return [(t.first_offset, t.last_offset) for t in self._unreplicated]
 
     # ------------------------------------------------------------------ append
     def prepare(

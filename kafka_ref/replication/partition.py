@@ -21,8 +21,9 @@ answers are values (messages.py), time comes in as `now`, nothing here does I/O 
   REPL-4), with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas
   meanwhile (REPL-6);
 * a follower that has not caught up for `replica.lag.time.max.ms` leaves the ISR (ISR-3).
-  ISR changes are requests to the controller (`AlterIsr`); while one is in flight the HW is
-  computed over the old ISR plus any replica being added (ISR-5, Kafka's "maximal ISR").
+  Who joins and who leaves is decided in isr.py. ISR changes are requests to the
+  controller (`AlterIsr`); while one is in flight the HW is computed over the old ISR plus
+  any replica being added (ISR-5, Kafka's "maximal ISR").
 
 **As follower** (REPL-7): the fetched batches are appended byte for byte, with the leader's
 offsets and epochs (`Log.append(assign_offsets=False)`); the HW becomes min(leader's HW,
@@ -56,6 +57,7 @@ from kafka_ref.log.log import Log, LogReadInfo
 from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.record.batch import LOG_OVERHEAD
+from kafka_ref.replication.isr import can_join_isr, out_of_sync_replicas
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH, LeaderEpochFileCache
 from kafka_ref.replication.messages import (
     AlterIsr,
@@ -357,9 +359,8 @@ class Partition(ConsumerReads):
         """ISR-2: a follower joins once it reached the HW and the start of this epoch."""
         if self.pending_isr is not None or replica_id in self.isr:
             return
-        replica = self.remote[replica_id]
-        leo = replica.log_end_offset
-        if leo >= self.high_watermark and leo >= self.leader_epoch_start_offset:
+        leo = self.remote[replica_id].log_end_offset
+        if can_join_isr(leo, self.high_watermark, self.leader_epoch_start_offset):
             self._propose_isr(tuple(sorted((*self.isr, replica_id))))
 
     def maybe_shrink_isr(self) -> None:
@@ -367,13 +368,11 @@ class Partition(ConsumerReads):
         (Kafka's isr-expiration task runs this every half of that)."""
         if not self.is_leader or self.pending_isr is not None:
             return
-        now = self.clock.milliseconds()
-        lagging = {
-            r
-            for r in self.isr
-            if r != self.broker_id
-            and not self.remote[r].is_caught_up(now, self.replica_lag_time_max_ms)
-        }
+        caught_up = {r: replica.last_caught_up_time_ms for r, replica in self.remote.items()}
+        lagging = out_of_sync_replicas(
+            self.broker_id, self.isr, caught_up, self.clock.milliseconds(),
+            self.replica_lag_time_max_ms,
+        )  # fmt: skip
         if lagging:
             self._propose_isr(tuple(r for r in self.isr if r not in lagging))
 

@@ -54,9 +54,6 @@ class Replica:
         self.last_fetch_leader_log_end_offset = leader_end_offset
         self.last_fetch_time_ms = now
 
-    def is_caught_up(self, now: int, replica_lag_time_max_ms: int) -> bool:
-        return now - self.last_caught_up_time_ms <= replica_lag_time_max_ms
-
     def __repr__(self) -> str:
         return (
             f"Replica({self.broker_id}, leo={self.log_end_offset}, "
