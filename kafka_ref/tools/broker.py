@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     try:
         asyncio.run(serve(config))
+    except ConfigError as err:  # e.g. a keystore that does not load
+        raise UsageError(str(err)) from None
     except (MetadataLoadError, LogDirError) as err:  # e.g. a log dir is not writable
         logger.error("%s", err)
         return 1

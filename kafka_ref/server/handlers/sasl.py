@@ -1,0 +1,33 @@
+"""SaslHandshake and SaslAuthenticate where no authentication is expected.
+
+On a SASL listener both requests are answered by the connection's authenticator in the
+network layer (security/sasl_server.py) and never reach `KafkaApis`. They arrive here only
+on a PLAINTEXT or SSL listener, where there is nothing to authenticate: Kafka's
+`KafkaApis.handleSaslHandshakeRequest` and `handleSaslAuthenticateRequest` answer
+ILLEGAL_SASL_STATE, and so does kafka-ref (SEC-6). A client configured for SASL against a
+PLAINTEXT port learns its mistake in one line instead of waiting.
+
+Rules: SEC-6.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
+from kafka_ref.server.request_channel import Request
+
+if TYPE_CHECKING:
+    from kafka_ref.server.handlers import KafkaApis
+
+
+def handle_sasl_handshake(apis: KafkaApis, request: Request) -> Any:
+    return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+
+
+def handle_sasl_authenticate(apis: KafkaApis, request: Request) -> Any:
+    return SaslAuthenticateResponse(
+        error_code=ErrorCode.ILLEGAL_SASL_STATE, auth_bytes=b"",
+        error_message=f"SaslAuthenticate on listener {request.listener_name}, which has no SASL",
+    )  # fmt: skip
