@@ -110,11 +110,12 @@ def xor(a: bytes, b: bytes) -> bytes:
 
 
 def _attributes(message: str) -> dict[str, str]:
-    """`a=1,b=2` -> {"a": "1", "b": "2"}; a value may itself contain `=`."""
+    """`a=1,b=2` -> {"a": "1", "b": "2"}; a value may contain `=` (base64), a key is one
+    letter or an extension name (`tokenauth`)."""
     attributes = {}
     for part in message.split(","):
         key, sep, value = part.partition("=")
-        if not sep or len(key) != 1:
+        if not sep or not key:
             raise AuthenticationFailed(f"malformed SCRAM message attribute {key!r}")
         attributes[key] = value
     return attributes
