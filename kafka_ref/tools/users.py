@@ -52,8 +52,9 @@ def parse_add_config(text: str) -> dict[str, ScramCredential]:
         if match.start() != position:
             break
         position = match.end()
-        mechanism, options = match.group(1), dict(
-            o.split("=", 1) for o in match.group(2).split(",") if "=" in o
+        mechanism, options = (
+            match.group(1),
+            dict(o.split("=", 1) for o in match.group(2).split(",") if "=" in o),
         )
         if mechanism not in HASHES:
             raise UsageError(f"unknown mechanism {mechanism}: use {' or '.join(HASHES)}")

@@ -8,6 +8,7 @@ group (FindCoordinator and Metadata answer with the client's own listener, SEC-2
 
 from __future__ import annotations
 
+import pathlib
 import socket
 import subprocess
 import sys
@@ -123,9 +124,7 @@ def kafka_python_round_trip(settings: dict, topic: str) -> list[bytes]:
         producer.send(topic, value)
     producer.flush(30)
     producer.close()
-    consumer = KafkaConsumer(
-        topic, group_id=f"g-{topic}", auto_offset_reset="earliest", **settings
-    )
+    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest", **settings)
     got: list[bytes] = []
     deadline = time.monotonic() + 30
     while len(got) < RECORDS and time.monotonic() < deadline:
@@ -165,5 +164,5 @@ def test_confluent_kafka_reports_a_wrong_password(secure):
         producer.poll(0.2)
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION
     assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in errors[0].str()
-    log = open(secure[0].log_path).read()
+    log = pathlib.Path(secure[0].log_path).read_text()
     assert "not-it" not in log and ALICE not in log

@@ -15,6 +15,7 @@ from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import (
     ApiKey,
     ApiVersionsRequest,
+    DescribeConfigsRequest,
     MetadataRequest,
     ProduceRequest,
     SaslAuthenticateRequest,
@@ -143,3 +144,22 @@ def _frame(token: bytes) -> bytes:
 
 def _token(data: bytes) -> SaslAuthenticateRequest:
     return SaslAuthenticateRequest(auth_bytes=data)
+
+
+@pytest.mark.spec("SEC-7")
+def test_describe_configs_shows_no_password(secure_broker):
+    body = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=4, resource_name="", configuration_keys=None
+            )
+        ],
+        include_synonyms=True,
+    )
+    wire = SecureWire(port(secure_broker, "PLAINTEXT"))
+    configs = {c.name: c for c in wire.request(ApiKey.DESCRIBE_CONFIGS, 2, body).results[0].configs}
+    for key in ("ssl.key.password", "sasl.jaas.config", "ssl.keystore.key"):  # the first is set
+        assert configs[key].is_sensitive and configs[key].value is None
+    assert (
+        configs["ssl.client.auth"].value == "none" and not configs["ssl.client.auth"].is_sensitive
+    )
