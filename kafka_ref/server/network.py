@@ -35,19 +35,15 @@ records go from the page cache to the socket without entering Python. While the
 transport has nothing buffered, the slice goes straight to the socket with
 `os.sendfile`, which skips `loop.sendfile`'s event loop turns; what the socket does not
 take goes through `loop.sendfile`. Where native sendfile is not available (another event
-loop, TLS), the slice is read and written.
+loop, TLS: `os.sendfile` would put plaintext on an encrypted stream), the slice is read
+and written.
 Writes respect flow control: when the transport's buffer is full, nothing more is written
 until it drains.
 
-**Listeners and security** (SEC-1..SEC-7). There is one `Acceptor` per listener
-(`listeners`), each with its `ListenerSecurity` (security/listeners.py): on SSL and SASL_SSL
-listeners the asyncio transport is a TLS one (the handshake happens before the first
-byte reaches the processor); on SASL listeners each processor has a
-`SaslServerAuthenticator`, which sees every request first: before authentication only
-ApiVersions and the SASL requests pass, and those it answers itself, here on the network
-side, as Kafka's authenticator does. The connection's principal (`User:...`) and listener
-name travel with each request to the handlers. On TLS, `os.sendfile` would put plaintext
-on an encrypted stream: slices are read and written through the TLS transport instead.
+**Listeners and security** (SEC-1..SEC-7). One `Acceptor` per listener, each with its
+`ListenerSecurity`: TLS transports on SSL listeners; on SASL listeners a
+`SaslServerAuthenticator` per connection sees every request first and answers the SASL
+ones here, as Kafka's authenticator does. Requests carry the connection's principal.
 
 **Starting** (BROKER-48). The port is bound early, so a broker asked for port 0 knows the
 port it advertises, but it is listened on only when the broker is ready: until then a client's
