@@ -21,6 +21,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from kafka_ref.tools.server_process import ServerProcess, free_port
 from tests.certs import PLAIN_JAAS, SCRAM_USERS, make_pki, secure_broker_props
+from tests.unit.security.conftest import port, start_secure_broker
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -166,3 +167,34 @@ def test_confluent_kafka_reports_a_wrong_password(secure):
     assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in errors[0].str()
     log = pathlib.Path(secure[0].log_path).read_text()
     assert "not-it" not in log and ALICE not in log
+
+
+@pytest.mark.spec("SEC-9")
+def test_librdkafka_re_authenticates_on_the_same_connection(tmp_path):
+    pki = make_pki(str(tmp_path))
+    broker = start_secure_broker(pki, tmp_path / "data", **{"connections.max.reauth.ms": 1000})
+    failed: list = []
+    producer = Producer({
+        "bootstrap.servers": f"127.0.0.1:{port(broker, 'SASL_PLAINTEXT')}",
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "alice", "sasl.password": ALICE,
+        "on_delivery": lambda err, _msg: err and failed.append(err),
+    })  # fmt: skip
+
+    def sessions() -> dict[int, int]:
+        connections = broker.broker.socket_server.connections
+        return broker.call(lambda: {id(c): c.authenticator.session_expires_ns for c in connections})
+
+    try:
+        producer.produce("reauth", b"first")
+        assert producer.flush(10) == 0
+        before, started = sessions(), time.monotonic()
+        while time.monotonic() - started < 2.5:  # two and a half session lifetimes
+            producer.produce("reauth", b"more")
+            producer.poll(0.1)
+        assert producer.flush(10) == 0 and not failed
+        after = sessions()
+        kept = before.keys() & after.keys()
+        assert kept and all(after[c] > before[c] for c in kept)  # renewed, not reconnected
+    finally:
+        broker.stop()
