@@ -10,6 +10,7 @@ SaslHandshake and SaslAuthenticate here):
     authenticate ──SaslAuthenticate(token)*──> complete     (one per mechanism round)
     complete ──any request──> complete                (the principal rides on the request)
     complete ──SaslHandshake──> authenticate          (re-authentication, KIP-368)
+    complete ──SaslHandshake/SaslAuthenticate──> KafkaApis: ILLEGAL_SASL_STATE (no re-auth)
 
 * Before authentication only ApiVersions, SaslHandshake and SaslAuthenticate are accepted;
   anything else closes the connection (SEC-6). A SaslAuthenticate before a SaslHandshake
@@ -23,7 +24,8 @@ SaslHandshake and SaslAuthenticate here):
 * KIP-368: with `connections.max.reauth.ms` > 0 the successful SaslAuthenticate (v1+)
   answers `session_lifetime_ms`; a request other than a re-authentication after the session
   expired closes the connection. The client re-authenticates on the same connection with
-  SaslHandshake + SaslAuthenticate; the principal may not change (SEC-9).
+  SaslHandshake + SaslAuthenticate; the principal may not change (SEC-9). Without session
+  expiry there is no re-authentication: the handshake is answered ILLEGAL_SASL_STATE.
 
 Rules: SEC-6, SEC-7, SEC-9.
 """
@@ -73,8 +75,6 @@ class SaslServerAuthenticator:
             )
             if expired and api_key not in _BEFORE_AUTH:
                 return "the SASL session expired (connections.max.reauth.ms)"
-            if api_key == ApiKey.SASL_AUTHENTICATE:
-                return "SaslAuthenticate without a SaslHandshake"
             return None
         if api_key not in _BEFORE_AUTH:
             return f"{_api_name(api_key)} request before SASL authentication (KIP-152)"
@@ -83,6 +83,15 @@ class SaslServerAuthenticator:
         if api_key == ApiKey.SASL_HANDSHAKE and self.state == "authenticate":
             return "a second SaslHandshake during SASL authentication"
         return None
+
+    def intercepts(self, api_key: int) -> bool:
+        """Whether a SASL request is the authenticator's to answer. Once authenticated, only
+        a SaslHandshake that starts a re-authentication is, and only when sessions expire
+        (Kafka: `maybeBeginServerReauthentication`); KafkaApis answers the others
+        ILLEGAL_SASL_STATE."""
+        if self.state != "complete":
+            return True
+        return api_key == ApiKey.SASL_HANDSHAKE and self.session_expires_ns is not None
 
     def handle(self, request) -> Response:
         """Answer a SaslHandshake or SaslAuthenticate (admitted already)."""

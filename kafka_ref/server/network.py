@@ -224,7 +224,7 @@ class Processor(asyncio.BufferedProtocol):
             if refused is not None:
                 self.close(refused)
                 return
-            if header.request_api_key in SASL_KEYS:
+            if header.request_api_key in SASL_KEYS and gate.intercepts(header.request_api_key):
                 self._answer_here(request, gate.handle(request))
                 return
         self._in_flight.append(request)

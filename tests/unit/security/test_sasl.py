@@ -66,6 +66,17 @@ def test_sasl_requests_on_a_plaintext_listener_are_illegal_state(secure_broker):
     assert wire.metadata([], 5, False).brokers  # and the connection goes on
 
 
+@pytest.mark.spec("SEC-9")
+def test_without_session_expiry_there_is_no_re_authentication(secure_broker):
+    wire = SecureWire(port(secure_broker, "SASL_PLAINTEXT"))
+    assert wire.plain("alice", "alice-secret").session_lifetime_ms == 0
+    assert wire.handshake("PLAIN").error_code == ErrorCode.ILLEGAL_SASL_STATE
+    assert wire.authenticate(b"\x00alice\x00alice-secret").error_code == (
+        ErrorCode.ILLEGAL_SASL_STATE
+    )
+    assert wire.metadata([], 5, False).brokers  # still authenticated, still served
+
+
 @pytest.mark.spec("SEC-7")
 def test_an_unknown_mechanism_gets_the_enabled_list_then_closes(secure_broker, bystander):
     wire = SecureWire(port(secure_broker, "SASL_PLAINTEXT"))
