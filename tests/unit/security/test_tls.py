@@ -149,3 +149,21 @@ def test_a_keystore_that_does_not_load_refuses_the_start(pki, tmp_path):
     assert "ssl.keystore" in str(refused.value)
     assert "wrong-pw" not in str(refused.value) and BROKER_KEY_PASSWORD not in str(refused.value)
     broker.stop()
+
+
+@pytest.mark.spec("SEC-4", "SEC-5")
+def test_a_requested_certificate_may_be_missing(pki, tmp_path):
+    broker = start_secure_broker(
+        pki, tmp_path / "data", **{"listener.name.ssl.ssl.client.auth": "requested"}
+    )
+    try:
+        for context, principal in (
+            (client_context(pki), "User:ANONYMOUS"),
+            (mtls(pki), f"User:{CLIENT_DN}"),
+        ):
+            with SecureWire(port(broker, "SSL"), context) as wire:
+                assert wire.metadata([], 5, False).brokers
+                connections = broker.broker.socket_server.connections
+                assert principal in broker.call(lambda c=connections: {p.principal for p in c})
+    finally:
+        broker.stop()
