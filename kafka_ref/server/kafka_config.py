@@ -334,19 +334,20 @@ class KafkaConfig:
     @property
     def inter_broker_listener(self) -> str:
         """`inter.broker.listener.name`, else the listener named like
-        `security.inter.broker.protocol` (PLAINTEXT). In ZooKeeper mode it must be a PLAINTEXT
-        listener (the replica fetchers do not speak TLS or SASL yet)."""
+        `security.inter.broker.protocol` (PLAINTEXT). As in Kafka, it must be one of the
+        listeners; here it must also speak PLAINTEXT: brokers reach each other (replica
+        fetchers, transaction markers, even to themselves) without TLS or SASL for now."""
         name = self["inter.broker.listener.name"] or self["security.inter.broker.protocol"]
+        name = name.upper()
         protocols = {e.listener: e.protocol for e in self.endpoints()}
-        if not self["zookeeper.connect"]:  # one broker: no traffic between brokers
-            return name.upper() if name.upper() in protocols else next(iter(protocols))
-        if protocols.get(name.upper()) != "PLAINTEXT":
+        if protocols.get(name) != "PLAINTEXT":
             raise ConfigError(
-                f"inter.broker.listener.name {name.upper()} must name a PLAINTEXT listener "
-                f"among {', '.join(self['listeners'])}: kafka-ref's replica fetchers and "
-                f"controller speak PLAINTEXT only"
+                f"inter.broker.listener.name {name} must name a PLAINTEXT listener among "
+                f"{', '.join(self['listeners'])}: kafka-ref's brokers reach each other over "
+                f"PLAINTEXT only (add e.g. INTERNAL://127.0.0.1:9099, INTERNAL:PLAINTEXT in "
+                f"listener.security.protocol.map, inter.broker.listener.name=INTERNAL)"
             )
-        return name.upper()
+        return name
 
     def listener_get(self, listener: str, key: str) -> Any:
         """A security key for one listener: `listener.name.<listener>.<key>`, else `<key>`."""

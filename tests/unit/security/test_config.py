@@ -46,8 +46,9 @@ def test_listeners_take_their_protocol_from_the_map():
         ({"listener.name.ssl.num.partitions": "3"}, "unknown broker config"),
         ({"ssl.keystore.type": "JKS"}, "PEM"),
         ({"advertised.listeners": "SSL://h:1"}, "not in listeners"),
-        ({"zookeeper.connect": "zk:2181", "listeners": "SSL://:1,PLAINTEXT://:2",
+        ({"listeners": "SSL://:1,PLAINTEXT://:2",
           "inter.broker.listener.name": "SSL"}, "must name a PLAINTEXT listener"),
+        ({"listeners": "SSL://:1"}, "must name a PLAINTEXT listener"),
     ],
 )  # fmt: skip
 def test_bad_listener_configs_are_one_line(props, fragment):
@@ -117,3 +118,16 @@ def test_a_certificate_principal_is_its_dn_as_java_writes_it():
         "User:CN=\\#alice\\ ,OU=eng+UID=7,O=Example\\, Inc.,C=US"
     )
     assert ssl_principal({}) == ssl_principal(None) == "User:ANONYMOUS"
+
+
+@pytest.mark.spec("SEC-2")
+def test_a_tls_only_broker_keeps_a_loopback_plaintext_listener_for_brokers():
+    config = KafkaConfig.from_props({
+        "listeners": "SASL_SSL://:9095,INTERNAL://127.0.0.1:9099",
+        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+    })  # fmt: skip
+    assert config.inter_broker_listener == "INTERNAL"
+    assert [e.uri() for e in config.advertised_endpoints()] == [
+        "SASL_SSL://127.0.0.1:9095", "INTERNAL://127.0.0.1:9099"
+    ]  # fmt: skip
