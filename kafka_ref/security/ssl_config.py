@@ -12,9 +12,9 @@ which is what kafka-ref reads (SEC-3):
     ssl.client.auth=required|requested|none        mTLS (Kafka's default: none)
 
 or inline: `ssl.keystore.key` (the PEM private key) with `ssl.keystore.certificate.chain`,
-and `ssl.truststore.certificates`. A JKS or PKCS12 keystore is refused with a line saying
-how to convert it (`keytool -importkeystore ... -deststoretype PKCS12`, then `openssl pkcs12
--nodes`). Each key can be set for one listener as `listener.name.<listener>.ssl.<...>`.
+and `ssl.truststore.certificates`. A JKS or PKCS12 keystore type is refused by the broker
+config (convert it: `keytool -importkeystore ... -deststoretype PKCS12`, then `openssl
+pkcs12 -nodes`). Each key can be set for one listener as `listener.name.<listener>.ssl.<...>`.
 
 `ssl.client.auth=required` makes the handshake fail without a certificate signed by the
 truststore's CA; `requested` asks for one and accepts a connection without it (its principal
@@ -48,18 +48,9 @@ class SslConfigError(ValueError):
 
 
 def server_context(get: Callable[[str], Any]) -> ssl.SSLContext:
-    """The listener's TLS context; `get(key)` answers a `ssl.*` key for this listener."""
-    for kind in ("keystore", "truststore"):
-        store_type = (get(f"ssl.{kind}.type") or "PEM").upper()
-        if store_type != "PEM":
-            raise SslConfigError(
-                f"ssl.{kind}.type={store_type}: kafka-ref reads PEM files only (KIP-651); "
-                f"convert with keytool -importkeystore -deststoretype PKCS12 and "
-                f"openssl pkcs12 -nodes"
-            )
-    client_auth = (get("ssl.client.auth") or "none").lower()
-    if client_auth not in _CLIENT_AUTH:
-        raise SslConfigError(f"ssl.client.auth={client_auth}: not one of required, requested, none")
+    """The listener's TLS context; `get(key)` answers a `ssl.*` key for this listener (the
+    broker config has checked the store types, PEM, and `ssl.client.auth`'s value)."""
+    client_auth = get("ssl.client.auth") or "none"
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     _load_keystore(context, get)

@@ -354,17 +354,6 @@ class KafkaConfig:
         own = self.listener_overrides.get(listener.upper(), {})
         return own[key] if key in own else self.values.get(key)
 
-    @property
-    def listen_address(self) -> tuple[str, int]:
-        """The first client listener's address."""
-        first = self.endpoints()[0]
-        return first.host, first.port
-
-    @property
-    def advertised_address(self) -> tuple[str, int]:
-        first = self.advertised_endpoints()[0]
-        return first.host, first.port
-
     def log_config(self) -> LogConfig:
         """The broker's default LogConfig from the `log.*` keys (and the time aliases)."""
         props: dict[str, Any] = {}
