@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from kafka_ref.config import LogConfig
 
 from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.security.listeners import EndPoint
 
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS_PER_TOPIC = 10_000  # kafka-ref's guard against one request filling a disk
@@ -177,9 +178,20 @@ class BrokerEndpoint:
     """Where clients reach a broker: its id and advertised listener (Kafka: `Node`)."""
 
     node_id: int
-    host: str
+    host: str  # the inter-broker listener's advertised address
     port: int
     rack: str | None = None
+    endpoints: tuple[EndPoint, ...] = ()  # every listener's advertised address (SEC-2)
+
+    def address(self, listener: str | None) -> tuple[str, int] | None:
+        """Where a client of `listener` reaches this broker; None if it has no such listener
+        (a broker that registered no endpoints is reached at its one address)."""
+        if listener is None or not self.endpoints:
+            return self.host, self.port
+        for endpoint in self.endpoints:
+            if endpoint.listener == listener:
+                return endpoint.host, endpoint.port
+        return None
 
 
 class ClusterMetadataApi(Protocol):

@@ -55,6 +55,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
+from kafka_ref.security.listeners import EndPoint, parse_endpoints
 
 logger = logging.getLogger("kafka_ref.cluster.zookeeper")
 
@@ -101,13 +102,16 @@ def _json(data: dict[str, Any]) -> bytes:
 
 # ---------------------------------------------------------------------- codecs (ZkData)
 def encode_broker(endpoint: BrokerEndpoint) -> bytes:
-    """BrokerIdZNode.encode, JSON version 5."""
+    """BrokerIdZNode.encode, JSON version 5: every listener's advertised endpoint and its
+    security protocol (SEC-2); `host`/`port` are the inter-broker (PLAINTEXT) listener's."""
+    endpoints = endpoint.endpoints or (EndPoint("PLAINTEXT", "PLAINTEXT", endpoint.host,
+                                                endpoint.port),)  # fmt: skip
     data: dict[str, Any] = {
         "version": 5,
         "host": endpoint.host,
         "port": endpoint.port,
-        "endpoints": [f"PLAINTEXT://{endpoint.host}:{endpoint.port}"],
-        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "endpoints": [e.uri() for e in endpoints],
+        "listener_security_protocol_map": {e.listener: e.protocol for e in endpoints},
         "jmx_port": -1,
         "timestamp": str(int(time.time() * 1000)),
         "features": {},
@@ -119,14 +123,14 @@ def encode_broker(endpoint: BrokerEndpoint) -> bytes:
 
 def decode_broker(broker_id: int, raw: bytes) -> BrokerEndpoint:
     data = json.loads(raw)
+    protocols = data.get("listener_security_protocol_map") or {"PLAINTEXT": "PLAINTEXT"}
+    listed = data.get("endpoints") or []
+    endpoints = tuple(parse_endpoints(listed, protocols)) if listed else ()
     host, port = data.get("host"), data.get("port", -1)
-    for listener in data.get("endpoints", []):  # the PLAINTEXT endpoint wins, as in Kafka
-        name, _, address = listener.partition("://")
-        if name.upper() == "PLAINTEXT":
-            host, _, p = address.rpartition(":")
-            port = int(p)
-            break
-    return BrokerEndpoint(broker_id, host.strip("[]"), int(port), data.get("rack"))
+    if host is None:  # no top-level address: the PLAINTEXT listener's, as in Kafka
+        plain = [e for e in endpoints if e.listener == "PLAINTEXT"] or list(endpoints)
+        host, port = plain[0].host, plain[0].port
+    return BrokerEndpoint(broker_id, host.strip("[]"), int(port), data.get("rack"), endpoints)
 
 
 def encode_assignment(assignment: dict[int, list[int]], topic_id: str) -> bytes:

@@ -89,6 +89,7 @@ _KNOWN_ROOT_FILES = {
     "cleaner-offset-checkpoint",
     "meta.properties",
     "bootstrap.checkpoint",
+    "__scram_credentials.json",  # security/credentials.py
 }
 
 LogDirs = str | os.PathLike | Iterable[str | os.PathLike]

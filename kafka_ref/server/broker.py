@@ -20,7 +20,8 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    through the ReplicaManager, uses `loop.call_later` for its timers, and loads every
    partition of `__consumer_offsets` before any request arrives;
 5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
-6. the `SocketServer` binds its port, and once the broker is ready (in ZooKeeper mode:
+6. the `SocketServer` binds one port per listener (each with its security: TLS, SASL;
+   security/listeners.py), and once the broker is ready (in ZooKeeper mode:
    registered and with its picture of the cluster loaded) listens and accepts (BROKER-48),
    so no client is ever answered by a broker that does not know the cluster yet;
 7. periodic tasks (Kafka's `KafkaScheduler`): the log flusher
@@ -53,7 +54,7 @@ waiting answer REQUEST_TIMED_OUT.
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, IDEM-14, ISR-3, REPL-10, REPL-11.
+Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, IDEM-14, ISR-3, REPL-10, REPL-11, SEC-2.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import signal
 import threading
@@ -73,9 +75,17 @@ from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
+from kafka_ref.security.credentials import CredentialStore
+from kafka_ref.security.listeners import (
+    EndPoint,
+    ListenerError,
+    ListenerSecurity,
+    build_listener_security,
+)
+from kafka_ref.security.ssl_config import SslConfigError
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
-from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 from kafka_ref.server.network import SocketServer
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -132,10 +142,10 @@ class Broker:
     async def start(self) -> None:
         config = self.config
         loop = asyncio.get_running_loop()
-        host, port = config.listen_address
-        adv_host, adv_port = config.advertised_address
+        listeners = self._listeners()  # TLS contexts and SASL settings; ConfigError if bad
+        advertised = config.advertised_endpoints()
         log_defaults = config.log_config()
-        endpoint = BrokerEndpoint(config.broker_id, adv_host, adv_port, config["broker.rack"])
+        endpoint = _broker_endpoint(config, advertised)
         settings = dict(
             log_defaults=log_defaults,
             num_partitions=config["num.partitions"],
@@ -186,29 +196,45 @@ class Broker:
         for i in range(config["num.io.threads"]):
             self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
         self.socket_server = SocketServer(
-            channel, host, port, max_request_size=config["socket.request.max.bytes"]
+            channel, listeners, max_request_size=config["socket.request.max.bytes"]
         )
         try:
             bound = await self.socket_server.bind()
         except OSError:  # e.g. the port is taken: leave the logs as a clean stop would
             await self._abort_start()
             raise
-        if adv_port == 0 or not config["advertised.listeners"]:  # port 0: the bound one
-            controller.endpoint = dataclasses.replace(controller.endpoint, port=bound)
+        advertised = [  # port 0: the bound one
+            dataclasses.replace(e, port=bound[e.listener]) if e.port == 0 else e for e in advertised
+        ]
+        controller.endpoint = _broker_endpoint(config, advertised)
         if self.zk_mode is not None:
             await self.zk_mode.join()
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
         self.started = True
         logger.info(
-            "broker %d started: cluster id %s, listening on %s:%d, advertised as %s:%d, "
+            "broker %d started: cluster id %s, listeners %s, advertised as %s, "
             "log dirs %s, %d topics, %d partitions",
-            config.broker_id, controller.cluster_id, host, bound, controller.endpoint.host,
-            controller.endpoint.port, ",".join(config.log_dirs), len(controller.topics()),
-            len(self.replica_manager.partitions),
+            config.broker_id, controller.cluster_id,
+            ",".join(f"{e.listener}://{e.host}:{bound[e.listener]}" for e in config.endpoints()),
+            ",".join(e.uri() for e in advertised), ",".join(config.log_dirs),
+            len(controller.topics()), len(self.replica_manager.partitions),
         )  # fmt: skip
         for key in config.ignored:
             logger.info("config %s is accepted but has no effect on a single broker", key)
+
+    def _listeners(self) -> list[ListenerSecurity]:
+        """Each listener's security settings (Kafka: its ChannelBuilder)."""
+        config, credentials = self.config, CredentialStore(self.config.data_dir)
+        try:
+            return [
+                build_listener_security(
+                    e, functools.partial(config.listener_get, e.listener), credentials
+                )
+                for e in config.endpoints()
+            ]
+        except (ListenerError, SslConfigError) as err:
+            raise ConfigError(str(err)) from None
 
     async def _leave_cluster(self) -> None:
         if self.zk_mode is not None:
@@ -329,7 +355,7 @@ class Broker:
         self.started = False
         logger.info("broker %d shutting down", self.config.broker_id)
         assert self.socket_server is not None and self.replica_manager is not None
-        await self.socket_server.acceptor.stop()
+        await self.socket_server.stop_accepting()
         await self._leave_cluster()  # and stop the replica fetchers
         self.replica_manager.fetch_purgatory.shutdown()
         self.replica_manager.produce_purgatory.shutdown()  # REQUEST_TIMED_OUT: not on the ISR
@@ -348,6 +374,14 @@ class Broker:
         self.replica_manager.checkpoint_high_watermarks()
         self.log_manager.close()  # flush, checkpoints, clean-shutdown marker
         logger.info("broker %d shut down cleanly", self.config.broker_id)
+
+
+def _broker_endpoint(config: KafkaConfig, advertised: list[EndPoint]) -> BrokerEndpoint:
+    """This broker as others see it: the inter-broker listener's address, and every
+    listener's advertised endpoint (SEC-2)."""
+    own = next(e for e in advertised if e.listener == config.inter_broker_listener)
+    rack = config["broker.rack"]
+    return BrokerEndpoint(config.broker_id, own.host, own.port, rack, tuple(advertised))
 
 
 async def serve(config: KafkaConfig) -> None:

@@ -19,16 +19,21 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
 * ZooKeeper mode (cluster/zk_metadata.py): `zookeeper.connect` (`host:port[/chroot]`; empty,
   the default, means the single-broker embedded mode), `zookeeper.session.timeout.ms`
   (how long a dead broker stays registered), `broker.rack` (for rack-aware placement);
+* listeners and security (security/): `listeners`, `advertised.listeners`,
+  `listener.security.protocol.map`, `inter.broker.listener.name`, the `ssl.*` keys (PEM
+  keystores), `sasl.enabled.mechanisms`, `sasl.jaas.config`, `connections.max.reauth.ms`,
+  each also per listener as `listener.name.<listener>.<key>` (SEC-1). Password keys
+  (`ssl.key.password`, `sasl.jaas.config`, ...) are never shown: DescribeConfigs answers
+  them as sensitive, with no value;
 * keys of Kafka's stock server.properties that mean nothing here (`process.roles`,
   `controller.quorum.voters`, ...) are accepted and reported as unused; `listeners` may
-  also name KRaft's `CONTROLLER` listener (`controller.listener.names`), which is skipped:
-  clients use the PLAINTEXT one.
+  also name KRaft's `CONTROLLER` listener (`controller.listener.names`), which is skipped.
 
 Any other key, or a value that does not parse or is out of range, is a `ConfigError` with
 one readable line; the CLI turns it into exit code 2 (BROKER-40). Kafka itself only warns
 about unknown keys; refusing them catches typos such as `num.partition=3`.
 
-Rules: BROKER-40, BROKER-41.
+Rules: BROKER-40, BROKER-41, SEC-1.
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ from typing import Any
 
 from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, LogConfig, broker_name
 from kafka_ref.errors import InvalidConfigError
+from kafka_ref.security.listeners import (
+    EndPoint,
+    ListenerError,
+    parse_endpoints,
+    parse_protocol_map,
+)
 
 
 class ConfigError(ValueError):
@@ -55,6 +66,14 @@ _BROKER_DEFS = [
     ConfigDef("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout.", 1000),
     ConfigDef("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), "Where to listen."),
     ConfigDef("advertised.listeners", "list", (), "Where clients reach us (default listeners)."),
+    ConfigDef(
+        "listener.security.protocol.map",
+        "list",
+        ("PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"),
+        "Listener name -> security protocol.",
+    ),
+    ConfigDef("inter.broker.listener.name", "string", None, "The brokers' own listener."),
+    ConfigDef("security.inter.broker.protocol", "string", "PLAINTEXT", "Its default, by protocol."),
     ConfigDef("log.dirs", "list", (), "The data directories (overrides log.dir)."),
     ConfigDef("log.dir", "string", "/tmp/kafka-logs", "The data directory if log.dirs is unset."),
     ConfigDef("num.partitions", "int", 1, "Partitions of an auto-created topic.", 1),
@@ -126,8 +145,29 @@ _BROKER_DEFS = [
         "How often timed-out transactions are aborted.",
         1,
     ),
+    # Security (Kafka: SslConfigs, SaslConfigs, BrokerSecurityConfigs; security/).
+    ConfigDef("ssl.keystore.type", "string", "PEM", "Only PEM (KIP-651).", choices=("PEM",)),
+    ConfigDef("ssl.keystore.location", "string", None, "PEM file: private key + chain."),
+    ConfigDef("ssl.keystore.key", "string", None, "Inline PEM private key."),
+    ConfigDef("ssl.keystore.certificate.chain", "string", None, "Inline PEM certificates."),
+    ConfigDef("ssl.keystore.password", "string", None, "Unused with PEM files."),
+    ConfigDef("ssl.key.password", "string", None, "Password of an encrypted private key."),
+    ConfigDef("ssl.truststore.type", "string", "PEM", "Only PEM (KIP-651).", choices=("PEM",)),
+    ConfigDef("ssl.truststore.location", "string", None, "PEM file of CA certificates."),
+    ConfigDef("ssl.truststore.certificates", "string", None, "Inline PEM CA certificates."),
+    ConfigDef(
+        "ssl.client.auth", "string", "none", "mTLS.", choices=("required", "requested", "none")
+    ),
+    ConfigDef("sasl.enabled.mechanisms", "list", ("GSSAPI",), "SASL mechanisms offered."),
+    ConfigDef("sasl.jaas.config", "string", None, "JAAS login module and options."),
+    ConfigDef("connections.max.reauth.ms", "long", 0, "SASL session lifetime (KIP-368).", 0),
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
+# Never shown (Kafka: type PASSWORD): DescribeConfigs answers them as sensitive, with no value.
+PASSWORD_KEYS = frozenset(
+    {"ssl.keystore.key", "ssl.keystore.password", "ssl.key.password", "sasl.jaas.config"}
+)
+LISTENER_PREFIX = "listener.name."
 # topic config's broker name -> topic config name (log.segment.bytes -> segment.bytes)
 LOG_DEFAULTS: dict[str, str] = {broker_name(name): name for name in TOPIC_CONFIGS}
 for _name, _topic in LOG_DEFAULTS.items():
@@ -138,8 +178,7 @@ for _name, _topic in LOG_DEFAULTS.items():
 IGNORED_KEYS = frozenset(
     {
         "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-        "controller.listener.names", "inter.broker.listener.name",
-        "listener.security.protocol.map", "num.network.threads", "socket.send.buffer.bytes",
+        "controller.listener.names", "num.network.threads", "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
         "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
@@ -181,24 +220,16 @@ def _split_property(line: str) -> tuple[str, str]:
     return key, rest
 
 
-def parse_listener(listener: str) -> tuple[str, int]:
-    """`PLAINTEXT://host:port` (or `host:port`) -> (host, port); an empty host is 0.0.0.0."""
-    _, _, address = listener.rpartition("://")
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"listener {listener!r} is not PLAINTEXT://HOST:PORT")
-    return host.strip("[]"), int(port)
-
-
-def client_listener(listeners: Iterable[str], controller_names: Iterable[str]) -> str:
-    """The PLAINTEXT listener clients use; KRaft's CONTROLLER listeners are skipped."""
-    skip = {name.upper() for name in controller_names}
-    candidates = [item for item in listeners if item.partition("://")[0].upper() not in skip]
-    for item in candidates:
-        if "://" not in item or item.upper().startswith("PLAINTEXT://"):
-            return item
-    named = ", ".join(candidates) or "none"
-    raise ConfigError(f"no PLAINTEXT listener among {named}: kafka-ref only speaks PLAINTEXT")
+def _listener_key(key: str) -> tuple[str, str, ConfigDef]:
+    """`listener.name.<listener>.<key>` -> (LISTENER, key, its definition); the key may
+    carry a mechanism prefix (`plain.sasl.jaas.config`)."""
+    listener, _, rest = key[len(LISTENER_PREFIX) :].partition(".")
+    base = rest.split(".", 1)[1] if rest.endswith(".sasl.jaas.config") else rest
+    if not listener or not base.startswith(("ssl.", "sasl.", "connections.")):
+        raise ConfigError(f"unknown broker config {key!r}")
+    if base not in BROKER_CONFIGS:
+        raise ConfigError(f"unknown broker config {key!r}")
+    return listener.upper(), rest, BROKER_CONFIGS[base]
 
 
 @dataclasses.dataclass
@@ -209,6 +240,7 @@ class KafkaConfig:
     overrides: dict[str, str]  # the raw key=value pairs given, for DescribeConfigs
     ignored: list[str] = dataclasses.field(default_factory=list)
     controller_listener_names: tuple[str, ...] = ("CONTROLLER",)
+    listener_overrides: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_props(cls, *layers: Mapping[str, Any]) -> KafkaConfig:
@@ -217,23 +249,27 @@ class KafkaConfig:
         for layer in layers:
             merged.update({str(k).strip(): str(v).strip() for k, v in layer.items()})
         values = {name: d.default for name, d in BROKER_CONFIGS.items()}
-        ignored = []
+        ignored, per_listener = [], {}
         for key, raw in merged.items():
             if key in IGNORED_KEYS:
                 ignored.append(key)
                 continue
+            if key.startswith(LISTENER_PREFIX):  # listener.name.<listener>.<key>
+                listener, rest, definition = _listener_key(key)
+                per_listener.setdefault(listener, {})[rest] = _parse(definition, raw)
+                continue
             definition = BROKER_CONFIGS.get(key)
             if definition is None:
                 raise ConfigError(f"unknown broker config {key!r}")
-            try:
-                values[key] = definition.parse(raw)
-            except InvalidConfigError as err:
-                raise ConfigError(str(err.args[0] if err.args else err)) from None
-        overrides = {k: v for k, v in merged.items() if k not in IGNORED_KEYS}
+            values[key] = _parse(definition, raw)
+        overrides = {
+            k: v for k, v in merged.items()
+            if k not in IGNORED_KEYS and not k.startswith(LISTENER_PREFIX)
+        }  # fmt: skip
         controllers = tuple(
             n.strip() for n in merged.get("controller.listener.names", "CONTROLLER").split(",")
         )
-        config = cls(values, overrides, ignored, controllers)
+        config = cls(values, overrides, ignored, controllers, per_listener)
         config.validate()
         return config
 
@@ -250,8 +286,8 @@ class KafkaConfig:
         return self.values[key]
 
     def validate(self) -> None:
-        self.listen_address  # noqa: B018  (parses, raising ConfigError)
-        self.advertised_address  # noqa: B018
+        self.advertised_endpoints()  # parses listeners too, raising ConfigError
+        self.inter_broker_listener  # noqa: B018
         self.log_config()
 
     # ------------------------------------------------------------------ derived values
@@ -268,16 +304,55 @@ class KafkaConfig:
         """The first log dir: it also holds the metadata (Kafka's metadata.log.dir default)."""
         return self.log_dirs[0]
 
-    @property
-    def listen_address(self) -> tuple[str, int]:
-        return parse_listener(client_listener(self["listeners"], self.controller_listener_names))
+    def endpoints(self, key: str = "listeners") -> list[EndPoint]:
+        """The client listeners of `listeners` (or `advertised.listeners`), in order."""
+        try:
+            protocols = parse_protocol_map(self["listener.security.protocol.map"])
+            return parse_endpoints(self[key], protocols, self.controller_listener_names)
+        except ListenerError as err:
+            raise ConfigError(str(err)) from None
+
+    def advertised_endpoints(self) -> list[EndPoint]:
+        """Per listener, where clients reach it: `advertised.listeners` by name, else the
+        listener itself; a wildcard host advertises 127.0.0.1 (SEC-2)."""
+        listening = self.endpoints()
+        advertised = {e.listener: e for e in self.endpoints("advertised.listeners")} if (
+            self["advertised.listeners"]
+        ) else {}  # fmt: skip
+        unknown = advertised.keys() - {e.listener for e in listening}
+        if unknown:
+            raise ConfigError(f"advertised.listeners names {', '.join(sorted(unknown))}, "
+                              f"which is not in listeners")  # fmt: skip
+        result = []
+        for endpoint in listening:
+            chosen = advertised.get(endpoint.listener, endpoint)
+            if chosen.host in ("", "0.0.0.0", "::"):
+                chosen = dataclasses.replace(chosen, host="127.0.0.1")
+            result.append(chosen)
+        return result
 
     @property
-    def advertised_address(self) -> tuple[str, int]:
-        """advertised.listeners, else listeners; a wildcard host advertises 127.0.0.1."""
-        listeners = self["advertised.listeners"] or self["listeners"]
-        host, port = parse_listener(client_listener(listeners, self.controller_listener_names))
-        return (host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"), port
+    def inter_broker_listener(self) -> str:
+        """`inter.broker.listener.name`, else the listener named like
+        `security.inter.broker.protocol` (PLAINTEXT). As in Kafka, it must be one of the
+        listeners; here it must also speak PLAINTEXT: brokers reach each other (replica
+        fetchers, transaction markers, even to themselves) without TLS or SASL for now."""
+        name = self["inter.broker.listener.name"] or self["security.inter.broker.protocol"]
+        name = name.upper()
+        protocols = {e.listener: e.protocol for e in self.endpoints()}
+        if protocols.get(name) != "PLAINTEXT":
+            raise ConfigError(
+                f"inter.broker.listener.name {name} must name a PLAINTEXT listener among "
+                f"{', '.join(self['listeners'])}: kafka-ref's brokers reach each other over "
+                f"PLAINTEXT only (add e.g. INTERNAL://127.0.0.1:9099, INTERNAL:PLAINTEXT in "
+                f"listener.security.protocol.map, inter.broker.listener.name=INTERNAL)"
+            )
+        return name
+
+    def listener_get(self, listener: str, key: str) -> Any:
+        """A security key for one listener: `listener.name.<listener>.<key>`, else `<key>`."""
+        own = self.listener_overrides.get(listener.upper(), {})
+        return own[key] if key in own else self.values.get(key)
 
     def log_config(self) -> LogConfig:
         """The broker's default LogConfig from the `log.*` keys (and the time aliases)."""
@@ -303,10 +378,19 @@ class KafkaConfig:
         """(name, value, is_default) of every broker config, for DescribeConfigs."""
         log_config = self.log_config().to_properties()
         for name in sorted(BROKER_CONFIGS):
-            value = self.values[name]
+            value = None if name in PASSWORD_KEYS else self.values[name]
             if name in LOG_DEFAULTS:
                 value = log_config[LOG_DEFAULTS[name]]
             yield name, value, name not in self.overrides
+
+
+def _parse(definition: ConfigDef, raw: str) -> Any:
+    try:
+        return definition.parse(raw)
+    except InvalidConfigError as err:  # a password key's value is never in the message
+        message = str(err.args[0] if err.args else err)
+        raise ConfigError(f"{definition.name}: bad value" if definition.name in PASSWORD_KEYS
+                          else message) from None  # fmt: skip
 
 
 def _scaled(value: int, unit_ms: int) -> int:

@@ -35,16 +35,22 @@ records go from the page cache to the socket without entering Python. While the
 transport has nothing buffered, the slice goes straight to the socket with
 `os.sendfile`, which skips `loop.sendfile`'s event loop turns; what the socket does not
 take goes through `loop.sendfile`. Where native sendfile is not available (another event
-loop, TLS), the slice is read and written.
+loop, TLS: `os.sendfile` would put plaintext on an encrypted stream), the slice is read
+and written.
 Writes respect flow control: when the transport's buffer is full, nothing more is written
 until it drains.
+
+**Listeners and security** (SEC-1..SEC-7). One `Acceptor` per listener, each with its
+`ListenerSecurity`: TLS transports on SSL listeners; on SASL listeners a
+`SaslServerAuthenticator` per connection sees every request first and answers the SASL
+ones here, as Kafka's authenticator does. Requests carry the connection's principal.
 
 **Starting** (BROKER-48). The port is bound early, so a broker asked for port 0 knows the
 port it advertises, but it is listened on only when the broker is ready: until then a client's
 connection is refused and it tries another broker, instead of being answered by a broker that
 does not know the cluster yet.
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48.
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, SEC-4, SEC-6.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ from kafka_ref.log.file_records import FileSlice
 from kafka_ref.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
 from kafka_ref.protocol.frames import MAX_FRAME_SIZE, decode_request
 from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.security.listeners import ListenerSecurity
+from kafka_ref.security.principal import ANONYMOUS, ssl_principal
+from kafka_ref.security.sasl_server import SASL_KEYS, SaslServerAuthenticator
 from kafka_ref.server.request_channel import Request, RequestChannel
 from kafka_ref.server.response import Response
 
@@ -74,8 +83,11 @@ _SIZE = struct.Struct(">i")
 class Processor(asyncio.BufferedProtocol):
     """One client connection: frames in, responses out in order (Kafka: `Processor`)."""
 
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, listener: ListenerSecurity) -> None:
         self.server = server
+        self.listener = listener
+        self.authenticator: SaslServerAuthenticator | None = None  # SASL listeners
+        self.tls_principal = ANONYMOUS
         self.channel = server.request_channel
         self.max_request_size = server.max_request_size
         self.transport: asyncio.Transport | None = None
@@ -102,6 +114,10 @@ class Processor(asyncio.BufferedProtocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.name = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.listener.ssl_context is not None:  # the TLS handshake is done: who is it?
+            self.tls_principal = ssl_principal(transport.get_extra_info("peercert"))
+        if self.listener.sasl:
+            self.authenticator = SaslServerAuthenticator(self.listener, self.name)
         self.server.connections.add(self)
         logger.debug("accepted connection from %s", self.name)
 
@@ -125,6 +141,13 @@ class Processor(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         return False  # the client closed its side: close ours
+
+    @property
+    def principal(self) -> str:
+        """Who this connection is (SEC-5): the SASL user, else the TLS one, else ANONYMOUS."""
+        if self.authenticator is not None:
+            return self.authenticator.principal or ANONYMOUS
+        return self.tls_principal
 
     # ------------------------------------------------------------------ reading frames
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -176,6 +199,10 @@ class Processor(asyncio.BufferedProtocol):
 
     def _on_frame(self, frame: bytearray) -> None:
         self.requests += 1
+        gate = self.authenticator
+        if gate is not None and gate.raw_tokens:  # after a v0 SaslHandshake: a bare token
+            self._answer_here(Request(self, None, None, len(frame) + 4), gate.raw_token(frame))
+            return
         try:
             header, body = decode_request(memoryview(frame))
         except UnsupportedVersionError as err:
@@ -192,11 +219,25 @@ class Processor(asyncio.BufferedProtocol):
             self.close(f"undecodable request: {err!r}")
             return
         request = Request(self, header, body, len(frame) + 4)
+        if gate is not None:  # SASL listener: authentication comes first (SEC-6)
+            refused = gate.admit(header.request_api_key)
+            if refused is not None:
+                self.close(refused)
+                return
+            if header.request_api_key in SASL_KEYS and gate.intercepts(header.request_api_key):
+                self._answer_here(request, gate.handle(request))
+                return
         self._in_flight.append(request)
         if self._backlog or not self.channel.send_request(request):
             self._backlog.append(request)  # the channel is full: queue here, stop reading
             if self._backlog_task is None:
                 self._backlog_task = asyncio.get_running_loop().create_task(self._drain())
+        self._update_reading()
+
+    def _answer_here(self, request: Request, response: Response) -> None:
+        """A request the network side answers itself (SASL), in order with the others."""
+        self._in_flight.append(request)
+        request.complete(response)
         self._update_reading()
 
     async def _drain(self) -> None:
@@ -306,6 +347,8 @@ def _sendfile_now(transport: asyncio.Transport, piece: FileSlice) -> int:
     transport, the slice can go straight to the socket; what does not fit is left to
     `loop.sendfile`. Returns the bytes sent (0 if the transport holds unsent bytes).
     """
+    if transport.get_extra_info("sslcontext") is not None:  # TLS: bytes must be encrypted
+        return 0  # (loop.sendfile then refuses too, and the slice is read and written)
     sock = transport.get_extra_info("socket")
     if sock is None or transport.is_closing() or transport.get_write_buffer_size():
         return 0
@@ -328,8 +371,9 @@ def _sendfile_now(transport: asyncio.Transport, piece: FileSlice) -> int:
 class Acceptor:
     """Accepts connections on one listener and gives each a Processor (Kafka: `Acceptor`)."""
 
-    def __init__(self, server: SocketServer, host: str, port: int) -> None:
-        self.server, self.host, self.port = server, host, port
+    def __init__(self, server: SocketServer, listener: ListenerSecurity) -> None:
+        self.server, self.listener = server, listener
+        self.host, self.port = listener.endpoint.host, listener.endpoint.port
         self._server: asyncio.Server | None = None
 
     async def bind(self) -> int:
@@ -339,8 +383,9 @@ class Acceptor:
         if host is None and self.port == 0:
             host = "0.0.0.0"  # one socket per family would each get a different free port
         self._server = await loop.create_server(
-            lambda: Processor(self.server), host, self.port, reuse_address=True, backlog=512,
-            start_serving=False,
+            lambda: Processor(self.server, self.listener), host, self.port, reuse_address=True,
+            backlog=512, start_serving=False, ssl=self.listener.ssl_context,
+            ssl_handshake_timeout=10.0 if self.listener.ssl_context else None,
         )  # fmt: skip
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
@@ -356,44 +401,56 @@ class Acceptor:
 
 
 class SocketServer:
-    """The broker's network layer (Kafka: `SocketServer`)."""
+    """The broker's network layer (Kafka: `SocketServer`): one acceptor per listener."""
 
     def __init__(
         self,
         request_channel: RequestChannel,
-        host: str,
-        port: int,
+        listeners: list[ListenerSecurity],
         *,
         max_request_size: int = MAX_FRAME_SIZE,
     ) -> None:
         self.request_channel = request_channel
         self.max_request_size = max_request_size
-        self.acceptor = Acceptor(self, host, port)
+        self.acceptors = [Acceptor(self, listener) for listener in listeners]
         self.connections: set[Processor] = set()
 
     @property
     def port(self) -> int:
-        return self.acceptor.port
+        """The first listener's port."""
+        return self.acceptors[0].port
 
-    async def bind(self) -> int:
-        """Take the port; returns it (useful with port 0). Nothing is accepted yet."""
-        return await self.acceptor.bind()
+    @property
+    def ports(self) -> dict[str, int]:
+        """Listener name -> bound port."""
+        return {a.listener.name: a.port for a in self.acceptors}
+
+    async def bind(self) -> dict[str, int]:
+        """Take every listener's port (useful with port 0). Nothing is accepted yet."""
+        try:
+            for acceptor in self.acceptors:
+                await acceptor.bind()
+        except OSError:
+            await self.stop_accepting()
+            raise
+        return self.ports
 
     async def enable_request_processing(self) -> None:
         """Listen and accept (Kafka: `SocketServer.enableRequestProcessing`, the last step of
         a broker's start-up, BROKER-48)."""
-        await self.acceptor.start_serving()
-        logger.info("listening on %s:%d", self.acceptor.host, self.acceptor.port)
+        for acceptor in self.acceptors:
+            await acceptor.start_serving()
+            endpoint = acceptor.listener.endpoint
+            logger.info("listening on %s:%d (%s, %s)", acceptor.host, acceptor.port,
+                        endpoint.listener, endpoint.protocol)  # fmt: skip
 
-    async def start(self) -> int:
-        """Bind, listen and accept at once (a broker with nothing to wait for)."""
-        port = await self.bind()
-        await self.enable_request_processing()
-        return port
+    async def stop_accepting(self) -> None:
+        for acceptor in self.acceptors:
+            await acceptor.stop()
 
     async def stop(self) -> None:
         """Stop accepting, then close every connection."""
-        await self.acceptor.stop()
+        await self.stop_accepting()
         for connection in list(self.connections):
             connection.close("broker shutting down")
         await asyncio.sleep(0)

@@ -79,6 +79,17 @@ class Request:
     def client_id(self) -> str | None:
         return self.header.client_id
 
+    @property
+    def principal(self) -> str:
+        """Who sent it (SEC-5): its connection's principal, for the authorizer to check."""
+        return getattr(self.connection, "principal", "User:ANONYMOUS")
+
+    @property
+    def listener_name(self) -> str | None:
+        """The listener it came in on (SEC-2); None for requests made inside the broker."""
+        listener = getattr(self.connection, "listener", None)
+        return listener.name if listener is not None else None
+
     def connection_closed(self) -> bool:
         return bool(getattr(self.connection, "closed", False))
 

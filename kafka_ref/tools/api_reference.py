@@ -22,6 +22,7 @@ PACKAGES = {
     "log": "The log and its segments",
     "protocol": "The wire protocol",
     "server": "The broker",
+    "security": "Security: listeners, TLS, SASL",
     "cluster": "Cluster metadata and the controller",
     "replication": "Replication",
     "sim": "The cluster simulator",

@@ -6,7 +6,9 @@ Four benches, one entry point:
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
   --bootstrap-server HOST:PORT`): any Kafka broker, measured by confluent-kafka: produce and
   consume throughput and produce latency per message size, acks and partition count
-  (kafka_ref/tools/bench_broker.py);
+  (kafka_ref/tools/bench_broker.py); `--command-config FILE` gives the client's security
+  settings (an SSL or SASL_SSL listener: `security.protocol=SASL_SSL`,
+  `sasl.mechanism=SCRAM-SHA-512`, `sasl.username`, `sasl.password`, `ssl.ca.location`);
 * `kafka-ref bench compare`: starts kafka-ref and the Tansu broker and runs the broker bench
   against both in one run, printing kafka-ref/Tansu ratios (kafka_ref/tools/bench_compare.py);
 * `kafka-ref bench cluster`: starts one broker and a 3-broker cluster on ZooKeeper and
@@ -48,6 +50,7 @@ from kafka_ref.config import LogConfig
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
+from kafka_ref.server.kafka_config import parse_properties
 from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
@@ -169,6 +172,11 @@ def add_target_options(parser: argparse.ArgumentParser, *, suppress: bool = Fals
         "--label", default=none, help="the broker's name in the results (default: HOST:PORT)"
     )
     parser.add_argument(
+        "--command-config", default=none, metavar="FILE",
+        help="client properties for the connection (librdkafka names: security.protocol, "
+        "sasl.mechanism, sasl.username, ssl.ca.location, ...)",
+    )  # fmt: skip
+    parser.add_argument(
         "--broker-pid", type=int, default=none, metavar="PID",
         help="also report this local broker process's RSS (from /proc) at the end",
     )  # fmt: skip
@@ -210,6 +218,19 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
+def _client_properties(path: str | None) -> tuple[tuple[str, str], ...]:
+    """The `--command-config` file's properties (as Kafka's tools take them)."""
+    from kafka_ref.cli import UsageError
+
+    if not path:
+        return ()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return tuple(parse_properties(f.read()).items())
+    except OSError as err:
+        raise UsageError(f"--command-config {path}: {err.strerror}") from None
+
+
 def _doc(module) -> str:
     return (module.__doc__ or "").split("\n\n")[0]
 
@@ -242,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
             if not colon or not port.isdigit():
                 raise UsageError(f"--bootstrap-server {args.bootstrap_server!r} is not HOST:PORT")
             label = args.label or args.bootstrap_server
-            target = bb.Target(label, args.bootstrap_server, args.broker_pid)
+            client = _client_properties(getattr(args, "command_config", None))
+            target = bb.Target(label, args.bootstrap_server, args.broker_pid, client=client)
             rows, found = bb.run_cases([target], settings, emit), []
             if args.broker_pid:
                 rss = {"what": "broker rss", "broker": target.label}

@@ -68,6 +68,11 @@ class Target:
     bootstrap: str
     pid: int | None = None  # a local broker's process: its CPU time is measured too
     replication_factor: int = 1  # of the bench topics (`bench cluster`: 3)
+    client: tuple[tuple[str, str], ...] = ()  # security settings (--command-config)
+
+    def config(self) -> dict:
+        """What every client of this target starts from: where, and how to connect."""
+        return {"bootstrap.servers": self.bootstrap, **dict(self.client)}
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
 
 def admin_config(target: Target) -> dict:
     # log_level 4: librdkafka's info line about unserved background events at exit is noise
-    return {"bootstrap.servers": target.bootstrap, "log_level": 4}
+    return target.config() | {"log_level": 4}
 
 
 def check_reachable(target: Target) -> None:
@@ -187,7 +192,7 @@ def measure_produce(
 
     producer = Producer(
         {
-            "bootstrap.servers": target.bootstrap,
+            **target.config(),
             "acks": case.acks,
             "linger.ms": THROUGHPUT_LINGER_MS,
             "enable.idempotence": False,
@@ -235,7 +240,7 @@ def measure_consume(
 
     consumer = Consumer(
         {
-            "bootstrap.servers": target.bootstrap,
+            **target.config(),
             "group.id": f"kafka-ref-bench-{uuid.uuid4().hex[:8]}",  # never joined: assign()
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -275,7 +280,7 @@ def measure_latency(target: Target, topic: str, case: Case, settings: Settings, 
 
     producer = Producer(
         {
-            "bootstrap.servers": target.bootstrap,
+            **target.config(),
             "acks": case.acks,
             "linger.ms": 0,
             "enable.idempotence": False,

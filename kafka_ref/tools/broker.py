@@ -15,7 +15,10 @@ works; `--config key=value` overrides it, and `--listen` / `--data-dir` are shor
 `listeners=PLAINTEXT://HOST:PORT` and `log.dirs=DIR` that win over both (several data
 directories: `--config log.dirs=/a,/b`; a new partition goes to the one holding the
 fewest). An unknown key or a bad value is one line on stderr and exit code 2; a log dir
-that cannot be created or written stops the start with exit code 1. SIGTERM or Ctrl-C
+that cannot be created or written stops the start with exit code 1. Listeners with TLS or
+SASL use Kafka's keys (`listeners=PLAINTEXT://:9092,SASL_SSL://:9094`,
+`ssl.keystore.location`, `sasl.enabled.mechanisms`, ...; docs/security.md); a keystore that
+does not load is exit code 2 as well. SIGTERM or Ctrl-C
 shuts the broker down cleanly (the next start skips recovery); after a kill -9 the next
 start recovers.
 """
@@ -94,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     try:
         asyncio.run(serve(config))
+    except ConfigError as err:  # e.g. a keystore that does not load
+        raise UsageError(str(err)) from None
     except (MetadataLoadError, LogDirError) as err:  # e.g. a log dir is not writable
         logger.error("%s", err)
         return 1

@@ -19,6 +19,7 @@ may send is declared:
     WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-2   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1
+    security: SaslHandshake 0-1   SaslAuthenticate 0-2
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-3   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
@@ -56,6 +57,10 @@ from kafka_ref.protocol.messages.api_15_describe_groups import (
     DescribeGroupsResponse,
 )
 from kafka_ref.protocol.messages.api_16_list_groups import ListGroupsRequest, ListGroupsResponse
+from kafka_ref.protocol.messages.api_17_sasl_handshake import (
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from kafka_ref.protocol.messages.api_18_api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -107,6 +112,10 @@ from kafka_ref.protocol.messages.api_33_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from kafka_ref.protocol.messages.api_36_sasl_authenticate import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+)
 from kafka_ref.protocol.messages.api_37_create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -150,6 +159,7 @@ class ApiKey(IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -163,6 +173,7 @@ class ApiKey(IntEnum):
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
@@ -211,6 +222,7 @@ APIS: dict[int, Api] = {
         _api("SyncGroup", SyncGroupRequest, SyncGroupResponse),
         _api("DescribeGroups", DescribeGroupsRequest, DescribeGroupsResponse),
         _api("ListGroups", ListGroupsRequest, ListGroupsResponse),
+        _api("SaslHandshake", SaslHandshakeRequest, SaslHandshakeResponse),
         _api("ApiVersions", ApiVersionsRequest, ApiVersionsResponse),
         _api("CreateTopics", CreateTopicsRequest, CreateTopicsResponse),
         _api("DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse),
@@ -224,6 +236,7 @@ APIS: dict[int, Api] = {
         _api("TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
+        _api("SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
         _api(
@@ -308,6 +321,10 @@ __all__ = [
     "OffsetsForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",

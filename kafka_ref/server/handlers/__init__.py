@@ -16,6 +16,7 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     txn.py        InitProducerId (22), AddPartitionsToTxn (24), AddOffsetsToTxn (25),
                   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
     txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
+    sasl.py       SaslHandshake (17), SaslAuthenticate (36) on listeners without SASL
     groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
                   LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15),
                   ListGroups (16), DeleteGroups (42): the group coordinator's APIs
@@ -80,6 +81,7 @@ class KafkaApis:
             offsets,
             produce,
             replica_fetch,
+            sasl,
             txn,
             txn_admin,
         )
@@ -121,6 +123,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
             ApiKey.LIST_GROUPS: groups.handle_list_groups,
             ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+            ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
+            ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
         }
 
     @property

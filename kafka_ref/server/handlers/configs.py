@@ -29,6 +29,7 @@ from kafka_ref.cluster.metadata import validate_topic_name
 from kafka_ref.config import TOPIC_CONFIGS, LogConfig, broker_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import DescribeConfigsResponse
+from kafka_ref.server.kafka_config import PASSWORD_KEYS
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def _broker_configs(apis: KafkaApis, name: str, keys: set[str] | None, synonyms:
                 read_only=True,
                 config_source=source,
                 is_default=is_default,
-                is_sensitive=False,
+                is_sensitive=config in PASSWORD_KEYS,  # its value is None: never shown
                 synonyms=[Synonym(name=config, value=text, source=source)] if synonyms else [],
             )
         )

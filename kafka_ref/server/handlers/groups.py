@@ -112,7 +112,8 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
         leader = txn_coordinator_of(apis.controller, apis.txn.coordinator, request.body.key)
     else:
         leader = coordinator_of(apis.controller, apis.group_coordinator, request.body.key)
-    if leader is None:  # no leader for the group's partition yet: the client retries
+    address = leader.address(request.listener_name) if leader is not None else None
+    if address is None:  # no leader for the group's partition yet: the client retries
         error = ErrorCode.COORDINATOR_NOT_AVAILABLE
         return FindCoordinatorResponse(
             throttle_time_ms=0, error_code=error, error_message=error.name, node_id=-1,
@@ -120,7 +121,7 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
         )  # fmt: skip
     return FindCoordinatorResponse(
         throttle_time_ms=0, error_code=error, error_message=None, node_id=leader.node_id,
-        host=leader.host, port=leader.port,
+        host=address[0], port=address[1],  # the client's listener's address (SEC-2)
     )  # fmt: skip
 
 

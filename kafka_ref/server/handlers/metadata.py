@@ -13,7 +13,8 @@ software name and version, which must look like names (`[a-zA-Z0-9](?:[a-zA-Z0-9
 [a-zA-Z0-9])?`) or the answer is INVALID_REQUEST (BROKER-7).
 
 **Metadata** (key 3) tells a client the brokers (id, host, port: the *advertised*
-listener), the cluster id, the controller id, and per topic its partitions with leader,
+address of the listener the client came in on, SEC-2; a broker without that listener is
+left out), the cluster id, the controller id, and per topic its partitions with leader,
 replicas and ISR. Which topics (BROKER-10): v0 sends an empty list for "all topics"; from
 v1 a null list means all and an empty list means none. A requested topic that does not
 exist is created when `auto.create.topics.enable` is on and the request allows it (always
@@ -37,7 +38,7 @@ controller and the same brokers, for admin clients (BROKER-50).
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
 Rules: BROKER-6, BROKER-7, BROKER-10..BROKER-12, BROKER-45, BROKER-50, CTRL-11, CTRL-12,
-CTRL-14.
+CTRL-14, SEC-2.
 """
 
 from __future__ import annotations
@@ -101,10 +102,8 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
-            MetadataResponse.MetadataResponseBroker(
-                node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
-            )
-            for b in brokers
+            MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=h, port=p, rack=b.rack)
+            for b, h, p in listener_view(brokers, request)
         ],
         cluster_id=controller.cluster_id,
         controller_id=controller.controller_id,
@@ -130,9 +129,9 @@ def handle_describe_cluster(apis: KafkaApis, request: Request) -> Any:
         controller_id=controller.controller_id,
         brokers=[
             DescribeClusterResponse.DescribeClusterBroker(
-                broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+                broker_id=b.node_id, host=h, port=p, rack=b.rack
             )
-            for b in live_brokers(controller)
+            for b, h, p in listener_view(live_brokers(controller), request)
         ],
     )
 
@@ -147,6 +146,19 @@ def live_brokers(controller: Any) -> list[BrokerEndpoint]:
     if all(b.node_id != me.node_id for b in brokers):
         brokers = sorted([*brokers, me], key=lambda b: b.node_id)
     return brokers
+
+
+def listener_view(
+    brokers: list[BrokerEndpoint], request: Request
+) -> list[tuple[BrokerEndpoint, str, int]]:
+    """(broker, host, port) as the listener the request came in on advertises each broker
+    (Kafka: `MetadataCache.getAliveBrokerNodes(listenerName)`, SEC-2)."""
+    view = []
+    for broker in brokers:
+        address = broker.address(request.listener_name)
+        if address is not None:
+            view.append((broker, *address))
+    return view
 
 
 def _describe(apis: KafkaApis, name: str, live: set[int]) -> Any:

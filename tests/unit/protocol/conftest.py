@@ -157,6 +157,7 @@ _OLD = {
     14: ("group", "SyncGroup"),
     15: ("admin", "DescribeGroups"),
     16: ("admin", "ListGroups"),
+    17: ("sasl_handshake", "SaslHandshake"),
     18: ("api_versions", "ApiVersions"),
     19: ("admin", "CreateTopics"),
     20: ("admin", "DeleteTopics"),
@@ -168,6 +169,7 @@ _OLD = {
     26: ("end_txn", "EndTxn"),
     27: ("", "WriteTxnMarkers"),  # brokers only: kafka-python 2.x has no class for it
     28: ("txn_offset_commit", "TxnOffsetCommit"),
+    36: ("sasl_authenticate", "SaslAuthenticate"),
     60: ("", "DescribeCluster"),  # kafka-python 2.x has no class for it
     61: ("", "DescribeProducers"),  # kafka-python 2.x has no classes for these three
     65: ("", "DescribeTransactions"),
@@ -188,6 +190,7 @@ _NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadat
 _NEW.update(dict.fromkeys((8, 9, 11, 12, 13, 14), "consumer.group"))  # Heartbeat is not exported
 _NEW[10] = "metadata"
 _NEW[23] = "consumer"
+_NEW[17] = _NEW[36] = "sasl"
 _NEW.update(dict.fromkeys((24, 25, 26, 27, 28), "producer"))  # kafka.protocol.producer
 
 # kafka-python 3.x loads Kafka's JSON through a deprecated importlib API at import time;

@@ -143,7 +143,8 @@ def test_sigterm_is_clean_and_kill_9_recovers(tmp_path):
         (["--config", "log.segment.bytes=1"], "segment.bytes"),
         (["--config", "novalue"], "KEY=VALUE"),
         (["--listen", "nohostport"], "HOST:PORT"),
-        (["--config", "listeners=SSL://h:1"], "PLAINTEXT"),
+        (["--config", "listeners=SSL://h:1"], "must name a PLAINTEXT listener"),  # SEC-2
+        (["--config", "listeners=FOO://h:1"], "listener.security.protocol.map"),
         (["/no/such/server.properties"], "cannot read"),
     ],
 )
@@ -196,8 +197,8 @@ process.roles=broker,controller
     }
     config = KafkaConfig.from_props(props, {"num.partitions": "6"})
     assert (config.broker_id, config["num.partitions"], config.data_dir) == (3, 6, "/tmp/x")
-    assert config.listen_address == ("0.0.0.0", 9092)
-    assert config.advertised_address == ("127.0.0.1", 9092)
+    assert [e.uri() for e in config.endpoints()] == ["PLAINTEXT://0.0.0.0:9092"]
+    assert [e.uri() for e in config.advertised_endpoints()] == ["PLAINTEXT://127.0.0.1:9092"]
     assert config.ignored == ["process.roles"]
 
 
@@ -230,10 +231,10 @@ def test_the_cli_reads_a_properties_file(tmp_path):
         config=["num.partitions=7"],
     )
     config = build_config(args)
-    assert (config["num.partitions"], config.data_dir, config.listen_address) == (
+    assert (config["num.partitions"], config.data_dir, config.endpoints()[0].uri()) == (
         7,
         str(tmp_path),
-        ("127.0.0.1", 2),
+        "PLAINTEXT://127.0.0.1:2",
     )
 
 
@@ -321,8 +322,9 @@ def test_kafkas_own_server_properties_work(tmp_path):
     path = tmp_path / "server.properties"
     path.write_text(STOCK_KRAFT_PROPERTIES)
     config = KafkaConfig.from_file(path, {"log.dirs": str(tmp_path / "data")})
-    assert (config.broker_id, config.listen_address) == (1, ("", 0))
-    assert config.advertised_address == ("localhost", 9092)  # the CONTROLLER listener is not ours
+    assert (config.broker_id, [e.uri() for e in config.endpoints()]) == (1, ["PLAINTEXT://:0"])
+    advertised = [e.uri() for e in config.advertised_endpoints()]
+    assert advertised == ["PLAINTEXT://localhost:9092"]  # the CONTROLLER listener is not ours
     assert "process.roles" in config.ignored and config.log_config().retention_ms == 604_800_000
     with BrokerThread(config) as broker:
         response = Wire(broker.port).metadata([])

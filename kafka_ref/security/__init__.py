@@ -1,0 +1,20 @@
+"""Security: listeners and their protocols, TLS, SASL authentication and principals.
+
+Kafka's security model has two halves. The first, here, answers *who is this connection?*:
+each listener speaks one security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); TLS
+encrypts the bytes and may authenticate the client by its certificate (mTLS); SASL
+authenticates a user by a mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before any other
+request is served. The answer is a *principal*, `User:<name>`, kept with the connection
+for every request it sends. The second half, authorization (ACLs: may this principal do
+this operation on this resource?), stands on it.
+
+    listeners.py    listener names, security protocols, endpoints; a listener's settings
+    ssl_config.py   the TLS context from Kafka's ssl.* keys (PEM keystores, KIP-651)
+    principal.py    the principal of a connection (Kafka: DefaultKafkaPrincipalBuilder)
+    sasl_server.py  the SASL state machine of one connection (SaslHandshake, SaslAuthenticate)
+    plain.py        the PLAIN mechanism (RFC 4616) and the JAAS-style user list
+    scram.py        the SCRAM mechanisms (RFC 5802, RFC 7677)
+    credentials.py  SCRAM credentials, salted and hashed, in the metadata directory
+
+Rules: spec/security.md.
+"""
