@@ -18,12 +18,19 @@ the same with the two client libraries kafka-ref is tested with:
 
 The history checker (history.py) then looks for aborted reads, torn transactions, lost
 committed writes, duplicates and reordering (HIST-1..HIST-6, HIST-16..HIST-19).
+
+`ring` is the consume-transform-produce form (Jepsen's transactions that both poll and
+send): two confluent-kafka workers, each a read_committed consumer of the other's
+partition and a transactional producer to its own; every transaction polls inside itself,
+then writes, then commits or aborts. Each poll is recorded with its transaction, so the
+checker sees who read whose writes and can look for G1c cycles (HIST-19).
 """
 
 from __future__ import annotations
 
 import collections
 import random
+import threading
 import time
 import uuid
 
@@ -120,7 +127,7 @@ def read_committed(library: str, bootstrap: str, topic: str, partitions: int,
     seconds more; every poll goes into `history`. Returns the values read."""
     reader = f"{library}-reader"
     poll = _confluent_poller if library == "confluent-kafka" else _kafka_python_poller
-    poller, close = poll(bootstrap, topic, partitions)
+    poller, close = poll(bootstrap, topic, range(partitions))
     history.assign(reader, range(partitions))
     seen: set[str] = set()
     deadline, end = time.monotonic() + timeout, None
@@ -137,13 +144,15 @@ def read_committed(library: str, bootstrap: str, topic: str, partitions: int,
     return seen
 
 
-def _confluent_poller(bootstrap, topic, partitions):
+def _confluent_poller(bootstrap, topic, partitions) -> tuple:
+    """(poll() -> partition -> [(offset, value)], close) for a read_committed consumer
+    assigned `partitions` from offset 0."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
                          "enable.auto.commit": False, "isolation.level": "read_committed",
                          "log_level": 3})  # fmt: skip
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
 
     def poll() -> dict[int, list]:
         reads = collections.defaultdict(list)
@@ -160,7 +169,7 @@ def _kafka_python_poller(bootstrap, topic, partitions):
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
                              enable_auto_commit=False, auto_offset_reset="earliest")  # fmt: skip
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    tps = [TopicPartition(topic, p) for p in partitions]
     consumer.assign(tps)
     for tp in tps:
         consumer.seek(tp, 0)
@@ -172,3 +181,45 @@ def _kafka_python_poller(bootstrap, topic, partitions):
         return reads
 
     return poll, consumer.close
+
+
+def ring(bootstrap: str, topic: str, count: int, history: History, seed: int) -> None:
+    """Two workers on partitions 0 and 1 of `topic`, each running `count` transactions
+    that poll the other's partition (read_committed) and write to their own."""
+    workers = [threading.Thread(target=_ring_worker, name=f"ring-{own}",
+                                args=(bootstrap, topic, own, count, history, seed + own))
+               for own in (0, 1)]  # fmt: skip
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(300)
+
+
+def _ring_worker(bootstrap, topic, own, count, history, seed) -> None:
+    from confluent_kafka import KafkaException, Producer
+
+    rng, process = random.Random(seed), f"ring-{own}"
+    poll, close = _confluent_poller(bootstrap, topic, [1 - own])
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "log_level": 3,
+                         "transactional.id": f"ring-{own}-{uuid.uuid4().hex[:6]}"})  # fmt: skip
+    producer.init_transactions(30)
+    try:
+        for i in range(count):
+            txn, commit = f"ring{own}-T{i}", rng.random() >= 1 / 4
+            acked: dict[str, tuple[int, int | None]] = {}
+
+            def delivered(err, msg, acked=acked) -> None:
+                acked[msg.value().decode()] = (msg.partition(), None if err else msg.offset())
+
+            producer.begin_transaction()
+            reads = poll()
+            if reads:
+                history.poll(process, reads, read_committed=True, txn=txn)
+            values = [(own, f"ring{own}-{i}-{j}") for j in range(rng.randint(1, 2))]
+            for _, value in values:
+                producer.produce(topic, value.encode(), partition=own, on_delivery=delivered)
+            producer.flush(30)
+            finish = producer.commit_transaction if commit else producer.abort_transaction
+            _record(history, process, txn, values, acked, _end(finish, commit, KafkaException))
+    finally:
+        close()

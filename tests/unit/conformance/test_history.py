@@ -227,6 +227,7 @@ def test_a_chain_of_reads_from_is_no_cycle_and_a_longer_cycle_is_found():
     assert check(h).anomalies["G1c"] == [{"cycle": ["T0", "T1", "T2", "T0"]}]
 
 
+@pytest.mark.spec("HIST-16")
 def test_an_unknown_transaction_outcome_is_refused():
     with pytest.raises(ValueError, match="outcome"):
         History().end_txn("p", "T1", "maybe")
