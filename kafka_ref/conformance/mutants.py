@@ -178,6 +178,61 @@ def _no_grace_for_new_leaders_followers() -> None:
     Replica.__init__ = init
 
 
+def _lso_ignores_open_transactions() -> None:
+    """The LSO is the high watermark: read_committed reads open transactions (TXN-4)."""
+    from kafka_ref.log.log import Log
+
+    Log.last_stable_offset = lambda self, high_watermark: high_watermark  # the bug
+
+
+def _read_committed_returns_aborted() -> None:
+    """A read_committed fetch lists no aborted transactions, so consumers keep their
+    records (TXN-8)."""
+    from kafka_ref.replication.reads import ConsumerReads
+
+    ConsumerReads.aborted_transactions = lambda self, info: []  # the bug
+
+
+def _older_epoch_accepted_after_fencing() -> None:
+    """The partition's producer epoch check is gone: a fenced producer's batches and
+    markers are taken, an older epoch treated like a new one (TXN-3, IDEM-5)."""
+    from kafka_ref.errors import OutOfOrderSequenceError
+    from kafka_ref.log import producer_entry, producer_state
+
+    original = producer_entry.check_client_batch
+
+    def check_client_batch(pid, entry, header):
+        if entry is not None and 0 <= header.producer_epoch < entry.producer_epoch:
+            # the bug: "a different epoch is a new epoch", as if it were newer
+            if header.base_sequence != 0:
+                raise OutOfOrderSequenceError(f"producer {pid}: a new epoch starts at 0")
+            return None
+        return original(pid, entry, header)
+
+    def check_epoch(pid, entry, epoch):
+        return None  # the bug: markers and coordinator appends of any epoch are taken
+
+    producer_state.check_client_batch = check_client_batch
+    producer_entry.check_epoch = producer_state.check_epoch = check_epoch
+
+
+def _markers_before_decision_durable() -> None:
+    """The coordinator sends the markers with EndTxn, before PrepareCommit/PrepareAbort is
+    durable, so a failed or lost decision record leaves markers nobody decided (TXN-12)."""
+    from kafka_ref.txn.coordinator import MarkerRequest, TransactionCoordinator
+
+    original = TransactionCoordinator._end
+
+    def end(self, meta, partition, commit, callback):
+        epoch, partitions = self._epochs[partition], frozenset(meta.partitions)
+        request = MarkerRequest(meta.transactional_id, meta.producer_id, meta.producer_epoch,
+                                commit, epoch, partitions)  # fmt: skip
+        self.send_markers(request, lambda errors: None)  # the bug: before the decision's write
+        return original(self, meta, partition, commit, callback)
+
+    TransactionCoordinator._end = end
+
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -205,6 +260,18 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("no-grace-for-new-leaders-followers",
                "a new leader drops ISR followers that have not fetched from it yet at once",
                ("ISR-4",), _no_grace_for_new_leaders_followers, suite="tests/unit"),
+        Mutant("lso-ignores-open-transactions",
+               "the LSO is the high watermark: read_committed reads open transactions",
+               ("TXN-61", "TXN-63"), _lso_ignores_open_transactions),
+        Mutant("read-committed-returns-aborted",
+               "a read_committed fetch lists no aborted transactions: their records are read",
+               ("TXN-60",), _read_committed_returns_aborted),
+        Mutant("older-epoch-accepted-after-fencing",
+               "partitions take batches and markers of an older producer epoch",
+               ("TXN-62",), _older_epoch_accepted_after_fencing),
+        Mutant("markers-before-decision-durable",
+               "the coordinator writes markers before its PrepareCommit/PrepareAbort is durable",
+               ("TXN-12",), _markers_before_decision_durable, suite="tests/unit"),
     )
 }  # fmt: skip
 

@@ -148,10 +148,16 @@ class Wire:
             time.sleep(0.05)
 
     def produce(
-        self, topic: str, partition: int, records: bytes | None, acks: int = -1, version: int = 7
+        self,
+        topic: str,
+        partition: int,
+        records: bytes | None,
+        acks: int = -1,
+        version: int = 7,
+        transactional_id: str | None = None,
     ) -> Any:
         """The partition response (error_code, base_offset, ...); None for acks=0."""
-        body = produce_body(topic, partition, records, acks)
+        body = produce_body(topic, partition, records, acks, transactional_id=transactional_id)
         if acks == 0:
             self.sock.sendall(frames.encode_request(ApiKey.PRODUCE, version, 0, "c", body))
             return None
@@ -178,11 +184,14 @@ class Wire:
         )
         return self.request(ApiKey.METADATA, version, body)
 
-    def list_offset(self, topic: str, partition: int, timestamp: int) -> Any:
-        """ListOffsets v2 for one partition: -2 earliest, -1 latest, else a timestamp."""
+    def list_offset(
+        self, topic: str, partition: int, timestamp: int, isolation_level: int = 0
+    ) -> Any:
+        """ListOffsets v2 for one partition: -2 earliest, -1 latest, else a timestamp;
+        isolation_level 1 (read_committed) makes latest the last stable offset."""
         body = ListOffsetsRequest(
             replica_id=-1,
-            isolation_level=0,
+            isolation_level=isolation_level,
             topics=[
                 ListOffsetsRequest.ListOffsetsTopic(
                     name=topic,
@@ -214,10 +223,15 @@ class Wire:
 
 
 def produce_body(
-    topic: str, partition: int, records: bytes | None, acks: int = -1, timeout_ms: int = 10000
+    topic: str,
+    partition: int,
+    records: bytes | None,
+    acks: int = -1,
+    timeout_ms: int = 10000,
+    transactional_id: str | None = None,
 ) -> Any:
     return ProduceRequest(
-        transactional_id=None,
+        transactional_id=transactional_id,
         acks=acks,
         timeout_ms=timeout_ms,
         topic_data=[

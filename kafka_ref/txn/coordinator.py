@@ -310,6 +310,8 @@ class TransactionCoordinator:
 
     def _complete(self, meta: TransactionMetadata, partition: int, epoch: int) -> None:
         """Every marker is written: log CompleteCommit / CompleteAbort."""
+        if not self._still_owner(partition, epoch):
+            return  # a retry of an earlier coordinator epoch: the new one finishes (TXN-14)
         target = meta.prepare_complete(self._now())
 
         def failed(error: ErrorCode) -> None:

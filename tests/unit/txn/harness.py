@@ -2,16 +2,22 @@
 
 Appends and marker requests wait in queues until a test (or a state machine rule)
 completes them, so every interleaving of "the log write is durable", "the markers are
-written" and "the coordinator fails over" can be played.
+written" and "the coordinator fails over" can be played. With `logs` (topic partition ->
+a real `Log`), a completed marker request writes its markers into those logs, as the
+partition leaders' WriteTxnMarkers handler does, and answers with what each append said.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafka_ref.clock import ManualClock, ManualScheduler
-from kafka_ref.errors import ErrorCode
+from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.log.log import Log
+from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.record.batch import RecordBatch
+from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, build_marker_batch
 from kafka_ref.txn import transaction_log as tlog
 from kafka_ref.txn.coordinator import MarkerRequest, TransactionCoordinator, TxnConfig
 from kafka_ref.txn.transaction_metadata import TransactionMetadata
@@ -29,6 +35,7 @@ class Harness:
     sent: list[MarkerRequest] = field(default_factory=list)  # every request ever sent
     epochs: dict[int, int] = field(default_factory=dict)
     next_pid: int = 1000
+    logs: dict[tuple[str, int], Log] = field(default_factory=dict)  # where markers are written
 
     def __post_init__(self) -> None:
         self.scheduler = ManualScheduler(self.clock)
@@ -63,7 +70,21 @@ class Harness:
 
     def complete_markers(self, i: int = 0, error: ErrorCode = OK) -> None:
         request, on_done = self.markers.pop(i)
-        on_done(dict.fromkeys(request.partitions, error))
+        errors = dict.fromkeys(request.partitions, error)
+        if error == OK and self.logs:
+            errors = {tp: self._write_marker(tp, request) for tp in request.partitions}
+        on_done(errors)
+
+    def _write_marker(self, tp: tuple[str, int], request: MarkerRequest) -> ErrorCode:
+        kind = ControlRecordType.COMMIT if request.commit else ControlRecordType.ABORT
+        marker = EndTransactionMarker(kind, request.coordinator_epoch)
+        batch = build_marker_batch(request.producer_id, request.producer_epoch, marker,
+                                   self.clock.milliseconds())  # fmt: skip
+        try:
+            self.logs[tp].append(batch, origin=AppendOrigin.COORDINATOR)
+        except KafkaError as err:  # an older producer or coordinator epoch (TXN-3)
+            return err.code
+        return OK
 
     def settle(self, rounds: int = 50) -> None:
         """Complete every append and marker, and run due timers, until nothing is left."""
@@ -82,6 +103,20 @@ class Harness:
         self.epochs[partition] = self.epochs.get(partition, -1) + 1
         self.coordinator.on_resigned(partition)
         self.coordinator.on_elected(partition, self.epochs[partition], self.log.get(partition, []))
+
+    def crash(self, landed: Sequence[bool] = ()) -> None:
+        """The coordinator's process dies: of its log writes in flight, the i-th reached the
+        log if landed[i] (its answer is lost either way); its marker requests and timers
+        die with it. A new coordinator then loads every partition from the log (TXN-14)."""
+        for (partition, records, _), durable in zip(self.appends, landed, strict=False):
+            if durable:
+                self.log.setdefault(partition, []).extend(records)
+        self.appends.clear()
+        self.markers.clear()
+        self.scheduler = ManualScheduler(self.clock)
+        self.coordinator = self._new_coordinator()
+        for p in range(self.num_partitions):
+            self.elect(p)
 
     def durable(self, transactional_id: str) -> TransactionMetadata | None:
         partition = self.coordinator.partition_for(transactional_id)

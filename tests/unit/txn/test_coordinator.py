@@ -300,3 +300,22 @@ def test_kip_360_bumps_the_named_epoch_and_recognises_a_retry():
     assert init_with((pid, epoch)) == (ErrorCode.PRODUCER_FENCED, -1, -1)  # too old
     assert init_with((pid + 7, epoch + 2)) == (ErrorCode.PRODUCER_FENCED, -1, -1)
     assert init_with((-1, -1)) == (OK, pid, epoch + 3)  # no id yet: as in v0
+
+
+@pytest.mark.spec("TXN-14")
+def test_a_retry_left_by_the_coordinator_before_a_failover_writes_nothing():
+    h = Harness()
+    pid, epoch = init_ok(h)
+    h.add("app-1", pid, epoch, ("t", 0))
+    h.settle()
+    h.end("app-1", pid, epoch, False)
+    h.complete_append()  # PrepareAbort is durable: the markers go out
+    h.complete_markers()  # written: CompleteAbort is appended...
+    h.complete_append(error=ErrorCode.NOT_ENOUGH_REPLICAS)  # ...fails, a retry is scheduled
+    h.elect(h.coordinator.partition_for("app-1"))  # the new epoch sends the markers again
+    assert len(h.markers) == 1
+    h.scheduler.advance(1000)  # the old epoch's retry is due: it must not write Complete
+    assert h.appends == [], "a write of the old coordinator epoch"
+    h.settle()
+    states = [m.state for m in h.history("app-1")]
+    assert states[-2:] == [S.PREPARE_ABORT, S.COMPLETE_ABORT]

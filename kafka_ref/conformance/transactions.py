@@ -1,0 +1,202 @@
+"""Transactions at the wire level: a transactional producer driven one request at a time,
+and a read_committed reader.
+
+A real transactional client (librdkafka, kafka-python) hides every step of KIP-98 and
+never misbehaves on purpose, so it cannot play the *zombie*: the old instance of a
+producer that keeps writing after a new instance with the same `transactional.id` fenced
+it. `TxnProducer` can. It speaks to the transaction coordinator (FindCoordinator with key
+type 1) and to the partition leader with exactly the requests a client sends:
+InitProducerId, AddPartitionsToTxn, Produce of transactional batches (producer id, epoch,
+per-partition sequence) and EndTxn; each method returns the error code, so a test can
+check what a fenced producer is told.
+
+`read_committed` reads a partition as a read_committed consumer does: Fetch with
+`isolation_level=1` up to the last stable offset, and the broker's list of aborted
+transactions applied by kafka-ref's own consumer code (`kafka_ref.client.fetcher`), so
+aborted records and markers are dropped exactly as a client drops them. A broker that
+leaves out the aborted transactions is then seen to return aborted data, as a real
+consumer would see it.
+
+Errors the protocol calls retriable (the coordinator is loading, or the previous
+transaction is still being completed) are retried until a deadline, as clients do.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kafka_ref.client.fetcher import CompletedFetch
+from kafka_ref.common import TopicPartition
+from kafka_ref.conformance.wire import Wire, batch
+from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol.messages import (
+    AddPartitionsToTxnRequest,
+    ApiKey,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    supported_api_versions,
+)
+
+READ_COMMITTED = 1
+FENCED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED})
+RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                       ErrorCode.CONCURRENT_TRANSACTIONS})  # fmt: skip
+TXN_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
+            ApiKey.END_TXN)  # fmt: skip
+
+
+def negotiate(wire: Wire) -> dict[int, int]:
+    """API key -> the highest version both kafka-ref's codecs and the broker speak, as a
+    client picks it from ApiVersions (some brokers answer only the newer versions well)."""
+    ours = {key: high for key, _, high in supported_api_versions()}
+    theirs = {k.api_key: k.max_version for k in wire.api_versions(0).api_keys}
+    return {key: min(ours[key], theirs.get(key, 0)) for key in TXN_APIS}
+
+
+def _retrying(send, deadline_s: float = 20.0) -> Any:
+    """Call `send()` until its answer's error is not retriable or the deadline passes."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        answer = send()
+        if answer.error_code not in RETRIABLE or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
+class TxnProducer:
+    """One instance of a transactional producer, over its own connections."""
+
+    def __init__(self, host: str, port: int, transactional_id: str,
+                 timeout_ms: int = 60000) -> None:  # fmt: skip
+        self.transactional_id, self.timeout_ms = transactional_id, timeout_ms
+        self.leader = Wire(host, port)
+        self.versions = negotiate(self.leader)
+        found = _retrying(lambda: self.leader.request(
+            ApiKey.FIND_COORDINATOR, self.versions[ApiKey.FIND_COORDINATOR],
+            FindCoordinatorRequest(key=transactional_id, key_type=1)))  # fmt: skip
+        if found.error_code != 0:
+            raise RuntimeError(f"FindCoordinator({transactional_id}): error {found.error_code}")
+        self.coordinator = Wire(host if found.host in ("localhost", "127.0.0.1") else found.host,
+                                found.port)  # fmt: skip
+        self.producer_id = self.epoch = -1
+        self.sequences: dict[tuple[str, int], int] = {}
+
+    def close(self) -> None:
+        self.leader.close()
+        self.coordinator.close()
+
+    def __enter__(self) -> TxnProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def init(self) -> int:
+        """InitProducerId: this instance's producer id and (bumped) epoch; the error code."""
+        body = InitProducerIdRequest(transactional_id=self.transactional_id,
+                                     transaction_timeout_ms=self.timeout_ms)  # fmt: skip
+        answer = _retrying(lambda: self.coordinator.request(
+            ApiKey.INIT_PRODUCER_ID, self.versions[ApiKey.INIT_PRODUCER_ID], body))  # fmt: skip
+        if answer.error_code == 0:
+            self.producer_id, self.epoch = answer.producer_id, answer.producer_epoch
+            self.sequences.clear()  # a new epoch starts every partition at sequence 0
+        return answer.error_code
+
+    def add(self, topic: str, *partitions: int) -> int:
+        """AddPartitionsToTxn; the first error code of any partition, or 0."""
+        body = AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=self.transactional_id,
+            v3_and_below_producer_id=self.producer_id,
+            v3_and_below_producer_epoch=self.epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
+                name=topic, partitions=list(partitions))],
+        )  # fmt: skip
+        version = self.versions[ApiKey.ADD_PARTITIONS_TO_TXN]
+        answer = _retrying(lambda: _add_error(self.coordinator.request(
+            ApiKey.ADD_PARTITIONS_TO_TXN, version, body)))  # fmt: skip
+        return answer.error_code
+
+    def produce(self, topic: str, partition: int, values: list[bytes]) -> Any:
+        """One transactional batch of `values`; the partition's produce response."""
+        seq = self.sequences.get((topic, partition), 0)
+        records = batch(values, producer_id=self.producer_id, producer_epoch=self.epoch,
+                        base_sequence=seq, is_transactional=True)  # fmt: skip
+        answer = self.leader.produce(topic, partition, records,
+                                     transactional_id=self.transactional_id)  # fmt: skip
+        if answer.error_code == 0:
+            self.sequences[(topic, partition)] = seq + len(values)
+        return answer
+
+    def end(self, commit: bool) -> int:
+        """EndTxn: the error code (0 once the decision is durable)."""
+        body = EndTxnRequest(transactional_id=self.transactional_id,
+                             producer_id=self.producer_id, producer_epoch=self.epoch,
+                             committed=commit)  # fmt: skip
+        version = self.versions[ApiKey.END_TXN]
+        return _retrying(lambda: self.coordinator.request(ApiKey.END_TXN, version, body)).error_code
+
+    def transaction(self, topic: str, values: dict[int, list[bytes]], commit: bool) -> None:
+        """Add the partitions of `values`, write them, and end the transaction; asserts that
+        every step succeeded."""
+        assert self.add(topic, *values) == 0, "AddPartitionsToTxn failed"
+        for partition, vs in values.items():
+            assert self.produce(topic, partition, vs).error_code == 0, "produce failed"
+        assert self.end(commit) == 0, "EndTxn failed"
+
+
+class _AddAnswer:
+    def __init__(self, error_code: int) -> None:
+        self.error_code = error_code
+
+
+def _add_error(response: Any) -> _AddAnswer:
+    """AddPartitionsToTxn answers per partition; the request fails together."""
+    codes = [p.partition_error_code for t in response.results_by_topic_v3_and_below
+             for p in t.results_by_partition]  # fmt: skip
+    return _AddAnswer(next((c for c in codes if c != 0), 0))
+
+
+def read_committed(wire: Wire, topic: str, partition: int, start: int = 0) -> tuple[list, int]:
+    """(the values a read_committed consumer reads from `start`, the last stable offset).
+
+    Fetches until the LSO the broker reports; a record is kept only if kafka-ref's
+    consumer (CompletedFetch) keeps it with the broker's aborted transactions list."""
+    values, offset, lso = [], start, -1
+    while True:
+        data = wire.fetch(topic, partition, offset, isolation_level=READ_COMMITTED)
+        assert data.error_code == 0, f"read_committed fetch at {offset}: error {data.error_code}"
+        lso = data.last_stable_offset
+        if offset >= lso:
+            return values, lso
+        fetched = CompletedFetch(TopicPartition(topic, partition), offset, data,
+                                 read_committed=True)  # fmt: skip
+        values += [(r.offset, r.value) for r in fetched.take(1 << 30)]
+        if fetched.next_fetch_offset <= offset:
+            return values, lso  # nothing readable below the LSO at this offset
+        offset = fetched.next_fetch_offset
+
+
+def settled(wire: Wire, topic: str, partition: int, timeout_s: float = 10.0) -> tuple[int, int]:
+    """Wait until every transaction of the partition is decided and its marker written: the
+    LSO (ListOffsets latest under read_committed) equals the log end. Returns both."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        end = wire.list_offset(topic, partition, -1).offset
+        lso = wire.list_offset(topic, partition, -1, isolation_level=READ_COMMITTED).offset
+        if lso == end or time.monotonic() > deadline:
+            return lso, end
+        time.sleep(0.05)
+
+
+def wait_for_lso(wire: Wire, topic: str, partition: int, at_least: int,
+                 timeout_s: float = 10.0) -> int:  # fmt: skip
+    """ListOffsets latest under read_committed until it reaches `at_least` (EndTxn answers
+    once the decision is durable; the markers follow); the last answer."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lso = wire.list_offset(topic, partition, -1, isolation_level=READ_COMMITTED).offset
+        if lso >= at_least or time.monotonic() > deadline:
+            return lso
+        time.sleep(0.05)
