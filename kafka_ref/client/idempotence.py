@@ -13,10 +13,11 @@ and answers a resent one with its original offsets instead of appending it again
     records                0..9           10..24          25..25
     baseSequence           0              10              25      (next sequence: 26)
 
-This module is the idempotent half of Kafka's `TransactionManager` (Kafka's class also runs
-transactions; our producer does not yet). It is called by the Sender thread only, and holds:
+This module is the idempotent half of Kafka's `TransactionManager`; the transactional half,
+built on it, is transaction_manager.py. It is called by the Sender thread only, and holds:
 
-* `producer_id_and_epoch` - from InitProducerId; until it arrives nothing is drained.
+* `producer_id_and_epoch` (a `ProducerIdAndEpoch`) - from InitProducerId, which the
+  transaction manager sends; until it arrives nothing is drained.
 * per partition (`PartitionEntry`, Kafka's `TxnPartitionEntry`): the PID/epoch its sequences
   belong to, the next sequence, the last acknowledged sequence, and the *in-flight* batches:
   drained, with a sequence, not yet completed (sent, or back in the queue for a retry).
@@ -36,7 +37,8 @@ batches wait behind them.
 
 **Epoch bump** (KIP-360, IPROD-5). Two answers to the batch that *is* the next expected
 one (last acked sequence + 1) mean the broker's and the producer's views of the sequence
-disagree for good:
+disagree for good (for an idempotent producer; a transactional one aborts instead, see
+transaction_manager.py):
 * OUT_OF_ORDER_SEQUENCE_NUMBER: a real gap, records were lost between;
 * UNKNOWN_PRODUCER_ID: the partition lost the producer's state (it expired, or the log was
   deleted). (Java bumps on this answer for any batch; see `can_retry` for why we do not.)
@@ -66,16 +68,11 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import NamedTuple, Protocol
 
-from kafka_ref.client.accumulator import NO_PRODUCER, ProducerIdAndEpoch
-from kafka_ref.client.metadata import TopicPartition, error_code
+from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.protocol.messages import InitProducerIdRequest
-
-if TYPE_CHECKING:
-    from kafka_ref.client.accumulator import ProducerBatch
-    from kafka_ref.client.connection import ClientRequest
+from kafka_ref.record.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger("kafka_ref.client")
 
@@ -90,6 +87,32 @@ _SEQUENCE_ERRORS = (
     ErrorCode.UNKNOWN_PRODUCER_ID,
     ErrorCode.INVALID_PRODUCER_EPOCH,
 )
+
+
+class ProducerIdAndEpoch(NamedTuple):
+    """Idempotence's identity of a producer; NO_PRODUCER until InitProducerId."""
+
+    producer_id: int = NO_PRODUCER_ID
+    epoch: int = NO_PRODUCER_EPOCH
+
+
+NO_PRODUCER = ProducerIdAndEpoch()
+
+
+class SequencedBatch(Protocol):
+    """What the sequence bookkeeping needs of a batch (the accumulator's SequencedBatch)."""
+
+    tp: TopicPartition
+    base_sequence: int
+
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+    @property
+    def answer_is_stale(self) -> bool: ...
+    def set_producer_state(self, producer: ProducerIdAndEpoch, base_sequence: int) -> None: ...
+    def reset_producer_state(self, producer: ProducerIdAndEpoch, base_sequence: int) -> None: ...
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -113,11 +136,11 @@ class PartitionEntry:
         self.producer = producer  # the PID/epoch this partition's sequences belong to
         self.next_sequence = 0
         self.last_acked_sequence = NO_LAST_ACKED_SEQUENCE
-        self.in_flight: list[ProducerBatch] = []  # in sequence order
+        self.in_flight: list[SequencedBatch] = []  # in sequence order
 
 
-class TransactionManager:
-    """The idempotent producer's state, owned by the Sender thread (Kafka's TransactionManager)."""
+class IdempotentProducerState:
+    """The idempotent half of Kafka's TransactionManager, owned by the Sender thread."""
 
     def __init__(self, *, retry_backoff_ms: int = 100) -> None:
         self.retry_backoff_ms = retry_backoff_ms
@@ -125,8 +148,6 @@ class TransactionManager:
         self.partitions: dict[TopicPartition, PartitionEntry] = {}
         self.epoch_bump_required = False
         self._partitions_to_rewrite: set[TopicPartition] = set()
-        self.init_in_flight = False
-        self.next_init_ms = 0  # backoff after a failed InitProducerId
         self.fatal_error: KafkaError | None = None
 
     @property
@@ -138,33 +159,15 @@ class TransactionManager:
             self.partitions[tp] = PartitionEntry(self.producer_id_and_epoch)
         return self.partitions[tp]
 
-    # -- InitProducerId ---------------------------------------------------------------
+    # -- the producer id ----------------------------------------------------------------
 
-    @staticmethod
-    def init_producer_id_request() -> object:
-        """No transactional id: any broker hands out a fresh PID with epoch 0 (IPROD-1)."""
-        return InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=INT32_MAX)
-
-    def handle_init_producer_id(self, sent: ClientRequest, now: int) -> None:
-        self.init_in_flight = False
-        if sent.error is not None:
-            code, message = sent.error.code, str(sent.error)
-        else:
-            code, message = error_code(sent.response.error_code), ""
-        if code == ErrorCode.NO_ERROR:
-            pid = ProducerIdAndEpoch(sent.response.producer_id, sent.response.producer_epoch)
-            log.info("producer id %d, epoch %d", pid.producer_id, pid.epoch)
-            self.producer_id_and_epoch = pid
-            for tp, entry in self.partitions.items():  # after a reset at EPOCH_MAX
-                if entry.in_flight:
-                    self.start_sequences_at_beginning(tp)
-        elif code.retriable:
-            log.warning("InitProducerId failed with %s, retrying", code.name)
-            self.next_init_ms = now + self.retry_backoff_ms
-        else:  # Kafka: a fatal error; every record of this producer fails with it
-            self.fatal_error = KafkaError(
-                message or f"InitProducerId failed: {code.name}", code=code
-            )
+    def set_producer_id_and_epoch(self, producer: ProducerIdAndEpoch) -> None:
+        """InitProducerId answered: batches still in flight are renumbered under the new id."""
+        log.info("producer id %d, epoch %d", producer.producer_id, producer.epoch)
+        self.producer_id_and_epoch = producer
+        for tp, entry in self.partitions.items():  # after a reset at EPOCH_MAX
+            if entry.in_flight:
+                self.start_sequences_at_beginning(tp)
 
     def bump_idempotent_epoch_and_reset_id_if_needed(self) -> None:
         """Apply a requested epoch bump (IPROD-5); the Sender calls this every loop."""
@@ -198,7 +201,7 @@ class TransactionManager:
 
     # -- drain ------------------------------------------------------------------------
 
-    def should_stop_drain(self, batch: ProducerBatch) -> bool:
+    def should_stop_drain(self, batch: SequencedBatch) -> bool:
         """May `batch`, the first of its queue, not leave now? (IPROD-4)"""
         if not self.has_producer_id:
             return True
@@ -210,7 +213,7 @@ class TransactionManager:
         # a retry: only the lowest in-flight sequence may go (one retry at a time)
         return bool(entry.in_flight) and entry.in_flight[0] is not batch
 
-    def assign_sequence(self, batch: ProducerBatch) -> None:
+    def assign_sequence(self, batch: SequencedBatch) -> None:
         """Stamp a newly drained batch with PID, epoch and the next sequence (IPROD-2)."""
         if batch.base_sequence >= 0:
             return  # a retry keeps its sequence (IPROD-3)
@@ -222,7 +225,7 @@ class TransactionManager:
         entry.next_sequence = increment_sequence(entry.next_sequence, batch.record_count)
         entry.in_flight.append(batch)
 
-    def insert_in_sequence_order(self, queue: deque[ProducerBatch], batch: ProducerBatch) -> None:
+    def insert_in_sequence_order(self, queue: deque[SequencedBatch], batch: SequencedBatch) -> None:
         """Requeue a retried batch before every queued batch with a higher sequence."""
         order = self.entry(batch.tp).in_flight
         if batch not in order:
@@ -236,7 +239,7 @@ class TransactionManager:
 
     # -- answers ----------------------------------------------------------------------
 
-    def handle_completed_batch(self, batch: ProducerBatch) -> None:
+    def handle_completed_batch(self, batch: SequencedBatch) -> None:
         """Success, or DUPLICATE_SEQUENCE_NUMBER (the broker has it already, IPROD-6)."""
         entry = self.entry(batch.tp)
         if batch not in entry.in_flight:
@@ -252,7 +255,12 @@ class TransactionManager:
             # the broker had the failed one after all, from an attempt whose answer was lost)
             entry.last_acked_sequence = batch.last_sequence
 
-    def can_retry(self, batch: ProducerBatch, error: ErrorCode) -> bool:
+    def is_next_expected(self, batch: SequencedBatch) -> bool:
+        """Is `batch` the one the broker expects next (last acknowledged sequence + 1)?"""
+        last_acked = self.entry(batch.tp).last_acked_sequence
+        return batch.base_sequence == increment_sequence(last_acked, 1)
+
+    def can_retry(self, batch: SequencedBatch, error: ErrorCode) -> bool:
         """Kafka's TransactionManager.canRetry for an idempotent producer (IPROD-4, IPROD-5).
 
         Kafka tells an answer to an attempt from before a bump by `sequenceHasBeenReset`;
@@ -264,13 +272,12 @@ class TransactionManager:
         if batch.answer_is_stale and error in _SEQUENCE_ERRORS:
             return True  # about the old numbering: resend with the new one
         if error in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID):
-            entry = self.entry(batch.tp)
-            if batch.base_sequence == increment_sequence(entry.last_acked_sequence, 1):
+            if self.is_next_expected(batch):
                 self.request_epoch_bump(batch.tp)  # the next expected batch: a real gap
             return True  # otherwise a batch ahead of it failed: retry, in order
         return error.retriable
 
-    def handle_failed_batch(self, batch: ProducerBatch) -> None:
+    def handle_failed_batch(self, batch: SequencedBatch) -> None:
         """A batch failed for good; if it had a sequence, its gap needs a new epoch (IPROD-5)."""
         entry = self.entry(batch.tp)
         if batch in entry.in_flight:
