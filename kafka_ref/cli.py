@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
     "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),
+    "transactions": (
+        "kafka_ref.tools.transactions",
+        "list and describe transactions and a partition's producers",
+    ),
     "lab": ("kafka_ref.tools.lab", "grade a lab's solution and run its analysis"),
     "chaos": ("kafka_ref.tools.chaos", "run a fault campaign on a local cluster and judge it"),
 }
