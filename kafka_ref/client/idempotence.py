@@ -52,9 +52,10 @@ and retried. Every other partition keeps its old epoch until its own in-flight b
 done, then starts over at sequence 0 with the new epoch (`assign_sequence`); no new batch is
 drained there before that. At epoch 32767 the producer id is dropped instead and a fresh
 InitProducerId fetches a new one (on a v3+ broker the Java client sends its PID and epoch in
-InitProducerId for the bump; kafka-ref's broker speaks v0-1, and the local bump needs no
-request at all). The broker's UNKNOWN_PRODUCER_ID answers carry log_start_offset -1, so the
-Java branch that first compares it with the last acknowledged offset is not taken here.
+InitProducerId for the bump; an idempotent producer owns its id alone, and the local bump
+needs no request at all - a transactional one does send it, see transaction_manager.py).
+The broker's UNKNOWN_PRODUCER_ID answers carry log_start_offset -1, so the Java branch
+that first compares it with the last acknowledged offset is not taken here.
 
 Kafka: `TransactionManager` (`bumpIdempotentEpochAndResetIdIfNeeded`, `canRetry`,
 `handleCompletedBatch`, `handleFailedBatch`), `TxnPartitionMap.startSequencesAtBeginning`,
