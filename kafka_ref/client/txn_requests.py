@@ -165,9 +165,11 @@ class TransactionRequests(IdempotentProducerState):
         """The Sender's callback: a lost connection or a timeout finds the broker again."""
         with self._lock:
             self.in_flight = None
-            if sent.error is not None:
+            if self.state is State.FATAL_ERROR:  # fenced meanwhile: the caller gets that
+                request.result.done(self.last_error)
+            elif sent.error is not None:
                 self.retry(request, now, lookup=True)
-            elif self.state is not State.FATAL_ERROR:
+            else:
                 request.handle(sent.response, now)
 
     def handle_error(self, request: TxnRequest, code: ErrorCode, now: int) -> None:

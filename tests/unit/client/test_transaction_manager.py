@@ -427,3 +427,23 @@ TransactionalProducerMachine.TestCase.settings = settings(max_examples=40, deadl
 test_random_calls_follow_the_state_machine = pytest.mark.spec("TXN-40")(
     TransactionalProducerMachine.TestCase
 )
+
+
+@pytest.mark.spec("TXN-44")
+def test_a_call_waiting_when_a_produce_answer_fences_the_producer_gets_the_fencing():
+    c = Coordinator()
+    c.call(c.tm.initialize_transactions)
+    c.tm.begin_transaction()
+    c.send(TP0)
+    c.sender.send_producer_data(c.now)  # AddPartitionsToTxn
+    c.client.sent[-1].complete(ok_response(c.client.sent[-1]))
+    c.sender.send_producer_data(c.now)  # the Produce, not answered yet
+    produce = c.client.sent[-1]
+    result = c.tm.send_offsets_to_transaction({TP1: 5}, "g")
+    c.sender.send_producer_data(c.now)  # AddOffsetsToTxn goes while the Produce is out
+    add_offsets = c.client.sent[-1]
+    assert add_offsets.api_key == ApiKey.ADD_OFFSETS_TO_TXN
+    answer(produce, {TP0: ErrorCode.INVALID_PRODUCER_EPOCH})
+    add_offsets.complete(ok_response(add_offsets))
+    with pytest.raises(ProducerFencedError):
+        result.wait(0)
