@@ -447,3 +447,18 @@ def test_a_call_waiting_when_a_produce_answer_fences_the_producer_gets_the_fenci
     add_offsets.complete(ok_response(add_offsets))
     with pytest.raises(ProducerFencedError):
         result.wait(0)
+
+
+@pytest.mark.spec("TXN-41")
+def test_the_producer_raises_on_misuse_instead_of_failing_a_future():
+    from kafka_ref.client import Producer
+    from kafka_ref.client.producer import ProducerConfigError
+
+    with pytest.raises(ProducerConfigError, match="without also enabling idempotence"):
+        Producer("127.0.0.1:1", transactional_id="x", enable_idempotence=False)
+    with Producer("127.0.0.1:1", transactional_id="x", max_block_ms=100) as p:
+        assert p.enable_idempotence and p.transaction_manager.is_transactional
+        with pytest.raises(TransactionStateError, match="Cannot call send in state UNINITIALIZED"):
+            p.send("t", b"v")
+    with Producer("127.0.0.1:1", max_block_ms=100) as p, pytest.raises(TransactionStateError):
+        p.begin_transaction()
