@@ -15,7 +15,8 @@ in one run, with confluent-kafka (librdkafka) as the load client, for each parti
   0, what the transactional producer wrote (markers included).
 
 Each ratio row divides a figure by its baseline of the same run: transactional msgs/s over
-idempotent msgs/s, read_committed msgs/s over read_uncommitted msgs/s. Without
+idempotent msgs/s, read_committed msgs/s over read_uncommitted msgs/s; with `--repeat`,
+it is the median of the runs' ratios (listed in `runs`). Without
 `--bootstrap-server` the bench starts a kafka-ref broker of its own (a temporary data
 directory) and, with `--tansu`, the Tansu broker too, and stops them at the end.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -106,29 +108,36 @@ def measure_txn_produce(
     return row | {"transactions": transactions}, delivered
 
 
-def _median_rate(rows: list[dict], key: tuple) -> float | None:
-    """The median msgs/s of the rows of one (broker, size, partitions, what)."""
-    values = sorted(
-        r["msgs/s"] for r in rows if (r["broker"], r["msg_size"], r["partitions"], r["what"]) == key
-    )
-    return values[len(values) // 2] if values else None
+def _rate(rows: list[dict], key: tuple) -> float | None:
+    """The msgs/s of the row of one (broker, size, partitions, run, what)."""
+    fields = ("broker", "msg_size", "partitions", "run", "what")
+    found = [r["msgs/s"] for r in rows if tuple(r[f] for f in fields) == key]
+    return found[0] if found else None
 
 
 def ratio_rows(rows: list[dict]) -> list[dict]:
-    """Each transactional figure over the idempotent one, read_committed over
-    read_uncommitted, per broker, size and partition count (medians over runs)."""
+    """Each transactional rate over the idempotent one, read_committed over read_uncommitted,
+    per broker, size and partition count. A ratio is taken within each run, whose
+    measurements are seconds apart, and the median over runs is reported: on a shared
+    machine the load drifts more between runs than within one."""
     pairs = [(mode, "produce idempotent") for mode in MODES if mode != "produce idempotent"]
     pairs.append(("consume read_committed", "consume read_uncommitted"))
     out = []
     for broker, size, partitions in sorted({(r["broker"], r["msg_size"], r["partitions"])
                                             for r in rows}):  # fmt: skip
+        runs = sorted({r["run"] for r in rows if (r["broker"], r["msg_size"],
+                       r["partitions"]) == (broker, size, partitions)})  # fmt: skip
         for what, baseline in pairs:
-            ours = _median_rate(rows, (broker, size, partitions, what))
-            base = _median_rate(rows, (broker, size, partitions, baseline))
+            per_run = []
+            for run in runs:
+                ours = _rate(rows, (broker, size, partitions, run, what))
+                base = _rate(rows, (broker, size, partitions, run, baseline))
+                if ours and base:
+                    per_run.append(round(ours / base, 2))
             out.append({
                 "what": "ratio", "broker": broker, "msg_size": size, "partitions": partitions,
-                "of": what, "over": baseline, "msgs/s": ours, "baseline msgs/s": base,
-                "ratio": round(ours / base, 2) if ours and base else None,
+                "of": what, "over": baseline, "runs": per_run,
+                "ratio": statistics.median(per_run) if per_run else None,
             })  # fmt: skip
     return out
 
@@ -200,4 +209,4 @@ def local_brokers(with_tansu: bool) -> Iterator[list[Target]]:
 def print_ratios(found: list[dict]) -> None:
     for r in found:
         print(f"{r['broker']} {r['msg_size']} B p={r['partitions']}: {r['of']} / {r['over']} "
-              f"= {r['ratio']} ({r['msgs/s']} / {r['baseline msgs/s']} msgs/s)")  # fmt: skip
+              f"= {r['ratio']} (runs: {', '.join(map(str, r['runs']))})")  # fmt: skip
