@@ -75,13 +75,21 @@ def test_list_describe_and_describe_producers_print_kafkas_tables(env, capsys):
     assert main([*base, "describe", "--transactional-id", "app-open"]) == 0
     out = capsys.readouterr().out
     header, values = out.splitlines()[0].split(), rows(out)[0]
+    assert header == [
+        "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
+        "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
+        "TopicPartitions",
+    ]  # fmt: skip
     described = dict(zip(header, values, strict=True))
     assert described["TransactionState"] == "Ongoing"
     assert described["TopicPartitions"] == "t-1"
     assert int(described["TransactionDurationMs"]) >= 0
     assert main([*base, "describe-producers", "--topic", "t", "--partition", "1"]) == 0
     out = capsys.readouterr().out
-    assert out.split()[5] == "CurrentTransactionStartOffset"
+    assert out.split()[:6] == [
+        "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+        "LastTimestamp", "CurrentTransactionStartOffset",
+    ]  # fmt: skip
     pid = str(stuck.transaction_manager.producer_id_and_epoch.producer_id)
     assert next(r for r in rows(out) if r[0] == pid)[5] == "3"
 
