@@ -462,3 +462,22 @@ def test_the_producer_raises_on_misuse_instead_of_failing_a_future():
             p.send("t", b"v")
     with Producer("127.0.0.1:1", max_block_ms=100) as p, pytest.raises(TransactionStateError):
         p.begin_transaction()
+
+
+@pytest.mark.spec("TXN-43")
+def test_a_lost_connection_finds_the_coordinator_again_and_retries():
+    from kafka_ref.client.connection import NetworkError
+
+    c = Coordinator()
+    c.call(c.tm.initialize_transactions)
+    c.tm.begin_transaction()
+    c.send(TP0)
+    c.pump()
+    result = c.tm.begin_commit()
+    c.sender.send_producer_data(c.now)
+    c.client.sent[-1].complete(error=NetworkError("connection reset"))
+    before = len(c.client.sent)
+    c.now += 100
+    c.pump()
+    assert [r.api_key for r in c.client.sent[before:]] == [ApiKey.FIND_COORDINATOR, ApiKey.END_TXN]
+    assert result.is_done and result.error is None
