@@ -81,9 +81,12 @@ def run_confluent(args: argparse.Namespace) -> None:
     while True:
         messages = consumer.consume(args.records_per_transaction, 0.5)
         if not messages:
-            positions = consumer.position(partitions)
-            ends = [consumer.get_watermark_offsets(tp, 10)[1] for tp in partitions]
-            if all(p.offset >= end for p, end in zip(positions, ends, strict=True)):
+            # librdkafka knows no position for a partition it has not read from yet: the
+            # group's committed offsets say how far the input is done
+            done = consumer.committed(partitions, 10)
+            marks = [consumer.get_watermark_offsets(tp, 10) for tp in partitions]
+            if all(low == high or tp.offset >= high
+                   for tp, (low, high) in zip(done, marks, strict=True)):  # fmt: skip
                 break
             continue
         producer.begin_transaction()
