@@ -17,10 +17,11 @@ Errors are handled the same way for all of them (`handle_error`): NOT_COORDINATO
 COORDINATOR_NOT_AVAILABLE forget the coordinator and retry after a new FindCoordinator;
 COORDINATOR_LOAD_IN_PROGRESS and CONCURRENT_TRANSACTIONS retry after `retry.backoff.ms`
 (the coordinator is still loading, or still writing the markers of the previous
-transaction); PRODUCER_FENCED and INVALID_PRODUCER_EPOCH mean that a newer producer owns
-the transactional id: `ProducerFencedError`, fatal. A few errors only make the transaction
-abortable (`_ABORTABLE`); every other error is fatal. A lost connection or a timeout looks
-the coordinator up again and retries.
+transaction; the first AddPartitionsToTxn of a transaction retries after at most 20 ms, as
+Kafka's does, since markers take milliseconds); PRODUCER_FENCED and INVALID_PRODUCER_EPOCH
+mean that a newer producer owns the transactional id: `ProducerFencedError`, fatal. A few
+errors only make the transaction abortable (`_ABORTABLE`); every other error is fatal. A
+lost connection or a timeout looks the coordinator up again and retries.
 
 An idempotent producer sends only InitProducerId, with a null transactional id, to any
 broker, and retries every retriable error.
@@ -68,6 +69,7 @@ from kafka_ref.protocol.messages import (
 log = logging.getLogger("kafka_ref.client")
 
 GROUP, TRANSACTION = 0, 1  # FindCoordinator key types
+ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # Kafka's TransactionManager.ADD_PARTITIONS_RETRY_BACKOFF_MS
 _MOVED = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE)
 _BUSY = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS)
 FENCED = (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH)
@@ -154,11 +156,13 @@ class TransactionRequests(IdempotentProducerState):
             self._queue.append(request)
             self._queue.sort(key=lambda r: (r.priority, r.arrival))
 
-    def retry(self, request: TxnRequest, now: int, *, lookup: bool = False) -> None:
+    def retry(
+        self, request: TxnRequest, now: int, *, lookup: bool = False, backoff_ms: int | None = None
+    ) -> None:
         """Queue `request` again after the backoff; `lookup`: its coordinator moved."""
         if lookup and request.coordinator is not None:
             self.coordinators[request.coordinator] = None
-        request.retry_at_ms = now + self.retry_backoff_ms
+        request.retry_at_ms = now + (self.retry_backoff_ms if backoff_ms is None else backoff_ms)
         self.enqueue(request)
 
     def handle_response(self, request: TxnRequest, sent, now: int) -> None:
@@ -276,6 +280,11 @@ class TransactionRequests(IdempotentProducerState):
                 self.transaction_started = True
                 log.debug("added %s to the transaction", adding)
                 return request.result.done()
+            if code == ErrorCode.CONCURRENT_TRANSACTIONS and not self.transaction_started:
+                # the previous transaction's markers are still being written: they take
+                # milliseconds, so the first add of a transaction asks again sooner (Kafka)
+                backoff = min(self.retry_backoff_ms, ADD_PARTITIONS_RETRY_BACKOFF_MS)
+                return self.retry(request, now, backoff_ms=backoff)
             if code in _MOVED or code in _BUSY:
                 return self.retry(request, now, lookup=code in _MOVED)
             self.pending_partitions.difference_update(adding)

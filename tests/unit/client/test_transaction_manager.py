@@ -481,3 +481,25 @@ def test_a_lost_connection_finds_the_coordinator_again_and_retries():
     c.pump()
     assert [r.api_key for r in c.client.sent[before:]] == [ApiKey.FIND_COORDINATOR, ApiKey.END_TXN]
     assert result.is_done and result.error is None
+
+
+@pytest.mark.spec("TXN-43")
+def test_the_first_add_of_a_transaction_retries_concurrent_transactions_sooner():
+    c = Coordinator()
+    c.call(c.tm.initialize_transactions)
+    c.tm.begin_transaction()
+    c.send(TP0)
+    c.sender.send_producer_data(c.now)
+    add = c.client.sent[-1]
+    add.complete(ok_response(add, ErrorCode.CONCURRENT_TRANSACTIONS))  # markers still going
+    assert c.sender.send_producer_data(c.now) == 20  # not retry.backoff.ms (100)
+    c.now += 20
+    c.sender.send_producer_data(c.now)
+    assert c.client.sent[-1].api_key == ApiKey.ADD_PARTITIONS_TO_TXN
+    c.client.sent[-1].complete(ok_response(c.client.sent[-1]))
+    c.send(TP1)  # a later add in the same transaction backs off as any request does
+    c.sender.send_producer_data(c.now)
+    add = c.client.sent[-1]
+    assert add.api_key == ApiKey.ADD_PARTITIONS_TO_TXN and not add.done
+    add.complete(ok_response(add, ErrorCode.CONCURRENT_TRANSACTIONS))
+    assert c.sender.send_producer_data(c.now) == 100
