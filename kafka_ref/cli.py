@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
     "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),
     "users": ("kafka_ref.tools.users", "add, change and list SCRAM users (kafka-configs users)"),
+    "transactions": (
+        "kafka_ref.tools.transactions",
+        "list and describe transactions and a partition's producers",
+    ),
     "lab": ("kafka_ref.tools.lab", "grade a lab's solution and run its analysis"),
     "chaos": ("kafka_ref.tools.chaos", "run a fault campaign on a local cluster and judge it"),
 }

@@ -24,9 +24,6 @@ KNOWN_CYCLES = {
     # The log creates its producer state; producer_state.py names Log for a type. The file
     # belongs to the transactions work in progress, which will cut the type import.
     frozenset({"kafka_ref.log.log", "kafka_ref.log.producer_state"}),
-    # The accumulator and the transaction manager name each other for types; both are
-    # being rewritten with transactions.
-    frozenset({"kafka_ref.client.accumulator", "kafka_ref.client.transaction_manager"}),
     # KafkaApis dispatches to the handler modules; each handler takes the KafkaApis as its
     # argument and imports it for the annotation only. Breaking it means handlers that take
     # a narrower interface, with handlers/txn.py (being written now) among them.

@@ -9,10 +9,12 @@ They mirror the Java client's architecture and names, one concept per module:
                      offset_committer.py)                          │
     admin.py, admin_groups.py ─────────────────────────────────────┘
                                                      metadata.py: the cluster view they share
-    transaction_manager.py: the idempotent producer's id, epoch and sequences (sender.py's)
+    transaction_manager.py: transactions (transaction_state.py, txn_requests.py) on top of
+    idempotence.py, the idempotent producer's id, epoch and sequences (sender.py's)
 
 Start with `docs/clients.md` for the tour; the rules are in `spec/client.md`
-(CLIENT-n) and, for the idempotent producer, `spec/idempotent_producer.md` (IPROD-n).
+(CLIENT-n), for the idempotent producer `spec/idempotent_producer.md` (IPROD-n), for the
+transactional producer `spec/transactions.md` (TXN-40..).
 """
 
 from kafka_ref.client.accumulator import RecordMetadata
@@ -21,7 +23,7 @@ from kafka_ref.client.consumer import Consumer, OffsetAndTimestamp
 from kafka_ref.client.consumer_coordinator import ConsumerRebalanceListener
 from kafka_ref.client.fetcher import ConsumerRecord
 from kafka_ref.client.offset_committer import CommitFailedError, RebalanceInProgressError
-from kafka_ref.client.producer import Producer
+from kafka_ref.client.producer import Producer, ProducerFencedError, TransactionStateError
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 
 __all__ = [
@@ -36,8 +38,10 @@ __all__ = [
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "Producer",
+    "ProducerFencedError",
     "RebalanceInProgressError",
     "RecordMetadata",
     "TopicDescription",
     "TopicPartition",
+    "TransactionStateError",
 ]

@@ -36,9 +36,11 @@ Every record's future completes when its batch does: offset = the batch's base o
 (assigned by the broker) + the record's index in the batch.
 
 With `enable.idempotence`, `drain` asks the transaction manager (transaction_manager.py)
-whether a partition's first batch may leave, and stamps a new batch with the producer id,
-epoch and the partition's next sequence number before encoding it; `reenqueue` puts a
-retried batch back in sequence order.
+whether a partition's first batch may leave (for a transactional producer: only once the
+partition is in the transaction), and stamps a new batch with the producer id, epoch and
+the partition's next sequence number before encoding it; `reenqueue` puts a retried batch
+back in sequence order. A transactional producer's batches carry the transactional bit,
+and an abort fails the batches never drained (`abort_undrained_batches`).
 
 Spec rules: CLIENT-4, CLIENT-5, CLIENT-6, CLIENT-7, CLIENT-8 (spec/client.md);
 IPROD-2, IPROD-3, IPROD-4 (spec/idempotent_producer.md).
@@ -54,9 +56,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafka_ref.client.idempotence import NO_PRODUCER, ProducerIdAndEpoch
 from kafka_ref.client.metadata import Cluster, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.record.batch import HEADER_SIZE, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, build_batch
+from kafka_ref.record.batch import HEADER_SIZE, build_batch
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
 from kafka_ref.seams import seam
@@ -84,16 +87,6 @@ class FutureRecordMetadata(concurrent.futures.Future):
     """A `concurrent.futures.Future` of a `RecordMetadata` (Kafka's FutureRecordMetadata)."""
 
 
-class ProducerIdAndEpoch(NamedTuple):
-    """Idempotence's identity of a producer; NO_PRODUCER until InitProducerId."""
-
-    producer_id: int = NO_PRODUCER_ID
-    epoch: int = NO_PRODUCER_EPOCH
-
-
-NO_PRODUCER = ProducerIdAndEpoch()
-
-
 @seam
 def estimate_size(key: bytes | None, value: bytes | None, headers: tuple[Header, ...]) -> int:
     """An upper bound of a record's encoded size (Kafka: DefaultRecord.sizeInUpperBound):
@@ -108,8 +101,17 @@ def estimate_size(key: bytes | None, value: bytes | None, headers: tuple[Header,
 class ProducerBatch:
     """Records on their way to one partition, sent together (Kafka's ProducerBatch)."""
 
-    def __init__(self, tp: TopicPartition, capacity: int, compression: Compression, now: int):
+    def __init__(
+        self,
+        tp: TopicPartition,
+        capacity: int,
+        compression: Compression,
+        now: int,
+        *,
+        transactional: bool = False,
+    ) -> None:
         self.tp, self.capacity, self.compression = tp, capacity, compression
+        self.transactional = transactional  # the batch header's transactional bit
         self.created_ms = self.last_attempt_ms = now
         self.records: list[Record] = []
         self.thunks: list[tuple[FutureRecordMetadata, Callback | None]] = []
@@ -169,6 +171,7 @@ class ProducerBatch:
                 producer_id=self.producer.producer_id,
                 producer_epoch=self.producer.epoch,
                 base_sequence=self.base_sequence,
+                is_transactional=self.transactional,
             )
         return self.built
 
@@ -283,7 +286,9 @@ class RecordAccumulator:
                 estimate_size(record.key, record.value, record.headers) + HEADER_SIZE,
             )
             self._allocate(capacity, max_block_ms)
-            batch = ProducerBatch(tp, capacity, self.compression, now)
+            tm = self.transaction_manager
+            transactional = tm is not None and tm.is_transactional
+            batch = ProducerBatch(tp, capacity, self.compression, now, transactional=transactional)
             future = batch.try_append(record, callback)
             queue.append(batch)
             self._incomplete.add(batch)
@@ -436,6 +441,20 @@ class RecordAccumulator:
         finally:
             with self._lock:
                 self._flushes_in_progress -= 1
+
+    def abort_undrained_batches(self, error: Exception) -> None:
+        """Fail the batches never drained (a transaction aborts); drained ones, retries
+        among them, must still finish: the broker may have written them (Kafka's
+        abortUndrainedBatches)."""
+        with self._lock:
+            undrained = [b for q in self._batches.values() for b in q if b.built is None]
+            for queue in self._batches.values():
+                for batch in undrained:
+                    if batch in queue:
+                        queue.remove(batch)
+        for batch in undrained:
+            batch.done(-1, -1, error)
+            self.deallocate(batch)
 
     def abort_incomplete(self, error: Exception) -> None:
         """Fail every batch not yet completed (a forced close)."""

@@ -19,6 +19,7 @@ answer it (Kafka's `KafkaAdminClient`):
 | delete_records     | DeleteRecords    | each partition's leader                        |
 | list_offsets       | ListOffsets      | each partition's leader                        |
 | groups             | see admin_groups.py: the group's coordinator   |                  |
+| transactions       | see admin_transactions.py (KIP-664)            |                  |
 
 The controller can move, so NOT_CONTROLLER means "refresh the metadata and resend".
 Each call blocks until every answer arrived and raises a `KafkaError` naming the first
@@ -41,6 +42,12 @@ from kafka_ref.client.admin_groups import (
     GroupAdmin,
     GroupListing,
     MemberDescription,
+)
+from kafka_ref.client.admin_transactions import (
+    ProducerState,
+    TransactionAdmin,
+    TransactionDescription,
+    TransactionListing,
 )
 from kafka_ref.client.connection import parse_bootstrap_servers
 from kafka_ref.client.metadata import Metadata, Node, PartitionInfo, error_code, partitions_of
@@ -68,7 +75,10 @@ __all__ = [
     "GroupListing",
     "MemberDescription",
     "NewTopic",
+    "ProducerState",
     "TopicDescription",
+    "TransactionDescription",
+    "TransactionListing",
 ]
 
 _ids = itertools.count(1)
@@ -121,7 +131,7 @@ def _check(what: str, code: int, message: str | None = None) -> None:
         raise KafkaError(f"{what}: {message or error.name}", code=error)
 
 
-class Admin(GroupAdmin):
+class Admin(GroupAdmin, TransactionAdmin):
     """Kafka's admin client, blocking: every method returns when the brokers have answered."""
 
     def __init__(

@@ -95,16 +95,17 @@ def _member(m: Any, consumer: bool) -> MemberDescription:
 class GroupAdmin:
     """Group operations of `Admin` (mixed in): needs `client`, `_cluster`, timeouts."""
 
-    def find_coordinator(self, group_id: str) -> Node:
+    def find_coordinator(self, group_id: str, key_type: int = 0) -> Node:
         """The group's coordinator, by FindCoordinator to any broker (retried while
-        the coordinator is not available yet, e.g. while __consumer_offsets is created)."""
+        the coordinator is not available yet, e.g. while __consumer_offsets is created).
+        Key type 1 finds a transactional id's coordinator instead."""
         deadline = now_ms() + self.request_timeout_ms
         while True:
             self._cluster()
             response = self.client.send_and_wait(
                 None,
                 ApiKey.FIND_COORDINATOR,
-                FindCoordinatorRequest(key=group_id, key_type=0),
+                FindCoordinatorRequest(key=group_id, key_type=key_type),
                 max(deadline - now_ms(), 1),
             )
             code = error_code(response.error_code)
@@ -114,14 +115,18 @@ class GroupAdmin:
                     self.client.add_node(node)
                 return node
             if not code.retriable or now_ms() >= deadline:
-                raise KafkaError(f"find the coordinator of group {group_id}", code=code)
+                what = "transactional id" if key_type else "group"
+                raise KafkaError(f"find the coordinator of {what} {group_id}", code=code)
             self.client.poll(min(100, max(deadline - now_ms(), 0)))
 
-    def _to_coordinator(self, group_id: str, api_key: ApiKey, body: Any, error_of) -> Any:
-        """Send to the group's coordinator; find it again while it moves or loads."""
+    def _to_coordinator(
+        self, group_id: str, api_key: ApiKey, body: Any, error_of, key_type: int = 0
+    ) -> Any:
+        """Send to the group's (or transactional id's) coordinator; find it again while it
+        moves or loads."""
         deadline = now_ms() + self.request_timeout_ms
         while True:
-            node = self.find_coordinator(group_id)
+            node = self.find_coordinator(group_id, key_type)
             response = self.client.send_and_wait(
                 node.node_id, api_key, body, max(deadline - now_ms(), 1)
             )

@@ -34,7 +34,13 @@ it raises `ProducerConfigError` (Java's ConfigException); False turns it off.
 The idempotent producer (transaction_manager.py) gets a producer id before its first batch
 and numbers each partition's batches, so retries never write a record twice.
 
-Spec rules: CLIENT-2..CLIENT-9 (spec/client.md); IPROD-1 (spec/idempotent_producer.md).
+With a `transactional_id` the producer is transactional (KIP-98): `init_transactions()`
+once, then `begin_transaction()`, sends, `send_offsets_to_transaction()`, and
+`commit_transaction()` or `abort_transaction()`; a `send()` outside a transaction raises.
+`ProducerFencedError` means another producer took over the transactional id: close.
+
+Spec rules: CLIENT-2..CLIENT-9 (spec/client.md); IPROD-1 (spec/idempotent_producer.md);
+TXN-41 (spec/transactions.md).
 """
 
 from __future__ import annotations
@@ -57,12 +63,23 @@ from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.partitioner import DefaultPartitioner
 from kafka_ref.client.sender import Sender
 from kafka_ref.client.transaction_manager import TransactionManager
-from kafka_ref.common import TopicPartition
+from kafka_ref.client.transaction_state import (
+    ProducerFencedError,
+    TransactionalRequestResult,
+    TransactionStateError,
+)
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError, MessageTooLargeError
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
 
-__all__ = ["Producer", "ProducerConfigError", "RecordMetadata"]
+__all__ = [
+    "Producer",
+    "ProducerConfigError",
+    "ProducerFencedError",
+    "RecordMetadata",
+    "TransactionStateError",
+]
 
 _ids = itertools.count(1)
 # Topic errors in metadata that no amount of waiting will fix.
@@ -139,15 +156,28 @@ class Producer:
         value_serializer: Callable[[Any], bytes | None] = to_bytes,
         partitioner: DefaultPartitioner | None = None,
         enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
     ) -> None:
         if delivery_timeout_ms < linger_ms + request_timeout_ms:
             raise ValueError("delivery_timeout_ms must be >= linger_ms + request_timeout_ms")
+        if transactional_id is not None and enable_idempotence is False:
+            raise ProducerConfigError(
+                "Cannot set a transactional.id without also enabling idempotence."
+            )
         self.acks = parse_acks(acks)
         self.enable_idempotence = idempotence_enabled(
-            enable_idempotence, self.acks, retries, max_in_flight
+            True if transactional_id is not None else enable_idempotence,
+            self.acks,
+            retries,
+            max_in_flight,
         )
         self.transaction_manager = (
-            TransactionManager(retry_backoff_ms=retry_backoff_ms)
+            TransactionManager(
+                transactional_id=transactional_id,
+                transaction_timeout_ms=transaction_timeout_ms,
+                retry_backoff_ms=retry_backoff_ms,
+            )
             if self.enable_idempotence
             else None
         )
@@ -212,9 +242,12 @@ class Producer:
             time.time_ns() // 1_000_000 if timestamp is None else timestamp,
             tuple(Header(k, to_bytes(v)) for k, v in headers or ()),
         )
+        tm = self.transaction_manager
+        if tm is not None and tm.is_transactional:
+            tm.fail_if_not_ready_for_send()  # raises: a misuse, not a delivery failure
         try:
-            if self.transaction_manager and self.transaction_manager.fatal_error:
-                raise self.transaction_manager.fatal_error
+            if tm is not None and tm.fatal_error:
+                raise tm.fatal_error
             size = estimate_size(record.key, record.value, record.headers)
             if size > self.max_request_size:
                 raise MessageTooLargeError(
@@ -234,6 +267,8 @@ class Producer:
                     max_block_ms=self.max_block_ms,
                 )
                 if not result.abort_for_new_batch:
+                    if tm is not None and tm.is_transactional:
+                        tm.maybe_add_partition(TopicPartition(topic, chosen))
                     break
                 self.partitioner.on_new_batch(topic, cluster, chosen)  # choose again, once
                 abort_on_new_batch = False
@@ -288,6 +323,56 @@ class Producer:
         self.sender.wakeup()
         if not self.accumulator.await_flush_completion(timeout):
             raise KafkaError("flush timed out", code=ErrorCode.REQUEST_TIMED_OUT)
+
+    # -- transactions (KIP-98; transaction_manager.py) ------------------------------------
+
+    def _transactional(self, operation: str) -> TransactionManager:
+        tm = self.transaction_manager
+        if tm is None or not tm.is_transactional:
+            raise TransactionStateError(
+                f"Cannot call {operation}: the producer has no transactional_id"
+            )
+        return tm
+
+    def _await(self, result: TransactionalRequestResult, timeout: float | None) -> None:
+        self.sender.wakeup()
+        result.wait(self.max_block_ms / 1000 if timeout is None else timeout)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional id: fence older producers with it, abort what they left
+        open, get the producer id and epoch. Once, before the first transaction."""
+        self._await(self._transactional("init_transactions").initialize_transactions(), timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit or abort belong to it."""
+        self._transactional("begin_transaction").begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+        group: str | Any,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer group's offsets (the next record to read) inside the
+        transaction: visible when it commits, dropped when it aborts. `group` is the group
+        id, or anything with a `group_id` (a consumer, its group metadata)."""
+        group_id = group if isinstance(group, str) else getattr(group, "group_id", None)
+        if not group_id:
+            raise ValueError(f"send_offsets_to_transaction needs a group id, not {group!r}")
+        tm = self._transactional("send_offsets_to_transaction")
+        self._await(tm.send_offsets_to_transaction(offsets, group_id), timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every record of the transaction, then commit it (EndTxn). If a record or a
+        request failed, this raises and the transaction must be aborted."""
+        tm = self._transactional("commit_transaction")
+        self.flush(timeout)
+        self._await(tm.begin_commit(), timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not yet sent fail, the written ones are dropped by
+        read_committed consumers, and offsets sent to it are discarded (EndTxn)."""
+        self._await(self._transactional("abort_transaction").begin_abort(), timeout)
 
     def close(self, timeout: float | None = None) -> None:
         """Stop accepting records, deliver what is queued (up to `timeout` s), stop the thread.

@@ -29,13 +29,15 @@ With `acks=0` the broker sends no response at all; batches complete as soon as t
 is written, with offset -1. With more than one request in flight, a retried batch can land
 after a later one (reordering); `max_in_flight=1` prevents it by *muting* a partition while
 its batch is in flight. The idempotent producer removes the need for that: with a
-`TransactionManager` (transaction_manager.py) the sender first gets a producer id
-(InitProducerId, before any batch is drained), applies epoch bumps at the top of each loop,
-lets the manager decide which errors to retry, and treats DUPLICATE_SEQUENCE_NUMBER as
-success.
+`TransactionManager` (transaction_manager.py) the sender applies epoch bumps at the top of
+each loop, then sends the manager's next coordinator request, if any - InitProducerId
+before any batch is drained; for a transactional producer also FindCoordinator,
+AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn - one at a time and with no
+Produce while it is in flight (Kafka's `maybeSendAndPollTransactionalRequest`). It lets the
+manager decide which errors to retry, and treats DUPLICATE_SEQUENCE_NUMBER as success.
 
 Spec rules: CLIENT-7, CLIENT-8, CLIENT-9, CLIENT-10 (spec/client.md);
-IPROD-1, IPROD-5, IPROD-6 (spec/idempotent_producer.md).
+IPROD-1, IPROD-5, IPROD-6 (spec/idempotent_producer.md); TXN-42 (spec/transactions.md).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from kafka_ref.client.accumulator import ProducerBatch, RecordAccumulator
 from kafka_ref.client.connection import ClientRequest
 from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.network_client import NetworkClient, now_ms
+from kafka_ref.client.transaction_state import TransactionAbortedError
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
@@ -128,8 +131,8 @@ class Sender(threading.Thread):
     def send_producer_data(self, now: int) -> int:
         """Steps 1-4 above; returns how long poll may wait."""
         if self.transaction_manager is not None:
-            wait = self._maybe_init_producer_id(now)
-            if wait is not None:  # no producer id yet: nothing may be drained
+            wait = self._maybe_send_transactional_request(now)
+            if wait is not None:  # a coordinator request, or no producer id: no Produce now
                 self._fail_expired_batches(now)
                 return wait
         cluster = self.metadata.fetch()
@@ -162,34 +165,45 @@ class Sender(threading.Thread):
                 ),
             )
 
-    def _maybe_init_producer_id(self, now: int) -> int | None:
-        """Apply an epoch bump; send InitProducerId if there is no producer id (IPROD-1).
-
-        Returns None when batches may be drained, else how long to wait."""
+    def _maybe_send_transactional_request(self, now: int) -> int | None:
+        """Kafka's maybeSendAndPollTransactionalRequest: one coordinator request at a time,
+        and no Produce while it is in flight (TXN-42). Returns None when batches may be
+        drained, else how long poll may wait."""
         tm = self.transaction_manager
         assert tm is not None
         if tm.fatal_error is not None:  # every record of this producer fails with it
             self.accumulator.abort_incomplete(tm.fatal_error)
             return self.request_timeout_ms
         tm.bump_idempotent_epoch_and_reset_id_if_needed()
-        if tm.has_producer_id:
-            return None
-        if tm.init_in_flight:
+        if tm.in_flight is not None:
+            return self.request_timeout_ms  # its answer wakes the poll
+        if tm.should_abort_undrained:
+            self.accumulator.abort_undrained_batches(
+                tm.last_error or TransactionAbortedError("the transaction was aborted")
+            )
+        following = tm.next_request(self.accumulator.has_incomplete(), now)
+        if isinstance(following, int):
+            return following
+        if following is not None:
+            request, node = following
+            if node is not None:
+                self.client.add_node(node)
+                target: int | None = node.node_id
+            else:
+                target = self.client.least_loaded_node()
+            if target is None or not self.client.ready(target):
+                tm.in_flight = None
+                tm.retry(request, now, lookup=node is not None)
+                self.metadata.request_update()
+                return self.client.reconnect_backoff_ms
+            self.client.send(
+                target,
+                request.api_key,
+                request.body,
+                callback=lambda sent: tm.handle_response(request, sent, self.clock()),
+            )
             return self.request_timeout_ms
-        if now < tm.next_init_ms:
-            return tm.next_init_ms - now
-        node = self.client.least_loaded_node()
-        if node is None or not self.client.ready(node):
-            self.metadata.request_update()
-            return self.client.reconnect_backoff_ms
-        tm.init_in_flight = True
-        self.client.send(
-            node,
-            ApiKey.INIT_PRODUCER_ID,
-            tm.init_producer_id_request(),
-            callback=lambda sent: tm.handle_init_producer_id(sent, self.clock()),
-        )
-        return self.request_timeout_ms
+        return None if tm.has_producer_id else self.request_timeout_ms
 
     def _send_produce_request(self, node: int, batches: list[ProducerBatch]) -> None:
         by_topic: dict[str, list] = {}
@@ -197,8 +211,9 @@ class Sender(threading.Thread):
             by_topic.setdefault(batch.tp.topic, []).append(
                 ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.built)
             )
+        tm = self.transaction_manager
         request = ProduceRequest(
-            transactional_id=None,
+            transactional_id=tm.transactional_id if tm is not None else None,
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=[
@@ -284,6 +299,6 @@ class Sender(threading.Thread):
 
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         if self.transaction_manager is not None:
-            self.transaction_manager.handle_failed_batch(batch)
+            self.transaction_manager.handle_failed_batch(batch, error)
         batch.done(-1, -1, error)
         self.accumulator.deallocate(batch)

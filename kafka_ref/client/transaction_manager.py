@@ -1,278 +1,238 @@
-"""The idempotent producer: producer id, epoch and one sequence number per partition.
+"""The transactional producer: Kafka's TransactionManager, idempotence plus transactions.
 
-A producer that retries can write a record twice: the broker appended the batch, the
-answer got lost, the producer sent the batch again. With `enable.idempotence` the broker
-can tell (KIP-98). The producer asks once for a **producer id** (PID) with an
-**InitProducerId** request (null transactional id, any broker) and gets epoch 0. Every batch
-then carries, in its v2 header, the PID, the epoch and a **base sequence**: the number of
-its first record in the stream of records this producer sent to this partition. The
-partition leader remembers the last five batches of each PID (kafka_ref/log/producer_state.py)
-and answers a resent one with its original offsets instead of appending it again.
+A transactional producer (KIP-98) has a `transactional.id` that outlives the process. It
+writes to many partitions, and commits its consumer group's offsets, as one atomic unit:
 
-    partition clicks-0     batch A        batch B         batch C
-    records                0..9           10..24          25..25
-    baseSequence           0              10              25      (next sequence: 26)
+    producer.init_transactions()     # FindCoordinator(key type 1), InitProducerId(tid)
+    producer.begin_transaction()     # local: READY -> IN_TRANSACTION
+    producer.send("out", b"x")       # AddPartitionsToTxn(out-0) before the first batch leaves
+    producer.send_offsets_to_transaction(offsets, "group")  # AddOffsetsToTxn, TxnOffsetCommit
+    producer.commit_transaction()    # flush, then EndTxn(commit)
 
-This module is the idempotent half of Kafka's `TransactionManager` (Kafka's class also runs
-transactions; our producer does not yet). It is called by the Sender thread only, and holds:
+Four modules make the transaction manager: the states and their legal transitions
+(transaction_state.py), the six requests and how each answer is handled (txn_requests.py),
+the sequence numbers of the idempotent producer, which a transactional producer is too
+(idempotence.py), and here the application's calls and the Sender's questions:
 
-* `producer_id_and_epoch` - from InitProducerId; until it arrives nothing is drained.
-* per partition (`PartitionEntry`, Kafka's `TxnPartitionEntry`): the PID/epoch its sequences
-  belong to, the next sequence, the last acknowledged sequence, and the *in-flight* batches:
-  drained, with a sequence, not yet completed (sent, or back in the queue for a retry).
+* **init_transactions** finds the transaction coordinator (FindCoordinator, key type 1,
+  the transactional id as key) and sends it InitProducerId with the transactional id and
+  `transaction.timeout.ms`. The coordinator bumps the id's epoch, which fences any older
+  producer with the same id, and aborts what that one left open.
+* **send** to a partition new to the transaction marks it (`maybe_add_partition`); the
+  Sender sends AddPartitionsToTxn before it drains a batch for it (`should_stop_drain`),
+  because the coordinator writes a marker only into the partitions it knows. Batches carry
+  the transactional bit and the Produce request the transactional id.
+* **send_offsets_to_transaction** sends AddOffsetsToTxn (the group's `__consumer_offsets`
+  partition joins the transaction), then TxnOffsetCommit to the *group* coordinator
+  (FindCoordinator key type 0): offsets that become visible only at the commit marker.
+* **commit_transaction** / **abort_transaction** send EndTxn once every batch of the
+  transaction is complete (`next_request`); an abort first fails the batches not yet
+  drained with `TransactionAbortedError`. A transaction that added nothing is ended
+  locally. A batch that failed in the transaction makes it abortable; if it left a gap in
+  a partition's sequence, the abort sends InitProducerId with the current id and epoch
+  (v3+, KIP-360) instead of EndTxn: the coordinator aborts and bumps the epoch, and the
+  sequences start again at 0.
 
-**Sequences are assigned when a batch is drained** (`assign_sequence`, called from
-`RecordAccumulator.drain`): baseSequence = the partition's next sequence, which then grows by
-the record count, wrapping from 2**31-1 to 0 (IPROD-2). A batch keeps its sequence for
-every retry and is resent byte for byte (IPROD-3).
+An idempotent producer without a transactional id uses the same class: InitProducerId to
+any broker, the epoch bumped locally after a gap, no transactions.
 
-**Order across retries** (IPROD-4). Up to five batches per partition may be in flight
-(`max.in.flight.requests.per.connection` <= 5, and the broker remembers five batches). If
-one fails, the broker answers the ones behind it with OUT_OF_ORDER_SEQUENCE_NUMBER (it sees a
-gap); they are retried too. A retried batch goes back into its queue *in sequence order*
-(`insert_in_sequence_order`) and may only leave when it is the partition's first in-flight
-batch (`should_stop_drain`): retries go one at a time, lowest sequence first, and new
-batches wait behind them.
+Kafka: `TransactionManager` (`initializeTransactions`, `beginTransaction`, `beginCommit`,
+`beginAbort`, `sendOffsetsToTransaction`, `maybeAddPartition`, `isSendToPartitionAllowed`,
+`nextRequest`, `throwIfPendingState`, `maybeFailWithError`).
 
-**Epoch bump** (KIP-360, IPROD-5). Two answers to the batch that *is* the next expected
-one (last acked sequence + 1) mean the broker's and the producer's views of the sequence
-disagree for good:
-* OUT_OF_ORDER_SEQUENCE_NUMBER: a real gap, records were lost between;
-* UNKNOWN_PRODUCER_ID: the partition lost the producer's state (it expired, or the log was
-  deleted). (Java bumps on this answer for any batch; see `can_retry` for why we do not.)
-A batch with a sequence that fails for good (retries or delivery.timeout.ms exhausted, a
-non-retriable error) leaves a gap as well. In each case the Java idempotent producer, and
-this one, **bumps the epoch locally** - epoch + 1 with the same producer id, no request:
-an idempotent producer owns its PID alone, and a broker accepts a newer epoch starting
-at sequence 0. For the partitions that hit the error, the batches still in flight are
-renumbered from 0 under the new epoch, in their order (`start_sequences_at_beginning`),
-and retried. Every other partition keeps its old epoch until its own in-flight batches are
-done, then starts over at sequence 0 with the new epoch (`assign_sequence`); no new batch is
-drained there before that. At epoch 32767 the producer id is dropped instead and a fresh
-InitProducerId fetches a new one (on a v3+ broker the Java client sends its PID and epoch in
-InitProducerId for the bump; kafka-ref's broker speaks v0-1, and the local bump needs no
-request at all). The broker's UNKNOWN_PRODUCER_ID answers carry log_start_offset -1, so the
-Java branch that first compares it with the last acknowledged offset is not taken here.
-
-Kafka: `TransactionManager` (`bumpIdempotentEpochAndResetIdIfNeeded`, `canRetry`,
-`handleCompletedBatch`, `handleFailedBatch`), `TxnPartitionMap.startSequencesAtBeginning`,
-`RecordAccumulator.shouldStopDrainBatchesForPartition`, `ProducerIdAndEpoch`;
-`DefaultRecordBatch.incrementSequence`. KIP-98, KIP-360, KIP-679.
-
-Spec rules: IPROD-1 .. IPROD-7 (spec/idempotent_producer.md).
+Spec rules: TXN-40, TXN-41, TXN-42, TXN-45 (spec/transactions.md); IPROD-1
+(spec/idempotent_producer.md).
 """
 
 from __future__ import annotations
 
-import logging
-from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
-from kafka_ref.client.accumulator import NO_PRODUCER, ProducerIdAndEpoch
-from kafka_ref.client.metadata import TopicPartition, error_code
-from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.protocol.messages import InitProducerIdRequest
-
-if TYPE_CHECKING:
-    from kafka_ref.client.accumulator import ProducerBatch
-    from kafka_ref.client.connection import ClientRequest
-
-log = logging.getLogger("kafka_ref.client")
-
-INT32_MAX = 2**31 - 1
-EPOCH_MAX = 2**15 - 1
-# The broker remembers this many batches per producer and partition (Kafka's
-# ProducerStateEntry.NUM_BATCHES_TO_RETAIN); more in flight could not be deduplicated.
-MAX_IN_FLIGHT_BATCHES = 5
-NO_LAST_ACKED_SEQUENCE = -1
-_SEQUENCE_ERRORS = (
-    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-    ErrorCode.UNKNOWN_PRODUCER_ID,
-    ErrorCode.INVALID_PRODUCER_EPOCH,
+from kafka_ref.client.idempotence import (
+    NO_PRODUCER,
+    SequencedBatch,
 )
+from kafka_ref.client.transaction_state import (
+    ProducerFencedError,
+    State,
+    TransactionAbortedError,
+    TransactionalRequestResult,
+    TransactionStateError,
+    TxnRequest,
+)
+from kafka_ref.client.txn_requests import FENCED, TransactionRequests
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
+from kafka_ref.errors import ErrorCode, KafkaError
 
 
-def increment_sequence(sequence: int, increment: int) -> int:
-    """sequence + increment, wrapping past int32 max to 0 (DefaultRecordBatch.incrementSequence)."""
-    if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
+class TransactionManager(TransactionRequests):
+    """Idempotence and transactions of one producer (Kafka's TransactionManager).
 
+    The application thread calls the public methods; the Sender thread calls
+    `next_request`, `handle_response` and the idempotent bookkeeping. One lock covers both."""
 
-def is_after(sequence: int, other: int) -> bool:
-    """Does `sequence` come after `other`, allowing for the wrap (Kafka compares with `>`)?"""
-    if other == NO_LAST_ACKED_SEQUENCE:
-        return True
-    return 0 < (sequence - other) % 2**31 < 2**30
-
-
-class PartitionEntry:
-    """One partition's sequence state (Kafka's TxnPartitionEntry)."""
-
-    def __init__(self, producer: ProducerIdAndEpoch) -> None:
-        self.producer = producer  # the PID/epoch this partition's sequences belong to
-        self.next_sequence = 0
-        self.last_acked_sequence = NO_LAST_ACKED_SEQUENCE
-        self.in_flight: list[ProducerBatch] = []  # in sequence order
-
-
-class TransactionManager:
-    """The idempotent producer's state, owned by the Sender thread (Kafka's TransactionManager)."""
-
-    def __init__(self, *, retry_backoff_ms: int = 100) -> None:
-        self.retry_backoff_ms = retry_backoff_ms
-        self.producer_id_and_epoch: ProducerIdAndEpoch = NO_PRODUCER
-        self.partitions: dict[TopicPartition, PartitionEntry] = {}
-        self.epoch_bump_required = False
-        self._partitions_to_rewrite: set[TopicPartition] = set()
-        self.init_in_flight = False
-        self.next_init_ms = 0  # backoff after a failed InitProducerId
-        self.fatal_error: KafkaError | None = None
-
-    @property
-    def has_producer_id(self) -> bool:
-        return self.producer_id_and_epoch.producer_id >= 0
-
-    def entry(self, tp: TopicPartition) -> PartitionEntry:
-        if tp not in self.partitions:
-            self.partitions[tp] = PartitionEntry(self.producer_id_and_epoch)
-        return self.partitions[tp]
-
-    # -- InitProducerId ---------------------------------------------------------------
-
-    @staticmethod
-    def init_producer_id_request() -> object:
-        """No transactional id: any broker hands out a fresh PID with epoch 0 (IPROD-1)."""
-        return InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=INT32_MAX)
-
-    def handle_init_producer_id(self, sent: ClientRequest, now: int) -> None:
-        self.init_in_flight = False
-        if sent.error is not None:
-            code, message = sent.error.code, str(sent.error)
-        else:
-            code, message = error_code(sent.response.error_code), ""
-        if code == ErrorCode.NO_ERROR:
-            pid = ProducerIdAndEpoch(sent.response.producer_id, sent.response.producer_epoch)
-            log.info("producer id %d, epoch %d", pid.producer_id, pid.epoch)
-            self.producer_id_and_epoch = pid
-            for tp, entry in self.partitions.items():  # after a reset at EPOCH_MAX
-                if entry.in_flight:
-                    self.start_sequences_at_beginning(tp)
-        elif code.retriable:
-            log.warning("InitProducerId failed with %s, retrying", code.name)
-            self.next_init_ms = now + self.retry_backoff_ms
-        else:  # Kafka: a fatal error; every record of this producer fails with it
-            self.fatal_error = KafkaError(
-                message or f"InitProducerId failed: {code.name}", code=code
+    def _check(self, operation: str, *, allow_abortable: bool = False) -> None:
+        """Kafka's ensureTransactional, throwIfPendingState and maybeFailWithError."""
+        if not self.is_transactional:
+            raise TransactionStateError(
+                f"Transactional method {operation} invoked on a non-transactional producer."
             )
+        if self._pending is not None and not self._pending.is_done:
+            raise TransactionStateError(
+                f"Cannot attempt operation `{operation}` because the previous call to "
+                f"`{self._pending.operation}` timed out and must be retried"
+            )
+        if self.state is State.FATAL_ERROR or (
+            self.state is State.ABORTABLE_ERROR and not allow_abortable
+        ):
+            raise self.last_error or TransactionStateError(f"in state {self.state.name}")
+
+    def _call(self, operation: str, start, *, allow_abortable: bool = False):
+        """Run an application call once; a call repeated after its wait timed out gets the
+        same result back (Kafka lets `commitTransaction` and friends be retried)."""
+        with self._lock:
+            pending = self._pending
+            if pending is not None and pending.operation == operation and not pending.is_done:
+                return pending
+            self._check(operation, allow_abortable=allow_abortable)
+            request = start()
+            request.result.operation = operation
+            self._pending = request.result
+            self.enqueue(request)
+            return request.result
+
+    # -- the application's calls ------------------------------------------------------------
+
+    def initialize_transactions(self) -> TransactionalRequestResult:
+        def start() -> TxnRequest:
+            self.transition_to(State.INITIALIZING)
+            self.producer_id_and_epoch = NO_PRODUCER
+            return self._init_producer_id(NO_PRODUCER)
+
+        return self._call("init_transactions", start)
+
+    def begin_transaction(self) -> None:
+        with self._lock:
+            self._check("begin_transaction")
+            self.transition_to(State.IN_TRANSACTION)
+
+    def begin_commit(self) -> TransactionalRequestResult:
+        def start() -> TxnRequest:
+            self.transition_to(State.COMMITTING_TRANSACTION)
+            return self._end_txn(committed=True)
+
+        return self._call("commit_transaction", start)
+
+    def begin_abort(self) -> TransactionalRequestResult:
+        def start() -> TxnRequest:
+            self.transition_to(State.ABORTING_TRANSACTION)
+            self.new_partitions.clear()  # nothing more is sent in this transaction
+            if self.epoch_bump_required:  # a sequence gap: abort by bumping the epoch
+                self.transition_to(State.INITIALIZING)
+                return self._init_producer_id(self.producer_id_and_epoch)
+            return self._end_txn(committed=False)
+
+        return self._call("abort_transaction", start, allow_abortable=True)
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata], group_id: str
+    ) -> TransactionalRequestResult:
+        def start() -> TxnRequest:
+            if self.state is not State.IN_TRANSACTION:
+                raise TransactionStateError(
+                    "Cannot send offsets if a transaction is not in progress "
+                    f"(currentState= {self.state.name})"
+                )
+            return self._add_offsets(group_id, dict(offsets))
+
+        return self._call("send_offsets_to_transaction", start)
+
+    def fail_if_not_ready_for_send(self) -> None:
+        """`send()` of a transactional producer: only in a transaction without an error."""
+        with self._lock:
+            if self.state in (State.ABORTABLE_ERROR, State.FATAL_ERROR):
+                raise TransactionStateError(
+                    "Cannot perform send because at least one previous transactional or "
+                    f"idempotent request has failed with errors: {self.last_error}"
+                ) from self.last_error
+            if self.state is not State.IN_TRANSACTION:
+                raise TransactionStateError(f"Cannot call send in state {self.state.name}")
+
+    def maybe_add_partition(self, tp: TopicPartition) -> None:
+        """A record for `tp` was appended: `tp` joins the transaction before its first batch
+        leaves (TXN-41)."""
+        with self._lock:
+            if tp not in self.partitions_in_transaction and tp not in self.pending_partitions:
+                self.new_partitions.add(tp)
+
+    # -- the Sender's and the accumulator's questions ------------------------------------------
 
     def bump_idempotent_epoch_and_reset_id_if_needed(self) -> None:
-        """Apply a requested epoch bump (IPROD-5); the Sender calls this every loop."""
-        if not self.epoch_bump_required:
-            return
-        pid, epoch = self.producer_id_and_epoch
-        if epoch >= EPOCH_MAX:  # the epoch would overflow: a fresh producer id instead
-            self.producer_id_and_epoch = NO_PRODUCER
-        else:
-            self.producer_id_and_epoch = ProducerIdAndEpoch(pid, epoch + 1)
-            log.info("bumped the producer epoch to %d (producer id %d)", epoch + 1, pid)
-        if self.has_producer_id:
-            for tp in self._partitions_to_rewrite:
-                self.start_sequences_at_beginning(tp)
-        self._partitions_to_rewrite.clear()
-        self.epoch_bump_required = False
+        """An idempotent producer bumps locally, and asks for a producer id when it has none."""
+        with self._lock:
+            if self.is_transactional:
+                return  # a transactional producer's epoch comes from its coordinator
+            super().bump_idempotent_epoch_and_reset_id_if_needed()
+            if not self.has_producer_id and self.state is not State.INITIALIZING:
+                if self.state is not State.UNINITIALIZED:  # the id was reset at EPOCH_MAX
+                    self.transition_to(State.UNINITIALIZED)
+                self.transition_to(State.INITIALIZING)
+                self.enqueue(self._init_producer_id(NO_PRODUCER))
 
-    def request_epoch_bump(self, tp: TopicPartition) -> None:
-        self.epoch_bump_required = True
-        self._partitions_to_rewrite.add(tp)
+    def next_request(self, has_incomplete_batches: bool, now: int):
+        """The next request to send and its broker (None: any), an int of ms to wait before
+        one may go, or None when there is none (Kafka's nextRequest, TXN-42)."""
+        with self._lock:
+            if self.new_partitions and self.state is State.IN_TRANSACTION:
+                self.enqueue(self._add_partitions())
+            while self._queue:
+                request = self._queue[0]
+                if request.waits_for_batches and has_incomplete_batches:
+                    return None  # EndTxn only once every batch of the transaction is done
+                if request.retry_at_ms > now:
+                    return request.retry_at_ms - now
+                self._queue.pop(0)
+                if request.is_end_txn and not self.transaction_started:
+                    self.complete_transaction()  # nothing was added: nothing to end
+                    request.result.done()
+                    continue
+                node = None
+                if request.coordinator is not None:
+                    node = self.coordinators[request.coordinator]
+                    if node is None:  # find it first; the request waits behind the lookup
+                        self.enqueue(request)
+                        request = self._find_coordinator(request.coordinator, request.key)
+                self.in_flight = request
+                return request, node
+            return None
 
-    def start_sequences_at_beginning(self, tp: TopicPartition) -> None:
-        """Renumber `tp`'s in-flight batches from 0 under the current PID/epoch, in order."""
-        entry, sequence = self.entry(tp), 0
-        for batch in entry.in_flight:
-            batch.reset_producer_state(self.producer_id_and_epoch, sequence)
-            sequence = increment_sequence(sequence, batch.record_count)
-        entry.producer = self.producer_id_and_epoch
-        entry.next_sequence = sequence
-        entry.last_acked_sequence = NO_LAST_ACKED_SEQUENCE
+    @property
+    def should_abort_undrained(self) -> bool:
+        """An abort, or an error that forces one: batches not yet drained must not go."""
+        return self.state is State.ABORTING_TRANSACTION or (
+            self.is_transactional and self.state in (State.ABORTABLE_ERROR, State.INITIALIZING)
+        )
 
-    # -- drain ------------------------------------------------------------------------
-
-    def should_stop_drain(self, batch: ProducerBatch) -> bool:
-        """May `batch`, the first of its queue, not leave now? (IPROD-4)"""
-        if not self.has_producer_id:
+    def should_stop_drain(self, batch: SequencedBatch) -> bool:
+        """Kafka's isSendToPartitionAllowed, then the idempotent checks (TXN-41)."""
+        if self.is_transactional and batch.tp not in self.partitions_in_transaction:
             return True
-        entry = self.entry(batch.tp)
-        if batch.base_sequence < 0:  # a new batch
-            if entry.in_flight and entry.producer != self.producer_id_and_epoch:
-                return True  # older-epoch batches still in flight: let them finish first
-            return len(entry.in_flight) >= MAX_IN_FLIGHT_BATCHES
-        # a retry: only the lowest in-flight sequence may go (one retry at a time)
-        return bool(entry.in_flight) and entry.in_flight[0] is not batch
+        return super().should_stop_drain(batch)
 
-    def assign_sequence(self, batch: ProducerBatch) -> None:
-        """Stamp a newly drained batch with PID, epoch and the next sequence (IPROD-2)."""
-        if batch.base_sequence >= 0:
-            return  # a retry keeps its sequence (IPROD-3)
-        entry = self.entry(batch.tp)
-        if entry.producer != self.producer_id_and_epoch:  # new epoch, no batch in flight
-            entry.producer = self.producer_id_and_epoch
-            entry.next_sequence, entry.last_acked_sequence = 0, NO_LAST_ACKED_SEQUENCE
-        batch.set_producer_state(self.producer_id_and_epoch, entry.next_sequence)
-        entry.next_sequence = increment_sequence(entry.next_sequence, batch.record_count)
-        entry.in_flight.append(batch)
+    def can_retry(self, batch: SequencedBatch, error: ErrorCode) -> bool:
+        """A transactional producer never bumps its epoch locally: a real sequence gap fails
+        the batch, the transaction becomes abortable, and the abort bumps (TXN-45)."""
+        gap = error in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
+        if self.is_transactional and gap and self.is_next_expected(batch):
+            return False
+        return super().can_retry(batch, error)
 
-    def insert_in_sequence_order(self, queue: deque[ProducerBatch], batch: ProducerBatch) -> None:
-        """Requeue a retried batch before every queued batch with a higher sequence."""
-        order = self.entry(batch.tp).in_flight
-        if batch not in order:
-            queue.appendleft(batch)
-            return
-        rank = order.index(batch)
-        index = 0
-        while index < len(queue) and queue[index] in order and order.index(queue[index]) < rank:
-            index += 1
-        queue.insert(index, batch)
-
-    # -- answers ----------------------------------------------------------------------
-
-    def handle_completed_batch(self, batch: ProducerBatch) -> None:
-        """Success, or DUPLICATE_SEQUENCE_NUMBER (the broker has it already, IPROD-6)."""
-        entry = self.entry(batch.tp)
-        if batch not in entry.in_flight:
-            return
-        entry.in_flight.remove(batch)
-        if batch.answer_is_stale:
-            # The attempt sent before a bump was written after all (its predecessor expired
-            # after being written, say). The batches behind it were renumbered as if it would
-            # be resent in the new epoch: number them afresh under yet another epoch.
-            self.request_epoch_bump(batch.tp)
-        elif is_after(batch.last_sequence, entry.last_acked_sequence):
-            # (answers may come out of order: a batch behind a failed one can succeed when
-            # the broker had the failed one after all, from an attempt whose answer was lost)
-            entry.last_acked_sequence = batch.last_sequence
-
-    def can_retry(self, batch: ProducerBatch, error: ErrorCode) -> bool:
-        """Kafka's TransactionManager.canRetry for an idempotent producer (IPROD-4, IPROD-5).
-
-        Kafka tells an answer to an attempt from before a bump by `sequenceHasBeenReset`;
-        kafka-ref compares the numbering the attempt was sent with (`answer_is_stale`).
-        Kafka bumps on every UNKNOWN_PRODUCER_ID; kafka-ref, as for OUT_OF_ORDER, only when
-        the batch is the next expected one: a broker without state answers the batches
-        behind a rejected one the same way, and a bump then could renumber a batch whose
-        retry is on its way - and written twice (the randomized test found this)."""
-        if batch.answer_is_stale and error in _SEQUENCE_ERRORS:
-            return True  # about the old numbering: resend with the new one
-        if error in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID):
-            entry = self.entry(batch.tp)
-            if batch.base_sequence == increment_sequence(entry.last_acked_sequence, 1):
-                self.request_epoch_bump(batch.tp)  # the next expected batch: a real gap
-            return True  # otherwise a batch ahead of it failed: retry, in order
-        return error.retriable
-
-    def handle_failed_batch(self, batch: ProducerBatch) -> None:
-        """A batch failed for good; if it had a sequence, its gap needs a new epoch (IPROD-5)."""
-        entry = self.entry(batch.tp)
-        if batch in entry.in_flight:
-            entry.in_flight.remove(batch)
-            self.request_epoch_bump(batch.tp)
+    def handle_failed_batch(self, batch: SequencedBatch, error: KafkaError) -> None:
+        """A batch failed for good: fencing is fatal; in a transaction, the rest abortable."""
+        with self._lock:
+            super().handle_failed_batch(batch)
+            if error.code in FENCED:
+                fenced = ProducerFencedError(f"producing to {batch.tp}: {error}")
+                self._fail(fenced, abortable=False)
+            elif self.is_transactional and not isinstance(error, TransactionAbortedError):
+                self._fail(error, abortable=True)

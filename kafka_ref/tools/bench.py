@@ -1,6 +1,6 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Four benches, one entry point:
+Five benches, one entry point:
 
 * `kafka-ref bench storage`: the storage engine alone, on real files (below);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
@@ -13,9 +13,12 @@ Four benches, one entry point:
   against both in one run, printing kafka-ref/Tansu ratios (kafka_ref/tools/bench_compare.py);
 * `kafka-ref bench cluster`: starts one broker and a 3-broker cluster on ZooKeeper and
   compares producing with acks=1 to the one against acks=all with replication factor 3 to
-  the other, in one run (kafka_ref/tools/bench_cluster.py).
+  the other, in one run (kafka_ref/tools/bench_cluster.py);
+* `kafka-ref bench transactions`: transactional producers (a commit every 100 ms, or every
+  1,000 records) against the idempotent producer, read_committed against
+  read_uncommitted, in one run (kafka_ref/tools/bench_txn.py).
 
-This module holds the command line of all four (the broker benches' options are shared by
+This module holds the command line of all five (the broker benches' options are shared by
 `broker`, `compare` and bare `bench --bootstrap-server`) and the storage bench itself.
 
 `kafka-ref bench storage` measures the storage engine alone, on real files:
@@ -55,6 +58,7 @@ from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools import bench_report
+from kafka_ref.tools import bench_txn as btx
 from kafka_ref.tools.bench_broker import BenchError, Settings
 
 MB = 1024 * 1024
@@ -90,6 +94,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument(
         "--data-dir", default=argparse.SUPPRESS, help="where the brokers live (default: temporary)"
     )
+    txn = sub.add_parser(
+        "transactions", help="transactional against idempotent produce, read_committed "
+        "against read_uncommitted, with ratios", description=_doc(btx),
+    )  # fmt: skip
+    add_measure_options(txn, suppress=True)
+    txn.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT", default=argparse.SUPPRESS,
+        help="the broker to measure (default: start a kafka-ref broker)",
+    )  # fmt: skip
+    txn.add_argument("--tansu", action="store_true", help="also start and measure the Tansu broker")
+    txn.set_defaults(sizes="1024")
     storage = sub.add_parser("storage", help="the storage engine on real files")
     storage.add_argument("--dir", help="where to write (default: a temporary directory)")
     storage.add_argument("--total-mb", type=int, default=2048, help="bytes to append (MB)")
@@ -248,7 +263,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     emit = _printer(args.json, table=True)
     try:
-        if args.bench == "cluster":
+        if args.bench == "transactions":
+            rows, found = _bench_transactions(args, settings, emit)
+        elif args.bench == "cluster":
             rows = bcl.bench_cluster(settings, emit, getattr(args, "data_dir", None))
             found = [r for r in rows if r["what"] == "cluster ratio"]
             rows = [r for r in rows if r["what"] != "cluster ratio"]
@@ -280,9 +297,24 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{r['msg_size']} B, {r['partitions']} partitions, run {r['run']}: "
                       f"3 brokers acks=all / 1 broker acks=1 = {r['ratio MB/s']} (MB/s), "
                       f"{r['ratio msgs/s']} (msgs/s)")  # fmt: skip
+        elif found and args.bench == "transactions":
+            btx.print_ratios(found)
         elif found:
             bench_report.print_ratios(found)
     return 0
+
+
+def _bench_transactions(args: argparse.Namespace, settings: Settings, emit) -> tuple:
+    if args.bootstrap_server:
+        label = args.label or args.bootstrap_server
+        rows = btx.run_txn_cases([bb.Target(label, args.bootstrap_server)], settings, emit)
+    else:
+        with btx.local_brokers(getattr(args, "tansu", False)) as targets:
+            rows = btx.run_txn_cases(targets, settings, emit)
+    found = btx.ratio_rows(rows)
+    for row in found:
+        emit(row)
+    return rows, found
 
 
 def run_storage(args: argparse.Namespace) -> int:

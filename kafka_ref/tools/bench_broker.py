@@ -233,9 +233,16 @@ def measure_produce(
 
 
 def measure_consume(
-    target: Target, topic: str, case: Case, expected: int, settings: Settings, tick: Tick
+    target: Target,
+    topic: str,
+    case: Case,
+    expected: int,
+    settings: Settings,
+    tick: Tick,
+    isolation: str = "",
 ) -> dict:
-    """Read back `expected` messages from offset 0 of every partition."""
+    """Read back `expected` messages from offset 0 of every partition (with `isolation`,
+    read_committed or read_uncommitted, named in the row's `what`)."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -247,6 +254,7 @@ def measure_consume(
             "auto.offset.reset": "earliest",
             # see the module docstring: a full local queue must not cost a whole second
             "fetch.queue.backoff.ms": CONSUMER_QUEUE_BACKOFF_MS,
+            "isolation.level": isolation or "read_uncommitted",
         }
     )
     received = errors = 0
@@ -264,7 +272,8 @@ def measure_consume(
         elapsed = time.perf_counter() - start
     finally:
         consumer.close()
-    return result("consume", target, case, messages=received, errors=errors, seconds=elapsed)
+    what = f"consume {isolation}".strip()
+    return result(what, target, case, messages=received, errors=errors, seconds=elapsed)
 
 
 def measure_latency(target: Target, topic: str, case: Case, settings: Settings, tick: Tick) -> dict:

@@ -1,12 +1,20 @@
 """`kafka-ref dump-log`: look inside segment files, as `kafka-dump-log.sh --files` does.
 
-A `.log` file prints one line per batch (base and last offset, record count, position,
-CreateTime, size, magic, codec, CRC and whether it is valid); `--print-data` adds a line per
-record with its key and value. An `.index` or `.timeindex` file prints its entries and then
-checks each against the `.log` beside it, reporting every mismatch, so a student can see the
-sparse index at work and a broken one is found, not guessed at.
+A `.log` file prints one line per batch (base and last offset, record count, producer id,
+epoch and sequences, whether it is transactional or a control batch, position, CreateTime,
+size, magic, codec, CRC and whether it is valid); `--print-data` adds a line per record with
+its key and value. A transaction's marker is a control batch whose one record is printed as
+Kafka prints it, `endTxnMarker: COMMIT coordinatorEpoch: 0` (or ABORT), with the producer id
+and epoch of the transaction on its batch line. An `.index` or `.timeindex` file prints its
+entries and then checks each against the `.log` beside it, reporting every mismatch, so a
+student can see the sparse index at work and a broken one is found, not guessed at. A
+`.txnindex` file prints one line per aborted transaction: `version`, `producerId`,
+`firstOffset`, `lastOffset` (its ABORT marker) and `lastStableOffset`.
 
 Nothing here writes to the files it reads.
+
+Kafka: `DumpLogSegments` (`dumpLog`, `dumpIndex`, `dumpTimeIndex`, `dumpTxnIndex`).
+Spec rules: TOOLS-1, TOOLS-23 (spec/tools.md).
 """
 
 from __future__ import annotations
@@ -21,11 +29,21 @@ from contextlib import contextmanager
 from kafka_ref.errors import KafkaError
 from kafka_ref.log.offset_index import OffsetIndex
 from kafka_ref.log.time_index import TimeIndex
+from kafka_ref.log.txn_index import (
+    CURRENT_VERSION,
+    ENTRY_SIZE,
+    TXN_INDEX_SUFFIX,
+    CorruptTxnIndexError,
+    TransactionIndex,
+)
 from kafka_ref.record.batch import BatchHeader, RecordBatch, validate_batch
+from kafka_ref.record.control import read_marker
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help=".log, .index or .timeindex")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help=".log, .index, .timeindex or .txnindex"
+    )
     parser.add_argument(
         "--print-data", action="store_true", help="print each record's key and value"
     )
@@ -45,8 +63,13 @@ def run(args: argparse.Namespace) -> int:
                 status |= dump_offset_index(path, sys.stdout)
             elif path.endswith(".timeindex"):
                 status |= dump_time_index(path, sys.stdout)
+            elif path.endswith(TXN_INDEX_SUFFIX):
+                status |= dump_txn_index(path, sys.stdout)
             else:
-                print(f"Ignoring {path}: not a .log, .index or .timeindex file", file=sys.stderr)
+                print(
+                    f"Ignoring {path}: not a .log, .index, .timeindex or .txnindex file",
+                    file=sys.stderr,
+                )
                 status = 1
         except BrokenPipeError:
             raise
@@ -103,8 +126,9 @@ def dump_log_file(path: str, print_data: bool, max_bytes: int, out) -> int:
             valid = _is_valid(data, position)
             print(describe_batch(header, position, valid), file=out)
             if print_data and valid:
+                marker = _marker(data, position) if header.is_control else None
                 for record in RecordBatch(data, position).records():
-                    print(describe_record(header, record), file=out)
+                    print(describe_record(header, record, marker), file=out)
             position += header.size
     return 0
 
@@ -136,7 +160,16 @@ def describe_batch(header: BatchHeader, position: int, valid: bool) -> str:
     )
 
 
-def describe_record(header: BatchHeader, record) -> str:
+def _marker(data: memoryview, position: int) -> str:
+    """A control record as Kafka's DumpLogSegments prints it."""
+    try:
+        marker = read_marker(data, position)
+    except KafkaError:  # a control type other than a transaction marker
+        return "controlType: unknown"
+    return f"endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
+
+
+def describe_record(header: BatchHeader, record, marker: str | None = None) -> str:
     time_name = "LogAppendTime" if header.timestamp_type else "CreateTime"
     sequence = (
         header.base_sequence + record.offset - header.base_offset
@@ -150,6 +183,8 @@ def describe_record(header: BatchHeader, record) -> str:
         f"valueSize: {value_size} sequence: {sequence} "
         f"headerKeys: [{','.join(h.key for h in record.headers)}]"
     )
+    if marker is not None:  # a control record: its key and value are the marker
+        return f"{line} {marker}"
     if record.key is not None:
         line += f" key: {_text(record.key)}"
     if record.value is not None:
@@ -233,6 +268,28 @@ def dump_time_index(path: str, out) -> int:
         if offsets:
             offsets.close()
     return _report(path, problems, out)
+
+
+def dump_txn_index(path: str, out) -> int:
+    """Print each aborted transaction of a `.txnindex` (Kafka's dumpTxnIndex)."""
+    size = os.path.getsize(path)
+    try:
+        index = TransactionIndex(path, base_offset_of(path))
+    except CorruptTxnIndexError as err:
+        print(f"Found a corrupt entry in {os.path.basename(path)}: {err}", file=out)
+        return 1
+    for txn in index.entries:
+        print(
+            f"version: {CURRENT_VERSION} producerId: {txn.producer_id} "
+            f"firstOffset: {txn.first_offset} lastOffset: {txn.last_offset} "
+            f"lastStableOffset: {txn.last_stable_offset}",
+            file=out,
+        )
+    if size % ENTRY_SIZE:
+        print(f"Found {size % ENTRY_SIZE} invalid bytes at the end of {os.path.basename(path)}",
+              file=out)  # fmt: skip
+        return 1
+    return 0
 
 
 def _report(path: str, problems: list[str], out) -> int:

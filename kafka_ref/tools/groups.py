@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-def _table(rows: list[list[object]]) -> None:
+def print_table(rows: list[list[object]]) -> None:
     widths = [max(len(str(row[i])) for row in rows) + 2 for i in range(len(rows[0]))]
     for row in rows:
         print("".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
@@ -173,7 +173,7 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
         return 1
     if not args.members:
         node = group.coordinator
-        _table(
+        print_table(
             [
                 ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
                 [
@@ -194,7 +194,7 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
             assigned = ",".join(map(str, m.assignment)) or "-"
             rows.append([group.group_id, m.member_id, m.host, m.client_id, len(m.assignment),
                          assigned])  # fmt: skip
-        _table(rows)
+        print_table(rows)
         return 0
     if not group.members:
         print(f"Consumer group '{args.group}' has no active members.\n")
@@ -214,7 +214,7 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
             "-" if current is None else current, "-" if end is None else end, lag,
             m.member_id if m else "-", m.host if m else "-", m.client_id if m else "-",
         ])  # fmt: skip
-    _table(rows)
+    print_table(rows)
     return 0
 
 
@@ -249,7 +249,7 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
     plan = _plan(admin, args, partitions)
     rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]]
     rows += [[args.group, tp.topic, tp.partition, offset] for tp, offset in plan.items()]
-    _table(rows)
+    print_table(rows)
     if args.execute:
         admin.alter_consumer_group_offsets(args.group, plan)
     else:

@@ -13,17 +13,18 @@ import threading
 
 import pytest
 
-from kafka_ref.client.accumulator import ProducerIdAndEpoch, RecordAccumulator
+from kafka_ref.client.accumulator import RecordAccumulator
 from kafka_ref.client.connection import ClientRequest, NetworkError
+from kafka_ref.client.idempotence import (
+    EPOCH_MAX,
+    INT32_MAX,
+    ProducerIdAndEpoch,
+    increment_sequence,
+)
 from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.producer import Producer, ProducerConfigError, idempotence_enabled
 from kafka_ref.client.sender import Sender
-from kafka_ref.client.transaction_manager import (
-    EPOCH_MAX,
-    INT32_MAX,
-    TransactionManager,
-    increment_sequence,
-)
+from kafka_ref.client.transaction_manager import TransactionManager
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey, encode_response

@@ -142,3 +142,41 @@ def test_compare_runs_both_brokers_and_prints_ratios(capsys):
         else:
             assert ratio["kafka-ref"] >= 0 and ratio["tansu"] >= 0
     assert {r["broker"] for r in rows if r["what"] == "broker rss"} == {"kafka-ref", "tansu"}
+
+
+@pytest.mark.spec("TOOLS-24")
+@pytest.mark.timeout(90)
+def test_transactions_bench_measures_each_mode_and_its_ratio(broker, capsys):
+    args = ["--log-level", "ERROR", "bench", "transactions", "--bootstrap-server",
+            broker.bootstrap, "--messages", "2500", "--partitions", "2", "--seconds", "20",
+            "--json"]  # fmt: skip
+    assert main(args) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = {r["what"]: r for r in rows if r["what"] != "ratio"}
+    assert list(measured) == [
+        "produce idempotent", "produce txn/100ms", "produce txn/1000",
+        "consume read_uncommitted", "consume read_committed",
+    ]  # fmt: skip
+    for what in ("produce idempotent", "produce txn/100ms", "produce txn/1000"):
+        row = measured[what]
+        assert (row["messages"], row["errors"], row["acks"], row["msg_size"]) == (
+            2500,
+            0,
+            "all",
+            1024,
+        )
+    assert measured["produce idempotent"]["transactions"] == 0
+    assert measured["produce txn/1000"]["transactions"] == 3  # at 1000, 2000, and the rest
+    assert measured["produce txn/100ms"]["transactions"] >= 1
+    # the consumers read the txn/1000 topic back, its warm-up record included, markers skipped
+    for isolation in ("read_uncommitted", "read_committed"):
+        assert measured[f"consume {isolation}"]["messages"] == 2501
+    ratios = {(r["of"], r["over"]): r["ratio"] for r in rows if r["what"] == "ratio"}
+    assert set(ratios) == {
+        ("produce txn/100ms", "produce idempotent"), ("produce txn/1000", "produce idempotent"),
+        ("consume read_committed", "consume read_uncommitted"),
+    }  # fmt: skip
+    rc, ru = measured["consume read_committed"], measured["consume read_uncommitted"]
+    assert ratios[("consume read_committed", "consume read_uncommitted")] == round(
+        rc["msgs/s"] / ru["msgs/s"], 2
+    )

@@ -103,3 +103,55 @@ def test_missing_file_and_wrong_flag_are_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["dump-log", "--no-such-flag", os.devnull])
     assert exit_info.value.code == 2
+
+
+@pytest.fixture
+def txn_dir(tmp_path):
+    """A log where producer 1 commits (offsets 0-1, marker 2) and producer 2 aborts (3-4,
+    marker 5, coordinator epoch 7), written through the log as the coordinator would."""
+    from kafka_ref.log.log import AppendOrigin
+    from kafka_ref.record.control import ControlRecordType, EndTransactionMarker
+    from tests.unit.log.test_txn_log import Producer
+
+    log = Log.open(tmp_path / "t-0", LogConfig.from_properties({}), ManualClock())
+    committer, aborter = Producer(1, epoch=4), Producer(2)
+    log.append(committer.batch(2))
+    log.append(committer.marker(EndTransactionMarker(ControlRecordType.COMMIT, 0)),
+               origin=AppendOrigin.COORDINATOR)  # fmt: skip
+    log.append(aborter.batch(2))
+    log.append(aborter.marker(EndTransactionMarker(ControlRecordType.ABORT, 7)),
+               origin=AppendOrigin.COORDINATOR)  # fmt: skip
+    log.close()
+    return tmp_path / "t-0"
+
+
+@pytest.mark.spec("TOOLS-23")
+def test_markers_print_as_kafkas_end_txn_marker_lines(txn_dir, capsys):
+    code, out, _ = run(capsys, txn_dir / "00000000000000000000.log", "--print-data")
+    assert code == 0
+    lines = out.splitlines()
+    commit = next(i for i, line in enumerate(lines) if line.startswith("baseOffset: 2 "))
+    assert "producerId: 1 producerEpoch: 4" in lines[commit]
+    assert "isTransactional: true isControl: true" in lines[commit]
+    assert lines[commit + 1].startswith("| offset: 2 ")
+    assert lines[commit + 1].endswith(
+        "keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] "
+        "endTxnMarker: COMMIT coordinatorEpoch: 0"
+    )
+    abort = next(line for line in lines if line.startswith("| offset: 5 "))
+    assert abort.endswith("endTxnMarker: ABORT coordinatorEpoch: 7")
+    data = [line for line in lines if line.startswith("| offset: 3 ")]
+    assert data[0].endswith("payload: 2-0")  # a transactional record prints its data
+
+
+@pytest.mark.spec("TOOLS-23")
+def test_a_txnindex_prints_each_aborted_transaction(txn_dir, capsys):
+    path = txn_dir / "00000000000000000000.txnindex"
+    code, out, _ = run(capsys, path)
+    assert code == 0
+    assert out.splitlines()[1:] == [
+        "version: 0 producerId: 2 firstOffset: 3 lastOffset: 5 lastStableOffset: 6"
+    ]
+    path.write_bytes(path.read_bytes() + b"\x00" * 5)  # a torn entry at the end
+    code, out, _ = run(capsys, path)
+    assert code == 1 and "Found 5 invalid bytes at the end" in out
