@@ -1,0 +1,108 @@
+"""Compaction of a transactional topic over the wire (COMPACT-23, COMPACT-26).
+
+A confluent-kafka (librdkafka) transactional producer commits and aborts transactions on
+a topic with `cleanup.policy=compact` and tiny segments, on a broker whose cleaner runs
+every 100 ms. Once the cleaner has run, the segment files hold no aborted record, and a
+read_committed librdkafka consumer reading from the start ends with the same latest value
+per key as the transactions committed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_ref.record.batch import RecordBatch, iter_batch_headers
+from kafka_ref.tools.server_process import free_port
+from tests.interop.conftest import BrokerProcess
+
+pytestmark = pytest.mark.timeout(120)
+
+TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "1024",  # a few batches per segment: most of the log is cleanable
+    "min.cleanable.dirty.ratio": "0.01",
+    "delete.retention.ms": "0",  # markers without data may go at the next round
+}
+
+
+@pytest.fixture(scope="module")
+def cleaning_broker(tmp_path_factory):
+    base = tmp_path_factory.mktemp("txn-compaction")
+    broker = BrokerProcess(str(base / "data"), free_port(), {"log.cleaner.backoff.ms": 100})
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+def segment_values(data_dir: str, topic: str) -> list[tuple[bool, bytes | None]]:
+    """(is control, value) of every record in the partition's segment files, as on disk."""
+    directory = os.path.join(data_dir, f"{topic}-0")
+    out = []
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
+        with open(os.path.join(directory, name), "rb") as f:
+            data = f.read()
+        for pos, header in iter_batch_headers(data):
+            for record in RecordBatch(data, pos).records():
+                out.append((header.is_control, record.value))
+    return out
+
+
+@pytest.mark.spec("COMPACT-23", "COMPACT-26")
+def test_the_cleaner_removes_aborted_records_and_keeps_committed_values(cleaning_broker):
+    bootstrap = f"127.0.0.1:{cleaning_broker.port}"
+    topic = f"txn-compact-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=TOPIC_CONFIG)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic})
+    producer.init_transactions(30)
+    expected: dict[bytes, bytes] = {}
+    for round_ in range(6):
+        commit = round_ % 2 == 0
+        producer.begin_transaction()
+        for k in range(8):
+            key, value = b"k%d" % k, b"%s-%d-%d" % (b"c" if commit else b"aborted", round_, k)
+            producer.produce(topic, value, key=key, partition=0)
+            if commit:
+                expected[key] = value
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    for i in range(40):  # plain records roll the last transactions out of the active segment
+        plain.produce(topic, b"filler-%d" % i, key=b"filler", partition=0)
+        expected[b"filler"] = b"filler-%d" % i
+        plain.flush(30)
+
+    def aborted_on_disk() -> int:
+        return sum(
+            1 for _, v in segment_values(cleaning_broker.data_dir, topic) if v and b"aborted" in v
+        )
+
+    deadline = time.monotonic() + 30
+    while aborted_on_disk() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert aborted_on_disk() == 0, "the cleaner did not remove the aborted records"
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    })  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    latest: dict[bytes, bytes] = {}
+    _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    position, deadline = 0, time.monotonic() + 30
+    while position < high and time.monotonic() < deadline:
+        for m in consumer.consume(500, 0.5):
+            assert m.error() is None, m.error()
+            assert b"aborted" not in m.value()
+            latest[m.key()] = m.value()
+        position = consumer.position([TopicPartition(topic, 0)])[0].offset
+    consumer.close()
+    assert latest == expected
