@@ -126,6 +126,20 @@ _BROKER_DEFS = [
         "How often timed-out transactions are aborted.",
         1,
     ),
+    ConfigDef(
+        "transactional.id.expiration.ms",
+        "int",
+        604800000,
+        "Idle time before the coordinator forgets a transactional id.",
+        1,
+    ),
+    ConfigDef(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "int",
+        3600000,
+        "How often expired transactional ids are removed.",
+        1,
+    ),
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 # topic config's broker name -> topic config name (log.segment.bytes -> segment.bytes)

@@ -1,10 +1,13 @@
-"""Compaction of a transactional topic over the wire (COMPACT-23, COMPACT-26).
+"""Compaction of a transactional topic, and expiry of transactional ids, over the wire
+(COMPACT-23, COMPACT-26, TXN-81).
 
 A confluent-kafka (librdkafka) transactional producer commits and aborts transactions on
 a topic with `cleanup.policy=compact` and tiny segments, on a broker whose cleaner runs
 every 100 ms. Once the cleaner has run, the segment files hold no aborted record, and a
 read_committed librdkafka consumer reading from the start ends with the same latest value
-per key as the transactions committed.
+per key as the transactions committed. The same broker forgets transactional ids idle for
+two seconds: the coordinator's periodic task writes the id's tombstone to
+`__transaction_state`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_ref.record.batch import RecordBatch, iter_batch_headers
 from kafka_ref.tools.server_process import free_port
+from kafka_ref.txn import transaction_log as tlog
 from tests.interop.conftest import BrokerProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -34,22 +38,27 @@ TOPIC_CONFIG = {
 @pytest.fixture(scope="module")
 def cleaning_broker(tmp_path_factory):
     base = tmp_path_factory.mktemp("txn-compaction")
-    broker = BrokerProcess(str(base / "data"), free_port(), {"log.cleaner.backoff.ms": 100})
+    configs = {
+        "log.cleaner.backoff.ms": 100,
+        "transactional.id.expiration.ms": 2000,
+        "transaction.remove.expired.transaction.cleanup.interval.ms": 200,
+    }
+    broker = BrokerProcess(str(base / "data"), free_port(), configs)
     broker.start()
     yield broker
     broker.stop()
 
 
-def segment_values(data_dir: str, topic: str) -> list[tuple[bool, bytes | None]]:
-    """(is control, value) of every record in the partition's segment files, as on disk."""
-    directory = os.path.join(data_dir, f"{topic}-0")
+def segment_records(data_dir: str, topic: str, partition: int = 0) -> list[tuple]:
+    """(is control, key, value) of every record in the partition's segment files."""
+    directory = os.path.join(data_dir, f"{topic}-{partition}")
     out = []
     for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
         with open(os.path.join(directory, name), "rb") as f:
             data = f.read()
         for pos, header in iter_batch_headers(data):
             for record in RecordBatch(data, pos).records():
-                out.append((header.is_control, record.value))
+                out.append((header.is_control, record.key, record.value))
     return out
 
 
@@ -80,7 +89,9 @@ def test_the_cleaner_removes_aborted_records_and_keeps_committed_values(cleaning
 
     def aborted_on_disk() -> int:
         return sum(
-            1 for _, v in segment_values(cleaning_broker.data_dir, topic) if v and b"aborted" in v
+            1
+            for _, _, v in segment_records(cleaning_broker.data_dir, topic)
+            if v and b"aborted" in v
         )
 
     deadline = time.monotonic() + 30
@@ -106,3 +117,26 @@ def test_the_cleaner_removes_aborted_records_and_keeps_committed_values(cleaning
         position = consumer.position([TopicPartition(topic, 0)])[0].offset
     consumer.close()
     assert latest == expected
+
+
+@pytest.mark.spec("TXN-81")
+def test_an_idle_transactional_id_is_expired_with_a_tombstone(cleaning_broker):
+    bootstrap = f"127.0.0.1:{cleaning_broker.port}"
+    tid = f"expiring-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.commit_transaction(30)  # an empty transaction: the id is at rest now
+    partition = tlog.partition_for(tid, 50)
+    key = tlog.key_bytes(tid)
+
+    def tombstoned() -> bool:
+        records = segment_records(cleaning_broker.data_dir, "__transaction_state", partition)
+        return (False, key, None) in records
+
+    deadline = time.monotonic() + 20
+    while not tombstoned() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert tombstoned(), "the idle transactional id got no tombstone"
+    again = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    again.init_transactions(30)  # a fresh start for the id
