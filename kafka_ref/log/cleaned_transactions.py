@@ -27,10 +27,13 @@ keeps:
 A data batch is *discardable* when it is transactional and its producer is inside an
 aborted transaction. A marker is *discardable* when the walk saw no batch of its
 transaction: for an ABORT, every batch was removed by an earlier round; for a COMMIT, every
-batch was compacted away or lies in an earlier group of segments. An ABORT marker that is
-kept because its data was seen (and is being removed now) keeps its `.txnindex` entry in
-the cleaned segment: `cleaned_index` receives it. A marker found discardable next round
-gets no entry: no data is left for a consumer to drop.
+batch was compacted away. One walk covers a whole round, across its groups of segments
+(Kafka shares one `CleanedTransactionMetadata` per `doClean`), so a transaction whose
+batches are in one group and whose marker is in the next is still seen whole. An ABORT
+marker that is kept because its data was seen (and is being removed now) keeps its
+`.txnindex` entry in the cleaned segment: `cleaned_index`, the index of the segment being
+written, receives it. A marker found discardable next round gets no entry: no data is left
+for a consumer to drop.
 
 Only decided transactions are touched: the cleaner never walks past the last stable
 offset (cleaner_manager.py, COMPACT-25), so every transaction it meets has its marker in
@@ -61,7 +64,7 @@ class _AbortedTransaction:
 
 
 class CleanedTransactionMetadata:
-    """The walk's state; one per pass (a map build, or one group of segments rewritten)."""
+    """The walk's state; one per pass (a map build, or a round's rewrite of its groups)."""
 
     def __init__(self, cleaned_index: TransactionIndex | None = None) -> None:
         self._pending: list[tuple[int, int, AbortedTxn]] = []  # min-heap by first offset

@@ -151,10 +151,11 @@ class Cleaner:
         active = log.active_segment
         segments = [s for s in log.segments if s is not active and s.base_offset < end_offset]
         config = log.config
+        txns = CleanedTransactionMetadata()  # one walk over all groups (COMPACT-12, -23, -24)
         for group in group_segments_by_size(
             segments, config.segment_bytes, config.segment_index_bytes
         ):
-            self.clean_segments(log, group, now, stats)
+            self.clean_segments(log, group, now, stats, txns)
         return stats
 
     # ------------------------------------------------------------------ the offset map
@@ -177,11 +178,17 @@ class Cleaner:
             )  # fmt: skip
 
     # ------------------------------------------------------------------ rewriting
-    def clean_segments(self, log: Log, group: Sequence[Segment], now: int, stats: CleanerStats):
+    def clean_segments(
+        self,
+        log: Log,
+        group: Sequence[Segment],
+        now: int,
+        stats: CleanerStats,
+        txns: CleanedTransactionMetadata,
+    ):
         """Write `group` as one `.cleaned` segment, then swap it in (COMPACT-10)."""
         cleaned = log.new_cleaned_segment(group[0].base_offset)
-        # One walk of the group's transactions; the ABORT markers kept index into `cleaned`.
-        txns = CleanedTransactionMetadata(cleaned.txn_index)
+        txns.cleaned_index = cleaned.txn_index  # the ABORT markers kept here index here
         try:
             for i, source in enumerate(group):
                 # The whole segment's range: its entries must all reach the cleaned index.

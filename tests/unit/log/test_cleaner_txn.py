@@ -215,6 +215,22 @@ def test_a_commit_marker_stays_while_its_transaction_has_records(tmp_path):
     assert batch_kinds(log)[:2] == [(0, "data"), (1, "commit")]
 
 
+@pytest.mark.spec("COMPACT-12")
+def test_a_commit_marker_in_the_next_group_stays_while_its_records_do(tmp_path):
+    clock = ManualClock(T0)
+    log = open_log(tmp_path / "t-0", clock, segment_bytes=700)
+    a = Txn(log, 1)
+    a.send((b"k", b"v" * 600))  # 0: alone fills most of a segment
+    log.roll()
+    a.end(COMMIT)  # 1: in the next segment, which cannot join the first one's group
+    log.roll()
+    for _ in range(3):
+        clock.advance(RETENTION)
+        next_round(log, clock)
+    assert markers(log) == [(1, "commit")]
+    assert latest(committed_view(log))[b"k"] == b"v" * 600
+
+
 # ---------------------------------------------------------------------- open transactions
 @pytest.mark.spec("COMPACT-25")
 def test_an_open_transaction_is_never_cleaned(tmp_path):
