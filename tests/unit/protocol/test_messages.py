@@ -178,7 +178,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.ADD_OFFSETS_TO_TXN, 0, 2),
         (ApiKey.END_TXN, 0, 2),
         (ApiKey.WRITE_TXN_MARKERS, 1, 1),
-        (ApiKey.TXN_OFFSET_COMMIT, 0, 3),
+        (ApiKey.TXN_OFFSET_COMMIT, 0, 4),
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
         (ApiKey.ALTER_CONFIGS, 0, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),

@@ -39,7 +39,7 @@ ADVERTISED = {
     25: (0, 2),
     26: (0, 2),
     27: (1, 1),  # WriteTxnMarkers: the coordinator to partition leaders
-    28: (0, 3),  # TxnOffsetCommit (TXN-16, TXN-83)
+    28: (0, 4),  # TxnOffsetCommit (TXN-16, TXN-83)
     32: (1, 2),
     33: (0, 2),
     37: (0, 1),
