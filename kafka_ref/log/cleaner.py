@@ -49,9 +49,9 @@ byte. A thinned batch is re-encoded with the same base offset, the surviving rec
 offset deltas, and the *original* lastOffsetDelta, producer id/epoch, base sequence,
 transactional/control flags, leader epoch and codec: offsets never move, and the batch
 still ends where it ended, so a producer's sequence state can be rebuilt from it. A batch
-with no survivors is dropped. (Kafka keeps an emptied batch when it is the last one of a
-still-active producer, so idempotence can check the next sequence after a restart; that
-matters once producer state lands, and is noted in spec/retention.md.)
+with no survivors is dropped, unless it is the last batch of a producer the producer state
+still holds: then it stays with no records (Kafka's RETAIN_EMPTY, COMPACT-27), so state
+rebuilt from the log still knows the producer's last sequence and epoch.
 
 **Tombstones** (COMPACT-6). A null value deletes its key, but it must stay long enough for
 every consumer to see it. kafka-ref follows KIP-534 (Kafka 3.1): when the cleaner first
@@ -80,7 +80,7 @@ The two rules of a round are pure functions and seams (kafka_ref/seams.py) that 
 1) and `should_retain` (here, step 3's rule). The cleaner calls both through their modules.
 
 Rules: COMPACT-1, COMPACT-2, COMPACT-5, COMPACT-6, COMPACT-8..COMPACT-13, COMPACT-23,
-COMPACT-24 in
+COMPACT-24, COMPACT-27 in
 spec/retention.md (with offset_map.py and cleaner_manager.py).
 """
 
@@ -138,6 +138,7 @@ class Cleaner:
 
     def __init__(self, offset_map: SkimpyOffsetMap | None = None) -> None:
         self.offset_map = offset_map if offset_map is not None else SkimpyOffsetMap()
+        self._last_batches: dict[int, tuple[int | None, int]] = {}  # see _emptied
 
     def clean(self, log: Log, first_dirty: int, first_uncleanable: int, now: int) -> CleanerStats:
         """Compact `log` for the dirty range [first_dirty, first_uncleanable)."""
@@ -148,6 +149,7 @@ class Cleaner:
             return stats  # nothing dirty to clean
         stats.end_offset = end_offset
         stats.map_entries = len(self.offset_map)
+        self._last_batches = last_batches_of_active_producers(log)
         active = log.active_segment
         segments = [s for s in log.segments if s is not active and s.base_offset < end_offset]
         config = log.config
@@ -252,19 +254,19 @@ class Cleaner:
         if txns.on_batch_read(batch):  # a batch of an aborted transaction (COMPACT-23)
             stats.records_removed += len(records)
             stats.aborted_records_removed += len(records)
-            return None
+            return self._emptied(header)
         kept = [r for r in records if self._should_retain(r, horizon, now, stats)]
         stats.records_removed += len(records) - len(kept)
         if not kept:
-            return None
+            return self._emptied(header)
         if horizon is None and any(r.value is None for r in kept):
             horizon = now + delete_retention_ms  # KIP-534: first cleaning of a tombstone
         elif len(kept) == len(records):
             return raw  # untouched: keep the producer's bytes (and compression) as they are
         return encode_cleaned_batch(header, kept, horizon)
 
-    @staticmethod
     def _filter_marker(
+        self,
         batch: RecordBatch,
         raw: bytes,
         now: int,
@@ -277,10 +279,27 @@ class Cleaner:
         (COMPACT-24, Kafka `checkBatchRetention`)."""
         if not txns.on_control_batch_read(batch):
             return raw
+        if batch.header.records_count == 0:  # emptied already: kept only for its producer
+            return self._emptied(batch.header)
         if horizon is None:  # its transaction's data is gone: start the horizon now
             records = list(batch.records())
             return encode_cleaned_batch(batch.header, records, now + delete_retention_ms)
-        return None if now >= horizon else raw
+        return self._emptied(batch.header) if now >= horizon else raw
+
+    def _emptied(self, header: BatchHeader) -> bytes | None:
+        """A batch that loses every record goes, unless it is its producer's last batch:
+        then it stays, with no records, so producer state rebuilt from the log still has
+        the producer's last sequence (or, for a marker, its epoch) (COMPACT-27, Kafka
+        `isBatchLastRecordOfProducer`, `BatchRetention.RETAIN_EMPTY`)."""
+        last = self._last_batches.get(header.producer_id) if header.has_producer_id else None
+        if last is None:
+            return None
+        last_data_offset, epoch = last
+        if last_data_offset is not None:
+            keep = header.last_offset == last_data_offset
+        else:
+            keep = header.is_control and header.producer_epoch == epoch
+        return encode_cleaned_batch(header, [], None) if keep else None
 
     def _should_retain(
         self, record: Record, horizon: int | None, now: int, stats: CleanerStats
@@ -296,6 +315,15 @@ class Cleaner:
             elif tombstone and record.offset >= latest:
                 stats.tombstones_removed += 1
         return keep
+
+
+def last_batches_of_active_producers(log: Log) -> dict[int, tuple[int | None, int]]:
+    """Producer id -> (offset of its last data batch, or None; its epoch), from the log's
+    producer state (Kafka `UnifiedLog.lastRecordsOfActiveProducers`)."""
+    return {
+        pid: (entry.batches[-1].last_offset if entry.batches else None, entry.producer_epoch)
+        for pid, entry in log.producer_state.active_producers.items()
+    }
 
 
 def dirty_batches(

@@ -113,11 +113,12 @@ def latest(view) -> dict:
 
 
 def batch_kinds(log: Log) -> list[tuple[int, str]]:
-    """(base offset, kind) per batch: data, commit or abort; a horizon adds '+h'."""
+    """(base offset, kind) per batch: data, commit or abort, or empty (a batch kept for
+    its producer's state, COMPACT-27); a delete horizon adds '+h'."""
     out = []
     for header, raw in read_everything(log):
-        kind = "data"
-        if header.is_control:
+        kind = "data" if header.records_count else "empty"
+        if header.is_control and header.records_count:
             key = next(RecordBatch(raw).records()).key
             kind = "commit" if key[3] == ControlRecordType.COMMIT else "abort"
         if header.attributes & ATTR_DELETE_HORIZON:
@@ -141,7 +142,10 @@ def test_aborted_records_are_removed_and_their_marker_keeps_its_index_entry(tmp_
     assert log.segments[0].txn_index.entries == [AbortedTxn(1, 0, 3, 2)]
     stats = clean(log, clock).stats
     assert stats.aborted_records_removed == 2
-    assert batch_kinds(log) == [(2, "data"), (3, "abort"), (4, "commit"), (5, "data")]
+    # a's records are gone; its batch stays, empty, as a's last batch (COMPACT-27)
+    assert batch_kinds(log) == [
+        (0, "empty"), (2, "data"), (3, "abort"), (4, "commit"), (5, "data"),
+    ]  # fmt: skip
     # The kept ABORT marker's entry moved into the cleaned segment's .txnindex.
     assert log.segments[0].txn_index.entries == [AbortedTxn(1, 0, 3, 2)]
     assert committed_view(log) == [(2, b"z", b"b1"), (5, b"w", b"1")]
@@ -159,7 +163,7 @@ def test_an_aborted_record_never_supersedes_a_committed_one(tmp_path):
     plain(log, (b"other", b"1"))  # 3, active
     clean(log, clock)
     assert latest(committed_view(log)) == {b"k": b"committed", b"other": b"1"}
-    assert [o for o, _ in batch_kinds(log)] == [0, 2, 3]
+    assert batch_kinds(log) == [(0, "data"), (1, "empty"), (2, "abort"), (3, "data")]
 
 
 # ---------------------------------------------------------------------- markers
@@ -183,21 +187,24 @@ def test_a_marker_without_data_goes_after_delete_retention_ms(tmp_path, kind):
     a.send((b"k", b"1"))  # 0
     a.end(kind)  # 1
     plain(log, (b"k", b"2"))  # 2: supersedes a committed record
+    a.send((b"later", b"1"))  # 3: a's last batch is another one (COMPACT-27)
+    a.end(COMMIT)  # 4
     log.roll()
     name = "abort" if kind is ABORT else "commit"
+    later = (4, "commit")
     next_round(log, clock)  # the data goes now; the marker saw it, so it stays as it was
     assert [o for o, _ in batch_kinds(log)][:2] == [1, 2]
-    assert markers(log) == [(1, name)]
+    assert markers(log) == [(1, name), later]
     next_round(log, clock)  # no data left: the marker gets its delete horizon
-    assert markers(log) == [(1, name + "+h")]
+    assert markers(log) == [(1, name + "+h"), later]
     assert log.segments[0].txn_index.entries == []  # no data left for a consumer to drop
     clock.advance(RETENTION - 1)
     next_round(log, clock)
-    assert markers(log) == [(1, name + "+h")]
+    assert markers(log) == [(1, name + "+h"), later]
     clock.advance(1)  # the horizon
     next_round(log, clock)
-    assert markers(log) == []
-    assert latest(committed_view(log)) == {b"k": b"2", b"filler": b"6"}
+    assert markers(log) == [later]
+    assert latest(committed_view(log)) == {b"k": b"2", b"later": b"1", b"filler": b"8"}
 
 
 @pytest.mark.spec("COMPACT-12")
@@ -231,6 +238,31 @@ def test_a_commit_marker_in_the_next_group_stays_while_its_records_do(tmp_path):
     assert latest(committed_view(log))[b"k"] == b"v" * 600
 
 
+@pytest.mark.spec("COMPACT-27")
+def test_a_producers_emptied_last_batch_stays_so_its_state_can_be_rebuilt(tmp_path):
+    clock = ManualClock(T0)
+    log = open_log(tmp_path / "t-0", clock)
+    idempotent = dict(producer_id=7, producer_epoch=0)
+    log.append(build_batch([Record(b"k", b"1", T0)], base_sequence=0, **idempotent))  # 0
+    plain(log, (b"k", b"2"))  # 1: supersedes producer 7's only record
+    a = Txn(log, 1)
+    a.send((b"x", b"aborted"))  # 2
+    a.end(ABORT)  # 3
+    log.roll()
+    next_round(log, clock)
+    assert batch_kinds(log)[:4] == [(0, "empty"), (1, "data"), (2, "empty"), (3, "abort")]
+    # A crash that lost every producer snapshot: the state is rebuilt from the log alone.
+    log.close()
+    for name in os.listdir(log.dir):
+        if name.endswith(".snapshot"):
+            os.unlink(os.path.join(log.dir, name))
+    rebuilt = Log.open(log.dir, log.config, clock, recovery_point=0)
+    assert rebuilt.producer_state.last_entry(7).last_seq == 0
+    assert rebuilt.producer_state.last_entry(1).last_seq == 0
+    rebuilt.append(build_batch([Record(b"k", b"3", T0)], base_sequence=1, **idempotent))
+    rebuilt.close()
+
+
 # ---------------------------------------------------------------------- open transactions
 @pytest.mark.spec("COMPACT-25")
 def test_an_open_transaction_is_never_cleaned(tmp_path):
@@ -253,7 +285,7 @@ def test_an_open_transaction_is_never_cleaned(tmp_path):
     plain(log, (b"v", b"1"))  # 5, active
     clean(log, clock)
     assert latest(committed_view(log)) == {b"k": b"2", b"w": b"1", b"v": b"1"}
-    assert [o for o, _ in batch_kinds(log)] == [2, 3, 4, 5]
+    assert batch_kinds(log) == [(1, "empty"), (2, "data"), (3, "data"), (4, "abort"), (5, "data")]
 
 
 # ---------------------------------------------------------------------- retention
@@ -304,7 +336,8 @@ def test_cleaning_keeps_the_read_committed_latest_value_of_every_key(ops):
         clock = ManualClock(T0)
         log = open_log(os.path.join(tmp, "t-0"), clock)
         txns = {pid: Txn(log, pid) for pid in (1, 2, 3)}
-        open_ = set()
+        open_: dict[int, list[bytes | None]] = {}  # pid -> values of its open transaction
+        aborted: set[bytes | None] = set()
         for op in ops:
             if op[0] == "plain":
                 plain(log, (b"k%d" % op[1], None if op[2] else b"p%d" % log.log_end_offset))
@@ -312,10 +345,12 @@ def test_cleaning_keeps_the_read_committed_latest_value_of_every_key(ops):
                 _, pid, key, tomb = op
                 value = None if tomb else b"t%d" % log.log_end_offset
                 txns[pid].send((b"k%d" % key, value))
-                open_.add(pid)
+                open_.setdefault(pid, []).append(value)
             elif op[0] == "end" and op[1] in open_:
                 txns[op[1]].end(COMMIT if op[2] else ABORT)
-                open_.discard(op[1])
+                values = open_.pop(op[1])
+                if not op[2]:
+                    aborted.update(v for v in values if v is not None)
             elif op[0] == "roll":
                 log.roll()
             elif op[0] == "clean":
@@ -323,8 +358,9 @@ def test_cleaning_keeps_the_read_committed_latest_value_of_every_key(ops):
                 clock.advance(op[1])
                 clean(log, clock)
                 assert latest(committed_view(log)) == before
-        for pid in list(open_):  # decide everything, then clean past every horizon
+        for pid, values in open_.items():  # decide everything, then clean past the horizons
             txns[pid].end(ABORT)
+            aborted.update(v for v in values if v is not None)
         log.roll()
         before = latest(committed_view(log))
         for _ in range(3):
@@ -334,7 +370,7 @@ def test_cleaning_keeps_the_read_committed_latest_value_of_every_key(ops):
         after = latest(committed_view(log))
         after.pop(b"filler", None)
         assert after == before
-        # Nothing aborted is left: three rounds remove the data, stamp the marker, drop it.
-        assert not log.collect_aborted_transactions(0, log.log_end_offset)
-        assert all(kind.startswith("commit") for _, kind in markers(log))
+        # No aborted record is left in the files (a producer's last batch may stay, empty).
+        on_disk = {r.value for _, raw in read_everything(log) for r in RecordBatch(raw).records()}
+        assert not on_disk & aborted
         log.close()
