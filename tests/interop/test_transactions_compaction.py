@@ -1,11 +1,12 @@
 """Compaction of a transactional topic, and expiry of transactional ids, over the wire
-(COMPACT-23, COMPACT-26, TXN-81).
+(COMPACT-23, COMPACT-25, COMPACT-26, TXN-81).
 
 A confluent-kafka (librdkafka) transactional producer commits and aborts transactions on
 a topic with `cleanup.policy=compact` and tiny segments, on a broker whose cleaner runs
 every 100 ms. Once the cleaner has run, the segment files hold no aborted record, and a
 read_committed librdkafka consumer reading from the start ends with the same latest value
-per key as the transactions committed. The same broker forgets transactional ids idle for
+per key as the transactions committed; an open transaction holds the cleaner back at the
+last stable offset until it ends. The same broker forgets transactional ids idle for
 two seconds: the coordinator's periodic task writes the id's tombstone to
 `__transaction_state`.
 """
@@ -20,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.record.batch import RecordBatch, iter_batch_headers
 from kafka_ref.tools.server_process import free_port
 from kafka_ref.txn import transaction_log as tlog
@@ -117,6 +119,58 @@ def test_the_cleaner_removes_aborted_records_and_keeps_committed_values(cleaning
         position = consumer.position([TopicPartition(topic, 0)])[0].offset
     consumer.close()
     assert latest == expected
+
+
+def wait_for(condition, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return condition()
+
+
+@pytest.mark.spec("COMPACT-25")
+def test_the_broker_never_cleans_past_an_open_transaction(cleaning_broker):
+    bootstrap = f"127.0.0.1:{cleaning_broker.port}"
+    topic, probe = (f"txn-open-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for name in (topic, probe):
+        admin.create_topics([NewTopic(name, 1, 1, config=TOPIC_CONFIG)])[name].result(30)
+    plain = Producer({"bootstrap.servers": bootstrap})
+
+    def fill(name: str, count: int = 20) -> None:  # plain records that roll segments
+        for i in range(count):
+            plain.produce(name, b"filler-%d" % i, key=b"filler", partition=0)
+            plain.flush(30)
+
+    fill(topic)  # cleanable data before the open transaction
+    stuck = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + "-open"})
+    stuck.init_transactions(30)
+    stuck.begin_transaction()
+    stuck.produce(topic, b"open", key=b"o", partition=0)
+    stuck.flush(30)  # open from here on: the LSO stays at its first offset
+    late = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + "-late"})
+    late.init_transactions(30)
+    late.begin_transaction()
+    late.produce(topic, b"late-aborted", key=b"l", partition=0)
+    late.flush(30)
+    late.abort_transaction(30)  # decided, but after the LSO
+    fill(topic)
+
+    # A cleaner pass runs on the broker's event loop, between requests: one that cleans the
+    # probe topic's records, produced now, also went over `topic` after all of the above.
+    fill(probe)
+    path = os.path.join(cleaning_broker.data_dir, "cleaner-offset-checkpoint")
+    cleaned = OffsetCheckpointFile(path).read
+    assert wait_for(lambda: cleaned().get((probe, 0), 0) > 0), "no cleaner pass ran"
+    assert b"late-aborted" in values(cleaning_broker, topic)
+    stuck.commit_transaction(30)  # the LSO moves on: the aborted record can go now
+    fill(topic)
+    assert wait_for(lambda: b"late-aborted" not in values(cleaning_broker, topic))
+    assert b"open" in values(cleaning_broker, topic)
+
+
+def values(broker, topic: str) -> list:
+    return [v for _, _, v in segment_records(broker.data_dir, topic)]
 
 
 @pytest.mark.spec("TXN-81")
