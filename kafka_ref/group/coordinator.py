@@ -181,9 +181,22 @@ class GroupCoordinator:
         producer_epoch: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
         callback: CommitCallback,
+        member: tuple[str, str | None, int] = ("", None, -1),
     ) -> None:
-        """TxnOffsetCommit: pending until the transaction's marker (txn_offsets.py)."""
+        """TxnOffsetCommit: pending until the transaction's marker (txn_offsets.py).
+
+        `member` is (member id, group instance id, generation) from v3 (KIP-447): a
+        producer whose consumer was fenced out of the group is refused like a stale
+        OffsetCommit (TXN-83); older versions send ("", None, -1) and are not checked."""
         error = self.rebalance.group_status(group_id, allow_empty_id=True)
+        if error == OK:
+            group = self.manager.get_group(group_id)
+            if group is None:
+                group = self.manager.add_group(GroupMetadata(group_id, EMPTY, self._now()))
+            member_id, instance_id, generation_id = member
+            error = self._validate_offset_commit(
+                group, generation_id, member_id, instance_id, transactional=True
+            )
         if error != OK:
             return callback(dict.fromkeys(offsets, error))
         now = self._now()
@@ -194,8 +207,10 @@ class GroupCoordinator:
         """A transaction marker reached `__consumer_offsets-<partition>` (TXN-16)."""
         self.txn_offsets.complete(partition, producer_id, commit)
 
-    def _validate_offset_commit(self, group, generation_id, member_id, instance_id) -> ErrorCode:
-        """Kafka `validateOffsetCommit` (OFFSET-8)."""
+    def _validate_offset_commit(
+        self, group, generation_id, member_id, instance_id, *, transactional: bool = False
+    ) -> ErrorCode:
+        """Kafka `validateOffsetCommit` (OFFSET-8, TXN-83)."""
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id >= 0 or member_id or instance_id is not None:
@@ -210,8 +225,8 @@ class GroupCoordinator:
             if generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
             return OK
-        if not group.is_(EMPTY):  # from outside the group while it has members
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and not group.is_(EMPTY):  # from outside a group with members
+            return ErrorCode.UNKNOWN_MEMBER_ID  # (TxnOffsetCommit v0-v2 name no member)
         return OK
 
     def fetch_offsets(
@@ -222,6 +237,11 @@ class GroupCoordinator:
         if error != OK:
             return error, {}
         return OK, self.manager.get_offsets(group_id, partitions)
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with a transactional commit not yet decided: OffsetFetch
+        with `require_stable` answers UNSTABLE_OFFSET_COMMIT for them (KIP-447, TXN-84)."""
+        return set(self.txn_offsets.pending_partitions(group_id))
 
     def run_offset_expiration(self) -> int:
         """Expire offsets past `offsets.retention.minutes` and drop groups left with nothing

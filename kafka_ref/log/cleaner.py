@@ -34,8 +34,10 @@ and the checkpoint, belong to the cleaner manager (cleaner_manager.py, Kafka
    record when (COMPACT-1, Kafka `shouldRetainRecord`): it lies past the map's end; or it
    has a key, its offset is >= map[key] (or the key is not in the map), and it is not an
    expired tombstone. Records with a null key are dropped: Kafka rejects them on produce
-   to a compacted topic, so any found here are debris (COMPACT-9). Control batches
-   (transaction markers) are kept whole (COMPACT-12).
+   to a compacted topic, so any found here are debris (COMPACT-9). Batches of aborted
+   transactions are removed whole (COMPACT-23); markers stay while their transaction has
+   data left, then go after `delete.retention.ms` (COMPACT-12, COMPACT-24): the walk over
+   the transactions is cleaned_transactions.py.
 4. Swap the group in crash-safely (`Log.replace_segments`, COMPACT-10): `.cleaned` ->
    `.swap` (the commit point), the old segments out of the log and off the disk, `.swap`
    -> live names. On load, a `.cleaned` file is an uncommitted round and is deleted; a
@@ -47,9 +49,9 @@ byte. A thinned batch is re-encoded with the same base offset, the surviving rec
 offset deltas, and the *original* lastOffsetDelta, producer id/epoch, base sequence,
 transactional/control flags, leader epoch and codec: offsets never move, and the batch
 still ends where it ended, so a producer's sequence state can be rebuilt from it. A batch
-with no survivors is dropped. (Kafka keeps an emptied batch when it is the last one of a
-still-active producer, so idempotence can check the next sequence after a restart; that
-matters once producer state lands, and is noted in spec/retention.md.)
+with no survivors is dropped, unless it is the last batch of a producer the producer state
+still holds: then it stays with no records (Kafka's RETAIN_EMPTY, COMPACT-27), so state
+rebuilt from the log still knows the producer's last sequence and epoch.
 
 **Tombstones** (COMPACT-6). A null value deletes its key, but it must stay long enough for
 every consumer to see it. kafka-ref follows KIP-534 (Kafka 3.1): when the cleaner first
@@ -63,15 +65,22 @@ delete.retention.ms was in the future, which a copied or touched file silently c
 A round runs only when there is dirty data, so a tombstone past its horizon goes at the
 next round after the horizon, not at the horizon itself.
 
-Not yet: aborted transactions are not removed (there is no transaction index yet), and
-cleaning is single-threaded and synchronous: the broker calls `LogCleaner.clean(log, now)`
+**Transactions** (KIP-98's cleaner). The offset map skips the records of aborted
+transactions, so an aborted record never supersedes a committed one; the rewrite removes
+them, and the kept ABORT markers carry their `.txnindex` entries into the cleaned segment.
+The manager never lets a round reach the last stable offset (COMPACT-25), so an open
+transaction is never touched. Committed transactional records are compacted by key like
+any others.
+
+Not yet: cleaning is single-threaded and synchronous: the broker calls `LogCleaner.clean(log, now)`
 (cleaner_manager.py) from its background loop (Kafka: `log.cleaner.backoff.ms`).
 
 The two rules of a round are pure functions and seams (kafka_ref/seams.py) that lab 08
 (labs/08-compaction) replaces with a student's code: `build_offset_map` (offset_map.py, step
 1) and `should_retain` (here, step 3's rule). The cleaner calls both through their modules.
 
-Rules: COMPACT-1, COMPACT-2, COMPACT-5, COMPACT-6, COMPACT-8..COMPACT-13 in
+Rules: COMPACT-1, COMPACT-2, COMPACT-5, COMPACT-6, COMPACT-8..COMPACT-13, COMPACT-23,
+COMPACT-24, COMPACT-27 in
 spec/retention.md (with offset_map.py and cleaner_manager.py).
 """
 
@@ -83,6 +92,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from kafka_ref.log import offset_map as dedupe
+from kafka_ref.log.cleaned_transactions import CleanedTransactionMetadata
 from kafka_ref.log.log import Log
 from kafka_ref.log.offset_map import MappedBatch, SkimpyOffsetMap
 from kafka_ref.log.segment import Segment
@@ -116,6 +126,7 @@ class CleanerStats:
     tombstones_removed: int = 0
     null_keys_removed: int = 0
     batches_removed: int = 0
+    aborted_records_removed: int = 0
 
     @property
     def bytes_freed(self) -> int:
@@ -127,6 +138,7 @@ class Cleaner:
 
     def __init__(self, offset_map: SkimpyOffsetMap | None = None) -> None:
         self.offset_map = offset_map if offset_map is not None else SkimpyOffsetMap()
+        self._last_batches: dict[int, tuple[int | None, int]] = {}  # see _emptied
 
     def clean(self, log: Log, first_dirty: int, first_uncleanable: int, now: int) -> CleanerStats:
         """Compact `log` for the dirty range [first_dirty, first_uncleanable)."""
@@ -137,13 +149,15 @@ class Cleaner:
             return stats  # nothing dirty to clean
         stats.end_offset = end_offset
         stats.map_entries = len(self.offset_map)
+        self._last_batches = last_batches_of_active_producers(log)
         active = log.active_segment
         segments = [s for s in log.segments if s is not active and s.base_offset < end_offset]
         config = log.config
+        txns = CleanedTransactionMetadata()  # one walk over all groups (COMPACT-12, -23, -24)
         for group in group_segments_by_size(
             segments, config.segment_bytes, config.segment_index_bytes
         ):
-            self.clean_segments(log, group, now, stats)
+            self.clean_segments(log, group, now, stats, txns)
         return stats
 
     # ------------------------------------------------------------------ the offset map
@@ -152,7 +166,10 @@ class Cleaner:
         omap = self.offset_map
         omap.clear()
         capacity = omap.max_desired_size
-        offsets, latest = dedupe.build_offset_map(dirty_batches(log, start, end), start, capacity)
+        txns = CleanedTransactionMetadata()  # aborted records never enter the map (COMPACT-23)
+        txns.add_aborted_transactions(log.collect_aborted_transactions(start, end))
+        batches = dirty_batches(log, start, end, txns)
+        offsets, latest = dedupe.build_offset_map(batches, start, capacity)
         for key, offset in offsets.items():
             omap.put(key, offset)
         omap.update_latest_offset(latest)
@@ -163,12 +180,25 @@ class Cleaner:
             )  # fmt: skip
 
     # ------------------------------------------------------------------ rewriting
-    def clean_segments(self, log: Log, group: Sequence[Segment], now: int, stats: CleanerStats):
+    def clean_segments(
+        self,
+        log: Log,
+        group: Sequence[Segment],
+        now: int,
+        stats: CleanerStats,
+        txns: CleanedTransactionMetadata,
+    ):
         """Write `group` as one `.cleaned` segment, then swap it in (COMPACT-10)."""
         cleaned = log.new_cleaned_segment(group[0].base_offset)
+        txns.cleaned_index = cleaned.txn_index  # the ABORT markers kept here index here
         try:
-            for source in group:
-                self.clean_into(source, cleaned, now, log.config.delete_retention_ms, stats)
+            for i, source in enumerate(group):
+                # The whole segment's range: its entries must all reach the cleaned index.
+                upper = group[i + 1].base_offset if i + 1 < len(group) else source.next_offset
+                txns.add_aborted_transactions(
+                    log.collect_aborted_transactions(source.base_offset, upper)
+                )
+                self.clean_into(source, cleaned, now, log.config.delete_retention_ms, stats, txns)
             # Keep the newest mtime (Kafka does), for anything that falls back on it.
             mtime = max(os.stat(s.log.path).st_mtime_ns for s in group)
             os.utime(cleaned.log.path, ns=(mtime, mtime))
@@ -186,13 +216,19 @@ class Cleaner:
         )  # fmt: skip
 
     def clean_into(
-        self, source: Segment, dest: Segment, now: int, delete_retention_ms: int, stats
+        self,
+        source: Segment,
+        dest: Segment,
+        now: int,
+        delete_retention_ms: int,
+        stats: CleanerStats,
+        txns: CleanedTransactionMetadata,
     ) -> None:
         """Copy the records of `source` that survive into `dest`, batch by batch."""
         for position in source.log.batch_positions():
             raw = source.log.read(position.position, position.size)
             stats.bytes_read += len(raw)
-            kept = self.filter_batch(raw, now, delete_retention_ms, stats)
+            kept = self.filter_batch(raw, now, delete_retention_ms, stats, txns)
             if kept is None:
                 stats.batches_removed += 1
                 continue
@@ -200,25 +236,70 @@ class Cleaner:
             stats.bytes_written += len(kept)
 
     def filter_batch(
-        self, raw: bytes, now: int, delete_retention_ms: int, stats: CleanerStats
+        self,
+        raw: bytes,
+        now: int,
+        delete_retention_ms: int,
+        stats: CleanerStats,
+        txns: CleanedTransactionMetadata,
     ) -> bytes | None:
         """The batch as it survives cleaning: the same bytes, a thinned copy, or None."""
         batch = RecordBatch(raw)
         header = batch.header
-        if header.is_control:
-            return raw  # COMPACT-12
         horizon = header.base_timestamp if header.attributes & ATTR_DELETE_HORIZON else None
+        if header.is_control:
+            return self._filter_marker(batch, raw, now, delete_retention_ms, horizon, txns)
         records = list(batch.records())
         stats.records_read += len(records)
+        if txns.on_batch_read(batch):  # a batch of an aborted transaction (COMPACT-23)
+            stats.records_removed += len(records)
+            stats.aborted_records_removed += len(records)
+            return self._emptied(header)
         kept = [r for r in records if self._should_retain(r, horizon, now, stats)]
         stats.records_removed += len(records) - len(kept)
         if not kept:
-            return None
+            return self._emptied(header)
         if horizon is None and any(r.value is None for r in kept):
             horizon = now + delete_retention_ms  # KIP-534: first cleaning of a tombstone
         elif len(kept) == len(records):
             return raw  # untouched: keep the producer's bytes (and compression) as they are
         return encode_cleaned_batch(header, kept, horizon)
+
+    def _filter_marker(
+        self,
+        batch: RecordBatch,
+        raw: bytes,
+        now: int,
+        delete_retention_ms: int,
+        horizon: int | None,
+        txns: CleanedTransactionMetadata,
+    ) -> bytes | None:
+        """A control batch: kept while its transaction has data in the log (COMPACT-12),
+        then stamped with a delete horizon and removed by a round at or after it
+        (COMPACT-24, Kafka `checkBatchRetention`)."""
+        if not txns.on_control_batch_read(batch):
+            return raw
+        if batch.header.records_count == 0:  # emptied already: kept only for its producer
+            return self._emptied(batch.header)
+        if horizon is None:  # its transaction's data is gone: start the horizon now
+            records = list(batch.records())
+            return encode_cleaned_batch(batch.header, records, now + delete_retention_ms)
+        return self._emptied(batch.header) if now >= horizon else raw
+
+    def _emptied(self, header: BatchHeader) -> bytes | None:
+        """A batch that loses every record goes, unless it is its producer's last batch:
+        then it stays, with no records, so producer state rebuilt from the log still has
+        the producer's last sequence (or, for a marker, its epoch) (COMPACT-27, Kafka
+        `isBatchLastRecordOfProducer`, `BatchRetention.RETAIN_EMPTY`)."""
+        last = self._last_batches.get(header.producer_id) if header.has_producer_id else None
+        if last is None:
+            return None
+        last_data_offset, epoch = last
+        if last_data_offset is not None:
+            keep = header.last_offset == last_data_offset
+        else:
+            keep = header.is_control and header.producer_epoch == epoch
+        return encode_cleaned_batch(header, [], None) if keep else None
 
     def _should_retain(
         self, record: Record, horizon: int | None, now: int, stats: CleanerStats
@@ -236,9 +317,21 @@ class Cleaner:
         return keep
 
 
-def dirty_batches(log: Log, start: int, end: int) -> Iterator[MappedBatch]:
+def last_batches_of_active_producers(log: Log) -> dict[int, tuple[int | None, int]]:
+    """Producer id -> (offset of its last data batch, or None; its epoch), from the log's
+    producer state (Kafka `UnifiedLog.lastRecordsOfActiveProducers`)."""
+    return {
+        pid: (entry.batches[-1].last_offset if entry.batches else None, entry.producer_epoch)
+        for pid, entry in log.producer_state.active_producers.items()
+    }
+
+
+def dirty_batches(
+    log: Log, start: int, end: int, txns: CleanedTransactionMetadata
+) -> Iterator[MappedBatch]:
     """The batches of the non-active segments that may hold offsets in [start, end), lazily,
-    as `build_offset_map` reads them: (last offset, [(offset, key), ...])."""
+    as `build_offset_map` reads them: (last offset, [(offset, key), ...]). A marker, and a
+    batch of an aborted transaction, count as a batch with no keys (COMPACT-23)."""
     active = log.active_segment
     for segment in log.segments:
         if segment is active or segment.base_offset >= end:
@@ -250,6 +343,9 @@ def dirty_batches(log: Log, start: int, end: int) -> Iterator[MappedBatch]:
                 continue
             batch = RecordBatch(segment.log.read(position.position, position.size))
             if batch.header.is_control:  # markers have no key to map
+                txns.on_control_batch_read(batch)
+                yield position.last_offset, ()
+            elif txns.on_batch_read(batch):  # aborted: its keys must not supersede others
                 yield position.last_offset, ()
             else:
                 yield position.last_offset, [(r.offset, r.key) for r in batch.records()]

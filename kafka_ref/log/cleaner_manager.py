@@ -28,7 +28,7 @@ Retention of `compact,delete` logs is not done here: the broker runs `LogRetenti
 on every log, and the two never run at the same time on one log (the core is called by
 one thread at a time; Kafka coordinates them with the manager's in-progress states).
 
-Rules: COMPACT-3, COMPACT-4, COMPACT-5, COMPACT-7 in spec/retention.md.
+Rules: COMPACT-3, COMPACT-4, COMPACT-5, COMPACT-7, COMPACT-25 in spec/retention.md.
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def cleanable_offsets(
     The checkpoint is ignored when it is below the log start (retention or DeleteRecords
     removed the data) or above the log end (the log was truncated). The uncleanable bound
     is the smallest of the active segment's base, `max_offset` (the broker passes the last
-    stable offset: the high watermark unless a transaction is open), and the first dirty
-    segment holding a
-    record newer than now - min.compaction.lag.ms (COMPACT-3, COMPACT-7).
+    stable offset: the high watermark unless a transaction is open, COMPACT-25), and the
+    first dirty segment holding a record newer than now - min.compaction.lag.ms
+    (COMPACT-3, COMPACT-7).
     """
     start = log.log_start_offset
     dirty = checkpoint if checkpoint is not None else start

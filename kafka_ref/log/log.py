@@ -61,7 +61,7 @@ from kafka_ref.log.segment import (
     roll_jitter_ms,
     segment_path,
 )
-from kafka_ref.log.txn_index import AbortedTxn
+from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafka_ref.log.validator import AppendInfo, validate_and_assign
 from kafka_ref.record.control import read_markers
 
@@ -422,7 +422,7 @@ class Log:
 
     def new_cleaned_segment(self, base_offset: int) -> Segment:
         """An empty `.cleaned` segment for the cleaner to fill (see `replace_segments`)."""
-        for kind in (LOG_SUFFIX, ".index", ".timeindex"):
+        for kind in (LOG_SUFFIX, ".index", ".timeindex", TXN_INDEX_SUFFIX):
             path = segment_path(self.dir, base_offset, kind, CLEANED_SUFFIX)
             if os.path.exists(path):
                 os.unlink(path)

@@ -331,7 +331,7 @@ class Broker:
         now, cleaned = self.clock.milliseconds(), 0
         for partition in self.replica_manager.all_partitions():
             if partition.log.config.compact:
-                result = self._cleaner.clean(  # never past an open transaction (TXN-4)
+                result = self._cleaner.clean(  # never past an open transaction (COMPACT-25)
                     partition.log, now, max_offset=partition.last_stable_offset
                 )
                 cleaned += int(result.cleaned)

@@ -145,6 +145,20 @@ _BROKER_DEFS = [
         "How often timed-out transactions are aborted.",
         1,
     ),
+    ConfigDef(
+        "transactional.id.expiration.ms",
+        "int",
+        604800000,
+        "Idle time before the coordinator forgets a transactional id.",
+        1,
+    ),
+    ConfigDef(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "int",
+        3600000,
+        "How often expired transactional ids are removed.",
+        1,
+    ),
     # Security (Kafka: SslConfigs, SaslConfigs, BrokerSecurityConfigs; security/).
     ConfigDef("ssl.keystore.type", "string", "PEM", "Only PEM (KIP-651).", choices=("PEM",)),
     ConfigDef("ssl.keystore.location", "string", None, "PEM file: private key + chain."),

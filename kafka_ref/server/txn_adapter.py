@@ -65,6 +65,10 @@ def txn_config(config: KafkaConfig) -> TxnConfig:
         abort_timed_out_interval_ms=config[
             "transaction.abort.timed.out.transaction.cleanup.interval.ms"
         ],
+        transactional_id_expiration_ms=config["transactional.id.expiration.ms"],
+        remove_expired_interval_ms=config[
+            "transaction.remove.expired.transaction.cleanup.interval.ms"
+        ],
     )
 
 
@@ -127,7 +131,7 @@ class TxnCoordinatorAdapter:
         )  # fmt: skip
         self._connections: dict[int, tuple[FetcherConnection, asyncio.Lock]] = {}
         self._tasks: set[asyncio.Task] = set()
-        self._timer = None
+        self._timers: dict[str, object] = {}  # job name -> its scheduled handle
         self._closed = False
 
     # ------------------------------------------------------------------ writes
@@ -226,11 +230,13 @@ class TxnCoordinatorAdapter:
 
     # ------------------------------------------------------------------ leadership
     def start(self) -> None:
-        """Load the partitions of `__transaction_state` this broker leads; start the timer."""
+        """Load the partitions of `__transaction_state` this broker leads; start the timers."""
         for (topic, index), partition in sorted(self.replica_manager.partitions.items()):
             if topic == TRANSACTION_STATE_TOPIC and partition.is_leader:
                 self.elect(index)
-        self._arm_timer()
+        config, txns = self.coordinator.config, self.coordinator
+        self._repeat(config.abort_timed_out_interval_ms, txns.abort_timed_out_transactions)
+        self._repeat(config.remove_expired_interval_ms, txns.remove_expired_transactional_ids)
 
     def elect(self, index: int) -> None:
         partition = self.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
@@ -251,22 +257,23 @@ class TxnCoordinatorAdapter:
         """The coordinator's logs follow their config through the ReplicaManager."""
 
     # ------------------------------------------------------------------ housekeeping
-    def _arm_timer(self) -> None:
+    def _repeat(self, interval_ms: int, job: Callable[[], object]) -> None:
+        """Run `job` every `interval_ms` until shutdown (timeouts TXN-15, expiry TXN-81)."""
         if self._closed:
             return
-        interval = self.coordinator.config.abort_timed_out_interval_ms / 1000
-        self._timer = self.schedule(interval, self._abort_timed_out)
 
-    def _abort_timed_out(self) -> None:
-        try:
-            self.coordinator.abort_timed_out_transactions()
-        finally:
-            self._arm_timer()
+        def run() -> None:
+            try:
+                job()
+            finally:
+                self._repeat(interval_ms, job)
+
+        self._timers[job.__name__] = self.schedule(interval_ms / 1000, run)
 
     async def shutdown(self) -> None:
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in self._timers.values():
+            timer.cancel()
         for task in list(self._tasks):
             task.cancel()
         for node_id in list(self._connections):

@@ -6,7 +6,9 @@ Before Spark can plan a read it needs numbers the broker holds (Spark's `KafkaOf
   a regular expression over all topic names, and the partitions come from Metadata. A topic
   that does not exist has no partitions yet (nothing is created by reading it);
 * **which offsets** - `earliest` is each partition's log start offset and `latest` its
-  high watermark (ListOffsets with timestamp -2 and -1); per-partition JSON gives offsets
+  high watermark (ListOffsets with timestamp -2 and -1), or its last stable offset with
+  `kafka.isolation.level=read_committed`, since the consumer asking passes its isolation
+  level (SPARK-26); per-partition JSON gives offsets
   directly, -2 and -1 meaning earliest and latest; a timestamp becomes, per partition, the
   first offset whose record timestamp is at or after it (ListOffsets by time, KIP-79).
   When no record is that new, `startingOffsetsByTimestampStrategy` decides: `error` fails
@@ -21,7 +23,7 @@ With `failOnDataLoss` (the default) a start offset below the log start offset - 
 deleted by retention before they were read - fails the query; without it the read starts
 at the log start offset instead.
 
-Spec rules: SPARK-3, SPARK-6 (spec/spark.md).
+Spec rules: SPARK-3, SPARK-6, SPARK-26 (spec/spark.md).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ Spark's Kafka batch source (`KafkaRelation`) works in two steps, and so does thi
    partition, seeks to `fromOffset` and polls until its position reaches `untilOffset`,
    dropping the records past it. The position, not the last record, decides when a range
    is done: a range can end in offsets without a record (compacted away, or the control
-   batch of a transaction) and the consumer's position moves past those too.
+   batch of a transaction) and the consumer's position moves past those too. With
+   `kafka.isolation.level=read_committed` the consumer reads up to the last stable offset
+   and drops aborted transactions, and the planned ends are last stable offsets (SPARK-26).
 
 `read_range` is shared with the streaming reader: a micro-batch reads ranges the same way.
 A fetch that brings nothing for `kafkaConsumer.pollTimeoutMs` fails the task (Spark retries
@@ -25,7 +27,7 @@ it; a persistent failure fails the query), so an unreachable broker is an error,
 With `failOnDataLoss=false` a range whose start was deleted by retention is read from the
 log start offset instead.
 
-Spec rules: SPARK-3, SPARK-4, SPARK-5, SPARK-6 (spec/spark.md).
+Spec rules: SPARK-3, SPARK-4, SPARK-5, SPARK-6, SPARK-26 (spec/spark.md).
 """
 
 from __future__ import annotations

@@ -31,7 +31,9 @@ Like the group coordinator this class is pure: the log write is `append(partitio
 on_done)`, the markers go out through `send_markers(request, on_done)`, time comes from a
 clock and timers from a scheduler (kafka_ref/server/txn_adapter.py drives it).
 
-Rules: TXN-12..TXN-15.
+Ids idle longer than `transactional.id.expiration.ms` are forgotten (expiration.py, TXN-81).
+
+Rules: TXN-12..TXN-15, TXN-81.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from kafka_ref.clock import Clock, Scheduler
 from kafka_ref.errors import ErrorCode
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
+from kafka_ref.txn import expiration
 from kafka_ref.txn import transaction_log as tlog
 from kafka_ref.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
@@ -79,6 +82,8 @@ class TxnConfig:
     max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
     abort_timed_out_interval_ms: int = 10_000  # ...abort.timed.out.transaction.cleanup.interval.ms
     marker_retry_backoff_ms: int = 100
+    transactional_id_expiration_ms: int = expiration.DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS
+    remove_expired_interval_ms: int = expiration.DEFAULT_REMOVE_EXPIRED_INTERVAL_MS
 
 
 @dataclass(frozen=True)
@@ -389,6 +394,18 @@ class TransactionCoordinator:
                 self._end(meta, partition, commit=False, callback=lambda _: None)
                 aborted.append(meta.transactional_id)
         return aborted
+
+    def remove_expired_transactional_ids(self) -> list[str]:
+        """Forget the ids idle past `transactional.id.expiration.ms`, writing a tombstone
+        for each (Kafka: `removeExpiredTransactionalIds`, TXN-81; expiration.py)."""
+        now, removed = self._now(), []
+        for partition, txns in list(self._owned.items()):
+            epoch = self._epochs[partition]
+            removed += expiration.expire_partition(
+                txns, partition, now, self.config.transactional_id_expiration_ms, self.append,
+                lambda p=partition, e=epoch: self._still_owner(p, e),
+            )  # fmt: skip
+        return removed
 
     def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
         error, partition = self._owner(transactional_id)

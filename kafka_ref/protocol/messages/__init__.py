@@ -10,18 +10,19 @@ in a message module is all it takes to offer a new version (PROTO-11).
 The ranges follow one rule: the floor is Kafka 4.x's floor (KIP-896 removed the older
 versions), the ceiling the smallest maximum among the common clients, so that librdkafka,
 kafka-python, aiokafka and KafkaJS all pick the same versions and every version a client
-may send is declared:
+may send is declared. Two ceilings are higher because a feature lives only there: KIP-447's
+member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
 
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
     DeleteRecords 0-1   InitProducerId 0-4   OffsetForLeaderEpoch 2-3 (followers)
     transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
-    WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-2   DescribeProducers 0
+    WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-4   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
-    LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-3   DescribeGroups 0-2
+    LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
 
 One module per API, named by key (`api_00_produce.py`), declares its request and response and

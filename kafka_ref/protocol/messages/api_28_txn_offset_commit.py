@@ -16,8 +16,12 @@ NOT_COORDINATOR (16), COORDINATOR_LOAD_IN_PROGRESS (14), OFFSET_METADATA_TOO_LAR
 CONCURRENT_TRANSACTIONS (51), ILLEGAL_GENERATION (22), UNKNOWN_MEMBER_ID (25).
 
 Version history (Kafka's JSON comments): v1 = v0; v2 committed leader epoch; v3 flexible,
-with generation, member id and group instance id (KIP-447); v4 TRANSACTION_ABORTABLE.
-kafka-ref declares 0-2: librdkafka, kafka-python and aiokafka all send at most v2 to it.
+with generation, member id and group instance id (KIP-447); v4 TRANSACTION_ABORTABLE;
+v5 KIP-890's implicit AddOffsetsToTxn. kafka-ref declares 0-4: librdkafka
+(`rd_kafka_txn_send_TxnOffsetCommitRequest`) and kafka-python 3 send at most v3 with the
+consumer's generation, member id and group instance id; the Java client 3.8+ sends v4
+(the same fields: v4 only allows an error kafka-ref never answers). v5 belongs to KIP-890
+part 2, which kafka-ref does not implement.
 
 Kafka's definitions: TxnOffsetCommitRequest.json, TxnOffsetCommitResponse.json.
 """
@@ -27,7 +31,7 @@ from kafka_ref.protocol.schema import Field, Message
 TxnOffsetCommitRequest = Message(
     "TxnOffsetCommitRequest",
     api_key=28,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("TransactionalId", "string", "0+", about="The transactional id."),
@@ -83,7 +87,7 @@ TxnOffsetCommitRequest = Message(
 TxnOffsetCommitResponse = Message(
     "TxnOffsetCommitResponse",
     api_key=28,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

@@ -269,9 +269,12 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
             return OffsetFetchResponse(throttle_time_ms=0, topics=[], error_code=error)
         offsets = dict.fromkeys(requested or [])  # v1: the error goes on every partition
     partitions = list(dict.fromkeys(requested)) if requested is not None else sorted(offsets)
+    unstable: set[TopicPartition] = set()
+    if version >= 7 and body.require_stable and error == ErrorCode.NO_ERROR:
+        unstable = apis.group_coordinator.unstable_offsets(body.group_id)  # KIP-447, TXN-84
     topics: list[Any] = []
     for tp in partitions:
-        committed = offsets.get(tp)
+        committed = None if tp in unstable else offsets.get(tp)
         if not topics or topics[-1].name != tp.topic:
             topics.append(OffsetFetchResponse.OffsetFetchResponseTopic(name=tp.topic))
         topics[-1].partitions.append(
@@ -280,7 +283,7 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
                 committed_offset=NO_OFFSET if committed is None else committed.offset,
                 committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
                 metadata="" if committed is None else committed.metadata,
-                error_code=error,
+                error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT if tp in unstable else error,
             )
         )
     return OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=error)

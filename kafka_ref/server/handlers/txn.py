@@ -264,7 +264,8 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> Any:
 
     if not offsets:
         return respond()
+    member = (body.member_id, body.group_instance_id, body.generation_id)  # v3+ (KIP-447)
     apis.group_coordinator.commit_txn_offsets(
-        body.group_id, body.producer_id, body.producer_epoch, offsets, done
+        body.group_id, body.producer_id, body.producer_epoch, offsets, done, member
     )
     return _deferred()

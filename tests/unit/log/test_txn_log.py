@@ -299,3 +299,22 @@ def test_lso_and_aborted_index_match_a_model_through_rolls_and_crashes(ops):
             assert index == aborted
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.spec("TXN-82")
+def test_a_producer_with_an_open_transaction_never_expires(tmp_path):
+    clock = ManualClock(T0)
+    log = open_log(tmp_path / "t-0", clock)
+    a, b = Producer(1), Producer(2)
+    log.append(a.batch())  # 0: a's transaction stays open
+    log.append(b.batch())  # 1
+    end(log, b, COMMIT)  # 2
+    day = 86_400_000
+    clock.advance(2 * day)
+    assert log.producer_state.remove_expired_producers(clock.milliseconds(), day) == [2]
+    assert log.producer_state.ongoing_transactions == {1: 0}
+    assert log.last_stable_offset(log.log_end_offset) == 0  # a still holds the LSO
+    end(log, a, ABORT)  # 3: its marker finds the producer and closes the transaction
+    assert log.last_stable_offset(log.log_end_offset) == 4
+    clock.advance(2 * day)
+    assert log.producer_state.remove_expired_producers(clock.milliseconds(), day) == [1]

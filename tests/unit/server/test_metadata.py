@@ -21,7 +21,7 @@ ADVERTISED = {
     2: (1, 3),
     3: (0, 7),
     8: (2, 3),
-    9: (1, 3),
+    9: (1, 7),  # OffsetFetch; v7 require_stable (TXN-84)
     10: (0, 2),
     11: (0, 5),
     12: (0, 3),
@@ -40,7 +40,7 @@ ADVERTISED = {
     25: (0, 2),
     26: (0, 2),
     27: (1, 1),  # WriteTxnMarkers: the coordinator to partition leaders
-    28: (0, 2),  # TxnOffsetCommit (TXN-16)
+    28: (0, 4),  # TxnOffsetCommit (TXN-16, TXN-83)
     32: (1, 2),
     33: (0, 2),
     36: (0, 2),
