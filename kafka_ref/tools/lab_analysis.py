@@ -9,8 +9,12 @@ questions with a plot (PNG, matplotlib) and a table (Markdown).
 
     with local_broker(data_dir) as broker:      # a real broker in this process
         ...produce through our clients...
-    spark = spark_session(args.master, scratch)  # local[*] unless --master says otherwise
-    rows = spark.read.format("kafka_ref_segments").load(data_dir)
+    with spark_for(args.master, scratch) as spark:  # local[*] unless --master says otherwise
+        rows = spark.read.format("kafka_ref_segments").load(data_dir)
+    print_table(args.out, "lab01.md")
+
+`spark_for` stops the session at the end unless one was running already: a caller that runs
+several analyses in one process (the labs' tests) starts Spark once for all of them.
 
 Rules: LAB-4 (spec/labs.md).
 """
@@ -79,6 +83,26 @@ def spark_session(master: str, scratch: str):
     spark.sparkContext.setLogLevel("ERROR")
     kafka_ref.spark.register(spark)
     return spark
+
+
+@contextlib.contextmanager
+def spark_for(master: str, scratch: str) -> Iterator:
+    """`spark_session` for one analysis: stopped at the end unless it was running before."""
+    from pyspark import SparkContext
+
+    running = SparkContext._active_spark_context is not None
+    spark = spark_session(master, scratch)
+    try:
+        yield spark
+    finally:
+        if not running:
+            spark.stop()
+
+
+def print_table(out: str, name: str) -> None:
+    """Print the analysis's table (`out`/`name`), the answer a student reads first."""
+    with open(os.path.join(out, name)) as table:
+        print(table.read())
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

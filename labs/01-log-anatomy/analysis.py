@@ -24,7 +24,7 @@ from kafka_ref.config import LogConfig
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
-from kafka_ref.tools.lab_analysis import markdown_table, parse_args, spark_session
+from kafka_ref.tools.lab_analysis import markdown_table, parse_args, print_table, spark_for
 
 INTERVALS = (256, 1024, 4096, 16384)
 
@@ -120,14 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         data_dir = os.path.join(scratch, "data")
         entries = write_logs(data_dir, int(2000 * args.scale))
-        spark = spark_session(args.master, scratch)
-        try:
+        with spark_for(args.master, scratch) as spark:
             rows = analyse(spark, data_dir, entries)
-        finally:
-            spark.stop()
     report(args.out, rows)
-    with open(os.path.join(args.out, "lab01.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab01.md")
     return 0
 
 

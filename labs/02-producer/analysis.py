@@ -25,7 +25,8 @@ from kafka_ref.tools.lab_analysis import (
     local_broker,
     markdown_table,
     parse_args,
-    spark_session,
+    print_table,
+    spark_for,
 )
 
 LINGERS = (0, 5, 20, 50)
@@ -121,14 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = os.path.join(scratch, "data")
         with local_broker(data_dir) as broker:
             produce(broker.bootstrap, int(2000 * args.scale))
-        spark = spark_session(args.master, scratch)
-        try:
+        with spark_for(args.master, scratch) as spark:
             spread, batches = analyse(spark, data_dir)
-        finally:
-            spark.stop()
     report(args.out, spread, batches)
-    with open(os.path.join(args.out, "lab02.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab02.md")
     return 0
 
 

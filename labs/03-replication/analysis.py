@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 from kafka_ref.sim import SimCluster
-from kafka_ref.tools.lab_analysis import markdown_table, parse_args, spark_session
+from kafka_ref.tools.lab_analysis import markdown_table, parse_args, print_table, spark_for
 
 RULES = ("high-watermark", "leader-epoch")
 # Processes die (kill -9), stop, restart at once, or lose the network; machines keep their
@@ -118,15 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
     runs = max(4, int(40 * args.scale))
     rows = [row for rule in RULES for seed in range(runs) for row in campaign(rule, seed, 40)]
-    with tempfile.TemporaryDirectory() as scratch:
-        spark = spark_session(args.master, scratch)
-        try:
-            results = analyse(spark, rows)
-        finally:
-            spark.stop()
+    with tempfile.TemporaryDirectory() as scratch, spark_for(args.master, scratch) as spark:
+        results = analyse(spark, rows)
     report(args.out, results)
-    with open(os.path.join(args.out, "lab03.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab03.md")
     return 0
 
 

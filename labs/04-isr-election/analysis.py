@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 from kafka_ref.sim import SimCluster
-from kafka_ref.tools.lab_analysis import markdown_table, parse_args, spark_session
+from kafka_ref.tools.lab_analysis import markdown_table, parse_args, print_table, spark_for
 
 SETTINGS = [(unclean, min_isr) for unclean in (False, True) for min_isr in (1, 2)]
 WRITE_EVERY_MS = 20
@@ -162,15 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = max(3, int(20 * args.scale))
     rows = [row for unclean, min_isr in SETTINGS for seed in range(runs)
             for row in campaign(unclean, min_isr, seed, 30)]  # fmt: skip
-    with tempfile.TemporaryDirectory() as scratch:
-        spark = spark_session(args.master, scratch)
-        try:
-            results, errors = analyse(spark, rows)
-        finally:
-            spark.stop()
+    with tempfile.TemporaryDirectory() as scratch, spark_for(args.master, scratch) as spark:
+        results, errors = analyse(spark, rows)
     report(args.out, results, errors)
-    with open(os.path.join(args.out, "lab04.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab04.md")
     return 0
 
 

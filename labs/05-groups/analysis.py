@@ -34,7 +34,8 @@ from kafka_ref.tools.lab_analysis import (
     local_broker,
     markdown_table,
     parse_args,
-    spark_session,
+    print_table,
+    spark_for,
 )
 
 ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
@@ -251,14 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         }
         with local_broker(data_dir, **configs) as broker:
             workload(broker.bootstrap, max(3, round(6 * args.scale)))
-        spark = spark_session(args.master, scratch)
-        try:
+        with spark_for(args.master, scratch) as spark:
             decoded = analyse(spark, data_dir)
-        finally:
-            spark.stop()
     report(args.out, rebalances(decoded))
-    with open(os.path.join(args.out, "lab05.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab05.md")
     return 0
 
 

@@ -33,7 +33,8 @@ from kafka_ref.tools.lab_analysis import (
     local_broker,
     markdown_table,
     parse_args,
-    spark_session,
+    print_table,
+    spark_for,
 )
 
 LOSS_RATES = (0.0, 0.05, 0.2)
@@ -212,15 +213,11 @@ def main(argv: list[str] | None = None) -> int:
             create_topics(bootstrap, {topic(i, loss): 1 for i in (False, True)
                                       for loss in LOSS_RATES})  # fmt: skip
             lost = produce(bootstrap, proxy, records)
-            spark = spark_session(args.master, scratch)
-            try:
+            with spark_for(args.master, scratch) as spark:
                 rows = analyse(spark, bootstrap)
-            finally:
-                spark.stop()
     proxy.close()
     report(args.out, rows, lost, records)
-    with open(os.path.join(args.out, "lab06.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab06.md")
     return 0
 
 

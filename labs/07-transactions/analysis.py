@@ -33,7 +33,8 @@ from kafka_ref.tools.lab_analysis import (
     local_broker,
     markdown_table,
     parse_args,
-    spark_session,
+    print_table,
+    spark_for,
 )
 
 TOPIC = "orders"
@@ -185,14 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         with local_broker(data_dir) as broker:
             create_topics(broker.bootstrap, {TOPIC: 1})
             samples = workload(broker, count)
-            spark = spark_session(args.master, scratch)
-            try:
+            with spark_for(args.master, scratch) as spark:
                 counts = analyse(spark, broker.bootstrap, data_dir, broker)
-            finally:
-                spark.stop()
     report(args.out, samples, counts, lag_of(samples))
-    with open(os.path.join(args.out, "lab07.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab07.md")
     return 0
 
 

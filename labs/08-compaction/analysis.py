@@ -29,7 +29,13 @@ import time
 
 from kafka_ref.client.admin import Admin, NewTopic
 from kafka_ref.client.producer import Producer
-from kafka_ref.tools.lab_analysis import local_broker, markdown_table, parse_args, spark_session
+from kafka_ref.tools.lab_analysis import (
+    local_broker,
+    markdown_table,
+    parse_args,
+    print_table,
+    spark_for,
+)
 
 COMPACTED, RAW = "changelog", "updates"
 DELETE_RETENTION_MS = 3000
@@ -171,14 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             # 12 bursts at full scale; fewer snapshots for Spark to read on a small run
             bursts = max(6, min(12, round(12 * args.scale)))
             workload(broker, data_dir, root, int(12_000 * args.scale), 400, bursts)
-        spark = spark_session(args.master, scratch)
-        try:
+        with spark_for(args.master, scratch) as spark:
             rows = analyse(spark, root)
-        finally:
-            spark.stop()
     report(args.out, rows)
-    with open(os.path.join(args.out, "lab08.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab08.md")
     return 0
 
 

@@ -30,7 +30,8 @@ from kafka_ref.tools.lab_analysis import (
     local_broker,
     markdown_table,
     parse_args,
-    spark_session,
+    print_table,
+    spark_for,
 )
 
 BATCH_SIZES = (1024, 4096, 16384, 65536)
@@ -147,14 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = os.path.join(scratch, "data")
         with local_broker(data_dir) as broker:
             rates = workload(broker.bootstrap, records)
-        spark = spark_session(args.master, scratch)
-        try:
+        with spark_for(args.master, scratch) as spark:
             rows = analyse(spark, data_dir)
-        finally:
-            spark.stop()
     report(args.out, rows, rates)
-    with open(os.path.join(args.out, "lab09.md")) as table:
-        print(table.read())
+    print_table(args.out, "lab09.md")
     return 0
 
 
