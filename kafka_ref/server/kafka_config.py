@@ -118,7 +118,16 @@ _BROKER_DEFS = [
     ConfigDef(
         "transaction.state.log.segment.bytes", "int", 104857600, "__transaction_state segments.", 1
     ),
+    ConfigDef(
+        "transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.", 1
+    ),
     ConfigDef("transaction.max.timeout.ms", "int", 900000, "Longest transaction timeout.", 1),
+    ConfigDef(
+        "transaction.partition.verification.enable",
+        "boolean",
+        True,
+        "Ask the coordinator before a transaction's first write to a partition (KIP-890).",
+    ),
     ConfigDef(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "int",
@@ -141,7 +150,7 @@ IGNORED_KEYS = frozenset(
         "controller.listener.names", "inter.broker.listener.name",
         "listener.security.protocol.map", "num.network.threads", "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-        "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
         "zookeeper.connection.timeout.ms", "metadata.log.dir", "log.cleaner.threads",
         "num.replica.fetchers",
