@@ -342,6 +342,8 @@ class Broker:
         self.groups.shutdown()  # waiting joins and syncs answer before the sockets close
         if self.txns is not None:
             await self.txns.shutdown()
+        assert self.apis is not None and self.apis.add_partitions is not None
+        self.apis.add_partitions.shutdown()
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
         for task in self._tasks:
             task.cancel()
