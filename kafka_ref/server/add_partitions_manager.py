@@ -15,7 +15,7 @@ transactional batch for a partition where that producer has no open transaction 
 leader sends the coordinator (the leader of the id's `__transaction_state` partition)
 AddPartitionsToTxn v4 with `verify_only=true`, broker to broker, and appends only if the
 coordinator answers that the partition is in the producer's open transaction. Otherwise the
-batch is refused (TXN-24): INVALID_TXN_STATE when the partition is not in the transaction;
+batch is refused (TXN-23): INVALID_TXN_STATE when the partition is not in the transaction;
 the retriable NOT_ENOUGH_REPLICAS when the coordinator could not answer (not available,
 loading, moved, or the transaction completing), which every client retries without a
 metadata refresh; INVALID_PRODUCER_EPOCH for a fenced producer. Later batches of the same
@@ -35,7 +35,7 @@ Kafka batches the questions of many produce requests into one request per coordi
 kafka-ref sends one per produce request, over the same `InterBrokerChannel` kind as the
 markers.
 
-Rules: TXN-24.
+Rules: TXN-23.
 """
 
 from __future__ import annotations

@@ -234,7 +234,7 @@ class TransactionCoordinator:
     ) -> dict[TopicPartition, ErrorCode]:
         """KIP-890: is each partition in the producer's open transaction? Asked by a
         partition leader before a transaction's first write there (AddPartitionsToTxn v4
-        `verify_only`, TXN-24); writes nothing (Kafka: `handleVerifyPartitionsInTransaction`,
+        `verify_only`, TXN-23); writes nothing (Kafka: `handleVerifyPartitionsInTransaction`,
         INVALID_TXN_STATE for a partition that is not in it, as in Kafka 3.6)."""
         if not transactional_id:
             return dict.fromkeys(partitions, ErrorCode.INVALID_REQUEST)

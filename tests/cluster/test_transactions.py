@@ -4,10 +4,10 @@ A transactional id's coordinator is the broker leading its partition of
 `__transaction_state` (TXN-9, TXN-20); a commit's markers go over the wire to whichever
 brokers lead the transaction's partitions (TXN-22). Killing the coordinator or a
 partition leader with SIGKILL in the middle of a stream of transactions loses no
-committed transaction and shows no aborted one (TXN-21); a coordinator that took over
-after the decision was logged writes the markers its predecessor could not (TXN-14,
-TXN-23); a produce to a partition that is not in the producer's transaction is refused
-by the partition's leader, which asks the coordinator (KIP-890, TXN-24).
+committed transaction and shows no aborted one (TXN-21, TXN-22); a coordinator that took
+over after the decision was logged writes the markers its predecessor could not (TXN-14);
+a produce to a partition that is not in the producer's transaction is refused by the
+partition's leader, which asks the coordinator on another broker (KIP-890, TXN-23).
 """
 
 from __future__ import annotations
@@ -79,11 +79,16 @@ def committed_values(
 
 def txn_leader(cluster, transactional_id: str) -> int:
     """The leader of the id's `__transaction_state` partition, created if need be."""
-    body = FindCoordinatorRequest(key=transactional_id, key_type=1)
-    wait_for(lambda: cluster.request(cluster.live()[0], ApiKey.FIND_COORDINATOR, body).error_code
-             == 0, what="the transaction coordinator")  # fmt: skip
+    wait_for(lambda: find_coordinator(cluster, cluster.live()[0], transactional_id)[0] == 0,
+             what="the transaction coordinator")  # fmt: skip
     return wait_for(lambda: cluster.state(*txn_partition(transactional_id)).leader,
                     what="a leader")  # fmt: skip
+
+
+def find_coordinator(cluster, broker_id: int, transactional_id: str) -> tuple[int, int]:
+    body = FindCoordinatorRequest(key=transactional_id, key_type=1)
+    answer = cluster.request(broker_id, ApiKey.FIND_COORDINATOR, body)
+    return answer.error_code, answer.node_id
 
 
 def txn_partition(transactional_id: str) -> tuple[str, int]:
@@ -101,8 +106,13 @@ def test_commit_and_abort_across_partitions_led_by_three_brokers(cluster, topic_
     assert leaders == {1, 2, 3}, "each partition led by another broker"
     tid = f"tx-{topic_name}"
     p = producer(cluster, tid)
-    state = cluster.state(TRANSACTION_STATE_TOPIC, partition_for(tid, TXN_PARTITIONS))
+    state = cluster.state(*txn_partition(tid))
     assert len(state.replicas) == 3 and state.leader in (1, 2, 3)
+    configs = cluster.zk.get_topic_config(TRANSACTION_STATE_TOPIC)
+    assert (configs["cleanup.policy"], configs["min.insync.replicas"]) == ("compact", "2")
+    assert len(cluster.zk.get_topic(TRANSACTION_STATE_TOPIC)[0]) == TXN_PARTITIONS
+    answers = {find_coordinator(cluster, b, tid) for b in (1, 2, 3)}
+    assert answers == {(0, state.leader)}, "every broker names the partition's leader"
     wanted = []
     for n in range(6):
         p.begin_transaction()
@@ -182,7 +192,7 @@ def test_no_committed_transaction_is_lost_when_the_coordinator_and_a_leader_die(
     assert lost == [], f"committed transactions lost: {lost}"
 
 
-@pytest.mark.spec("TXN-14", "TXN-23")
+@pytest.mark.spec("TXN-14", "TXN-21")
 def test_a_new_coordinator_writes_the_markers_its_predecessor_could_not(cluster, topic_name):
     tid = f"tx-{topic_name}"
     coordinator = txn_leader(cluster, tid)
@@ -218,7 +228,7 @@ def describe_state(cluster, broker_id: int, tid: str) -> str | None:
     return state.transaction_state if state.error_code == 0 else None
 
 
-@pytest.mark.spec("TXN-24")
+@pytest.mark.spec("TXN-23")
 def test_a_leader_asks_the_coordinator_on_another_broker_before_a_first_write(cluster, topic_name):
     tid = f"tx-{topic_name}"
     coordinator = txn_leader(cluster, tid)
@@ -244,3 +254,17 @@ def test_a_leader_asks_the_coordinator_on_another_broker_before_a_first_write(cl
 
     assert produce(1, 0) == ErrorCode.INVALID_TXN_STATE  # not in the transaction
     assert produce(0, 0) == ErrorCode.NO_ERROR  # the coordinator, elsewhere, said yes
+
+
+@pytest.mark.spec("IDEM-15")
+def test_every_broker_hands_out_producer_ids_from_a_block_of_its_own(cluster):
+    def producer_id(broker_id: int) -> int:
+        body = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
+        answer = cluster.request(broker_id, ApiKey.INIT_PRODUCER_ID, body)
+        assert (answer.error_code, answer.producer_epoch) == (0, 0)
+        return answer.producer_id
+
+    ids = {b: (producer_id(b), producer_id(b)) for b in (1, 2, 3)}
+    assert all(second == first + 1 for first, second in ids.values()), ids
+    blocks = {first // 1000 for first, _ in ids.values()}  # blocks of 1000 from ZooKeeper
+    assert len(blocks) == 3, f"two brokers share a block of producer ids: {ids}"

@@ -34,7 +34,7 @@ the producer built it (possibly compressed). The broker's path (Kafka:
 
 A transactional batch (request with a transactional id) for a partition where its producer
 has no open transaction yet is appended only once the transaction coordinator confirms
-that the partition is in the producer's transaction (KIP-890, TXN-24,
+that the partition is in the producer's transaction (KIP-890, TXN-23,
 server/add_partitions_manager.py): the request then answers later, like an acks=all one.
 
 Produce v0-2 (magic 0/1 message sets) are advertised only so that old librdkafka enables
@@ -42,7 +42,7 @@ compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per 
 (BROKER-16).
 
 Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, REPL-4, REPL-6,
-REPL-11, TXN-24.
+REPL-11, TXN-23.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
 
 
 def _verify_first(apis: KafkaApis, request: Request, entries: dict, failed: dict) -> bool:
-    """Start the coordinator's verification of the partitions that need it (TXN-24);
+    """Start the coordinator's verification of the partitions that need it (TXN-23);
     True when the request then answers later."""
     manager, need = apis.add_partitions, {}
     for tp, records in entries.items():

@@ -12,7 +12,7 @@
   `__transaction_state` is durable. AddOffsetsToTxn adds the group's partition of
   `__consumer_offsets` to the transaction. AddPartitionsToTxn v4, which brokers send,
   carries several transactions; with `verify_only` it only asks whether the partitions
-  are in the transaction, and is answered at once (KIP-890, TXN-24).
+  are in the transaction, and is answered at once (KIP-890, TXN-23).
 * **WriteTxnMarkers** (27), from a transaction coordinator (possibly this broker): for
   each partition, one control batch appended as the leader with acks=all (TXN-1); the
   answer waits for the ISR like an acks=all produce. For a partition of
@@ -23,7 +23,7 @@ PRODUCER_FENCED (90) exists only from InitProducerId v4, AddPartitionsToTxn, Add
 and EndTxn v2, TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH (47) instead,
 as Kafka's request classes do.
 
-Rules: IDEM-15, IDEM-17, TXN-1, TXN-9, TXN-12, TXN-13, TXN-24.
+Rules: IDEM-15, IDEM-17, TXN-1, TXN-9, TXN-12, TXN-13, TXN-23.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
 
 def _add_partitions_v4(apis: KafkaApis, request: Request) -> Any:
     """A broker's batch of transactions (KIP-890): `verify_only` asks whether the
-    partitions are in the transaction (TXN-24), else they are added as in v0-v3. One
+    partitions are in the transaction (TXN-23), else they are added as in v0-v3. One
     result per transaction; the answer goes once every transaction has its result."""
     transactions = request.body.transactions
     ids = {txn.transactional_id for txn in transactions}  # a map in Kafka: one result each

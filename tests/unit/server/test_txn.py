@@ -236,7 +236,7 @@ def verify(wire: Wire, pid: int, epoch: int, topic: str, *parts: int, tid: str =
     return [r.partition_error_code for t in result.topic_results for r in t.results_by_partition]
 
 
-@pytest.mark.spec("TXN-24")
+@pytest.mark.spec("TXN-23")
 def test_a_produce_to_a_partition_not_in_the_transaction_is_refused(wire):
     wire.create_topic("v", partitions=2)
     pid, epoch = started(wire, "v0")
@@ -260,7 +260,7 @@ def test_a_produce_to_a_partition_not_in_the_transaction_is_refused(wire):
     assert read_committed(wire, "v").last_stable_offset == 3 == wire.list_offset("v", 0, -1).offset
 
 
-@pytest.mark.spec("TXN-24")
+@pytest.mark.spec("TXN-23")
 def test_without_verification_a_stray_batch_hangs_the_partition(make_broker):
     broker = make_broker(props={"transaction.partition.verification.enable": "false"})
     wire = Wire(broker.port)

@@ -1,4 +1,4 @@
-"""Transaction verification (KIP-890 part 1, TXN-24): the coordinator's answer to
+"""Transaction verification (KIP-890 part 1, TXN-23): the coordinator's answer to
 AddPartitionsToTxn `verify_only`, and the partition leader's guard against a marker that
 arrives between the coordinator's yes and the append."""
 
@@ -18,7 +18,7 @@ TP, OTHER = ("t", 0), ("t", 1)
 PID = 7
 
 
-@pytest.mark.spec("TXN-24")
+@pytest.mark.spec("TXN-23")
 def test_the_coordinator_verifies_only_the_partitions_of_the_open_transaction():
     h = Harness()
     pid, epoch = init_ok(h)
@@ -56,7 +56,7 @@ class NoCluster:
         return []
 
 
-@pytest.mark.spec("TXN-24")
+@pytest.mark.spec("TXN-23")
 def test_a_marker_between_the_answer_and_the_append_wins():
     manager = AddPartitionsToTxnManager(NoCluster(), num_txn_partitions=3)
     assert manager.needs_verification(TP, header(), ongoing={})
@@ -74,7 +74,7 @@ def test_a_marker_between_the_answer_and_the_append_wins():
     )
 
 
-@pytest.mark.spec("TXN-24")
+@pytest.mark.spec("TXN-23")
 def test_a_coordinator_that_cannot_answer_is_a_retriable_error_for_the_producer():
     manager = AddPartitionsToTxnManager(NoCluster(), num_txn_partitions=3)
     answers: list = []
