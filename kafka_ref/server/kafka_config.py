@@ -16,6 +16,10 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
   `offsets.topic.replication.factor` (capped at the live brokers when the topic is created),
   `offsets.topic.segment.bytes`, `offsets.commit.timeout.ms`, `offsets.retention.minutes`,
   `offsets.retention.check.interval.ms`, `offset.metadata.max.bytes`), with Kafka's defaults;
+* the transaction coordinator's keys (`transaction.state.log.num.partitions`,
+  `transaction.state.log.replication.factor` and `transaction.state.log.min.isr`, both
+  capped when the topic is created, `transaction.max.timeout.ms`,
+  `transaction.partition.verification.enable` for KIP-890's check, ...);
 * ZooKeeper mode (cluster/zk_metadata.py): `zookeeper.connect` (`host:port[/chroot]`; empty,
   the default, means the single-broker embedded mode), `zookeeper.session.timeout.ms`
   (how long a dead broker stays registered), `broker.rack` (for rack-aware placement);

@@ -233,7 +233,9 @@ def test_a_leader_asks_the_coordinator_on_another_broker_before_a_first_write(cl
     tid = f"tx-{topic_name}"
     coordinator = txn_leader(cluster, tid)
     leader = next(b for b in (1, 2, 3) if b != coordinator)
-    create_topic(cluster, topic_name, assignment=[[leader], [leader]])
+    replicas = [leader, *(b for b in (1, 2, 3) if b != leader)]  # acks=all waits for three
+    create_topic(cluster, topic_name, assignment=[replicas, replicas])
+    full_isrs(cluster, (topic_name, 0), (topic_name, 1))
     init = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000)
     answer = cluster.request(coordinator, ApiKey.INIT_PRODUCER_ID, init)
     pid, epoch = answer.producer_id, answer.producer_epoch

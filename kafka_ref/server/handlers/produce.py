@@ -162,7 +162,8 @@ def _verify_first(apis: KafkaApis, request: Request, entries: dict, failed: dict
         response = _append(apis, request, entries, failed)
         for tp in entries:  # the transaction is open there now, or the append failed
             manager.clear(tp, producer_id)
-        apis.send(request, response)
+        if response is not DEFERRED:  # else the DelayedProduce answers
+            apis.send(request, response)
 
     def _ongoing(tp: tuple[str, int]) -> dict[int, int]:
         partition = apis.replica_manager.partitions.get(tp)
