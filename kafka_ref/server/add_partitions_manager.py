@@ -120,7 +120,7 @@ class AddPartitionsToTxnManager:
 
     def clear(self, tp: TopicPartition, producer_id: int) -> None:
         """A marker or a batch of the transaction was written: the guard is done. (A
-        failed verification leaves it for the retry, as Kafka does.)"""
+        failed verification or append leaves it for the retry, as Kafka does.)"""
         self._guards.pop((tp, producer_id), None)
 
     # ------------------------------------------------------------------ the question

@@ -154,18 +154,19 @@ def _verify_first(apis: KafkaApis, request: Request, entries: dict, failed: dict
 
     def verified(errors: dict[tuple[str, int], tuple[ErrorCode, str]]) -> None:
         for tp, guard in guards.items():
-            if tp not in errors and not manager.may_append(tp, producer_id, guard, _ongoing(tp)):
+            if tp not in errors and not manager.may_append(tp, producer_id, guard, ongoing_now(tp)):
                 errors[tp] = (ErrorCode.INVALID_TXN_STATE, "the transaction ended meanwhile")
             if tp in errors:
                 failed[tp] = errors[tp]
                 entries.pop(tp)
         response = _append(apis, request, entries, failed)
-        for tp in entries:  # the transaction is open there now, or the append failed
-            manager.clear(tp, producer_id)
+        for tp in guards:  # appended: the open transaction proves it from now on
+            if producer_id in ongoing_now(tp):
+                manager.clear(tp, producer_id)
         if response is not DEFERRED:  # else the DelayedProduce answers
             apis.send(request, response)
 
-    def _ongoing(tp: tuple[str, int]) -> dict[int, int]:
+    def ongoing_now(tp: tuple[str, int]) -> dict[int, int]:
         partition = apis.replica_manager.partitions.get(tp)
         return {} if partition is None else partition.log.producer_state.ongoing_transactions
 
