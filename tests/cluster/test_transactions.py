@@ -123,6 +123,7 @@ def test_commit_and_abort_across_partitions_led_by_three_brokers(cluster, topic_
             p.commit_transaction(30)
             wanted += values
         else:
+            assert p.flush(30) == 0  # written, then aborted (see the failover test)
             p.abort_transaction(30)
     got = committed_values(cluster, topic_name, 3, len(wanted))
     assert sorted(got) == sorted(wanted)
