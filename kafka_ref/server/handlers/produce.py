@@ -160,8 +160,13 @@ def _verify_first(apis: KafkaApis, request: Request, entries: dict, failed: dict
                 failed[tp] = errors[tp]
                 entries.pop(tp)
         response = _append(apis, request, entries, failed)
-        for tp in guards:  # appended: the open transaction proves it from now on
-            if producer_id in ongoing_now(tp):
+        for tp in guards:
+            # The guard is done once the transaction is open here (that proves the partition
+            # from now on) or the coordinator refused for good; a retriable refusal, or a
+            # failed append, keeps it for the producer's retry, as Kafka does.
+            refused = errors.get(tp, (ErrorCode.NO_ERROR, ""))[0]
+            keep = (ErrorCode.NO_ERROR, ErrorCode.NOT_ENOUGH_REPLICAS)
+            if producer_id in ongoing_now(tp) or refused not in keep:
                 manager.clear(tp, producer_id)
         if response is not DEFERRED:  # else the DelayedProduce answers
             apis.send(request, response)
