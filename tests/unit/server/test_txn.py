@@ -23,6 +23,7 @@ from kafka_ref.protocol.messages import (
     InitProducerIdRequest,
     ListOffsetsRequest,
     ListTransactionsRequest,
+    WriteTxnMarkersRequest,
 )
 from kafka_ref.record.batch import RecordBatch, build_batch
 from kafka_ref.record.control import read_marker
@@ -271,3 +272,17 @@ def test_without_verification_a_stray_batch_hangs_the_partition(make_broker):
     part = wire.request(ApiKey.FETCH, 10, fetch_body([("h", 1, 0)], isolation_level=1))
     assert part.responses[0].partitions[0].last_stable_offset == 0  # held at the stray batch
     wire.close()
+
+
+@pytest.mark.spec("TXN-23")
+def test_a_marker_voids_a_verification_in_flight(broker, wire):
+    wire.create_topic("g")
+    manager, tp, pid = broker.broker.apis.add_partitions, ("g", 0), 4242
+    guard = broker.call(lambda: manager.start(tp, pid))  # a produce is being verified
+    marker = WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=pid, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+        topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="g", partition_indexes=[0])],
+    )  # fmt: skip
+    answer = wire.request(ApiKey.WRITE_TXN_MARKERS, 1, WriteTxnMarkersRequest(markers=[marker]))
+    assert answer.markers[0].topics[0].partitions[0].error_code == 0
+    assert not broker.call(lambda: manager.may_append(tp, pid, guard, {})), "the batch would hang"
