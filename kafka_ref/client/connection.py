@@ -61,9 +61,14 @@ from kafka_ref.protocol.messages import ApiVersionsRequest
 log = logging.getLogger("kafka_ref.client")
 
 # The versions our clients can speak: the protocol registry, except that the producer
-# builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets).
+# builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets), and
+# AddPartitionsToTxn v4+ is the brokers' own form (KIP-890): clients send at most v3.
+_CLIENT_MAX = {ApiKey.ADD_PARTITIONS_TO_TXN: 3}
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
-    key: (max(api.min_version, 3 if key == ApiKey.PRODUCE else 0), api.max_version)
+    key: (
+        max(api.min_version, 3 if key == ApiKey.PRODUCE else 0),
+        min(api.max_version, _CLIENT_MAX.get(key, api.max_version)),
+    )
     for key, api in APIS.items()
 }
 

@@ -18,7 +18,9 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    its log, if missing) in the `ReplicaManager`;
 4. the group coordinator (server/group_adapter.py): it appends to `__consumer_offsets`
    through the ReplicaManager, uses `loop.call_later` for its timers, and loads every
-   partition of `__consumer_offsets` before any request arrives;
+   partition of `__consumer_offsets` before any request arrives; the transaction
+   coordinator (server/txn_adapter.py) does the same with `__transaction_state`, in both
+   modes;
 5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
 6. the `SocketServer` binds one port per listener (each with its security: TLS, SASL;
    security/listeners.py), and once the broker is ready (in ZooKeeper mode:
@@ -92,6 +94,7 @@ from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import RequestChannel, handler_loop
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.server.zk_mode import ZooKeeperMode
+from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
 
 logger = logging.getLogger("kafka_ref.server.broker")
 
@@ -184,14 +187,16 @@ class Broker:
             config, controller, self.replica_manager, purgatory, self.clock,
             self.groups.coordinator,
         )  # fmt: skip
-        if self.zk_mode is None:  # the transaction coordinator (embedded mode for now)
-            self.txns = TxnCoordinatorAdapter(
-                config, controller, self.replica_manager, self.clock, loop.call_later,
-                self.apis.producer_ids.generate_producer_id,
-            )  # fmt: skip
+        self.txns = TxnCoordinatorAdapter(
+            config, controller, self.replica_manager, self.clock, loop.call_later,
+            self.apis.producer_ids.generate_producer_id,
+        )  # fmt: skip
+        if self.zk_mode is not None:  # loads the partitions the controller makes it lead
+            self.zk_mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns, True)
+        else:
             controller.listeners.append(self.txns)
-            self.txns.start()
-            self.apis.txn = self.txns
+        self.txns.start()
+        self.apis.txn = self.txns
         channel = RequestChannel(config["queued.max.requests"])
         for i in range(config["num.io.threads"]):
             self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
@@ -363,6 +368,8 @@ class Broker:
         self.groups.shutdown()  # waiting joins and syncs answer before the sockets close
         if self.txns is not None:
             await self.txns.shutdown()
+        assert self.apis is not None and self.apis.add_partitions is not None
+        self.apis.add_partitions.shutdown()
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
         for task in self._tasks:
             task.cancel()

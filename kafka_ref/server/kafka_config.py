@@ -16,6 +16,10 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
   `offsets.topic.replication.factor` (capped at the live brokers when the topic is created),
   `offsets.topic.segment.bytes`, `offsets.commit.timeout.ms`, `offsets.retention.minutes`,
   `offsets.retention.check.interval.ms`, `offset.metadata.max.bytes`), with Kafka's defaults;
+* the transaction coordinator's keys (`transaction.state.log.num.partitions`,
+  `transaction.state.log.replication.factor` and `transaction.state.log.min.isr`, both
+  capped when the topic is created, `transaction.max.timeout.ms`,
+  `transaction.partition.verification.enable` for KIP-890's check, ...);
 * ZooKeeper mode (cluster/zk_metadata.py): `zookeeper.connect` (`host:port[/chroot]`; empty,
   the default, means the single-broker embedded mode), `zookeeper.session.timeout.ms`
   (how long a dead broker stays registered), `broker.rack` (for rack-aware placement);
@@ -137,7 +141,16 @@ _BROKER_DEFS = [
     ConfigDef(
         "transaction.state.log.segment.bytes", "int", 104857600, "__transaction_state segments.", 1
     ),
+    ConfigDef(
+        "transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.", 1
+    ),
     ConfigDef("transaction.max.timeout.ms", "int", 900000, "Longest transaction timeout.", 1),
+    ConfigDef(
+        "transaction.partition.verification.enable",
+        "boolean",
+        True,
+        "Ask the coordinator before a transaction's first write to a partition (KIP-890).",
+    ),
     ConfigDef(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "int",
@@ -194,7 +207,7 @@ IGNORED_KEYS = frozenset(
         "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
         "controller.listener.names", "num.network.threads", "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-        "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
         "zookeeper.connection.timeout.ms", "metadata.log.dir", "log.cleaner.threads",
         "num.replica.fetchers",

@@ -9,23 +9,29 @@ Kafka's `BrokerServer` wires its `TransactionCoordinator`:
   `transaction.state.log.num.partitions` partitions (50), `cleanup.policy=compact`,
   `segment.bytes=transaction.state.log.segment.bytes`, replication factor
   `transaction.state.log.replication.factor` (3) capped at the live brokers, as the offsets
-  topic is (group_adapter.py).
+  topic is (group_adapter.py), and `min.insync.replicas=transaction.state.log.min.isr` (2)
+  capped at that factor: a decision is durable only on that many replicas (TXN-20). In
+  ZooKeeper mode the topic is created through the controller like any other.
 * **Writes.** `append` writes the coordinator's batch to `__transaction_state-<p>` with
   acks=all and calls back once the ISR has it, exactly as the group coordinator's writes
   (`DelayedCoordinatorAppend`).
-* **Leadership.** When this broker leads a partition of the topic (at start, at creation)
-  the coordinator loads it with the partition's leader epoch as *coordinator epoch*; the
+* **Leadership.** When this broker leads a partition of the topic (at start, at creation;
+  in ZooKeeper mode whenever the controller makes it leader, server/zk_mode.py) the
+  coordinator loads it with the partition's leader epoch as *coordinator epoch*; the
   markers it sends carry that epoch, so a leader can refuse a stale coordinator (TXN-3).
+  Losing the leadership resigns the partition: its answers still in flight become
+  NOT_COORDINATOR and its marker retries stop; the new leader replays the log (TXN-21).
 * **Markers, over the wire.** `send_markers` groups a transaction's partitions by their
   leader and sends each leader a WriteTxnMarkers request on a connection of its own, also
   when the leader is this very broker: the one-broker path and the cluster path are the
-  same path (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`).
-  Partitions without a leader, and leaders that cannot be reached, answer a retriable
-  error, and the coordinator tries again after a backoff.
+  same path (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`;
+  server/inter_broker_channel.py). Partitions without a leader, and leaders that cannot
+  be reached, answer a retriable error, and the coordinator tries again after a backoff,
+  looking the leader up again: a marker follows its partition to a new leader (TXN-22).
 * **Timeouts.** Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
   coordinator aborts the transactions open past their timeout (TXN-15).
 
-Rules: TXN-9, TXN-12, TXN-14, TXN-15.
+Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22.
 """
 
 from __future__ import annotations
@@ -39,8 +45,12 @@ from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import ApiKey, WriteTxnMarkersRequest
-from kafka_ref.server.fetcher_connection import FetcherConnection
 from kafka_ref.server.group_adapter import DelayedCoordinatorAppend, read_records
+from kafka_ref.server.inter_broker_channel import (
+    BrokerUnavailableError,
+    InterBrokerChannel,
+    live_broker,
+)
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.txn.coordinator import (
@@ -78,6 +88,7 @@ def ensure_transaction_topic(controller: ClusterMetadataApi, config: KafkaConfig
         return ErrorCode.NO_ERROR
     factor = min(config["transaction.state.log.replication.factor"], len(controller.brokers()))
     configs = {
+        "min.insync.replicas": str(min(config["transaction.state.log.min.isr"], factor)),
         "cleanup.policy": "compact",
         "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
         "compression.type": "uncompressed",
@@ -104,11 +115,7 @@ def coordinator_of(
     state = controller.partition_state(
         TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id)
     )
-    return _broker(controller, state.leader) if state is not None else None
-
-
-def _broker(controller: ClusterMetadataApi, node_id: int) -> BrokerEndpoint | None:
-    return next((b for b in controller.brokers() if b.node_id == node_id), None)
+    return live_broker(controller, state.leader) if state is not None else None
 
 
 class TxnCoordinatorAdapter:
@@ -129,7 +136,7 @@ class TxnCoordinatorAdapter:
             txn_config(config), clock, schedule, self.append, self.send_markers,
             generate_producer_id,
         )  # fmt: skip
-        self._connections: dict[int, tuple[FetcherConnection, asyncio.Lock]] = {}
+        self.channel = InterBrokerChannel(controller, "txn-marker-sender")
         self._tasks: set[asyncio.Task] = set()
         self._timers: dict[str, object] = {}  # job name -> its scheduled handle
         self._closed = False
@@ -158,7 +165,7 @@ class TxnCoordinatorAdapter:
                 logger.warning("%s: %s-%d no longer exists; no marker", request.transactional_id,
                                *tp)  # fmt: skip
                 errors[tp] = ErrorCode.NO_ERROR
-            elif state.leader < 0 or _broker(self.controller, state.leader) is None:
+            elif live_broker(self.controller, state.leader) is None:
                 errors[tp] = ErrorCode.LEADER_NOT_AVAILABLE
             else:
                 by_leader.setdefault(state.leader, set()).add(tp)
@@ -197,15 +204,12 @@ class TxnCoordinatorAdapter:
             coordinator_epoch=request.coordinator_epoch,
         )
         try:
-            connection, lock = await self._connection(leader)
-            async with lock:
-                response = await connection.request(
-                    ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
-                    WriteTxnMarkersRequest(markers=[marker]), "txn-marker-sender",
-                )  # fmt: skip
-        except (OSError, ConnectionError, asyncio.IncompleteReadError) as err:
+            response = await self.channel.request(
+                leader, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
+                WriteTxnMarkersRequest(markers=[marker]),
+            )  # fmt: skip
+        except BrokerUnavailableError as err:
             logger.warning("cannot send markers to broker %d: %s", leader, err)
-            self._drop_connection(leader)
             return dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
         out = dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)  # unless answered
         for result in response.markers:
@@ -213,20 +217,6 @@ class TxnCoordinatorAdapter:
                 for p in topic.partitions:
                     out[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
         return out
-
-    async def _connection(self, node_id: int) -> tuple[FetcherConnection, asyncio.Lock]:
-        if node_id not in self._connections:
-            broker = _broker(self.controller, node_id)
-            if broker is None:
-                raise ConnectionError(f"broker {node_id} is not registered")
-            connection = await FetcherConnection.open(broker.host, broker.port)
-            self._connections[node_id] = (connection, asyncio.Lock())
-        return self._connections[node_id]
-
-    def _drop_connection(self, node_id: int) -> None:
-        entry = self._connections.pop(node_id, None)
-        if entry is not None:
-            entry[0].close()
 
     # ------------------------------------------------------------------ leadership
     def start(self) -> None:
@@ -239,9 +229,14 @@ class TxnCoordinatorAdapter:
         self._repeat(config.remove_expired_interval_ms, txns.remove_expired_transactional_ids)
 
     def elect(self, index: int) -> None:
+        """Load the partition up to its log end (as group_adapter's `elect` explains) with
+        its leader epoch as the coordinator epoch, and finish the decisions in it."""
         partition = self.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
         records = read_records(partition.log, partition.log_end_offset)
         self.coordinator.on_elected(index, partition.leader_epoch, records)
+
+    def resign(self, index: int) -> None:
+        self.coordinator.on_resigned(index)
 
     def on_partitions_created(self, topic: str, partitions: range) -> None:
         if topic == TRANSACTION_STATE_TOPIC:
@@ -276,5 +271,4 @@ class TxnCoordinatorAdapter:
             timer.cancel()
         for task in list(self._tasks):
             task.cancel()
-        for node_id in list(self._connections):
-            self._drop_connection(node_id)
+        self.channel.close()

@@ -11,7 +11,9 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
    (`ReplicaManager.become_leader_or_follower`); followers fetch through the
    `ReplicaFetcherManager` (server/replica_fetcher.py), which finds the leader's address in
    the metadata; leaders write their ISR changes with `ZkClusterMetadata.update_isr`; the
-   group coordinator loads or resigns the `__consumer_offsets` partitions it gains or loses;
+   group coordinator loads or resigns the `__consumer_offsets` partitions it gains or loses,
+   and (`follow_coordinator`, once it exists) the transaction coordinator those of
+   `__transaction_state` (TXN-21);
 3. `join`, after the socket server is bound: register `/brokers/ids/<id>` with the bound
    address, start the watches, run for controller (`KafkaController`).
 
@@ -19,7 +21,7 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
 the controller moves leadership away at once instead of after the session timeout; then
 the fetchers stop.
 
-Rules: CTRL-1, CTRL-10, REPL-7, ISR-3.
+Rules: CTRL-1, CTRL-10, REPL-7, ISR-3, TXN-21.
 """
 
 from __future__ import annotations
@@ -42,32 +44,43 @@ from kafka_ref.server.replica_manager import ReplicaManager
 logger = logging.getLogger("kafka_ref.server.zk_mode")
 
 
-class _GroupLeadership:
-    """The group coordinator follows this broker's `__consumer_offsets` leadership (Kafka:
-    `onLeadershipChange` -> `onElection` / `onResignation`)."""
+class CoordinatorLeadership:
+    """A coordinator follows this broker's leadership of its internal topic's partitions
+    (Kafka: `onLeadershipChange` -> `onElection` / `onResignation`, for the group
+    coordinator and the transaction coordinator alike).
 
-    def __init__(self, groups: GroupCoordinatorAdapter, broker_id: int) -> None:
-        self.groups, self.broker_id = groups, broker_id
-        self.led: set[int] = set()
+    With `reload_on_new_epoch` a new leader epoch of a partition it still leads reloads
+    it, as Kafka's `TransactionStateManager` does: the leader epoch is the transaction
+    coordinator's epoch, and another broker may have led the partition in between (the
+    controller moved the leadership away and back before this broker heard of the first
+    move), writing records and markers with an epoch this broker must now exceed."""
+
+    def __init__(
+        self, topic: str, broker_id: int, coordinator: Any, reload_on_new_epoch: bool = False
+    ) -> None:
+        self.topic, self.broker_id, self.coordinator = topic, broker_id, coordinator
+        self.reload_on_new_epoch = reload_on_new_epoch
+        self.led: dict[int, int] = {}  # partition -> the leader epoch it was loaded with
 
     def on_partition_state(self, state: PartitionState) -> None:
-        if state.topic != OFFSETS_TOPIC:
+        if state.topic != self.topic:
             return
-        leads = state.leader == self.broker_id
+        leads, loaded = state.leader == self.broker_id, self.led.get(state.partition)
+        moved = self.reload_on_new_epoch and state.leader_epoch != loaded
+        if loaded is not None and (not leads or moved):
+            del self.led[state.partition]
+            self.coordinator.resign(state.partition)
         if leads and state.partition not in self.led:
-            self.led.add(state.partition)
-            self.groups.elect(state.partition)
-        elif not leads and state.partition in self.led:
-            self.led.discard(state.partition)
-            self.groups.coordinator.on_resigned(state.partition)
+            self.led[state.partition] = state.leader_epoch
+            self.coordinator.elect(state.partition)
 
     def on_topic_config(self, topic: str, config: LogConfig) -> None:
         """The coordinator reads its topic's config from the log: nothing to do here."""
 
     def on_topic_deleted(self, topic: str, partitions: int) -> None:
-        if topic == OFFSETS_TOPIC:
+        if topic == self.topic:
             self.led.clear()
-            self.groups.on_topic_deleted(topic, partitions)
+            self.coordinator.on_topic_deleted(topic, partitions)
 
 
 class ZooKeeperMode:
@@ -104,8 +117,19 @@ class ZooKeeperMode:
         replica_manager.fetcher_manager = self.fetchers
         replica_manager.isr_updater = metadata.update_isr
         metadata.listeners.append(replica_manager)
-        # after the ReplicaManager: the logs exist when the coordinator loads them
-        metadata.listeners.append(_GroupLeadership(groups, self.config.broker_id))
+        self.follow_coordinator(OFFSETS_TOPIC, groups)
+
+    def follow_coordinator(
+        self, topic: str, coordinator: Any, reload_on_new_epoch: bool = False
+    ) -> None:
+        """Load and resign `topic`'s partitions in `coordinator` as this broker gains and
+        loses their leadership. After the ReplicaManager's listener: the logs exist (and
+        the partition is leader) when the coordinator loads them."""
+        assert self.metadata is not None
+        listener = CoordinatorLeadership(
+            topic, self.config.broker_id, coordinator, reload_on_new_epoch
+        )
+        self.metadata.listeners.append(listener)
 
     async def join(self) -> None:
         """Register in ZooKeeper, watch the cluster, run for controller."""

@@ -230,6 +230,34 @@ class TransactionCoordinator:
         target = meta.prepare_add_partitions(partitions, self._now())
         self._write(partition, meta, target, lambda: callback(OK), callback)
 
+    def handle_verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: set[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """KIP-890: is each partition in the producer's open transaction? Asked by a
+        partition leader before a transaction's first write there (AddPartitionsToTxn v4
+        `verify_only`, TXN-23); writes nothing (Kafka: `handleVerifyPartitionsInTransaction`,
+        INVALID_TXN_STATE for a partition that is not in it, as in Kafka 3.6)."""
+        if not transactional_id:
+            return dict.fromkeys(partitions, ErrorCode.INVALID_REQUEST)
+        error, partition = self._owner(transactional_id)
+        meta = self._owned[partition].get(transactional_id) if error == OK else None
+        if error != OK:
+            pass
+        elif meta is None or meta.producer_id != producer_id:
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif meta.producer_epoch != producer_epoch:
+            error = ErrorCode.PRODUCER_FENCED
+        elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        else:
+            return {tp: OK if tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
+                    for tp in partitions}  # fmt: skip
+        return dict.fromkeys(partitions, error)
+
     def _check(
         self, transactional_id: str, producer_id: int, producer_epoch: int
     ) -> tuple[ErrorCode, TransactionMetadata | None, int]:

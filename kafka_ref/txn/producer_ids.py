@@ -18,8 +18,11 @@ The authority is the *storage* behind `ProducerIdBlockStore`:
 * one broker, embedded metadata: `EmbeddedController.allocate_producer_id_block` keeps the
   next block's start in `__cluster_metadata.json`, written atomically (KRaft keeps a
   `ProducerIdsRecord` in its metadata log);
-* several brokers on ZooKeeper (to come): the `/latest_producer_id_block` znode, claimed
-  with a versioned write and retried on conflict (Kafka's `ZkProducerIdManager`).
+* several brokers on ZooKeeper: the `/latest_producer_id_block` znode, claimed with a
+  versioned write and retried on conflict (Kafka's `ZkProducerIdManager`;
+  `KafkaZkClient.allocate_producer_id_block` in kafka_ref/cluster/zookeeper.py), so each
+  broker gives out ids from blocks no other broker has. The claim is one ZooKeeper round
+  trip per 1000 ids, made on the broker's loop when its block runs out.
 
 `ProducerIdManager` only needs `allocate_producer_id_block`, so replacing the storage is
 replacing the object passed in.

@@ -39,6 +39,7 @@ SESSION_TIMEOUT_MS = 3000
 BROKER_CONFIGS = {
     "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
     "offsets.topic.num.partitions": 3,
+    "transaction.state.log.num.partitions": 3,
     "group.initial.rebalance.delay.ms": 0,
 }
 _names = itertools.count()

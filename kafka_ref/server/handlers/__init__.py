@@ -43,6 +43,7 @@ from kafka_ref.clock import Clock
 from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -69,6 +70,7 @@ class KafkaApis:
     group_coordinator: GroupCoordinator
     producer_ids: ProducerIdManager | None = None  # default: blocks from the controller
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
+    add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
 
     def __post_init__(self) -> None:
         from kafka_ref.server.handlers import (
@@ -88,6 +90,11 @@ class KafkaApis:
 
         if self.producer_ids is None:
             self.producer_ids = ProducerIdManager(self.controller.endpoint.node_id, self.controller)
+        if self.add_partitions is None:
+            self.add_partitions = AddPartitionsToTxnManager(
+                self.controller, self.config["transaction.state.log.num.partitions"],
+                self.config["transaction.partition.verification.enable"],
+            )  # fmt: skip
 
         self.handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: produce.handle_produce,

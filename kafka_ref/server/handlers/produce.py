@@ -32,12 +32,17 @@ the producer built it (possibly compressed). The broker's path (Kafka:
    (BROKER-4). If an acks=0 append failed, the broker closes the connection, Kafka's only
    way to tell such a producer (BROKER-15).
 
+A transactional batch (request with a transactional id) for a partition where its producer
+has no open transaction yet is appended only once the transaction coordinator confirms
+that the partition is in the producer's transaction (KIP-890, TXN-23,
+server/add_partitions_manager.py): the request then answers later, like an acks=all one.
+
 Produce v0-2 (magic 0/1 message sets) are advertised only so that old librdkafka enables
 compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per partition
 (BROKER-16).
 
 Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, REPL-4, REPL-6,
-REPL-11.
+REPL-11, TXN-23.
 """
 
 from __future__ import annotations
@@ -46,9 +51,9 @@ import logging
 import struct
 from typing import TYPE_CHECKING, Any
 
-from kafka_ref.errors import ErrorCode
+from kafka_ref.errors import CorruptRecordError, ErrorCode
 from kafka_ref.protocol.messages import ProduceResponse
-from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
+from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, BatchHeader
 from kafka_ref.record.compression import Compression
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
@@ -117,7 +122,66 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
                 failed[tp] = (code, message)
             else:
                 entries[tp] = data.records
+    if body.transactional_id is not None and _verify_first(apis, request, entries, failed):
+        return DEFERRED
+    return _append(apis, request, entries, failed)
 
+
+def _verify_first(apis: KafkaApis, request: Request, entries: dict, failed: dict) -> bool:
+    """Start the coordinator's verification of the partitions that need it (TXN-23);
+    True when the request then answers later."""
+    manager, need = apis.add_partitions, {}
+    for tp, records in entries.items():
+        partition = apis.replica_manager.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            continue  # the append answers NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION
+        try:
+            header = BatchHeader.parse(records)
+        except CorruptRecordError:
+            continue  # the append answers CORRUPT_MESSAGE
+        ongoing = partition.log.producer_state.ongoing_transactions
+        if manager.needs_verification(tp, header, ongoing):
+            need[tp] = (header.producer_id, header.producer_epoch)
+    if not need:
+        return False
+    if len(set(need.values())) > 1:  # Kafka: "more than one producer ID"
+        for tp in need:
+            failed[tp] = (ErrorCode.INVALID_PRODUCER_ID_MAPPING, "more than one producer id")
+            entries.pop(tp)
+        return False
+    ((producer_id, epoch),) = set(need.values())
+    guards = {tp: manager.start(tp, producer_id) for tp in need}
+
+    def verified(errors: dict[tuple[str, int], tuple[ErrorCode, str]]) -> None:
+        for tp, guard in guards.items():
+            if tp not in errors and not manager.may_append(tp, producer_id, guard, ongoing_now(tp)):
+                errors[tp] = (ErrorCode.INVALID_TXN_STATE, "the transaction ended meanwhile")
+            if tp in errors:
+                failed[tp] = errors[tp]
+                entries.pop(tp)
+        response = _append(apis, request, entries, failed)
+        for tp in guards:
+            # The guard is done once the transaction is open here (that proves the partition
+            # from now on) or the coordinator refused for good; a retriable refusal, or a
+            # failed append, keeps it for the producer's retry, as Kafka does.
+            refused = errors.get(tp, (ErrorCode.NO_ERROR, ""))[0]
+            keep = (ErrorCode.NO_ERROR, ErrorCode.NOT_ENOUGH_REPLICAS)
+            if producer_id in ongoing_now(tp) or refused not in keep:
+                manager.clear(tp, producer_id)
+        if response is not DEFERRED:  # else the DelayedProduce answers
+            apis.send(request, response)
+
+    def ongoing_now(tp: tuple[str, int]) -> dict[int, int]:
+        partition = apis.replica_manager.partitions.get(tp)
+        return {} if partition is None else partition.log.producer_state.ongoing_transactions
+
+    tps = sorted(need)
+    manager.verify(request.body.transactional_id, producer_id, epoch, tps, verified)
+    return True
+
+
+def _append(apis: KafkaApis, request: Request, entries: dict, failed: dict) -> Any:
+    body, acks = request.body, request.body.acks
     results = apis.replica_manager.append_records(entries, acks)
     outcome: dict[tuple[str, int], Any] = dict(results)
     for tp, (code, message) in failed.items():

@@ -10,7 +10,9 @@
 * **AddPartitionsToTxn** (24), **AddOffsetsToTxn** (25), **EndTxn** (26) go to the
   transaction coordinator (kafka_ref/txn/coordinator.py) and are answered once its write to
   `__transaction_state` is durable. AddOffsetsToTxn adds the group's partition of
-  `__consumer_offsets` to the transaction.
+  `__consumer_offsets` to the transaction. AddPartitionsToTxn v4, which brokers send,
+  carries several transactions; with `verify_only` it only asks whether the partitions
+  are in the transaction, and is answered at once (KIP-890, TXN-23).
 * **WriteTxnMarkers** (27), from a transaction coordinator (possibly this broker): for
   each partition, one control batch appended as the leader with acks=all (TXN-1); the
   answer waits for the ISR like an acks=all produce. For a partition of
@@ -21,7 +23,7 @@ PRODUCER_FENCED (90) exists only from InitProducerId v4, AddPartitionsToTxn, Add
 and EndTxn v2, TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH (47) instead,
 as Kafka's request classes do.
 
-Rules: IDEM-15, IDEM-17, TXN-1, TXN-9, TXN-12, TXN-13.
+Rules: IDEM-15, IDEM-17, TXN-1, TXN-9, TXN-12, TXN-13, TXN-23.
 """
 
 from __future__ import annotations
@@ -114,6 +116,8 @@ def _init_response(
 
 # ---------------------------------------------------------------------- the coordinator
 def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
+    if request.api_version >= 4:
+        return _add_partitions_v4(apis, request)
     body = request.body
     partitions = {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
 
@@ -142,6 +146,51 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
             body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
             body.v3_and_below_producer_epoch, partitions, done,
         )  # fmt: skip
+    return _deferred()
+
+
+def _add_partitions_v4(apis: KafkaApis, request: Request) -> Any:
+    """A broker's batch of transactions (KIP-890): `verify_only` asks whether the
+    partitions are in the transaction (TXN-23), else they are added as in v0-v3. One
+    result per transaction; the answer goes once every transaction has its result."""
+    transactions = request.body.transactions
+    ids = {txn.transactional_id for txn in transactions}  # a map in Kafka: one result each
+    results: dict[str, Any] = {}
+
+    def result_of(txn: Any, errors: dict[tuple[str, int], ErrorCode]) -> None:
+        topics = [
+            AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(
+                name=t.name,
+                results_by_partition=[
+                    AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
+                        partition_index=p, partition_error_code=errors[(t.name, p)])
+                    for p in t.partitions
+                ],
+            )
+            for t in txn.topics
+        ]  # fmt: skip
+        results[txn.transactional_id] = AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
+            transactional_id=txn.transactional_id, topic_results=topics
+        )
+        if len(results) == len(ids):
+            _answer(apis, request, AddPartitionsToTxnResponse(
+                throttle_time_ms=0, error_code=0, results_by_transaction=list(results.values())
+            ))  # fmt: skip
+
+    if not transactions:
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0)
+    for txn in transactions:
+        tps = {(t.name, p) for t in txn.topics for p in t.partitions}
+        if apis.txn is None:
+            result_of(txn, dict.fromkeys(tps, ErrorCode.NOT_COORDINATOR))
+        elif txn.verify_only:
+            result_of(txn, apis.txn.coordinator.handle_verify_partitions(
+                txn.transactional_id, txn.producer_id, txn.producer_epoch, tps))  # fmt: skip
+        else:
+            apis.txn.coordinator.handle_add_partitions(
+                txn.transactional_id, txn.producer_id, txn.producer_epoch, tps,
+                lambda error, txn=txn, tps=tps: result_of(txn, dict.fromkeys(tps, error)),
+            )  # fmt: skip
     return _deferred()
 
 
@@ -222,6 +271,7 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
                 if result.error != ErrorCode.NO_ERROR or result.info is None:
                     errors[key] = result.error
                     continue
+                apis.add_partitions.clear(tp, marker.producer_id)  # the transaction ended
                 waiting.add(key)
 
                 def replicated(error: ErrorCode, key=key, commit=marker.transaction_result) -> None:

@@ -175,7 +175,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.DELETE_RECORDS, 0, 1),
         (ApiKey.INIT_PRODUCER_ID, 0, 4),
         (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3),
-        (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 2),
+        (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 4),
         (ApiKey.ADD_OFFSETS_TO_TXN, 0, 2),
         (ApiKey.END_TXN, 0, 2),
         (ApiKey.WRITE_TXN_MARKERS, 1, 1),

@@ -36,8 +36,8 @@ ADVERTISED = {
     21: (0, 1),
     22: (0, 4),  # InitProducerId: v3+ for the KIP-360 epoch bump (TXN-18)
     23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
-    24: (0, 2),  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn (TXN-12, TXN-13)
-    25: (0, 2),
+    24: (0, 4),  # AddPartitionsToTxn (v4: brokers, TXN-23)
+    25: (0, 2),  # AddOffsetsToTxn, EndTxn (TXN-12, TXN-13)
     26: (0, 2),
     27: (1, 1),  # WriteTxnMarkers: the coordinator to partition leaders
     28: (0, 4),  # TxnOffsetCommit (TXN-16, TXN-83)

@@ -10,6 +10,7 @@ import pytest
 
 from kafka_ref.clock import SystemClock
 from kafka_ref.config import LogConfig
+from kafka_ref.conformance.wire import produce_body
 from kafka_ref.errors import ErrorCode
 from kafka_ref.log.log import Log
 from kafka_ref.protocol.messages import (
@@ -22,6 +23,7 @@ from kafka_ref.protocol.messages import (
     InitProducerIdRequest,
     ListOffsetsRequest,
     ListTransactionsRequest,
+    WriteTxnMarkersRequest,
 )
 from kafka_ref.record.batch import RecordBatch, build_batch
 from kafka_ref.record.control import read_marker
@@ -211,3 +213,76 @@ def test_describe_and_list_transactions_and_producers_find_an_open_transaction(w
     assert listed(1, duration=3_600_000) == ([], [])  # not running for an hour
     assert end(wire, pid, epoch, commit=True) == 0
     assert wait_until(lambda: listed() == ([], [(TXN, "CompleteCommit")]))
+
+
+def txn_produce(wire: Wire, topic: str, partition: int, records: bytes, tid: str = TXN):
+    """A Produce v8 (error messages, KIP-467) with the producer's transactional id."""
+    body = produce_body(topic, partition, records)
+    body.transactional_id = tid
+    return wire.request(ApiKey.PRODUCE, 8, body).responses[0].partition_responses[0]
+
+
+def verify(wire: Wire, pid: int, epoch: int, topic: str, *parts: int, tid: str = TXN) -> list:
+    """AddPartitionsToTxn v4 `verify_only`, as a partition leader asks it: the errors."""
+    txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=True,
+        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic,
+                                                                  partitions=list(parts))],
+    )  # fmt: skip
+    answer = wire.request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, AddPartitionsToTxnRequest(
+        transactions=[txn]))  # fmt: skip
+    assert answer.error_code == 0
+    (result,) = answer.results_by_transaction
+    assert result.transactional_id == tid
+    return [r.partition_error_code for t in result.topic_results for r in t.results_by_partition]
+
+
+@pytest.mark.spec("TXN-23")
+def test_a_produce_to_a_partition_not_in_the_transaction_is_refused(wire):
+    wire.create_topic("v", partitions=2)
+    pid, epoch = started(wire, "v0")
+    assert add_partitions(wire, pid, epoch, "v", 0) == {0}
+    assert verify(wire, pid, epoch, "v", 0, 1) == [0, ErrorCode.INVALID_TXN_STATE]
+    assert verify(wire, pid, epoch + 1, "v", 0) == [ErrorCode.PRODUCER_FENCED]
+    assert verify(wire, pid + 1, epoch, "v", 0) == [ErrorCode.INVALID_PRODUCER_ID_MAPPING]
+    refused = txn_produce(wire, "v", 1, txn_batch(pid, epoch, 0, b"stray"))
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.INVALID_TXN_STATE,
+        "Partition was not added to the transaction",
+    )
+    assert wire.list_offset("v", 1, -1).offset == 0, "nothing written: no hanging transaction"
+    assert txn_produce(wire, "v", 0, txn_batch(pid, epoch, 0, b"a")).error_code == 0
+    assert txn_produce(wire, "v", 0, txn_batch(pid, epoch, 1, b"b")).error_code == 0
+    assert end(wire, pid, epoch, commit=False) == 0
+    assert wait_until(lambda: read_committed(wire, "v").last_stable_offset == 3)
+    # A late retry of the aborted transaction's batch cannot open a new one
+    late = txn_produce(wire, "v", 0, txn_batch(pid, epoch, 2, b"late"))
+    assert late.error_code == ErrorCode.INVALID_TXN_STATE
+    assert read_committed(wire, "v").last_stable_offset == 3 == wire.list_offset("v", 0, -1).offset
+
+
+@pytest.mark.spec("TXN-23")
+def test_without_verification_a_stray_batch_hangs_the_partition(make_broker):
+    broker = make_broker(props={"transaction.partition.verification.enable": "false"})
+    wire = Wire(broker.port)
+    wire.create_topic("h", partitions=2)
+    pid, epoch = started(wire, "h0")
+    assert txn_produce(wire, "h", 1, txn_batch(pid, epoch, 0, b"stray")).error_code == 0
+    assert read_committed(wire, "h").last_stable_offset == 0  # partition 0: nothing there
+    part = wire.request(ApiKey.FETCH, 10, fetch_body([("h", 1, 0)], isolation_level=1))
+    assert part.responses[0].partitions[0].last_stable_offset == 0  # held at the stray batch
+    wire.close()
+
+
+@pytest.mark.spec("TXN-23")
+def test_a_marker_voids_a_verification_in_flight(broker, wire):
+    wire.create_topic("g")
+    manager, tp, pid = broker.broker.apis.add_partitions, ("g", 0), 4242
+    guard = broker.call(lambda: manager.start(tp, pid))  # a produce is being verified
+    marker = WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=pid, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+        topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="g", partition_indexes=[0])],
+    )  # fmt: skip
+    answer = wire.request(ApiKey.WRITE_TXN_MARKERS, 1, WriteTxnMarkersRequest(markers=[marker]))
+    assert answer.markers[0].topics[0].partitions[0].error_code == 0
+    assert not broker.call(lambda: manager.may_append(tp, pid, guard, {})), "the batch would hang"

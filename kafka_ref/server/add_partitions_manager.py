@@ -1,0 +1,183 @@
+"""Transaction verification (KIP-890 part 1): a partition leader asks the transaction
+coordinator before a transaction's first write to the partition (Kafka:
+`AddPartitionsToTxnManager`, `ReplicaManager.handleProduceAppend`, `VerificationGuard`).
+
+A transactional producer must add a partition to its transaction (AddPartitionsToTxn)
+before it writes there, so that the coordinator will write that partition's marker. A
+producer with a bug, or a produce request that arrives late (retried after its
+transaction was already aborted), breaks that: its batch opens a transaction in the
+partition that no coordinator knows of. No marker will ever close it, and the partition's
+last stable offset stays stuck behind it: a *hanging transaction*; read_committed
+consumers stop.
+
+So the leader checks. When a produce request with a transactional id brings a
+transactional batch for a partition where that producer has no open transaction yet, the
+leader sends the coordinator (the leader of the id's `__transaction_state` partition)
+AddPartitionsToTxn v4 with `verify_only=true`, broker to broker, and appends only if the
+coordinator answers that the partition is in the producer's open transaction. Otherwise the
+batch is refused (TXN-23): INVALID_TXN_STATE when the partition is not in the transaction;
+the retriable NOT_ENOUGH_REPLICAS when the coordinator could not answer (not available,
+loading, moved, or the transaction completing), which every client retries without a
+metadata refresh; INVALID_PRODUCER_EPOCH for a fenced producer. Later batches of the same
+transaction need no question: the partition's open transaction proves it was verified.
+
+**The guard.** Between the coordinator's yes and the append the transaction may end: an
+abort's marker can reach the partition while the answer travels. Appending then would open
+the hanging transaction the check was for. So before asking, the leader records a
+*verification guard* for (partition, producer id), a fresh object; a marker for that
+producer, or the first append of its transaction, removes it, and the append after the
+answer happens only if the very guard it started with is still there. (Kafka keeps the
+guard in `ProducerStateManager`'s `VerificationStateEntry`; one event loop here makes the
+check and the append one step.)
+
+`transaction.partition.verification.enable` (default true, as in Kafka 3.6+) turns it off.
+Kafka batches the questions of many produce requests into one request per coordinator;
+kafka-ref sends one per produce request, over the same `InterBrokerChannel` kind as the
+markers.
+
+Rules: TXN-23.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from kafka_ref.cluster.metadata import ClusterMetadataApi
+from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol.messages import AddPartitionsToTxnRequest, ApiKey
+from kafka_ref.record.batch import BatchHeader
+from kafka_ref.server.inter_broker_channel import BrokerUnavailableError, InterBrokerChannel
+from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC, partition_for
+
+logger = logging.getLogger("kafka_ref.server.add_partitions_manager")
+
+TopicPartition = tuple[str, int]
+Verified = Callable[[dict[TopicPartition, tuple[ErrorCode, str]]], None]
+VERIFY_VERSION = 4  # the first version with verify_only (KIP-890 part 1)
+
+# Coordinator answers a client may not retry correctly become NOT_ENOUGH_REPLICAS, which
+# every client retries without a metadata refresh (Kafka: `handleProduceAppend`).
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+    ErrorCode.NETWORK_EXCEPTION,
+})  # fmt: skip
+
+
+def producer_error(error: ErrorCode) -> tuple[ErrorCode, str]:
+    """The produce response's error for a failed verification, with its message."""
+    if error == ErrorCode.INVALID_TXN_STATE:
+        return error, "Partition was not added to the transaction"
+    if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+        return ErrorCode.NOT_ENOUGH_REPLICAS, (
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {error.name}"
+        )
+    if error == ErrorCode.PRODUCER_FENCED:  # producers expect the older code here
+        return ErrorCode.INVALID_PRODUCER_EPOCH, ""
+    return error, ""
+
+
+class AddPartitionsToTxnManager:
+    """Verifies partitions with their transaction coordinator and keeps the guards."""
+
+    def __init__(
+        self, controller: ClusterMetadataApi, num_txn_partitions: int, enabled: bool = True
+    ) -> None:
+        self.controller, self.num_txn_partitions, self.enabled = (
+            controller, num_txn_partitions, enabled)  # fmt: skip
+        self.channel = InterBrokerChannel(controller, "add-partitions-to-txn-sender")
+        self._guards: dict[tuple[TopicPartition, int], object] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    # ------------------------------------------------------------------ the guard
+    def needs_verification(
+        self, tp: TopicPartition, header: BatchHeader, ongoing: dict[int, int]
+    ) -> bool:
+        """A transactional batch of a producer without an open transaction here, or one
+        behind a batch of the producer still being verified: it waits its turn, so the
+        producer's batches are appended in the order they came (the channel answers in
+        order)."""
+        return (
+            self.enabled
+            and header.is_transactional
+            and not header.is_control
+            and (header.producer_id not in ongoing or (tp, header.producer_id) in self._guards)
+        )
+
+    def start(self, tp: TopicPartition, producer_id: int) -> object:
+        """The guard of (tp, producer id): the one already waiting, or a fresh one."""
+        return self._guards.setdefault((tp, producer_id), object())
+
+    def may_append(
+        self, tp: TopicPartition, producer_id: int, guard: object, ongoing: dict[int, int]
+    ) -> bool:
+        """After a yes: the transaction is open here now (an earlier batch of it was
+        appended), or `guard` is still the partition's guard (no marker came since)."""
+        return producer_id in ongoing or self._guards.get((tp, producer_id)) is guard
+
+    def clear(self, tp: TopicPartition, producer_id: int) -> None:
+        """A marker or a batch of the transaction was written: the guard is done. (A
+        failed verification or append leaves it for the retry, as Kafka does.)"""
+        self._guards.pop((tp, producer_id), None)
+
+    # ------------------------------------------------------------------ the question
+    def verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        callback: Verified,
+    ) -> None:
+        """Ask the id's coordinator; `callback` gets the produce error of each partition
+        that failed (an empty dict: every partition is in the transaction)."""
+        coordinator = self._coordinator(transactional_id)
+        if coordinator is None:  # no topic, no leader: the transaction cannot have begun
+            return callback(dict.fromkeys(
+                partitions, producer_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)))  # fmt: skip
+        body = AddPartitionsToTxnRequest(transactions=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+                transactional_id=transactional_id, producer_id=producer_id,
+                producer_epoch=producer_epoch, verify_only=True,
+                topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=[p])
+                        for t, p in partitions],
+            )
+        ])  # fmt: skip
+        task = asyncio.get_running_loop().create_task(
+            self._ask(coordinator, body, partitions, callback)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _coordinator(self, transactional_id: str) -> int | None:
+        index = partition_for(transactional_id, self.num_txn_partitions)
+        state = self.controller.partition_state(TRANSACTION_STATE_TOPIC, index)
+        return None if state is None or state.leader < 0 else state.leader
+
+    async def _ask(self, node: int, body, partitions: list[TopicPartition], callback) -> None:
+        try:
+            response = await self.channel.request(
+                node, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body
+            )
+        except BrokerUnavailableError as err:
+            logger.warning("cannot verify with coordinator %d: %s", node, err)
+            return callback(dict.fromkeys(partitions, producer_error(ErrorCode.NETWORK_EXCEPTION)))
+        if response.error_code != ErrorCode.NO_ERROR:
+            error = producer_error(ErrorCode(response.error_code))
+            return callback(dict.fromkeys(partitions, error))
+        failed: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+        for result in response.results_by_transaction:
+            for topic in result.topic_results:
+                for p in topic.results_by_partition:
+                    if p.partition_error_code != ErrorCode.NO_ERROR:
+                        error = ErrorCode(p.partition_error_code)
+                        failed[(topic.name, p.partition_index)] = producer_error(error)
+        callback(failed)
+
+    def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        self.channel.close()

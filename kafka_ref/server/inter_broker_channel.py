@@ -1,0 +1,86 @@
+"""Requests from one broker to another: the coordinators' side channel (Kafka:
+`InterBrokerSendThread` over a `NetworkClient` of its own).
+
+Two of a broker's parts talk to other brokers without being replication:
+
+* the transaction coordinator sends **WriteTxnMarkers** to the leader of every partition
+  of a decided transaction (Kafka: `TransactionMarkerChannelManager`);
+* a partition leader asks the transaction coordinator whether a partition is part of a
+  producer's transaction before the transaction's first write there, with
+  **AddPartitionsToTxn** v4 `verify_only` (KIP-890; Kafka: `AddPartitionsToTxnManager`).
+
+Each keeps an `InterBrokerChannel`: one connection per destination broker, opened on first
+use from the broker's address in the cluster metadata, and one request at a time on it.
+The destination may be this very broker: on one broker and in a cluster the path is the
+same. A request that fails (the broker is gone, refuses the connection, closes it, or does
+not answer within `timeout_s`) drops the connection and raises `BrokerUnavailableError`;
+the caller decides whether to retry, and the next request connects again to the address
+the metadata names *then*, so a broker that restarted on another port is found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
+from kafka_ref.server.fetcher_connection import FetcherConnection
+
+logger = logging.getLogger("kafka_ref.server.inter_broker_channel")
+
+REQUEST_TIMEOUT_S = 30.0  # Kafka: request.timeout.ms of the inter-broker clients
+
+
+class BrokerUnavailableError(ConnectionError):
+    """The destination broker could not be reached or did not answer."""
+
+
+def live_broker(controller: ClusterMetadataApi, node_id: int) -> BrokerEndpoint | None:
+    """The registered broker `node_id`, or None (not registered, or no leader: -1)."""
+    return next((b for b in controller.brokers() if b.node_id == node_id), None)
+
+
+class InterBrokerChannel:
+    """Connections to other brokers, one request at a time each."""
+
+    def __init__(
+        self, controller: ClusterMetadataApi, client_id: str, timeout_s: float = REQUEST_TIMEOUT_S
+    ) -> None:
+        self.controller, self.client_id, self.timeout_s = controller, client_id, timeout_s
+        self._connections: dict[int, tuple[FetcherConnection, asyncio.Lock]] = {}
+
+    async def request(self, node_id: int, api_key: int, version: int, body: Any) -> Any:
+        """Send `body` to broker `node_id` and return the decoded response."""
+        try:
+            connection, lock = await self._connection(node_id)
+            async with lock:
+                return await asyncio.wait_for(
+                    connection.request(api_key, version, body, self.client_id), self.timeout_s
+                )
+        except (OSError, EOFError, asyncio.IncompleteReadError, TimeoutError) as err:
+            self.drop(node_id)
+            raise BrokerUnavailableError(f"broker {node_id}: {err or type(err).__name__}") from err
+
+    async def _connection(self, node_id: int) -> tuple[FetcherConnection, asyncio.Lock]:
+        if node_id not in self._connections:
+            broker = live_broker(self.controller, node_id)
+            if broker is None:
+                raise BrokerUnavailableError(f"broker {node_id} is not registered")
+            connection = await asyncio.wait_for(
+                FetcherConnection.open(broker.host, broker.port), self.timeout_s
+            )
+            if node_id in self._connections:  # another request connected meanwhile
+                connection.close()
+            else:
+                self._connections[node_id] = (connection, asyncio.Lock())
+        return self._connections[node_id]
+
+    def drop(self, node_id: int) -> None:
+        entry = self._connections.pop(node_id, None)
+        if entry is not None:
+            entry[0].close()
+
+    def close(self) -> None:
+        for node_id in list(self._connections):
+            self.drop(node_id)
