@@ -3,12 +3,12 @@
 They mirror the Java client's architecture and names, one concept per module:
 
     producer.py  -> partitioner.py -> accumulator.py -> sender.py ─┐
-    consumer.py  -> subscription_state.py, fetcher.py, ────────────┼-> network_client.py
-                    offset_fetcher.py, consumer_coordinator.py     │   -> connection.py
+    consumer.py  -> subscription_state.py, consumer_fetch.py, ─────┼-> network_client.py
+                    offset_lookup.py, consumer_coordinator.py      │   -> connection.py
                     (abstract_coordinator.py, heartbeat.py,        │
                      offset_committer.py)                          │
     admin.py, admin_groups.py ─────────────────────────────────────┘
-                                                     metadata.py: the cluster view they share
+                                                 cluster_view.py: the cluster view they share
     transaction_manager.py: transactions (transaction_state.py, txn_requests.py) on top of
     idempotence.py, the idempotent producer's id, epoch and sequences (sender.py's)
 
@@ -21,7 +21,7 @@ from kafka_ref.client.accumulator import RecordMetadata
 from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource, NewTopic, TopicDescription
 from kafka_ref.client.consumer import Consumer, OffsetAndTimestamp
 from kafka_ref.client.consumer_coordinator import ConsumerRebalanceListener
-from kafka_ref.client.fetcher import ConsumerRecord
+from kafka_ref.client.consumer_fetch import ConsumerRecord
 from kafka_ref.client.offset_committer import CommitFailedError, RebalanceInProgressError
 from kafka_ref.client.producer import Producer, ProducerFencedError, TransactionStateError
 from kafka_ref.common import OffsetAndMetadata, TopicPartition

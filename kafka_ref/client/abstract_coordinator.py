@@ -45,8 +45,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_ref.client.cluster_view import Metadata, Node, error_code
 from kafka_ref.client.connection import ClientRequest
-from kafka_ref.client.metadata import Metadata, Node, error_code
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey

@@ -56,8 +56,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from kafka_ref.client.cluster_view import Cluster, TopicPartition
 from kafka_ref.client.idempotence import NO_PRODUCER, ProducerIdAndEpoch
-from kafka_ref.client.metadata import Cluster, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.record.batch import HEADER_SIZE, build_batch
 from kafka_ref.record.compression import Compression

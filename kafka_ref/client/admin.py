@@ -49,10 +49,10 @@ from kafka_ref.client.admin_transactions import (
     TransactionDescription,
     TransactionListing,
 )
+from kafka_ref.client.cluster_view import Metadata, Node, PartitionInfo, error_code, partitions_of
 from kafka_ref.client.connection import parse_bootstrap_servers
-from kafka_ref.client.metadata import Metadata, Node, PartitionInfo, error_code, partitions_of
 from kafka_ref.client.network_client import NetworkClient, now_ms
-from kafka_ref.client.offset_fetcher import OffsetFetcher
+from kafka_ref.client.offset_lookup import OffsetFetcher
 from kafka_ref.client.subscription_state import SubscriptionState
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafka_ref.client.abstract_coordinator import NO_GENERATION
-from kafka_ref.client.metadata import Node, error_code
+from kafka_ref.client.cluster_view import Node, error_code
 from kafka_ref.client.network_client import now_ms
 from kafka_ref.client.offset_committer import (
     as_offsets,

@@ -15,11 +15,11 @@ A consumer is a loop around `poll()` (Kafka's `KafkaConsumer.poll`):
 2. **positions** - every assigned partition needs a position (subscription_state.py). A
    group consumer starts a new partition at its *committed* offset (OffsetFetch); a
    partition without one is reset per `auto.offset.reset` with a ListOffsets request to
-   its leader (offset_fetcher.py);
+   its leader (offset_lookup.py);
 3. **buffered records first** - if earlier Fetch answers are buffered, up to
    `max.poll.records` records come from them at once;
 4. **prefetch** - Fetch requests go to the leaders of all partitions with nothing buffered
-   (fetcher.py), *before* the records are returned, so the next answer is on its way while
+   (consumer_fetch.py), *before* the records are returned, so the next answer is on its way while
    the application works;
 5. **wait** - with nothing buffered, `poll` waits for answers up to its timeout; the
    broker itself holds a Fetch up to `fetch.max.wait.ms` until `fetch.min.bytes` arrived.
@@ -40,17 +40,22 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.connection import RequestTimedOutError, parse_bootstrap_servers
 from kafka_ref.client.consumer_coordinator import (
     DEFAULT_ASSIGNMENT_STRATEGY,
     ConsumerCoordinator,
     ConsumerRebalanceListener,
 )
-from kafka_ref.client.fetcher import READ_COMMITTED, READ_UNCOMMITTED, ConsumerRecord, Fetcher
-from kafka_ref.client.metadata import Metadata
+from kafka_ref.client.consumer_fetch import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    ConsumerRecord,
+    Fetcher,
+)
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.offset_committer import CommitCallback
-from kafka_ref.client.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
+from kafka_ref.client.offset_lookup import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
 from kafka_ref.client.subscription_state import (
     IllegalStateError,
     OffsetResetStrategy,

@@ -38,8 +38,8 @@ from kafka_ref.client.abstract_coordinator import (
     MemberState,
 )
 from kafka_ref.client.assignors import RebalanceProtocol, Subscription
+from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.heartbeat import Heartbeat, HeartbeatThread
-from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.offset_committer import OffsetCommitter
 from kafka_ref.client.subscription_state import SubscriptionState

@@ -34,8 +34,8 @@ from __future__ import annotations
 import logging
 import threading
 
+from kafka_ref.client.cluster_view import Node, error_code
 from kafka_ref.client.connection import BrokerConnection
-from kafka_ref.client.metadata import Node, error_code
 from kafka_ref.client.network_client import now_ms
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey

@@ -35,13 +35,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kafka_ref.client.cluster_view import Metadata, Node
 from kafka_ref.client.connection import (
     BrokerConnection,
     ClientRequest,
     NetworkError,
     RequestTimedOutError,
 )
-from kafka_ref.client.metadata import Metadata, Node
 from kafka_ref.errors import KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import MetadataRequest

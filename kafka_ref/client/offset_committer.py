@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafka_ref.client.abstract_coordinator import NO_GENERATION, Generation, MemberState
+from kafka_ref.client.cluster_view import error_code
 from kafka_ref.client.connection import ClientRequest, RequestTimedOutError
-from kafka_ref.client.metadata import error_code
 from kafka_ref.client.network_client import now_ms
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError

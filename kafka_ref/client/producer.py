@@ -57,8 +57,8 @@ from kafka_ref.client.accumulator import (
     RecordMetadata,
     estimate_size,
 )
+from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.connection import parse_bootstrap_servers
-from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.partitioner import DefaultPartitioner
 from kafka_ref.client.sender import Sender

@@ -48,8 +48,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafka_ref.client.accumulator import ProducerBatch, RecordAccumulator
+from kafka_ref.client.cluster_view import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.connection import ClientRequest
-from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.transaction_state import TransactionAbortedError
 from kafka_ref.common import TopicPartition

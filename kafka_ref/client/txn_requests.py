@@ -39,13 +39,13 @@ import itertools
 import logging
 import threading
 
+from kafka_ref.client.cluster_view import Node, error_code
 from kafka_ref.client.idempotence import (
     INT32_MAX,
     NO_PRODUCER,
     IdempotentProducerState,
     ProducerIdAndEpoch,
 )
-from kafka_ref.client.metadata import Node, error_code
 from kafka_ref.client.transaction_state import (
     ProducerFencedError,
     State,

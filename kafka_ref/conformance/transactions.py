@@ -12,7 +12,7 @@ check what a fenced producer is told.
 
 `read_committed` reads a partition as a read_committed consumer does: Fetch with
 `isolation_level=1` up to the last stable offset, and the broker's list of aborted
-transactions applied by kafka-ref's own consumer code (`kafka_ref.client.fetcher`), so
+transactions applied by kafka-ref's own consumer code (`kafka_ref.client.consumer_fetch`), so
 aborted records and markers are dropped exactly as a client drops them. A broker that
 leaves out the aborted transactions is then seen to return aborted data, as a real
 consumer would see it.
@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka_ref.client.fetcher import CompletedFetch
+from kafka_ref.client.consumer_fetch import CompletedFetch
 from kafka_ref.common import TopicPartition
 from kafka_ref.conformance.wire import Wire, batch
 from kafka_ref.errors import ErrorCode

@@ -5,7 +5,7 @@ themselves do not say so: only the ABORT marker, written later, does, and it may
 behind them in the log, even in a later fetch. So the broker hands the consumer, with each
 fetch, the list of aborted transactions that overlap the fetched range (producer id and
 first offset); the consumer drops that producer's transactional batches from the first
-offset on until it meets the producer's ABORT marker (kafka_ref/client/fetcher.py).
+offset on until it meets the producer's ABORT marker (kafka_ref/client/consumer_fetch.py).
 
 Finding that list by scanning the log would cost a read of every batch. Kafka keeps, per
 segment, a `.txnindex` file (Kafka: `TransactionIndex`, `AbortedTxn`): one entry per

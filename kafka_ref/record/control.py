@@ -13,7 +13,7 @@ the transactional and the *control* bit (bit 5) set, holding exactly one control
 
 The marker takes one offset of its own. Consumers never see it as a record; a
 read_committed consumer uses the ABORT marker to know where an aborted transaction of
-that producer ends (kafka_ref/client/fetcher.py), and the broker uses both kinds to
+that producer ends (kafka_ref/client/consumer_fetch.py), and the broker uses both kinds to
 close the producer's open transaction (kafka_ref/log/producer_state.py).
 
 Rules: TXN-1.

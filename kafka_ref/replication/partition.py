@@ -27,7 +27,7 @@ answers are values (messages.py), time comes in as `now`, nothing here does I/O 
 
 **As follower** (REPL-7): the fetched batches are appended byte for byte, with the leader's
 offsets and epochs (`Log.append(assign_offsets=False)`); the HW becomes min(leader's HW,
-own LEO). Truncation before fetching is the fetcher's job (fetcher.py, truncation.py).
+own LEO). Truncation before fetching is the fetcher's job (follower_fetch_state.py, truncation.py).
 
 **Epochs** (REPL-8): a LeaderAndIsr whose epoch is not newer than the replica's is refused
 (FENCED_LEADER_EPOCH); a request carrying an older `current_leader_epoch` gets

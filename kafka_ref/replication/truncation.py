@@ -34,7 +34,7 @@ largest epoch `e' <= e` it knows and that epoch's end offset. Then (Kafka's
 
 The HW is never used for truncation again; it only says what is committed.
 
-`truncation_step` is the pure rule; `fetcher.py` runs it against the leader, both on an
+`truncation_step` is the pure rule; `follower_fetch_state.py` runs it against the leader, both on an
 OffsetsForLeaderEpoch answer and on a fetch answered with a diverging epoch (Kafka 2.7+
 folds the same check into Fetch: KIP-595's `divergingEpoch`).
 

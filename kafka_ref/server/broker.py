@@ -42,7 +42,7 @@ cluster) instead of the embedded controller; step 3 adopts nothing (ZooKeeper, n
 disk, says which topics exist) and wires replication: partition states from the watches
 make this broker leader or follower of each partition it replicates
 (`ReplicaManager.become_leader_or_follower`), followers fetch through the replica fetchers
-(server/replica_fetcher.py), leaders write ISR changes to ZooKeeper; after the socket
+(server/follower_fetcher.py), leaders write ISR changes to ZooKeeper; after the socket
 server binds, the broker registers `/brokers/ids/<id>` with its bound address (after a
 kill -9 and a quick restart, waiting for the old registration to expire), starts its
 watches, and runs for controller (`KafkaController`); only then does it accept

@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
-from kafka_ref.server.fetcher_connection import FetcherConnection
+from kafka_ref.server.follower_connection import FetcherConnection
 
 logger = logging.getLogger("kafka_ref.server.inter_broker_channel")
 

@@ -19,7 +19,7 @@ for this broker, the simulator and the tests. This module is its asyncio adapter
   a partition (Kafka: `ReplicaManager.becomeLeaderOrFollower`). A newer leader epoch makes
   the partition leader (`Partition.make_leader`, its followers' progress starts unknown,
   ISR-4) or follower (`make_follower`, then the replica fetcher of the leader's broker
-  takes the partition, server/replica_fetcher.py); an older epoch is ignored (CTRL-5); the
+  takes the partition, server/follower_fetcher.py); an older epoch is ignored (CTRL-5); the
   same epoch is an ISR change this leader wrote itself, already applied.
 
 `append_records` is Kafka's `ReplicaManager.appendRecords`: per partition, find the leader

@@ -9,7 +9,7 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
 2. `wire`, once the `ReplicaManager` and the group coordinator exist: partition states
    from the watches make this broker leader or follower of each partition it replicates
    (`ReplicaManager.become_leader_or_follower`); followers fetch through the
-   `ReplicaFetcherManager` (server/replica_fetcher.py), which finds the leader's address in
+   `ReplicaFetcherManager` (server/follower_fetcher.py), which finds the leader's address in
    the metadata; leaders write their ISR changes with `ZkClusterMetadata.update_isr`; the
    group coordinator loads or resigns the `__consumer_offsets` partitions it gains or loses,
    and (`follow_coordinator`, once it exists) the transaction coordinator those of
@@ -37,8 +37,8 @@ from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
+from kafka_ref.server.follower_fetcher import ReplicaFetcherManager
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, GroupCoordinatorAdapter
-from kafka_ref.server.replica_fetcher import ReplicaFetcherManager
 from kafka_ref.server.replica_manager import ReplicaManager
 
 logger = logging.getLogger("kafka_ref.server.zk_mode")

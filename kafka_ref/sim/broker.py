@@ -35,7 +35,7 @@ from kafka_ref.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from kafka_ref.log.log import Log
-from kafka_ref.replication.fetcher import PartitionFetcher
+from kafka_ref.replication.follower_fetch_state import PartitionFetcher
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
     AlterIsrResult,

@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 from kafka_ref.cli import UsageError
 from kafka_ref.client.consumer import Consumer
-from kafka_ref.client.fetcher import ConsumerRecord
+from kafka_ref.client.consumer_fetch import ConsumerRecord
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.record.batch import TimestampType

@@ -9,7 +9,7 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     metadata.py   ApiVersions (18), Metadata (3)
     produce.py    Produce (0)
     fetch.py      Fetch (1) and its DelayedFetch
-    replica_fetch.py  followers' Fetch (replica_id >= 0), OffsetsForLeaderEpoch (23)
+    follower_fetch.py  followers' Fetch (replica_id >= 0), OffsetsForLeaderEpoch (23)
     offsets.py    ListOffsets (2), DeleteRecords (21)
     admin.py      CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
     configs.py    DescribeConfigs (32)
@@ -78,11 +78,11 @@ class KafkaApis:
             alter_configs,
             configs,
             fetch,
+            follower_fetch,
             groups,
             metadata,
             offsets,
             produce,
-            replica_fetch,
             sasl,
             txn,
             txn_admin,
@@ -115,7 +115,7 @@ class KafkaApis:
             ApiKey.DESCRIBE_PRODUCERS: txn_admin.handle_describe_producers,
             ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.handle_describe_transactions,
             ApiKey.LIST_TRANSACTIONS: txn_admin.handle_list_transactions,
-            ApiKey.OFFSET_FOR_LEADER_EPOCH: replica_fetch.handle_offsets_for_leader_epoch,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: follower_fetch.handle_offsets_for_leader_epoch,
             ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
             ApiKey.ALTER_CONFIGS: alter_configs.handle_alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental_alter_configs,

@@ -27,7 +27,7 @@ records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
 `session_id` 0 and lists every requested partition, which tells the client to keep sending
 full fetches (BROKER-21). An incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
 
-A fetch with `replica_id` >= 0 comes from a follower and is served by replica_fetch.py.
+A fetch with `replica_id` >= 0 comes from a follower and is served by follower_fetch.py.
 
 Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10, TXN-8.
 """
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import FetchResponse
-from kafka_ref.server.handlers import replica_fetch
+from kafka_ref.server.handlers import follower_fetch
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
@@ -185,8 +185,8 @@ class DelayedFetch(DelayedOperation):
 
 def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     body = request.body
-    if body.replica_id >= 0:  # a follower replicating (handlers/replica_fetch.py)
-        return replica_fetch.handle_replica_fetch(apis, request)
+    if body.replica_id >= 0:  # a follower replicating (handlers/follower_fetch.py)
+        return follower_fetch.handle_follower_fetch(apis, request)
     params = FetchParams(
         max_wait_ms=body.max_wait_ms,
         min_bytes=body.min_bytes,

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from kafka_ref.client.accumulator import HEADER_SIZE, RecordAccumulator, estimate_size
-from kafka_ref.client.metadata import Cluster
+from kafka_ref.client.cluster_view import Cluster
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.record.batch import RecordBatch, validate_batch

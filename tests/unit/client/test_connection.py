@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.connection import (
     CLIENT_VERSIONS,
     BrokerConnection,
@@ -15,7 +16,6 @@ from kafka_ref.client.connection import (
     choose_version,
     parse_bootstrap_servers,
 )
-from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol import ApiKey, encode_response

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from kafka_ref.cli import UsageError, main
-from kafka_ref.client.fetcher import ConsumerRecord
+from kafka_ref.client.consumer_fetch import ConsumerRecord
 from kafka_ref.record.batch import TimestampType
 from kafka_ref.tools.console_consumer import PROPERTIES, Formatter
 from kafka_ref.tools.console_producer import parse_properties

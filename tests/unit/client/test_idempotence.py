@@ -14,6 +14,7 @@ import threading
 import pytest
 
 from kafka_ref.client.accumulator import RecordAccumulator
+from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.connection import ClientRequest, NetworkError
 from kafka_ref.client.idempotence import (
     EPOCH_MAX,
@@ -21,7 +22,6 @@ from kafka_ref.client.idempotence import (
     ProducerIdAndEpoch,
     increment_sequence,
 )
-from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.producer import Producer, ProducerConfigError, idempotence_enabled
 from kafka_ref.client.sender import Sender
 from kafka_ref.client.transaction_manager import TransactionManager

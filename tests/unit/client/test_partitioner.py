@@ -12,7 +12,7 @@ from kafka.partitioner.default import DefaultPartitioner as KafkaPythonPartition
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from kafka_ref.client.accumulator import RecordAccumulator
-from kafka_ref.client.metadata import Cluster
+from kafka_ref.client.cluster_view import Cluster
 from kafka_ref.client.partitioner import (
     DefaultPartitioner,
     StickyPartitionCache,

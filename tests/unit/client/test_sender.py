@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kafka_ref.client.accumulator import RecordAccumulator
+from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.connection import ClientRequest, NetworkError
-from kafka_ref.client.metadata import Metadata
 from kafka_ref.client.sender import DeliveryTimeoutError, Sender
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError

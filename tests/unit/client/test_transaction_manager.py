@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kafka_ref.client.accumulator import RecordAccumulator
-from kafka_ref.client.metadata import Metadata
+from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.sender import Sender
 from kafka_ref.client.transaction_manager import TransactionManager
 from kafka_ref.client.transaction_state import (

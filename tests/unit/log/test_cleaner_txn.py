@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_ref.client.fetcher import CompletedFetch
+from kafka_ref.client.consumer_fetch import CompletedFetch
 from kafka_ref.clock import ManualClock
 from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig

@@ -12,7 +12,7 @@ from kafka_ref.errors import ErrorCode
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch, iter_batch_headers
 from kafka_ref.record.record import Record
-from kafka_ref.replication.fetcher import FetchState, PartitionFetcher
+from kafka_ref.replication.follower_fetch_state import FetchState, PartitionFetcher
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
     AlterIsrResult,

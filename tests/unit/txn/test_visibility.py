@@ -41,7 +41,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from kafka_ref.client.fetcher import CompletedFetch
+from kafka_ref.client.consumer_fetch import CompletedFetch
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.log import Log

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kafka_ref.client.metadata import Cluster, Metadata
+from kafka_ref.client.cluster_view import Cluster, Metadata
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from tests.unit.client.conftest import metadata_response

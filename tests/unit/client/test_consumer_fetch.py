@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from kafka_ref.client.fetcher import CompletedFetch, Fetcher
-from kafka_ref.client.metadata import Metadata
+from kafka_ref.client.cluster_view import Metadata
+from kafka_ref.client.consumer_fetch import CompletedFetch, Fetcher
 from kafka_ref.client.subscription_state import OffsetResetStrategy, SubscriptionState
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import CorruptRecordError, ErrorCode, OffsetOutOfRangeError

@@ -1,4 +1,4 @@
-"""The follower's connection to its leader (server/fetcher_connection.py): responses read
+"""The follower's connection to its leader (server/follower_connection.py): responses read
 into one reused buffer, records handed out as views of it, a misbehaving peer refused.
 
 Against a real in-process broker (the `broker` fixture) and, for the failures, a few lines
@@ -14,7 +14,7 @@ import pytest
 
 from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import ApiKey, FetchResponse
-from kafka_ref.server.fetcher_connection import INITIAL_BUFFER, FetcherConnection
+from kafka_ref.server.follower_connection import INITIAL_BUFFER, FetcherConnection
 from tests.unit.server.conftest import batch, fetch_body
 
 pytestmark = pytest.mark.timeout(60)

@@ -40,8 +40,8 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from kafka_ref.client.cluster_view import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.connection import ClientRequest
-from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.subscription_state import OffsetResetStrategy, SubscriptionState
 from kafka_ref.common import TopicPartition

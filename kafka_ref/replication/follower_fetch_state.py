@@ -41,7 +41,7 @@ from kafka_ref.replication.truncation import (
     truncation_step,
 )
 
-logger = logging.getLogger("kafka_ref.replication.fetcher")
+logger = logging.getLogger("kafka_ref.replication.follower_fetch_state")
 
 
 class FetchState(StrEnum):

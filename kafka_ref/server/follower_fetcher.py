@@ -6,12 +6,12 @@ hands the partition to the fetcher of the leader's broker (`add_partition`); whe
 becomes leader, or follows someone else, or the topic goes, the partition is taken away
 (`remove_partition`). A fetcher with no partitions left stops. Kafka runs each fetcher as
 a thread with its own network client; here it is an asyncio task on the broker's loop,
-with one connection to the leader (fetcher_connection.py: responses are read into a
+with one connection to the leader (follower_connection.py: responses are read into a
 reused buffer and appended from it, no copy in between), so that appending to the local
 log happens on the loop like every other change to a partition.
 
 Per partition, the decisions are the replication core's `PartitionFetcher`
-(kafka_ref/replication/fetcher.py), the same state machine the simulator drives:
+(kafka_ref/replication/follower_fetch_state.py), the same state machine the simulator drives:
 
 1. TRUNCATING: one OffsetsForLeaderEpoch request for all truncating partitions, for each
    its latest epoch; the answers truncate the local log until it shares a prefix with the
@@ -48,12 +48,12 @@ from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey, FetchRequest, OffsetsForLeaderEpochRequest
 from kafka_ref.replication import messages as core
-from kafka_ref.replication.fetcher import FetchState, PartitionFetcher
+from kafka_ref.replication.follower_fetch_state import FetchState, PartitionFetcher
 from kafka_ref.replication.partition import Partition
 from kafka_ref.replication.truncation import TruncationRule
-from kafka_ref.server.fetcher_connection import FetcherConnection
+from kafka_ref.server.follower_connection import FetcherConnection
 
-logger = logging.getLogger("kafka_ref.server.replica_fetcher")
+logger = logging.getLogger("kafka_ref.server.follower_fetcher")
 
 FETCH_VERSION = 10
 EPOCH_VERSION = 3

@@ -151,7 +151,7 @@ class DelayedReplicaFetch(DelayedOperation):
         self.apis.send(self.request, _response(_fetch_all(self.apis, self.fetches, self.max_bytes)))
 
 
-def handle_replica_fetch(apis: KafkaApis, request: Request) -> Any:
+def handle_follower_fetch(apis: KafkaApis, request: Request) -> Any:
     """Fetch from a follower (`replica_id` >= 0)."""
     body = request.body
     fetches = _requests(body)

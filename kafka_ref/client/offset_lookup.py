@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_ref.client.cluster_view import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.connection import ClientRequest, RequestTimedOutError
-from kafka_ref.client.metadata import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.subscription_state import (
     NoOffsetForPartitionError,
