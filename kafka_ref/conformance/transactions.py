@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka_ref.client.connection import CLIENT_VERSIONS
 from kafka_ref.client.consumer_fetch import CompletedFetch
 from kafka_ref.common import TopicPartition
 from kafka_ref.conformance.wire import Wire, batch
@@ -36,7 +37,6 @@ from kafka_ref.protocol.messages import (
     EndTxnRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
-    supported_api_versions,
 )
 
 READ_COMMITTED = 1
@@ -48,9 +48,10 @@ TXN_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITI
 
 
 def negotiate(wire: Wire) -> dict[int, int]:
-    """API key -> the highest version both kafka-ref's codecs and the broker speak, as a
-    client picks it from ApiVersions (some brokers answer only the newer versions well)."""
-    ours = {key: high for key, _, high in supported_api_versions()}
+    """API key -> the highest version both a client and the broker speak, as a client picks
+    it from ApiVersions (some brokers answer only the newer versions well). A client's
+    versions are our clients' (AddPartitionsToTxn v4+ is the brokers' own form, KIP-890)."""
+    ours = {key: high for key, (_, high) in CLIENT_VERSIONS.items()}
     theirs = {k.api_key: k.max_version for k in wire.api_versions(0).api_keys}
     return {key: min(ours[key], theirs.get(key, 0)) for key in TXN_APIS}
 

@@ -110,8 +110,12 @@ def test_offsets_sent_by_our_producer_count_only_when_it_commits(kafka_ref_broke
     port = kafka_ref_broker.port
     topic = create_topic(port)
     group = f"copier-{uuid.uuid4().hex[:6]}"
+    # read_uncommitted: librdkafka then fetches offsets without require_stable, so it sees
+    # the last committed offset while a transaction's offsets are pending; a read_committed
+    # observer would be told to wait until the transaction ends (KIP-447, TXN-84).
     observer = ConfluentConsumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group,
-                                  "enable.auto.commit": False})  # fmt: skip
+                                  "enable.auto.commit": False,
+                                  "isolation.level": "read_uncommitted"})  # fmt: skip
     p = our_producer(port, f"ours-{uuid.uuid4().hex[:6]}")
 
     def send_offsets(offset: int, *, commit: bool) -> None:
