@@ -16,6 +16,11 @@ questions with a plot (PNG, matplotlib) and a table (Markdown).
 `spark_for` stops the session at the end unless one was running already: a caller that runs
 several analyses in one process (the labs' tests) starts Spark once for all of them.
 
+Graders use `LabBroker` for their end-to-end tests: a real broker in the grader's process that
+keeps what the student's code raised inside it (in a request handler, a timer or the log
+cleaner), so that a test fails at once with that exception instead of waiting for what can
+never happen.
+
 Rules: LAB-4 (spec/labs.md).
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -109,3 +115,43 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+class _Failures(logging.Handler):
+    """Keeps the exceptions the broker logs (a request handler or the cleaner that raised)."""
+
+    def __init__(self, errors: list[BaseException]) -> None:
+        super().__init__(logging.ERROR)
+        self.errors = errors
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+
+class LabBroker(BrokerThread):
+    """A broker for a grader: `errors` holds what the code under test raised inside it;
+    `raise_if_failed()` raises the first of them."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        super().__init__(KafkaConfig.from_props(props))
+        self.errors: list[BaseException] = []
+        self.loop.set_exception_handler(
+            lambda loop, context: self.errors.append(
+                context.get("exception") or AssertionError(context["message"])
+            )
+        )
+        self._failures = _Failures(self.errors)
+
+    def start(self, timeout: float = 30.0) -> LabBroker:
+        logging.getLogger("kafka_ref").addHandler(self._failures)
+        super().start(timeout)
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        super().stop(timeout)
+        logging.getLogger("kafka_ref").removeHandler(self._failures)
+
+    def raise_if_failed(self) -> None:
+        if self.errors:
+            raise self.errors[0]

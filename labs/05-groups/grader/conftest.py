@@ -3,7 +3,6 @@ of our consumers on it: their leader runs the student's assignor when it assigns
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
@@ -11,20 +10,7 @@ import pytest
 
 from kafka_ref.client import Consumer
 from kafka_ref.client.admin import Admin, NewTopic
-from kafka_ref.server.broker import BrokerThread
-from kafka_ref.server.kafka_config import KafkaConfig
-
-
-class _Failures(logging.Handler):
-    """Keeps the exceptions the broker logs (a request handler that raised)."""
-
-    def __init__(self, errors: list) -> None:
-        super().__init__(logging.ERROR)
-        self.errors = errors
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.exc_info and record.exc_info[1] is not None:
-            self.errors.append(record.exc_info[1])
+from kafka_ref.tools.lab_analysis import LabBroker
 
 
 @pytest.fixture(scope="module")
@@ -35,21 +21,8 @@ def broker(tmp_path_factory):
         "log.dirs": str(data),
         "group.initial.rebalance.delay.ms": "0",  # the first member is assigned at once
     }
-    thread = BrokerThread(KafkaConfig.from_props(props))
-    # Your select_protocol and elect_joined_leader run in the broker, in a request handler or
-    # a timer: what they raise there is kept here, so a test fails at once with it instead of
-    # waiting for a group that can never settle.
-    thread.errors = []
-    thread.loop.set_exception_handler(
-        lambda loop, context: thread.errors.append(
-            context.get("exception") or AssertionError(context["message"])
-        )
-    )
-    failures = _Failures(thread.errors)
-    logging.getLogger("kafka_ref").addHandler(failures)
-    thread.start()
+    thread = LabBroker(props).start()
     yield thread
-    logging.getLogger("kafka_ref").removeHandler(failures)
     thread.stop()
 
 
@@ -72,7 +45,7 @@ def group_assignment(broker):
     """`group_assignment(group, strategy, topics, instances, expected_partitions)`."""
 
     def run(*args, **kwargs):
-        return settled_assignment(broker.bootstrap, *args, broker_errors=broker.errors, **kwargs)
+        return settled_assignment(broker.bootstrap, *args, broker=broker, **kwargs)
 
     return run
 
@@ -80,7 +53,7 @@ def group_assignment(broker):
 def settled_assignment(
     bootstrap: str, group: str, strategy: str | dict[str, list[str]], topics: list[str],
     instances: list[str], expected_partitions: int, timeout: float = 60.0,
-    broker_errors: list[dict] | None = None,
+    broker: LabBroker | None = None,
 ) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
     """Start one consumer per static instance id in `group`, each polling in its own thread,
     and return instance id -> its sorted partitions once the group is stable: every one of
@@ -125,8 +98,8 @@ def settled_assignment(
         while time.monotonic() < deadline:
             if errors:
                 raise errors[0]
-            if broker_errors:  # the coordinator failed running your code
-                raise broker_errors[0]
+            if broker is not None:  # the coordinator failed running your code
+                broker.raise_if_failed()
             now = {i: sorted(tuple(tp) for tp in c.assignment()) for i, c in consumers.items()}
             owned = [tp for tps in now.values() for tp in tps]
             if len(owned) == len(set(owned)) == expected_partitions and now == last:

@@ -1,12 +1,12 @@
 """A real kafka-ref broker for the grader's end-to-end check, in this process: its cleaner
-runs every 100 ms (log.cleaner.backoff.ms) and calls the student's rules."""
+runs every 100 ms (log.cleaner.backoff.ms) and calls the student's rules; what they raise
+there fails the test at once (`LabBroker.raise_if_failed`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafka_ref.server.broker import BrokerThread
-from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.tools.lab_analysis import LabBroker
 
 
 @pytest.fixture(scope="module")
@@ -17,6 +17,6 @@ def broker(tmp_path_factory):
         "log.dirs": str(data),
         "log.cleaner.backoff.ms": "100",
     }
-    thread = BrokerThread(KafkaConfig.from_props(props)).start()
+    thread = LabBroker(props).start()
     yield thread
     thread.stop()

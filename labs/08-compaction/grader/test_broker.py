@@ -88,6 +88,7 @@ def test_a_compacted_topic_keeps_each_keys_latest_value_and_forgets_deleted_keys
                 producer.send(TOPIC, b"x" * 40, key=b"filler")
             producer.flush()
             time.sleep(0.3)
+            broker.raise_if_failed()  # the cleaner ran your rules and they raised
             seen = [(k, v) for k, v in log_contents(broker) if k != b"filler"]
             if ordered(seen) == ordered(expected.items()):
                 break
