@@ -73,9 +73,7 @@ def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
 
 
 def _histogram(name: str, help_text: str, timer: LatencyHistogram) -> HistogramMetricFamily:
-    return HistogramMetricFamily(
-        name, help_text, buckets=timer.cumulative(), sum_value=timer.sum
-    )
+    return HistogramMetricFamily(name, help_text, buckets=timer.cumulative(), sum_value=timer.sum)
 
 
 class BrokerCollector(Collector):
@@ -137,7 +135,8 @@ class BrokerCollector(Collector):
         manager = self.broker.replica_manager
         leaders = [p for p in manager.partitions.values() if p.is_leader]
         prefix = "kafka_server_replicamanager_"
-        yield _gauge(prefix + "partitioncount", "Partitions on this broker", len(manager.partitions))
+        hosted = len(manager.partitions)
+        yield _gauge(prefix + "partitioncount", "Partitions on this broker", hosted)
         yield _gauge(prefix + "leadercount", "Partitions this broker leads", len(leaders))
         yield _gauge(
             prefix + "underreplicatedpartitions",
@@ -166,9 +165,7 @@ class BrokerCollector(Collector):
             offline = sum(1 for s in states if s.leader == NO_LEADER or s.leader not in live)
         prefix = "kafka_controller_kafkacontroller_"
         yield _gauge(prefix + "activecontrollercount", "1 on the active controller", active)
-        yield _gauge(
-            prefix + "offlinepartitionscount", "Partitions without a live leader", offline
-        )
+        yield _gauge(prefix + "offlinepartitionscount", "Partitions without a live leader", offline)
         if controller is not None:
             yield _histogram(
                 "kafka_controller_controllerstats_leaderelectionrateandtimems",
@@ -229,9 +226,7 @@ class BrokerCollector(Collector):
         labels = ["topic", "partition"]
         size = GaugeMetricFamily("kafka_log_log_size", "Log size in bytes", labels=labels)
         end = GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset", labels=labels)
-        start = GaugeMetricFamily(
-            "kafka_log_log_logstartoffset", "Log start offset", labels=labels
-        )
+        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "Log start offset", labels=labels)
         for (topic, partition), log in sorted(log_manager.logs.items()):
             key = [topic, str(partition)]
             size.add_metric(key, log.size_in_bytes)

@@ -50,7 +50,10 @@ port it advertises, but it is listened on only when the broker is ready: until t
 connection is refused and it tries another broker, instead of being answered by a broker that
 does not know the cluster yet.
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, SEC-4, SEC-6.
+**Metrics** (MET-2). As a response leaves, its request's stages are recorded
+(kafka_ref/metrics/recorders.py, `RequestMetrics`).
+
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, MET-2, SEC-4, SEC-6.
 """
 
 from __future__ import annotations

@@ -58,7 +58,6 @@ from typing import Any
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
 from kafka_ref.common import TopicPartition
-from kafka_ref.metrics.recorders import BrokerTopicStats
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
@@ -66,6 +65,7 @@ from kafka_ref.log.log import LogReadInfo
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
+from kafka_ref.metrics.recorders import BrokerTopicStats
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import AlterIsrResult, FetchRequest, FetchResult, LeaderAndIsr
 from kafka_ref.replication.partition import (

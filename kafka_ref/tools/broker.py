@@ -6,8 +6,8 @@
 
 `--metrics HOST:PORT` serves the broker's metrics for Prometheus at http://HOST:PORT
 (`metrics.listener`; docs/metrics.md). `--zookeeper HOST:PORT[/chroot]` and `--broker-id N`
-are shorthands for `zookeeper.connect` and `broker.id`: with them the broker registers in ZooKeeper and joins the cluster there
-(`kafka-ref cluster` starts a whole local one).
+are shorthands for `zookeeper.connect` and `broker.id`: with them the broker registers in
+ZooKeeper and joins the cluster there (`kafka-ref cluster` starts a whole local one).
 
 Configs use Kafka's broker names (`broker.id`, `listeners`, `advertised.listeners`,
 `log.dirs`, `num.partitions`, `default.replication.factor`, `auto.create.topics.enable`,

@@ -105,7 +105,7 @@ def test_requests_are_counted_and_timed_by_type(metered):
      "http://127.0.0.1:99999", "http://127.0.0.1:port", "http://127.0.0.1:9404/metrics"],
 )  # fmt: skip
 def test_a_bad_metrics_listener_is_a_config_error(value, tmp_path, capsys):
-    with pytest.raises(ConfigError, match="metrics.listener"):
+    with pytest.raises(ConfigError, match=r"metrics\.listener"):
         KafkaConfig.from_props({"log.dirs": str(tmp_path), "metrics.listener": value})
     assert main(["broker", "--data-dir", str(tmp_path), "--metrics", "127.0.0.1"]) == 2
     err = capsys.readouterr().err
