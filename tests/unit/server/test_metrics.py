@@ -37,7 +37,7 @@ def produce(bootstrap: str, topic: str) -> None:
     assert producer.flush(15) == 0
 
 
-def consume_all(bootstrap: str, topic: str) -> None:
+def consume_all(bootstrap: str, topic: str, commit: bool = False) -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
     consumer.subscribe([topic])
@@ -51,6 +51,8 @@ def consume_all(bootstrap: str, topic: str) -> None:
 
     try:
         wait_for(poll, timeout=20, what=f"{RECORDS} records")
+        if commit:
+            consumer.commit(asynchronous=False)
     finally:
         consumer.close()
 
@@ -117,4 +119,22 @@ def test_a_bad_metrics_listener_is_a_config_error(value, tmp_path, capsys):
 def test_metrics_are_served_only_when_asked(make_broker, metered):
     assert make_broker().broker.metrics is None
     m = scrape(metered.broker.metrics.port)
+    assert (
+        m[("kafka_server_socket_server_metrics_connection_count", (("listener", "PLAINTEXT"),))]
+        == 0
+    )
+    assert 0 <= m[("kafka_network_socketserver_networkprocessoravgidlepercent", ())] <= 1
+
+
+@pytest.mark.spec("MET-5")
+def test_the_coordinators_report_groups_and_commits(metered):
+    produce(metered.bootstrap, "grouped")
+    prefix = "kafka_coordinator_group_groupmetadatamanager_"
+    assert scrape(metered.broker.metrics.port)[(prefix + "numgroups", ())] == 0
+    consume_all(metered.bootstrap, "grouped", commit=True)  # group "g" commits, then leaves
+    m = scrape(metered.broker.metrics.port)
+    assert m[(prefix + "numgroups", ())] == m[(prefix + "numgroupsempty", ())] == 1
+    assert m[(prefix + "numgroupsstable", ())] == 0
+    assert m[(prefix + "numoffsets", ())] == 1  # one partition's offset
+    assert m[("kafka_server_group_coordinator_metrics_offset_commit_count", ())] == 1
     assert m[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 1
