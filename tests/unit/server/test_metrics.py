@@ -138,3 +138,14 @@ def test_the_coordinators_report_groups_and_commits(metered):
     assert m[(prefix + "numoffsets", ())] == 1  # one partition's offset
     assert m[("kafka_server_group_coordinator_metrics_offset_commit_count", ())] == 1
     assert m[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 1
+
+
+@pytest.mark.spec("MET-6")
+def test_log_flushes_are_timed(make_broker):
+    broker = make_broker(
+        props={"metrics.listener": "http://127.0.0.1:0", "log.flush.interval.messages": 1}
+    )
+    name = ("kafka_log_logflushstats_logflushrateandtimems_count", ())
+    assert scrape(broker.broker.metrics.port)[name] == 0
+    produce(broker.bootstrap, "flushed")  # every append is flushed at once
+    assert scrape(broker.broker.metrics.port)[name] >= 1
