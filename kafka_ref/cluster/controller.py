@@ -49,6 +49,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -60,6 +61,7 @@ from kafka_ref.cluster.election import elect_leader
 from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.cluster.zookeeper import ControllerMovedError, KafkaZkClient
 from kafka_ref.common import TopicPartition
+from kafka_ref.metrics.recorders import LatencyHistogram
 
 logger = logging.getLogger("kafka_ref.cluster.controller")
 
@@ -121,6 +123,7 @@ class KafkaController:
         self._watched_topics: set[str] = set()
         self._watches_installed = False
         self._stopped = False
+        self.election_timer = LatencyHistogram()  # Kafka: LeaderElectionRateAndTimeMs
 
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
@@ -310,6 +313,7 @@ class KafkaController:
             self.states[tp] = current
 
     def _elect_if_needed(self, tp: TopicPartition, retries: int = 3) -> None:
+        started = time.monotonic_ns()
         state, version = self.states[tp]
         unclean = self.unclean_for(tp[0], self.configs.get(tp[0], {}))
         new = next_state(state, self.live, unclean=unclean, controller_epoch=self.epoch)
@@ -327,6 +331,8 @@ class KafkaController:
         except NoNodeError:  # the topic is being deleted
             return
         self.states[tp] = (new, version)
+        if new.leader not in (state.leader, NO_LEADER):  # elected, not only an ISR trimmed
+            self.election_timer.observe((time.monotonic_ns() - started) / 1e6)
         logger.info(
             "controller %d: %s-%d leader %d -> %d, leader epoch %d, isr %s",
             self.broker_id, tp[0], tp[1], state.leader, new.leader, new.leader_epoch,

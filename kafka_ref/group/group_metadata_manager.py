@@ -96,6 +96,7 @@ class GroupMetadataManager:
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
+        self.offset_commits = 0  # offsets committed (Kafka's offset-commit-count, MET-5)
 
     # -- ownership ------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -176,6 +177,7 @@ class GroupMetadataManager:
                 # a group deleted or unloaded meanwhile keeps nothing
                 if error == ErrorCode.NO_ERROR and self.groups.get(group.group_id) is group:
                     group.offsets[tp] = om
+                    self.offset_commits += 1
             code = _store_error(error, for_offsets=True)
             callback({**{tp: code for tp in valid}, **errors})
 

@@ -43,6 +43,7 @@ import bisect
 import logging
 import os
 import shutil
+import time
 
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
@@ -63,6 +64,7 @@ from kafka_ref.log.segment import (
 )
 from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafka_ref.log.validator import AppendInfo, validate_and_assign
+from kafka_ref.metrics.recorders import LatencyHistogram
 from kafka_ref.record.control import read_markers
 
 logger = logging.getLogger("kafka_ref.log.log")
@@ -77,6 +79,7 @@ class Log:
         self.dir = directory
         self.config = config
         self._clock = clock
+        self.flush_timer = LatencyHistogram()  # the LogManager shares its own (MET-6)
         self._segments = loaded.segments
         self._bases = [s.base_offset for s in self._segments]
         self._log_start_offset = loaded.log_start_offset
@@ -247,6 +250,7 @@ class Log:
         """fsync every segment holding offsets in [recovery point, up_to); advance it."""
         up_to = self._log_end_offset if up_to is None else min(up_to, self._log_end_offset)
         if up_to > self._recovery_point:
+            started = time.monotonic_ns()  # Kafka: LogFlushStats.logFlushTimer
             first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
             last = bisect.bisect_right(self._bases, up_to - 1) - 1
             for segment in self._segments[first : last + 1]:
@@ -255,6 +259,7 @@ class Log:
                 fsync_directory(self.dir)
                 self._dir_dirty = False
             self._recovery_point = up_to
+            self.flush_timer.observe((time.monotonic_ns() - started) / 1e6)
         self._last_flush_ms = self._clock.milliseconds()
 
     # ------------------------------------------------------------------ read

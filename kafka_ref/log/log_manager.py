@@ -74,6 +74,7 @@ from kafka_ref.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from kafka_ref.log.log import Log
+from kafka_ref.metrics.recorders import LatencyHistogram
 
 logger = logging.getLogger("kafka_ref.log.log_manager")
 
@@ -160,6 +161,7 @@ class LogManager:
         self.clock = clock or SystemClock()
         self._topic_config = topic_config or (lambda topic: None)
         self.logs: dict[TopicPartition, Log] = {}
+        self.flush_timer = LatencyHistogram()  # every log's flushes (LogFlushRateAndTimeMs)
         self.stray_paths: list[str] = []
         self._storage_failures: dict[str, tuple[int, int]] = {}  # dir -> (reported at, since)
         self.clean_shutdown: dict[str, bool] = {}  # per directory: was its marker there?
@@ -226,6 +228,7 @@ class LogManager:
                     log_start_offset=log_starts.get(tp),
                     clean_shutdown=self.clean_shutdown[log_dir],
                 )
+                self.logs[tp].flush_timer = self.flush_timer
             logger.info(
                 "loaded %d logs from %s (%s shutdown)",
                 len(self.logs_in(log_dir)),
@@ -274,6 +277,7 @@ class LogManager:
             log_dir = self.next_log_dir()
             path = os.path.join(log_dir, log_dir_name(topic, partition))
             log = Log.open(path, config or self.config_for(topic), self.clock)
+            log.flush_timer = self.flush_timer
             fsync_directory(log_dir)
             self.logs[(topic, partition)] = log
             logger.info("created log %s", path)

@@ -77,6 +77,7 @@ from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
+from kafka_ref.metrics.exporter import MetricsExporter
 from kafka_ref.security.credentials import CredentialStore
 from kafka_ref.security.listeners import (
     EndPoint,
@@ -132,6 +133,7 @@ class Broker:
         self.apis: KafkaApis | None = None
         self.groups: GroupCoordinatorAdapter | None = None
         self.txns: TxnCoordinatorAdapter | None = None
+        self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
         self._tasks: list[asyncio.Task] = []
         self._cleaner = LogCleaner()
         self.started = False
@@ -205,6 +207,9 @@ class Broker:
         )
         try:
             bound = await self.socket_server.bind()
+            if config.metrics_address is not None:
+                self.metrics = MetricsExporter(self, config.metrics_address)
+                self.metrics.start()
         except OSError:  # e.g. the port is taken: leave the logs as a clean stop would
             await self._abort_start()
             raise
@@ -263,11 +268,18 @@ class Broker:
             for index in range(meta.partitions):
                 self.replica_manager.make_leader(meta.name, index)
 
+    async def _stop_metrics(self) -> None:
+        if self.metrics is not None:  # off the loop: a scrape in progress reads on it
+            await asyncio.get_running_loop().run_in_executor(None, self.metrics.stop)
+            self.metrics = None
+
     async def _abort_start(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self.socket_server.stop_accepting()
+        await self._stop_metrics()
         await self._leave_cluster()
         if self.groups is not None:
             self.groups.shutdown()
@@ -361,6 +373,7 @@ class Broker:
         logger.info("broker %d shutting down", self.config.broker_id)
         assert self.socket_server is not None and self.replica_manager is not None
         await self.socket_server.stop_accepting()
+        await self._stop_metrics()
         await self._leave_cluster()  # and stop the replica fetchers
         self.replica_manager.fetch_purgatory.shutdown()
         self.replica_manager.produce_purgatory.shutdown()  # REQUEST_TIMED_OUT: not on the ISR

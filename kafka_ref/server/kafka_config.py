@@ -29,6 +29,9 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
   each also per listener as `listener.name.<listener>.<key>` (SEC-1). Password keys
   (`ssl.key.password`, `sasl.jaas.config`, ...) are never shown: DescribeConfigs answers
   them as sensitive, with no value;
+* `metrics.listener` (kafka-ref's own): `http://HOST:PORT` where the broker serves its
+  metrics for Prometheus, under the names the JMX exporter gives Kafka's MBeans
+  (kafka_ref/metrics/); empty, the default, serves none;
 * keys of Kafka's stock server.properties that mean nothing here (`process.roles`,
   `controller.quorum.voters`, ...) are accepted and reported as unused; `listeners` may
   also name KRaft's `CONTROLLER` listener (`controller.listener.names`), which is skipped.
@@ -49,6 +52,7 @@ from typing import Any
 
 from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, LogConfig, broker_name
 from kafka_ref.errors import InvalidConfigError
+from kafka_ref.metrics.exporter import parse_metrics_listener
 from kafka_ref.security.listeners import (
     EndPoint,
     ListenerError,
@@ -87,6 +91,7 @@ _BROKER_DEFS = [
     ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame.", 1),
     ConfigDef("num.io.threads", "int", 8, "Request handler workers.", 1),
     ConfigDef("queued.max.requests", "int", 500, "Requests queued for the handlers.", 1),
+    ConfigDef("metrics.listener", "string", "", "http://HOST:PORT serving Prometheus metrics."),
     ConfigDef("log.retention.check.interval.ms", "long", 300000, "Retention check period.", 1),
     ConfigDef("log.cleaner.enable", "boolean", True, "Run the log cleaner (compaction)."),
     ConfigDef("log.cleaner.backoff.ms", "long", 15000, "Cleaner check period.", 0),
@@ -316,6 +321,15 @@ class KafkaConfig:
         self.advertised_endpoints()  # parses listeners too, raising ConfigError
         self.inter_broker_listener  # noqa: B018
         self.log_config()
+        self.metrics_address  # noqa: B018
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """`metrics.listener` as (host, port); None when metrics are not served (MET-7)."""
+        try:
+            return parse_metrics_listener(self["metrics.listener"])
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
     # ------------------------------------------------------------------ derived values
     @property

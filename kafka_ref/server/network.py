@@ -50,7 +50,10 @@ port it advertises, but it is listened on only when the broker is ready: until t
 connection is refused and it tries another broker, instead of being answered by a broker that
 does not know the cluster yet.
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, SEC-4, SEC-6.
+**Metrics** (MET-2). As a response leaves, its request's stages are recorded
+(kafka_ref/metrics/recorders.py, `RequestMetrics`).
+
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, MET-2, SEC-4, SEC-6.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ import struct
 from collections import deque
 
 from kafka_ref.log.file_records import FileSlice
+from kafka_ref.metrics.recorders import RequestMetrics
 from kafka_ref.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
 from kafka_ref.protocol.frames import MAX_FRAME_SIZE, decode_request
 from kafka_ref.protocol.messages import ApiKey
@@ -286,6 +290,7 @@ class Processor(asyncio.BufferedProtocol):
         out: list[bytes] = []
         while self._in_flight and self._in_flight[0].done and not self._write_paused:
             request = self._in_flight.popleft()
+            self.server.request_metrics.response_dequeued(request)
             response: Response | None = request.response
             if response is None:
                 continue  # acks=0: nothing to send (BROKER-4)
@@ -293,7 +298,7 @@ class Processor(asyncio.BufferedProtocol):
                 if out:
                     self.transport.write(b"".join(out))
                 self._sending = True
-                asyncio.get_running_loop().create_task(self._send_with_slices(response))
+                asyncio.get_running_loop().create_task(self._send_with_slices(request))
                 return
             out.extend(response.chunks)
             if response.close_after:
@@ -304,8 +309,8 @@ class Processor(asyncio.BufferedProtocol):
             self.transport.write(out[0] if len(out) == 1 else b"".join(out))
         self._update_reading()
 
-    async def _send_with_slices(self, response: Response) -> None:
-        transport = self.transport
+    async def _send_with_slices(self, request: Request) -> None:
+        response, transport = request.response, self.transport
         assert transport is not None
         try:
             for chunk in response.chunks:
@@ -318,6 +323,7 @@ class Processor(asyncio.BufferedProtocol):
             self.close(f"sending a response failed: {err}")
             return
         self._sending = False
+        self.server.request_metrics.response_sent(request)
         self._write_ready()
 
     async def _send_file_slice(self, transport: asyncio.Transport, piece: FileSlice) -> None:
@@ -411,6 +417,7 @@ class SocketServer:
         max_request_size: int = MAX_FRAME_SIZE,
     ) -> None:
         self.request_channel = request_channel
+        self.request_metrics = RequestMetrics()
         self.max_request_size = max_request_size
         self.acceptors = [Acceptor(self, listener) for listener in listeners]
         self.connections: set[Processor] = set()

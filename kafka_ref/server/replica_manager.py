@@ -65,6 +65,7 @@ from kafka_ref.log.log import LogReadInfo
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
+from kafka_ref.metrics.recorders import BrokerTopicStats
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import AlterIsrResult, FetchRequest, FetchResult, LeaderAndIsr
 from kafka_ref.replication.partition import (
@@ -116,6 +117,8 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.isr_updater: IsrUpdater | None = None  # ZooKeeper mode: ZkClusterMetadata
         self.fetcher_manager: Any = None  # ZooKeeper mode: ReplicaFetcherManager
+        self.topic_stats = BrokerTopicStats()  # the produce and fetch meters (MET-1)
+        self.isr_shrinks = self.isr_expands = 0  # ISR changes written (MET-4)
         self._checkpointed_hws = {  # per log dir, as Kafka's highWatermarkCheckpoints
             log_dir: read_high_watermarks(self._hw_checkpoint(log_dir))
             for log_dir in log_manager.log_dirs
@@ -198,6 +201,7 @@ class ReplicaManager:
             if self.fetcher_manager is not None:
                 self.fetcher_manager.remove_partition((topic, index))
             self.partitions.pop((topic, index), None)
+            self.topic_stats.forget(topic)
             self.log_manager.delete_log(topic, index)
             self.fetch_purgatory.check_and_complete((topic, index))  # waiting fetches answer
             self.produce_purgatory.check_and_complete((topic, index))
@@ -237,17 +241,20 @@ class ReplicaManager:
                 hw = partition.high_watermark
                 info = partition.append_records_to_leader(records, required_acks, origin)
                 results[tp] = PartitionAppendResult(ErrorCode.NO_ERROR, info)
+                self.topic_stats.produced(tp[0], info.record_count, info.size, False)
                 if partition.high_watermark > hw:  # an ISR of one: committed at once
                     self.produce_purgatory.check_and_complete(tp)
             except KafkaError as err:
                 message = str(err.args[0]) if err.args else ""
                 record_errors = getattr(err, "record_errors", ())
                 results[tp] = PartitionAppendResult(err.code, None, message, record_errors)
+                self.topic_stats.produced(tp[0], 0, 0, True)
                 if err.code == ErrorCode.KAFKA_STORAGE_ERROR:
                     self._storage_failed(tp, err)
                 logger.debug("append to %s-%d failed: %s", tp[0], tp[1], err)
             except OSError as err:  # the disk failed us: a storage error, not a crash
                 results[tp] = PartitionAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, str(err))
+                self.topic_stats.produced(tp[0], 0, 0, True)
                 self._storage_failed(tp, err)
         for tp, result in results.items():
             if result.error == ErrorCode.NO_ERROR and result.info and result.info.size:
@@ -297,7 +304,7 @@ class ReplicaManager:
         alter = partition.take_alter_isr()
         if alter is None:
             return
-        hw = partition.high_watermark
+        hw, before = partition.high_watermark, len(partition.isr)
         if self.isr_updater is None:  # one broker: nobody else to ask
             state = LeaderAndIsr(*alter.tp, self.broker_id, alter.leader_epoch, alter.new_isr,
                                  partition.replicas, alter.version + 1)  # fmt: skip
@@ -314,6 +321,10 @@ class ReplicaManager:
                 logger.info("%r: ISR change to %s not written: %r", partition, alter.new_isr, err)
                 result = AlterIsrResult(*alter.tp, ErrorCode.INVALID_UPDATE_VERSION)
         partition.on_alter_isr_result(result)
+        if len(partition.isr) < before:  # Kafka: IsrShrinksPerSec, IsrExpandsPerSec
+            self.isr_shrinks += 1
+        elif len(partition.isr) > before:
+            self.isr_expands += 1
         logger.info("%r: ISR now %s", partition, partition.isr)
         if partition.high_watermark > hw:
             self._on_high_watermark(alter.tp)

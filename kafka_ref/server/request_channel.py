@@ -53,7 +53,8 @@ class Connection(Protocol):
 class Request:
     """One decoded request and the slot for its response (Kafka: `RequestChannel.Request`)."""
 
-    __slots__ = ("body", "connection", "header", "received_ns", "response", "size")
+    __slots__ = ("body", "completed_ns", "connection", "dequeued_ns", "header", "local_done_ns",
+                 "received_ns", "response", "response_dequeued_ns", "size")  # fmt: skip
 
     def __init__(self, connection: Connection, header: Any, body: Any, size: int) -> None:
         self.connection = connection
@@ -61,6 +62,8 @@ class Request:
         self.body = body
         self.size = size
         self.received_ns = time.monotonic_ns()
+        # the later stages' times, for the request metrics (kafka_ref/metrics/recorders.py)
+        self.dequeued_ns = self.local_done_ns = self.completed_ns = self.response_dequeued_ns = 0
         self.response: Any = _PENDING
 
     @property
@@ -102,6 +105,7 @@ class Request:
         if self.response is not _PENDING:
             raise RuntimeError(f"request {self.correlation_id} answered twice")
         self.response = response
+        self.completed_ns = time.monotonic_ns()
         self.connection.on_response_ready()
 
     def close_connection(self, reason: str) -> None:

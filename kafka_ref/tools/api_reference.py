@@ -23,6 +23,7 @@ PACKAGES = {
     "protocol": "The wire protocol",
     "server": "The broker",
     "security": "Security: listeners, TLS, SASL",
+    "metrics": "Metrics for Prometheus",
     "cluster": "Cluster metadata and the controller",
     "replication": "Replication",
     "sim": "The cluster simulator",

@@ -4,9 +4,10 @@
     kafka-ref broker server.properties --config num.partitions=3 --config log.segment.bytes=1048576
     kafka-ref broker --zookeeper 127.0.0.1:2181/kr --broker-id 2 --listen 127.0.0.1:9093 ...
 
-`--zookeeper HOST:PORT[/chroot]` and `--broker-id N` are shorthands for `zookeeper.connect`
-and `broker.id`: with them the broker registers in ZooKeeper and joins the cluster there
-(`kafka-ref cluster` starts a whole local one).
+`--metrics HOST:PORT` serves the broker's metrics for Prometheus at http://HOST:PORT
+(`metrics.listener`; docs/metrics.md). `--zookeeper HOST:PORT[/chroot]` and `--broker-id N`
+are shorthands for `zookeeper.connect` and `broker.id`: with them the broker registers in
+ZooKeeper and joins the cluster there (`kafka-ref cluster` starts a whole local one).
 
 Configs use Kafka's broker names (`broker.id`, `listeners`, `advertised.listeners`,
 `log.dirs`, `num.partitions`, `default.replication.factor`, `auto.create.topics.enable`,
@@ -54,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--broker-id", metavar="N", help="this broker's id (broker.id)")
     parser.add_argument(
+        "--metrics", metavar="HOST:PORT", help="serve Prometheus metrics (metrics.listener)"
+    )
+    parser.add_argument(
         "--config",
         action="append",
         default=[],
@@ -82,6 +86,8 @@ def build_config(args: argparse.Namespace) -> KafkaConfig:
         shorthands["zookeeper.connect"] = args.zookeeper
     if getattr(args, "broker_id", None) is not None:
         shorthands["broker.id"] = args.broker_id
+    if getattr(args, "metrics", None):
+        shorthands["metrics.listener"] = f"http://{args.metrics}"
     if args.properties:
         return KafkaConfig.from_file(args.properties, overrides, shorthands)
     return KafkaConfig.from_props(overrides, shorthands)

@@ -26,6 +26,7 @@ from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.conformance.cluster import wait_for
 from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer, zookeeper_installed
+from kafka_ref.tools.server_process import free_port
 
 # kazoo's connection thread draws its ping and reconnect jitter from the global `random`
 # while this session's ZooKeeper client lives, that is, while every later test runs.
@@ -48,10 +49,13 @@ _names = itertools.count()
 class Cluster:
     def __init__(self, zookeeper: ZooKeeperServer, base: str) -> None:
         self.zookeeper = zookeeper
+        self.metrics_ports = {i: free_port() for i in (1, 2, 3)}  # each serves its metrics
         self.brokers = {
-            i: BrokerProcess(i, f"{base}/broker-{i}", zookeeper.connect, configs=BROKER_CONFIGS)
+            i: BrokerProcess(i, f"{base}/broker-{i}", zookeeper.connect, configs={
+                **BROKER_CONFIGS, "metrics.listener": f"http://127.0.0.1:{self.metrics_ports[i]}"
+            })
             for i in (1, 2, 3)
-        }
+        }  # fmt: skip
         self.zk = KafkaZkClient(zookeeper.connect)
 
     # ------------------------------------------------------------------ lifecycle

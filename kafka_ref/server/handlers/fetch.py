@@ -123,6 +123,7 @@ def read_partitions(
             data.error_code = err.code
         if data.error_code != ErrorCode.NO_ERROR:
             any_error = True
+        apis.replica_manager.topic_stats.fetched(fp.topic, data.error_code != ErrorCode.NO_ERROR)
         out.append((fp.topic, data))
     return out, total, any_error
 
@@ -180,6 +181,7 @@ class DelayedFetch(DelayedOperation):
             self.apis.send(self.request, None)
             return
         read, _, _ = read_partitions(self.apis, self.partitions, self.params)
+        self.apis.replica_manager.topic_stats.bytes_sent(read)
         self.apis.send(self.request, build_response(read))
 
 
@@ -205,6 +207,7 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
     ]
     read, total, any_error = read_partitions(apis, partitions, params)
     if params.max_wait_ms <= 0 or not partitions or total >= params.min_bytes or any_error:
+        apis.replica_manager.topic_stats.bytes_sent(read)
         return build_response(read)
     delayed = DelayedFetch(apis, request, partitions, params)
     keys = {(fp.topic, fp.partition) for fp in partitions}
