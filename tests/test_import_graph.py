@@ -21,9 +21,6 @@ HANDLERS = sorted(
     p.stem for p in (PACKAGE / "server" / "handlers").glob("*.py") if p.stem != "__init__"
 )
 KNOWN_CYCLES = {
-    # The log creates its producer state; producer_state.py names Log for a type. The file
-    # belongs to the transactions work in progress, which will cut the type import.
-    frozenset({"kafka_ref.log.log", "kafka_ref.log.producer_state"}),
     # KafkaApis dispatches to the handler modules; each handler takes the KafkaApis as its
     # argument and imports it for the annotation only. Breaking it means handlers that take
     # a narrower interface, with handlers/txn.py (being written now) among them.

@@ -70,8 +70,7 @@ from kafka_ref.record.batch import BatchHeader
 from kafka_ref.record.control import EndTransactionMarker, read_marker
 
 if TYPE_CHECKING:
-    from kafka_ref.log.log import Log
-    from kafka_ref.log.segment import Segment
+    from kafka_ref.log.segment import Segment, SegmentedLog
 
 __all__ = ["AppendOrigin", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager"]
 
@@ -130,7 +129,9 @@ class ProducerStateManager:
         self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW
 
     @classmethod
-    def load(cls, log: Log, now: int, rebuild_from: int | None = None) -> ProducerStateManager:
+    def load(
+        cls, log: SegmentedLog, now: int, rebuild_from: int | None = None
+    ) -> ProducerStateManager:
         """The state of `log` after loading: newest usable snapshot + replay (IDEM-9);
         the replay starts at or below `rebuild_from`, to rebuild `.txnindex` files (TXN-7)."""
         manager = cls(log.dir)
@@ -303,7 +304,7 @@ class ProducerStateManager:
         bisect.insort(self._snapshots, offset)
         logger.debug("%s: producer snapshot at %d (%d producers)", self.dir, offset, len(entries))
 
-    def on_roll(self, log: Log) -> None:
+    def on_roll(self, log: SegmentedLog) -> None:
         """At a roll: snapshot at the new segment's base; keep the snapshots of the last two
         segments and from the segment holding the recovery point (Kafka:
         `minSnapshotsOffsetToRetain`), which is all a crash can need."""
@@ -318,7 +319,9 @@ class ProducerStateManager:
             delete_snapshot(self.dir, self._snapshots.pop(0))
 
     # ------------------------------------------------------------------ truncation, loading
-    def truncate_and_reload(self, log: Log, now: int, rebuild_from: int | None = None) -> None:
+    def truncate_and_reload(
+        self, log: SegmentedLog, now: int, rebuild_from: int | None = None
+    ) -> None:
         """Rebuild the state for the log as it is now (after loading or truncation): drop
         snapshots beyond its end, read the newest remaining one that is valid (and not
         beyond `rebuild_from`), replay the batch headers after it (IDEM-9, IDEM-12)."""

@@ -47,6 +47,8 @@ import logging
 import os
 import random
 import struct
+from collections.abc import Sequence
+from typing import Protocol
 
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
@@ -442,3 +444,23 @@ class Segment:
         self.txn_index.delete()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.log.path)
+
+
+class SegmentedLog(Protocol):
+    """A log as the parts below it see it: its bounds and its segments (log.py's `Log`).
+    The producer state takes its log as this, since naming `Log` would make the two files
+    import each other (the log owns its producer state)."""
+
+    dir: str
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def recovery_point(self) -> int: ...
+
+    @property
+    def segments(self) -> Sequence[Segment]: ...
