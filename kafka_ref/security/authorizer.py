@@ -74,7 +74,8 @@ CHANGES = {
     PatternType.LITERAL: "/kafka-acl-changes",
     PatternType.PREFIXED: "/kafka-acl-extended-changes",
 }
-Table = dict[ResourcePattern, frozenset[AccessControlEntry]]
+Entries = frozenset[AccessControlEntry]
+Table = dict[ResourcePattern, Entries]
 
 
 def _pattern_of(path: str) -> ResourcePattern:
@@ -101,8 +102,10 @@ class FileAclStore:
             return {}
         return {_pattern_of(p): acls_from_json(json.dumps(v).encode()) for p, v in stored.items()}
 
-    def write(self, table: Table, changed: Iterable[ResourcePattern]) -> None:
-        data = {zk_path(p): json.loads(acls_to_json(e)) for p, e in sorted(table.items())}
+    def update(self, pattern: ResourcePattern, add: Entries, remove: Entries) -> None:
+        table = self.load()
+        table[pattern] = (table.get(pattern, frozenset()) | add) - remove
+        data = {zk_path(p): json.loads(acls_to_json(e)) for p, e in sorted(table.items()) if e}
         write_atomically(self.path, json.dumps(data, indent=2).encode() + b"\n")
 
 
@@ -125,25 +128,34 @@ class ZkAclStore:
                         table[_pattern_of(path)] = entries
         return table
 
-    def write(self, table: Table, changed: Iterable[ResourcePattern]) -> None:
-        for pattern in changed:
-            path, entries = zk_path(pattern), table.get(pattern, frozenset())
-            if entries:
-                data = acls_to_json(entries)
+    def update(self, pattern: ResourcePattern, add: Entries, remove: Entries) -> None:
+        """Change one pattern's znode from what ZooKeeper holds now, with its version, so
+        changes through two brokers at once both count (Kafka: `updateResourceAcls`)."""
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+        path = zk_path(pattern)
+        while True:
+            try:
                 if self.zk.exists(path):
-                    self.zk.set(path, data)
-                else:
-                    self.zk.create(path, data, makepath=True)
-            elif self.zk.exists(path):
-                self.zk.delete(path)
-            type_name = ZK_TYPE_NAMES[pattern.resource_type]
-            note = (
-                f"{type_name}:{pattern.name}".encode()
-                if pattern.pattern_type == PatternType.LITERAL
-                else json.dumps({"version": 1, "resourceType": type_name, "name": pattern.name,
-                                 "patternType": "Prefixed"}).encode()
-            )  # fmt: skip
-            self.zk.create(f"{CHANGES[pattern.pattern_type]}/acl_changes_", note, sequence=True)
+                    data, stat = self.zk.get(path)
+                    entries = (acls_from_json(data) | add) - remove
+                    if entries:
+                        self.zk.set(path, acls_to_json(entries), version=stat.version)
+                    else:
+                        self.zk.delete(path, version=stat.version)
+                elif add - remove:
+                    self.zk.create(path, acls_to_json(add - remove), makepath=True)
+                break
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue  # another broker changed it meanwhile: again, from its new state
+        type_name = ZK_TYPE_NAMES[pattern.resource_type]
+        note = (
+            f"{type_name}:{pattern.name}".encode()
+            if pattern.pattern_type == PatternType.LITERAL
+            else json.dumps({"version": 1, "resourceType": type_name, "name": pattern.name,
+                             "patternType": "Prefixed"}).encode()
+        )  # fmt: skip
+        self.zk.create(f"{CHANGES[pattern.pattern_type]}/acl_changes_", note, sequence=True)
 
     def watch(self, on_change: Callable[[], None]) -> None:
         """Call `on_change` (on kazoo's thread) whenever a change notification appears."""
@@ -190,14 +202,17 @@ class Authorizer:
             super_users=self.super_users, allow_if_no_acls=self.allow_if_no_acls,
         )  # fmt: skip
 
-    def create(self, bindings: Iterable[AclBinding]) -> None:
-        table = dict(self.table)
-        changed = set()
+    def _change(self, bindings: Iterable[AclBinding], adding: bool) -> None:
+        by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
         for b in bindings:
-            table[b.pattern] = table.get(b.pattern, frozenset()) | {b.entry}
-            changed.add(b.pattern)
-        self.store.write(table, changed)  # durable first, then in force
-        self.table = table
+            by_pattern.setdefault(b.pattern, set()).add(b.entry)
+        for pattern, entries in by_pattern.items():
+            change, none = frozenset(entries), frozenset()
+            self.store.update(pattern, change if adding else none, none if adding else change)
+        self.reload()  # durable first, then in force
+
+    def create(self, bindings: Iterable[AclBinding]) -> None:
+        self._change(bindings, adding=True)
 
     def describe(self, selector: AclBindingFilter) -> list[AclBinding]:
         return sorted(b for b in self.bindings() if selector.matches(b))
@@ -205,13 +220,5 @@ class Authorizer:
     def delete(self, selectors: list[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove the ACLs each filter matches; per filter, the ACLs it removed."""
         matched = [self.describe(s) for s in selectors]
-        gone = {b for found in matched for b in found}
-        if gone:
-            table = {
-                p: e - {b.entry for b in gone if b.pattern == p} for p, e in self.table.items()
-            }
-            changed = {b.pattern for b in gone}
-            table = {p: e for p, e in table.items() if e}
-            self.store.write(table, changed)
-            self.table = table
+        self._change({b for found in matched for b in found}, adding=False)
         return matched
