@@ -10,14 +10,19 @@ from kafka_ref.client.admin import NewTopic
 from kafka_ref.conformance.wire import batch
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import (
+    AddPartitionsToTxnRequest,
     ApiKey,
     CreateAclsRequest,
+    DeleteGroupsRequest,
     DescribeConfigsRequest,
+    DescribeGroupsRequest,
     FetchRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
     InitProducerIdRequest,
+    ListGroupsRequest,
     OffsetCommitRequest,
+    WriteTxnMarkersRequest,
 )
 from kafka_ref.security.acls import AclBindingFilter, AclOperation, PatternType, ResourceType
 from kafka_ref.server.broker import BrokerThread
@@ -26,6 +31,19 @@ from tests.unit.security.authz_fixtures import acl, admin_of, start_acl_broker, 
 
 Op, Res = AclOperation, ResourceType
 TOPICS = ["w-yes", "w-no", "r-yes", "r-no", "m-seen", "m-hidden", "c-topic"]
+
+
+def commit_body(group: str) -> OffsetCommitRequest:
+    """OffsetCommit v2 of offset 0 of c-topic's partition 0."""
+    partition = OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0)
+    topic = OffsetCommitRequest.OffsetCommitRequestTopic(name="c-topic", partitions=[partition])
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        retention_time_ms=-1,
+        topics=[topic],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -108,22 +126,7 @@ def test_group_apis_need_the_group_and_its_topics(admin, alice):
         alice.request(ApiKey.HEARTBEAT, 1, beat).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     )
     admin.create_acls([acl(Res.GROUP, "g-a", Op.READ)])
-    commit = OffsetCommitRequest(
-        group_id="g-a",
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        retention_time_ms=-1,
-        topics=[
-            OffsetCommitRequest.OffsetCommitRequestTopic(
-                name="c-topic",
-                partitions=[
-                    OffsetCommitRequest.OffsetCommitRequestPartition(
-                        partition_index=0, committed_offset=0
-                    )
-                ],
-            )
-        ],
-    )
+    commit = commit_body("g-a")
     code = alice.request(ApiKey.OFFSET_COMMIT, 2, commit).topics[0].partitions[0].error_code
     assert code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     admin.create_acls([acl(Res.TOPIC, "c-topic", Op.READ)])
@@ -142,6 +145,62 @@ def test_producer_ids_need_the_transactional_id_or_idempotent_write(admin, alice
     assert init(None) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     admin.create_acls([acl(Res.TOPIC, "w-", Op.WRITE, pattern=PatternType.PREFIXED)])
     assert init(None) == 0  # WRITE on some topic is enough (KIP-679)
+
+
+@pytest.mark.spec("SEC-17")
+def test_transaction_apis_check_the_id_then_each_topic(admin, alice):
+    topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    add = AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx-c",
+        v3_and_below_producer_id=1,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[
+            topic(name="w-yes", partitions=[0]),
+            topic(name="w-no", partitions=[0]),
+        ],
+    )
+
+    def codes():
+        answer = alice.request(ApiKey.ADD_PARTITIONS_TO_TXN, 2, add).results_by_topic_v3_and_below
+        return {t.name: t.results_by_partition[0].partition_error_code for t in answer}
+
+    refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert codes() == {"w-yes": refused, "w-no": refused}
+    admin.create_acls(
+        [acl(Res.TRANSACTIONAL_ID, "tx-c", Op.WRITE), acl(Res.TOPIC, "w-yes", Op.WRITE)]
+    )
+    assert codes() == {
+        "w-yes": ErrorCode.OPERATION_NOT_ATTEMPTED,
+        "w-no": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    }
+    marker = WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=1,
+        producer_epoch=0,
+        transaction_result=True,
+        coordinator_epoch=0,
+        topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="w-yes", partition_indexes=[0])],
+    )
+    answer = alice.request(ApiKey.WRITE_TXN_MARKERS, 1, WriteTxnMarkersRequest(markers=[marker]))
+    code = answer.markers[0].topics[0].partitions[0].error_code
+    assert code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED  # brokers only
+
+
+@pytest.mark.spec("SEC-17")
+def test_group_administration_sees_only_permitted_groups(admin, alice, broker):
+    with admin_of(broker) as super_user:  # two groups with committed offsets
+        for group in ("seen-group", "unseen-group"):
+            commit = commit_body(group)
+            super_user.client.send_and_wait(None, ApiKey.OFFSET_COMMIT, commit, 10000)
+    admin.create_acls([acl(Res.GROUP, "seen-", Op.DESCRIBE, pattern=PatternType.PREFIXED)])
+    listed = alice.request(ApiKey.LIST_GROUPS, 1, ListGroupsRequest()).groups
+    assert [g.group_id for g in listed] == ["seen-group"]
+    described = alice.request(
+        ApiKey.DESCRIBE_GROUPS, 1, DescribeGroupsRequest(groups=["seen-group", "unseen-group"])
+    ).groups
+    assert [g.error_code for g in described] == [0, ErrorCode.GROUP_AUTHORIZATION_FAILED]
+    delete = DeleteGroupsRequest(groups_names=["seen-group"])
+    answer = alice.request(ApiKey.DELETE_GROUPS, 1, delete).results[0]
+    assert answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED  # DESCRIBE, not DELETE
 
 
 @pytest.mark.spec("SEC-17")
