@@ -110,7 +110,9 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
     return _init_response(ErrorCode.NO_ERROR, producer_id, 0)
 
 
-def _init_refused(apis: KafkaApis, request: Request, transactional_id: str | None) -> Any:
+def _init_refused(
+    apis: KafkaApis, request: Request, transactional_id: str | None
+) -> ErrorCode | None:
     """WRITE on the transactional id; without one (an idempotent producer) IDEMPOTENT_WRITE
     on the cluster or, since KIP-679, WRITE on any topic (SEC-17)."""
     if transactional_id is not None:
