@@ -20,6 +20,7 @@ answer it (Kafka's `KafkaAdminClient`):
 | list_offsets       | ListOffsets      | each partition's leader                        |
 | groups             | see admin_groups.py: the group's coordinator   |                  |
 | transactions       | see admin_transactions.py (KIP-664)            |                  |
+| ACLs               | see admin_acls.py: any broker                  |                  |
 
 The controller can move, so NOT_CONTROLLER means "refresh the metadata and resend".
 Each call blocks until every answer arrived and raises a `KafkaError` naming the first
@@ -37,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kafka_ref.client.admin_acls import AclAdmin
 from kafka_ref.client.admin_groups import (
     ConsumerGroupDescription,
     GroupAdmin,
@@ -131,7 +133,7 @@ def _check(what: str, code: int, message: str | None = None) -> None:
         raise KafkaError(f"{what}: {message or error.name}", code=error)
 
 
-class Admin(GroupAdmin, TransactionAdmin):
+class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
     """Kafka's admin client, blocking: every method returns when the brokers have answered."""
 
     def __init__(

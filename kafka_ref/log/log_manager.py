@@ -91,6 +91,7 @@ _KNOWN_ROOT_FILES = {
     "meta.properties",
     "bootstrap.checkpoint",
     "__scram_credentials.json",  # security/credentials.py
+    "__acls.json",  # security/authorizer.py
 }
 
 LogDirs = str | os.PathLike | Iterable[str | os.PathLike]

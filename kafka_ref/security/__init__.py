@@ -15,6 +15,8 @@ this operation on this resource?), stands on it.
     plain.py        the PLAIN mechanism (RFC 4616) and the JAAS-style user list
     scram.py        the SCRAM mechanisms (RFC 5802, RFC 7677)
     credentials.py  SCRAM credentials, salted and hashed, in the metadata directory
+    acls.py         ACLs: resources, patterns, operations, and the decision `authorize`
+    authorizer.py   the broker's authorizer: super users, ACL storage (file, ZooKeeper)
 
 Rules: spec/security.md.
 """

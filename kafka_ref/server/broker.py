@@ -78,6 +78,7 @@ from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.metrics.exporter import MetricsExporter
+from kafka_ref.security.authorizer import Authorizer, FileAclStore, ZkAclStore
 from kafka_ref.security.credentials import CredentialStore
 from kafka_ref.security.listeners import (
     EndPoint,
@@ -199,6 +200,7 @@ class Broker:
             controller.listeners.append(self.txns)
         self.txns.start()
         self.apis.txn = self.txns
+        self.apis.authorizer = self._authorizer()
         channel = RequestChannel(config["queued.max.requests"])
         for i in range(config["num.io.threads"]):
             self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
@@ -232,6 +234,17 @@ class Broker:
         )  # fmt: skip
         for key in config.ignored:
             logger.info("config %s is accepted but has no effect on a single broker", key)
+
+    def _authorizer(self) -> Authorizer | None:
+        """ACLs from the metadata directory, or ZooKeeper's, kept current (SEC-19)."""
+        if not self.config["authorizer.class.name"]:
+            return None
+        if self.zk_mode is None:
+            return Authorizer.from_config(self.config, FileAclStore(self.config.data_dir))
+        store = ZkAclStore(self.zk_mode.zk.zk)
+        authorizer = Authorizer.from_config(self.config, store)
+        store.watch(authorizer.reload)
+        return authorizer
 
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""

@@ -26,7 +26,8 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
 * listeners and security (security/): `listeners`, `advertised.listeners`,
   `listener.security.protocol.map`, `inter.broker.listener.name`, the `ssl.*` keys (PEM
   keystores), `sasl.enabled.mechanisms`, `sasl.jaas.config`, `connections.max.reauth.ms`,
-  each also per listener as `listener.name.<listener>.<key>` (SEC-1). Password keys
+  each also per listener as `listener.name.<listener>.<key>` (SEC-1), and authorization's
+  `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found` (SEC-16). Password keys
   (`ssl.key.password`, `sasl.jaas.config`, ...) are never shown: DescribeConfigs answers
   them as sensitive, with no value;
 * `metrics.listener` (kafka-ref's own): `http://HOST:PORT` where the broker serves its
@@ -53,6 +54,7 @@ from typing import Any
 from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, LogConfig, broker_name
 from kafka_ref.errors import InvalidConfigError
 from kafka_ref.metrics.exporter import parse_metrics_listener
+from kafka_ref.security.authorizer import AUTHORIZER_NAMES
 from kafka_ref.security.listeners import (
     EndPoint,
     ListenerError,
@@ -193,6 +195,12 @@ _BROKER_DEFS = [
     ConfigDef("sasl.enabled.mechanisms", "list", ("GSSAPI",), "SASL mechanisms offered."),
     ConfigDef("sasl.jaas.config", "string", None, "JAAS login module and options."),
     ConfigDef("connections.max.reauth.ms", "long", 0, "SASL session lifetime (KIP-368).", 0),
+    # Authorization (Kafka: AclAuthorizer's keys; security/authorizer.py).
+    ConfigDef(
+        "authorizer.class.name", "string", "", "ACLs on; empty: off.", choices=AUTHORIZER_NAMES
+    ),
+    ConfigDef("super.users", "string", "", "Principals allowed everything, ';'-separated."),
+    ConfigDef("allow.everyone.if.no.acl.found", "boolean", False, "Resources without ACLs: open."),
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 # Never shown (Kafka: type PASSWORD): DescribeConfigs answers them as sensitive, with no value.

@@ -88,6 +88,11 @@ class Request:
         return getattr(self.connection, "principal", "User:ANONYMOUS")
 
     @property
+    def host(self) -> str:
+        """The client's IP address (the connection is named `ip:port`), for host ACLs."""
+        return self.connection.name.rsplit(":", 1)[0]
+
+    @property
     def listener_name(self) -> str | None:
         """The listener it came in on (SEC-2); None for requests made inside the broker."""
         listener = getattr(self.connection, "listener", None)

@@ -21,6 +21,7 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
+    ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
@@ -103,6 +104,12 @@ from kafka_ref.protocol.messages.api_28_txn_offset_commit import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
+from kafka_ref.protocol.messages.api_29_describe_acls import (
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
+from kafka_ref.protocol.messages.api_30_create_acls import CreateAclsRequest, CreateAclsResponse
+from kafka_ref.protocol.messages.api_31_delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kafka_ref.protocol.messages.api_32_describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -172,6 +179,9 @@ class ApiKey(IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     SASL_AUTHENTICATE = 36
@@ -235,6 +245,9 @@ APIS: dict[int, Api] = {
         _api("EndTxn", EndTxnRequest, EndTxnResponse),
         _api("WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse),
         _api("TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+        _api("DescribeAcls", DescribeAclsRequest, DescribeAclsResponse),
+        _api("CreateAcls", CreateAclsRequest, CreateAclsResponse),
+        _api("DeleteAcls", DeleteAclsRequest, DeleteAclsResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
         _api("SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse),
@@ -270,16 +283,22 @@ __all__ = [
     "ApiKey",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "CreateAclsRequest",
+    "CreateAclsResponse",
     "CreatePartitionsRequest",
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DeleteAclsRequest",
+    "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeAclsRequest",
+    "DescribeAclsResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeConfigsRequest",

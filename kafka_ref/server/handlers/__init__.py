@@ -17,6 +17,8 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
                   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
     txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
     sasl.py       SaslHandshake (17), SaslAuthenticate (36) on listeners without SASL
+    acls.py       DescribeAcls (29), CreateAcls (30), DeleteAcls (31); authz.py: the
+                  one call each handler makes to the authorizer
     groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
                   LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15),
                   ListGroups (16), DeleteGroups (42): the group coordinator's APIs
@@ -43,6 +45,7 @@ from kafka_ref.clock import Clock
 from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.security.authorizer import Authorizer
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
@@ -71,9 +74,11 @@ class KafkaApis:
     producer_ids: ProducerIdManager | None = None  # default: blocks from the controller
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
     add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
+    authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
 
     def __post_init__(self) -> None:
         from kafka_ref.server.handlers import (
+            acls,
             admin,
             alter_configs,
             configs,
@@ -132,6 +137,9 @@ class KafkaApis:
             ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
             ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
+            ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
+            ApiKey.CREATE_ACLS: acls.handle_create_acls,
+            ApiKey.DELETE_ACLS: acls.handle_delete_acls,
         }
 
     @property

@@ -37,6 +37,7 @@ from kafka_ref.protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsResponse,
 )
+from kafka_ref.server.handlers.authz import Op, Res, authorized, require
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ def handle_create_topics(apis: KafkaApis, request: Request) -> Any:
         try:
             if counts[topic.name] > 1:
                 raise InvalidRequestError("Duplicate topic name in the request.")
+            if not authorized(apis, request, Op.CREATE, Res.CLUSTER):  # SEC-17
+                require(apis, request, Op.CREATE, Res.TOPIC, topic.name)
             assignments = {}
             for a in topic.assignments:
                 if a.partition_index in assignments:
@@ -88,6 +91,7 @@ def handle_delete_topics(apis: KafkaApis, request: Request) -> Any:
         try:
             if counts[name] > 1:
                 raise InvalidRequestError("Duplicate topic name.")
+            require(apis, request, Op.DELETE, Res.TOPIC, name)  # SEC-17
             apis.controller.delete_topic(name)
         except KafkaError as err:
             code = err.code
@@ -106,6 +110,7 @@ def handle_create_partitions(apis: KafkaApis, request: Request) -> Any:
         try:
             if counts[topic.name] > 1:
                 raise InvalidRequestError("Duplicate topic name.")
+            require(apis, request, Op.ALTER, Res.TOPIC, topic.name)  # SEC-17
             assignments = None
             if topic.assignments is not None:
                 assignments = [list(a.broker_ids) for a in topic.assignments]

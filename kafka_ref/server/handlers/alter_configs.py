@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.config import TOPIC_CONFIGS
 from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError
 from kafka_ref.protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsResponse
+from kafka_ref.server.handlers.authz import Op, Res, require
 from kafka_ref.server.handlers.configs import BROKER, TOPIC, config_string
 from kafka_ref.server.request_channel import Request
 
@@ -89,10 +90,12 @@ def _alter(apis: KafkaApis, request: Request, response: Any, plan: Callable) -> 
         code, message = ErrorCode.NO_ERROR, None
         try:
             if resource.resource_type == BROKER:
+                require(apis, request, Op.ALTER_CONFIGS, Res.CLUSTER)  # SEC-17
                 raise _request_error("kafka-ref has no dynamic broker configs")
             if resource.resource_type != TOPIC:
                 raise _request_error(f"Unsupported resource type {resource.resource_type}")
             name = resource.resource_name
+            require(apis, request, Op.ALTER_CONFIGS, Res.TOPIC, name)
             meta = apis.controller.topic(name)
             current = dict(meta.configs) if meta is not None else {}
             new = plan(apis, name, current, resource.configs)

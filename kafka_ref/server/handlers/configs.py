@@ -29,6 +29,7 @@ from kafka_ref.cluster.metadata import validate_topic_name
 from kafka_ref.config import TOPIC_CONFIGS, LogConfig, broker_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import DescribeConfigsResponse
+from kafka_ref.server.handlers.authz import Op, Res, require
 from kafka_ref.server.kafka_config import PASSWORD_KEYS
 from kafka_ref.server.request_channel import Request
 
@@ -137,8 +138,10 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> Any:
         )
         try:
             if resource.resource_type == TOPIC:
+                require(apis, request, Op.DESCRIBE_CONFIGS, Res.TOPIC, resource.resource_name)
                 result.configs = _topic_configs(apis, resource.resource_name, keys, synonyms)
             elif resource.resource_type == BROKER:
+                require(apis, request, Op.DESCRIBE_CONFIGS, Res.CLUSTER)  # SEC-17
                 result.configs = _broker_configs(apis, resource.resource_name, keys, synonyms)
             else:
                 raise KafkaError(

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import FetchResponse
 from kafka_ref.server.handlers import follower_fetch
+from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
@@ -71,6 +72,18 @@ class FetchParams:
     read_committed: bool
 
 
+def empty_partition(index: int, error: ErrorCode = ErrorCode.NO_ERROR) -> Any:
+    return FetchResponse.PartitionData(
+        partition_index=index,
+        error_code=error,
+        high_watermark=-1,
+        last_stable_offset=-1,
+        log_start_offset=-1,
+        aborted_transactions=[],
+        records=FileRecordsValue([]),
+    )
+
+
 def read_partitions(
     apis: KafkaApis, partitions: list[FetchPartition], params: FetchParams
 ) -> tuple[list[Any], int, bool]:
@@ -78,15 +91,7 @@ def read_partitions(
     limit, min_one, total, any_error = params.max_bytes, True, 0, False
     out = []
     for fp in partitions:
-        data = FetchResponse.PartitionData(
-            partition_index=fp.partition,
-            error_code=ErrorCode.NO_ERROR,
-            high_watermark=-1,
-            last_stable_offset=-1,
-            log_start_offset=-1,
-            aborted_transactions=[],
-            records=FileRecordsValue([]),
-        )
+        data = empty_partition(fp.partition)
         try:
             partition = apis.replica_manager.get_partition(fp.topic, fp.partition)
             data.high_watermark = partition.high_watermark
@@ -205,6 +210,13 @@ def handle_fetch(apis: KafkaApis, request: Request) -> Any:
         for t in body.topics
         for p in t.partitions
     ]
+    topics = {p.topic for p in partitions}
+    denied = {t for t in topics if not authorized(apis, request, Op.READ, Res.TOPIC, t)}
+    if denied:  # answered at once, the refused topics' partitions with their error (SEC-17)
+        read, _, _ = read_partitions(apis, [p for p in partitions if p.topic not in denied], params)
+        refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return build_response(read + [(p.topic, empty_partition(p.partition, refused))
+                                      for p in partitions if p.topic in denied])  # fmt: skip
     read, total, any_error = read_partitions(apis, partitions, params)
     if params.max_wait_ms <= 0 or not partitions or total >= params.min_bytes or any_error:
         apis.replica_manager.topic_stats.bytes_sent(read)

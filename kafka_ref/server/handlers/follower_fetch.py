@@ -40,6 +40,7 @@ from kafka_ref.errors import ErrorCode
 from kafka_ref.log.file_records import LogReadInfo
 from kafka_ref.protocol.messages import FetchResponse, OffsetsForLeaderEpochResponse
 from kafka_ref.replication.messages import EpochRequest, FetchRequest, FetchResult
+from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
@@ -155,6 +156,8 @@ def handle_follower_fetch(apis: KafkaApis, request: Request) -> Any:
     """Fetch from a follower (`replica_id` >= 0)."""
     body = request.body
     fetches = _requests(body)
+    if not authorized(apis, request, Op.CLUSTER_ACTION, Res.CLUSTER):  # brokers only (SEC-17)
+        return _response([(f, FetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for f in fetches])
     results = _fetch_all(apis, fetches, body.max_bytes)
     got = sum(len(r.records) for _, r in results)
     errors = any(r.error != ErrorCode.NO_ERROR for _, r in results)
@@ -168,12 +171,20 @@ def handle_follower_fetch(apis: KafkaApis, request: Request) -> Any:
 def handle_offsets_for_leader_epoch(apis: KafkaApis, request: Request) -> Any:
     """OffsetsForLeaderEpoch: where each requested epoch ends on this leader (TRUNC-4)."""
     body = request.body
+    # A replica needs CLUSTER_ACTION, a consumer DESCRIBE on the topic (SEC-17).
+    replica_refused = body.replica_id >= 0 and not authorized(
+        apis, request, Op.CLUSTER_ACTION, Res.CLUSTER
+    )
     topics = []
     for t in body.topics:
         partitions = []
         for p in t.partitions:
             partition = apis.replica_manager.partitions.get((t.topic, p.partition))
-            if partition is None:
+            if replica_refused:
+                error, epoch, end = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, -1, -1
+            elif not authorized(apis, request, Op.DESCRIBE, Res.TOPIC, t.topic):
+                error, epoch, end = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1
+            elif partition is None:
                 error, epoch, end = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
             else:
                 ask = EpochRequest(t.topic, p.partition, body.replica_id,

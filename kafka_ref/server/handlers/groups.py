@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
+from kafka_ref.group.coordinator import GroupSummary
 from kafka_ref.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
@@ -62,6 +63,7 @@ from kafka_ref.protocol.messages.api_10_find_coordinator import (
     TRANSACTION_KEY_TYPE,
 )
 from kafka_ref.server.group_adapter import coordinator_of, ensure_offsets_topic
+from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 from kafka_ref.server.txn_adapter import coordinator_of as txn_coordinator_of
@@ -90,9 +92,24 @@ def _client_host(request: Request) -> str:
 
 
 # ---------------------------------------------------------------------- FindCoordinator
+# A coordinator key's resource, and the error when DESCRIBE on it is refused.
+_KEYS = {
+    GROUP_KEY_TYPE: (Res.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    TRANSACTION_KEY_TYPE: (Res.TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+}
+
+
+def _group_refused(apis: KafkaApis, request: Request, operation: Any = Op.READ) -> bool:
+    """Is the request's group out of bounds for its principal? (SEC-17)"""
+    return not authorized(apis, request, operation, Res.GROUP, request.body.group_id)
+
+
 def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
     key_type = request.body.key_type  # v0: 0 (a group)
-    if key_type == GROUP_KEY_TYPE:
+    if key_type in _KEYS and not authorized(apis, request, Op.DESCRIBE, _KEYS[key_type][0],
+                                            request.body.key):  # fmt: skip
+        error = _KEYS[key_type][1]  # SEC-17
+    elif key_type == GROUP_KEY_TYPE:
         error = ensure_offsets_topic(apis.controller, apis.config)
     elif key_type == TRANSACTION_KEY_TYPE:  # TXN-9 (no coordinator: retriable)
         no_txn = apis.txn is None
@@ -129,6 +146,9 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
 def handle_join_group(apis: KafkaApis, request: Request) -> Any:
     body, version = request.body, request.api_version
     rebalance_timeout_ms = body.session_timeout_ms if version == 0 else body.rebalance_timeout_ms
+    if _group_refused(apis, request):
+        return JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+                                 member_id=body.member_id, members=[])  # fmt: skip
 
     def done(result: Any) -> None:
         members = [
@@ -161,6 +181,8 @@ def handle_join_group(apis: KafkaApis, request: Request) -> Any:
 
 def handle_sync_group(apis: KafkaApis, request: Request) -> Any:
     body = request.body
+    if _group_refused(apis, request):
+        return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
 
     def done(result: Any) -> None:
         _answer(apis, request, SyncGroupResponse(
@@ -183,6 +205,8 @@ def handle_sync_group(apis: KafkaApis, request: Request) -> Any:
 
 def handle_heartbeat(apis: KafkaApis, request: Request) -> Any:
     body = request.body
+    if _group_refused(apis, request):
+        return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = apis.group_coordinator.rebalance.heartbeat(
         body.group_id, body.member_id, body.group_instance_id, body.generation_id
     )
@@ -191,6 +215,8 @@ def handle_heartbeat(apis: KafkaApis, request: Request) -> Any:
 
 def handle_leave_group(apis: KafkaApis, request: Request) -> Any:
     body = request.body
+    if _group_refused(apis, request):
+        return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     rebalance = apis.group_coordinator.rebalance
     error, members = rebalance.leave_group(body.group_id, [(body.member_id, None)])
     if error == ErrorCode.NO_ERROR and members:
@@ -200,10 +226,13 @@ def handle_leave_group(apis: KafkaApis, request: Request) -> Any:
 
 # ---------------------------------------------------------------------- committed offsets
 def requested_offsets(
-    apis: KafkaApis, body: Any, now: int, expire: int | None = None
+    apis: KafkaApis, request: Request, now: int, expire: int | None = None
 ) -> tuple[list[TopicPartition], dict[TopicPartition, ErrorCode], dict]:
     """The offsets of an OffsetCommit or TxnOffsetCommit: every partition in request order,
-    UNKNOWN_TOPIC_OR_PARTITION for one the cluster does not have, the rest stamped `now`."""
+    GROUP_AUTHORIZATION_FAILED on all without READ on the group, TOPIC_AUTHORIZATION_FAILED
+    for a topic without READ (SEC-17), UNKNOWN_TOPIC_OR_PARTITION for one the cluster does
+    not have, the rest stamped `now`."""
+    body, group_refused = request.body, _group_refused(apis, request)
     order: list[TopicPartition] = []
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -211,6 +240,12 @@ def requested_offsets(
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
             order.append(tp)
+            if group_refused:
+                errors[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if not authorized(apis, request, Op.READ, Res.TOPIC, tp.topic):
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if apis.controller.partition_state(tp.topic, tp.partition) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -229,7 +264,7 @@ def handle_offset_commit(apis: KafkaApis, request: Request) -> Any:
     now = apis.clock.milliseconds()
     retention = body.retention_time_ms
     expire = None if retention == DEFAULT_RETENTION_TIME else now + retention  # KIP-211
-    order, errors, offsets = requested_offsets(apis, body, now, expire)
+    order, errors, offsets = requested_offsets(apis, request, now, expire)
 
     def done(results: dict[TopicPartition, ErrorCode]) -> None:
         errors.update(results)
@@ -263,7 +298,15 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
         requested = [
             TopicPartition(t.name, index) for t in body.topics for index in t.partition_indexes
         ]
-    error, offsets = apis.group_coordinator.fetch_offsets(body.group_id, requested)
+    if _group_refused(apis, request, Op.DESCRIBE):
+        error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
+    else:
+        error, offsets = apis.group_coordinator.fetch_offsets(body.group_id, requested)
+    # A topic the principal may not describe: refused if named, left out if not (SEC-17).
+    hidden = {t for t in {tp.topic for tp in requested or offsets} if not authorized(
+        apis, request, Op.DESCRIBE, Res.TOPIC, t)}  # fmt: skip
+    if requested is None:
+        offsets = {tp: o for tp, o in offsets.items() if tp.topic not in hidden}
     if error != ErrorCode.NO_ERROR:
         if version >= 2:
             return OffsetFetchResponse(throttle_time_ms=0, topics=[], error_code=error)
@@ -283,7 +326,11 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
                 committed_offset=NO_OFFSET if committed is None else committed.offset,
                 committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
                 metadata="" if committed is None else committed.metadata,
-                error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT if tp in unstable else error,
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                if tp.topic in hidden
+                else ErrorCode.UNSTABLE_OFFSET_COMMIT
+                if tp in unstable
+                else error,
             )
         )
     return OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=error)
@@ -293,7 +340,13 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
 def handle_describe_groups(apis: KafkaApis, request: Request) -> Any:
     groups = []
     for group_id in request.body.groups:
-        error, group = apis.group_coordinator.describe_group(group_id)
+        if authorized(apis, request, Op.DESCRIBE, Res.GROUP, group_id):
+            error, group = apis.group_coordinator.describe_group(group_id)
+        else:  # SEC-17
+            error, group = (
+                ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                GroupSummary(group_id, "", "", "", []),
+            )
         members = [
             DescribeGroupsResponse.DescribedGroupMember(
                 member_id=m.member_id,
@@ -320,6 +373,9 @@ def handle_describe_groups(apis: KafkaApis, request: Request) -> Any:
 
 def handle_list_groups(apis: KafkaApis, request: Request) -> Any:
     error, overviews = apis.group_coordinator.list_groups()
+    if not authorized(apis, request, Op.DESCRIBE, Res.CLUSTER):  # else only describable ones
+        overviews = [g for g in overviews if authorized(apis, request, Op.DESCRIBE, Res.GROUP,
+                                                        g.group_id)]  # fmt: skip
     groups = [
         ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "")
         for g in overviews
@@ -329,7 +385,9 @@ def handle_list_groups(apis: KafkaApis, request: Request) -> Any:
 
 def handle_delete_groups(apis: KafkaApis, request: Request) -> Any:
     names = list(dict.fromkeys(request.body.groups_names))
-    results = apis.group_coordinator.delete_groups(names)
+    allowed = [n for n in names if authorized(apis, request, Op.DELETE, Res.GROUP, n)]
+    results = dict.fromkeys(names, ErrorCode.GROUP_AUTHORIZATION_FAILED)  # SEC-17
+    results.update(apis.group_coordinator.delete_groups(allowed))
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[

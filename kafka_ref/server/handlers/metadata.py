@@ -50,7 +50,9 @@ from kafka_ref.cluster.metadata import BrokerEndpoint, InvalidTopicError, valida
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.frames import api_versions_body, unsupported_api_versions_response
 from kafka_ref.protocol.messages import DescribeClusterResponse, MetadataResponse
+from kafka_ref.security.acls import AclOperation
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, ensure_offsets_topic
+from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
 
@@ -91,14 +93,20 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
     brokers = live_brokers(controller)
     live = {b.node_id for b in brokers}
     topics = []
-    if names is None:
-        topics = [_describe(apis, meta.name, live) for meta in controller.topics()]
+    if names is None:  # topics the principal may not describe are left out (SEC-17)
+        visible = [m.name for m in controller.topics()]
+        topics = [_describe(apis, n, live) for n in visible if _may(apis, request, Op.DESCRIBE, n)]
     else:
         for name in names:
-            if controller.topic(name) is not None:
+            if not _may(apis, request, Op.DESCRIBE, name):
+                topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif controller.topic(name) is not None:
                 topics.append(_describe(apis, name, live))
-            else:
-                topics.append(_missing(apis, name, allow_auto_create))
+            else:  # creating it needs CREATE on the cluster or on the topic
+                may_create = authorized(apis, request, Op.CREATE, Res.CLUSTER) or _may(
+                    apis, request, Op.CREATE, name
+                )
+                topics.append(_missing(apis, name, allow_auto_create and may_create))
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
@@ -221,6 +229,14 @@ def _missing(apis: KafkaApis, name: str, allow_auto_create: bool) -> Any:
         error = ErrorCode.INVALID_TOPIC
     except KafkaError as err:  # e.g. default.replication.factor above the broker count
         error = err.code
+    return _error_topic(name, error)
+
+
+def _error_topic(name: str, error: ErrorCode) -> Any:
     return MetadataResponse.MetadataResponseTopic(
         error_code=error, name=name, is_internal=name in INTERNAL_TOPICS, partitions=[]
     )
+
+
+def _may(apis: KafkaApis, request: Request, operation: AclOperation, topic: str) -> bool:
+    return authorized(apis, request, operation, Res.TOPIC, topic)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafka_ref.protocol.messages import DeleteRecordsResponse, ListOffsetsResponse
+from kafka_ref.server.handlers.authz import Op, Res, authorized, require
 from kafka_ref.server.replica_manager import Partition
 from kafka_ref.server.request_channel import Request
 
@@ -68,6 +69,8 @@ def handle_list_offsets(apis: KafkaApis, request: Request) -> Any:
             try:
                 if seen[(topic.name, p.partition_index)] > 1:
                     result.error_code = ErrorCode.INVALID_REQUEST
+                elif not authorized(apis, request, Op.DESCRIBE, Res.TOPIC, topic.name):
+                    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # SEC-17
                 else:
                     partition = apis.replica_manager.get_partition(topic.name, p.partition_index)
                     result.timestamp, result.offset = offset_for_target(
@@ -94,6 +97,7 @@ def handle_delete_records(apis: KafkaApis, request: Request) -> Any:
                 partition_index=p.partition_index, low_watermark=-1, error_code=0
             )
             try:
+                require(apis, request, Op.DELETE, Res.TOPIC, topic.name)  # SEC-17
                 partition = apis.replica_manager.get_partition(topic.name, p.partition_index)
                 result.low_watermark = partition.delete_records_before(p.offset)
             except KafkaError as err:

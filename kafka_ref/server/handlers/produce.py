@@ -55,6 +55,7 @@ from kafka_ref.errors import CorruptRecordError, ErrorCode
 from kafka_ref.protocol.messages import ProduceResponse
 from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, BatchHeader
 from kafka_ref.record.compression import Compression
+from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
@@ -100,6 +101,10 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
         error = ErrorCode.UNSUPPORTED_VERSION  # BROKER-16, as Kafka 4
     elif acks not in (0, 1, -1):
         error = ErrorCode.INVALID_REQUIRED_ACKS  # BROKER-13
+    elif body.transactional_id is not None and not authorized(
+        apis, request, Op.WRITE, Res.TRANSACTIONAL_ID, body.transactional_id
+    ):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # SEC-17
     else:
         error = ErrorCode.NO_ERROR
     if error != ErrorCode.NO_ERROR:
@@ -118,6 +123,8 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
                 entries.pop(tp, None)
                 continue
             code, message = check_records(data.records, version)
+            if not authorized(apis, request, Op.WRITE, Res.TOPIC, topic.name):
+                code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "not authorized"  # SEC-17
             if code != ErrorCode.NO_ERROR:
                 failed[tp] = (code, message)
             else:

@@ -44,6 +44,7 @@ from kafka_ref.protocol.messages import (
 )
 from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, build_marker_batch
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, DelayedCoordinatorAppend
+from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_any
 from kafka_ref.server.handlers.groups import requested_offsets
 from kafka_ref.server.request_channel import Request
 
@@ -80,6 +81,9 @@ def _answer(apis: KafkaApis, request: Request, body: Any) -> None:
 def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
     body = request.body
     transactional_id = body.transactional_id
+    refused = _init_refused(apis, request, transactional_id)
+    if refused is not None:
+        return _init_response(refused)
     if transactional_id is not None:
         if apis.txn is None:
             empty = transactional_id == ""
@@ -106,6 +110,41 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
     return _init_response(ErrorCode.NO_ERROR, producer_id, 0)
 
 
+def _init_refused(
+    apis: KafkaApis, request: Request, transactional_id: str | None
+) -> ErrorCode | None:
+    """WRITE on the transactional id; without one (an idempotent producer) IDEMPOTENT_WRITE
+    on the cluster or, since KIP-679, WRITE on any topic (SEC-17)."""
+    if transactional_id is not None:
+        if not _may_write_txn(apis, request, transactional_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not authorized(apis, request, Op.IDEMPOTENT_WRITE, Res.CLUSTER) and not authorized_any(
+        apis, request, Op.WRITE, Res.TOPIC
+    ):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
+
+
+def _may_write_txn(apis: KafkaApis, request: Request, transactional_id: str) -> bool:
+    return authorized(apis, request, Op.WRITE, Res.TRANSACTIONAL_ID, transactional_id)
+
+
+def _denied_partitions(
+    apis: KafkaApis, request: Request, transactional_id: str, partitions: set[tuple[str, int]]
+) -> dict[tuple[str, int], ErrorCode]:
+    """Refusals before the coordinator is asked (SEC-17): every partition when the id may
+    not be written, else those of topics that may not be written (Kafka answers the others
+    OPERATION_NOT_ATTEMPTED)."""
+    if not _may_write_txn(apis, request, transactional_id):
+        return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return {
+        tp: refused
+        for tp in partitions
+        if not authorized(apis, request, Op.WRITE, Res.TOPIC, tp[0])
+    }
+
+
 def _init_response(
     error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH
 ) -> Any:
@@ -120,6 +159,7 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
         return _add_partitions_v4(apis, request)
     body = request.body
     partitions = {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
+    denied = _denied_partitions(apis, request, body.v3_and_below_transactional_id, partitions)
 
     def done(error: ErrorCode) -> None:
         error = _client_error(request, error)
@@ -128,7 +168,7 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
                 name=t.name,
                 results_by_partition=[
                     AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
-                        partition_index=p, partition_error_code=error
+                        partition_index=p, partition_error_code=denied.get((t.name, p), error)
                     )
                     for p in t.partitions
                 ],
@@ -139,7 +179,9 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
             throttle_time_ms=0, results_by_topic_v3_and_below=results
         ))  # fmt: skip
 
-    if apis.txn is None:
+    if denied:
+        done(ErrorCode.OPERATION_NOT_ATTEMPTED)
+    elif apis.txn is None:
         done(ErrorCode.NOT_COORDINATOR)
     else:
         apis.txn.coordinator.handle_add_partitions(
@@ -154,6 +196,9 @@ def _add_partitions_v4(apis: KafkaApis, request: Request) -> Any:
     partitions are in the transaction (TXN-23), else they are added as in v0-v3. One
     result per transaction; the answer goes once every transaction has its result."""
     transactions = request.body.transactions
+    if not authorized(apis, request, Op.CLUSTER_ACTION, Res.CLUSTER):  # brokers only (SEC-17)
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=error)
     ids = {txn.transactional_id for txn in transactions}  # a map in Kafka: one result each
     results: dict[str, Any] = {}
 
@@ -201,6 +246,10 @@ def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> Any:
         error = _client_error(request, error)
         _answer(apis, request, AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error))
 
+    if not _may_write_txn(apis, request, body.transactional_id):  # SEC-17
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authorized(apis, request, Op.READ, Res.GROUP, body.group_id):
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if apis.txn is None:
         done(ErrorCode.NOT_COORDINATOR)
         return _deferred()
@@ -218,7 +267,9 @@ def handle_end_txn(apis: KafkaApis, request: Request) -> Any:
         error = _client_error(request, error)
         _answer(apis, request, EndTxnResponse(throttle_time_ms=0, error_code=error))
 
-    if apis.txn is None:
+    if not _may_write_txn(apis, request, body.transactional_id):  # SEC-17
+        done(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif apis.txn is None:
         done(ErrorCode.NOT_COORDINATOR)
     else:
         apis.txn.coordinator.handle_end_txn(
@@ -235,6 +286,7 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
     errors: dict[tuple[int, str, int], ErrorCode] = {}
     waiting: set[tuple[int, str, int]] = set()
     finished = False
+    cluster_action = authorized(apis, request, Op.CLUSTER_ACTION, Res.CLUSTER)  # SEC-17
 
     def maybe_answer() -> None:
         if waiting or not finished:
@@ -265,6 +317,9 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
         for topic in marker.topics:
             for index in topic.partition_indexes:
                 key, tp = (marker.producer_id, topic.name, index), (topic.name, index)
+                if not cluster_action:
+                    errors[key] = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                    continue
                 result = manager.append_records(
                     {tp: memoryview(batch)}, -1, AppendOrigin.COORDINATOR
                 )[tp]
@@ -294,7 +349,10 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
 def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> Any:
     """Offsets in a transaction: pending in the group coordinator until the marker (TXN-16)."""
     body = request.body
-    order, errors, offsets = requested_offsets(apis, body, apis.clock.milliseconds())
+    order, errors, offsets = requested_offsets(apis, request, apis.clock.milliseconds())
+    if not _may_write_txn(apis, request, body.transactional_id):  # SEC-17
+        errors = dict.fromkeys(order, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        offsets = {}
 
     def respond() -> Any:
         topics: list[Any] = []

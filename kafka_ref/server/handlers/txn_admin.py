@@ -27,6 +27,7 @@ from kafka_ref.protocol.messages import (
     DescribeTransactionsResponse,
     ListTransactionsResponse,
 )
+from kafka_ref.server.handlers.authz import Op, Res, authorized, require
 from kafka_ref.server.request_channel import Request
 from kafka_ref.txn.transaction_metadata import TransactionState
 
@@ -43,6 +44,7 @@ def handle_describe_producers(apis: KafkaApis, request: Request) -> Any:
                 partition_index=index, error_code=ErrorCode.NO_ERROR, active_producers=[]
             )
             try:
+                require(apis, request, Op.READ, Res.TOPIC, topic.name)  # SEC-17
                 partition = apis.replica_manager.get_partition(topic.name, index)
                 if not partition.is_leader:
                     result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -75,6 +77,8 @@ def handle_describe_transactions(apis: KafkaApis, request: Request) -> Any:
             if apis.txn is not None
             else (ErrorCode.NOT_COORDINATOR, None)
         )
+        if not authorized(apis, request, Op.DESCRIBE, Res.TRANSACTIONAL_ID, transactional_id):
+            error, meta = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None  # SEC-17
         entry = DescribeTransactionsResponse.TransactionState(
             error_code=error, transactional_id=transactional_id, transaction_state="",
             transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
@@ -116,6 +120,8 @@ def handle_list_transactions(apis: KafkaApis, request: Request) -> Any:
             continue
         if duration >= 0 and now - meta.txn_start_timestamp < duration:
             continue
+        if not authorized(apis, request, Op.DESCRIBE, Res.TRANSACTIONAL_ID, meta.transactional_id):
+            continue  # only the ones it may describe (SEC-17)
         found.append(ListTransactionsResponse.TransactionState(
             transactional_id=meta.transactional_id, producer_id=meta.producer_id,
             transaction_state=meta.state.kafka_name,

@@ -174,6 +174,9 @@ _OLD = {
     61: ("", "DescribeProducers"),  # kafka-python 2.x has no classes for these three
     65: ("", "DescribeTransactions"),
     66: ("", "ListTransactions"),
+    29: ("admin", "DescribeAcls"),
+    30: ("admin", "CreateAcls"),
+    31: ("admin", "DeleteAcls"),
     32: ("admin", "DescribeConfigs"),
     33: ("admin", "AlterConfigs"),
     37: ("admin", "CreatePartitions"),

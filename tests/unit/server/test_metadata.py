@@ -41,6 +41,9 @@ ADVERTISED = {
     26: (0, 2),
     27: (1, 1),  # WriteTxnMarkers: the coordinator to partition leaders
     28: (0, 4),  # TxnOffsetCommit (TXN-16, TXN-83)
+    29: (1, 1),  # DescribeAcls, CreateAcls, DeleteAcls (SEC-18)
+    30: (1, 1),
+    31: (1, 1),
     32: (1, 2),
     33: (0, 2),
     36: (0, 2),

@@ -39,6 +39,7 @@ def assert_ends_with_one_line(name: str, code: int, err: str) -> None:
 COMMANDS = {  # each with a 3 s timeout where the tool has one
     "topics": (["topics", "--list", "--timeout-ms", "3000"], ""),
     "groups": (["groups", "--list", "--timeout-ms", "3000"], ""),
+    "acls": (["acls", "--list", "--timeout-ms", "3000"], ""),
     "produce": (["produce", "--topic", "t", "--max-block-ms", "3000"], "a\n"),
     "consume": (["consume", "--topic", "t", "--timeout-ms", "3000"], ""),
 }
