@@ -23,7 +23,7 @@ from kafka_ref.log import isolation
 from kafka_ref.log.isolation import FetchedBatch
 from tests.interop.test_transactions import create_topic, produce_txn
 from tests.interop.test_transactions import producer as transactional_producer
-from tests.unit.client.test_fetcher import (
+from tests.unit.client.test_consumer_fetch import (
     test_read_committed_skips_aborted_transactions_until_their_marker as fetcher_skips,
 )
 from tests.unit.log.test_txn_log import (
