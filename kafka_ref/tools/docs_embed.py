@@ -100,9 +100,20 @@ def render_code(words: list[str]) -> str:
     return f"`{qualname}` in `{relative}`:\n\n```python\n{body}\n```\n"
 
 
+# The labs' handouts are read in the repository (labs/NN-name/README.md) and on the site
+# (docs/handouts is a link to labs/): their links into the repository become site links.
+HANDOUT_LINKS = (
+    ("](../../docs/", "](../../"),
+    ("](../../kafka_ref/seams.py)", "](../../labs.md#how-a-students-code-gets-in-seams)"),
+)
+
+
 def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
     rules = spec_rules()
     page_dir = posixpath.dirname(page.file.src_uri)
+    if page.file.src_uri.startswith("handouts/"):
+        for repository_link, site_link in HANDOUT_LINKS:
+            markdown = markdown.replace(repository_link, site_link)
 
     def replace(match: re.Match) -> str:
         kind, words = match[1], match[2].split()
