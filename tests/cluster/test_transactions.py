@@ -279,3 +279,19 @@ def test_every_broker_hands_out_producer_ids_from_a_block_of_its_own(cluster):
     assert all(second == first + 1 for first, second in ids.values()), ids
     blocks = {first // 1000 for first, _ in ids.values()}  # blocks of 1000 from ZooKeeper
     assert len(blocks) == 3, f"two brokers share a block of producer ids: {ids}"
+
+
+@pytest.mark.spec("IDEM-17")
+def test_a_broker_that_is_not_the_ids_coordinator_answers_not_coordinator(cluster):
+    tid = f"tx-elsewhere-{uuid.uuid4().hex[:6]}"
+    coordinator = txn_leader(cluster, tid)
+    init = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000)
+    for broker in (b for b in (1, 2, 3) if b != coordinator):
+        answer = cluster.request(broker, ApiKey.INIT_PRODUCER_ID, init)
+        assert (answer.error_code, answer.producer_id) == (ErrorCode.NOT_COORDINATOR, -1)
+    answer = wait_for(
+        lambda: (a := cluster.request(coordinator, ApiKey.INIT_PRODUCER_ID, init)).error_code == 0
+        and a,
+        what=f"broker {coordinator}, the coordinator of {tid}, to answer",
+    )
+    assert answer.producer_id >= 0 and answer.producer_epoch == 0
