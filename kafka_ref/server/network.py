@@ -35,7 +35,8 @@ records go from the page cache to the socket without entering Python. While the
 transport has nothing buffered, the slice goes straight to the socket with
 `os.sendfile`, which skips `loop.sendfile`'s event loop turns; what the socket does not
 take goes through `loop.sendfile`. Where native sendfile is not available (another event
-loop, TLS: `os.sendfile` would put plaintext on an encrypted stream), the slice is read
+loop, TLS: `os.sendfile` would put plaintext on an encrypted stream, or `zero_copy` set off
+for lab 09's measurement), the slice is read
 and written.
 Writes respect flow control: when the transport's buffer is full, nothing more is written
 until it drains.
@@ -327,12 +328,15 @@ class Processor(asyncio.BufferedProtocol):
         self._write_ready()
 
     async def _send_file_slice(self, transport: asyncio.Transport, piece: FileSlice) -> None:
-        sent = _sendfile_now(transport, piece)
+        zero_copy = self.server.zero_copy
+        sent = _sendfile_now(transport, piece) if zero_copy else 0
         if sent == piece.length:
             return
         loop = asyncio.get_running_loop()
         position, length = piece.position + sent, piece.length - sent
         try:
+            if not zero_copy:
+                raise asyncio.SendfileNotAvailableError("zero copy is off")
             sent += await loop.sendfile(transport, piece.file, position, length, fallback=False)
         except (asyncio.SendfileNotAvailableError, RuntimeError):
             if transport.is_closing():
@@ -421,6 +425,7 @@ class SocketServer:
         self.max_request_size = max_request_size
         self.acceptors = [Acceptor(self, listener) for listener in listeners]
         self.connections: set[Processor] = set()
+        self.zero_copy = True  # False: file slices are read and written, as without sendfile
 
     @property
     def port(self) -> int:
