@@ -290,8 +290,9 @@ def test_a_broker_that_is_not_the_ids_coordinator_answers_not_coordinator(cluste
         answer = cluster.request(broker, ApiKey.INIT_PRODUCER_ID, init)
         assert (answer.error_code, answer.producer_id) == (ErrorCode.NOT_COORDINATOR, -1)
     answer = wait_for(
-        lambda: (a := cluster.request(coordinator, ApiKey.INIT_PRODUCER_ID, init)).error_code == 0
-        and a,
+        lambda: (
+            (a := cluster.request(coordinator, ApiKey.INIT_PRODUCER_ID, init)).error_code == 0 and a
+        ),
         what=f"broker {coordinator}, the coordinator of {tid}, to answer",
     )
     assert answer.producer_id >= 0 and answer.producer_epoch == 0

@@ -170,8 +170,10 @@ def test_a_transactional_init_producer_id_is_not_coordinated_here(target, wire):
     body = InitProducerIdRequest(transactional_id="conf-txn", transaction_timeout_ms=60000)
     deadline = time.monotonic() + 20
     answer = wire.request(ApiKey.INIT_PRODUCER_ID, version, body)
-    while target.has("transactions") and answer.error_code in RETRIABLE and (
-        time.monotonic() < deadline
+    while (
+        target.has("transactions")
+        and answer.error_code in RETRIABLE
+        and (time.monotonic() < deadline)
     ):  # the first look for a coordinator creates __transaction_state: it loads
         time.sleep(0.1)
         answer = wire.request(ApiKey.INIT_PRODUCER_ID, version, body)
