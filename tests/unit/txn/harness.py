@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
 from kafka_ref.clock import ManualClock, ManualScheduler
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.log import Log
@@ -145,3 +148,23 @@ class Harness:
         out: list = []
         self.coordinator.handle_end_txn(tid, pid, epoch, commit, out.append)
         return out
+
+
+class CoordinatorWorld(RuleBasedStateMachine):
+    """The rules of the coordinator's surroundings that the stateful tests share: a pending
+    log write (`self.h`, a `Harness`) completes or fails, a pending marker request is answered
+    or fails; the subclasses add the clients and the crashes."""
+
+    h: Harness
+
+    @precondition(lambda self: self.h.appends)
+    @rule(data=st.data(), fail=st.booleans())
+    def write(self, data, fail):
+        i = data.draw(st.integers(0, len(self.h.appends) - 1))
+        self.h.complete_append(i, ErrorCode.NOT_ENOUGH_REPLICAS if fail else OK)
+
+    @precondition(lambda self: self.h.markers)
+    @rule(data=st.data(), fail=st.booleans())
+    def markers(self, data, fail):
+        i = data.draw(st.integers(0, len(self.h.markers) - 1))
+        self.h.complete_markers(i, ErrorCode.NOT_LEADER_OR_FOLLOWER if fail else OK)

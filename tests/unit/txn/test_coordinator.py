@@ -9,7 +9,7 @@ import itertools
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
 from kafka_ref.errors import ErrorCode
 from kafka_ref.txn.transaction_metadata import (
@@ -17,7 +17,7 @@ from kafka_ref.txn.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
 )
-from tests.unit.txn.harness import OK, Harness
+from tests.unit.txn.harness import OK, CoordinatorWorld, Harness
 
 S = TransactionState
 CONCURRENT = ErrorCode.CONCURRENT_TRANSACTIONS
@@ -192,7 +192,7 @@ IDS = ["a", "b", "c"]
 PARTS = [("t", 0), ("t", 1), ("u", 0)]
 
 
-class CoordinatorMachine(RuleBasedStateMachine):
+class CoordinatorMachine(CoordinatorWorld):
     """Requests, log writes, marker answers, time and failovers in any order."""
 
     def __init__(self) -> None:
@@ -220,18 +220,6 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def end(self, data, commit):
         tid = data.draw(st.sampled_from(sorted(self.producers)))
         self.h.coordinator.handle_end_txn(tid, *self.producers[tid], commit, lambda e: None)
-
-    @precondition(lambda self: self.h.appends)
-    @rule(data=st.data(), fail=st.booleans())
-    def write(self, data, fail):
-        i = data.draw(st.integers(0, len(self.h.appends) - 1))
-        self.h.complete_append(i, ErrorCode.NOT_ENOUGH_REPLICAS if fail else OK)
-
-    @precondition(lambda self: self.h.markers)
-    @rule(data=st.data(), fail=st.booleans())
-    def markers(self, data, fail):
-        i = data.draw(st.integers(0, len(self.h.markers) - 1))
-        self.h.complete_markers(i, ErrorCode.NOT_LEADER_OR_FOLLOWER if fail else OK)
 
     @rule(ms=st.integers(0, 12_000))
     def time_passes(self, ms):

@@ -34,7 +34,6 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine,
     initialize,
     invariant,
     precondition,
@@ -43,14 +42,14 @@ from hypothesis.stateful import (
 
 from kafka_ref.client.consumer_fetch import CompletedFetch
 from kafka_ref.common import TopicPartition
-from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.errors import KafkaError
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import RecordBatch, build_batch
 from kafka_ref.record.record import Record
 from kafka_ref.replication.reads import ConsumerReads
 from kafka_ref.txn.transaction_metadata import TransactionState as S
 from tests.unit.log.conftest import open_log
-from tests.unit.txn.harness import OK, Harness
+from tests.unit.txn.harness import OK, CoordinatorWorld, Harness
 
 TIDS = ["a", "b"]
 PARTS = [("t", 0), ("t", 1)]
@@ -110,7 +109,7 @@ def decisions(history: list) -> list[S | None]:
     return out
 
 
-class VisibilityMachine(RuleBasedStateMachine):
+class VisibilityMachine(CoordinatorWorld):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="txn-visibility-")
@@ -189,18 +188,6 @@ class VisibilityMachine(RuleBasedStateMachine):
         )
 
     # -- the coordinator's world ---------------------------------------------------------
-    @precondition(lambda self: self.h.appends)
-    @rule(data=st.data(), fail=st.booleans())
-    def write(self, data, fail):
-        i = data.draw(st.integers(0, len(self.h.appends) - 1))
-        self.h.complete_append(i, ErrorCode.NOT_ENOUGH_REPLICAS if fail else OK)
-
-    @precondition(lambda self: self.h.markers)
-    @rule(data=st.data(), fail=st.booleans())
-    def markers(self, data, fail):
-        i = data.draw(st.integers(0, len(self.h.markers) - 1))
-        self.h.complete_markers(i, ErrorCode.NOT_LEADER_OR_FOLLOWER if fail else OK)
-
     @rule(ms=st.integers(0, 12_000))
     def time_passes(self, ms):
         self.h.clock.advance(ms)
