@@ -34,7 +34,7 @@ from kafka_ref.server.handlers.configs import BROKER, TOPIC, config_string
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # Kafka's AlterConfigOp.OpType
 
@@ -48,7 +48,7 @@ def replaced(current: dict[str, str], configs: list[Any]) -> dict[str, str]:
     return {c.name: c.value for c in configs if c.value is not None}
 
 
-def incremental(apis: KafkaApis, topic: str, current: dict[str, str], configs: list) -> dict:
+def incremental(apis: ApiContext, topic: str, current: dict[str, str], configs: list) -> dict:
     """IncrementalAlterConfigs: each operation applied to the current overrides in turn."""
     names = [c.name for c in configs]
     if len(names) != len(set(names)):
@@ -83,7 +83,7 @@ def incremental(apis: KafkaApis, topic: str, current: dict[str, str], configs: l
     return new
 
 
-def _alter(apis: KafkaApis, request: Request, response: Any, plan: Callable) -> Any:
+def _alter(apis: ApiContext, request: Request, response: Any, plan: Callable) -> Any:
     body = request.body
     results = []
     for resource in body.resources:
@@ -113,11 +113,11 @@ def _alter(apis: KafkaApis, request: Request, response: Any, plan: Callable) -> 
     return response(throttle_time_ms=0, responses=results)
 
 
-def handle_alter_configs(apis: KafkaApis, request: Request) -> Any:
+def handle_alter_configs(apis: ApiContext, request: Request) -> Any:
     return _alter(
         apis, request, AlterConfigsResponse, lambda _a, _t, cur, cfgs: replaced(cur, cfgs)
     )
 
 
-def handle_incremental_alter_configs(apis: KafkaApis, request: Request) -> Any:
+def handle_incremental_alter_configs(apis: ApiContext, request: Request) -> Any:
     return _alter(apis, request, IncrementalAlterConfigsResponse, incremental)

@@ -34,7 +34,7 @@ from kafka_ref.server.kafka_config import PASSWORD_KEYS
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource.Type
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
@@ -54,7 +54,7 @@ def config_string(value: Any) -> str | None:
     return str(value)
 
 
-def _topic_configs(apis: KafkaApis, name: str, keys: set[str] | None, synonyms: bool) -> list:
+def _topic_configs(apis: ApiContext, name: str, keys: set[str] | None, synonyms: bool) -> list:
     validate_topic_name(name)
     meta = apis.controller.topic(name)
     if meta is None:
@@ -97,7 +97,7 @@ def _topic_configs(apis: KafkaApis, name: str, keys: set[str] | None, synonyms: 
     return entries
 
 
-def _broker_configs(apis: KafkaApis, name: str, keys: set[str] | None, synonyms: bool) -> list:
+def _broker_configs(apis: ApiContext, name: str, keys: set[str] | None, synonyms: bool) -> list:
     if name not in ("", str(apis.broker_id)):
         raise KafkaError(
             f"Unexpected broker id, expected {apis.broker_id} or empty string, but received {name}",
@@ -123,7 +123,7 @@ def _broker_configs(apis: KafkaApis, name: str, keys: set[str] | None, synonyms:
     return entries
 
 
-def handle_describe_configs(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_configs(apis: ApiContext, request: Request) -> Any:
     body = request.body
     synonyms = bool(body.include_synonyms)
     results = []
