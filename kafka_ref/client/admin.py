@@ -112,14 +112,26 @@ class ConfigResource(NamedTuple):
     BROKER = 4
 
 
+def _node_of(resource: ConfigResource) -> int | None:
+    """Where a config request goes: a broker's own configs to that broker; a topic's, or
+    the cluster-wide broker defaults (name ""), to any broker."""
+    if resource.type == ConfigResource.BROKER and resource.name:
+        return int(resource.name)
+    return None
+
+
 class ConfigEntry(NamedTuple):
     name: str
     value: str | None
     source: int  # 1 DYNAMIC_TOPIC_CONFIG, 4 STATIC_BROKER_CONFIG, 5 DEFAULT_CONFIG, ...
     read_only: bool
     is_sensitive: bool
+    synonyms: tuple[tuple[int, str, str | None], ...] = ()  # (source, name, value), if asked
 
     DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 
     @property
@@ -259,12 +271,17 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
     # -- configs and records -----------------------------------------------------------
 
     def describe_configs(
-        self, resources: Iterable[ConfigResource], keys: Iterable[str] | None = None
+        self,
+        resources: Iterable[ConfigResource],
+        keys: Iterable[str] | None = None,
+        *,
+        include_synonyms: bool = False,
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
-        """Every config of each resource with its value and source (defaults included)."""
+        """Every config of each resource with its value and source (defaults included);
+        with `include_synonyms` each entry's layers, most specific first."""
         out: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         for resource in resources:
-            node = int(resource.name) if resource.type == ConfigResource.BROKER else None
+            node = _node_of(resource)
             request = DescribeConfigsRequest(
                 resources=[
                     DescribeConfigsRequest.DescribeConfigsResource(
@@ -273,7 +290,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
                         configuration_keys=None if keys is None else list(keys),
                     )
                 ],
-                include_synonyms=False,
+                include_synonyms=include_synonyms,
             )
             self._cluster()
             response = self.client.send_and_wait(
@@ -284,7 +301,12 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
                 _check(what, result.error_code, result.error_message)
                 out[resource] = {
                     c.name: ConfigEntry(
-                        c.name, c.value, c.config_source, c.read_only, c.is_sensitive
+                        c.name,
+                        c.value,
+                        c.config_source,
+                        c.read_only,
+                        c.is_sensitive,
+                        tuple((y.source, y.name, y.value) for y in c.synonyms or ()),
                     )
                     for c in result.configs
                 }
@@ -311,7 +333,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
             validate_only=validate_only,
         )
         self._cluster()
-        node = int(resource.name) if resource.type == ConfigResource.BROKER else None
+        node = _node_of(resource)
         response = self.client.send_and_wait(
             node, ApiKey.INCREMENTAL_ALTER_CONFIGS, request, self.request_timeout_ms
         )

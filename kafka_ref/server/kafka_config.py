@@ -281,6 +281,7 @@ class KafkaConfig:
     ignored: list[str] = dataclasses.field(default_factory=list)
     controller_listener_names: tuple[str, ...] = ("CONTROLLER",)
     listener_overrides: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    originals: dict[str, str] = dataclasses.field(default_factory=dict)  # every raw key given
 
     @classmethod
     def from_props(cls, *layers: Mapping[str, Any]) -> KafkaConfig:
@@ -309,7 +310,7 @@ class KafkaConfig:
         controllers = tuple(
             n.strip() for n in merged.get("controller.listener.names", "CONTROLLER").split(",")
         )
-        config = cls(values, overrides, ignored, controllers, per_listener)
+        config = cls(values, overrides, ignored, controllers, per_listener, merged)
         config.validate()
         return config
 
@@ -431,6 +432,17 @@ class KafkaConfig:
             if name in LOG_DEFAULTS:
                 value = log_config[LOG_DEFAULTS[name]]
             yield name, value, name not in self.overrides
+
+
+def config_string(value: Any) -> str | None:
+    """A value the way Kafka prints it: true/false, lists comma-separated."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 def _parse(definition: ConfigDef, raw: str) -> Any:
