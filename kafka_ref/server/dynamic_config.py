@@ -195,7 +195,9 @@ class DynamicBrokerConfig:
     def chain(self, name: str, per_broker: bool = True) -> list[SourcedValue]:
         """Every layer that sets `name` or a synonym, most specific first (Kafka:
         `ZkAdminManager.configSynonyms`); for the default resource only its own layer.
-        The first entry is the layer in force: its source is the config's source."""
+        The first entry is the layer in force: its source is the config's source. As
+        Kafka drops the leading synonyms that are not the key, the leading layers that
+        only set a finer synonym are left out."""
         layers = [(DYNAMIC_DEFAULT_BROKER_CONFIG, self.default)]
         if per_broker:
             layers = [(DYNAMIC_BROKER_CONFIG, self.per_broker), *layers,
@@ -211,4 +213,7 @@ class DynamicBrokerConfig:
                 default = BROKER_CONFIGS[synonym].default
                 if default is not None:
                     found.append(SourcedValue(synonym, config_string(default), DEFAULT_CONFIG))
+        group = synonyms(name)
+        while found and group.index(found[0].name) < group.index(name):
+            found.pop(0)  # a finer synonym's layer (log.retention.ms) does not set this one
         return found
