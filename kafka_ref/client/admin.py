@@ -16,6 +16,7 @@ answer it (Kafka's `KafkaAdminClient`):
 | create_partitions  | CreatePartitions | the controller                                 |
 | list/describe      | Metadata         | any broker                                     |
 | describe_configs   | DescribeConfigs  | any broker for a topic; that broker for BROKER |
+| describe_log_dirs  | DescribeLogDirs  | each broker asked about                        |
 | delete_records     | DeleteRecords    | each partition's leader                        |
 | list_offsets       | ListOffsets      | each partition's leader                        |
 | groups             | see admin_groups.py: the group's coordinator   |                  |
@@ -65,6 +66,7 @@ from kafka_ref.protocol.messages import (
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeLogDirsRequest,
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
@@ -100,6 +102,22 @@ class TopicDescription(NamedTuple):
     name: str
     is_internal: bool
     partitions: tuple[PartitionInfo, ...]
+
+
+class ReplicaInfo(NamedTuple):
+    """One partition in a log directory (DescribeLogDirs)."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+class LogDirInfo(NamedTuple):
+    """One log directory of a broker: its error and its partitions (DescribeLogDirs)."""
+
+    path: str
+    error: ErrorCode
+    replicas: dict[TopicPartition, ReplicaInfo]
 
 
 class ConfigResource(NamedTuple):
@@ -339,6 +357,26 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
         )
         for result in response.responses:
             _check(f"alter configs of {resource.name}", result.error_code, result.error_message)
+
+    def describe_log_dirs(self, brokers: Iterable[int]) -> dict[int, list[LogDirInfo]]:
+        """Each broker's log directories with every partition in them (DescribeLogDirs)."""
+        self._cluster()
+        out: dict[int, list[LogDirInfo]] = {}
+        for broker in brokers:
+            response = self.client.send_and_wait(
+                broker, ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest(topics=None),
+                self.request_timeout_ms,
+            )  # fmt: skip
+            _check(f"describe log dirs of broker {broker}", response.error_code)
+            out[broker] = [
+                LogDirInfo(r.log_dir, error_code(r.error_code), {
+                    TopicPartition(t.name, p.partition_index):
+                        ReplicaInfo(p.partition_size, p.offset_lag, p.is_future_key)
+                    for t in r.topics for p in t.partitions
+                })
+                for r in response.results
+            ]  # fmt: skip
+        return out
 
     def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records below the given offsets (-1: the high watermark); returns the new
