@@ -54,7 +54,7 @@ def produce_acks_all(cluster, value: bytes) -> int:
         return wire.produce(TOPIC, 0, batch([value]), acks=-1).error_code
 
 
-@pytest.mark.spec("ISR-7", "ISR-3", "ISR-2")
+@pytest.mark.spec("ISR-7", "ISR-3")
 def test_a_held_follower_leaves_the_isr_and_rejoins_after_catching_up(proxied):
     cluster = proxied
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
