@@ -95,14 +95,14 @@ from kafka_ref.security.listeners import (
     build_listener_security,
 )
 from kafka_ref.security.ssl_config import SslConfigError
-from kafka_ref.server.dynamic_config import LOG_KEYS, DynamicBrokerConfig
+from kafka_ref.server.dynamic_config import DynamicBrokerConfig, follow_broker
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 from kafka_ref.server.network import SocketServer
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
-from kafka_ref.server.request_channel import RequestChannel, handler_loop
+from kafka_ref.server.request_channel import RequestChannel, RequestHandlerPool
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.server.zk_mode import ZooKeeperMode
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
@@ -145,9 +145,8 @@ class Broker:
         self.txns: TxnCoordinatorAdapter | None = None
         self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
         self._tasks: list[asyncio.Task] = []
-        self._handlers: list[asyncio.Task] = []  # num.io.threads request handlers
+        self.handler_pool: RequestHandlerPool | None = None  # num.io.threads handlers
         self._cleaner_task: asyncio.Task | None = None
-        self._channel: RequestChannel | None = None
         self.dynamic_config = DynamicBrokerConfig(config)  # KIP-226: the live config's layers
         self._cleaner = LogCleaner()
         self.started = False
@@ -216,10 +215,11 @@ class Broker:
         self.txns.start()
         self.apis.txn = self.txns
         self.apis.authorizer = self._authorizer()
-        self._channel = RequestChannel(config["queued.max.requests"])
-        self._resize_handlers(config["num.io.threads"])
+        channel = RequestChannel(config["queued.max.requests"])
+        self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
+        self.handler_pool.resize(config["num.io.threads"])
         self.socket_server = SocketServer(
-            self._channel, listeners, max_request_size=config["socket.request.max.bytes"]
+            channel, listeners, max_request_size=config["socket.request.max.bytes"]
         )
         try:
             bound = await self.socket_server.bind()
@@ -237,7 +237,10 @@ class Broker:
             await self.zk_mode.join()
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
-        self._follow_dynamic_configs()
+        follow_broker(  # what each dynamic config changes
+            self.dynamic_config, controller, self.log_manager, self.handler_pool,
+            self.apis.add_partitions, self.restart_cleaner,
+        )  # fmt: skip
         self.started = True
         logger.info(
             "broker %d started: cluster id %s, listeners %s, advertised as %s, "
@@ -306,6 +309,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self.handler_pool is not None:
+            await self.handler_pool.shutdown()
         await self.socket_server.stop_accepting()
         await self._stop_metrics()
         await self._leave_cluster()
@@ -327,7 +332,7 @@ class Broker:
             "checkpoint", c["log.flush.offset.checkpoint.interval.ms"], self.write_checkpoints
         )
         self._every("log-retention", c["log.retention.check.interval.ms"], self.run_retention)
-        self._start_cleaner()
+        self.restart_cleaner()
         interval = c["replica.lag.time.max.ms"] // 2  # Kafka's isr-expiration task (ISR-3)
         self._every("isr-expiration", interval, self.replica_manager.shrink_isrs)
         interval = c["replica.high.watermark.checkpoint.interval.ms"]
@@ -338,7 +343,7 @@ class Broker:
         interval = c["offsets.retention.check.interval.ms"]
         self._every("group-metadata-manager", interval, self.groups.run_offset_expiration)
 
-    def _start_cleaner(self) -> None:
+    def restart_cleaner(self) -> None:
         """The cleaner's task, (re)started with the `log.cleaner.backoff.ms` in force."""
         if self._cleaner_task is not None:
             self._cleaner_task.cancel()
@@ -347,46 +352,6 @@ class Broker:
         if self.config["log.cleaner.enable"]:
             interval = max(self.config["log.cleaner.backoff.ms"], 100)
             self._cleaner_task = self._every("log-cleaner", interval, self.run_cleaner)
-
-    def _resize_handlers(self, count: int) -> None:
-        """`num.io.threads` request handlers: more are started, or the last ones cancelled.
-        A handler is only ever cancelled while it waits for a request: `KafkaApis.handle`
-        runs without awaiting, so no request is dropped (Kafka: `resizeThreadPool`)."""
-        while len(self._handlers) < count:
-            assert self.apis is not None
-            name = f"request-handler-{len(self._handlers)}"
-            self._handlers.append(self._spawn(handler_loop(self._channel, self.apis.handle), name))
-        while len(self._handlers) > count:
-            task = self._handlers.pop()
-            task.cancel()
-            self._tasks.remove(task)
-
-    def _follow_dynamic_configs(self) -> None:
-        """What each dynamic broker config changes when it changes (CONFIG-6)."""
-        dynamic, apis = self.dynamic_config, self.apis
-        assert self.controller is not None and apis is not None
-        dynamic.add_reconfigurable(LOG_KEYS, self._reconfigure_logs)
-        dynamic.add_reconfigurable(
-            ["num.io.threads"], lambda _old, new: self._resize_handlers(new["num.io.threads"])
-        )
-        dynamic.add_reconfigurable(["log.cleaner.backoff.ms"], lambda _o, _n: self._start_cleaner())
-        key = "transaction.partition.verification.enable"
-        dynamic.add_reconfigurable(
-            [key], lambda _old, new: setattr(apis.add_partitions, "enabled", new[key])
-        )
-        # producer.id.expiration.ms: read by expire_producer_ids at every run
-        self.controller.on_broker_config = dynamic.update
-
-    def _reconfigure_logs(self, old: KafkaConfig, new: KafkaConfig) -> None:
-        """New broker log defaults: every live log takes them under its topic's overrides
-        (Kafka: `DynamicLogConfig.reconfigure`)."""
-        defaults = new.log_config()
-        if defaults == old.log_config():
-            return
-        assert self.controller is not None and self.log_manager is not None
-        self.controller.log_defaults = self.log_manager.default_config = defaults
-        for topic in {topic for topic, _ in self.log_manager.logs}:
-            self.log_manager.update_config(topic, self.controller.log_config(topic) or defaults)
 
     def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> asyncio.Task | None:
         async def loop() -> None:
@@ -466,6 +431,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        assert self.handler_pool is not None
+        await self.handler_pool.shutdown()
         await self.socket_server.stop()
         await asyncio.sleep(0.05)
         assert self.log_manager is not None

@@ -50,16 +50,20 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 
 from kafka_ref.cluster.config_changes import DEFAULT_ENTITY
+from kafka_ref.cluster.topic_requests import TopicAdministration
 from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.log.log_manager import LogManager
+from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.kafka_config import (
     BROKER_CONFIGS,
     LOG_DEFAULTS,
     PASSWORD_KEYS,
     ConfigError,
     KafkaConfig,
-    _parse,
     config_string,
+    parse_value,
 )
+from kafka_ref.server.request_channel import RequestHandlerPool
 
 logger = logging.getLogger("kafka_ref.server.dynamic_config")
 
@@ -114,7 +118,7 @@ def check_dynamic(props: Mapping[str, str]) -> None:
     if refused:
         raise ConfigError(f"Cannot update these configs dynamically: {', '.join(refused)}")
     for key, value in props.items():
-        _parse(BROKER_CONFIGS[key], value)
+        parse_value(BROKER_CONFIGS[key], value)
 
 
 class DynamicBrokerConfig:
@@ -217,3 +221,34 @@ class DynamicBrokerConfig:
         while found and group.index(found[0].name) < group.index(name):
             found.pop(0)  # a finer synonym's layer (log.retention.ms) does not set this one
         return found
+
+
+def follow_broker(
+    dynamic: DynamicBrokerConfig,
+    controller: TopicAdministration,
+    log_manager: LogManager,
+    handlers: RequestHandlerPool,
+    add_partitions: AddPartitionsToTxnManager,
+    restart_cleaner: Callable[[], None],
+) -> None:
+    """What each dynamic config changes in a running broker's parts (CONFIG-6; Kafka: the
+    `BrokerReconfigurable`s of `DynamicBrokerConfig.addReconfigurables`), and the
+    controller's store handing every change of a layer to `dynamic`."""
+
+    def log_defaults(old: KafkaConfig, new: KafkaConfig) -> None:  # DynamicLogConfig
+        defaults = new.log_config()
+        if defaults != old.log_config():
+            controller.log_defaults = defaults  # the topics' configs are over these now
+            log_manager.reconfigure_default_config(defaults)
+
+    def verification(_old: KafkaConfig, new: KafkaConfig) -> None:
+        add_partitions.enabled = new["transaction.partition.verification.enable"]
+
+    dynamic.add_reconfigurable(LOG_KEYS, log_defaults)
+    dynamic.add_reconfigurable(
+        ["num.io.threads"], lambda _old, new: handlers.resize(new["num.io.threads"])
+    )
+    dynamic.add_reconfigurable(["log.cleaner.backoff.ms"], lambda _old, _new: restart_cleaner())
+    dynamic.add_reconfigurable(["transaction.partition.verification.enable"], verification)
+    # producer.id.expiration.ms: Broker.expire_producer_ids reads it at every run
+    controller.on_broker_config = dynamic.update

@@ -297,12 +297,12 @@ class KafkaConfig:
                 continue
             if key.startswith(LISTENER_PREFIX):  # listener.name.<listener>.<key>
                 listener, rest, definition = _listener_key(key)
-                per_listener.setdefault(listener, {})[rest] = _parse(definition, raw)
+                per_listener.setdefault(listener, {})[rest] = parse_value(definition, raw)
                 continue
             definition = BROKER_CONFIGS.get(key)
             if definition is None:
                 raise ConfigError(f"unknown broker config {key!r}")
-            values[key] = _parse(definition, raw)
+            values[key] = parse_value(definition, raw)
         overrides = {
             k: v for k, v in merged.items()
             if k not in IGNORED_KEYS and not k.startswith(LISTENER_PREFIX)
@@ -445,7 +445,8 @@ def config_string(value: Any) -> str | None:
     return str(value)
 
 
-def _parse(definition: ConfigDef, raw: str) -> Any:
+def parse_value(definition: ConfigDef, raw: str) -> Any:
+    """A raw value of a broker config, parsed; ConfigError with one readable line."""
     try:
         return definition.parse(raw)
     except InvalidConfigError as err:  # a password key's value is never in the message

@@ -24,16 +24,16 @@ def alter(broker, name: str, *changes) -> None:
 @pytest.mark.spec("CONFIG-6")
 def test_num_io_threads_resizes_the_request_handlers(make_broker):
     broker = make_broker(props={"broker.id": 1, "num.io.threads": 2})
-    assert len(broker.broker._handlers) == 2
+    assert len(broker.broker.handler_pool.workers) == 2
     alter(broker, "1", ("num.io.threads", "5", SET))
-    assert len(broker.broker._handlers) == 5
+    assert len(broker.broker.handler_pool.workers) == 5
     alter(broker, "", ("num.io.threads", "1", SET))  # below the broker's own layer: no effect
-    assert len(broker.broker._handlers) == 5
+    assert len(broker.broker.handler_pool.workers) == 5
     alter(broker, "1", ("num.io.threads", None, DELETE))  # the cluster default now
-    assert len(broker.broker._handlers) == 1
+    assert len(broker.broker.handler_pool.workers) == 1
     alter(broker, "1", ("num.io.threads", "3", SET))  # one handler served the request
-    assert len(broker.broker._handlers) == 3
-    assert all(not task.done() for task in broker.broker._handlers)
+    assert len(broker.broker.handler_pool.workers) == 3
+    assert all(not task.done() for task in broker.broker.handler_pool.workers)
 
 
 @pytest.mark.spec("CONFIG-6")
