@@ -98,6 +98,10 @@ def test_per_broker_beats_cluster_default_beats_static_beats_default(admin):
     assert in_force(admin, "log.segment.bytes") == ("2000000", DYNAMIC_DEFAULT)
     alter(admin, "0", ("log.retention.ms", "1000", SET))
     assert in_force(admin, "log.retention.ms") == ("1000", DYNAMIC_BROKER)
+    admin.create_topics([NewTopic("layered", 1)])["layered"].result(10)
+    topic = ConfigResource(ConfigResource.Type.TOPIC, "layered")
+    retention = admin.describe_configs([topic])[topic].result(10)["retention.ms"]
+    assert (retention.value, int(retention.source)) == ("1000", DYNAMIC_BROKER), "BROKER-37"
     entry = describe(admin, "0")["log.retention.ms"]
     assert not entry.is_read_only and entry.source == DYNAMIC_BROKER
     default_level = describe(admin, "")  # the cluster level lists only its own configs
@@ -127,6 +131,12 @@ def test_only_dynamic_keys_with_valid_values_for_this_broker_are_accepted(admin,
     assert "Cannot update these configs dynamically: num.partitions" in error.str()
     alter(admin, "0", ("log.retention.ms", "1000", SET), validate_only=True)
     assert in_force(admin, "log.retention.ms")[1] == STATIC, "validate_only changes nothing"
+    alter(admin, "0", ("log.segment.bytes", "3000000", SET))
+    whole = ConfigResource(BROKER, "0", set_config={"log.retention.ms": "4000"})
+    admin.alter_configs([whole])[whole].result(10)  # AlterConfigs: the whole layer
+    assert in_force(admin, "log.retention.ms") == ("4000", DYNAMIC_BROKER)
+    assert in_force(admin, "log.segment.bytes") == ("1073741824", DEFAULT), "left out: gone"
+    alter(admin, "0", ("log.retention.ms", None, DELETE))
     with Wire("127.0.0.1", broker.port) as wire:  # another broker's id, sent to this one
         resource = IncrementalAlterConfigsRequest.AlterConfigsResource
         op = IncrementalAlterConfigsRequest.AlterableConfig
