@@ -281,6 +281,7 @@ class KafkaConfig:
     ignored: list[str] = dataclasses.field(default_factory=list)
     controller_listener_names: tuple[str, ...] = ("CONTROLLER",)
     listener_overrides: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    originals: dict[str, str] = dataclasses.field(default_factory=dict)  # every raw key given
 
     @classmethod
     def from_props(cls, *layers: Mapping[str, Any]) -> KafkaConfig:
@@ -296,12 +297,12 @@ class KafkaConfig:
                 continue
             if key.startswith(LISTENER_PREFIX):  # listener.name.<listener>.<key>
                 listener, rest, definition = _listener_key(key)
-                per_listener.setdefault(listener, {})[rest] = _parse(definition, raw)
+                per_listener.setdefault(listener, {})[rest] = parse_value(definition, raw)
                 continue
             definition = BROKER_CONFIGS.get(key)
             if definition is None:
                 raise ConfigError(f"unknown broker config {key!r}")
-            values[key] = _parse(definition, raw)
+            values[key] = parse_value(definition, raw)
         overrides = {
             k: v for k, v in merged.items()
             if k not in IGNORED_KEYS and not k.startswith(LISTENER_PREFIX)
@@ -309,7 +310,7 @@ class KafkaConfig:
         controllers = tuple(
             n.strip() for n in merged.get("controller.listener.names", "CONTROLLER").split(",")
         )
-        config = cls(values, overrides, ignored, controllers, per_listener)
+        config = cls(values, overrides, ignored, controllers, per_listener, merged)
         config.validate()
         return config
 
@@ -433,7 +434,19 @@ class KafkaConfig:
             yield name, value, name not in self.overrides
 
 
-def _parse(definition: ConfigDef, raw: str) -> Any:
+def config_string(value: Any) -> str | None:
+    """A value the way Kafka prints it: true/false, lists comma-separated."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def parse_value(definition: ConfigDef, raw: str) -> Any:
+    """A raw value of a broker config, parsed; ConfigError with one readable line."""
     try:
         return definition.parse(raw)
     except InvalidConfigError as err:  # a password key's value is never in the message

@@ -157,3 +157,30 @@ async def handler_loop(channel: RequestChannel, handle: Callable[[Request], None
         except Exception:  # KafkaApis handles its own errors; this is the last resort
             logger.exception("unexpected error handling %r; closing its connection", request)
             request.close_connection("handler error")
+
+
+class RequestHandlerPool:
+    """The `num.io.threads` request handlers (Kafka: `KafkaRequestHandlerPool`), resizable
+    while the broker runs (a dynamic broker config, CONFIG-6): more workers are started, or
+    the last ones cancelled. A worker is only ever cancelled while it waits for a request,
+    since `handle` runs without awaiting: no request is dropped (Kafka: `resizeThreadPool`)."""
+
+    def __init__(self, channel: RequestChannel, handle: Callable[[Request], None]) -> None:
+        self.channel, self.handle = channel, handle
+        self.workers: list[asyncio.Task] = []
+
+    def resize(self, count: int) -> None:
+        loop = asyncio.get_running_loop()
+        while len(self.workers) < count:
+            name = f"request-handler-{len(self.workers)}"
+            self.workers.append(
+                loop.create_task(handler_loop(self.channel, self.handle), name=name)
+            )
+        while len(self.workers) > count:
+            self.workers.pop().cancel()
+
+    async def shutdown(self) -> None:
+        for worker in self.workers:
+            worker.cancel()
+        await asyncio.gather(*self.workers, return_exceptions=True)
+        self.workers.clear()

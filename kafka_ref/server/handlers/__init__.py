@@ -51,6 +51,7 @@ from kafka_ref.server.handlers import (
     fetch,
     follower_fetch,
     groups,
+    log_dirs,
     metadata,
     offsets,
     produce,
@@ -113,6 +114,7 @@ class KafkaApis(ApiContext):
             ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
             ApiKey.CREATE_ACLS: acls.handle_create_acls,
             ApiKey.DELETE_ACLS: acls.handle_delete_acls,
+            ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
         }
 
     def handle(self, request: Request) -> None:

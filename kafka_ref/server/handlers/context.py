@@ -20,6 +20,7 @@ from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.security.authorizer import Authorizer
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
+from kafka_ref.server.dynamic_config import DynamicBrokerConfig
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -45,8 +46,11 @@ class ApiContext:
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
     add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
     authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
+    dynamic_config: DynamicBrokerConfig = None  # type: ignore[assignment]  # default: own
 
     def __post_init__(self) -> None:
+        if self.dynamic_config is None:  # the broker passes the one its parts reconfigure by
+            self.dynamic_config = DynamicBrokerConfig(self.config)
         if self.producer_ids is None:
             self.producer_ids = ProducerIdManager(self.controller.endpoint.node_id, self.controller)
         if self.add_partitions is None:
