@@ -90,6 +90,8 @@ from kafka_ref.security.ssl_config import SslConfigError
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
+from kafka_ref.server.connection_quotas import connection_quotas
+from kafka_ref.server.memory_pool import memory_pool
 from kafka_ref.server.network import SocketServer
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -205,8 +207,11 @@ class Broker:
         for i in range(config["num.io.threads"]):
             self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
         self.socket_server = SocketServer(
-            channel, listeners, max_request_size=config["socket.request.max.bytes"]
-        )
+            channel, listeners, max_request_size=config["socket.request.max.bytes"],
+            memory_pool=memory_pool(config["queued.max.request.bytes"]),
+            quotas=connection_quotas(config, [listener.name for listener in listeners]),
+            connections_max_idle_ms=config["connections.max.idle.ms"],
+        )  # fmt: skip
         try:
             bound = await self.socket_server.bind()
             if config.metrics_address is not None:

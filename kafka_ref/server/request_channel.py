@@ -54,7 +54,7 @@ class Request:
     """One decoded request and the slot for its response (Kafka: `RequestChannel.Request`)."""
 
     __slots__ = ("body", "completed_ns", "connection", "dequeued_ns", "header", "local_done_ns",
-                 "received_ns", "response", "response_dequeued_ns", "size")  # fmt: skip
+                 "memory", "received_ns", "response", "response_dequeued_ns", "size")  # fmt: skip
 
     def __init__(self, connection: Connection, header: Any, body: Any, size: int) -> None:
         self.connection = connection
@@ -65,6 +65,7 @@ class Request:
         # the later stages' times, for the request metrics (kafka_ref/metrics/recorders.py)
         self.dequeued_ns = self.local_done_ns = self.completed_ns = self.response_dequeued_ns = 0
         self.response: Any = _PENDING
+        self.memory: tuple[Any, int] | None = None  # (pool, bytes) its frame holds (BROKER-52)
 
     @property
     def api_key(self) -> int:
@@ -111,13 +112,22 @@ class Request:
             raise RuntimeError(f"request {self.correlation_id} answered twice")
         self.response = response
         self.completed_ns = time.monotonic_ns()
+        self.release_buffer()
         self.connection.on_response_ready()
 
     def close_connection(self, reason: str) -> None:
         """Answer by closing the connection (Kafka does so for acks=0 produce errors)."""
         if self.response is _PENDING:
             self.response = None
+        self.release_buffer()
         self.connection.close(reason)
+
+    def release_buffer(self) -> None:
+        """Answered: its frame's memory goes back to the pool (Kafka: `releaseBuffer`); once."""
+        if self.memory is not None:
+            pool, nbytes = self.memory
+            self.memory = None
+            pool.release(nbytes)
 
     def __repr__(self) -> str:
         return (
