@@ -87,10 +87,10 @@ from kafka_ref.security.listeners import (
     build_listener_security,
 )
 from kafka_ref.security.ssl_config import SslConfigError
+from kafka_ref.server.connection_quotas import connection_quotas
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
-from kafka_ref.server.connection_quotas import connection_quotas
 from kafka_ref.server.memory_pool import memory_pool
 from kafka_ref.server.network import SocketServer
 from kafka_ref.server.purgatory import DelayedOperationPurgatory

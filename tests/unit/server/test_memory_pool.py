@@ -54,7 +54,7 @@ def test_the_pool_is_non_strict_and_wakes_waiters_oldest_first():
 
 @pytest.mark.spec("BROKER-53")
 def test_a_pool_smaller_than_the_largest_frame_is_a_config_error():
-    with pytest.raises(ConfigError, match="queued.max.request.bytes .* socket.request.max.bytes"):
+    with pytest.raises(ConfigError, match=r"queued.max.request.bytes .* socket.request.max.bytes"):
         KafkaConfig.from_props(
             {"queued.max.request.bytes": "1000", "socket.request.max.bytes": "2000"}
         )
