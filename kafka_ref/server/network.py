@@ -8,7 +8,9 @@ onto asyncio: the event loop is the selector, `Acceptor` wraps `loop.create_serv
 every connection gets its own `Processor` (an `asyncio.BufferedProtocol`).
 
 **Reading** (BROKER-1, BROKER-8, BROKER-9). A frame is an int32 size and that many bytes. Small
-frames are parsed out of a receive buffer and copied into their own `bytearray`; the kernel
+frames are parsed out of a receive buffer shared by every connection and copied into their
+own `bytearray`; only a partial frame's bytes move to a buffer of the connection's own, so
+an idle connection holds no buffer at all. The kernel
 reads the rest of a large frame straight into the frame's own `bytearray` (`get_buffer`), so
 a 1 MB produce request is not copied byte by byte in Python. That buffer grows with the bytes
 that arrive, doubling at most (BROKER-51): a size prefix is a promise, not a payment, and a
@@ -84,7 +86,7 @@ from kafka_ref.server.send_file import send_file_slice
 
 logger = logging.getLogger("kafka_ref.server.network")
 
-RECEIVE_BUFFER = 64 * 1024  # small frames accumulate here
+RECEIVE_BUFFER = 64 * 1024  # the shared receive buffer; a connection's own, for a partial frame
 LARGE_FRAME = 16 * 1024  # larger frames are read straight into their own buffer
 FIRST_FRAME_CHUNK = 64 * 1024  # what a large frame's buffer starts with, before it doubles
 MAX_IN_FLIGHT = 64  # requests per connection before reading pauses
@@ -108,9 +110,9 @@ class Processor(asyncio.BufferedProtocol):
         self.last_active = time.monotonic()  # the last byte read or written (BROKER-58)
         self.transport: asyncio.Transport | None = None
         self.name = "?"
-        self._buf = bytearray(RECEIVE_BUFFER)
-        self._view = memoryview(self._buf)
-        self._start = self._end = 0  # unparsed bytes are _buf[_start:_end]
+        self._buf: bytearray | None = None  # unparsed bytes are _buf[_start:_end]
+        self._view: memoryview | None = None
+        self._start = self._end = 0
         self._frame: bytearray | None = None  # a large frame being read directly
         self._frame_filled = 0
         self._frame_size = 0  # what its size prefix announced
@@ -190,6 +192,9 @@ class Processor(asyncio.BufferedProtocol):
             if self._frame_filled == held:  # full, the frame is not: grow with what arrived
                 self._frame.extend(bytes(min(self._frame_size, 2 * held) - held))
             return memoryview(self._frame)[self._frame_filled :]
+        if self._buf is None:  # nothing unparsed: read into the server's shared buffer
+            self._buf, self._view = self.server.receive_buffer, self.server.receive_view
+            return self._view
         if self._end == len(self._buf) or (self._start and len(self._buf) - self._end < 4096):
             n = self._end - self._start  # move the partial frame to the front
             self._buf[:n] = self._buf[self._start : self._end]
@@ -206,6 +211,21 @@ class Processor(asyncio.BufferedProtocol):
             return
         self._end += nbytes
         self._parse()
+        self._keep_unparsed()
+
+    def _keep_unparsed(self) -> None:
+        """What is left unparsed (part of a frame) moves out of the shared receive buffer into
+        one of this connection's own; with nothing left it holds no receive buffer at all, so
+        an idle connection costs no buffer (BROKER-51)."""
+        n = self._end - self._start
+        if n == 0:
+            self._buf = self._view = None
+            self._start = self._end = 0
+        elif self._buf is self.server.receive_buffer:
+            own = bytearray(RECEIVE_BUFFER)
+            own[:n] = self._view[self._start : self._end]
+            self._buf, self._view = own, memoryview(own)
+            self._start, self._end = 0, n
 
     def _parse(self) -> None:
         while not self.closed and self._end - self._start >= 4:
@@ -256,6 +276,7 @@ class Processor(asyncio.BufferedProtocol):
         self._waiting_for_memory = False
         if not self.closed:
             self._parse()
+            self._keep_unparsed()
             self._update_reading()
 
     def _release_memory(self) -> None:
@@ -459,6 +480,10 @@ class SocketServer:
         self.request_metrics = RequestMetrics()
         self.max_request_size = max_request_size
         self.memory_pool = memory_pool or UnboundedPool()
+        # Every connection reads into this one buffer; only a partial frame is copied out
+        # (Processor._keep_unparsed): the event loop runs one read at a time.
+        self.receive_buffer = bytearray(RECEIVE_BUFFER)
+        self.receive_view = memoryview(self.receive_buffer)
         self.quotas = quotas or ConnectionQuotas({lsn.name: ListenerQuota() for lsn in listeners})
         self.connections_max_idle_ms = connections_max_idle_ms  # < 0: never closed for idling
         self.acceptors = [Acceptor(self, listener) for listener in listeners]

@@ -2,7 +2,7 @@
 
 A broker's memory must be bounded by what clients *send*, never by what they *announce*
 (BROKER-51), and with `queued.max.request.bytes` by the pool (BROKER-52). The soak starts a
-kafka-ref broker process and measures its resident memory (VmRSS, /proc) in three steps:
+kafka-ref broker process and measures its resident memory (VmRSS, /proc) in four steps:
 
 1. **base**: the broker after one answered request;
 2. **idle**: plus `--idle` connections (1,000) that each made one ApiVersions request and
@@ -11,10 +11,13 @@ kafka-ref broker process and measures its resident memory (VmRSS, /proc) in thre
    `--frame-mb` MB (100, just under `socket.request.max.bytes`) and send `--send-mb` of it
    (1 MB), then stall: a slow or hostile producer.
 
-After the greedy step, a fresh connection's Metadata request must still be answered (its
-latency is reported). `--pool-mb` sets `queued.max.request.bytes` (with
-`socket.request.max.bytes` no larger, as Kafka requires); 0, the default, keeps Kafka's
-default, unbounded. The process's file descriptor limit is raised to its hard limit first:
+4. **closed**: the greedy connections closed again.
+
+In the greedy and closed steps a fresh connection sends a Metadata request; its latency is
+reported, or none when it is not answered within 5 s. `--pool-mb` sets
+`queued.max.request.bytes` (with `socket.request.max.bytes` no larger, as Kafka requires);
+0, the default, keeps Kafka's default, unbounded. With a pool the greedy connections spend
+it, so the Metadata request waits for memory (backpressure, BROKER-52) until they close. The process's file descriptor limit is raised to its hard limit first:
 the broker and the bench each hold one descriptor per connection. Each step prints one row
 (`--json`: one JSON object); the target is a broker under 300 MB with the defaults.
 """
@@ -81,11 +84,14 @@ def settle(pid: int) -> dict:
     return last
 
 
-def metadata_ms(port: int) -> float:
+def metadata_ms(port: int, timeout: float = 5.0) -> float | None:
+    """A fresh connection's Metadata round trip in ms; None when not answered in time."""
     started = time.monotonic()
-    with Wire("127.0.0.1", port, timeout=60) as wire:
-        if wire.metadata([]) is None:
-            raise BenchError("the broker did not answer a Metadata request")
+    with Wire("127.0.0.1", port, timeout=timeout) as wire:
+        try:
+            wire.metadata([])
+        except TimeoutError:
+            return None
     return round((time.monotonic() - started) * 1000, 1)
 
 
@@ -116,7 +122,7 @@ def soak(
     pool_mb: int = 0,
     data_dir: str | None = None,
 ) -> list[dict]:
-    """Run the three steps; every row is emitted and returned."""
+    """Run the four steps; every row is emitted and returned."""
     raise_fd_limit(2 * (idle + greedy) + 256)
     frame = min(int(frame_mb * MB), 100 * MB - 1)
     if pool_mb > 0:
@@ -143,6 +149,13 @@ def soak(
             sizes = {"announced_MB": round(greedy * frame / MB),
                      "sent_MB": round(greedy * len(payload) / MB)}  # fmt: skip
             row("greedy", idle + greedy, rss, metadata_ms=metadata_ms(broker.port), **sizes)
+            for sock in held[idle:]:
+                sock.close()
+            del held[idle:]
+            answered = metadata_ms(broker.port, timeout=60)
+            if answered is None:
+                raise BenchError("the broker did not answer once the greedy connections closed")
+            row("closed", idle, settle(broker.pid), metadata_ms=answered)
     finally:
         for sock in held:
             sock.close()
