@@ -17,9 +17,11 @@ In the greedy and closed steps a fresh connection sends a Metadata request; its 
 reported, or none when it is not answered within 5 s. `--pool-mb` sets
 `queued.max.request.bytes` (with `socket.request.max.bytes` no larger, as Kafka requires);
 0, the default, keeps Kafka's default, unbounded. With a pool the greedy connections spend
-it, so the Metadata request waits for memory (backpressure, BROKER-52) until they close. The process's file descriptor limit is raised to its hard limit first:
-the broker and the bench each hold one descriptor per connection. Each step prints one row
-(`--json`: one JSON object); the target is a broker under 300 MB with the defaults.
+it, so the Metadata request waits for memory (backpressure, BROKER-52) until they close.
+
+The process's file descriptor limit is raised to its hard limit first: the broker and the
+bench each hold one descriptor per connection. Each step prints one row (`--json`: one JSON
+object); the target is a broker under 300 MB with the defaults.
 """
 
 from __future__ import annotations

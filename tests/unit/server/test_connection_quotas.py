@@ -93,7 +93,7 @@ def test_max_connections_per_ip_and_its_overrides(make_broker):
     assert not served(generous.port)
     for wire in held:
         wire.close()
-    with pytest.raises(ConfigError, match="max.connections.per.ip can be set to zero only if"):
+    with pytest.raises(ConfigError, match=r"max\.connections\.per\.ip can be set to zero only if"):
         KafkaConfig.from_props({"max.connections.per.ip": "0"})
     with pytest.raises(ConfigError, match="not host:count"):
         KafkaConfig.from_props({"max.connections.per.ip.overrides": "127.0.0.1"})
