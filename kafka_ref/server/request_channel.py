@@ -22,7 +22,13 @@ request that must wait (a long-polling fetch) does not block a worker: it is par
 purgatory and completed later, and the connection's later requests are handled meanwhile.
 Their responses still go out in request order (the processor holds them back, BROKER-2).
 
-Rules: BROKER-2, BROKER-3.
+A request also carries the memory its frame took from the network's memory pool
+(`queued.max.request.bytes`, server/memory_pool.py): answering it (`complete`, or closing
+its connection) gives that memory back, and a connection waiting for memory reads on
+(BROKER-52). Kafka releases a request's buffer once the handler returns; here it is held
+until the answer, since a waiting request (acks=all) still refers to its bytes.
+
+Rules: BROKER-2, BROKER-3, BROKER-52.
 """
 
 from __future__ import annotations
