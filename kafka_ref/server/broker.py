@@ -92,10 +92,10 @@ from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 from kafka_ref.server.memory_pool import memory_pool
-from kafka_ref.server.network import SocketServer
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import RequestChannel, handler_loop
+from kafka_ref.server.socket_server import SocketServer
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.server.zk_mode import ZooKeeperMode
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
