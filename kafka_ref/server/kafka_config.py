@@ -275,7 +275,9 @@ def _listener_key(key: str) -> tuple[str, str, ConfigDef]:
     listener, _, rest = key[len(LISTENER_PREFIX) :].partition(".")
     base = rest.split(".", 1)[1] if rest.endswith(".sasl.jaas.config") else rest
     if not listener or not (
-        base.startswith(("ssl.", "sasl.", "connections.")) or (base in LISTENER_KEYS)
+        base.startswith(("ssl.", "sasl."))
+        or base in LISTENER_KEYS
+        or base == "connections.max.reauth.ms"
     ):
         raise ConfigError(f"unknown broker config {key!r}")
     if base not in BROKER_CONFIGS:

@@ -95,6 +95,8 @@ def test_max_connections_per_ip_and_its_overrides(make_broker):
         wire.close()
     with pytest.raises(ConfigError, match=r"max\.connections\.per\.ip can be set to zero only if"):
         KafkaConfig.from_props({"max.connections.per.ip": "0"})
+    with pytest.raises(ConfigError, match="unknown broker config"):  # not per listener
+        KafkaConfig.from_props({"listener.name.plaintext.connections.max.idle.ms": "1"})
     with pytest.raises(ConfigError, match="not host:count"):
         KafkaConfig.from_props({"max.connections.per.ip.overrides": "127.0.0.1"})
 

@@ -16,11 +16,14 @@ from confluent_kafka import Producer
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 from kafka_ref.server.memory_pool import MemoryPool, UnboundedPool, memory_pool
 from tests.unit.server.conftest import Wire, batch, wait_until
+from tests.unit.server.test_metrics import scrape
 from tests.unit.server.test_network import resident_bytes
 
 pytestmark = pytest.mark.timeout(120)
 
 MIB = 1024 * 1024
+USED = "kafka_network_socketserver_memorypoolused"
+AVAILABLE = "kafka_network_socketserver_memorypoolavailable"
 
 
 class Waiter:
@@ -82,7 +85,8 @@ def test_an_exhausted_pool_stops_reading_and_bounds_memory(make_broker):
     reads about 120 MiB into their buffers; with an 8 MiB pool it reads at most two of them
     (plus one frame when the pool dips below zero) and the rest waits in the kernel."""
     broker = make_broker(props={"queued.max.request.bytes": 8 * MIB,
-                                "socket.request.max.bytes": 4 * MIB})  # fmt: skip
+                                "socket.request.max.bytes": 4 * MIB,
+                                "metrics.listener": "http://127.0.0.1:0"})  # fmt: skip
     pool = broker.broker.socket_server.memory_pool
     Wire(broker.port).create_topic("healthy")
     before = resident_bytes()
@@ -95,6 +99,8 @@ def test_an_exhausted_pool_stops_reading_and_bounds_memory(make_broker):
     grown = lambda: resident_bytes() - before > 40 * MIB  # noqa: E731
     assert not wait_until(grown, timeout=3), (resident_bytes() - before) // MIB
     assert pool.used >= 8 * MIB
+    gauges = scrape(broker.broker.metrics.port)
+    assert gauges[(USED, ())] == pool.used and gauges[(AVAILABLE, ())] <= 0
 
     producer = Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "acks": "all",
                          "socket.timeout.ms": 60000, "message.timeout.ms": 60000})  # fmt: skip
@@ -104,6 +110,7 @@ def test_an_exhausted_pool_stops_reading_and_bounds_memory(make_broker):
         sock.close()
     assert producer.flush(30) == 0  # memory returned: read, appended, acknowledged
     assert wait_until(lambda: pool.used == 0 and pool.waiting == 0, timeout=10), pool.used
+    assert scrape(broker.broker.metrics.port)[(AVAILABLE, ())] == 8 * MIB
     assert Wire(broker.port).read_all("healthy")[0].value == b"waits for memory"
 
 
