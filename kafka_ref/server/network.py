@@ -15,8 +15,9 @@ an idle connection holds no buffer at all. The kernel
 reads the rest of a large frame straight into the frame's own `bytearray` (`get_buffer`), so
 a 1 MB produce request is not copied byte by byte in Python. That buffer grows with the bytes
 that arrive, doubling at most (BROKER-51): a size prefix is a promise, not a payment, and a
-client that announces 100 MB and sends nothing costs 64 KB, not 100 MB (Kafka bounds the same
-risk with its `MemoryPool`, `queued.max.request.bytes`). The buffer is writable, so the log
+client that announces 100 MB and sends nothing costs 64 KB, not 100 MB (with
+`queued.max.request.bytes`, below, it also takes 100 MB from the memory pool, whose bound the
+sender cannot raise). The buffer is writable, so the log
 can stamp offsets into the producer's batches in place. A size
 above `socket.request.max.bytes` or below zero closes this connection, before anything is
 allocated; so does a frame that does not decode (Kafka: `InvalidRequestException`), and an
