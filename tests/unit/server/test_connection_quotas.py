@@ -51,7 +51,6 @@ def test_max_connections_closes_the_connection_over_the_limit(make_broker):
     assert wait_until(lambda: served(broker.port), timeout=10)  # a slot is free again
     # A real client rides it out: refused while the broker is full, it retries and gets in.
     held.append(hold(broker.port))
-    Wire(broker.port).close()
     producer = Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}",
                          "reconnect.backoff.max.ms": 200})  # fmt: skip
     producer.produce("patient", b"in at last")
