@@ -4,6 +4,7 @@ client: a connection over a limit is closed at once and counted, the others are 
 from __future__ import annotations
 
 import socket
+import struct
 import time
 
 import pytest
@@ -118,13 +119,21 @@ def test_max_connection_creation_rate_broker_wide_and_per_listener(make_broker):
 
 @pytest.mark.spec("BROKER-58")
 def test_an_idle_connection_is_closed_and_a_busy_one_is_not(make_broker):
-    broker = make_broker(props={"connections.max.idle.ms": 600})
+    broker = make_broker(props={"connections.max.idle.ms": 600,
+                                "queued.max.request.bytes": 1 << 20,
+                                "socket.request.max.bytes": 1 << 20})  # fmt: skip
+    pool = broker.broker.socket_server.memory_pool
     idle, busy = hold(broker.port), hold(broker.port)
+    stalled = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+    stalled.sendall(struct.pack(">i", 500_000) + b"\0" * 10)  # a frame begun, never finished
+    assert wait_until(lambda: pool.used >= 500_000, timeout=10)
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:  # a request every 100 ms: never idle for 600 ms
         assert busy.api_versions(0).api_keys
         time.sleep(0.1)
     assert idle.is_closed(timeout=10)
+    assert stalled.recv(1) == b""  # closed, and the pool has its memory back
+    assert wait_until(lambda: pool.used == 0, timeout=10), pool.used
     assert busy.api_versions(0).api_keys
     never_spoke = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
     assert never_spoke.recv(1) == b""  # closed for idling, too
