@@ -110,7 +110,7 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     mechanisms: dict[str, Callable[[], Any]] = field(default_factory=dict)  # name -> SaslServer
     reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368); 0: sessions never expire
-    max_receive_size: int = 524288  # sasl.server.max.receive.size: frames before auth (BROKER-54)
+    max_receive_size: int = 524288  # sasl.server.max.receive.size: frames before auth (BROKER-55)
 
     @property
     def name(self) -> str:

@@ -26,7 +26,7 @@ A client sees a closed connection and retries with its backoff, as after Kafka's
 and written nothing for that long (Kafka: `Selector` with `connectionsMaxIdleMs`): it frees
 what the connection held, a partly read frame's share of the memory pool included.
 
-Rules: BROKER-55, BROKER-56, BROKER-57, BROKER-58.
+Rules: BROKER-56, BROKER-57, BROKER-58, BROKER-59.
 """
 
 from __future__ import annotations

@@ -348,7 +348,7 @@ class KafkaConfig:
     @property
     def ip_overrides(self) -> dict[str, int]:
         """`max.connections.per.ip.overrides` by address; the socket server's keys checked
-        against each other (BROKER-52, BROKER-56)."""
+        against each other (BROKER-53, BROKER-57)."""
         try:
             return validate_socket_server(self.values)
         except ValueError as err:

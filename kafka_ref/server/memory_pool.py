@@ -30,7 +30,7 @@ process nothing, and it cannot hold part of the pool while waiting for the rest 
 half-read frames waiting for each other's memory would never finish). The default, -1,
 is `UNBOUNDED` (Kafka: `MemoryPool.NONE`): nothing is counted and nothing waits.
 
-Rules: BROKER-52, BROKER-53.
+Rules: BROKER-53, BROKER-54.
 """
 
 from __future__ import annotations

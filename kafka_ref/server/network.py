@@ -37,15 +37,15 @@ skipped over. Kafka enforces order by reading one request at a time per connecti
 (server/send_file.py). Writes respect flow control: when the transport's buffer is full,
 nothing more is written until it drains.
 
-**Memory** (BROKER-52, BROKER-53). Before a frame is read, its announced size is taken from
+**Memory** (BROKER-53, BROKER-54). Before a frame is read, its announced size is taken from
 the broker's `MemoryPool` (`queued.max.request.bytes`, server/memory_pool.py); when the pool
 has nothing left the connection pauses reading until a request is answered and gives its
 bytes back. Before a connection on a SASL listener has authenticated, a frame above
-`sasl.server.max.receive.size` closes it (BROKER-54).
+`sasl.server.max.receive.size` closes it (BROKER-55).
 
-**Connections** (BROKER-55..BROKER-57). Each new connection is checked against the
+**Connections** (BROKER-56..BROKER-58). Each new connection is checked against the
 `ConnectionQuotas` (server/connection_quotas.py) and closed at once when over a limit. Its
-`last_active` time lets the socket server close it when idle (BROKER-58).
+`last_active` time lets the socket server close it when idle (BROKER-59).
 
 **Listeners and security** (SEC-1..SEC-7). One `Acceptor` per listener, each with its
 `ListenerSecurity`: TLS transports on SSL listeners; on SASL listeners a
@@ -55,7 +55,7 @@ ones here, as Kafka's authenticator does. Requests carry the connection's princi
 **Metrics** (MET-2). As a response leaves, its request's stages are recorded
 (kafka_ref/metrics/recorders.py, `RequestMetrics`).
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-52..BROKER-57, MET-2, SEC-4, SEC-6.
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-53..BROKER-58, MET-2, SEC-4, SEC-6.
 """
 
 from __future__ import annotations
@@ -99,10 +99,10 @@ class Processor(asyncio.BufferedProtocol):
         self.channel = server.request_channel
         self.max_request_size = server.max_request_size
         self.pool = server.memory_pool
-        self._reserved = 0  # pool bytes taken for the frame being read (BROKER-52)
+        self._reserved = 0  # pool bytes taken for the frame being read (BROKER-53)
         self._waiting_for_memory = False
         self._admitted = False  # counted by the connection quotas
-        self.last_active = time.monotonic()  # the last byte read or written (BROKER-58)
+        self.last_active = time.monotonic()  # the last byte read or written (BROKER-59)
         self.transport: asyncio.Transport | None = None
         self.name = "?"
         self._buf: bytearray | None = None  # unparsed bytes are _buf[_start:_end]
@@ -137,7 +137,7 @@ class Processor(asyncio.BufferedProtocol):
         logger.debug("accepted connection from %s", self.name)
 
     def _admit(self, ip: str) -> bool:
-        """Over a connection quota: closed at once, before anything is read (BROKER-55..57)."""
+        """Over a connection quota: closed at once, before anything is read (BROKER-56..57)."""
         refused = self.server.quotas.admit(self.listener.name, ip)
         if refused is not None:
             logger.info("refused connection from %s on listener %s: over %s", self.name,
@@ -250,14 +250,14 @@ class Processor(asyncio.BufferedProtocol):
     def _frame_limit(self) -> tuple[int, str]:
         """The largest frame this connection may send now, and the key that says so."""
         gate = self.authenticator
-        if gate is not None and not gate.authenticated:  # BROKER-54
+        if gate is not None and not gate.authenticated:  # BROKER-55
             return min(self.listener.max_receive_size, self.max_request_size), (
                 "sasl.server.max.receive.size"
             )
         return self.max_request_size, "socket.request.max.bytes"
 
     def _take_memory(self, size: int) -> bool:
-        """Take the frame's announced size from the pool, once; or wait for memory (BROKER-52)."""
+        """Take the frame's announced size from the pool, once; or wait for memory (BROKER-53)."""
         if self._reserved or self.pool.try_allocate(size):
             self._reserved = self._reserved or size
             return True

@@ -25,10 +25,10 @@ Their responses still go out in request order (the processor holds them back, BR
 A request also carries the memory its frame took from the network's memory pool
 (`queued.max.request.bytes`, server/memory_pool.py): answering it (`complete`, or closing
 its connection) gives that memory back, and a connection waiting for memory reads on
-(BROKER-52). Kafka releases a request's buffer once the handler returns; here it is held
+(BROKER-53). Kafka releases a request's buffer once the handler returns; here it is held
 until the answer, since a waiting request (acks=all) still refers to its bytes.
 
-Rules: BROKER-2, BROKER-3, BROKER-52.
+Rules: BROKER-2, BROKER-3, BROKER-53.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Request:
         # the later stages' times, for the request metrics (kafka_ref/metrics/recorders.py)
         self.dequeued_ns = self.local_done_ns = self.completed_ns = self.response_dequeued_ns = 0
         self.response: Any = _PENDING
-        self.memory: tuple[Any, int] | None = None  # (pool, bytes) its frame holds (BROKER-52)
+        self.memory: tuple[Any, int] | None = None  # (pool, bytes) its frame holds (BROKER-53)
 
     @property
     def api_key(self) -> int:

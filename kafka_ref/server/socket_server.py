@@ -12,14 +12,14 @@ port it advertises, but it is listened on only when the broker is ready: until t
 connection is refused and it tries another broker, instead of being answered by a broker that
 does not know the cluster yet.
 
-**Idle connections** (BROKER-58). A task wakes a few times per `connections.max.idle.ms`
+**Idle connections** (BROKER-59). A task wakes a few times per `connections.max.idle.ms`
 (at least once a second) and closes every connection that has read and written nothing for
 that long; closing gives back what it held.
 
 **Reading** shares one receive buffer among all connections (BROKER-51): the event loop runs
 one read at a time, and a connection keeps a buffer of its own only for a partial frame.
 
-Rules: BROKER-48, BROKER-51, BROKER-58.
+Rules: BROKER-48, BROKER-51, BROKER-59.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ class SocketServer:
             self._idle_task = asyncio.get_running_loop().create_task(self._close_idle())
 
     async def _close_idle(self) -> None:
-        """Close the connections idle for longer than `connections.max.idle.ms` (BROKER-58)."""
+        """Close the connections idle for longer than `connections.max.idle.ms` (BROKER-59)."""
         max_idle_s = self.connections_max_idle_ms / 1000
         while True:
             await asyncio.sleep(min(max(max_idle_s / 4, 0.01), 1.0))

@@ -6,7 +6,7 @@ server/memory_pool.py), what it may send before it has authenticated
 idle (server/connection_quotas.py). `KafkaConfig` (server/kafka_config.py) merges these
 definitions with the others and calls `validate_socket_server` with the parsed values.
 
-Rules: BROKER-52, BROKER-54, BROKER-55, BROKER-56, BROKER-57, BROKER-58.
+Rules: BROKER-53, BROKER-55, BROKER-56, BROKER-57, BROKER-58, BROKER-59.
 """
 
 from __future__ import annotations

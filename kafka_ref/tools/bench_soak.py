@@ -1,7 +1,7 @@
 """`kafka-ref bench soak`: what idle and greedy connections cost a broker's memory.
 
 A broker's memory must be bounded by what clients *send*, never by what they *announce*
-(BROKER-51), and with `queued.max.request.bytes` by the pool (BROKER-52). The soak starts a
+(BROKER-51), and with `queued.max.request.bytes` by the pool (BROKER-53). The soak starts a
 kafka-ref broker process and measures its resident memory (VmRSS, /proc) in four steps:
 
 1. **base**: the broker after one answered request;
@@ -17,7 +17,7 @@ In the greedy and closed steps a fresh connection sends a Metadata request; its 
 reported, or none when it is not answered within 5 s. `--pool-mb` sets
 `queued.max.request.bytes` (with `socket.request.max.bytes` no larger, as Kafka requires);
 0, the default, keeps Kafka's default, unbounded. With a pool the greedy connections spend
-it, so the Metadata request waits for memory (backpressure, BROKER-52) until they close.
+it, so the Metadata request waits for memory (backpressure, BROKER-53) until they close.
 
 The process's file descriptor limit is raised to its hard limit first: the broker and the
 bench each hold one descriptor per connection. Each step prints one row (`--json`: one JSON

@@ -177,7 +177,7 @@ def test_describe_configs_shows_no_password(secure_broker):
     )
 
 
-@pytest.mark.spec("BROKER-54")
+@pytest.mark.spec("BROKER-55")
 def test_a_large_frame_before_authentication_closes_the_connection(secure_broker, bystander):
     """sasl.server.max.receive.size (524288): a client that has not authenticated may not
     make the broker read a frame any larger, however far below socket.request.max.bytes."""

@@ -1,4 +1,4 @@
-"""Connection quotas and idle connections (BROKER-55..BROKER-58), with raw sockets and a real
+"""Connection quotas and idle connections (BROKER-56..BROKER-59), with raw sockets and a real
 client: a connection over a limit is closed at once and counted, the others are served."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def refused(broker, listener: str, limit: str) -> float:
     return scrape(broker.broker.metrics.port).get((REFUSED, labels), 0)
 
 
-@pytest.mark.spec("BROKER-55")
+@pytest.mark.spec("BROKER-56")
 def test_max_connections_closes_the_connection_over_the_limit(make_broker):
     broker = make_broker(props={"max.connections": 3, "metrics.listener": "http://127.0.0.1:0"})
     held = [hold(broker.port) for _ in range(3)]
@@ -62,7 +62,7 @@ def test_max_connections_closes_the_connection_over_the_limit(make_broker):
         wire.close()
 
 
-@pytest.mark.spec("BROKER-55")
+@pytest.mark.spec("BROKER-56")
 def test_a_listener_limit_and_the_protected_inter_broker_listener(make_broker):
     broker = make_broker(props={
         "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
@@ -80,7 +80,7 @@ def test_a_listener_limit_and_the_protected_inter_broker_listener(make_broker):
         wire.close()
 
 
-@pytest.mark.spec("BROKER-56")
+@pytest.mark.spec("BROKER-57")
 def test_max_connections_per_ip_and_its_overrides(make_broker):
     broker = make_broker(props={"max.connections.per.ip": 2,
                                 "metrics.listener": "http://127.0.0.1:0"})  # fmt: skip
@@ -101,7 +101,7 @@ def test_max_connections_per_ip_and_its_overrides(make_broker):
         KafkaConfig.from_props({"max.connections.per.ip.overrides": "127.0.0.1"})
 
 
-@pytest.mark.spec("BROKER-57")
+@pytest.mark.spec("BROKER-58")
 def test_max_connection_creation_rate_broker_wide_and_per_listener(make_broker):
     broker = make_broker(props={"max.connection.creation.rate": 3,
                                 "metrics.listener": "http://127.0.0.1:0"})  # fmt: skip
@@ -117,7 +117,7 @@ def test_max_connection_creation_rate_broker_wide_and_per_listener(make_broker):
     assert outcomes[:2] == [True, True] and outcomes.count(False) >= 1
 
 
-@pytest.mark.spec("BROKER-58")
+@pytest.mark.spec("BROKER-59")
 def test_an_idle_connection_is_closed_and_a_busy_one_is_not(make_broker):
     broker = make_broker(props={"connections.max.idle.ms": 600,
                                 "queued.max.request.bytes": 1 << 20,

@@ -1,4 +1,4 @@
-"""queued.max.request.bytes: the memory pool for request bytes, and backpressure (BROKER-52, 53).
+"""queued.max.request.bytes: the memory pool for request bytes, and backpressure (BROKER-53, 53).
 
 Over the wire: greedy connections announce large frames and send most of their bytes; with
 a pool the broker stops reading once it is spent, so its resident memory stays near the pool
@@ -37,7 +37,7 @@ class Waiter:
             self.pool.wait(self)
 
 
-@pytest.mark.spec("BROKER-53")
+@pytest.mark.spec("BROKER-54")
 def test_the_pool_is_non_strict_and_wakes_waiters_oldest_first():
     pool = MemoryPool(10)
     assert pool.try_allocate(8) and pool.available == 2
@@ -55,7 +55,7 @@ def test_the_pool_is_non_strict_and_wakes_waiters_oldest_first():
     assert isinstance(memory_pool(-1), UnboundedPool) and memory_pool(-1).try_allocate(10**12)
 
 
-@pytest.mark.spec("BROKER-53")
+@pytest.mark.spec("BROKER-54")
 def test_a_pool_smaller_than_the_largest_frame_is_a_config_error():
     with pytest.raises(ConfigError, match=r"queued.max.request.bytes .* socket.request.max.bytes"):
         KafkaConfig.from_props(
@@ -79,7 +79,7 @@ def offer(sock: socket.socket, data: memoryview) -> int:
     return sent
 
 
-@pytest.mark.spec("BROKER-52")
+@pytest.mark.spec("BROKER-53")
 def test_an_exhausted_pool_stops_reading_and_bounds_memory(make_broker):
     """30 connections announce 4 MiB frames and send all but 64 KiB: without a pool the broker
     reads about 120 MiB into their buffers; with an 8 MiB pool it reads at most two of them
@@ -114,7 +114,7 @@ def test_an_exhausted_pool_stops_reading_and_bounds_memory(make_broker):
     assert Wire(broker.port).read_all("healthy")[0].value == b"waits for memory"
 
 
-@pytest.mark.spec("BROKER-53")
+@pytest.mark.spec("BROKER-54")
 def test_a_frame_larger_than_what_is_left_is_read_while_any_memory_is_left(make_broker):
     """Non-strict: with 1 MiB in the pool and 200 KiB of it taken by a frame that never
     arrives, a 900 KB produce (more than is left) is still read and answered."""
