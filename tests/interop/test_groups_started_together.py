@@ -139,13 +139,15 @@ def test_consumers_started_together_share_the_partitions(broker, count, static):
 
 
 @pytest.mark.spec("REBAL-18")
-def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(broker):
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(broker, static):
     """Two members share the partitions; `a` stops polling (after committing what it read),
     and a third member `c` joins, which starts a rebalance that `a` cannot join. The others
     get `a`'s partitions only after `a`'s max.poll.interval.ms has run out since its last
-    poll (a leaves then; had it not, the rebalance timeout would end the wait), and they
-    start at `a`'s committed offsets: nothing lost, nothing twice."""
-    group = f"max-poll-{broker.initial_delay_ms}"
+    poll (a dynamic member leaves then; a static one stops heartbeating and its session
+    expires; the rebalance timeout alone would end the wait no sooner), and they start at
+    `a`'s committed offsets: nothing lost, nothing twice."""
+    group = f"max-poll-{broker.initial_delay_ms}-{'static' if static else 'dynamic'}"
     make_topic(broker.bootstrap, group, records=60)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
 
@@ -154,7 +156,12 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
             producer.produce(group, value=b"more", partition=p)
         producer.poll(0)
 
-    a, b = (Member(broker.bootstrap, group, group) for _ in range(2))
+    def member(name: str) -> Member:
+        return Member(
+            broker.bootstrap, group, group, **({"group.instance.id": name} if static else {})
+        )
+
+    a, b = member("a"), member("b")
     c = None
     try:
         for m in (a, b):
@@ -169,7 +176,7 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
         a.consumer.commit(asynchronous=False)  # a commits what it read, then stops polling
         stopped = a.last_poll
 
-        c = Member(broker.bootstrap, group, group)
+        c = member("c")
         c.subscribe()
         others = [b, c]
 
