@@ -46,6 +46,8 @@ from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.protocol.messages import ApiKey
 from kafka_ref.security.authorizer import Authorizer
+from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
@@ -75,6 +77,7 @@ class KafkaApis:
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
     add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
     authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
+    credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users (SEC-22)
 
     def __post_init__(self) -> None:
         from kafka_ref.server.handlers import (
@@ -99,6 +102,7 @@ class KafkaApis:
             self.add_partitions = AddPartitionsToTxnManager(
                 self.controller, self.config["transaction.state.log.num.partitions"],
                 self.config["transaction.partition.verification.enable"],
+                InterBrokerSecurity.from_config(self.config),
             )  # fmt: skip
 
         self.handlers: dict[int, Handler] = {
