@@ -44,6 +44,8 @@ from kafka_ref.security.plain import AuthenticationFailed
 
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384  # Kafka: ScramMechanism.minIterations, ...
+# The int8 codes of the Alter/DescribeUserScramCredentials APIs (Kafka: `ScramMechanism.type`)
+MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 
 
 @dataclass(frozen=True)
