@@ -76,7 +76,7 @@ class InterBrokerSecurity:
         key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
         jaas = get(f"{mechanism.lower()}.sasl.jaas.config") or get("sasl.jaas.config")
         try:
-            _module, options = parse_jaas_config(jaas or "")
+            options = parse_jaas_config(jaas)[1] if jaas else {}
         except ValueError as err:
             raise ListenerError(f"{key}: {err}") from None
         if not options.get("username") or "password" not in options:
