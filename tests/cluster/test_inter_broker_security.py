@@ -8,6 +8,7 @@ confluent-kafka clients are admitted by their own ACLs or refused."""
 
 from __future__ import annotations
 
+import json
 import signal
 
 import pytest
@@ -20,9 +21,13 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 
 from kafka_ref.cli import main
+from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.conformance.cluster import wait_for
 from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer, zookeeper_installed
 from kafka_ref.tools.server_process import free_port
@@ -75,8 +80,9 @@ class SecureCluster:
             )  # fmt: skip
 
     def client(self, user: str, password: str | None = None, **more) -> dict:
+        alive = ",".join(b.bootstrap for b in self.brokers.values() if b.alive)
         return {
-            "bootstrap.servers": ",".join(b.bootstrap for b in self.brokers.values() if b.alive),
+            "bootstrap.servers": more.pop("bootstrap.servers", alive),
             "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
             "sasl.username": user, "sasl.password": password or PASSWORDS[user],
             "ssl.ca.location": self.pki.ca, **more,
@@ -181,3 +187,48 @@ def test_clients_are_admitted_by_their_own_credentials_and_acls(secure_cluster):
 
     wait_for(refused, 30, "the refused login")
     assert "invalid credentials" in str(seen)
+
+
+def logs_in(cluster: SecureCluster, user: str, password: str, broker: BrokerProcess) -> bool:
+    """Whether `user` authenticates to this one broker (Metadata needs no ACL to answer)."""
+    client = AdminClient(cluster.client(user, password, **{"bootstrap.servers": broker.bootstrap}))
+    try:
+        client.list_topics(timeout=5)
+        return True
+    except KafkaException:
+        return False
+
+
+@pytest.mark.spec("SEC-20")
+def test_a_credential_altered_through_one_broker_works_on_every_broker(secure_cluster):
+    zk = KafkaZkClient(secure_cluster.zookeeper.connect + CHROOT)
+    zk.start()
+    try:  # a key another feature owns (a client quota) in the user's znode already
+        quota = json.dumps({"version": 1, "config": {"producer_byte_rate": "1024"}})
+        zk.zk.create("/config/users/nina", quota.encode(), makepath=True)
+        one = secure_cluster.brokers[1]
+        admin = AdminClient(secure_cluster.client("broker", **{"bootstrap.servers": one.bootstrap}))
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+        upsert = UserScramCredentialUpsertion("nina", info, b"nina-secret")
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(30)
+        stored = json.loads(zk.zk.get("/config/users/nina")[0])
+        assert stored["version"] == 1 and stored["config"]["producer_byte_rate"] == "1024"
+        credential = stored["config"]["SCRAM-SHA-256"]
+        assert credential.startswith("salt=") and credential.endswith(",iterations=8192")
+        assert "nina-secret" not in json.dumps(stored)
+        notices = [
+            json.loads(zk.zk.get(f"/config/changes/{child}")[0])
+            for child in zk.zk.get_children("/config/changes")
+        ]
+        assert {"version": 2, "entity_path": "users/nina"} in notices
+        for broker in secure_cluster.brokers.values():  # each learns it from the notice
+            wait_for(lambda b=broker: logs_in(secure_cluster, "nina", "nina-secret", b), 30,
+                     f"nina's login on broker {broker.broker_id}")  # fmt: skip
+            assert not logs_in(secure_cluster, "nina", "wrong", broker)
+        described = admin.describe_user_scram_credentials(["nina"])["nina"].result(30)
+        assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+            (ScramMechanism.SCRAM_SHA_256, 8192)
+        ]
+    finally:
+        zk.close()
