@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from kafka_ref.cli import main
 from kafka_ref.protocol.messages import ApiKey, ApiVersionsRequest
 from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.security.listeners import ListenerError
@@ -115,3 +116,15 @@ def test_inter_broker_sasl_settings_that_cannot_work_refuse_the_start(
     config = inter_broker_config(pki, "SASL_SSL", mechanism, jaas)
     with pytest.raises(ListenerError, match=fragment):
         InterBrokerSecurity.from_config(config)
+
+
+@pytest.mark.spec("SEC-21")
+def test_a_broker_whose_inter_broker_login_cannot_work_does_not_start(tmp_path, capsys):
+    args = ["broker", "--data-dir", str(tmp_path), "--config",
+            "listeners=SASL_PLAINTEXT://127.0.0.1:0", "--config",
+            "security.inter.broker.protocol=SASL_PLAINTEXT", "--config",
+            "sasl.enabled.mechanisms=SCRAM-SHA-256"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "sasl.mechanism.inter.broker.protocol=GSSAPI must be one of" in err
