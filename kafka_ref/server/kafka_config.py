@@ -26,7 +26,9 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
 * listeners and security (security/): `listeners`, `advertised.listeners`,
   `listener.security.protocol.map`, `inter.broker.listener.name`, the `ssl.*` keys (PEM
   keystores), `sasl.enabled.mechanisms`, `sasl.jaas.config`, `connections.max.reauth.ms`,
-  each also per listener as `listener.name.<listener>.<key>` (SEC-1), and authorization's
+  each also per listener as `listener.name.<listener>.<key>` (SEC-1), how brokers log in
+  to each other (`sasl.mechanism.inter.broker.protocol`,
+  `ssl.endpoint.identification.algorithm`, SEC-21), and authorization's
   `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found` (SEC-16). Password keys
   (`ssl.key.password`, `sasl.jaas.config`, ...) are never shown: DescribeConfigs answers
   them as sensitive, with no value;
