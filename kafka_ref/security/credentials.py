@@ -17,7 +17,7 @@ kafka-ref keeps them in the same two places as its other metadata (SEC-11, SEC-2
   `{"version":1,"config":{"SCRAM-SHA-256":"salt=...",...}}` whose config map may hold other
   keys too (client quotas, `producer_byte_rate`...): a change reads the znode, changes only
   the SCRAM keys and writes it back with the version it read, so nobody's keys are lost.
-  Then a sequential notice `/config/changes/config_change_<seq>`
+  In the same transaction a sequential notice `/config/changes/config_change_<seq>`
   (`{"version":2,"entity_path":"users/alice"}`) tells every broker; each keeps the
   credentials in memory (Kafka: `CredentialCache`) and reloads them when a notice appears,
   so a new password counts on every broker from the next authentication.
@@ -143,28 +143,39 @@ class ZkCredentialStore(_Store):
         self, user: str, add: dict[str, ScramCredential], delete: tuple[str, ...] = ()
     ) -> None:
         """Change the user's SCRAM keys in its znode, keeping every other key, with the
-        version read (a concurrent change by another broker or tool makes it read again);
-        then the change notice."""
+        version read (a concurrent change by another broker or tool makes it read again),
+        and the change notice."""
         self.update_config(user, lambda config: _changed(config, add, delete))
         self.reload()  # in force here at once; the notice tells the others
 
     def update_config(self, user: str, change: Callable[[dict[str, str]], dict]) -> None:
-        """Read-modify-write of `/config/users/<user>`'s config map, then the notice."""
-        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+        """Read-modify-write of `/config/users/<user>`'s config map and its notice, in one
+        transaction that fails if the znode changed since it was read (then again)."""
+        from kazoo.exceptions import (
+            BadVersionError,
+            NodeExistsError,
+            NoNodeError,
+            RolledBackError,
+        )
 
         path = f"{CONFIG_USERS}/{user}"
-        while True:
-            try:
-                if self.zk.exists(path):
-                    data, stat = self.zk.get(path)
-                    self.zk.set(path, _encode(change(_config(data))), version=stat.version)
-                else:
-                    self.zk.create(path, _encode(change({})), makepath=True)
-                break
-            except (BadVersionError, NodeExistsError, NoNodeError):
-                continue  # changed by someone else meanwhile: again, from its new state
         notice = json.dumps({"version": 2, "entity_path": f"users/{user}"}).encode()
-        self.zk.create(f"{CONFIG_CHANGES}/config_change_", notice, sequence=True)
+        while True:
+            txn = self.zk.transaction()
+            try:
+                data, stat = self.zk.get(path)
+                txn.set_data(path, _encode(change(_config(data))), version=stat.version)
+            except NoNodeError:
+                txn.create(path, _encode(change({})))
+            txn.create(f"{CONFIG_CHANGES}/config_change_", notice, sequence=True)
+            results = txn.commit()
+            failed = [r for r in results if isinstance(r, Exception)]
+            failed = [r for r in failed if not isinstance(r, RolledBackError)]
+            if not failed:
+                return
+            if not isinstance(failed[0], BadVersionError | NodeExistsError | NoNodeError):
+                raise failed[0]
+            # someone changed the znode since it was read: again, from its new state
 
 
 def _config(data: bytes | None) -> dict[str, str]:

@@ -29,6 +29,8 @@ from confluent_kafka.admin import (
 from kafka_ref.cli import main
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.conformance.cluster import wait_for
+from kafka_ref.security.credentials import ZkCredentialStore
+from kafka_ref.security.scram import make_credential
 from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer, zookeeper_installed
 from kafka_ref.tools.server_process import free_port
 from tests.certs import BROKER_KEY_PASSWORD, make_pki
@@ -230,5 +232,32 @@ def test_a_credential_altered_through_one_broker_works_on_every_broker(secure_cl
         assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
             (ScramMechanism.SCRAM_SHA_256, 8192)
         ]
+    finally:
+        zk.close()
+
+
+@pytest.mark.spec("SEC-20")
+def test_a_credential_change_keeps_a_key_written_meanwhile(secure_cluster):
+    """Read-modify-write with the version read: a quota written between the read and the
+    write (another broker, another tool) makes the change read again; neither is lost."""
+    zk = KafkaZkClient(secure_cluster.zookeeper.connect + CHROOT)
+    zk.start()
+    try:
+        store = ZkCredentialStore(zk.zk)
+        store.start()
+        calls = []
+
+        def change(config: dict[str, str]) -> dict[str, str]:
+            if not calls:  # someone else writes between this read and the write
+                other = {"version": 1, "config": {**config, "consumer_byte_rate": "2048"}}
+                zk.zk.set("/config/users/omar", json.dumps(other).encode())
+            calls.append(dict(config))
+            return {**config, "SCRAM-SHA-256": make_credential("SCRAM-SHA-256", "x").to_string()}
+
+        zk.zk.create("/config/users/omar", b'{"version":1,"config":{}}', makepath=True)
+        store.update_config("omar", change)
+        stored = json.loads(zk.zk.get("/config/users/omar")[0])["config"]
+        assert stored["consumer_byte_rate"] == "2048" and "SCRAM-SHA-256" in stored
+        assert calls == [{}, {"consumer_byte_rate": "2048"}]  # read again after the conflict
     finally:
         zk.close()

@@ -37,7 +37,7 @@ from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 MECHANISMS = {code: name for name, code in MECHANISM_TYPES.items()}
 Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
@@ -50,7 +50,7 @@ ALTERED_TWICE = "A user credential cannot be altered twice in the same request"
 NOT_TO_DELETE = "Attempt to delete a user credential that does not exist"
 
 
-def handle_describe_user_scram_credentials(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_user_scram_credentials(apis: ApiContext, request: Request) -> Any:
     if not authorized(apis, request, Op.DESCRIBE, Res.CLUSTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return DescribeUserScramCredentialsResponse(error_code=code, error_message=code.name)
@@ -95,7 +95,7 @@ def _check_user(
     return None
 
 
-def handle_alter_user_scram_credentials(apis: KafkaApis, request: Request) -> Any:
+def handle_alter_user_scram_credentials(apis: ApiContext, request: Request) -> Any:
     body = request.body
     users = list(
         dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
