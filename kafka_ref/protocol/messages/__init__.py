@@ -21,6 +21,7 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1   DescribeLogDirs 1-4
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
+    SCRAM users: DescribeUserScramCredentials 0   AlterUserScramCredentials 0 (KIP-554)
     ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
@@ -136,6 +137,14 @@ from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from kafka_ref.protocol.messages.api_50_describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
+from kafka_ref.protocol.messages.api_51_alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from kafka_ref.protocol.messages.api_60_describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -193,6 +202,8 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -264,6 +275,16 @@ APIS: dict[int, Api] = {
             IncrementalAlterConfigsRequest,
             IncrementalAlterConfigsResponse,
         ),
+        _api(
+            "DescribeUserScramCredentials",
+            DescribeUserScramCredentialsRequest,
+            DescribeUserScramCredentialsResponse,
+        ),
+        _api(
+            "AlterUserScramCredentials",
+            AlterUserScramCredentialsRequest,
+            AlterUserScramCredentialsResponse,
+        ),
         _api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse),
         _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
         _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
@@ -285,6 +306,8 @@ __all__ = [
     "AddPartitionsToTxnResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "Api",
     "ApiKey",
     "ApiVersionsRequest",
@@ -317,6 +340,8 @@ __all__ = [
     "DescribeProducersResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
+    "DescribeUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsResponse",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",

@@ -51,6 +51,8 @@ ADVERTISED = {
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
+    50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)
+    51: (0, 0),
     60: (0, 1),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
