@@ -78,6 +78,8 @@ from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.metrics.exporter import MetricsExporter
+from kafka_ref.quota.manager import QuotaManagers
+from kafka_ref.quota.store import FileQuotaStore, ZkQuotaStore
 from kafka_ref.security.authorizer import Authorizer, FileAclStore, ZkAclStore
 from kafka_ref.security.credentials import CredentialStore
 from kafka_ref.security.listeners import (
@@ -201,6 +203,7 @@ class Broker:
         self.txns.start()
         self.apis.txn = self.txns
         self.apis.authorizer = self._authorizer()
+        self.apis.quotas = self._quotas(loop)
         channel = RequestChannel(config["queued.max.requests"])
         for i in range(config["num.io.threads"]):
             self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
@@ -245,6 +248,22 @@ class Broker:
         authorizer = Authorizer.from_config(self.config, store)
         store.watch(authorizer.reload)
         return authorizer
+
+    def _quotas(self, loop: asyncio.AbstractEventLoop) -> QuotaManagers:
+        """Client quotas from the metadata directory, or ZooKeeper's, kept current (QUOTA-4)."""
+        config = self.config
+        windows = config["quota.window.num"], config["quota.window.size.seconds"]
+        if self.zk_mode is None:
+            return QuotaManagers(*windows, FileQuotaStore(config.data_dir))
+        store = ZkQuotaStore(self.zk_mode.zk.zk)
+        quotas = QuotaManagers(*windows, store)
+
+        def reload() -> None:  # kazoo's thread reads; the loop puts them in force
+            configs = store.load()
+            loop.call_soon_threadsafe(quotas.replace, configs)
+
+        store.watch(reload)
+        return quotas
 
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""

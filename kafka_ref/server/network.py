@@ -51,10 +51,13 @@ port it advertises, but it is listened on only when the broker is ready: until t
 connection is refused and it tries another broker, instead of being answered by a broker that
 does not know the cluster yet.
 
+**Quotas** (QUOTA-8). A throttled client's connection is muted for the throttle time
+(`mute_for`): reading pauses as when too many requests are in flight.
+
 **Metrics** (MET-2). As a response leaves, its request's stages are recorded
 (kafka_ref/metrics/recorders.py, `RequestMetrics`).
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, MET-2, SEC-4, SEC-6.
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, MET-2, QUOTA-8, SEC-4, SEC-6.
 """
 
 from __future__ import annotations
@@ -110,6 +113,7 @@ class Processor(asyncio.BufferedProtocol):
         self._write_paused = False
         self._write_scheduled = False
         self._read_paused = False
+        self._mutes = 0  # quota throttles in force (KIP-219): no reading until they end
         self.closed = False
         self.requests = 0
 
@@ -257,13 +261,24 @@ class Processor(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
-        busy = len(self._in_flight) >= MAX_IN_FLIGHT or bool(self._backlog)
+        busy = len(self._in_flight) >= MAX_IN_FLIGHT or bool(self._backlog) or self._mutes > 0
         if busy and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
         elif not busy and self._read_paused:
             self._read_paused = False
             self.transport.resume_reading()
+
+    def mute_for(self, delay_s: float) -> None:
+        """Read nothing from this client for `delay_s`: a quota throttle (KIP-219, QUOTA-8;
+        server/throttling.py). Responses still go out."""
+        self._mutes += 1
+        self._update_reading()
+        asyncio.get_running_loop().call_later(delay_s, self._unmute)
+
+    def _unmute(self) -> None:
+        self._mutes -= 1
+        self._update_reading()
 
     # ------------------------------------------------------------------ writing responses
     def pause_writing(self) -> None:

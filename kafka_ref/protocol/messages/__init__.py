@@ -22,6 +22,7 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     DescribeConfigs 1-2   CreatePartitions 0-1
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
+    client quotas: DescribeClientQuotas 0-1   AlterClientQuotas 0-1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
@@ -132,6 +133,14 @@ from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from kafka_ref.protocol.messages.api_48_describe_client_quotas import (
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
+from kafka_ref.protocol.messages.api_49_alter_client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+)
 from kafka_ref.protocol.messages.api_60_describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -188,6 +197,8 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -258,6 +269,8 @@ APIS: dict[int, Api] = {
             IncrementalAlterConfigsRequest,
             IncrementalAlterConfigsResponse,
         ),
+        _api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+        _api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse),
         _api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse),
         _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
         _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
@@ -277,6 +290,8 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AlterClientQuotasRequest",
+    "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
     "Api",
@@ -299,6 +314,8 @@ __all__ = [
     "DeleteTopicsResponse",
     "DescribeAclsRequest",
     "DescribeAclsResponse",
+    "DescribeClientQuotasRequest",
+    "DescribeClientQuotasResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeConfigsRequest",

@@ -17,6 +17,8 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
                   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
     txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
     sasl.py       SaslHandshake (17), SaslAuthenticate (36) on listeners without SASL
+    client_quotas.py  DescribeClientQuotas (48), AlterClientQuotas (49); every answer
+                  passes the client quotas on its way out (server/throttling.py)
     acls.py       DescribeAcls (29), CreateAcls (30), DeleteAcls (31); authz.py: the
                   one call each handler makes to the authorizer
     groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
@@ -38,13 +40,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_ref.clock import Clock
 from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.quota.manager import QuotaManagers
 from kafka_ref.security.authorizer import Authorizer
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.kafka_config import KafkaConfig
@@ -52,6 +55,7 @@ from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, Response, encode_response
+from kafka_ref.server.throttling import apply_quotas
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.txn.producer_ids import ProducerIdManager
 
@@ -75,12 +79,14 @@ class KafkaApis:
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
     add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
     authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
+    quotas: QuotaManagers = field(default_factory=QuotaManagers)  # client quotas (QUOTA-6)
 
     def __post_init__(self) -> None:
         from kafka_ref.server.handlers import (
             acls,
             admin,
             alter_configs,
+            client_quotas,
             configs,
             fetch,
             follower_fetch,
@@ -140,6 +146,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
             ApiKey.CREATE_ACLS: acls.handle_create_acls,
             ApiKey.DELETE_ACLS: acls.handle_delete_acls,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+            ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
         }
 
     @property
@@ -175,6 +183,8 @@ class KafkaApis:
         """Encode `result` (a body, a Response, or None for no response) and complete."""
         if request.done:
             return  # already answered, e.g. by closing the connection
+        if self.quotas.enabled:  # throttle time in the answer, the connection muted
+            result = apply_quotas(self.quotas, self.clock, request, result)
         if result is None or isinstance(result, Response):
             request.complete(result)
             return
