@@ -52,7 +52,8 @@ connection is refused and it tries another broker, instead of being answered by 
 does not know the cluster yet.
 
 **Quotas** (QUOTA-8). A throttled client's connection is muted for the throttle time
-(`mute_for`): reading pauses as when too many requests are in flight.
+(`mute_for`): reading pauses as when too many requests are in flight, and the requests it
+had already sent wait (`hold`) until the throttle ends.
 
 **Metrics** (MET-2). As a response leaves, its request's stages are recorded
 (kafka_ref/metrics/recorders.py, `RequestMetrics`).
@@ -114,6 +115,7 @@ class Processor(asyncio.BufferedProtocol):
         self._write_scheduled = False
         self._read_paused = False
         self._mutes = 0  # quota throttles in force (KIP-219): no reading until they end
+        self._held: list[Request] = []  # requests handled after the throttle ends
         self.closed = False
         self.requests = 0
 
@@ -135,6 +137,7 @@ class Processor(asyncio.BufferedProtocol):
         self.server.connections.discard(self)
         self._in_flight.clear()
         self._backlog.clear()
+        self._held.clear()
         if self._backlog_task is not None:
             self._backlog_task.cancel()
         logger.debug("connection from %s closed after %d requests", self.name, self.requests)
@@ -270,14 +273,29 @@ class Processor(asyncio.BufferedProtocol):
             self.transport.resume_reading()
 
     def mute_for(self, delay_s: float) -> None:
-        """Read nothing from this client for `delay_s`: a quota throttle (KIP-219, QUOTA-8;
-        server/throttling.py). Responses still go out."""
+        """Take nothing from this client for `delay_s`: a quota throttle (KIP-219, QUOTA-8;
+        server/throttling.py). Reading pauses, and requests it already sent are held
+        (`hold`) until the throttle ends: Kafka reads one request at a time per connection,
+        so a throttled client has nothing else in progress. Responses still go out."""
         self._mutes += 1
         self._update_reading()
         asyncio.get_running_loop().call_later(delay_s, self._unmute)
 
+    @property
+    def muted(self) -> bool:
+        return self._mutes > 0
+
+    def hold(self, request: Request) -> None:
+        """Keep a request of a muted connection until the throttle ends, then queue it again."""
+        self._held.append(request)
+
     def _unmute(self) -> None:
         self._mutes -= 1
+        if not self._mutes and self._held and not self.closed:  # before any later request
+            self._backlog.extendleft(reversed(self._held))
+            self._held.clear()
+            if self._backlog_task is None:
+                self._backlog_task = asyncio.get_running_loop().create_task(self._drain())
         self._update_reading()
 
     # ------------------------------------------------------------------ writing responses

@@ -16,10 +16,12 @@ default. Every broker applies the change to the topic's live logs (CTRL-15) and 
 `Completed updating config for topic clicks.`. `--describe` prints the topic's overrides in
 kafka-configs.sh's form: `Dynamic configs for topic clicks are:` then one line per override,
 `  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}`.
-kafka-ref has no dynamic broker configs, so the only entity type is `topics`.
+kafka-ref has no dynamic broker configs. `--entity-type users` and `clients` set client
+quotas instead (tools/client_quotas.py: `--add-config producer_byte_rate=1048576`,
+`--entity-default`).
 A bad argument is one line and exit code 2; a failed operation one line and exit code 1.
 
-Spec rules: CONFIG-3 (spec/configs.md).
+Spec rules: CONFIG-3 (spec/configs.md), QUOTA-11 (spec/quotas.md).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import sys
 from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource
 from kafka_ref.errors import KafkaError
+from kafka_ref.tools import client_quotas
 from kafka_ref.tools.topics import check_bootstrap
 
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
@@ -39,8 +42,17 @@ _ITEM = re.compile(r"\s*([^=,\s]+)\s*=\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
-    parser.add_argument("--entity-type", choices=["topics"], help="what to configure: topics")
-    parser.add_argument("--entity-name", metavar="NAME", help="the topic")
+    parser.add_argument(
+        "--entity-type", action="append", choices=["topics", *client_quotas.ENTITY_TYPES],
+        help="what to configure: topics, or users and/or clients (quotas)",
+    )  # fmt: skip
+    parser.add_argument(  # names in order, paired with the entity types
+        "--entity-name", dest="entities", action="append", metavar="NAME", help="its name"
+    )
+    parser.add_argument(
+        "--entity-default", dest="entities", action="append_const", const=None,
+        help="the default user or client (quotas)",
+    )  # fmt: skip
     parser.add_argument("--describe", action="store_true", help="show the topic's overrides")
     parser.add_argument("--alter", action="store_true", help="change the topic's overrides")
     parser.add_argument("--add-config", metavar="K=V,...", help="--alter: set these")
@@ -63,8 +75,6 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
 
 def _validate(args: argparse.Namespace) -> None:
     check_bootstrap(args)
-    if args.entity_type is None or not args.entity_name:
-        raise UsageError("--entity-type topics and --entity-name are required")
     if args.describe == args.alter:
         raise UsageError("Command must include exactly one action: --describe or --alter")
     if args.alter and not (args.add_config or args.delete_config):
@@ -77,6 +87,11 @@ def _validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _validate(args)
+    if args.entity_type and "topics" not in args.entity_type:
+        return client_quotas.run(args)
+    if args.entity_type != ["topics"] or len(args.entities or []) != 1 or not args.entities[0]:
+        raise UsageError("--entity-type topics and --entity-name are required")
+    args.entity_name = args.entities[0]
     resource = ConfigResource(ConfigResource.TOPIC, args.entity_name)
     changes = [(k, v, SET) for k, v in parse_add_config(args.add_config or "")]
     changes += [(k.strip(), None, DELETE) for k in (args.delete_config or "").split(",") if k]

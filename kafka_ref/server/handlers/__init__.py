@@ -160,6 +160,9 @@ class KafkaApis:
         if handler is None:  # declared in the protocol registry but not served: a bug
             request.close_connection(f"no handler for api key {request.api_key}")
             return
+        if getattr(request.connection, "muted", False):  # throttled: after the throttle
+            request.connection.hold(request)  # (QUOTA-8, server/network.py)
+            return
         request.dequeued_ns = time.monotonic_ns()  # the request metrics' stages
         try:
             result = handler(self, request)
