@@ -60,7 +60,7 @@ def desanitize(name: str) -> str:
     return unquote(name)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class QuotaEntity:
     """A user, a client id, or both; None: not part of the entity; DEFAULT: the default."""
 

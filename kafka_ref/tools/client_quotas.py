@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     except KafkaError as err:
         print(f"kafka-ref configs: {err}", file=sys.stderr)
         return 1
-    for entity, values in sorted(found.items()):
+    for entity, values in sorted(found.items(), key=lambda item: item[0].path):
         shown = ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
         print(f"Quota configs for {_entity_text(entity)} are {shown}")
     return 0

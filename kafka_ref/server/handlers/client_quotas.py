@@ -82,7 +82,7 @@ def handle_describe_client_quotas(apis: KafkaApis, request: Request) -> Any:
             entity=[response.EntityData(entity_type=t, entity_name=n) for t, n in e.components()],
             values=[response.ValueData(key=k, value=v) for k, v in sorted(config.items())],
         )
-        for e, config in sorted(apis.quotas.configs.items())
+        for e, config in sorted(apis.quotas.configs.items(), key=lambda item: item[0].path)
         if matches(e, wanted, request.body.strict)
     ]
     return response(throttle_time_ms=0, error_code=ErrorCode.NO_ERROR, entries=entries)
