@@ -58,21 +58,23 @@ def test_alter_sets_and_removes_keys_of_an_entity(broker):
         (
             [("client-id", "c")],
             [("producer_byte_rate", 1.0, False), ("producer_byte_rate", 0.0, True)],
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_bad_entry_is_invalid_request_and_changes_nothing(broker, entity, ops):
     from kafka_ref.protocol.messages import AlterClientQuotasRequest as R
 
-    good = R.EntryData(entity=[R.EntityData(entity_type="client-id", entity_name="ok")],
-                       ops=[R.OpData(key="producer_byte_rate", value=10.0, remove=False)])  # fmt: skip
+    good = R.EntryData(
+        entity=[R.EntityData(entity_type="client-id", entity_name="ok")],
+        ops=[R.OpData(key="producer_byte_rate", value=10.0, remove=False)],
+    )
     bad = R.EntryData(
         entity=[R.EntityData(entity_type=t, entity_name=n) for t, n in entity],
         ops=[R.OpData(key=k, value=v, remove=r) for k, v, r in ops],
     )
     with Wire(broker.port) as wire:
-        response = wire.request(ApiKey.ALTER_CLIENT_QUOTAS, 1, R(entries=[bad, good],
-                                                                   validate_only=False))  # fmt: skip
+        body = R(entries=[bad, good], validate_only=False)
+        response = wire.request(ApiKey.ALTER_CLIENT_QUOTAS, 1, body)
     assert [e.error_code for e in response.entries] == [ErrorCode.INVALID_REQUEST, 0]
     assert response.entries[0].error_message
     with admin_of(broker) as admin:
