@@ -86,9 +86,10 @@ def run(args: argparse.Namespace) -> int:
                     print(f"Completed updating config for {entity_type[:-1]} {name}.")
                 return 0
             components = [
-                (t, EXACT if named and n is not None else DEFAULT_NAME if named else ANY, n)
+                (t, ANY, None) if not named else (t, DEFAULT_NAME, None) if n is None
+                else (t, EXACT, n)
                 for t, n, named in pairs
-            ]
+            ]  # fmt: skip
             found = admin.describe_client_quotas(components, strict=True)
     except KafkaError as err:
         print(f"kafka-ref configs: {err}", file=sys.stderr)
