@@ -182,6 +182,8 @@ _OLD = {
     37: ("admin", "CreatePartitions"),
     42: ("admin", "DeleteGroups"),
     44: ("admin", "IncrementalAlterConfigs"),  # no hand-written 2.x class
+    48: ("admin", "DescribeClientQuotas"),
+    49: ("admin", "AlterClientQuotas"),
 }
 # Fields kafka-python 3.x renames (its `json_patch`), and decodes as a set of bit numbers.
 _RENAMED = {

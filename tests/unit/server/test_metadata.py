@@ -50,6 +50,8 @@ ADVERTISED = {
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
+    48: (0, 1),  # DescribeClientQuotas (QUOTA-9)
+    49: (0, 1),  # AlterClientQuotas (QUOTA-10)
     60: (0, 1),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
