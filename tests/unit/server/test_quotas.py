@@ -152,6 +152,22 @@ def test_a_throttled_produce_is_answered_at_once_and_its_connection_muted(broker
         assert time.monotonic() - start >= throttle_ms / 1000 - 0.05
 
 
+@pytest.mark.spec("QUOTA-8")
+def test_requests_sent_before_the_throttle_wait_for_its_end(broker):
+    _topic(broker, "held")
+    quota(broker, QuotaEntity(None, "eager"), producer_byte_rate=10_000)
+    metadata = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+    with Wire(broker.port) as wire:  # pipelined: both in the broker before any answer
+        start = time.monotonic()
+        produce = produce_body("held", 0, batch(1, value_size=150_000))
+        first = wire.frame(ApiKey.PRODUCE, 7, produce, client_id="eager")
+        wire.send_raw(first + wire.frame(ApiKey.METADATA, 5, metadata, client_id="eager"))
+        throttle_ms = wire.receive().throttle_time_ms
+        assert throttle_ms > 1000 and time.monotonic() - start < throttle_ms / 2000
+        wire.receive()
+        assert time.monotonic() - start >= throttle_ms / 1000 - 0.05
+
+
 @pytest.mark.spec("QUOTA-7")
 def test_a_throttled_fetch_is_answered_empty_and_not_counted(broker):
     _topic(broker, "fetched")
