@@ -41,6 +41,7 @@ def test_alter_sets_and_removes_keys_of_an_entity(broker):
             alice_app: {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0}
         }
         admin.alter_client_quotas(alice_app, {"producer_byte_rate": 1}, validate_only=True)
+        assert admin.describe_client_quotas()[alice_app]["producer_byte_rate"] == 1024.0
         admin.alter_client_quotas(alice_app, remove=["producer_byte_rate", "consumer_byte_rate"])
         assert admin.describe_client_quotas() == {}
 
@@ -155,11 +156,11 @@ def test_a_throttled_produce_is_answered_at_once_and_its_connection_muted(broker
 @pytest.mark.spec("QUOTA-8")
 def test_requests_sent_before_the_throttle_wait_for_its_end(broker):
     _topic(broker, "held")
-    quota(broker, QuotaEntity(None, "eager"), producer_byte_rate=10_000)
+    quota(broker, QuotaEntity(None, "eager"), producer_byte_rate=1000)  # 10 kB per burst
     metadata = MetadataRequest(topics=[], allow_auto_topic_creation=False)
-    with Wire(broker.port) as wire:  # pipelined: both in the broker before any answer
+    with Wire(broker.port) as wire:  # pipelined, small: both read before either is handled
         start = time.monotonic()
-        produce = produce_body("held", 0, batch(1, value_size=150_000))
+        produce = produce_body("held", 0, batch(1, value_size=15_000))
         first = wire.frame(ApiKey.PRODUCE, 7, produce, client_id="eager")
         wire.send_raw(first + wire.frame(ApiKey.METADATA, 5, metadata, client_id="eager"))
         throttle_ms = wire.receive().throttle_time_ms
