@@ -21,7 +21,8 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    partition of `__consumer_offsets` before any request arrives; the transaction
    coordinator (server/txn_adapter.py) does the same with `__transaction_state`, in both
    modes;
-5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
+5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers; the ACLs and
+   the client quotas, from the metadata directory or ZooKeeper (QUOTA-4);
 6. the `SocketServer` binds one port per listener (each with its security: TLS, SASL;
    security/listeners.py), and once the broker is ready (in ZooKeeper mode:
    registered and with its picture of the cluster loaded) listens and accepts (BROKER-48),
