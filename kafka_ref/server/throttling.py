@@ -69,11 +69,8 @@ def apply_quotas(quotas: QuotaManagers, clock: Clock, request: Request, result: 
     `throttle_time_ms` set, and the connection muted if it is throttled."""
     if exempt(request) or request.connection_closed():
         return result
-    user, client_id, now_ms = (
-        quota_user(request.principal),
-        request.client_id or "",
-        clock.milliseconds(),
-    )
+    user, client_id = quota_user(request.principal), request.client_id or ""
+    now_ms = clock.milliseconds()
     thread_ns = (request.local_done_ns or time.monotonic_ns()) - request.dequeued_ns
     request_ms = quotas.request.record_and_get_throttle_ms(
         user, client_id, thread_ns * NANOS_TO_PERCENTAGE, now_ms
@@ -107,7 +104,12 @@ def _fetch(
     throttled by either quota, replaced by an empty one (KIP-219)."""
     if request_ms > 0:  # throttled anyway: no records go out, so none are counted
         return _empty_fetch(result), 0
-    encoded = encode_response(request.api_key, request.api_version, request.correlation_id, result)
+    try:
+        encoded = encode_response(
+            request.api_key, request.api_version, request.correlation_id, result
+        )
+    except Exception:  # a bug: `KafkaApis.send` meets it again and closes the connection
+        return result, 0
     throttle_ms = fetch.record_and_get_throttle_ms(user, client_id, encoded.size, now_ms)
     if throttle_ms <= 0:
         return encoded, 0
