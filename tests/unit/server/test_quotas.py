@@ -15,6 +15,8 @@ from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from kafka_ref.quota.entity import DEFAULT, QuotaEntity
 from kafka_ref.quota.store import QUOTAS_FILE
+from tests.unit.security.authz_fixtures import admin_of as admin_of_acl
+from tests.unit.security.authz_fixtures import ports, start_acl_broker, user_wire
 from tests.unit.server.conftest import Wire, batch, fetch_body, produce_body
 from tests.unit.server.test_metrics import scrape
 
@@ -130,6 +132,25 @@ def test_quotas_are_kept_in_the_metadata_directory_across_a_restart(make_broker,
 def _topic(broker, name: str) -> None:
     with admin_of(broker) as admin:
         admin.create_topics([NewTopic(name, 1, 1)])
+
+
+@pytest.mark.spec("QUOTA-1")
+def test_a_user_quota_names_the_authenticated_principal(tmp_path):
+    broker = start_acl_broker(tmp_path / "sasl", **{"authorizer.class.name": ""})
+    try:
+        with admin_of_acl(broker) as admin:
+            admin.create_topics([NewTopic("users", 1, 1)])
+            admin.alter_client_quotas(QuotaEntity("alice", None), {"producer_byte_rate": 10_000})
+        records = produce_body("users", 0, batch(1, value_size=150_000))
+        alice = user_wire(broker, "alice")  # SASL PLAIN: User:alice
+        anonymous = Wire(ports(broker)["PLAINTEXT"])  # User:ANONYMOUS, same client id
+        for wire, throttled in ((anonymous, False), (user_wire(broker, "bob"), False),
+                                (alice, True)):  # fmt: skip
+            wire.send(ApiKey.PRODUCE, 7, records, client_id="same")
+            assert (wire.receive().throttle_time_ms > 0) == throttled
+            wire.close()
+    finally:
+        broker.stop()
 
 
 @pytest.mark.spec("QUOTA-8")
