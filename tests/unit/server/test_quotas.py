@@ -191,6 +191,22 @@ def test_requests_sent_before_the_throttle_wait_for_its_end(broker):
 
 
 @pytest.mark.spec("QUOTA-7")
+def test_an_acks_0_produce_counts_and_mutes_without_a_response(broker):
+    _topic(broker, "fire-and-forget")
+    quota(broker, QuotaEntity(None, "c"), producer_byte_rate=10_000)  # the wire's acks=0 id
+    with Wire(broker.port) as wire:
+        start = time.monotonic()
+        assert wire.produce("fire-and-forget", 0, batch(1, value_size=150_000), acks=0) is None
+        wire.send(ApiKey.METADATA, 5, MetadataRequest(topics=[], allow_auto_topic_creation=False),
+                  client_id="c")  # fmt: skip
+        wire.receive()  # about 5 s later: (150 kB / 10 s - 10 kB/s) / 10 kB/s * 10 s
+        assert time.monotonic() - start >= 4.0
+    produced = broker.call(lambda: broker.broker.apis.quotas.produce.sensors[("", "c")]
+                           .rate.total(broker.broker.clock.milliseconds()))  # fmt: skip
+    assert produced > 150_000
+
+
+@pytest.mark.spec("QUOTA-7")
 def test_a_throttled_fetch_is_answered_empty_and_not_counted(broker):
     _topic(broker, "fetched")
     with Wire(broker.port) as wire:
