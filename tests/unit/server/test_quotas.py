@@ -153,6 +153,18 @@ def test_a_user_quota_names_the_authenticated_principal(tmp_path):
         broker.stop()
 
 
+@pytest.mark.spec("QUOTA-5")
+@pytest.mark.parametrize(("windows", "throttled"), [(11, False), (3, True)])
+def test_the_window_is_quota_window_num_samples(make_broker, windows, throttled):
+    broker = make_broker(props={"quota.window.num": windows, "quota.window.size.seconds": 1})
+    _topic(broker, "windowed")
+    quota(broker, QuotaEntity(None, "w"), producer_byte_rate=10_000)  # burst: 10 kB per window
+    with Wire(broker.port) as wire:  # 25 kB: within 10 windows' burst, not within 2 windows'
+        wire.send(ApiKey.PRODUCE, 7, produce_body("windowed", 0, batch(1, value_size=25_000)),
+                  client_id="w")  # fmt: skip
+        assert (wire.receive().throttle_time_ms > 0) == throttled
+
+
 @pytest.mark.spec("QUOTA-8")
 def test_a_throttled_produce_is_answered_at_once_and_its_connection_muted(broker):
     _topic(broker, "muted")
