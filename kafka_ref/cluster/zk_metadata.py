@@ -33,11 +33,15 @@ overrides, when the broker starts and before its log manager opens a log, so eve
 opens with its topic's config; a watch on `/config/topics/<topic>` then follows the
 overrides, and when they change the listeners apply the new config to the live logs.
 
+**Dynamic broker configs** (CONFIG-6; cluster/config_changes.py). `/config/brokers/<default>`
+and `/config/brokers/<id>` are read at start with the topics; the notices under
+`/config/changes` then bring every change, handed to `on_broker_config` on the loop.
+
 **Lost connections.** A watch callback that reads ZooKeeper retries its reads until kazoo
 has reconnected (`_retrying`): a ConnectionLoss in kazoo's thread never leaves the picture
 stale (who is alive, the topics) until the next change.
 
-Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15.
+Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15.
 """
 
 from __future__ import annotations
@@ -59,6 +63,12 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry
 
 from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster.config_changes import (
+    DEFAULT_ENTITY,
+    BrokerConfigChangeListener,
+    read_broker_config,
+    write_broker_config,
+)
 from kafka_ref.cluster.embedded import (
     META_PROPERTIES,
     MetadataLoadError,
@@ -144,6 +154,12 @@ class ZkClusterMetadata(TopicAdministration):
         self.cluster_id = zk.get_or_create_cluster_id(new_cluster_id())
         self._check_meta_properties()
         self._load_topics()
+        entities = (DEFAULT_ENTITY, str(endpoint.node_id))
+        self.on_broker_config = lambda entity, configs: None  # the broker's DynamicBrokerConfig
+        self._config_changes = BrokerConfigChangeListener(
+            zk.zk, entities, self._on_broker_config_notice, self._retrying
+        )
+        self._broker_configs = {e: read_broker_config(zk.zk, e) for e in entities}
 
     def _load_topics(self) -> None:
         """Every topic with its assignment and config overrides, read before the log manager
@@ -218,6 +234,19 @@ class ZkClusterMetadata(TopicAdministration):
         ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, self._on_brokers)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)
         ChildrenWatch(self.zk.zk, zkdata.TOPICS, self._on_topics)
+        self._config_changes.start()
+
+    def _on_broker_config_notice(self, entity: str, configs: dict[str, str]) -> None:
+        def apply() -> None:
+            if self._broker_configs.get(entity) != configs:
+                self._broker_configs[entity] = configs
+                self.on_broker_config(entity, dict(configs))
+
+        self.dispatch(apply)
+
+    def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """`/config/brokers/<entity>` and its notice; every broker's watch applies it."""
+        write_broker_config(self.zk.zk, entity, configs)
 
     def _on_session_state(self, state: str) -> None:
         if state == KazooState.LOST and not self.zk.closing:

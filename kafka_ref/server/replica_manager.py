@@ -335,6 +335,25 @@ class ReplicaManager:
             partition.maybe_shrink_isr()
             self.propagate_isr_change(partition)
 
+    # ------------------------------------------------------------------ log directories
+    def describe_log_dirs(
+        self, wanted: Callable[[TopicPartition], bool]
+    ) -> list[tuple[str, dict[TopicPartition, tuple[int, int]]]]:
+        """Per log dir (in `log.dirs` order), its wanted partitions with their size in
+        bytes and offset lag (Kafka: `ReplicaManager.describeLogDirs`, BROKER-52): the lag
+        is how far the high watermark is past the log end offset, never negative, as
+        Kafka's `getLogEndOffsetLag` computes it for a current (not future) log."""
+        result = []
+        for log_dir in self.log_manager.log_dirs:
+            found = {}
+            for tp, log in sorted(self.log_manager.logs_in(log_dir).items()):
+                if wanted(tp):
+                    hw = self.high_watermark(*tp)
+                    lag = 0 if hw is None else max(hw - log.log_end_offset, 0)
+                    found[tp] = (log.size_in_bytes, lag)
+            result.append((log_dir, found))
+        return result
+
     # ------------------------------------------------------------------ housekeeping
     def all_partitions(self) -> list[Partition]:
         return list(self.partitions.values())

@@ -1,8 +1,9 @@
 """Throttling: client quotas applied to each response as it leaves (KIP-13, KIP-124, KIP-219).
 
-Every answer passes `KafkaApis.send`; with any quota configured it passes here first
-(Kafka does the same in `KafkaApis` per API: `handleProduceRequest`'s response callback,
-`handleFetchRequest`'s, and `RequestHelper.sendResponseMaybeThrottle` for the rest):
+Every answer passes `ApiContext.send` (handlers/context.py); with any quota configured it
+passes here first (Kafka does the same in `KafkaApis` per API: `handleProduceRequest`'s
+response callback, `handleFetchRequest`'s, and `RequestHelper.sendResponseMaybeThrottle`
+for the rest):
 
 * the **request quota** (`request_percentage`, KIP-124) records, for every API, the time a
   handler spent on the request (dequeued to handled, as a percentage of a second);
@@ -108,7 +109,7 @@ def _fetch(
         encoded = encode_response(
             request.api_key, request.api_version, request.correlation_id, result
         )
-    except Exception:  # a bug: `KafkaApis.send` meets it again and closes the connection
+    except Exception:  # a bug: `ApiContext.send` meets it again and closes the connection
         return result, 0
     throttle_ms = fetch.record_and_get_throttle_ms(user, client_id, encoded.size, now_ms)
     if throttle_ms <= 0:

@@ -16,12 +16,28 @@ default. Every broker applies the change to the topic's live logs (CTRL-15) and 
 `Completed updating config for topic clicks.`. `--describe` prints the topic's overrides in
 kafka-configs.sh's form: `Dynamic configs for topic clicks are:` then one line per override,
 `  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}`.
-kafka-ref has no dynamic broker configs. `--entity-type users` and `clients` set client
-quotas instead (tools/client_quotas.py: `--add-config producer_byte_rate=1048576`,
-`--entity-default`).
+
+Dynamic broker configs (KIP-226) the same way, for one broker or for the whole cluster:
+
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type brokers \
+        --entity-name 1 --alter --add-config log.retention.ms=1000
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type brokers \
+        --entity-default --alter --add-config log.segment.bytes=104857600
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type brokers \
+        --entity-name 1 --describe
+
+`--describe` prints `Dynamic configs for broker 1 are:` (or `Default configs for brokers in
+the cluster are:`) and each config set at that level with every layer that defines it,
+`  log.retention.ms=1000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=1000,
+DEFAULT_CONFIG:log.retention.ms=604800000, ...}`.
 A bad argument is one line and exit code 2; a failed operation one line and exit code 1.
 
-Spec rules: CONFIG-3 (spec/configs.md), QUOTA-11 (spec/quotas.md).
+Client quotas with `--entity-type users` and/or `clients` (tools/client_quotas.py):
+
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type clients \
+        --entity-name app --alter --add-config producer_byte_rate=1048576
+
+Spec rules: CONFIG-3, CONFIG-7 (spec/configs.md), QUOTA-11 (spec/quotas.md).
 """
 
 from __future__ import annotations
@@ -31,27 +47,35 @@ import re
 import sys
 
 from kafka_ref.cli import UsageError
-from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource
+from kafka_ref.client.admin import Admin, ConfigResource
 from kafka_ref.errors import KafkaError
 from kafka_ref.tools import client_quotas
 from kafka_ref.tools.topics import check_bootstrap
 
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
+SOURCES = {
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+}
 _ITEM = re.compile(r"\s*([^=,\s]+)\s*=\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
-    parser.add_argument(
-        "--entity-type", action="append", choices=["topics", *client_quotas.ENTITY_TYPES],
-        help="what to configure: topics, or users and/or clients (quotas)",
+    parser.add_argument(  # users and clients may go together: a user's client (quotas)
+        "--entity-type", action="append", help="what to configure",
+        choices=["topics", "brokers", *client_quotas.ENTITY_TYPES],
     )  # fmt: skip
-    parser.add_argument(  # names in order, paired with the entity types
-        "--entity-name", dest="entities", action="append", metavar="NAME", help="its name"
-    )
+    parser.add_argument(  # names in order, each paired with an --entity-type
+        "--entity-name", dest="entities", action="append", metavar="NAME",
+        help="the topic, the broker id, the user or the client id",
+    )  # fmt: skip
     parser.add_argument(
         "--entity-default", dest="entities", action="append_const", const=None,
-        help="the default user or client (quotas)",
+        help="the cluster-wide default (brokers), the default user or client (quotas)",
     )  # fmt: skip
     parser.add_argument("--describe", action="store_true", help="show the topic's overrides")
     parser.add_argument("--alter", action="store_true", help="change the topic's overrides")
@@ -73,8 +97,30 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def _one_entity(args: argparse.Namespace) -> None:
+    """Topics and brokers take one --entity-type and its name (or --entity-default)."""
+    types, names = args.entity_type or [], args.entities or []
+    if len(types) > 1 or len(names) > 1:
+        raise UsageError("one --entity-type and one --entity-name for topics and brokers")
+    args.entity_type = types[0] if types else None
+    args.entity_name = names[0] if names else None
+    args.entity_default = names == [None]
+
+
 def _validate(args: argparse.Namespace) -> None:
     check_bootstrap(args)
+    if args.entity_type is None:
+        raise UsageError("--entity-type is required: topics, brokers, users or clients")
+    if args.entity_default and (args.entity_type != "brokers" or args.entity_name):
+        raise UsageError("--entity-default goes with --entity-type brokers, without --entity-name")
+    if not args.entity_name and not args.entity_default:
+        raise UsageError("--entity-name (or, for brokers, --entity-default) is required")
+    if args.entity_type == "brokers" and args.entity_name and not args.entity_name.isdigit():
+        raise UsageError(f"--entity-name of a broker is its id, not {args.entity_name!r}")
+    _check_action(args)
+
+
+def _check_action(args: argparse.Namespace) -> None:
     if args.describe == args.alter:
         raise UsageError("Command must include exactly one action: --describe or --alter")
     if args.alter and not (args.add_config or args.delete_config):
@@ -85,31 +131,48 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--timeout-ms must be positive, not {args.timeout_ms}")
 
 
+def _entity(args: argparse.Namespace) -> tuple[ConfigResource, int, str]:
+    """The resource, the source its own layer has, and how kafka-configs.sh names it."""
+    if args.entity_type == "topics":
+        name = args.entity_name
+        return ConfigResource(ConfigResource.TOPIC, name), 1, f"topic {name}"
+    if args.entity_default:
+        return ConfigResource(ConfigResource.BROKER, ""), 3, "brokers in the cluster"
+    return ConfigResource(ConfigResource.BROKER, args.entity_name), 2, f"broker {args.entity_name}"
+
+
 def run(args: argparse.Namespace) -> int:
-    _validate(args)
-    if args.entity_type and "topics" not in args.entity_type:
+    if set(args.entity_type or []) & set(client_quotas.ENTITY_TYPES):
+        check_bootstrap(args)
+        _check_action(args)
         return client_quotas.run(args)
-    if args.entity_type != ["topics"] or len(args.entities or []) != 1 or not args.entities[0]:
-        raise UsageError("--entity-type topics and --entity-name are required")
-    args.entity_name = args.entities[0]
-    resource = ConfigResource(ConfigResource.TOPIC, args.entity_name)
+    _one_entity(args)
+    _validate(args)
+    resource, own_source, what = _entity(args)
     changes = [(k, v, SET) for k, v in parse_add_config(args.add_config or "")]
     changes += [(k.strip(), None, DELETE) for k in (args.delete_config or "").split(",") if k]
+    kind = "default config" if args.entity_default else "config"
     try:
         with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
             if args.alter:
                 admin.incremental_alter_configs(resource, changes)
-                print(f"Completed updating config for topic {args.entity_name}.")
+                print(f"Completed updating {kind} for {what}.")
                 return 0
-            entries = admin.describe_configs([resource])[resource]
+            entries = admin.describe_configs([resource], include_synonyms=True)[resource]
     except KafkaError as err:
         print(f"kafka-ref configs: {err}", file=sys.stderr)
         return 1
-    print(f"Dynamic configs for topic {args.entity_name} are:")
+    print(f"{'Default' if args.entity_default else 'Dynamic'} configs for {what} are:")
     for entry in entries.values():
-        if entry.source == ConfigEntry.DYNAMIC_TOPIC_CONFIG:
+        if entry.source == own_source:
+            shown = [
+                s
+                for s in entry.synonyms
+                if resource.type == ConfigResource.BROKER or s[0] == own_source
+            ]  # a topic's: its override only (CONFIG-3)
+            synonyms = ", ".join(f"{SOURCES[src]}:{n}={v}" for src, n, v in shown)
             print(
                 f"  {entry.name}={entry.value} sensitive={str(entry.is_sensitive).lower()} "
-                f"synonyms={{DYNAMIC_TOPIC_CONFIG:{entry.name}={entry.value}}}"
+                f"synonyms={{{synonyms}}}"
             )
     return 0

@@ -19,7 +19,7 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
     WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-4   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-1
-    DescribeConfigs 1-2   CreatePartitions 0-1
+    DescribeConfigs 1-2   CreatePartitions 0-1   DescribeLogDirs 1-4
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
     client quotas: DescribeClientQuotas 0-1   AlterClientQuotas 0-1
@@ -121,6 +121,10 @@ from kafka_ref.protocol.messages.api_33_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from kafka_ref.protocol.messages.api_35_describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from kafka_ref.protocol.messages.api_36_sasl_authenticate import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -193,6 +197,7 @@ class ApiKey(IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -261,6 +266,7 @@ APIS: dict[int, Api] = {
         _api("DeleteAcls", DeleteAclsRequest, DeleteAclsResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
+        _api("DescribeLogDirs", DescribeLogDirsRequest, DescribeLogDirsResponse),
         _api("SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
@@ -322,6 +328,8 @@ __all__ = [
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
     "DescribeProducersRequest",
     "DescribeProducersResponse",
     "DescribeTransactionsRequest",

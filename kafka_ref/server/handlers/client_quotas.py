@@ -36,7 +36,7 @@ from kafka_ref.server.handlers.authz import Op, Res, require
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 EXACT, DEFAULT_NAME, ANY = 0, 1, 2  # the filter's match types (ClientQuotaFilterComponent)
 
@@ -69,7 +69,7 @@ def matches(entity: QuotaEntity, wanted: dict[str, tuple[int, str | None]], stri
     return not strict or all(names[t] is None for t in names if t not in wanted)
 
 
-def handle_describe_client_quotas(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_client_quotas(apis: ApiContext, request: Request) -> Any:
     response = DescribeClientQuotasResponse
     try:
         require(apis, request, Op.DESCRIBE_CONFIGS, Res.CLUSTER)
@@ -88,7 +88,7 @@ def handle_describe_client_quotas(apis: KafkaApis, request: Request) -> Any:
     return response(throttle_time_ms=0, error_code=ErrorCode.NO_ERROR, entries=entries)
 
 
-def _alter_entry(apis: KafkaApis, entry: Any, validate_only: bool) -> None:
+def _alter_entry(apis: ApiContext, entry: Any, validate_only: bool) -> None:
     entity = QuotaEntity.from_components([(e.entity_type, e.entity_name) for e in entry.entity])
     keys = [op.key for op in entry.ops]
     if len(keys) != len(set(keys)):
@@ -101,7 +101,7 @@ def _alter_entry(apis: KafkaApis, entry: Any, validate_only: bool) -> None:
         apis.quotas.alter(entity, set_, remove)
 
 
-def handle_alter_client_quotas(apis: KafkaApis, request: Request) -> Any:
+def handle_alter_client_quotas(apis: ApiContext, request: Request) -> Any:
     response = AlterClientQuotasResponse
     results = []
     for entry in request.body.entries:
