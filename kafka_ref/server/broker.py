@@ -23,7 +23,8 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    partition of `__consumer_offsets` before any request arrives; the transaction
    coordinator (server/txn_adapter.py) does the same with `__transaction_state`, in both
    modes;
-5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
+5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers; the ACLs and
+   the client quotas, from the metadata directory or ZooKeeper (QUOTA-4);
 6. the `SocketServer` binds one port per listener (each with its security: TLS, SASL;
    security/listeners.py), and once the broker is ready (in ZooKeeper mode:
    registered and with its picture of the cluster loaded) listens and accepts (BROKER-48),
@@ -86,6 +87,8 @@ from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.metrics.exporter import MetricsExporter
+from kafka_ref.quota.manager import QuotaManagers
+from kafka_ref.quota.store import FileQuotaStore, ZkQuotaStore
 from kafka_ref.security.authorizer import Authorizer, FileAclStore, ZkAclStore
 from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
 from kafka_ref.security.inter_broker import InterBrokerSecurity
@@ -226,6 +229,7 @@ class Broker:
         self.txns.start()
         self.apis.txn = self.txns
         self.apis.authorizer = self._authorizer()
+        self.apis.quotas = self._quotas(loop)
         self.apis.credentials = self.credentials
         channel = RequestChannel(config["queued.max.requests"])
         self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
@@ -278,6 +282,22 @@ class Broker:
         authorizer = Authorizer.from_config(self.config, store)
         store.watch(authorizer.reload)
         return authorizer
+
+    def _quotas(self, loop: asyncio.AbstractEventLoop) -> QuotaManagers:
+        """Client quotas from the metadata directory, or ZooKeeper's, kept current (QUOTA-4)."""
+        config = self.config
+        windows = config["quota.window.num"], config["quota.window.size.seconds"]
+        if self.zk_mode is None:
+            return QuotaManagers(*windows, FileQuotaStore(config.data_dir))
+        store = ZkQuotaStore(self.zk_mode.zk.zk)
+        quotas = QuotaManagers(*windows, store)
+
+        def reload() -> None:  # kazoo's thread reads; the loop puts them in force
+            configs = store.load()
+            loop.call_soon_threadsafe(quotas.replace, configs)
+
+        store.watch(reload)
+        return quotas
 
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""

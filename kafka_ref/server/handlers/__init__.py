@@ -17,6 +17,8 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
                   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
     txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
     sasl.py       SaslHandshake (17), SaslAuthenticate (36) on listeners without SASL
+    client_quotas.py  DescribeClientQuotas (48), AlterClientQuotas (49); every answer
+                  passes the client quotas on its way out (context.py, server/throttling.py)
     scram_users.py  DescribeUserScramCredentials (50), AlterUserScramCredentials (51)
     acls.py       DescribeAcls (29), CreateAcls (30), DeleteAcls (31); authz.py: the
                   one call each handler makes to the authorizer
@@ -48,6 +50,7 @@ from kafka_ref.server.handlers import (
     acls,
     admin,
     alter_configs,
+    client_quotas,
     configs,
     fetch,
     follower_fetch,
@@ -121,6 +124,8 @@ class KafkaApis(ApiContext):
             ),
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_users.handle_alter_user_scram_credentials,
             ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+            ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
         }
 
     def handle(self, request: Request) -> None:
@@ -128,6 +133,9 @@ class KafkaApis(ApiContext):
         handler = self.handlers.get(request.api_key)
         if handler is None:  # declared in the protocol registry but not served: a bug
             request.close_connection(f"no handler for api key {request.api_key}")
+            return
+        if getattr(request.connection, "muted", False):  # throttled: after the throttle
+            request.connection.hold(request)  # (QUOTA-8, server/network.py)
             return
         request.dequeued_ns = time.monotonic_ns()  # the request metrics' stages
         try:

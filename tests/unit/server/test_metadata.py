@@ -51,6 +51,8 @@ ADVERTISED = {
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
+    48: (0, 1),  # DescribeClientQuotas (QUOTA-9)
+    49: (0, 1),  # AlterClientQuotas (QUOTA-10)
     50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)
     51: (0, 0),
     60: (0, 1),  # DescribeCluster (BROKER-50)
