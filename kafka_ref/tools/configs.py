@@ -37,7 +37,13 @@ Client quotas with `--entity-type users` and/or `clients` (tools/client_quotas.p
     kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type clients \
         --entity-name app --alter --add-config producer_byte_rate=1048576
 
-Spec rules: CONFIG-3, CONFIG-7 (spec/configs.md), QUOTA-11 (spec/quotas.md).
+SCRAM credentials go to `--entity-type users` as in kafka-configs.sh, and are handed to
+`kafka-ref users` (AlterUserScramCredentials; tools/users.py):
+
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type users \
+        --entity-name alice --alter --add-config 'SCRAM-SHA-256=[password=alice-secret]'
+
+Spec rules: CONFIG-3, CONFIG-7 (spec/configs.md), QUOTA-11 (spec/quotas.md), SEC-22.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ import sys
 from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin, ConfigResource
 from kafka_ref.errors import KafkaError
-from kafka_ref.tools import client_quotas
+from kafka_ref.tools import client_quotas, users
 from kafka_ref.tools.topics import check_bootstrap
 
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
@@ -141,7 +147,22 @@ def _entity(args: argparse.Namespace) -> tuple[ConfigResource, int, str]:
     return ConfigResource(ConfigResource.BROKER, args.entity_name), 2, f"broker {args.entity_name}"
 
 
+def _scram(args: argparse.Namespace) -> bool:
+    """Does this --alter of one user change SCRAM credentials (and nothing else)?"""
+    added = [k for k, _ in parse_add_config(args.add_config or "")]
+    deleted = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+    scram = [k.startswith("SCRAM-") for k in added + deleted]
+    if any(scram) and not all(scram):
+        raise UsageError("give SCRAM credentials and quotas in two commands")
+    return args.alter and args.entity_type == ["users"] and any(scram)
+
+
 def run(args: argparse.Namespace) -> int:
+    if _scram(args):
+        check_bootstrap(args)
+        args.entity_name = (args.entities or [None])[0]
+        args.zookeeper = args.data_dir = None
+        return users.run(args)
     if set(args.entity_type or []) & set(client_quotas.ENTITY_TYPES):
         check_bootstrap(args)
         _check_action(args)
