@@ -221,6 +221,7 @@ class Broker:
         controller.endpoint = _broker_endpoint(config, advertised)
         if self.zk_mode is not None:
             await self.zk_mode.join()
+            self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
         self.started = True

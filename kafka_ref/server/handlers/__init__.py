@@ -7,6 +7,8 @@ log), and turns their results and typed errors into the response message. It con
 storage logic of its own. kafka-ref keeps the same split, with one module per family:
 
     metadata.py   ApiVersions (18), Metadata (3)
+    controller_requests.py  LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) from the
+                  controller, AlterPartition (56) to it: ZooKeeper mode's inter-broker APIs
     produce.py    Produce (0)
     fetch.py      Fetch (1) and its DelayedFetch
     follower_fetch.py  followers' Fetch (replica_id >= 0), OffsetsForLeaderEpoch (23)
@@ -75,6 +77,7 @@ class KafkaApis:
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
     add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
     authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
+    kafka_controller: Any = None  # ZooKeeper mode: this broker's KafkaController
 
     def __post_init__(self) -> None:
         from kafka_ref.server.handlers import (
@@ -82,6 +85,7 @@ class KafkaApis:
             admin,
             alter_configs,
             configs,
+            controller_requests,
             fetch,
             follower_fetch,
             groups,
@@ -106,6 +110,10 @@ class KafkaApis:
             ApiKey.FETCH: fetch.handle_fetch,
             ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
             ApiKey.METADATA: metadata.handle_metadata,
+            ApiKey.LEADER_AND_ISR: controller_requests.handle_leader_and_isr,
+            ApiKey.STOP_REPLICA: controller_requests.handle_stop_replica,
+            ApiKey.UPDATE_METADATA: controller_requests.handle_update_metadata,
+            ApiKey.ALTER_PARTITION: controller_requests.handle_alter_partition,
             ApiKey.API_VERSIONS: metadata.handle_api_versions,
             ApiKey.DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
             ApiKey.CREATE_TOPICS: admin.handle_create_topics,
