@@ -453,6 +453,8 @@ class KafkaController:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
         if leader_epoch != state.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH, None
+        if tuple(isr) == state.isr:  # a retry whose first answer was lost: done already
+            return ErrorCode.NO_ERROR, self._current(tp)  # Kafka: equalsAllowStalePartitionEpoch
         if version != current_version:
             return ErrorCode.INVALID_UPDATE_VERSION, None
         if leader not in isr or any(r not in self.live or r not in state.replicas for r in isr):

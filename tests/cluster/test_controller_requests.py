@@ -142,7 +142,7 @@ def test_a_request_for_an_earlier_registration_is_refused(cluster, topic_name):
     assert cluster.state(topic_name, 0).isr == state.isr
 
 
-@pytest.mark.spec("CTRL-5", "CTRL-18", "CTRL-12")
+@pytest.mark.spec("CTRL-5", "CTRL-18")
 def test_brokers_refuse_an_older_controller_and_ignore_older_states(cluster, topic_name):
     create_topic(cluster, topic_name, partitions=1, rf=3)
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
@@ -207,3 +207,72 @@ def test_a_restarted_broker_never_tries_to_create_an_existing_internal_topic(clu
         find_coordinator(cluster, victim, f"g{group}")
     cluster.wait_registered()
     assert "cannot create __consumer_offsets" not in cluster.brokers[victim].log()[log_before:]
+
+
+def alter_partition(cluster, to, sender, topic, leader_epoch, isr, partition_epoch, epoch=None):
+    request = AlterPartitionRequest(
+        broker_id=sender,
+        broker_epoch=cluster.zk.get_broker_and_epoch(sender)[1] if epoch is None else epoch,
+        topics=[
+            AlterPartitionRequest.TopicData(
+                topic_name=topic,
+                partitions=[
+                    AlterPartitionRequest.PartitionData(
+                        partition_index=0,
+                        leader_epoch=leader_epoch,
+                        new_isr=list(isr),
+                        partition_epoch=partition_epoch,
+                    )
+                ],
+            )
+        ],
+    )
+    return cluster.request(to, ApiKey.ALTER_PARTITION, request)
+
+
+@pytest.mark.spec("CTRL-21")
+def test_leaders_change_their_isr_through_the_controller(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    state = current_state(cluster, topic_name, 0)
+    controller = cluster.controller()[0]
+    leader, follower = state.leader, next(r for r in state.replicas if r != state.leader)
+    other = next(i for i in (1, 2, 3) if i != controller)
+
+    def error(to=controller, sender=leader, epoch=state.leader_epoch, isr=state.isr,
+              version=state.zk_version):  # fmt: skip
+        response = alter_partition(cluster, to, sender, topic_name, epoch, isr, version)
+        if response.error_code or not response.topics:
+            return ErrorCode(response.error_code)
+        return ErrorCode(response.topics[0].partitions[0].error_code)
+
+    shrunk = tuple(r for r in state.isr if r != follower)
+    assert error(to=other) == ErrorCode.NOT_CONTROLLER
+    assert error(sender=follower, isr=shrunk) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert error(epoch=state.leader_epoch - 1, isr=shrunk) == ErrorCode.FENCED_LEADER_EPOCH
+    assert error(version=state.zk_version - 1, isr=shrunk) == ErrorCode.INVALID_UPDATE_VERSION
+    assert error(isr=(*state.isr, 9)) == ErrorCode.OPERATION_NOT_ATTEMPTED  # 9: no replica
+    without_leader = tuple(r for r in state.isr if r != leader)
+    assert error(isr=without_leader) == ErrorCode.OPERATION_NOT_ATTEMPTED
+    assert error(version=state.zk_version - 1) == ErrorCode.NO_ERROR  # the same ISR: a retry
+    assert current_state(cluster, topic_name, 0) == state  # none of these wrote anything
+
+    # A real change: a follower stops, the controller drops it (a new leader epoch); back, it
+    # catches up and its leader adds it with AlterPartition: same leader epoch, new version.
+    cluster.stop(follower)
+    dropped = wait_for(
+        lambda: (s := current_state(cluster, topic_name, 0)).isr == shrunk and s,
+        what=f"broker {follower} out of the ISR",
+    )
+    assert dropped.leader_epoch == state.leader_epoch + 1
+    cluster.brokers[follower].start()
+    back = wait_for(
+        lambda: follower in (s := current_state(cluster, topic_name, 0)).isr and s,
+        what=f"broker {follower} back in the ISR",
+    )
+    assert (back.leader, back.leader_epoch) == (dropped.leader, dropped.leader_epoch)
+    assert back.zk_version > dropped.zk_version
+    controller_log = cluster.brokers[cluster.controller()[0]].log()
+    assert f"{topic_name}-0 isr {list(back.isr)} (AlterPartition from {back.leader})" in (
+        controller_log
+    )
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
