@@ -29,9 +29,10 @@ millisecond, and a blocked loop for that long is the price of simple code.
 (`on_partition_state`; the ReplicaManager becomes leader or follower, Kafka's
 `becomeLeaderOrFollower`); UpdateMetadata's go to the picture (`update_metadata`), unless
 *older* than the one it holds: a lower controller epoch or a lower leader epoch is ignored
-(CTRL-5). At start the picture is read once from ZooKeeper, states included, so that the
-broker's first Metadata answer already knows every topic and its leader (CTRL-20); from
-then on only the controller changes the states.
+(CTRL-5). The topics are read at start, the partition states once more right after the
+broker registered, before it accepts a connection, so that its first Metadata answer
+already knows every topic and its leader (CTRL-20); from then on only the controller
+changes the states.
 
 **Epochs.** `broker_epoch` is the czxid of this broker's registration (KIP-380), new at
 every registration; `controller_epoch` the newest controller epoch a request brought. The
@@ -158,16 +159,20 @@ class ZkClusterMetadata(TopicAdministration):
             found = self._read_topic(topic)
             if found is not None:
                 self._apply_topic(*found)
-                self._read_states(topic, found[1])
 
-    def _read_states(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> None:
-        """The partition states as ZooKeeper has them at start (CTRL-20): the first Metadata
-        answer knows every leader; the controller's UpdateMetadata takes over from there."""
-        for partition, replicas in assignment.items():
-            found = self.zk.get_partition_state(topic, partition, replicas)
-            if found is not None:
-                state, version = found
-                self._states[(topic, partition)] = dataclasses.replace(state, zk_version=version)
+    def _read_states(self) -> None:
+        """The partition states as ZooKeeper has them once this broker is registered (CTRL-20):
+        its first Metadata answer knows every leader, and the states are those the controller
+        wrote after this broker's previous registration went; the controller's UpdateMetadata
+        takes over from there."""
+        states = {}
+        for topic, assignment in list(self._assignments.items()):
+            for partition, replicas in assignment.items():
+                found = self.zk.get_partition_state(topic, partition, replicas)
+                if found is not None:
+                    state, version = found
+                    states[(topic, partition)] = dataclasses.replace(state, zk_version=version)
+        self.dispatch(lambda: self._states.update(states))  # before any request is read
 
     def _read_topic(self, topic: str) -> tuple[TopicMetadata, dict[int, tuple[int, ...]]] | None:
         found = self.zk.get_topic(topic)
@@ -232,6 +237,7 @@ class ZkClusterMetadata(TopicAdministration):
             "registered broker %d at %s, broker epoch %d",
             self.endpoint.node_id, zkdata.BROKER_IDS, self.broker_epoch,
         )  # fmt: skip
+        self._retrying(self._read_states)
         self.zk.zk.add_listener(self._on_session_state)
         ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, self._on_brokers)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)

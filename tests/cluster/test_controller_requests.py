@@ -195,6 +195,8 @@ def find_coordinator(cluster, broker_id, group):
 
 @pytest.mark.spec("CTRL-20", "BROKER-45")
 def test_a_restarted_broker_never_tries_to_create_an_existing_internal_topic(cluster):
+    """Its first FindCoordinator answers come from the topics and states it read at start:
+    a coordinator at once, and no attempt to create `__consumer_offsets` again."""
     wait_for(  # the first FindCoordinator creates __consumer_offsets; it exists from now on
         lambda: find_coordinator(cluster, 1, "g").error_code == ErrorCode.NO_ERROR,
         what="a group coordinator",
@@ -203,8 +205,8 @@ def test_a_restarted_broker_never_tries_to_create_an_existing_internal_topic(clu
     log_before = len(cluster.brokers[victim].log())
     cluster.stop(victim, signal.SIGKILL)
     cluster.brokers[victim].start(timeout=60)  # returns as soon as it accepts a connection
-    for group in range(6):  # groups of every __consumer_offsets partition, at once
-        find_coordinator(cluster, victim, f"g{group}")
+    answers = [find_coordinator(cluster, victim, f"g{group}") for group in range(6)]
+    assert [a.error_code for a in answers] == [ErrorCode.NO_ERROR] * 6, answers
     cluster.wait_registered()
     assert "cannot create __consumer_offsets" not in cluster.brokers[victim].log()[log_before:]
 
