@@ -20,7 +20,8 @@ The active controller (Kafka: `KafkaController`, ZooKeeper mode) reacts to three
   `PartitionModifications`). A new partition gets its first state: the first live assigned
   replica leads, the live replicas form the ISR, leader epoch 0 (Kafka: NewPartition ->
   OnlinePartition).
-* **`/admin/delete_topics` children** (`TopicDeletion`): the topic's znodes are removed.
+* **`/admin/delete_topics` children** (`TopicDeletion`): the topic's replicas are sent
+  StopReplica (delete), and its znodes are removed.
 
 Every write is fenced by the controller epoch (zookeeper.py, CTRL-4): a deposed controller's
 write fails with `ControllerMovedError`, and it resigns.
@@ -41,8 +42,7 @@ from an older controller epoch and one meant for an earlier registration of itse
 (CTRL-18, CTRL-19). A broker that registers, or registers again (a restart or an expired
 session: same id, a new epoch, Kafka's "bounced" brokers), is sent the state of every
 partition (CTRL-20); a new controller sends every broker everything, so the brokers learn
-its epoch at once. Kafka moved from znode watches on every partition to these requests
-(0.8) because watches on a large cluster load ZooKeeper and delay failover ("herd effect").
+its epoch at once.
 
 **ISR changes by leaders** come as AlterPartition requests (KIP-497, CTRL-21): the
 controller checks the leader's broker epoch, leader epoch and partition epoch (the state
@@ -62,14 +62,16 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kafka_ref.cluster import zookeeper as zkdata
-from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
+from kafka_ref.cluster.controller_channel import (
+    ControllerBrokerRequestBatch,
+    ControllerChannelManager,
+)
 from kafka_ref.cluster.election import elect_leader
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zookeeper import ControllerMovedError, KafkaZkClient
@@ -114,18 +116,6 @@ def next_state(
     )  # fmt: skip
 
 
-class ControllerChannel(Protocol):
-    """Where the controller's requests go (controller_channel.py's manager)."""
-
-    def add_broker(self, endpoint: BrokerEndpoint) -> None: ...
-
-    def remove_broker(self, broker_id: int) -> None: ...
-
-    def send(self, broker_id: int, request: tuple[int, int, Any], epoch: int) -> None: ...
-
-    def shutdown(self) -> None: ...
-
-
 class KafkaController:
     """This broker's controller role: elected through /controller, active on one broker."""
 
@@ -133,7 +123,7 @@ class KafkaController:
         self,
         zk: KafkaZkClient,
         broker_id: int,
-        channel: ControllerChannel,
+        channel: ControllerChannelManager,
         *,
         unclean_leader_election: Callable[[str, dict[str, str]], bool],
     ) -> None:
