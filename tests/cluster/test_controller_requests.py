@@ -16,6 +16,7 @@ import re
 import signal
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -282,3 +283,35 @@ def test_leaders_change_their_isr_through_the_controller(cluster, topic_name):
         controller_log
     )
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+
+
+@pytest.mark.spec("CTRL-20")
+def test_stop_replica_deletes_a_replica_unless_its_leader_epoch_is_older(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    first = current_state(cluster, topic_name, 0)
+    follower, third = [r for r in first.replicas if r != first.leader]
+    cluster.stop(third)  # the controller shrinks the ISR: leader epoch 1, which -1 is not
+    wait_for(lambda: current_state(cluster, topic_name, 0).leader_epoch > 0, what="epoch 1")
+    cluster.brokers[third].start()
+    cluster.wait_registered()
+    wait_metadata_agrees(cluster, topic_name, 1, [follower])
+    state = current_state(cluster, topic_name, 0)
+    log_dir = Path(cluster.brokers[follower].data_dir) / f"{topic_name}-0"
+    assert log_dir.is_dir()
+    controller, controller_epoch = cluster.controller()
+
+    def stop_replica(leader_epoch):
+        batch = ControllerBrokerRequestBatch(controller, controller_epoch)
+        batch.add_stop_replica(follower, topic_name, 0, leader_epoch)
+        ((_, (api_key, _v, body)),) = batch.requests(
+            {follower: cluster.zk.get_broker_and_epoch(follower)}
+        )
+        (answer,) = cluster.request(follower, api_key, body).partition_errors
+        return ErrorCode(answer.error_code)
+
+    assert stop_replica(state.leader_epoch - 1) == ErrorCode.FENCED_LEADER_EPOCH
+    assert log_dir.is_dir()
+    assert stop_replica(state.leader_epoch) == ErrorCode.NO_ERROR
+    assert not log_dir.exists()  # deleted by the request, while the topic still exists
+    assert topic_name in cluster.zk.get_all_topics()
