@@ -331,8 +331,9 @@ class KafkaController:
         for topic in self.zk.get_topic_deletions():
             logger.info("controller %d deletes topic %s", self.broker_id, topic)
             for (name, partition), (state, _) in sorted(self.states.items()):
-                for replica in state.replicas if name == topic else ():
-                    self.batch.add_stop_replica(replica, topic, partition, state.leader_epoch)
+                if name == topic:  # its replicas stop and delete their logs
+                    for replica in state.replicas:
+                        self.batch.add_stop_replica(replica, name, partition, state.leader_epoch)
             self.zk.delete_topic_znodes(topic)
             self._forget(topic)
 

@@ -336,9 +336,16 @@ class ZkClusterMetadata(TopicAdministration):
             if found is not None:
                 self._apply_topic(*found)
 
-    def update_metadata(self, states: Iterable[PartitionState]) -> None:
+    def update_metadata(
+        self, states: Iterable[PartitionState], controller_id: int | None = None
+    ) -> None:
         """The controller's partition states (UpdateMetadata, and LeaderAndIsr's for the
-        replicas here), each unless older than the one held (CTRL-5, CTRL-12)."""
+        replicas here), each unless older than the one held (CTRL-5, CTRL-12). UpdateMetadata
+        also names the controller (Kafka's `ZkMetadataCache` takes it from there): a broker
+        back from an expired session knows its successor before its /controller watch is
+        set again."""
+        if controller_id is not None:
+            self._controller_id = controller_id
         for state in states:
             key = (state.topic, state.partition)
             if is_stale(self._states.get(key), state):

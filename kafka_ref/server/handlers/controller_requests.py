@@ -152,7 +152,7 @@ def handle_update_metadata(apis: KafkaApis, request: Request) -> Any:
         states = _states(request.body)
         for topic in {s.topic for s in states}:
             metadata.learn_topic(topic)
-        metadata.update_metadata(states)
+        metadata.update_metadata(states, request.body.controller_id)
     return UpdateMetadataResponse(error_code=error)
 
 
