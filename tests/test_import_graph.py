@@ -4,9 +4,6 @@ A cycle makes a reader hold two files in mind at once and leaves the order in wh
 modules load to chance. Every import counts: at module level, inside a function (run later,
 but a dependency all the same) and under `if TYPE_CHECKING:` (a type names the other file).
 The graph is read from the source with `ast`, nothing is imported.
-
-The cycles listed in KNOWN_CYCLES are in files being rewritten elsewhere; each says why it
-is there. A known cycle that disappears must leave the list, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -16,18 +13,6 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "kafka_ref"
-
-HANDLERS = sorted(
-    p.stem for p in (PACKAGE / "server" / "handlers").glob("*.py") if p.stem != "__init__"
-)
-KNOWN_CYCLES = {
-    # KafkaApis dispatches to the handler modules; each handler takes the KafkaApis as its
-    # argument and imports it for the annotation only. Breaking it means handlers that take
-    # a narrower interface, with handlers/txn.py (being written now) among them.
-    frozenset(
-        ["kafka_ref.server.handlers"] + [f"kafka_ref.server.handlers.{name}" for name in HANDLERS]
-    ),
-}
 
 
 def module_names() -> dict[str, pathlib.Path]:
@@ -114,11 +99,5 @@ def test_cycles_are_found():
 
 
 def test_no_import_cycles_between_files():
-    found = set(cycles(import_graph()))
-    new = [sorted(c) for c in found - KNOWN_CYCLES]
-    assert not new, f"import cycles: {new}"
-
-
-def test_every_known_cycle_is_still_there():
-    gone = [sorted(c) for c in KNOWN_CYCLES - set(cycles(import_graph()))]
-    assert not gone, f"these cycles are gone; remove them from KNOWN_CYCLES: {gone}"
+    found = [sorted(c) for c in cycles(import_graph())]
+    assert not found, f"import cycles: {found}"

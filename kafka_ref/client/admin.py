@@ -16,6 +16,7 @@ answer it (Kafka's `KafkaAdminClient`):
 | create_partitions  | CreatePartitions | the controller                                 |
 | list/describe      | Metadata         | any broker                                     |
 | describe_configs   | DescribeConfigs  | any broker for a topic; that broker for BROKER |
+| describe_log_dirs  | DescribeLogDirs  | each broker asked about                        |
 | delete_records     | DeleteRecords    | each partition's leader                        |
 | list_offsets       | ListOffsets      | each partition's leader                        |
 | groups             | see admin_groups.py: the group's coordinator   |                  |
@@ -65,6 +66,7 @@ from kafka_ref.protocol.messages import (
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeLogDirsRequest,
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
@@ -102,6 +104,22 @@ class TopicDescription(NamedTuple):
     partitions: tuple[PartitionInfo, ...]
 
 
+class ReplicaInfo(NamedTuple):
+    """One partition in a log directory (DescribeLogDirs)."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+class LogDirInfo(NamedTuple):
+    """One log directory of a broker: its error and its partitions (DescribeLogDirs)."""
+
+    path: str
+    error: ErrorCode
+    replicas: dict[TopicPartition, ReplicaInfo]
+
+
 class ConfigResource(NamedTuple):
     """A config owner: `ConfigResource(ConfigResource.TOPIC, "clicks")` or (BROKER, "1")."""
 
@@ -112,14 +130,26 @@ class ConfigResource(NamedTuple):
     BROKER = 4
 
 
+def _node_of(resource: ConfigResource) -> int | None:
+    """Where a config request goes: a broker's own configs to that broker; a topic's, or
+    the cluster-wide broker defaults (name ""), to any broker."""
+    if resource.type == ConfigResource.BROKER and resource.name:
+        return int(resource.name)
+    return None
+
+
 class ConfigEntry(NamedTuple):
     name: str
     value: str | None
     source: int  # 1 DYNAMIC_TOPIC_CONFIG, 4 STATIC_BROKER_CONFIG, 5 DEFAULT_CONFIG, ...
     read_only: bool
     is_sensitive: bool
+    synonyms: tuple[tuple[int, str, str | None], ...] = ()  # (source, name, value), if asked
 
     DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 
     @property
@@ -259,12 +289,17 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
     # -- configs and records -----------------------------------------------------------
 
     def describe_configs(
-        self, resources: Iterable[ConfigResource], keys: Iterable[str] | None = None
+        self,
+        resources: Iterable[ConfigResource],
+        keys: Iterable[str] | None = None,
+        *,
+        include_synonyms: bool = False,
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
-        """Every config of each resource with its value and source (defaults included)."""
+        """Every config of each resource with its value and source (defaults included);
+        with `include_synonyms` each entry's layers, most specific first."""
         out: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         for resource in resources:
-            node = int(resource.name) if resource.type == ConfigResource.BROKER else None
+            node = _node_of(resource)
             request = DescribeConfigsRequest(
                 resources=[
                     DescribeConfigsRequest.DescribeConfigsResource(
@@ -273,7 +308,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
                         configuration_keys=None if keys is None else list(keys),
                     )
                 ],
-                include_synonyms=False,
+                include_synonyms=include_synonyms,
             )
             self._cluster()
             response = self.client.send_and_wait(
@@ -284,7 +319,12 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
                 _check(what, result.error_code, result.error_message)
                 out[resource] = {
                     c.name: ConfigEntry(
-                        c.name, c.value, c.config_source, c.read_only, c.is_sensitive
+                        c.name,
+                        c.value,
+                        c.config_source,
+                        c.read_only,
+                        c.is_sensitive,
+                        tuple((y.source, y.name, y.value) for y in c.synonyms or ()),
                     )
                     for c in result.configs
                 }
@@ -311,12 +351,32 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
             validate_only=validate_only,
         )
         self._cluster()
-        node = int(resource.name) if resource.type == ConfigResource.BROKER else None
+        node = _node_of(resource)
         response = self.client.send_and_wait(
             node, ApiKey.INCREMENTAL_ALTER_CONFIGS, request, self.request_timeout_ms
         )
         for result in response.responses:
             _check(f"alter configs of {resource.name}", result.error_code, result.error_message)
+
+    def describe_log_dirs(self, brokers: Iterable[int]) -> dict[int, list[LogDirInfo]]:
+        """Each broker's log directories with every partition in them (DescribeLogDirs)."""
+        self._cluster()
+        out: dict[int, list[LogDirInfo]] = {}
+        for broker in brokers:
+            response = self.client.send_and_wait(
+                broker, ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest(topics=None),
+                self.request_timeout_ms,
+            )  # fmt: skip
+            _check(f"describe log dirs of broker {broker}", response.error_code)
+            out[broker] = [
+                LogDirInfo(r.log_dir, error_code(r.error_code), {
+                    TopicPartition(t.name, p.partition_index):
+                        ReplicaInfo(p.partition_size, p.offset_lag, p.is_future_key)
+                    for t in r.topics for p in t.partitions
+                })
+                for r in response.results
+            ]  # fmt: skip
+        return out
 
     def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records below the given offsets (-1: the high watermark); returns the new

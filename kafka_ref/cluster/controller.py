@@ -39,19 +39,19 @@ broker, StopReplica to the replicas of a deleted topic. Each request carries the
 epoch and the receiver's *broker epoch*, the czxid of its `/brokers/ids/<id>` registration
 (KIP-380), which this controller reads with the registration. A broker refuses a request
 from an older controller epoch and one meant for an earlier registration of itself
-(CTRL-18, CTRL-19). A broker that registers, or registers again (a restart or an expired
+(CTRL-19, CTRL-20). A broker that registers, or registers again (a restart or an expired
 session: same id, a new epoch, Kafka's "bounced" brokers), is sent the state of every
-partition (CTRL-20); a new controller sends every broker everything, so the brokers learn
+partition (CTRL-21); a new controller sends every broker everything, so the brokers learn
 its epoch at once.
 
-**ISR changes by leaders** come as AlterPartition requests (KIP-497, CTRL-21): the
+**ISR changes by leaders** come as AlterPartition requests (KIP-497, CTRL-22): the
 controller checks the leader's broker epoch, leader epoch and partition epoch (the state
 znode's version) and that the new ISR members are live replicas, writes the state (same
 leader epoch) and answers with it; UpdateMetadata then tells every broker. So the
 controller's cache of partition states follows every change, and no leader writes
 ZooKeeper.
 
-Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-20, CTRL-21.
+Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22.
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ class KafkaController:
     def _on_failover(self) -> None:
         """Kafka `onControllerFailover`: read everything, watch, then repair what is stale.
         Every live broker counts as new: it gets every partition's state under this
-        controller's epoch (CTRL-20)."""
+        controller's epoch (CTRL-21)."""
         self.live = {}
         self.assignments.clear()
         self.states.clear()
@@ -407,7 +407,7 @@ class KafkaController:
             list(new.isr),
         )  # fmt: skip
 
-    # ------------------------------------------------------------------ AlterPartition (CTRL-21)
+    # ------------------------------------------------------------------ AlterPartition (CTRL-22)
     def alter_partition(
         self, broker_id: int, broker_epoch: int, items: list[AlterItem], reply: AlterReply
     ) -> None:

@@ -9,13 +9,13 @@ written its decisions, and then sends:
 * **LeaderAndIsr** to the live replicas of each partition it changed: become leader or
   follower in the new leader epoch (CTRL-10);
 * **UpdateMetadata** to every live broker: the new states for its metadata cache, which
-  answers Metadata (CTRL-11); a broker that just registered gets every partition (CTRL-20);
+  answers Metadata (CTRL-11); a broker that just registered gets every partition (CTRL-21);
 * **StopReplica** to the replicas of a deleted topic: stop fetching and delete the log.
 
 `ControllerBrokerRequestBatch` collects what one event decided and builds one request per
 broker and kind, each carrying the controller's id and epoch and the receiver's broker
 epoch (the czxid of its registration, KIP-380). The broker refuses a request from an older
-controller or for an earlier registration of itself (CTRL-18, CTRL-19), so neither a
+controller or for an earlier registration of itself (CTRL-19, CTRL-20), so neither a
 deposed controller that wakes up from a pause nor a request that outlived its receiver's
 restart changes anything.
 
@@ -30,7 +30,7 @@ an `InterBrokerChannel` (the connections every inter-broker request uses, with t
 inter-broker listener's security), so the manager hands work from one to the other with
 `call_soon_threadsafe`.
 
-Rules: CTRL-18, CTRL-19, CTRL-20, CTRL-22.
+Rules: CTRL-19, CTRL-20, CTRL-21, CTRL-23.
 """
 
 from __future__ import annotations

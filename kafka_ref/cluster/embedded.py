@@ -13,7 +13,8 @@ partition count, replication factor and config overrides. It lives in the data d
 
     <data-dir>/meta.properties            version=1, cluster.id=..., node.id=... (as Kafka)
     <data-dir>/__cluster_metadata.json    {"topics": {...}, "deleting": {...},
-                                           "producer_ids": {"next_producer_id": ...}}
+                                           "producer_ids": {"next_producer_id": ...},
+                                           "broker_configs": {"<default>": {...}, "1": {...}}}
 
 Every change rewrites the JSON file atomically (write a temporary file, fsync, rename,
 fsync the directory), so after a crash the file is either the old or the new state, never
@@ -38,7 +39,11 @@ are this broker, with leader epoch 0, and the controller id is the broker id (BR
 free block before it returns the claimed one, as KRaft's controller does with a
 `ProducerIdsRecord`, so no id is handed out twice across restarts (IDEM-15).
 
-Rules: BROKER-12, BROKER-30..BROKER-36, DUR-13, IDEM-15.
+**Dynamic broker configs** (KIP-226; server/dynamic_config.py) are kept here too, per
+entity (this broker's id, or `<default>` for the cluster), as KRaft keeps them in
+`ConfigRecord`s: persisted, then handed to the broker (CONFIG-6).
+
+Rules: BROKER-12, BROKER-30..BROKER-36, CONFIG-6, DUR-13, IDEM-15.
 """
 
 from __future__ import annotations
@@ -143,6 +148,8 @@ class EmbeddedController(TopicAdministration):
         self._topics: dict[str, TopicMetadata] = {}
         self._deleting: dict[str, int] = {}  # topic -> partitions whose logs may remain
         self._next_producer_id = 0  # the first id of the next producer id block
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        self.on_broker_config = lambda entity, configs: None  # the broker's DynamicBrokerConfig
         for log_dir in self.log_dirs:
             os.makedirs(log_dir, exist_ok=True)
         self.cluster_id = self._load_meta_properties()
@@ -183,6 +190,10 @@ class EmbeddedController(TopicAdministration):
             }
             self._deleting = {str(k): int(v) for k, v in data.get("deleting", {}).items()}
             self._next_producer_id = int(data.get("producer_ids", {}).get("next_producer_id", 0))
+            self._broker_configs = {
+                str(entity): {str(k): str(v) for k, v in configs.items()}
+                for entity, configs in data.get("broker_configs", {}).items()
+            }
         except (OSError, ValueError, KeyError, TypeError, InvalidTopicError) as err:
             raise MetadataLoadError(f"cannot read topic metadata {path}: {err}") from err
         logger.info("loaded metadata of %d topics from %s", len(self._topics), path)
@@ -194,6 +205,7 @@ class EmbeddedController(TopicAdministration):
             "topics": {name: t.to_json() for name, t in sorted(self._topics.items())},
             "deleting": dict(self._deleting),
             "producer_ids": {"next_producer_id": self._next_producer_id},
+            "broker_configs": self._broker_configs,
         }
         write_atomically(self._path(METADATA_FILE), json.dumps(data, indent=1).encode())
 
@@ -281,6 +293,11 @@ class EmbeddedController(TopicAdministration):
         config = self.log_config(name) or self.log_defaults
         for listener in self.listeners:
             listener.on_topic_config(name, config)
+
+    def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        self._broker_configs[entity] = configs
+        self._persist()
+        logger.info("dynamic broker configs of %s now %s", entity, configs)
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic: persist its removal, delete its logs, then clear the tombstone."""

@@ -28,7 +28,7 @@ Rules: BROKER-30, BROKER-31, CTRL-8.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from kafka_ref.cluster.assignment import assign_replicas_to_brokers
 from kafka_ref.cluster.metadata import (
@@ -161,9 +161,13 @@ class TopicAdministration:
     """What both controllers share: their topic settings, topic configs, and planning.
 
     `EmbeddedController` and `ZkClusterMetadata` set these attributes and list the live
-    brokers; each then makes a plan durable in its own way."""
+    brokers; each then makes a plan durable in its own way. Both also keep the dynamic
+    broker configs (CONFIG-6): per entity (a broker id, or `<default>` for the cluster)
+    the stored set, handed to `on_broker_config` whenever it changes."""
 
     _topics: dict[str, TopicMetadata]
+    _broker_configs: dict[str, dict[str, str]]  # entity -> its dynamic broker configs
+    on_broker_config: Callable[[str, dict[str, str]], None]
     log_defaults: LogConfig
     num_partitions: int  # num.partitions
     default_replication_factor: int  # default.replication.factor
@@ -192,6 +196,20 @@ class TopicAdministration:
             self._store_topic_configs(name, dict(configs))
 
     def _store_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        raise NotImplementedError
+
+    def broker_configs(self, entity: str) -> dict[str, str]:
+        """The dynamic broker configs stored for `entity` (a broker id or `<default>`)."""
+        return dict(self._broker_configs.get(entity, {}))
+
+    def alter_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Store `entity`'s new set of dynamic broker configs (checked by the caller), and
+        apply it here at once; other brokers learn it from the store (CONFIG-6)."""
+        self._store_broker_configs(entity, dict(configs))
+        self._broker_configs[entity] = dict(configs)
+        self.on_broker_config(entity, dict(configs))
+
+    def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         raise NotImplementedError
 
     def _plan_topic(

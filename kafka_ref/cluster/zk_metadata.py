@@ -31,23 +31,27 @@ millisecond, and a blocked loop for that long is the price of simple code.
 *older* than the one it holds: a lower controller epoch or a lower leader epoch is ignored
 (CTRL-5). The topics are read at start, the partition states once more right after the
 broker registered, before it accepts a connection, so that its first Metadata answer
-already knows every topic and its leader (CTRL-20); from then on only the controller
+already knows every topic and its leader (CTRL-21); from then on only the controller
 changes the states.
 
 **Epochs.** `broker_epoch` is the czxid of this broker's registration (KIP-380), new at
 every registration; `controller_epoch` the newest controller epoch a request brought. The
-controller's requests are checked against both (CTRL-18, CTRL-19).
+controller's requests are checked against both (CTRL-19, CTRL-20).
 
 **Topic configs** (CTRL-15). The picture is first read whole, topics with their config
 overrides, when the broker starts and before its log manager opens a log, so every log
 opens with its topic's config; a watch on `/config/topics/<topic>` then follows the
 overrides, and when they change the listeners apply the new config to the live logs.
 
+**Dynamic broker configs** (CONFIG-6; cluster/config_changes.py). `/config/brokers/<default>`
+and `/config/brokers/<id>` are read at start with the topics; the notices under
+`/config/changes` then bring every change, handed to `on_broker_config` on the loop.
+
 **Lost connections.** A watch callback that reads ZooKeeper retries its reads until kazoo
 has reconnected (`_retrying`): a ConnectionLoss in kazoo's thread never leaves the picture
 stale (who is alive, the topics) until the next change.
 
-Rules: CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15, CTRL-19, CTRL-20.
+Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15, CTRL-20, CTRL-21.
 """
 
 from __future__ import annotations
@@ -69,6 +73,12 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry
 
 from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster.config_changes import (
+    DEFAULT_ENTITY,
+    BrokerConfigChangeListener,
+    read_broker_config,
+    write_broker_config,
+)
 from kafka_ref.cluster.embedded import (
     META_PROPERTIES,
     MetadataLoadError,
@@ -142,7 +152,7 @@ class ZkClusterMetadata(TopicAdministration):
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self._states: dict[tuple[str, int], PartitionState] = {}
         self.broker_epoch = -1  # the czxid of our registration, once registered (KIP-380)
-        self.controller_epoch = 0  # the newest controller epoch seen in a request (CTRL-18)
+        self.controller_epoch = 0  # the newest controller epoch seen in a request (CTRL-19)
         self._watched_topics: set[str] = set()
         self._lock = threading.Lock()  # guards the watch sets (kazoo threads)
         for log_dir in self.log_dirs:
@@ -150,6 +160,12 @@ class ZkClusterMetadata(TopicAdministration):
         self.cluster_id = zk.get_or_create_cluster_id(new_cluster_id())
         self._check_meta_properties()
         self._load_topics()
+        entities = (DEFAULT_ENTITY, str(endpoint.node_id))
+        self.on_broker_config = lambda entity, configs: None  # the broker's DynamicBrokerConfig
+        self._config_changes = BrokerConfigChangeListener(
+            zk.zk, entities, self._on_broker_config_notice, self._retrying
+        )
+        self._broker_configs = {e: read_broker_config(zk.zk, e) for e in entities}
 
     def _load_topics(self) -> None:
         """Every topic with its assignment and config overrides, read before the log manager
@@ -161,7 +177,7 @@ class ZkClusterMetadata(TopicAdministration):
                 self._apply_topic(*found)
 
     def _read_states(self) -> None:
-        """The partition states as ZooKeeper has them once this broker is registered (CTRL-20):
+        """The partition states as ZooKeeper has them once this broker is registered (CTRL-21):
         its first Metadata answer knows every leader, and the states are those the controller
         wrote after this broker's previous registration went; the controller's UpdateMetadata
         takes over from there."""
@@ -242,6 +258,19 @@ class ZkClusterMetadata(TopicAdministration):
         ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, self._on_brokers)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)
         ChildrenWatch(self.zk.zk, zkdata.TOPICS, self._on_topics)
+        self._config_changes.start()
+
+    def _on_broker_config_notice(self, entity: str, configs: dict[str, str]) -> None:
+        def apply() -> None:
+            if self._broker_configs.get(entity) != configs:
+                self._broker_configs[entity] = configs
+                self.on_broker_config(entity, dict(configs))
+
+        self.dispatch(apply)
+
+    def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """`/config/brokers/<entity>` and its notice; every broker's watch applies it."""
+        write_broker_config(self.zk.zk, entity, configs)
 
     def _on_session_state(self, state: str) -> None:
         if state == KazooState.LOST and not self.zk.closing:

@@ -291,6 +291,14 @@ class LogManager:
             if name == topic:
                 log.config = config
 
+    def reconfigure_default_config(self, defaults: LogConfig) -> None:
+        """New broker defaults (a dynamic broker config, CONFIG-6): every open log takes
+        its topic's config again, its overrides over the new defaults (Kafka:
+        `reconfigureDefaultLogConfig`, `DynamicLogConfig.updateLogsConfig`)."""
+        self.default_config = defaults
+        for topic in {topic for topic, _ in self.logs}:
+            self.update_config(topic, self.config_for(topic))
+
     def delete_log(self, topic: str, partition: int) -> bool:
         """Delete a partition's log: rename the directory aside (atomic), then remove it."""
         log = self.logs.pop((topic, partition), None)

@@ -5,7 +5,7 @@ in ZooKeeper mode with KIP-497 it does not write the partition's state znode its
 sends the controller an AlterPartition request with the new ISR, its leader epoch, and the
 partition epoch (the state znode's version) its decision was based on, together with its
 own broker id and broker epoch. The controller checks them, writes the new state and
-answers with it (CTRL-21); until the answer comes, the leader counts the *maximal* ISR, the
+answers with it (CTRL-22); until the answer comes, the leader counts the *maximal* ISR, the
 old one and the proposed one together, for its high watermark (ISR-5).
 
 Before KIP-497 the leader wrote the znode with a compare-and-set, and the controller
@@ -19,7 +19,7 @@ NETWORK_EXCEPTION after a pause, and the leader proposes it again at its next de
 an answer with an error means the controller knows better (a newer leader epoch or
 partition epoch, a LeaderAndIsr on its way).
 
-Rules: CTRL-21, ISR-5.
+Rules: CTRL-22, ISR-5.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ recovers every log from its recovery point (BROKER-39).
 
 kafka-ref's `Broker` does the same on one asyncio loop:
 
-1. `EmbeddedController` loads the topic metadata and cluster id from the data directory;
+1. `EmbeddedController` loads the topic metadata and cluster id from the data directory,
+   and the dynamic broker configs (KIP-226, server/dynamic_config.py), which join the
+   static configuration before anything reads it;
 2. `LogManager` opens every partition log, with each topic's config from the controller;
 3. reconciliation: a deletion interrupted by a crash is finished, logs without metadata
    are adopted as topics, and every partition of every topic gets its `Partition` (and
@@ -33,6 +35,10 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    expiration of idle producer ids (`producer.id.expiration.check.interval.ms`, IDEM-14)
    and of committed offsets (`offsets.retention.check.interval.ms`). They run on the loop
    between requests; each is bounded by the high watermark.
+
+Once running, a change of a dynamic broker config (CONFIG-6) reaches the parts it
+concerns: the logs take new broker log defaults, the request handlers grow or shrink
+(`num.io.threads`), the cleaner restarts with its new pause (`log.cleaner.backoff.ms`).
 
 Shutdown stops the group coordinator (answering its waiting joins) before the logs close.
 
@@ -57,7 +63,8 @@ waiting answer REQUEST_TIMED_OUT.
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, IDEM-14, ISR-3, REPL-10, REPL-11, SEC-2.
+Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, CONFIG-6, IDEM-14, ISR-3, REPL-10, REPL-11,
+SEC-2.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ import threading
 from collections.abc import Callable
 
 from kafka_ref.clock import Clock, SystemClock
+from kafka_ref.cluster.config_changes import DEFAULT_ENTITY
 from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
@@ -88,13 +96,16 @@ from kafka_ref.security.listeners import (
     build_listener_security,
 )
 from kafka_ref.security.ssl_config import SslConfigError
+from kafka_ref.server.connection_quotas import connection_quotas
+from kafka_ref.server.dynamic_config import DynamicBrokerConfig, follow_broker
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
-from kafka_ref.server.network import SocketServer
+from kafka_ref.server.memory_pool import memory_pool
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
-from kafka_ref.server.request_channel import RequestChannel, handler_loop
+from kafka_ref.server.request_channel import RequestChannel, RequestHandlerPool
+from kafka_ref.server.socket_server import SocketServer
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.server.zk_mode import ZooKeeperMode
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
@@ -137,6 +148,9 @@ class Broker:
         self.txns: TxnCoordinatorAdapter | None = None
         self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
         self._tasks: list[asyncio.Task] = []
+        self.handler_pool: RequestHandlerPool | None = None  # num.io.threads handlers
+        self._cleaner_task: asyncio.Task | None = None
+        self.dynamic_config = DynamicBrokerConfig(config)  # KIP-226: the live config's layers
         self._cleaner = LogCleaner()
         self.started = False
 
@@ -151,10 +165,9 @@ class Broker:
         loop = asyncio.get_running_loop()
         listeners = self._listeners()  # TLS contexts and SASL settings; ConfigError if bad
         advertised = config.advertised_endpoints()
-        log_defaults = config.log_config()
         endpoint = _broker_endpoint(config, advertised)
         settings = dict(
-            log_defaults=log_defaults,
+            log_defaults=config.log_config(),
             num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
             delete_topic_enable=config["delete.topic.enable"],
@@ -167,6 +180,9 @@ class Broker:
         else:
             controller = EmbeddedController(config.data_dir, endpoint, **settings)
         self.controller = controller
+        for entity in (DEFAULT_ENTITY, str(config.broker_id)):  # before any log opens
+            self.dynamic_config.update(entity, controller.broker_configs(entity))
+        log_defaults = controller.log_defaults = config.log_config()
         with _quiet_about(METADATA_FILE):
             self.log_manager = LogManager(
                 config.log_dirs, log_defaults, self.clock, topic_config=controller.log_config
@@ -189,7 +205,7 @@ class Broker:
         self.groups.start()
         self.apis = KafkaApis(
             config, controller, self.replica_manager, purgatory, self.clock,
-            self.groups.coordinator,
+            self.groups.coordinator, dynamic_config=self.dynamic_config,
         )  # fmt: skip
         self.txns = TxnCoordinatorAdapter(
             config, controller, self.replica_manager, self.clock, loop.call_later,
@@ -203,11 +219,14 @@ class Broker:
         self.apis.txn = self.txns
         self.apis.authorizer = self._authorizer()
         channel = RequestChannel(config["queued.max.requests"])
-        for i in range(config["num.io.threads"]):
-            self._spawn(handler_loop(channel, self.apis.handle), f"request-handler-{i}")
+        self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
+        self.handler_pool.resize(config["num.io.threads"])
         self.socket_server = SocketServer(
-            channel, listeners, max_request_size=config["socket.request.max.bytes"]
-        )
+            channel, listeners, max_request_size=config["socket.request.max.bytes"],
+            memory_pool=memory_pool(config["queued.max.request.bytes"]),
+            quotas=connection_quotas(config, [listener.name for listener in listeners]),
+            connections_max_idle_ms=config["connections.max.idle.ms"],
+        )  # fmt: skip
         try:
             bound = await self.socket_server.bind()
             if config.metrics_address is not None:
@@ -225,6 +244,10 @@ class Broker:
             self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
+        follow_broker(  # what each dynamic config changes
+            self.dynamic_config, controller, self.log_manager, self.handler_pool,
+            self.apis.add_partitions, self.restart_cleaner,
+        )  # fmt: skip
         self.started = True
         logger.info(
             "broker %d started: cluster id %s, listeners %s, advertised as %s, "
@@ -293,6 +316,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        if self.handler_pool is not None:
+            await self.handler_pool.shutdown()
         await self.socket_server.stop_accepting()
         await self._stop_metrics()
         await self._leave_cluster()
@@ -302,8 +327,10 @@ class Broker:
         self.log_manager.close()
 
     # ------------------------------------------------------------------ periodic work
-    def _spawn(self, coro, name: str) -> None:
-        self._tasks.append(asyncio.get_running_loop().create_task(coro, name=name))
+    def _spawn(self, coro, name: str) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.append(task)
+        return task
 
     def _start_periodic_tasks(self) -> None:
         c = self.config
@@ -312,8 +339,7 @@ class Broker:
             "checkpoint", c["log.flush.offset.checkpoint.interval.ms"], self.write_checkpoints
         )
         self._every("log-retention", c["log.retention.check.interval.ms"], self.run_retention)
-        if c["log.cleaner.enable"]:
-            self._every("log-cleaner", max(c["log.cleaner.backoff.ms"], 100), self.run_cleaner)
+        self.restart_cleaner()
         interval = c["replica.lag.time.max.ms"] // 2  # Kafka's isr-expiration task (ISR-3)
         self._every("isr-expiration", interval, self.replica_manager.shrink_isrs)
         interval = c["replica.high.watermark.checkpoint.interval.ms"]
@@ -324,7 +350,17 @@ class Broker:
         interval = c["offsets.retention.check.interval.ms"]
         self._every("group-metadata-manager", interval, self.groups.run_offset_expiration)
 
-    def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> None:
+    def restart_cleaner(self) -> None:
+        """The cleaner's task, (re)started with the `log.cleaner.backoff.ms` in force."""
+        if self._cleaner_task is not None:
+            self._cleaner_task.cancel()
+            self._tasks.remove(self._cleaner_task)
+            self._cleaner_task = None
+        if self.config["log.cleaner.enable"]:
+            interval = max(self.config["log.cleaner.backoff.ms"], 100)
+            self._cleaner_task = self._every("log-cleaner", interval, self.run_cleaner)
+
+    def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> asyncio.Task | None:
         async def loop() -> None:
             while True:
                 await asyncio.sleep(interval_ms / 1000)
@@ -333,8 +369,7 @@ class Broker:
                 except Exception:  # a failing job is logged and retried next period
                     logger.exception("periodic task %s failed", name)
 
-        if interval_ms > 0:
-            self._spawn(loop(), name)
+        return self._spawn(loop(), name) if interval_ms > 0 else None
 
     def flush_logs(self) -> int:
         assert self.log_manager is not None
@@ -403,6 +438,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        assert self.handler_pool is not None
+        await self.handler_pool.shutdown()
         await self.socket_server.stop()
         await asyncio.sleep(0.05)
         assert self.log_manager is not None

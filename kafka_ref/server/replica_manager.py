@@ -38,7 +38,7 @@ delayed fetches of that partition re-check (`_on_high_watermark`).
 
 **ISR changes** (ISR-2, ISR-3, ISR-5) are proposed by the partition and sent here through
 `alter_partition`: in ZooKeeper mode the `AlterPartitionManager`, an AlterPartition request
-to the controller (KIP-497, CTRL-21), whose answer is applied when it comes; until then
+to the controller (KIP-497, CTRL-22), whose answer is applied when it comes; until then
 the partition counts the maximal ISR (ISR-5). On one broker there is nobody to ask, and the
 change applies at once. `shrink_isrs` runs every replica.lag.time.max.ms / 2.
 
@@ -46,7 +46,7 @@ change applies at once. `shrink_isrs` runs every replica.lag.time.max.ms / 2.
 partition starts with its checkpointed HW), written periodically and at shutdown. Each
 data directory has its own file, for the partitions it holds (DUR-13).
 
-Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-5, CTRL-10, CTRL-21,
+Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-5, CTRL-10, CTRL-22,
 REPL-2..REPL-5, REPL-10, ISR-2, ISR-3.
 """
 
@@ -356,6 +356,25 @@ class ReplicaManager:
         for partition in list(self.partitions.values()):
             partition.maybe_shrink_isr()
             self.propagate_isr_change(partition)
+
+    # ------------------------------------------------------------------ log directories
+    def describe_log_dirs(
+        self, wanted: Callable[[TopicPartition], bool]
+    ) -> list[tuple[str, dict[TopicPartition, tuple[int, int]]]]:
+        """Per log dir (in `log.dirs` order), its wanted partitions with their size in
+        bytes and offset lag (Kafka: `ReplicaManager.describeLogDirs`, BROKER-52): the lag
+        is how far the high watermark is past the log end offset, never negative, as
+        Kafka's `getLogEndOffsetLag` computes it for a current (not future) log."""
+        result = []
+        for log_dir in self.log_manager.log_dirs:
+            found = {}
+            for tp, log in sorted(self.log_manager.logs_in(log_dir).items()):
+                if wanted(tp):
+                    hw = self.high_watermark(*tp)
+                    lag = 0 if hw is None else max(hw - log.log_end_offset, 0)
+                    found[tp] = (log.size_in_bytes, lag)
+            result.append((log_dir, found))
+        return result
 
     # ------------------------------------------------------------------ housekeeping
     def all_partitions(self) -> list[Partition]:

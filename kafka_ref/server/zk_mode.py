@@ -12,7 +12,7 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
    (`ReplicaManager.become_leader_or_follower`); followers fetch through the
    `ReplicaFetcherManager` (server/follower_fetcher.py), which finds the leader's address in
    the metadata; leaders send their ISR changes to the controller as AlterPartition
-   requests (`AlterPartitionManager`, CTRL-21); the group coordinator loads or resigns the
+   requests (`AlterPartitionManager`, CTRL-22); the group coordinator loads or resigns the
    `__consumer_offsets` partitions it gains or loses, and (`follow_coordinator`, once it
    exists) the transaction coordinator those of `__transaction_state` (TXN-21);
 3. `join`, after the socket server is bound: register `/brokers/ids/<id>` with the bound
@@ -23,7 +23,7 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
 the controller moves leadership away at once instead of after the session timeout; then
 the fetchers stop.
 
-Rules: CTRL-1, CTRL-10, CTRL-21, REPL-7, ISR-3, TXN-21.
+Rules: CTRL-1, CTRL-10, CTRL-22, REPL-7, ISR-3, TXN-21.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class ZooKeeperMode:
     async def connect(self, endpoint: BrokerEndpoint, **settings: Any) -> ZkClusterMetadata:
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(None, self.zk.start)
+            await loop.run_in_executor(None, self.zk.start, None)  # waits for ZooKeeper
             self.metadata = ZkClusterMetadata(self.zk, self.config.data_dir, endpoint, **settings)
         except BaseException:
             await self.leave()

@@ -16,10 +16,23 @@ default. Every broker applies the change to the topic's live logs (CTRL-15) and 
 `Completed updating config for topic clicks.`. `--describe` prints the topic's overrides in
 kafka-configs.sh's form: `Dynamic configs for topic clicks are:` then one line per override,
 `  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}`.
-kafka-ref has no dynamic broker configs, so the only entity type is `topics`.
+
+Dynamic broker configs (KIP-226) the same way, for one broker or for the whole cluster:
+
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type brokers \
+        --entity-name 1 --alter --add-config log.retention.ms=1000
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type brokers \
+        --entity-default --alter --add-config log.segment.bytes=104857600
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type brokers \
+        --entity-name 1 --describe
+
+`--describe` prints `Dynamic configs for broker 1 are:` (or `Default configs for brokers in
+the cluster are:`) and each config set at that level with every layer that defines it,
+`  log.retention.ms=1000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=1000,
+DEFAULT_CONFIG:log.retention.ms=604800000, ...}`.
 A bad argument is one line and exit code 2; a failed operation one line and exit code 1.
 
-Spec rules: CONFIG-3 (spec/configs.md).
+Spec rules: CONFIG-3, CONFIG-7 (spec/configs.md).
 """
 
 from __future__ import annotations
@@ -29,18 +42,28 @@ import re
 import sys
 
 from kafka_ref.cli import UsageError
-from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource
+from kafka_ref.client.admin import Admin, ConfigResource
 from kafka_ref.errors import KafkaError
 from kafka_ref.tools.topics import check_bootstrap
 
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
+SOURCES = {
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+}
 _ITEM = re.compile(r"\s*([^=,\s]+)\s*=\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
-    parser.add_argument("--entity-type", choices=["topics"], help="what to configure: topics")
-    parser.add_argument("--entity-name", metavar="NAME", help="the topic")
+    parser.add_argument("--entity-type", choices=["topics", "brokers"], help="what to configure")
+    parser.add_argument("--entity-name", metavar="NAME", help="the topic, or the broker id")
+    parser.add_argument(
+        "--entity-default", action="store_true", help="brokers: the cluster-wide default"
+    )
     parser.add_argument("--describe", action="store_true", help="show the topic's overrides")
     parser.add_argument("--alter", action="store_true", help="change the topic's overrides")
     parser.add_argument("--add-config", metavar="K=V,...", help="--alter: set these")
@@ -63,8 +86,14 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
 
 def _validate(args: argparse.Namespace) -> None:
     check_bootstrap(args)
-    if args.entity_type is None or not args.entity_name:
-        raise UsageError("--entity-type topics and --entity-name are required")
+    if args.entity_type is None:
+        raise UsageError("--entity-type is required: topics or brokers")
+    if args.entity_default and (args.entity_type != "brokers" or args.entity_name):
+        raise UsageError("--entity-default goes with --entity-type brokers, without --entity-name")
+    if not args.entity_name and not args.entity_default:
+        raise UsageError("--entity-name (or, for brokers, --entity-default) is required")
+    if args.entity_type == "brokers" and args.entity_name and not args.entity_name.isdigit():
+        raise UsageError(f"--entity-name of a broker is its id, not {args.entity_name!r}")
     if args.describe == args.alter:
         raise UsageError("Command must include exactly one action: --describe or --alter")
     if args.alter and not (args.add_config or args.delete_config):
@@ -75,26 +104,43 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--timeout-ms must be positive, not {args.timeout_ms}")
 
 
+def _entity(args: argparse.Namespace) -> tuple[ConfigResource, int, str]:
+    """The resource, the source its own layer has, and how kafka-configs.sh names it."""
+    if args.entity_type == "topics":
+        name = args.entity_name
+        return ConfigResource(ConfigResource.TOPIC, name), 1, f"topic {name}"
+    if args.entity_default:
+        return ConfigResource(ConfigResource.BROKER, ""), 3, "brokers in the cluster"
+    return ConfigResource(ConfigResource.BROKER, args.entity_name), 2, f"broker {args.entity_name}"
+
+
 def run(args: argparse.Namespace) -> int:
     _validate(args)
-    resource = ConfigResource(ConfigResource.TOPIC, args.entity_name)
+    resource, own_source, what = _entity(args)
     changes = [(k, v, SET) for k, v in parse_add_config(args.add_config or "")]
     changes += [(k.strip(), None, DELETE) for k in (args.delete_config or "").split(",") if k]
+    kind = "default config" if args.entity_default else "config"
     try:
         with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
             if args.alter:
                 admin.incremental_alter_configs(resource, changes)
-                print(f"Completed updating config for topic {args.entity_name}.")
+                print(f"Completed updating {kind} for {what}.")
                 return 0
-            entries = admin.describe_configs([resource])[resource]
+            entries = admin.describe_configs([resource], include_synonyms=True)[resource]
     except KafkaError as err:
         print(f"kafka-ref configs: {err}", file=sys.stderr)
         return 1
-    print(f"Dynamic configs for topic {args.entity_name} are:")
+    print(f"{'Default' if args.entity_default else 'Dynamic'} configs for {what} are:")
     for entry in entries.values():
-        if entry.source == ConfigEntry.DYNAMIC_TOPIC_CONFIG:
+        if entry.source == own_source:
+            shown = [
+                s
+                for s in entry.synonyms
+                if resource.type == ConfigResource.BROKER or s[0] == own_source
+            ]  # a topic's: its override only (CONFIG-3)
+            synonyms = ", ".join(f"{SOURCES[src]}:{n}={v}" for src, n, v in shown)
             print(
                 f"  {entry.name}={entry.value} sensitive={str(entry.is_sensitive).lower()} "
-                f"synonyms={{DYNAMIC_TOPIC_CONFIG:{entry.name}={entry.value}}}"
+                f"synonyms={{{synonyms}}}"
             )
     return 0

@@ -49,7 +49,7 @@ def current_state(cluster, topic, partition):
     return dataclasses.replace(state, zk_version=version)
 
 
-@pytest.mark.spec("CTRL-18", "CTRL-4")
+@pytest.mark.spec("CTRL-19", "CTRL-4")
 def test_a_deposed_controller_that_wakes_up_is_refused(cluster, topic_name):
     """The old controller queued two requests for broker `slow` (LeaderAndIsr, then
     UpdateMetadata) while `slow` was paused, and was itself paused before the second left.
@@ -95,7 +95,7 @@ def test_a_deposed_controller_that_wakes_up_is_refused(cluster, topic_name):
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
 
 
-@pytest.mark.spec("CTRL-19")
+@pytest.mark.spec("CTRL-20")
 def test_a_request_for_an_earlier_registration_is_refused(cluster, topic_name):
     create_topic(cluster, topic_name, partitions=1, rf=3)
     victim = next(i for i in (1, 2, 3) if i != cluster.controller()[0])
@@ -147,7 +147,7 @@ def test_a_request_for_an_earlier_registration_is_refused(cluster, topic_name):
     assert cluster.state(topic_name, 0).isr == state.isr
 
 
-@pytest.mark.spec("CTRL-5", "CTRL-18")
+@pytest.mark.spec("CTRL-5", "CTRL-19")
 def test_brokers_refuse_an_older_controller_and_ignore_older_states(cluster, topic_name):
     create_topic(cluster, topic_name, partitions=1, rf=3)
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
@@ -178,7 +178,7 @@ def test_brokers_refuse_an_older_controller_and_ignore_older_states(cluster, top
     assert f"ignoring stale state of {topic_name}-0" in cluster.brokers[1].log()
 
 
-@pytest.mark.spec("CTRL-20")
+@pytest.mark.spec("CTRL-21")
 def test_a_broker_that_just_started_knows_every_topic_in_its_first_metadata(cluster, topic_name):
     victim = next(i for i in (1, 2, 3) if i != cluster.controller()[0])
     cluster.stop(victim)
@@ -198,7 +198,7 @@ def find_coordinator(cluster, broker_id, group):
     return cluster.request(broker_id, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=group))
 
 
-@pytest.mark.spec("CTRL-20", "BROKER-45")
+@pytest.mark.spec("CTRL-21", "BROKER-45")
 def test_a_restarted_broker_never_tries_to_create_an_existing_internal_topic(cluster):
     """Its first FindCoordinator answers come from the topics and states it read at start:
     a coordinator at once, and no attempt to create `__consumer_offsets` again."""
@@ -237,7 +237,7 @@ def alter_partition(cluster, to, sender, topic, leader_epoch, isr, partition_epo
     return cluster.request(to, ApiKey.ALTER_PARTITION, request)
 
 
-@pytest.mark.spec("CTRL-21")
+@pytest.mark.spec("CTRL-22")
 def test_leaders_change_their_isr_through_the_controller(cluster, topic_name):
     create_topic(cluster, topic_name, partitions=1, rf=3)
     state = current_state(cluster, topic_name, 0)
@@ -285,7 +285,7 @@ def test_leaders_change_their_isr_through_the_controller(cluster, topic_name):
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
 
 
-@pytest.mark.spec("CTRL-20")
+@pytest.mark.spec("CTRL-21")
 def test_stop_replica_deletes_a_replica_unless_its_leader_epoch_is_older(cluster, topic_name):
     create_topic(cluster, topic_name, partitions=1, rf=3)
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])

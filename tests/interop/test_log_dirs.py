@@ -1,102 +1,79 @@
-"""A broker process with two data directories, through a real client (DUR-13).
+"""DescribeLogDirs with kafka-python's admin client, on a broker with two log.dirs (BROKER-52).
 
-Partitions of several topics are spread over the two `log.dirs` (the emptiest takes the
-next one), each directory keeps its own checkpoints and meta.properties, and after a clean
-stop and after a kill -9 every record is read back.
+Partitions go to the directory holding the fewest (DUR-13), so a topic of four partitions
+has two in each; the answer must say which, with each partition's size equal to its
+segment files on disk.
 """
 
 from __future__ import annotations
 
+import glob
 import os
-import pathlib
-import signal
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient, NewTopic
 
-from kafka_ref.log.checkpoints import OffsetCheckpointFile
-from kafka_ref.log.log_manager import parse_topic_partition
-from tests.interop.conftest import T_BASE, BrokerProcess, Produced, consume_produced, free_port
+from kafka_ref.conformance.wire import Wire, batch
+from kafka_ref.tools.server_process import free_port
+from tests.interop.conftest import BrokerProcess
 
-pytestmark = pytest.mark.timeout(180)
-
-TOPICS = {"dirs-five": 5, "dirs-three": 3}
+pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
-def two_dir_broker(tmp_path_factory):
-    base = tmp_path_factory.mktemp("log-dirs")
-    dirs = [str(base / "disk1"), str(base / "disk2")]
-    configs = {"log.dirs": ",".join(dirs), "offsets.topic.num.partitions": 2}
-    broker = BrokerProcess(str(base / "disk1"), free_port(), configs)
-    broker.start()
-    yield broker, dirs
-    broker.stop()
+def broker(tmp_path_factory):
+    base = tmp_path_factory.mktemp("logdirs")
+    dirs = [str(base / "a"), str(base / "b")]
+    process = BrokerProcess(str(base / "a"), free_port(), {"log.dirs": ",".join(dirs)})
+    process.start()
+    process.dirs = dirs
+    yield process
+    process.stop()
 
 
-def partitions_in(log_dir: str) -> set[tuple[str, int]]:
-    return {tp for name in os.listdir(log_dir) if (tp := parse_topic_partition(name))}
+def on_disk(log_dir: str, topic: str, partition: int) -> int:
+    return sum(os.path.getsize(f) for f in glob.glob(f"{log_dir}/{topic}-{partition}/*.log"))
 
 
-def read_all(bootstrap: str, expected: int) -> dict[str, list[Produced]]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "log-dirs", "enable.auto.commit": False}
-    )
-    consumer.assign(
-        [TopicPartition(t, p, OFFSET_BEGINNING) for t, n in TOPICS.items() for p in range(n)]
-    )
-    return consume_produced(consumer, TOPICS, expected)
+@pytest.mark.spec("BROKER-52")
+def test_each_directory_lists_its_partitions_with_their_sizes(broker):
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic("spread", 4, 1)])
+        with Wire("127.0.0.1", broker.port) as wire:
+            wire.wait_for_leader("spread", 4)
+            for partition, count in ((0, 3), (1, 1), (3, 2)):
+                for _ in range(count):
+                    assert wire.produce("spread", partition, batch([b"x" * 100])).error_code == 0
+        (answer,) = admin.describe_log_dirs()
+        assert answer["broker"] == 0
+        dirs = answer["log_dirs"]
+        assert [d["log_dir"] for d in dirs] == broker.dirs and {d["error_code"] for d in dirs} == {
+            0
+        }
+        placed = {}
+        for d in dirs:
+            assert d["total_bytes"] > 0 and 0 <= d["usable_bytes"] <= d["total_bytes"]
+            for topic in d["topics"]:
+                for p in topic["partitions"]:
+                    placed[(topic["name"], p["partition_index"])] = d["log_dir"]
+                    assert p["partition_size"] == on_disk(d["log_dir"], topic["name"],
+                                                          p["partition_index"])  # fmt: skip
+                    assert (p["offset_lag"], p["is_future_key"]) == (0, False)
+        spread = {p: where for (t, p), where in placed.items() if t == "spread"}
+        assert sorted(spread) == [0, 1, 2, 3]
+        assert sorted(spread.values()) == sorted(broker.dirs * 2), "two in each directory"
+        assert all(os.path.isdir(f"{spread[p]}/spread-{p}") for p in spread)
+        assert on_disk(spread[0], "spread", 0) > on_disk(spread[1], "spread", 1) > 0
 
-
-@pytest.mark.spec("DUR-13")
-def test_two_log_dirs_serve_and_survive_restarts(two_dir_broker):
-    broker, dirs = two_dir_broker
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    futures = admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
-    for future in futures.values():
-        future.result(10)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
-    reports: list = []
-    for topic, count in TOPICS.items():
-        for i in range(200):
-            producer.produce(
-                topic, key=b"%d" % i, value=b"v%d" % i, partition=i % count,
-                timestamp=T_BASE + i, on_delivery=lambda err, msg: reports.append((err, msg)),
-            )  # fmt: skip
-    assert producer.flush(30) == 0
-    assert all(err is None for err, _ in reports)
-    produced = {topic: [] for topic in TOPICS}
-    for _, m in reports:
-        produced[m.topic()].append(
-            Produced(m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
-        )
-    produced = {topic: sorted(records) for topic, records in produced.items()}
-    assert read_all(broker.bootstrap, 400) == produced
-
-    held = [partitions_in(d) for d in dirs]
-    ours = {(t, p) for t, n in TOPICS.items() for p in range(n)}
-    assert ours <= held[0] | held[1] and not held[0] & held[1]  # each in exactly one dir
-    assert held[0] & ours and held[1] & ours  # both dirs got partitions of ours
-    assert abs(len(held[0]) - len(held[1])) <= 1  # each went to the emptiest dir
-
-    assert broker.stop(signal.SIGTERM) == 0
-    cluster_ids = set()
-    for log_dir, partitions in zip(dirs, held, strict=True):
-        assert os.path.exists(os.path.join(log_dir, ".kafka_cleanshutdown"))
-        props = pathlib.Path(log_dir, "meta.properties").read_text()
-        cluster_ids |= {line for line in props.splitlines() if line.startswith("cluster.id=")}
-        for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
-            offsets = OffsetCheckpointFile(os.path.join(log_dir, name)).read()
-            assert set(offsets) == partitions, (log_dir, name)  # only this dir's partitions
-            for (topic, p), offset in offsets.items():
-                if topic in TOPICS:  # the HW / log end: what was produced to the partition
-                    assert offset == sum(1 for r in produced[topic] if r.partition == p)
-    assert len(cluster_ids) == 1  # both dirs belong to the same cluster
-
-    broker.start()
-    assert read_all(broker.bootstrap, 400) == produced
-    assert [partitions_in(d) for d in dirs] == held  # nothing moved
-    broker.restart(signal.SIGKILL)
-    assert "(unclean shutdown)" in broker.log().rsplit("broker 0 started", 2)[-2]
-    assert read_all(broker.bootstrap, 400) == produced
+        (only,) = admin.describe_log_dirs(topic_partitions={"spread": [1]})
+        listed = [
+            (t["name"], p["partition_index"], d["log_dir"])
+            for d in only["log_dirs"]
+            for t in d["topics"]
+            for p in t["partitions"]
+        ]
+        assert listed == [("spread", 1, spread[1])]
+        assert len(only["log_dirs"]) == 2, "every directory is listed, even without a match"
+    finally:
+        admin.close()

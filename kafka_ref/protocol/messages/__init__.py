@@ -21,7 +21,7 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
     to it: AlterPartition 0   TxnOffsetCommit 0-4   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-1
-    DescribeConfigs 1-2   CreatePartitions 0-1
+    DescribeConfigs 1-2   CreatePartitions 0-1   DescribeLogDirs 1-4
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
@@ -131,6 +131,10 @@ from kafka_ref.protocol.messages.api_33_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from kafka_ref.protocol.messages.api_35_describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from kafka_ref.protocol.messages.api_36_sasl_authenticate import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -202,6 +206,7 @@ class ApiKey(IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -272,6 +277,7 @@ APIS: dict[int, Api] = {
         _api("DeleteAcls", DeleteAclsRequest, DeleteAclsResponse),
         _api("DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse),
         _api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse),
+        _api("DescribeLogDirs", DescribeLogDirsRequest, DescribeLogDirsResponse),
         _api("SaslAuthenticate", SaslAuthenticateRequest, SaslAuthenticateResponse),
         _api("CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse),
         _api("DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse),
@@ -330,6 +336,8 @@ __all__ = [
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
     "DescribeProducersRequest",
     "DescribeProducersResponse",
     "DescribeTransactionsRequest",

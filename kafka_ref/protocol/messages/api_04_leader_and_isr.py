@@ -13,7 +13,7 @@ Every request carries the sender's `ControllerEpoch` and the receiver's `BrokerE
 czxid of its `/brokers/ids/<id>` registration, KIP-380). A broker refuses a request from
 an older controller (STALE_CONTROLLER_EPOCH) and one addressed to an earlier registration
 of itself (STALE_BROKER_EPOCH): a deposed controller that wakes up from a pause, or a
-request delayed past a restart of its receiver, changes nothing (CTRL-18, CTRL-19). A
+request delayed past a restart of its receiver, changes nothing (CTRL-19, CTRL-20). A
 partition whose leader epoch is older than the applied one gets STALE_CONTROLLER_EPOCH in
 its own error (CTRL-5).
 

@@ -6,7 +6,7 @@ fetching, forgets the partition and deletes its log) and, in Kafka, when a repli
 away in a reassignment. Each partition names the leader epoch the controller knows (KIP-570),
 so a StopReplica older than the partition's current leadership is refused for that
 partition (FENCED_LEADER_EPOCH). The request carries the controller epoch and the
-receiver's broker epoch, checked as LeaderAndIsr's are (CTRL-18, CTRL-19).
+receiver's broker epoch, checked as LeaderAndIsr's are (CTRL-19, CTRL-20).
 
 Version history (Kafka's JSON comments): v1 adds the broker epoch and groups partitions by
 topic; v2 is the first flexible version; v3 moves DeletePartitions into each partition and

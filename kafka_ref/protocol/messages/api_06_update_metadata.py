@@ -4,10 +4,10 @@ answers Metadata with (ZooKeeper mode). Brokers send it; clients never do.
 Each broker answers Metadata from its metadata cache (Kafka: `ZkMetadataCache`), and in
 ZooKeeper mode the controller fills it: after every decision it sends UpdateMetadata with
 the new states to every live broker, and a broker that registers gets the states of every
-partition at once (CTRL-20). A partition state is the leader, leader epoch, ISR, state
+partition at once (CTRL-21). A partition state is the leader, leader epoch, ISR, state
 znode version, replicas and the replicas on brokers that are not live; the request also
 lists the live brokers with their endpoints. The controller epoch and broker epoch are
-checked as in LeaderAndIsr (CTRL-18, CTRL-19), and a partition state older than the one in
+checked as in LeaderAndIsr (CTRL-19, CTRL-20), and a partition state older than the one in
 the cache (lower leader epoch) is ignored (CTRL-5, CTRL-12).
 
 Version history (Kafka's JSON comments): v1 lists several endpoints per broker; v2 adds the

@@ -3,7 +3,8 @@
 A topic's configuration is its broker's defaults with the topic's *overrides* on top
 (DescribeConfigs, key 32, shows both). These two requests change the overrides of topics
 (resource type 2) while their logs are open; the new values apply to every replica of the
-topic without a restart.
+topic without a restart. On resource type 4 (BROKER) they change a broker's dynamic configs
+(KIP-226): named by a broker id that broker's own layer, named "" the cluster's default.
 
 * **AlterConfigs** (KIP-133) *replaces* the whole set of a resource's overrides with the
   one in the request: a key missing from the request loses its override. Tools therefore
@@ -15,7 +16,8 @@ topic without a restart.
 
 `validate_only` checks without changing anything. The answer has, per resource, an error
 code and message (INVALID_CONFIG for an unknown key or a bad value, UNKNOWN_TOPIC_OR_PARTITION,
-INVALID_REQUEST for an unsupported resource type or operation).
+INVALID_REQUEST for an unsupported resource type or operation, and for a broker config that
+may not change while the broker runs).
 
 Version history (Kafka's JSON comments): AlterConfigs v1 = v0, v2 flexible;
 IncrementalAlterConfigs v1 flexible. kafka-ref declares AlterConfigs 0-2 and

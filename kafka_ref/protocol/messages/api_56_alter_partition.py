@@ -9,7 +9,7 @@ checks the sender's broker epoch (STALE_BROKER_EPOCH), the leader epoch
 the state since) and that every new ISR member is a live replica (OPERATION_NOT_ATTEMPTED
 at this version; INELIGIBLE_REPLICA from v2, KIP-841). It writes the new state to
 ZooKeeper and answers with it, leader epoch unchanged and a new partition epoch; the other
-brokers learn it from UpdateMetadata (CTRL-21). Before KIP-497 the leader wrote the state
+brokers learn it from UpdateMetadata (CTRL-22). Before KIP-497 the leader wrote the state
 znode itself, and the controller learned of it through `/isr_change_notification`.
 
 Version history (Kafka's JSON comments): v0 is AlterIsr (Kafka 2.7, IBP 2.7+); v1 adds

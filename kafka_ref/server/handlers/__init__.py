@@ -25,7 +25,8 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
                   LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15),
                   ListGroups (16), DeleteGroups (42): the group coordinator's APIs
 
-A handler is a function `handler(apis, request)` that returns the response body (a
+A handler is a function `handler(apis, request)`, where `apis` is the `ApiContext`
+(context.py: the broker's core objects, what a handler may use), that returns the response body (a
 message value), a ready `Response`, `None` for "no response" (acks=0), or `DEFERRED` when
 it has arranged to answer later (a fetch waiting in the purgatory calls `apis.send`).
 Errors a client can act on travel as error codes inside the response (per partition or
@@ -43,68 +44,40 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_ref.clock import Clock
-from kafka_ref.cluster.embedded import EmbeddedController
-from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.protocol.messages import ApiKey
-from kafka_ref.security.authorizer import Authorizer
-from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
-from kafka_ref.server.kafka_config import KafkaConfig
-from kafka_ref.server.purgatory import DelayedOperationPurgatory
-from kafka_ref.server.replica_manager import ReplicaManager
+from kafka_ref.server.handlers import (
+    acls,
+    admin,
+    alter_configs,
+    configs,
+    controller_requests,
+    fetch,
+    follower_fetch,
+    groups,
+    log_dirs,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+    txn,
+    txn_admin,
+)
+from kafka_ref.server.handlers.context import ApiContext
 from kafka_ref.server.request_channel import Request
-from kafka_ref.server.response import DEFERRED, Response, encode_response
-from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
-from kafka_ref.txn.producer_ids import ProducerIdManager
+from kafka_ref.server.response import DEFERRED
 
 logger = logging.getLogger("kafka_ref.server.handlers")
 
 
-Handler = Callable[["KafkaApis", Request], Any]
+Handler = Callable[[ApiContext, Request], Any]
 
 
 @dataclass
-class KafkaApis:
+class KafkaApis(ApiContext):
     """Dispatches each request to its handler (Kafka: `KafkaApis`)."""
 
-    config: KafkaConfig
-    controller: EmbeddedController
-    replica_manager: ReplicaManager
-    fetch_purgatory: DelayedOperationPurgatory
-    clock: Clock
-    group_coordinator: GroupCoordinator
-    producer_ids: ProducerIdManager | None = None  # default: blocks from the controller
-    txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
-    add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
-    authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
-    kafka_controller: Any = None  # ZooKeeper mode: this broker's KafkaController
-
     def __post_init__(self) -> None:
-        from kafka_ref.server.handlers import (
-            acls,
-            admin,
-            alter_configs,
-            configs,
-            controller_requests,
-            fetch,
-            follower_fetch,
-            groups,
-            metadata,
-            offsets,
-            produce,
-            sasl,
-            txn,
-            txn_admin,
-        )
-
-        if self.producer_ids is None:
-            self.producer_ids = ProducerIdManager(self.controller.endpoint.node_id, self.controller)
-        if self.add_partitions is None:
-            self.add_partitions = AddPartitionsToTxnManager(
-                self.controller, self.config["transaction.state.log.num.partitions"],
-                self.config["transaction.partition.verification.enable"],
-            )  # fmt: skip
-
+        super().__post_init__()
         self.handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: produce.handle_produce,
             ApiKey.FETCH: fetch.handle_fetch,
@@ -148,11 +121,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
             ApiKey.CREATE_ACLS: acls.handle_create_acls,
             ApiKey.DELETE_ACLS: acls.handle_delete_acls,
+            ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
         }
-
-    @property
-    def broker_id(self) -> int:
-        return self.controller.endpoint.node_id
 
     def handle(self, request: Request) -> None:
         """Run the request's handler and hand its answer to the connection."""
@@ -178,20 +148,3 @@ class KafkaApis:
                 (request.local_done_ns - request.dequeued_ns) / 1e6,
                 " (delayed)" if result is DEFERRED else "",
             )  # fmt: skip
-
-    def send(self, request: Request, result: Any) -> None:
-        """Encode `result` (a body, a Response, or None for no response) and complete."""
-        if request.done:
-            return  # already answered, e.g. by closing the connection
-        if result is None or isinstance(result, Response):
-            request.complete(result)
-            return
-        try:
-            response = encode_response(
-                request.api_key, request.api_version, request.correlation_id, result
-            )
-        except Exception as err:  # a bug: never leave the connection waiting forever
-            logger.exception("cannot encode the response to %r", request)
-            request.close_connection(f"cannot encode the response: {err}")
-            return
-        request.complete(response)

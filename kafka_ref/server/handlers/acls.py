@@ -32,10 +32,10 @@ from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 
-def _refusal(apis: KafkaApis, request: Request, operation: AclOperation) -> ErrorCode | None:
+def _refusal(apis: ApiContext, request: Request, operation: AclOperation) -> ErrorCode | None:
     if apis.authorizer is None:
         return ErrorCode.SECURITY_DISABLED
     if not authorized(apis, request, operation, Res.CLUSTER):
@@ -52,7 +52,7 @@ def _filter(f: Any) -> AclBindingFilter:
     )  # fmt: skip
 
 
-def handle_describe_acls(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_acls(apis: ApiContext, request: Request) -> Any:
     refused = _refusal(apis, request, Op.DESCRIBE)
     if refused is not None:
         return DescribeAclsResponse(error_code=refused, error_message=refused.name)
@@ -85,7 +85,7 @@ def handle_describe_acls(apis: KafkaApis, request: Request) -> Any:
     )
 
 
-def handle_create_acls(apis: KafkaApis, request: Request) -> Any:
+def handle_create_acls(apis: ApiContext, request: Request) -> Any:
     result = CreateAclsResponse.AclCreationResult
     refused = _refusal(apis, request, Op.ALTER)
     if refused is not None:
@@ -117,7 +117,7 @@ def handle_create_acls(apis: KafkaApis, request: Request) -> Any:
     return CreateAclsResponse(results=results)
 
 
-def handle_delete_acls(apis: KafkaApis, request: Request) -> Any:
+def handle_delete_acls(apis: ApiContext, request: Request) -> Any:
     result, matching = (
         DeleteAclsResponse.DeleteAclsFilterResult,
         DeleteAclsResponse.DeleteAclsMatchingAcl,

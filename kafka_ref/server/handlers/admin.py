@@ -41,14 +41,14 @@ from kafka_ref.server.handlers.authz import Op, Res, authorized, require
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 
 def _message(err: KafkaError) -> str:
     return str(err.args[0]) if err.args else err.code.name
 
 
-def handle_create_topics(apis: KafkaApis, request: Request) -> Any:
+def handle_create_topics(apis: ApiContext, request: Request) -> Any:
     body = request.body
     counts = Counter(t.name for t in body.topics)
     results = []
@@ -82,7 +82,7 @@ def handle_create_topics(apis: KafkaApis, request: Request) -> Any:
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-def handle_delete_topics(apis: KafkaApis, request: Request) -> Any:
+def handle_delete_topics(apis: ApiContext, request: Request) -> Any:
     names = request.body.topic_names
     counts = Counter(names)
     results = []
@@ -99,7 +99,7 @@ def handle_delete_topics(apis: KafkaApis, request: Request) -> Any:
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
-def handle_create_partitions(apis: KafkaApis, request: Request) -> Any:
+def handle_create_partitions(apis: ApiContext, request: Request) -> Any:
     body = request.body
     counts = Counter(t.name for t in body.topics)
     results = []

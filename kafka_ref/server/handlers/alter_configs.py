@@ -14,11 +14,17 @@ ZooKeeper) and makes every broker apply it to the topic's live logs (CTRL-15):
   value in force; on another type they are INVALID_CONFIG. A key named twice in one
   resource is INVALID_REQUEST.
 
-Resource type 2 is a topic. kafka-ref has no dynamic broker configs: a BROKER resource (4) is
-INVALID_REQUEST, and so is any other type. `validate_only` checks and changes nothing. Each
-resource gets its own error code and message.
+Resource type 2 is a topic; type 4 (BROKER) is a dynamic broker config (KIP-226,
+server/dynamic_config.py): named by this broker's id, its own layer, named "" the
+cluster-wide default. The operations apply the same way to the layer's stored set; the
+result must hold only dynamically updatable keys with valid values, else the resource is
+INVALID_REQUEST ("Invalid config value for resource ...", as Kafka's `ZkAdminManager`
+answers a ConfigException), as is another broker's id (CONFIG-5). The controller stores the
+set (the metadata file, or `/config/brokers/<id|<default>>` in ZooKeeper) and every broker
+applies it (CONFIG-6). Any other type is INVALID_REQUEST. `validate_only` checks and
+changes nothing. Each resource gets its own error code and message.
 
-Rules: CONFIG-1, CONFIG-2, CTRL-15.
+Rules: CONFIG-1, CONFIG-2, CONFIG-5, CONFIG-6, CTRL-15.
 """
 
 from __future__ import annotations
@@ -29,12 +35,14 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.config import TOPIC_CONFIGS
 from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError
 from kafka_ref.protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsResponse
+from kafka_ref.server.dynamic_config import DEFAULT_ENTITY
 from kafka_ref.server.handlers.authz import Op, Res, require
-from kafka_ref.server.handlers.configs import BROKER, TOPIC, config_string
+from kafka_ref.server.handlers.configs import BROKER, TOPIC
+from kafka_ref.server.kafka_config import BROKER_CONFIGS, config_string
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # Kafka's AlterConfigOp.OpType
 
@@ -48,15 +56,16 @@ def replaced(current: dict[str, str], configs: list[Any]) -> dict[str, str]:
     return {c.name: c.value for c in configs if c.value is not None}
 
 
-def incremental(apis: KafkaApis, topic: str, current: dict[str, str], configs: list) -> dict:
+def incremental(apis: ApiContext, resource: Any, current: dict[str, str], configs: list) -> dict:
     """IncrementalAlterConfigs: each operation applied to the current overrides in turn."""
     names = [c.name for c in configs]
     if len(names) != len(set(names)):
         raise _request_error("Error due to duplicate config keys")
+    broker = resource.resource_type == BROKER
     new = dict(current)
     for config in configs:
-        definition = TOPIC_CONFIGS.get(config.name)
-        if definition is None:
+        definition = (BROKER_CONFIGS if broker else TOPIC_CONFIGS).get(config.name)
+        if definition is None and not broker:
             raise InvalidConfigError(f"Unknown topic config name: {config.name}")
         op = config.config_operation
         if op == SET:
@@ -66,12 +75,11 @@ def incremental(apis: KafkaApis, topic: str, current: dict[str, str], configs: l
         elif op == DELETE:
             new.pop(config.name, None)
         elif op in (APPEND, SUBTRACT):
-            if definition.type != "list":
+            if definition is None or definition.type != "list":
                 raise InvalidConfigError(
                     f"Config value append/subtract is not allowed for config key: {config.name}"
                 )
-            in_force = apis.controller.log_config(topic) or apis.controller.log_defaults
-            items = list(in_force.to_properties()[config.name])
+            items = list(_in_force(apis, resource, config.name))
             given = [v.strip() for v in (config.value or "").split(",") if v.strip()]
             if op == APPEND:
                 items += [v for v in given if v not in items]
@@ -83,7 +91,47 @@ def incremental(apis: KafkaApis, topic: str, current: dict[str, str], configs: l
     return new
 
 
-def _alter(apis: KafkaApis, request: Request, response: Any, plan: Callable) -> Any:
+def _in_force(apis: ApiContext, resource: Any, name: str) -> Any:
+    """A list config's value in force, where APPEND and SUBTRACT start."""
+    if resource.resource_type == BROKER:
+        return apis.config[name]
+    topic = resource.resource_name
+    in_force = apis.controller.log_config(topic) or apis.controller.log_defaults
+    return in_force.to_properties()[name]
+
+
+def _broker_entity(apis: ApiContext, name: str) -> str:
+    """The layer a BROKER resource names: "" the cluster default, else this broker's id
+    (Kafka: `ZkAdminManager.getBrokerId`)."""
+    if not name:
+        return DEFAULT_ENTITY
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise _request_error(f"Broker id must be an integer, but it is: {name}") from None
+    if broker_id != apis.broker_id:
+        raise _request_error(
+            f"Unexpected broker id, expected {apis.broker_id}, but received {name}"
+        )
+    return name
+
+
+def _alter_broker(apis: ApiContext, resource: Any, plan: Callable, validate_only: bool) -> None:
+    """A dynamic broker config (CONFIG-5, CONFIG-6): check the layer's new set, store it."""
+    entity = _broker_entity(apis, resource.resource_name)
+    new = plan(apis, resource, apis.controller.broker_configs(entity), resource.configs)
+    try:
+        apis.dynamic_config.validate(entity, new)
+    except KafkaError as err:
+        raise _request_error(
+            f"Invalid config value for resource ConfigResource(type=BROKER, "
+            f"name='{resource.resource_name}'): {err.args[0]}"
+        ) from None
+    if not validate_only:
+        apis.controller.alter_broker_configs(entity, new)
+
+
+def _alter(apis: ApiContext, request: Request, response: Any, plan: Callable) -> Any:
     body = request.body
     results = []
     for resource in body.resources:
@@ -91,15 +139,16 @@ def _alter(apis: KafkaApis, request: Request, response: Any, plan: Callable) -> 
         try:
             if resource.resource_type == BROKER:
                 require(apis, request, Op.ALTER_CONFIGS, Res.CLUSTER)  # SEC-17
-                raise _request_error("kafka-ref has no dynamic broker configs")
-            if resource.resource_type != TOPIC:
+                _alter_broker(apis, resource, plan, body.validate_only)
+            elif resource.resource_type != TOPIC:
                 raise _request_error(f"Unsupported resource type {resource.resource_type}")
-            name = resource.resource_name
-            require(apis, request, Op.ALTER_CONFIGS, Res.TOPIC, name)
-            meta = apis.controller.topic(name)
-            current = dict(meta.configs) if meta is not None else {}
-            new = plan(apis, name, current, resource.configs)
-            apis.controller.alter_topic_configs(name, new, validate_only=body.validate_only)
+            else:
+                name = resource.resource_name
+                require(apis, request, Op.ALTER_CONFIGS, Res.TOPIC, name)
+                meta = apis.controller.topic(name)
+                current = dict(meta.configs) if meta is not None else {}
+                new = plan(apis, resource, current, resource.configs)
+                apis.controller.alter_topic_configs(name, new, validate_only=body.validate_only)
         except KafkaError as err:
             code, message = err.code, str(err.args[0]) if err.args else err.code.name
         results.append(
@@ -113,11 +162,11 @@ def _alter(apis: KafkaApis, request: Request, response: Any, plan: Callable) -> 
     return response(throttle_time_ms=0, responses=results)
 
 
-def handle_alter_configs(apis: KafkaApis, request: Request) -> Any:
+def handle_alter_configs(apis: ApiContext, request: Request) -> Any:
     return _alter(
         apis, request, AlterConfigsResponse, lambda _a, _t, cur, cfgs: replaced(cur, cfgs)
     )
 
 
-def handle_incremental_alter_configs(apis: KafkaApis, request: Request) -> Any:
+def handle_incremental_alter_configs(apis: ApiContext, request: Request) -> Any:
     return _alter(apis, request, IncrementalAlterConfigsResponse, incremental)

@@ -18,7 +18,7 @@ from kafka_ref.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 Op, Res = AclOperation, ResourceType  # short names for the handlers' calls
 # The error of a refusal, by resource type (Kafka: the AuthorizationException subclasses).
@@ -31,7 +31,7 @@ REFUSALS = {
 
 
 def authorized(
-    apis: KafkaApis, request: Request, operation: AclOperation, rtype: ResourceType,
+    apis: ApiContext, request: Request, operation: AclOperation, rtype: ResourceType,
     name: str = CLUSTER_NAME,
 ) -> bool:  # fmt: skip
     authorizer = apis.authorizer
@@ -41,7 +41,7 @@ def authorized(
 
 
 def authorized_any(
-    apis: KafkaApis, request: Request, operation: AclOperation, rtype: ResourceType
+    apis: ApiContext, request: Request, operation: AclOperation, rtype: ResourceType
 ) -> bool:
     """May it do `operation` on some resource of the type? (KIP-679's idempotent producer)"""
     authorizer = apis.authorizer
@@ -51,7 +51,7 @@ def authorized_any(
 
 
 def require(
-    apis: KafkaApis, request: Request, operation: AclOperation, rtype: ResourceType,
+    apis: ApiContext, request: Request, operation: AclOperation, rtype: ResourceType,
     name: str = CLUSTER_NAME,
 ) -> None:  # fmt: skip
     """Raise the resource type's refusal (a KafkaError) unless authorized: for handlers

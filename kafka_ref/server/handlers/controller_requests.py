@@ -5,13 +5,13 @@ LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) and AlterPartition (56).
 controller epoch and the broker epoch of the registration it was meant for (KIP-380).
 `fence` refuses, as Kafka's broker does:
 
-* a broker epoch older than this broker's own (STALE_BROKER_EPOCH, CTRL-19): the request
+* a broker epoch older than this broker's own (STALE_BROKER_EPOCH, CTRL-20): the request
   was meant for an earlier registration, before a restart or an expired session. A newer
   one is accepted: the broker has registered again and the controller read the new
   registration before this broker's own ZooKeeper client returned it (Kafka:
   `KafkaApis.isBrokerEpochStale`);
 * a controller epoch older than the newest this broker has seen (STALE_CONTROLLER_EPOCH,
-  CTRL-18): a deposed controller that wakes up from a long pause and sends what it decided
+  CTRL-19): a deposed controller that wakes up from a long pause and sends what it decided
   before it was deposed changes nothing here (Kafka: `ReplicaManager.becomeLeaderOrFollower`,
   `maybeUpdateMetadataCache`, `stopReplicas`).
 
@@ -22,14 +22,14 @@ FENCED_LEADER_EPOCH, and UpdateMetadata keeps the newer state in the cache (CTRL
 
 **AlterPartition** arrives at the controller's broker from a partition leader: the
 controller decides on its own thread (KafkaController.alter_partition) and the answer goes
-back when it is written (CTRL-21). A broker that is not the active controller answers
+back when it is written (CTRL-22). A broker that is not the active controller answers
 NOT_CONTROLLER, and the leader asks again.
 
 All four need CLUSTER_ACTION on the cluster when authorization is on: only brokers send
 them (SEC-17). A broker that is not in a ZooKeeper cluster has no controller to hear from
 and answers INVALID_REQUEST.
 
-Rules: CTRL-5, CTRL-18, CTRL-19, CTRL-20, CTRL-21.
+Rules: CTRL-5, CTRL-19, CTRL-20, CTRL-21, CTRL-22.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 logger = logging.getLogger("kafka_ref.server.handlers.controller_requests")
 
@@ -60,7 +60,7 @@ logger = logging.getLogger("kafka_ref.server.handlers.controller_requests")
 def fence(
     own_broker_epoch: int, known_controller_epoch: int, broker_epoch: int, controller_epoch: int
 ) -> ErrorCode:
-    """Whether a controller's request may be applied here (CTRL-18, CTRL-19); -1 as the
+    """Whether a controller's request may be applied here (CTRL-19, CTRL-20); -1 as the
     request's broker epoch means "not checked" (controllers before KIP-380)."""
     if broker_epoch != -1 and broker_epoch < own_broker_epoch:
         return ErrorCode.STALE_BROKER_EPOCH
@@ -69,7 +69,7 @@ def fence(
     return ErrorCode.NO_ERROR
 
 
-def _admit(apis: KafkaApis, request: Request) -> tuple[ErrorCode, ZkClusterMetadata | None]:
+def _admit(apis: ApiContext, request: Request) -> tuple[ErrorCode, ZkClusterMetadata | None]:
     """The checks every controller request passes before its partitions are looked at."""
     metadata, body = apis.controller, request.body
     if not authorized(apis, request, Op.CLUSTER_ACTION, Res.CLUSTER):
@@ -108,7 +108,7 @@ def _states(body: Any) -> list[PartitionState]:
     ]
 
 
-def handle_leader_and_isr(apis: KafkaApis, request: Request) -> Any:
+def handle_leader_and_isr(apis: ApiContext, request: Request) -> Any:
     error, metadata = _admit(apis, request)
     if metadata is None:
         return LeaderAndIsrResponse(error_code=error, partition_errors=[])
@@ -124,7 +124,7 @@ def handle_leader_and_isr(apis: KafkaApis, request: Request) -> Any:
     return LeaderAndIsrResponse(error_code=ErrorCode.NO_ERROR, partition_errors=errors)
 
 
-def _become(apis: KafkaApis, metadata: ZkClusterMetadata, state: PartitionState) -> ErrorCode:
+def _become(apis: ApiContext, metadata: ZkClusterMetadata, state: PartitionState) -> ErrorCode:
     """One partition of a LeaderAndIsr: lead or follow it, unless the state is older."""
     if apis.broker_id not in state.replicas:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -146,7 +146,7 @@ def _become(apis: KafkaApis, metadata: ZkClusterMetadata, state: PartitionState)
     return ErrorCode.NO_ERROR
 
 
-def handle_update_metadata(apis: KafkaApis, request: Request) -> Any:
+def handle_update_metadata(apis: ApiContext, request: Request) -> Any:
     error, metadata = _admit(apis, request)
     if metadata is not None:
         states = _states(request.body)
@@ -156,7 +156,7 @@ def handle_update_metadata(apis: KafkaApis, request: Request) -> Any:
     return UpdateMetadataResponse(error_code=error)
 
 
-def handle_stop_replica(apis: KafkaApis, request: Request) -> Any:
+def handle_stop_replica(apis: ApiContext, request: Request) -> Any:
     error, metadata = _admit(apis, request)
     if metadata is None:
         return StopReplicaResponse(error_code=error, partition_errors=[])
@@ -178,7 +178,7 @@ def handle_stop_replica(apis: KafkaApis, request: Request) -> Any:
     return StopReplicaResponse(error_code=ErrorCode.NO_ERROR, partition_errors=errors)
 
 
-def handle_alter_partition(apis: KafkaApis, request: Request) -> Any:
+def handle_alter_partition(apis: ApiContext, request: Request) -> Any:
     """On the controller's broker: decided on the controller's thread, answered when done."""
     body = request.body
     controller = apis.kafka_controller

@@ -46,7 +46,7 @@ from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 READ_COMMITTED = 1
 
@@ -85,7 +85,7 @@ def empty_partition(index: int, error: ErrorCode = ErrorCode.NO_ERROR) -> Any:
 
 
 def read_partitions(
-    apis: KafkaApis, partitions: list[FetchPartition], params: FetchParams
+    apis: ApiContext, partitions: list[FetchPartition], params: FetchParams
 ) -> tuple[list[Any], int, bool]:
     """Read every partition (Kafka: `readFromLocalLog`): (PartitionData list, bytes, error?)."""
     limit, min_one, total, any_error = params.max_bytes, True, 0, False
@@ -148,7 +148,7 @@ class DelayedFetch(DelayedOperation):
 
     def __init__(
         self,
-        apis: KafkaApis,
+        apis: ApiContext,
         request: Request,
         partitions: list[FetchPartition],
         params: FetchParams,
@@ -190,7 +190,7 @@ class DelayedFetch(DelayedOperation):
         self.apis.send(self.request, build_response(read))
 
 
-def handle_fetch(apis: KafkaApis, request: Request) -> Any:
+def handle_fetch(apis: ApiContext, request: Request) -> Any:
     body = request.body
     if body.replica_id >= 0:  # a follower replicating (handlers/follower_fetch.py)
         return follower_fetch.handle_follower_fetch(apis, request)

@@ -46,7 +46,7 @@ from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 SENDFILE_MIN_BYTES = 64 * 1024
 
@@ -73,7 +73,7 @@ def _requests(body: Any) -> list[FetchRequest]:
     ]
 
 
-def _fetch_all(apis: KafkaApis, requests: list[FetchRequest], max_bytes: int) -> list[Any]:
+def _fetch_all(apis: ApiContext, requests: list[FetchRequest], max_bytes: int) -> list[Any]:
     """Serve each partition through the leader's `Partition.fetch`, within `max_bytes`
     (the first partition with data may exceed it, as for consumers: KIP-74)."""
     out, budget = [], max_bytes
@@ -92,7 +92,7 @@ def _fetch_all(apis: KafkaApis, requests: list[FetchRequest], max_bytes: int) ->
     return out
 
 
-def _unread(apis: KafkaApis, request: FetchRequest) -> FetchResult:
+def _unread(apis: ApiContext, request: FetchRequest) -> FetchResult:
     partition = apis.replica_manager.partitions.get(request.tp)
     if partition is None:
         return FetchResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -123,7 +123,7 @@ class DelayedReplicaFetch(DelayedOperation):
     """A follower's fetch waiting for new data at the leader (Kafka: `DelayedFetch` for a
     replica: its bound is the log end, not the HW)."""
 
-    def __init__(self, apis: KafkaApis, request: Request, fetches: list[FetchRequest]) -> None:
+    def __init__(self, apis: ApiContext, request: Request, fetches: list[FetchRequest]) -> None:
         body = request.body
         super().__init__(body.max_wait_ms)
         self.apis, self.request, self.fetches = apis, request, fetches
@@ -152,7 +152,7 @@ class DelayedReplicaFetch(DelayedOperation):
         self.apis.send(self.request, _response(_fetch_all(self.apis, self.fetches, self.max_bytes)))
 
 
-def handle_follower_fetch(apis: KafkaApis, request: Request) -> Any:
+def handle_follower_fetch(apis: ApiContext, request: Request) -> Any:
     """Fetch from a follower (`replica_id` >= 0)."""
     body = request.body
     fetches = _requests(body)
@@ -168,7 +168,7 @@ def handle_follower_fetch(apis: KafkaApis, request: Request) -> Any:
     return DEFERRED
 
 
-def handle_offsets_for_leader_epoch(apis: KafkaApis, request: Request) -> Any:
+def handle_offsets_for_leader_epoch(apis: ApiContext, request: Request) -> Any:
     """OffsetsForLeaderEpoch: where each requested epoch ends on this leader (TRUNC-4)."""
     body = request.body
     # A replica needs CLUSTER_ACTION, a consumer DESCRIBE on the topic (SEC-17).

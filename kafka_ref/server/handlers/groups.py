@@ -70,7 +70,7 @@ from kafka_ref.server.txn_adapter import coordinator_of as txn_coordinator_of
 from kafka_ref.server.txn_adapter import ensure_transaction_topic
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 NO_PROTOCOL = ""  # Kafka: GroupCoordinator.NoProtocol, sent where a version has no null
 NO_OFFSET = -1  # Kafka: OffsetFetchResponse.INVALID_OFFSET
@@ -81,7 +81,7 @@ def _deferred() -> Any:
     return DEFERRED
 
 
-def _answer(apis: KafkaApis, request: Request, body: Any) -> None:
+def _answer(apis: ApiContext, request: Request, body: Any) -> None:
     """Send a late answer; a client that hung up in the meantime gets none."""
     apis.send(request, None if request.connection_closed() else body)
 
@@ -99,12 +99,12 @@ _KEYS = {
 }
 
 
-def _group_refused(apis: KafkaApis, request: Request, operation: Any = Op.READ) -> bool:
+def _group_refused(apis: ApiContext, request: Request, operation: Any = Op.READ) -> bool:
     """Is the request's group out of bounds for its principal? (SEC-17)"""
     return not authorized(apis, request, operation, Res.GROUP, request.body.group_id)
 
 
-def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
+def handle_find_coordinator(apis: ApiContext, request: Request) -> Any:
     key_type = request.body.key_type  # v0: 0 (a group)
     if key_type in _KEYS and not authorized(apis, request, Op.DESCRIBE, _KEYS[key_type][0],
                                             request.body.key):  # fmt: skip
@@ -143,7 +143,7 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> Any:
 
 
 # ---------------------------------------------------------------------- the rebalance
-def handle_join_group(apis: KafkaApis, request: Request) -> Any:
+def handle_join_group(apis: ApiContext, request: Request) -> Any:
     body, version = request.body, request.api_version
     rebalance_timeout_ms = body.session_timeout_ms if version == 0 else body.rebalance_timeout_ms
     if _group_refused(apis, request):
@@ -179,7 +179,7 @@ def handle_join_group(apis: KafkaApis, request: Request) -> Any:
     return _deferred()
 
 
-def handle_sync_group(apis: KafkaApis, request: Request) -> Any:
+def handle_sync_group(apis: ApiContext, request: Request) -> Any:
     body = request.body
     if _group_refused(apis, request):
         return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
@@ -203,7 +203,7 @@ def handle_sync_group(apis: KafkaApis, request: Request) -> Any:
     return _deferred()
 
 
-def handle_heartbeat(apis: KafkaApis, request: Request) -> Any:
+def handle_heartbeat(apis: ApiContext, request: Request) -> Any:
     body = request.body
     if _group_refused(apis, request):
         return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -213,7 +213,7 @@ def handle_heartbeat(apis: KafkaApis, request: Request) -> Any:
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
 
 
-def handle_leave_group(apis: KafkaApis, request: Request) -> Any:
+def handle_leave_group(apis: ApiContext, request: Request) -> Any:
     body = request.body
     if _group_refused(apis, request):
         return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -226,7 +226,7 @@ def handle_leave_group(apis: KafkaApis, request: Request) -> Any:
 
 # ---------------------------------------------------------------------- committed offsets
 def requested_offsets(
-    apis: KafkaApis, request: Request, now: int, expire: int | None = None
+    apis: ApiContext, request: Request, now: int, expire: int | None = None
 ) -> tuple[list[TopicPartition], dict[TopicPartition, ErrorCode], dict]:
     """The offsets of an OffsetCommit or TxnOffsetCommit: every partition in request order,
     GROUP_AUTHORIZATION_FAILED on all without READ on the group, TOPIC_AUTHORIZATION_FAILED
@@ -259,7 +259,7 @@ def requested_offsets(
     return order, errors, offsets
 
 
-def handle_offset_commit(apis: KafkaApis, request: Request) -> Any:
+def handle_offset_commit(apis: ApiContext, request: Request) -> Any:
     body = request.body
     now = apis.clock.milliseconds()
     retention = body.retention_time_ms
@@ -291,7 +291,7 @@ def _commit_response(order: list[TopicPartition], errors: dict[TopicPartition, A
     return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
 
 
-def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
+def handle_offset_fetch(apis: ApiContext, request: Request) -> Any:
     body, version = request.body, request.api_version
     requested = None
     if body.topics is not None:
@@ -337,7 +337,7 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> Any:
 
 
 # ---------------------------------------------------------------------- group administration
-def handle_describe_groups(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_groups(apis: ApiContext, request: Request) -> Any:
     groups = []
     for group_id in request.body.groups:
         if authorized(apis, request, Op.DESCRIBE, Res.GROUP, group_id):
@@ -371,7 +371,7 @@ def handle_describe_groups(apis: KafkaApis, request: Request) -> Any:
     return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
 
 
-def handle_list_groups(apis: KafkaApis, request: Request) -> Any:
+def handle_list_groups(apis: ApiContext, request: Request) -> Any:
     error, overviews = apis.group_coordinator.list_groups()
     if not authorized(apis, request, Op.DESCRIBE, Res.CLUSTER):  # else only describable ones
         overviews = [g for g in overviews if authorized(apis, request, Op.DESCRIBE, Res.GROUP,
@@ -383,7 +383,7 @@ def handle_list_groups(apis: KafkaApis, request: Request) -> Any:
     return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)
 
 
-def handle_delete_groups(apis: KafkaApis, request: Request) -> Any:
+def handle_delete_groups(apis: ApiContext, request: Request) -> Any:
     names = list(dict.fromkeys(request.body.groups_names))
     allowed = [n for n in names if authorized(apis, request, Op.DELETE, Res.GROUP, n)]
     results = dict.fromkeys(names, ErrorCode.GROUP_AUTHORIZATION_FAILED)  # SEC-17

@@ -57,7 +57,7 @@ from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka: Topic.INTERNAL_TOPICS
 
@@ -65,7 +65,7 @@ INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka: To
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def handle_api_versions(apis: KafkaApis, request: Request) -> Any:
+def handle_api_versions(apis: ApiContext, request: Request) -> Any:
     if request.body is None:  # a version we do not know (KIP-511): v0 body, error 35
         return Response.of_bytes(unsupported_api_versions_response(request.correlation_id))
     if request.api_version >= 3:
@@ -84,7 +84,7 @@ def _requested_topics(request: Request) -> list[str] | None:
     return list(dict.fromkeys(t.name for t in topics))
 
 
-def handle_metadata(apis: KafkaApis, request: Request) -> Any:
+def handle_metadata(apis: ApiContext, request: Request) -> Any:
     controller = apis.controller
     names = _requested_topics(request)
     allow_auto_create = apis.config["auto.create.topics.enable"] and (
@@ -119,7 +119,7 @@ def handle_metadata(apis: KafkaApis, request: Request) -> Any:
     )
 
 
-def handle_describe_cluster(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_cluster(apis: ApiContext, request: Request) -> Any:
     """DescribeCluster (KIP-700): what Metadata says of the cluster, without topics (BROKER-50).
     Only brokers can be described (EndpointType 1); controllers (2, a KRaft quorum's) are
     UNSUPPORTED_ENDPOINT_TYPE."""
@@ -169,7 +169,7 @@ def listener_view(
     return view
 
 
-def _describe(apis: KafkaApis, name: str, live: set[int]) -> Any:
+def _describe(apis: ApiContext, name: str, live: set[int]) -> Any:
     meta = apis.controller.topic(name)
     assert meta is not None
     partitions = []
@@ -208,12 +208,12 @@ def _describe(apis: KafkaApis, name: str, live: set[int]) -> Any:
     )
 
 
-def _replicas(apis: KafkaApis, name: str, index: int) -> tuple[int, ...]:
+def _replicas(apis: ApiContext, name: str, index: int) -> tuple[int, ...]:
     replicas = getattr(apis.controller, "replicas", None)  # ZooKeeper mode: the assignment
     return replicas(name, index) if replicas else ()
 
 
-def _missing(apis: KafkaApis, name: str, allow_auto_create: bool) -> Any:
+def _missing(apis: ApiContext, name: str, allow_auto_create: bool) -> Any:
     try:
         validate_topic_name(name)
         if name == OFFSETS_TOPIC:  # Kafka: createInternalTopic, not the auto-create settings
@@ -238,5 +238,5 @@ def _error_topic(name: str, error: ErrorCode) -> Any:
     )
 
 
-def _may(apis: KafkaApis, request: Request, operation: AclOperation, topic: str) -> bool:
+def _may(apis: ApiContext, request: Request, operation: AclOperation, topic: str) -> bool:
     return authorized(apis, request, operation, Res.TOPIC, topic)

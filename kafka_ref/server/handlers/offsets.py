@@ -33,7 +33,7 @@ from kafka_ref.server.replica_manager import Partition
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 READ_COMMITTED = 1
 CONSUMER_REPLICA_ID = -1
@@ -55,7 +55,7 @@ def offset_for_target(partition: Partition, target: int, *, read_committed: bool
     return found.timestamp, found.offset
 
 
-def handle_list_offsets(apis: KafkaApis, request: Request) -> Any:
+def handle_list_offsets(apis: ApiContext, request: Request) -> Any:
     body = request.body
     read_committed = request.api_version >= 2 and body.isolation_level == READ_COMMITTED
     seen = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
@@ -88,7 +88,7 @@ def handle_list_offsets(apis: KafkaApis, request: Request) -> Any:
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 
-def handle_delete_records(apis: KafkaApis, request: Request) -> Any:
+def handle_delete_records(apis: ApiContext, request: Request) -> Any:
     topics = []
     for topic in request.body.topics:
         partitions = []

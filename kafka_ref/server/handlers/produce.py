@@ -61,7 +61,7 @@ from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 logger = logging.getLogger("kafka_ref.server.handlers.produce")
 
@@ -94,7 +94,7 @@ def check_records(records: Any, version: int) -> tuple[ErrorCode, str]:
     return ErrorCode.NO_ERROR, ""
 
 
-def handle_produce(apis: KafkaApis, request: Request) -> Any:
+def handle_produce(apis: ApiContext, request: Request) -> Any:
     body, version = request.body, request.api_version
     acks = body.acks
     if version < MIN_VERSION_WITH_BATCHES:
@@ -134,7 +134,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> Any:
     return _append(apis, request, entries, failed)
 
 
-def _verify_first(apis: KafkaApis, request: Request, entries: dict, failed: dict) -> bool:
+def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dict) -> bool:
     """Start the coordinator's verification of the partitions that need it (TXN-23);
     True when the request then answers later."""
     manager, need = apis.add_partitions, {}
@@ -187,7 +187,7 @@ def _verify_first(apis: KafkaApis, request: Request, entries: dict, failed: dict
     return True
 
 
-def _append(apis: KafkaApis, request: Request, entries: dict, failed: dict) -> Any:
+def _append(apis: ApiContext, request: Request, entries: dict, failed: dict) -> Any:
     body, acks = request.body, request.body.acks
     results = apis.replica_manager.append_records(entries, acks)
     outcome: dict[tuple[str, int], Any] = dict(results)
@@ -212,7 +212,7 @@ def _append(apis: KafkaApis, request: Request, entries: dict, failed: dict) -> A
 class DelayedProduce(DelayedOperation):
     """An acks=all produce waiting for the ISR (Kafka: `DelayedProduce`, REPL-4, REPL-11)."""
 
-    def __init__(self, apis: KafkaApis, request: Request, outcome: dict) -> None:
+    def __init__(self, apis: ApiContext, request: Request, outcome: dict) -> None:
         super().__init__(request.body.timeout_ms)
         self.apis, self.request, self.outcome = apis, request, outcome
         # partition -> the offset the HW must reach: one past the appended batch
@@ -257,7 +257,7 @@ def _error_of(result: Any) -> tuple[ErrorCode, str]:
     return result.error, result.message
 
 
-def _response(body: Any, outcome: dict, error: ErrorCode, apis: KafkaApis) -> Any:
+def _response(body: Any, outcome: dict, error: ErrorCode, apis: ApiContext) -> Any:
     # Every field is given, so no default values are built per partition (the hot path).
     make = ProduceResponse.PartitionProduceResponse
     topics = []

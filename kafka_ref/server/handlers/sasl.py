@@ -20,14 +20,14 @@ from kafka_ref.protocol.messages import SaslAuthenticateResponse, SaslHandshakeR
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 
-def handle_sasl_handshake(apis: KafkaApis, request: Request) -> Any:
+def handle_sasl_handshake(apis: ApiContext, request: Request) -> Any:
     return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
 
 
-def handle_sasl_authenticate(apis: KafkaApis, request: Request) -> Any:
+def handle_sasl_authenticate(apis: ApiContext, request: Request) -> Any:
     return SaslAuthenticateResponse(
         error_code=ErrorCode.ILLEGAL_SASL_STATE, auth_bytes=b"",
         error_message=f"no SASL authentication in progress (listener {request.listener_name})",

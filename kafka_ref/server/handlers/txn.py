@@ -47,9 +47,10 @@ from kafka_ref.server.group_adapter import OFFSETS_TOPIC, DelayedCoordinatorAppe
 from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_any
 from kafka_ref.server.handlers.groups import requested_offsets
 from kafka_ref.server.request_channel import Request
+from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 logger = logging.getLogger("kafka_ref.server.handlers.txn")
 
@@ -57,12 +58,6 @@ NO_PRODUCER_ID, NO_PRODUCER_EPOCH = -1, -1
 MARKER_TIMEOUT_MS = 30_000  # Kafka: the coordinator's request timeout
 # the first version of each API that knows PRODUCER_FENCED
 _FENCED_SINCE = {22: 4, 24: 2, 25: 2, 26: 2, 28: 3}
-
-
-def _deferred() -> Any:
-    from kafka_ref.server.handlers import DEFERRED
-
-    return DEFERRED
 
 
 def _client_error(request: Request, error: ErrorCode) -> ErrorCode:
@@ -73,12 +68,12 @@ def _client_error(request: Request, error: ErrorCode) -> ErrorCode:
     return error
 
 
-def _answer(apis: KafkaApis, request: Request, body: Any) -> None:
+def _answer(apis: ApiContext, request: Request, body: Any) -> None:
     apis.send(request, None if request.connection_closed() else body)
 
 
 # ---------------------------------------------------------------------- InitProducerId
-def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
+def handle_init_producer_id(apis: ApiContext, request: Request) -> Any:
     body = request.body
     transactional_id = body.transactional_id
     refused = _init_refused(apis, request, transactional_id)
@@ -97,7 +92,7 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
         apis.txn.coordinator.handle_init_producer_id(
             transactional_id, body.transaction_timeout_ms, done, expected
         )
-        return _deferred()
+        return DEFERRED
     try:
         producer_id = apis.producer_ids.generate_producer_id()
     except KafkaError as err:
@@ -111,7 +106,7 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> Any:
 
 
 def _init_refused(
-    apis: KafkaApis, request: Request, transactional_id: str | None
+    apis: ApiContext, request: Request, transactional_id: str | None
 ) -> ErrorCode | None:
     """WRITE on the transactional id; without one (an idempotent producer) IDEMPOTENT_WRITE
     on the cluster or, since KIP-679, WRITE on any topic (SEC-17)."""
@@ -125,12 +120,12 @@ def _init_refused(
     return None
 
 
-def _may_write_txn(apis: KafkaApis, request: Request, transactional_id: str) -> bool:
+def _may_write_txn(apis: ApiContext, request: Request, transactional_id: str) -> bool:
     return authorized(apis, request, Op.WRITE, Res.TRANSACTIONAL_ID, transactional_id)
 
 
 def _denied_partitions(
-    apis: KafkaApis, request: Request, transactional_id: str, partitions: set[tuple[str, int]]
+    apis: ApiContext, request: Request, transactional_id: str, partitions: set[tuple[str, int]]
 ) -> dict[tuple[str, int], ErrorCode]:
     """Refusals before the coordinator is asked (SEC-17): every partition when the id may
     not be written, else those of topics that may not be written (Kafka answers the others
@@ -154,7 +149,7 @@ def _init_response(
 
 
 # ---------------------------------------------------------------------- the coordinator
-def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
+def handle_add_partitions_to_txn(apis: ApiContext, request: Request) -> Any:
     if request.api_version >= 4:
         return _add_partitions_v4(apis, request)
     body = request.body
@@ -188,10 +183,10 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> Any:
             body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
             body.v3_and_below_producer_epoch, partitions, done,
         )  # fmt: skip
-    return _deferred()
+    return DEFERRED
 
 
-def _add_partitions_v4(apis: KafkaApis, request: Request) -> Any:
+def _add_partitions_v4(apis: ApiContext, request: Request) -> Any:
     """A broker's batch of transactions (KIP-890): `verify_only` asks whether the
     partitions are in the transaction (TXN-23), else they are added as in v0-v3. One
     result per transaction; the answer goes once every transaction has its result."""
@@ -236,10 +231,10 @@ def _add_partitions_v4(apis: KafkaApis, request: Request) -> Any:
                 txn.transactional_id, txn.producer_id, txn.producer_epoch, tps,
                 lambda error, txn=txn, tps=tps: result_of(txn, dict.fromkeys(tps, error)),
             )  # fmt: skip
-    return _deferred()
+    return DEFERRED
 
 
-def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> Any:
+def handle_add_offsets_to_txn(apis: ApiContext, request: Request) -> Any:
     body = request.body
 
     def done(error: ErrorCode) -> None:
@@ -252,15 +247,15 @@ def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> Any:
         return AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if apis.txn is None:
         done(ErrorCode.NOT_COORDINATOR)
-        return _deferred()
+        return DEFERRED
     offsets_partition = (OFFSETS_TOPIC, apis.group_coordinator.partition_for(body.group_id))
     apis.txn.coordinator.handle_add_partitions(
         body.transactional_id, body.producer_id, body.producer_epoch, {offsets_partition}, done
     )
-    return _deferred()
+    return DEFERRED
 
 
-def handle_end_txn(apis: KafkaApis, request: Request) -> Any:
+def handle_end_txn(apis: ApiContext, request: Request) -> Any:
     body = request.body
 
     def done(error: ErrorCode) -> None:
@@ -275,11 +270,11 @@ def handle_end_txn(apis: KafkaApis, request: Request) -> Any:
         apis.txn.coordinator.handle_end_txn(
             body.transactional_id, body.producer_id, body.producer_epoch, body.committed, done
         )
-    return _deferred()
+    return DEFERRED
 
 
 # ---------------------------------------------------------------------- WriteTxnMarkers
-def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
+def handle_write_txn_markers(apis: ApiContext, request: Request) -> Any:
     """Append each marker as the leader, answer once the ISR has them all (TXN-1)."""
     manager = apis.replica_manager
     now = apis.clock.milliseconds()
@@ -342,11 +337,11 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> Any:
                 manager.produce_purgatory.try_complete_else_watch(delayed, [tp])
     finished = True
     maybe_answer()
-    return _deferred()
+    return DEFERRED
 
 
 # ---------------------------------------------------------------------- TxnOffsetCommit
-def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> Any:
+def handle_txn_offset_commit(apis: ApiContext, request: Request) -> Any:
     """Offsets in a transaction: pending in the group coordinator until the marker (TXN-16)."""
     body = request.body
     order, errors, offsets = requested_offsets(apis, request, apis.clock.milliseconds())
@@ -376,4 +371,4 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> Any:
     apis.group_coordinator.commit_txn_offsets(
         body.group_id, body.producer_id, body.producer_epoch, offsets, done, member
     )
-    return _deferred()
+    return DEFERRED

@@ -32,10 +32,10 @@ from kafka_ref.server.request_channel import Request
 from kafka_ref.txn.transaction_metadata import TransactionState
 
 if TYPE_CHECKING:
-    from kafka_ref.server.handlers import KafkaApis
+    from kafka_ref.server.handlers.context import ApiContext
 
 
-def handle_describe_producers(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_producers(apis: ApiContext, request: Request) -> Any:
     topics = []
     for topic in request.body.topics:
         partitions = []
@@ -69,7 +69,7 @@ def _producer_state(pid: int, e: Any) -> Any:
     )  # fmt: skip
 
 
-def handle_describe_transactions(apis: KafkaApis, request: Request) -> Any:
+def handle_describe_transactions(apis: ApiContext, request: Request) -> Any:
     states = []
     for transactional_id in request.body.transactional_ids:
         error, meta = (
@@ -100,7 +100,7 @@ def handle_describe_transactions(apis: KafkaApis, request: Request) -> Any:
     return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=states)
 
 
-def handle_list_transactions(apis: KafkaApis, request: Request) -> Any:
+def handle_list_transactions(apis: ApiContext, request: Request) -> Any:
     body = request.body
     wanted, unknown = set(), []
     for name in body.state_filters:

@@ -179,6 +179,7 @@ _OLD = {
     31: ("admin", "DeleteAcls"),
     32: ("admin", "DescribeConfigs"),
     33: ("admin", "AlterConfigs"),
+    35: ("admin", "DescribeLogDirs"),
     37: ("admin", "CreatePartitions"),
     42: ("admin", "DeleteGroups"),
     44: ("admin", "IncrementalAlterConfigs"),  # no hand-written 2.x class

@@ -198,6 +198,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.DELETE_ACLS, 1, 1),
         (ApiKey.DESCRIBE_CONFIGS, 1, 2),
         (ApiKey.ALTER_CONFIGS, 0, 2),
+        (ApiKey.DESCRIBE_LOG_DIRS, 1, 4),
         (ApiKey.SASL_AUTHENTICATE, 0, 2),
         (ApiKey.CREATE_PARTITIONS, 0, 1),
         (ApiKey.DELETE_GROUPS, 0, 1),

@@ -16,6 +16,7 @@ from kafka_ref.protocol.messages import (
     DeleteGroupsRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
+    DescribeLogDirsRequest,
     FetchRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -203,13 +204,15 @@ def test_group_administration_sees_only_permitted_groups(admin, alice, broker):
     assert answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED  # DESCRIBE, not DELETE
 
 
-@pytest.mark.spec("SEC-17")
+@pytest.mark.spec("SEC-17", "BROKER-52")
 def test_admin_apis_and_follower_fetch(admin, alice):
     assert alice.create_topic("new-topic") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     resource = DescribeConfigsRequest.DescribeConfigsResource
     body = DescribeConfigsRequest(resources=[resource(resource_type=4, resource_name="1")])
     answer = alice.request(ApiKey.DESCRIBE_CONFIGS, 1, body).results[0]
     assert answer.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    dirs = alice.request(ApiKey.DESCRIBE_LOG_DIRS, 4, DescribeLogDirsRequest(topics=None))
+    assert (dirs.error_code, dirs.results) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
     fetch = FetchRequest.FetchTopic(
         topic="r-yes",
         partitions=[

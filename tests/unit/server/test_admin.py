@@ -15,6 +15,7 @@ from kafka_ref.protocol.messages import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
 )
+from kafka_ref.server.dynamic_config import DYNAMIC_CONFIGS
 from tests.unit.server.conftest import Wire, batch, fetch_body, wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -231,7 +232,11 @@ def test_describe_topic_configs(make_broker):
         assert value_and_source("max.message.bytes") == ("1048588", 5)
         assert configs["preallocate"].value == "false" and not configs["preallocate"].read_only
         chain = [(s.name, s.value, s.source) for s in configs["retention.ms"].synonyms]
-        assert chain == [("log.retention.ms", "1000", 4), ("log.retention.ms", "604800000", 5)]
+        assert chain == [  # the synonym log.retention.hours has a default too, as in Kafka
+            ("log.retention.ms", "1000", 4),
+            ("log.retention.ms", "604800000", 5),
+            ("log.retention.hours", "168", 5),
+        ]
     only = describe(wire, 2, "c", keys=["segment.bytes"])
     assert [c.name for c in only.configs] == ["segment.bytes"] and only.configs[0].synonyms == []
     assert describe(wire, 2, "missing").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -247,6 +252,7 @@ def test_describe_broker_configs(make_broker):
     segment = configs["log.segment.bytes"]
     assert (segment.value, segment.config_source) == ("1073741824", 5)
     assert configs["auto.create.topics.enable"].value == "true"
-    assert all(c.read_only for c in result.configs)
+    dynamic = {c.name for c in result.configs if not c.read_only}  # CONFIG-5's keys only
+    assert dynamic == DYNAMIC_CONFIGS and "num.partitions" not in dynamic
     assert describe(wire, 4, "9").error_code == ErrorCode.INVALID_REQUEST
     assert describe(wire, 3, "x").error_code == ErrorCode.INVALID_REQUEST

@@ -22,7 +22,7 @@ from kafka_ref.tools.server_process import free_port
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.mark.spec("CTRL-18")
+@pytest.mark.spec("CTRL-19")
 def test_a_request_from_an_older_controller_is_refused():
     # fence(own broker epoch, newest controller epoch seen, request's broker epoch, its epoch)
     assert fence(100, 7, 100, 6) == ErrorCode.STALE_CONTROLLER_EPOCH
@@ -30,7 +30,7 @@ def test_a_request_from_an_older_controller_is_refused():
     assert fence(100, 7, 100, 8) == ErrorCode.NO_ERROR  # a successor: accepted, and known
 
 
-@pytest.mark.spec("CTRL-19")
+@pytest.mark.spec("CTRL-20")
 def test_a_request_for_an_earlier_registration_is_refused():
     assert fence(100, 7, 99, 7) == ErrorCode.STALE_BROKER_EPOCH
     assert fence(100, 7, 100, 7) == ErrorCode.NO_ERROR
@@ -48,7 +48,7 @@ def endpoint(broker_id: int, port: int = 9092) -> BrokerEndpoint:
 STATE = PartitionState("t", 0, 1, 4, (1, 2, 3), (1, 2), controller_epoch=6, zk_version=9)
 
 
-@pytest.mark.spec("CTRL-20")
+@pytest.mark.spec("CTRL-21")
 def test_a_batch_is_leader_and_isr_then_update_metadata_then_stop_replica_to_live_brokers():
     batch = ControllerBrokerRequestBatch(controller_id=2, controller_epoch=7)
     batch.add_stop_replica(1, "gone", 0, 3)
@@ -79,7 +79,7 @@ def test_a_batch_is_leader_and_isr_then_update_metadata_then_stop_replica_to_liv
     assert (s.partition_index, s.leader_epoch, s.delete_partition) == (0, 3, True)
 
 
-@pytest.mark.spec("CTRL-22")
+@pytest.mark.spec("CTRL-23")
 def test_requests_wait_for_a_broker_that_is_not_listening_yet_and_leave_in_order(
     make_broker, caplog
 ):

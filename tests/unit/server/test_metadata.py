@@ -20,7 +20,7 @@ ADVERTISED = {
     1: (4, 10),
     2: (1, 3),
     3: (0, 7),
-    4: (4, 4),  # LeaderAndIsr, StopReplica, UpdateMetadata: from the controller (CTRL-18)
+    4: (4, 4),  # LeaderAndIsr, StopReplica, UpdateMetadata: from the controller (CTRL-19)
     5: (3, 3),
     6: (6, 6),
     8: (2, 3),
@@ -49,11 +49,12 @@ ADVERTISED = {
     31: (1, 1),
     32: (1, 2),
     33: (0, 2),
+    35: (1, 4),  # DescribeLogDirs (BROKER-52)
     36: (0, 2),
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
-    56: (0, 0),  # AlterPartition: to the controller (CTRL-21)
+    56: (0, 0),  # AlterPartition: to the controller (CTRL-22)
     60: (0, 1),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
