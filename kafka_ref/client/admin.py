@@ -46,6 +46,7 @@ from kafka_ref.client.admin_groups import (
     GroupListing,
     MemberDescription,
 )
+from kafka_ref.client.admin_scram import ScramAdmin
 from kafka_ref.client.admin_transactions import (
     ProducerState,
     TransactionAdmin,
@@ -163,7 +164,7 @@ def _check(what: str, code: int, message: str | None = None) -> None:
         raise KafkaError(f"{what}: {message or error.name}", code=error)
 
 
-class Admin(GroupAdmin, TransactionAdmin, AclAdmin):
+class Admin(GroupAdmin, TransactionAdmin, AclAdmin, ScramAdmin):
     """Kafka's admin client, blocking: every method returns when the brokers have answered."""
 
     def __init__(

@@ -49,6 +49,7 @@ from kafka_ref.protocol.messages import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.security.listeners import SECURITY_PROTOCOLS
 from kafka_ref.server.inter_broker_channel import BrokerUnavailableError, InterBrokerChannel
 
@@ -211,10 +212,16 @@ def _live_broker(endpoint: BrokerEndpoint) -> Any:
 class ControllerChannelManager:
     """A queue and a sender per live broker (Kafka: `ControllerChannelManager`)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, controller_id: int) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, controller_id: int, security: InterBrokerSecurity
+    ) -> None:
         self.loop, self.controller_id = loop, controller_id
         self._brokers: dict[int, BrokerEndpoint] = {}  # where the senders connect
-        self._channel = InterBrokerChannel(self, f"controller-{controller_id}")  # type: ignore[arg-type]
+        self._channel = InterBrokerChannel(
+            self,  # type: ignore[arg-type]  # brokers(): the controller's live brokers
+            f"controller-{controller_id}",
+            security,  # the inter-broker listener's TLS and SASL (SEC-21)
+        )
         self._senders: dict[int, tuple[asyncio.Queue, asyncio.Task]] = {}
 
     def brokers(self) -> list[BrokerEndpoint]:

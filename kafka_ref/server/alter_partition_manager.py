@@ -32,6 +32,7 @@ from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import AlterPartitionRequest, ApiKey
 from kafka_ref.replication.messages import AlterIsr, AlterIsrResult, LeaderAndIsr
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.inter_broker_channel import BrokerUnavailableError, InterBrokerChannel
 
 logger = logging.getLogger("kafka_ref.server.alter_partition_manager")
@@ -43,10 +44,12 @@ RETRY_BACKOFF_S = 0.1
 class AlterPartitionManager:
     """Sends this broker's AlterPartition requests to the controller."""
 
-    def __init__(self, metadata: ZkClusterMetadata) -> None:
+    def __init__(self, metadata: ZkClusterMetadata, security: InterBrokerSecurity) -> None:
         self.metadata = metadata
         self.broker_id = metadata.endpoint.node_id
-        self.channel = InterBrokerChannel(metadata, f"broker-{self.broker_id}-alter-partition")
+        self.channel = InterBrokerChannel(  # with the inter-broker listener's security (SEC-21)
+            metadata, f"broker-{self.broker_id}-alter-partition", security
+        )
         self._tasks: set[asyncio.Task] = set()
 
     def submit(

@@ -88,7 +88,8 @@ from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.metrics.exporter import MetricsExporter
 from kafka_ref.security.authorizer import Authorizer, FileAclStore, ZkAclStore
-from kafka_ref.security.credentials import CredentialStore
+from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.security.listeners import (
     EndPoint,
     ListenerError,
@@ -146,6 +147,7 @@ class Broker:
         self.apis: KafkaApis | None = None
         self.groups: GroupCoordinatorAdapter | None = None
         self.txns: TxnCoordinatorAdapter | None = None
+        self.credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users
         self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
         self._tasks: list[asyncio.Task] = []
         self.handler_pool: RequestHandlerPool | None = None  # num.io.threads handlers
@@ -163,6 +165,13 @@ class Broker:
     async def start(self) -> None:
         config = self.config
         loop = asyncio.get_running_loop()
+        if config["zookeeper.connect"]:  # not connected yet: the credentials need its client
+            self.zk_mode = ZooKeeperMode(config)
+        self.credentials = (
+            ZkCredentialStore(self.zk_mode.zk.zk)
+            if self.zk_mode
+            else CredentialStore(config.data_dir)
+        )
         listeners = self._listeners()  # TLS contexts and SASL settings; ConfigError if bad
         advertised = config.advertised_endpoints()
         endpoint = _broker_endpoint(config, advertised)
@@ -174,9 +183,9 @@ class Broker:
             log_dirs=create_and_validate_log_dirs(config.log_dirs),  # before anything writes
         )
         controller: EmbeddedController | ZkClusterMetadata
-        if config["zookeeper.connect"]:
-            self.zk_mode = ZooKeeperMode(config)
+        if self.zk_mode is not None:
             controller = await self.zk_mode.connect(endpoint, **settings)
+            self.credentials.start()  # loads /config/users, follows /config/changes (SEC-20)
         else:
             controller = EmbeddedController(config.data_dir, endpoint, **settings)
         self.controller = controller
@@ -218,6 +227,7 @@ class Broker:
         self.txns.start()
         self.apis.txn = self.txns
         self.apis.authorizer = self._authorizer()
+        self.apis.credentials = self.credentials
         channel = RequestChannel(config["queued.max.requests"])
         self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
         self.handler_pool.resize(config["num.io.threads"])
@@ -273,11 +283,12 @@ class Broker:
 
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""
-        config, credentials = self.config, CredentialStore(self.config.data_dir)
+        config = self.config
         try:
+            InterBrokerSecurity.from_config(config)  # its mistakes refuse the start too
             return [
                 build_listener_security(
-                    e, functools.partial(config.listener_get, e.listener), credentials
+                    e, functools.partial(config.listener_get, e.listener), self.credentials
                 )
                 for e in config.endpoints()
             ]

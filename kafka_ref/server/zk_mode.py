@@ -40,6 +40,7 @@ from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.alter_partition_manager import AlterPartitionManager
 from kafka_ref.server.follower_fetcher import ReplicaFetcherManager
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, GroupCoordinatorAdapter
@@ -120,7 +121,9 @@ class ZooKeeperMode:
 
         self.fetchers = ReplicaFetcherManager(self.config.broker_id, self.config, endpoint_of)
         replica_manager.fetcher_manager = self.fetchers
-        self.alter_partitions = AlterPartitionManager(metadata)
+        self.alter_partitions = AlterPartitionManager(
+            metadata, InterBrokerSecurity.from_config(self.config)
+        )
         replica_manager.alter_partition = self.alter_partitions.submit
         metadata.listeners.append(replica_manager)
         self.follow_coordinator(OFFSETS_TOPIC, groups)
@@ -155,7 +158,8 @@ class ZooKeeperMode:
             config = LogConfig.from_properties(overrides, defaults=defaults)
             return config.unclean_leader_election_enable
 
-        channel = ControllerChannelManager(loop, self.config.broker_id)
+        security = InterBrokerSecurity.from_config(self.config)
+        channel = ControllerChannelManager(loop, self.config.broker_id, security)
         self.kafka_controller = KafkaController(
             self.zk, self.config.broker_id, channel, unclean_leader_election=unclean
         )

@@ -23,6 +23,7 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1   DescribeLogDirs 1-4
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
+    SCRAM users: DescribeUserScramCredentials 0   AlterUserScramCredentials 0 (KIP-554)
     ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
@@ -147,6 +148,14 @@ from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from kafka_ref.protocol.messages.api_50_describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
+from kafka_ref.protocol.messages.api_51_alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from kafka_ref.protocol.messages.api_56_alter_partition import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -211,6 +220,8 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     ALTER_PARTITION = 56
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -286,6 +297,16 @@ APIS: dict[int, Api] = {
             IncrementalAlterConfigsRequest,
             IncrementalAlterConfigsResponse,
         ),
+        _api(
+            "DescribeUserScramCredentials",
+            DescribeUserScramCredentialsRequest,
+            DescribeUserScramCredentialsResponse,
+        ),
+        _api(
+            "AlterUserScramCredentials",
+            AlterUserScramCredentialsRequest,
+            AlterUserScramCredentialsResponse,
+        ),
         _api("AlterPartition", AlterPartitionRequest, AlterPartitionResponse),
         _api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse),
         _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
@@ -310,6 +331,8 @@ __all__ = [
     "AlterConfigsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "Api",
     "ApiKey",
     "ApiVersionsRequest",
@@ -342,6 +365,8 @@ __all__ = [
     "DescribeProducersResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
+    "DescribeUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsResponse",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",

@@ -19,6 +19,7 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
                   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
     txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
     sasl.py       SaslHandshake (17), SaslAuthenticate (36) on listeners without SASL
+    scram_users.py  DescribeUserScramCredentials (50), AlterUserScramCredentials (51)
     acls.py       DescribeAcls (29), CreateAcls (30), DeleteAcls (31); authz.py: the
                   one call each handler makes to the authorizer
     groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
@@ -59,6 +60,7 @@ from kafka_ref.server.handlers import (
     offsets,
     produce,
     sasl,
+    scram_users,
     txn,
     txn_admin,
 )
@@ -121,6 +123,10 @@ class KafkaApis(ApiContext):
             ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
             ApiKey.CREATE_ACLS: acls.handle_create_acls,
             ApiKey.DELETE_ACLS: acls.handle_delete_acls,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
+                scram_users.handle_describe_user_scram_credentials
+            ),
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_users.handle_alter_user_scram_credentials,
             ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
         }
 

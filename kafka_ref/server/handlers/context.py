@@ -19,6 +19,8 @@ from kafka_ref.clock import Clock
 from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.group.coordinator import GroupCoordinator
 from kafka_ref.security.authorizer import Authorizer
+from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.dynamic_config import DynamicBrokerConfig
 from kafka_ref.server.kafka_config import KafkaConfig
@@ -46,6 +48,7 @@ class ApiContext:
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
     add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
     authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
+    credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users (SEC-22)
     dynamic_config: DynamicBrokerConfig = None  # type: ignore[assignment]  # default: own
     kafka_controller: Any = None  # ZooKeeper mode: this broker's KafkaController
 
@@ -58,6 +61,7 @@ class ApiContext:
             self.add_partitions = AddPartitionsToTxnManager(
                 self.controller, self.config["transaction.state.log.num.partitions"],
                 self.config["transaction.partition.verification.enable"],
+                InterBrokerSecurity.from_config(self.config),
             )  # fmt: skip
 
     @property

@@ -203,6 +203,8 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.CREATE_PARTITIONS, 0, 1),
         (ApiKey.DELETE_GROUPS, 0, 1),
         (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
+        (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
+        (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0),
         (ApiKey.ALTER_PARTITION, 0, 0),
         (ApiKey.DESCRIBE_CLUSTER, 0, 1),
         (ApiKey.DESCRIBE_PRODUCERS, 0, 0),

@@ -16,6 +16,7 @@ from kafka_ref.cluster.controller_channel import (
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.handlers.controller_requests import fence
 from kafka_ref.tools.server_process import free_port
 
@@ -93,7 +94,7 @@ def test_requests_wait_for_a_broker_that_is_not_listening_yet_and_leave_in_order
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        channel = ControllerChannelManager(loop, 1)
+        channel = ControllerChannelManager(loop, 1, InterBrokerSecurity())
         channel.add_broker(endpoint(2, port))
         await asyncio.sleep(0)
         for _broker, request in requests:

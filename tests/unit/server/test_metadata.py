@@ -54,6 +54,8 @@ ADVERTISED = {
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
+    50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)
+    51: (0, 0),
     56: (0, 0),  # AlterPartition: to the controller (CTRL-22)
     60: (0, 1),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
