@@ -277,11 +277,17 @@ class ControllerChannelManager:
             while True:
                 try:
                     response = await self._channel.request(broker_id, api_key, version, body)
-                    break
                 except BrokerUnavailableError as err:
                     logger.debug("controller %d: %s; sending again", self.controller_id, err)
                     await asyncio.sleep(RETRY_BACKOFF_S)
-            error = ErrorCode(response.error_code)
+                    continue
+                except Exception:  # a bug, not the network: the next requests still leave
+                    name = ApiKey(api_key).name
+                    logger.exception("controller %d: %s to %d failed", self.controller_id, name,
+                                     broker_id)  # fmt: skip
+                    response = None
+                break
+            error = ErrorCode.NO_ERROR if response is None else ErrorCode(response.error_code)
             if error != ErrorCode.NO_ERROR:
                 logger.warning(
                     "controller %d (epoch %d): broker %d refused %s: %s",
