@@ -46,10 +46,11 @@ Shutdown stops the group coordinator (answering its waiting joins) before the lo
 **ZooKeeper mode** (`zookeeper.connect` set, Kafka's `KafkaServer`; server/zk_mode.py):
 step 1 connects to ZooKeeper and builds `ZkClusterMetadata` (the broker's view of the
 cluster) instead of the embedded controller; step 3 adopts nothing (ZooKeeper, not the
-disk, says which topics exist) and wires replication: partition states from the watches
-make this broker leader or follower of each partition it replicates
-(`ReplicaManager.become_leader_or_follower`), followers fetch through the replica fetchers
-(server/follower_fetcher.py), leaders write ISR changes to ZooKeeper; after the socket
+disk, says which topics exist) and wires replication: partition states from the
+controller's LeaderAndIsr requests make this broker leader or follower of each partition
+it replicates (`ReplicaManager.become_leader_or_follower`), followers fetch through the
+replica fetchers (server/follower_fetcher.py), leaders send ISR changes to the controller
+(AlterPartition); after the socket
 server binds, the broker registers `/brokers/ids/<id>` with its bound address (after a
 kill -9 and a quick restart, waiting for the old registration to expire), starts its
 watches, and runs for controller (`KafkaController`); only then does it accept
@@ -254,6 +255,7 @@ class Broker:
         controller.endpoint = _broker_endpoint(config, advertised)
         if self.zk_mode is not None:
             await self.zk_mode.join()
+            self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
         follow_broker(  # what each dynamic config changes

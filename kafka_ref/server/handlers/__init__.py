@@ -7,6 +7,8 @@ log), and turns their results and typed errors into the response message. It con
 storage logic of its own. kafka-ref keeps the same split, with one module per family:
 
     metadata.py   ApiVersions (18), Metadata (3)
+    controller_requests.py  LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) from the
+                  controller, AlterPartition (56) to it: ZooKeeper mode's inter-broker APIs
     produce.py    Produce (0)
     fetch.py      Fetch (1) and its DelayedFetch
     follower_fetch.py  followers' Fetch (replica_id >= 0), OffsetsForLeaderEpoch (23)
@@ -52,6 +54,7 @@ from kafka_ref.server.handlers import (
     alter_configs,
     client_quotas,
     configs,
+    controller_requests,
     fetch,
     follower_fetch,
     groups,
@@ -85,6 +88,10 @@ class KafkaApis(ApiContext):
             ApiKey.FETCH: fetch.handle_fetch,
             ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
             ApiKey.METADATA: metadata.handle_metadata,
+            ApiKey.LEADER_AND_ISR: controller_requests.handle_leader_and_isr,
+            ApiKey.STOP_REPLICA: controller_requests.handle_stop_replica,
+            ApiKey.UPDATE_METADATA: controller_requests.handle_update_metadata,
+            ApiKey.ALTER_PARTITION: controller_requests.handle_alter_partition,
             ApiKey.API_VERSIONS: metadata.handle_api_versions,
             ApiKey.DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
             ApiKey.CREATE_TOPICS: admin.handle_create_topics,

@@ -54,6 +54,7 @@ class ApiContext:
     credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users (SEC-22)
     dynamic_config: DynamicBrokerConfig = None  # type: ignore[assignment]  # default: own
     quotas: QuotaManagers = field(default_factory=QuotaManagers)  # client quotas (QUOTA-6)
+    kafka_controller: Any = None  # ZooKeeper mode: this broker's KafkaController
 
     def __post_init__(self) -> None:
         if self.dynamic_config is None:  # the broker passes the one its parts reconfigure by
