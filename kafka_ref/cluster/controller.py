@@ -51,7 +51,12 @@ leader epoch) and answers with it; UpdateMetadata then tells every broker. So th
 controller's cache of partition states follows every change, and no leader writes
 ZooKeeper.
 
-Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22.
+**A broker's failed log directory** (KIP-112, CTRL-24) comes as a log dir event
+notification; the handling is in log_dir_events.py: the replicas in that directory count
+as not live for their partitions only (`live_for`), so elections and AlterPartition
+treat them as a dead broker's.
+
+Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22, CTRL-24.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ from kafka_ref.cluster.controller_channel import (
     ControllerChannelManager,
 )
 from kafka_ref.cluster.election import elect_leader
+from kafka_ref.cluster.log_dir_events import LogDirFailureHandling
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zookeeper import ControllerMovedError, KafkaZkClient
 from kafka_ref.common import TopicPartition
@@ -116,7 +122,7 @@ def next_state(
     )  # fmt: skip
 
 
-class KafkaController:
+class KafkaController(LogDirFailureHandling):
     """This broker's controller role: elected through /controller, active on one broker."""
 
     def __init__(
@@ -147,6 +153,8 @@ class KafkaController:
         self._watches_installed = False
         self._stopped = False
         self.election_timer = LatencyHistogram()  # Kafka: LeaderElectionRateAndTimeMs
+        self.offline_replicas = {}  # broker -> its replicas in failed log dirs (CTRL-24)
+        channel.on_response = self._on_broker_response
 
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
@@ -242,6 +250,7 @@ class KafkaController:
         self.active = False
         self.states.clear()
         self.live = {}
+        self.offline_replicas.clear()
         self._batch = None
         self.channel.shutdown()  # Kafka: onControllerResignation stops the send threads
 
@@ -259,6 +268,7 @@ class KafkaController:
             ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, lambda _c: self._put("broker_change"))
             ChildrenWatch(self.zk.zk, zkdata.TOPICS, lambda _c: self._put("topic_change"))
             ChildrenWatch(self.zk.zk, zkdata.DELETE_TOPICS, lambda _c: self._put("deletion"))
+            self._watch_log_dir_events()
         self._handle_broker_change()
         self._handle_deletion()
 
@@ -363,6 +373,8 @@ class KafkaController:
                 "controller %d: brokers %s left, %s joined; live %s",
                 self.broker_id, sorted(gone), sorted(born), sorted(live),
             )  # fmt: skip
+        for broker_id in gone | born:  # a new registration's LeaderAndIsr answers anew
+            self.offline_replicas.pop(broker_id, None)
         for broker_id in gone - born:
             self.channel.remove_broker(broker_id)
         for broker_id in sorted(born):
@@ -383,7 +395,7 @@ class KafkaController:
         started = time.monotonic_ns()
         state, version = self.states[tp]
         unclean = self.unclean_for(tp[0], self.configs.get(tp[0], {}))
-        new = next_state(state, set(self.live), unclean=unclean, controller_epoch=self.epoch)
+        new = next_state(state, self.live_for(tp), unclean=unclean, controller_epoch=self.epoch)
         if new is None:
             return
         try:
@@ -448,7 +460,8 @@ class KafkaController:
             return ErrorCode.NO_ERROR, self._current(tp)  # Kafka: equalsAllowStalePartitionEpoch
         if version != current_version:
             return ErrorCode.INVALID_UPDATE_VERSION, None
-        if leader not in isr or any(r not in self.live or r not in state.replicas for r in isr):
+        live = self.live_for(tp)
+        if leader not in isr or any(r not in live or r not in state.replicas for r in isr):
             return ErrorCode.OPERATION_NOT_ATTEMPTED, None  # INELIGIBLE_REPLICA from v2
         new = dataclasses.replace(state, isr=tuple(isr), controller_epoch=self.epoch)
         try:

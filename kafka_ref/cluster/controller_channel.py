@@ -223,6 +223,8 @@ class ControllerChannelManager:
             security,  # the inter-broker listener's TLS and SASL (SEC-21)
         )
         self._senders: dict[int, tuple[asyncio.Queue, asyncio.Task]] = {}
+        # (broker, api key, response): the controller reads LeaderAndIsr answers (CTRL-24)
+        self.on_response: Callable[[int, int, Any], None] | None = None
 
     def brokers(self) -> list[BrokerEndpoint]:
         """The brokers the controller sends to (InterBrokerChannel finds addresses here)."""
@@ -287,6 +289,8 @@ class ControllerChannelManager:
                                      broker_id)  # fmt: skip
                     response = None
                 break
+            if self.on_response is not None:
+                self.on_response(broker_id, api_key, response)
             error = ErrorCode.NO_ERROR if response is None else ErrorCode(response.error_code)
             if error != ErrorCode.NO_ERROR:
                 logger.warning(

@@ -26,7 +26,7 @@ to the directory holding the *fewest partitions*, ties broken by the order of `l
 error: the broker cannot know which copy is right (Kafka: "Duplicate log directories").
 A directory listed twice, or that cannot be created or is not a writable directory, stops
 the startup with `LogDirError` (Kafka would mark it offline and run on the others as long
-as one is left; kafka-ref has no offline directories).
+as one is left; kafka-ref refuses to start).
 
 **Startup.** If `.kafka_cleanshutdown` exists, the last run closed every log cleanly, so no
 recovery is needed (DUR-6). The marker is removed at once (and the removal fsynced), so a
@@ -46,14 +46,28 @@ with KAFKA_STORAGE_ERROR and loses nothing acknowledged (DUR-1, DUR-2). It is re
 directory and then at most once a minute with the count of failures in between, so that an
 operator sees it at once and a full disk does not flood the log with one line per request.
 
+**A failed directory** (DUR-16, KIP-112). Any other I/O error in a directory while the
+broker runs (EIO, the directory gone or replaced, a read-only remount) means the disk can
+no longer be trusted: `maybe_add_offline_log_dir` (Kafka's `LogDirFailureChannel`) marks
+the directory *offline* once, drops its logs (their file handles closed, errors ignored:
+the disk is gone) and tells the listeners (the replica manager, which takes the partitions
+offline and tells the controller). The other directories keep serving: new partitions go
+only to online directories, checkpoints and the clean-shutdown marker are written only
+there. When no directory is left online, the broker cannot serve anything and stops
+(`all_dirs_offline`). A full disk (ENOSPC, EDQUOT) is not a failed directory: deleting
+data repairs it, so it stays a failed append (DUR-15); `is_log_dir_failure` tells them
+apart.
+
 **Shutdown.** `close()` flushes and closes every log, writes the checkpoints (every recovery
 point is now the log end offset), and only then writes the clean-shutdown markers.
 
-Rules: DUR-6, DUR-8, DUR-10, DUR-12, DUR-13, DUR-15.
+Rules: DUR-6, DUR-8, DUR-10, DUR-12, DUR-13, DUR-15, DUR-16.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import re
@@ -103,6 +117,16 @@ STORAGE_FAILURE_REPORT_INTERVAL_MS = 60_000  # one ERROR line per directory and 
 
 class LogDirError(KafkaStorageError):
     """The data directories cannot be used as configured or as found: the broker stops."""
+
+
+_FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_log_dir_failure(err: BaseException) -> bool:
+    """Whether `err` (an OSError, or a storage error raised from one) means the directory
+    failed (DUR-16), rather than the disk being full (DUR-15) or the data being invalid."""
+    cause = err if isinstance(err, OSError) else err.__cause__
+    return isinstance(cause, OSError) and cause.errno not in _FULL_DISK
 
 
 def parse_topic_partition(name: str) -> TopicPartition | None:
@@ -167,6 +191,8 @@ class LogManager:
         self.stray_paths: list[str] = []
         self._storage_failures: dict[str, tuple[int, int]] = {}  # dir -> (reported at, since)
         self.clean_shutdown: dict[str, bool] = {}  # per directory: was its marker there?
+        self.offline_dirs: set[str] = set()  # failed while running (DUR-16)
+        self.log_dir_failure_listeners: list[Callable[[str], None]] = []
         for log_dir in self.log_dirs:
             marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
             self.clean_shutdown[log_dir] = os.path.exists(marker)
@@ -249,13 +275,49 @@ class LogManager:
         """The logs whose partition directory is in `log_dir`."""
         return {tp: log for tp, log in self.logs.items() if log.parent_dir == log_dir}
 
+    @property
+    def online_dirs(self) -> tuple[str, ...]:
+        return tuple(d for d in self.log_dirs if d not in self.offline_dirs)
+
+    @property
+    def all_dirs_offline(self) -> bool:
+        return not self.online_dirs
+
     def next_log_dir(self) -> str:
-        """Where a new partition goes: the directory with the fewest partitions, the first
-        such one in `log.dirs` order (Kafka's `nextLogDirs`; DUR-13)."""
-        counts = dict.fromkeys(self.log_dirs, 0)
+        """Where a new partition goes: the online directory with the fewest partitions, the
+        first such one in `log.dirs` order (Kafka's `nextLogDirs`; DUR-13, DUR-16)."""
+        online = self.online_dirs
+        if not online:
+            raise KafkaStorageError("every log directory is offline")
+        counts = dict.fromkeys(online, 0)
         for log in self.logs.values():
             counts[log.parent_dir] += 1
-        return min(self.log_dirs, key=counts.__getitem__)  # min keeps the first of equals
+        return min(online, key=counts.__getitem__)  # min keeps the first of equals
+
+    def maybe_add_offline_log_dir(self, log_dir: str, what: str, err: BaseException) -> None:
+        """`what` failed in `log_dir` with an I/O error: the directory goes offline, once
+        (Kafka: `LogDirFailureChannel.maybeAddOfflineLogDir`, `LogManager.handleLogDirFailure`;
+        DUR-16). Its logs are dropped and the listeners told."""
+        if log_dir in self.offline_dirs or log_dir not in self.log_dirs:
+            return
+        self.offline_dirs.add(log_dir)
+        logger.error("log directory %s is offline: %s failed: %s", log_dir, what, err)
+        for tp, log in self.logs_in(log_dir).items():
+            del self.logs[tp]
+            with contextlib.suppress(Exception):  # the disk is gone: nothing more to save
+                log.close()
+        for listener in self.log_dir_failure_listeners:
+            listener(log_dir)
+        if self.all_dirs_offline:
+            logger.error("every log directory (%s) is offline", ", ".join(self.log_dirs))
+
+    def handle_io_error(self, log_dir: str, what: str, err: BaseException) -> None:
+        """A write to `log_dir` failed: a full disk is reported (DUR-15), any other I/O
+        error takes the directory offline (DUR-16)."""
+        if is_log_dir_failure(err):
+            self.maybe_add_offline_log_dir(log_dir, what, err)
+        else:
+            self.report_storage_failure(log_dir, what, err)
 
     def report_storage_failure(self, log_dir: str, what: str, err: BaseException) -> None:
         """A write to `log_dir` failed: ERROR once, then once a minute at most (DUR-15)."""
@@ -278,9 +340,13 @@ class LogManager:
         if log is None:
             log_dir = self.next_log_dir()
             path = os.path.join(log_dir, log_dir_name(topic, partition))
-            log = Log.open(path, config or self.config_for(topic), self.clock)
+            try:
+                log = Log.open(path, config or self.config_for(topic), self.clock)
+                fsync_directory(log_dir)
+            except OSError as err:
+                self.handle_io_error(log_dir, f"creating {path}", err)
+                raise KafkaStorageError(f"cannot create {path}: {err}") from err
             log.flush_timer = self.flush_timer
-            fsync_directory(log_dir)
             self.logs[(topic, partition)] = log
             logger.info("created log %s", path)
         return log
@@ -315,26 +381,37 @@ class LogManager:
 
     # ------------------------------------------------------------------ durability
     def checkpoint(self) -> None:
-        """Write every log's recovery point and log start offset, in its own directory."""
-        for log_dir in self.log_dirs:
+        """Write every log's recovery point and log start offset, in its own online
+        directory; a directory that fails goes offline (DUR-16)."""
+        for log_dir in self.online_dirs:
             logs = self.logs_in(log_dir)
-            self._checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT).write(
-                {tp: log.recovery_point for tp, log in logs.items()}
-            )
-            self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).write(
-                {tp: log.log_start_offset for tp, log in logs.items()}
-            )
+            try:
+                self._checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT).write(
+                    {tp: log.recovery_point for tp, log in logs.items()}
+                )
+                self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).write(
+                    {tp: log.log_start_offset for tp, log in logs.items()}
+                )
+            except OSError as err:
+                self.handle_io_error(log_dir, "writing the checkpoints", err)
 
     def flush_logs(self) -> int:
         """The periodic flush: flush.ms, and rolled segments not yet fsynced. Returns count."""
-        return sum(1 for log in self.logs.values() if log.maybe_flush())
+        flushed = 0
+        for log in list(self.logs.values()):
+            try:
+                flushed += log.maybe_flush()
+            except (OSError, KafkaStorageError) as err:
+                self.handle_io_error(log.parent_dir, f"flushing {log.dir}", err)
+        return flushed
 
     def close(self) -> None:
-        """Flush and close every log, checkpoint, then write the clean-shutdown markers."""
+        """Flush and close every log, checkpoint, then write the clean-shutdown markers of
+        the online directories (an offline one recovers at the next start)."""
         for log in self.logs.values():
             log.close()
         self.checkpoint()
-        for log_dir in self.log_dirs:
+        for log_dir in self.online_dirs:
             write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), b"")
         logger.info("closed %d logs cleanly in %s", len(self.logs), ", ".join(self.log_dirs))
         self.logs.clear()

@@ -61,11 +61,16 @@ the ZooKeeper session is closed right after the acceptor stops, so the controlle
 leadership away at once instead of after the session timeout; acks=all produces still
 waiting answer REQUEST_TIMED_OUT.
 
+**Every log dir failed** (DUR-16): a broker with no log directory left online cannot serve
+anything, and stops as Kafka's does ("Shutdown broker because all log dirs in ... have
+failed"): `all_log_dirs_failed` is set, `serve` stops the broker (its session closes, so
+the controller moves its leaders at once) and the process exits with status 1.
+
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, CONFIG-6, IDEM-14, ISR-3, REPL-10, REPL-11,
-SEC-2.
+Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, CONFIG-6, DUR-16, IDEM-14, ISR-3, REPL-10,
+REPL-11, SEC-2.
 """
 
 from __future__ import annotations
@@ -158,6 +163,7 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config)  # KIP-226: the live config's layers
         self._cleaner = LogCleaner()
         self.started = False
+        self.all_log_dirs_failed = asyncio.Event()  # DUR-16: serve() stops the broker
 
     @property
     def port(self) -> int:
@@ -199,6 +205,7 @@ class Broker:
             self.log_manager = LogManager(
                 config.log_dirs, log_defaults, self.clock, topic_config=controller.log_config
             )
+        self.log_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
         purgatory = DelayedOperationPurgatory("Fetch", loop.call_later)
         self.replica_manager = ReplicaManager(
             config.broker_id, self.log_manager, purgatory, clock=self.clock,
@@ -446,6 +453,13 @@ class Broker:
         )
 
     # ------------------------------------------------------------------ shutdown
+    def _on_log_dir_failure(self, _log_dir: str) -> None:
+        assert self.log_manager is not None
+        if self.log_manager.all_dirs_offline:  # Kafka: LogManager.handleLogDirFailure
+            logger.error("Shutdown broker because all log dirs in %s have failed",
+                         ", ".join(self.log_manager.log_dirs))  # fmt: skip
+            self.all_log_dirs_failed.set()
+
     async def stop(self) -> None:
         """Stop accepting, answer waiting fetches, close connections, close logs cleanly."""
         if not self.started:
@@ -487,19 +501,25 @@ def _broker_endpoint(config: KafkaConfig, advertised: list[EndPoint]) -> BrokerE
     return BrokerEndpoint(config.broker_id, own.host, own.port, rack, tuple(advertised))
 
 
-async def serve(config: KafkaConfig) -> None:
-    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
+async def serve(config: KafkaConfig) -> int:
+    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly; 0, or 1 when it
+    stopped because every log dir failed (DUR-16)."""
     broker = Broker(config)
     await broker.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    waits = [loop.create_task(stop.wait()), loop.create_task(broker.all_log_dirs_failed.wait())]
     try:
-        await stop.wait()
-        logger.info("received a stop signal")
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if stop.is_set():
+            logger.info("received a stop signal")
     finally:
+        for wait in waits:
+            wait.cancel()
         await broker.stop()
+    return 1 if broker.all_log_dirs_failed.is_set() else 0
 
 
 class BrokerThread:

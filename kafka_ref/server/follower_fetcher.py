@@ -33,7 +33,11 @@ Both brokers run the same kafka-ref version, so the versions are fixed (Fetch v1
 OffsetsForLeaderEpoch v3) instead of negotiated: Kafka picks them from
 `inter.broker.protocol.version` for the same reason.
 
-Rules: REPL-7, REPL-8, TRUNC-1, TRUNC-4..TRUNC-6.
+A follower's write that fails with an I/O error (truncating or appending) is not the
+network's fault: it goes to `storage_failed` (the replica manager's), which takes the log
+directory offline and with it the partition (DUR-16); the other partitions go on.
+
+Rules: REPL-7, REPL-8, TRUNC-1, TRUNC-4..TRUNC-6, DUR-16.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka_ref.common import TopicPartition
-from kafka_ref.errors import ErrorCode
+from kafka_ref.errors import ErrorCode, KafkaStorageError
 from kafka_ref.protocol.messages import ApiKey, FetchRequest, OffsetsForLeaderEpochRequest
 from kafka_ref.replication import messages as core
 from kafka_ref.replication.follower_fetch_state import FetchState, PartitionFetcher
@@ -189,7 +193,11 @@ class ReplicaFetcher:
                 if fetcher is None or fetcher is not fetchers.get(tp):
                     continue  # the partition moved while we asked
                 result = core.EpochResult(ErrorCode(p.error_code), p.leader_epoch, p.end_offset)
-                fetcher.on_epoch_result(asked[tp], result)
+                try:
+                    fetcher.on_epoch_result(asked[tp], result)
+                except (OSError, KafkaStorageError) as err:
+                    self.manager.storage_failed(tp, err)
+                    continue
                 progressed |= result.error == ErrorCode.NO_ERROR
         return progressed
 
@@ -235,7 +243,11 @@ class ReplicaFetcher:
                     p.log_start_offset,
                 )
                 errors |= result.error != ErrorCode.NO_ERROR
-                progressed |= fetcher.on_fetch_result(asked[tp], result) > 0
+                try:
+                    progressed |= fetcher.on_fetch_result(asked[tp], result) > 0
+                except (OSError, KafkaStorageError) as err:
+                    self.manager.storage_failed(tp, err)
+                    continue
                 if fetcher.state is FetchState.FENCED:
                     logger.info("%r: fenced on %s-%d; waiting for the controller", self, *tp)
         return progressed or not errors  # an empty long poll is no reason to back off
@@ -255,6 +267,8 @@ class ReplicaFetcherManager:
         self.truncation = TruncationRule.parse(config["replica.truncation"])
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task] = set()
+        # A follower's write failed (DUR-15, DUR-16): the replica manager's storage_failed
+        self.storage_failed: Callable[[TopicPartition, BaseException], None] = lambda tp, err: None
 
     def add_partition(self, partition: Partition, leader_id: int) -> None:
         """Follow `partition` from `leader_id`: truncate first, then fetch."""

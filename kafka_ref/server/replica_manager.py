@@ -46,8 +46,16 @@ change applies at once. `shrink_isrs` runs every replica.lag.time.max.ms / 2.
 partition starts with its checkpointed HW), written periodically and at shutdown. Each
 data directory has its own file, for the partitions it holds (DUR-13).
 
+**A failed log directory** (DUR-16, KIP-112; Kafka: `ReplicaManager.handleLogDirFailure`).
+When the log manager takes a directory offline, every partition in it goes offline on this
+broker: its fetcher stops, its waiting produces and fetches answer, and from then on
+requests for it answer KAFKA_STORAGE_ERROR, LeaderAndIsr included, which is how the
+controller learns which replicas are gone (CTRL-24). `log_dir_failed` then tells the
+controller (ZooKeeper mode: a log dir event notification). The partitions of the other
+directories are untouched. DescribeLogDirs reports the directory with KAFKA_STORAGE_ERROR.
+
 Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-5, CTRL-10, CTRL-22,
-REPL-2..REPL-5, REPL-10, ISR-2, ISR-3.
+REPL-2..REPL-5, REPL-10, ISR-2, ISR-3, DUR-16.
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.metadata import PartitionState, UnknownTopicOrPartitionError
 from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
-from kafka_ref.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError
+from kafka_ref.errors import ErrorCode, KafkaError, KafkaStorageError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
 from kafka_ref.log.log import LogReadInfo
 from kafka_ref.log.log_manager import LogManager
@@ -130,6 +138,9 @@ class ReplicaManager:
         self.fetcher_manager: Any = None  # ZooKeeper mode: ReplicaFetcherManager
         self.topic_stats = BrokerTopicStats()  # the produce and fetch meters (MET-1)
         self.isr_shrinks = self.isr_expands = 0  # ISR changes written (MET-4)
+        self.offline_partitions: set[TopicPartition] = set()  # in a failed log dir (DUR-16)
+        self.log_dir_failed: Callable[[str], None] | None = None  # ZooKeeper mode: notify
+        log_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
         self._checkpointed_hws = {  # per log dir, as Kafka's highWatermarkCheckpoints
             log_dir: read_high_watermarks(self._hw_checkpoint(log_dir))
             for log_dir in log_manager.log_dirs
@@ -145,6 +156,7 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is not None:
             return partition, False
+        self._check_online((topic, index))
         log = self.log_manager.get_or_create_log(topic, index)
         partition = Partition(
             topic,
@@ -220,13 +232,46 @@ class ReplicaManager:
             self.fetcher_manager.remove_partition(tp)
         self.partitions.pop(tp, None)
         if delete:
+            self.offline_partitions.discard(tp)  # its topic is gone: nothing left to serve
+        if delete:
             self.log_manager.delete_log(*tp)
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
 
+    # ------------------------------------------------------------------ failed log dirs
+    def _on_log_dir_failure(self, log_dir: str) -> None:
+        # After the operation that failed: it may be iterating over the partitions
+        self._defer(lambda: self.handle_log_dir_failure(log_dir))
+
+    def handle_log_dir_failure(self, log_dir: str) -> None:
+        """The log manager took `log_dir` offline: its partitions go offline here (DUR-16)."""
+        failed = [tp for tp, p in self.partitions.items() if p.log.parent_dir == log_dir]
+        for tp in failed:
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partition(tp)
+            del self.partitions[tp]
+            self.offline_partitions.add(tp)
+            self.fetch_purgatory.check_and_complete(tp)
+            self.produce_purgatory.check_and_complete(tp)
+        logger.error("partitions %s are offline: log directory %s failed",
+                     sorted(f"{t}-{i}" for t, i in failed), log_dir)  # fmt: skip
+        if self.log_dir_failed is not None:
+            self.log_dir_failed(log_dir)
+
+    def _check_online(self, tp: TopicPartition) -> None:
+        if tp in self.offline_partitions:
+            raise KafkaStorageError(f"{tp[0]}-{tp[1]} is in an offline log directory")
+
+    def storage_failed(self, tp: TopicPartition, err: BaseException) -> None:
+        """A read or write of `tp`'s log failed (DUR-15, DUR-16)."""
+        log = self.log_manager.logs.get(tp)
+        if log is not None:
+            self.log_manager.handle_io_error(log.parent_dir, f"append to {tp[0]}-{tp[1]}", err)
+
     # ------------------------------------------------------------------ lookups
     def get_partition(self, topic: str, index: int) -> Partition:
         """The partition this broker *leads*; clients talk to leaders only."""
+        self._check_online((topic, index))
         partition = self.partitions.get((topic, index))
         if partition is None:
             raise UnknownTopicOrPartitionError(
@@ -268,23 +313,16 @@ class ReplicaManager:
                 results[tp] = PartitionAppendResult(err.code, None, message, record_errors)
                 self.topic_stats.produced(tp[0], 0, 0, True)
                 if err.code == ErrorCode.KAFKA_STORAGE_ERROR:
-                    self._storage_failed(tp, err)
+                    self.storage_failed(tp, err)
                 logger.debug("append to %s-%d failed: %s", tp[0], tp[1], err)
             except OSError as err:  # the disk failed us: a storage error, not a crash
                 results[tp] = PartitionAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, str(err))
                 self.topic_stats.produced(tp[0], 0, 0, True)
-                self._storage_failed(tp, err)
+                self.storage_failed(tp, err)
         for tp, result in results.items():
             if result.error == ErrorCode.NO_ERROR and result.info and result.info.size:
                 self.wake(tp)  # consumers' long polls, and followers' (new data to copy)
         return results
-
-    def _storage_failed(self, tp: TopicPartition, err: BaseException) -> None:
-        log = self.log_manager.logs.get(tp)
-        if log is not None:  # DUR-15: reported per log directory, rate-limited
-            self.log_manager.report_storage_failure(
-                log.parent_dir, f"append to {tp[0]}-{tp[1]}", err
-            )
 
     def wake(self, key: Hashable) -> None:
         """New data (or a HW move) on a partition: let the waiting fetches re-check."""
@@ -306,6 +344,8 @@ class ReplicaManager:
         """A follower's fetch of one partition (REPL-3, ISR-2): records from its LEO, not
         bounded by the HW; its LEO may move the HW and add it to the ISR. `records_of`
         makes the response's records of the log's read (`Partition.fetch`)."""
+        if request.tp in self.offline_partitions:
+            return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR)
         partition = self.partitions.get(request.tp)
         if partition is None:
             return FetchResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -360,13 +400,17 @@ class ReplicaManager:
     # ------------------------------------------------------------------ log directories
     def describe_log_dirs(
         self, wanted: Callable[[TopicPartition], bool]
-    ) -> list[tuple[str, dict[TopicPartition, tuple[int, int]]]]:
+    ) -> list[tuple[str, dict[TopicPartition, tuple[int, int]] | None]]:
         """Per log dir (in `log.dirs` order), its wanted partitions with their size in
         bytes and offset lag (Kafka: `ReplicaManager.describeLogDirs`, BROKER-52): the lag
         is how far the high watermark is past the log end offset, never negative, as
-        Kafka's `getLogEndOffsetLag` computes it for a current (not future) log."""
-        result = []
+        Kafka's `getLogEndOffsetLag` computes it for a current (not future) log. An
+        offline directory has None (DUR-16)."""
+        result: list[tuple[str, dict[TopicPartition, tuple[int, int]] | None]] = []
         for log_dir in self.log_manager.log_dirs:
+            if log_dir in self.log_manager.offline_dirs:
+                result.append((log_dir, None))
+                continue
             found = {}
             for tp, log in sorted(self.log_manager.logs_in(log_dir).items()):
                 if wanted(tp):
@@ -381,7 +425,11 @@ class ReplicaManager:
         return list(self.partitions.values())
 
     def checkpoint_high_watermarks(self) -> None:
-        """Write `replication-offset-checkpoint` (REPL-10) in every log dir."""
-        for log_dir in self.log_manager.log_dirs:
+        """Write `replication-offset-checkpoint` (REPL-10) in every online log dir; one that
+        fails goes offline (DUR-16)."""
+        for log_dir in self.log_manager.online_dirs:
             partitions = [p for p in self.all_partitions() if p.log.parent_dir == log_dir]
-            write_high_watermarks(self._hw_checkpoint(log_dir), partitions)
+            try:
+                write_high_watermarks(self._hw_checkpoint(log_dir), partitions)
+            except OSError as err:
+                self.log_manager.handle_io_error(log_dir, "writing the HW checkpoint", err)

@@ -14,7 +14,8 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
    the metadata; leaders send their ISR changes to the controller as AlterPartition
    requests (`AlterPartitionManager`, CTRL-22); the group coordinator loads or resigns the
    `__consumer_offsets` partitions it gains or loses, and (`follow_coordinator`, once it
-   exists) the transaction coordinator those of `__transaction_state` (TXN-21);
+   exists) the transaction coordinator those of `__transaction_state` (TXN-21); a log dir
+   that fails is told to the controller as a log dir event notification (CTRL-24);
 3. `join`, after the socket server is bound: register `/brokers/ids/<id>` with the bound
    address (its czxid is the broker epoch, KIP-380), start the watches, run for controller
    (`KafkaController`, which sends its requests through a `ControllerChannelManager`).
@@ -23,7 +24,7 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
 the controller moves leadership away at once instead of after the session timeout; then
 the fetchers stop.
 
-Rules: CTRL-1, CTRL-10, CTRL-22, REPL-7, ISR-3, TXN-21.
+Rules: CTRL-1, CTRL-10, CTRL-22, CTRL-24, REPL-7, ISR-3, TXN-21.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 
 from kafka_ref.cluster.controller import KafkaController
 from kafka_ref.cluster.controller_channel import ControllerChannelManager
+from kafka_ref.cluster.log_dir_events import propagate_log_dir_event
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.cluster.zookeeper import KafkaZkClient
@@ -120,13 +122,27 @@ class ZooKeeperMode:
             return None
 
         self.fetchers = ReplicaFetcherManager(self.config.broker_id, self.config, endpoint_of)
+        self.fetchers.storage_failed = replica_manager.storage_failed
         replica_manager.fetcher_manager = self.fetchers
+        replica_manager.log_dir_failed = self._propagate_log_dir_event
         self.alter_partitions = AlterPartitionManager(
             metadata, InterBrokerSecurity.from_config(self.config)
         )
         replica_manager.alter_partition = self.alter_partitions.submit
         metadata.listeners.append(replica_manager)
         self.follow_coordinator(OFFSETS_TOPIC, groups)
+
+    def _propagate_log_dir_event(self, log_dir: str) -> None:
+        """A log dir failed: tell the controller through ZooKeeper (CTRL-24), off the loop."""
+
+        def write() -> None:
+            try:
+                path = propagate_log_dir_event(self.zk.zk, self.config.broker_id)
+                logger.info("log dir %s failed: wrote %s for the controller", log_dir, path)
+            except Exception:  # ZooKeeper unreachable: the controller learns at the next start
+                logger.exception("cannot tell the controller that log dir %s failed", log_dir)
+
+        asyncio.get_running_loop().run_in_executor(None, write)
 
     def follow_coordinator(
         self, topic: str, coordinator: Any, reload_on_new_epoch: bool = False

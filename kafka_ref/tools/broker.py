@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         raise UsageError(str(err)) from None
     try:
-        asyncio.run(serve(config))
+        status = asyncio.run(serve(config))  # 1: every log dir failed (DUR-16)
     except ConfigError as err:  # e.g. a keystore that does not load
         raise UsageError(str(err)) from None
     except (MetadataLoadError, LogDirError) as err:  # e.g. a log dir is not writable
@@ -114,4 +114,4 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:  # e.g. the port is taken
         logger.error("cannot run the broker: %s", err)
         return 1
-    return 0
+    return status

@@ -29,7 +29,11 @@ All four need CLUSTER_ACTION on the cluster when authorization is on: only broke
 them (SEC-17). A broker that is not in a ZooKeeper cluster has no controller to hear from
 and answers INVALID_REQUEST.
 
-Rules: CTRL-5, CTRL-19, CTRL-20, CTRL-21, CTRL-22.
+A LeaderAndIsr for a partition of a failed log directory answers KAFKA_STORAGE_ERROR for it:
+the controller's answer to a log dir event reads these to know the offline replicas
+(CTRL-24).
+
+Rules: CTRL-5, CTRL-19, CTRL-20, CTRL-21, CTRL-22, CTRL-24.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
-from kafka_ref.errors import ErrorCode
+from kafka_ref.errors import ErrorCode, KafkaStorageError
 from kafka_ref.protocol.messages import (
     AlterPartitionResponse,
     LeaderAndIsrResponse,
@@ -137,13 +141,14 @@ def _become(apis: ApiContext, metadata: ZkClusterMetadata, state: PartitionState
         return ErrorCode.STALE_CONTROLLER_EPOCH
     metadata.learn_topic(state.topic)  # its logs open with its config (CTRL-15)
     metadata.update_metadata([state])
-    try:
-        for listener in metadata.listeners:
+    error = ErrorCode.NO_ERROR
+    for listener in metadata.listeners:  # the coordinators hear of it even if the log cannot
+        try:
             listener.on_partition_state(state)
-    except OSError as err:  # the log's disk failed: this replica cannot serve
-        logger.error("cannot apply %s: %s", state, err)
-        return ErrorCode.KAFKA_STORAGE_ERROR
-    return ErrorCode.NO_ERROR
+        except (OSError, KafkaStorageError) as err:  # an offline log dir (DUR-16, CTRL-24)
+            logger.warning("cannot apply %s: %s", state, err)
+            error = ErrorCode.KAFKA_STORAGE_ERROR
+    return error
 
 
 def handle_update_metadata(apis: ApiContext, request: Request) -> Any:

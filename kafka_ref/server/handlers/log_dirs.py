@@ -6,9 +6,9 @@ balance the disks, or to find what fills one. DescribeLogDirs (key 35; Kafka:
 `KafkaApis.handleDescribeLogDirsRequest` -> `ReplicaManager.describeLogDirs`) answers, per
 log directory in `log.dirs` order (BROKER-52):
 
-* its absolute path, error code 0 (kafka-ref has no offline directories: a directory it
-  cannot use stops the broker, DUR-13), and since v4 the total and usable bytes of its
-  volume;
+* its absolute path, error code 0, and since v4 the total and usable bytes of its volume;
+  a directory that failed while the broker runs (DUR-16) has KAFKA_STORAGE_ERROR, no
+  partitions and -1 bytes, as Kafka answers for an offline directory;
 * per partition it holds that the request names (topics null: all of them) the size of its
   segments, the offset lag (`ReplicaManager.describe_log_dirs`) and `is_future_key` false
   (kafka-ref cannot move a replica between directories: no AlterReplicaLogDirs).
@@ -16,7 +16,7 @@ log directory in `log.dirs` order (BROKER-52):
 Describing needs DESCRIBE on the cluster (SEC-17); without it the answer lists no
 directory, and v3+ says CLUSTER_AUTHORIZATION_FAILED at the top, as Kafka does.
 
-Rules: BROKER-52.
+Rules: BROKER-52, DUR-16.
 """
 
 from __future__ import annotations
@@ -48,6 +48,17 @@ def handle_describe_log_dirs(apis: ApiContext, request: Request) -> Any:
     for log_dir, partitions in apis.replica_manager.describe_log_dirs(
         lambda tp: asked is None or tp in asked
     ):
+        if partitions is None:  # offline (DUR-16)
+            results.append(
+                Result(
+                    error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+                    log_dir=log_dir,
+                    topics=[],
+                    total_bytes=-1,
+                    usable_bytes=-1,
+                )
+            )
+            continue
         by_topic: dict[str, list] = {}
         for (topic, index), (size, lag) in partitions.items():
             by_topic.setdefault(topic, []).append(

@@ -1,15 +1,23 @@
-"""Several data directories (`log.dirs`): placement, per-directory files, startup checks
-(DUR-13, DUR-14). Real directories on disk, several per test."""
+"""Several data directories (`log.dirs`): placement, per-directory files, startup checks,
+a directory failing while the broker runs (DUR-13, DUR-14, DUR-16). Real directories on
+disk, several per test."""
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
 
 from kafka_ref.config import LogConfig
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
-from kafka_ref.log.log_manager import CLEAN_SHUTDOWN_FILE, LogDirError, LogManager
+from kafka_ref.errors import KafkaStorageError
+from kafka_ref.log.log_manager import (
+    CLEAN_SHUTDOWN_FILE,
+    LogDirError,
+    LogManager,
+    is_log_dir_failure,
+)
 from kafka_ref.log.segment import Segment
 from tests.unit.log.conftest import make_batch, read_everything
 
@@ -121,3 +129,65 @@ def test_a_dir_listed_twice_or_not_creatable_refuses_to_start(dirs, tmp_path, cl
         LogManager([dirs[1], blocked], clock=clock)
     with pytest.raises(LogDirError, match="Failed to create data directory"):
         LogManager([str(tmp_path / "plain-file")], clock=clock)
+
+
+def fail_dir(log_dir: str) -> None:
+    """Replace a log dir by a file, as a disk that is gone: the open files still work, the
+    next file opened in it fails with ENOTDIR, a real I/O error (DUR-16)."""
+    os.rename(log_dir, log_dir + ".failed")
+    with open(log_dir, "w") as f:
+        f.write("not a directory any more\n")
+
+
+@pytest.mark.spec("DUR-16")
+def test_a_failed_dir_goes_offline_once_and_the_others_keep_serving(dirs, clock):
+    manager = LogManager(dirs[:2], clock=clock)
+    failed: list[str] = []
+    manager.log_dir_failure_listeners.append(failed.append)
+    for p in range(2):  # t-0 in a, t-1 in b
+        manager.get_or_create_log("t", p).append(make_batch(1))
+    fail_dir(dirs[0])
+    manager.checkpoint()  # the checkpoint in a fails: a goes offline
+    assert failed == [dirs[0]] and manager.offline_dirs == {dirs[0]}
+    assert manager.get_log("t", 0) is None  # dropped with its directory
+    manager.get_log("t", 1).append(make_batch(2))  # b serves on
+    manager.get_or_create_log("u", 0)
+    assert where(manager, "u", 0) == "b"  # new partitions only go to online dirs
+    manager.checkpoint()
+    manager.flush_logs()
+    assert failed == [dirs[0]]  # once
+    assert set(checkpoint(dirs[1], "recovery-point-offset-checkpoint")) == {("t", 1), ("u", 0)}
+    manager.close()
+    assert os.path.exists(os.path.join(dirs[1], CLEAN_SHUTDOWN_FILE))
+    os.unlink(dirs[0])  # repaired: the directory is back, without a clean-shutdown marker
+    os.rename(dirs[0] + ".failed", dirs[0])
+    again = LogManager(dirs[:2], clock=clock)
+    assert again.clean_shutdown == {dirs[0]: False, dirs[1]: True}
+    assert again.get_log("t", 0).log_end_offset == 1  # what it held when it failed
+    assert again.get_log("t", 1).log_end_offset == 3
+
+
+@pytest.mark.spec("DUR-16")
+def test_when_every_dir_is_offline_no_partition_can_be_created(dirs, clock):
+    manager = LogManager(dirs[:2], clock=clock)
+    manager.get_or_create_log("t", 0)
+    for log_dir in dirs[:2]:
+        assert not manager.all_dirs_offline
+        fail_dir(log_dir)
+        manager.checkpoint()
+    assert manager.all_dirs_offline and manager.logs == {}
+    with pytest.raises(KafkaStorageError):
+        manager.get_or_create_log("t", 1)
+
+
+@pytest.mark.spec("DUR-16")
+def test_a_full_disk_is_not_a_failed_dir_but_other_io_errors_are():
+    assert not is_log_dir_failure(OSError(errno.ENOSPC, "No space left on device"))
+    assert not is_log_dir_failure(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    assert is_log_dir_failure(OSError(errno.EIO, "Input/output error"))
+    assert is_log_dir_failure(OSError(errno.EROFS, "Read-only file system"))
+    try:
+        raise KafkaStorageError("write failed") from OSError(errno.EIO, "Input/output error")
+    except KafkaStorageError as wrapped:
+        assert is_log_dir_failure(wrapped)
+    assert not is_log_dir_failure(KafkaStorageError("a corrupt snapshot"))  # not the disk
