@@ -48,12 +48,17 @@ LOG_DIR_EVENT_PREFIX = "log_dir_event_"
 LOG_DIR_FAILURE = 1  # Kafka: LogDirEventNotificationHandler.LogDirFailureEvent
 
 
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """Kafka's `LogDirEventNotificationSequenceZNode.encode`."""
+    data = {"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE}
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
 def propagate_log_dir_event(zk: Any, broker_id: int) -> str:
     """The broker's notification that a log dir of it failed (a kazoo client); its path."""
-    data = {"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE}
     return zk.create(
         f"{LOG_DIR_EVENT_NOTIFICATION}/{LOG_DIR_EVENT_PREFIX}",
-        json.dumps(data, separators=(",", ":")).encode(),
+        encode_log_dir_event(broker_id),
         sequence=True,
         makepath=True,
     )

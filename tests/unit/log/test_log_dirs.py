@@ -10,8 +10,8 @@ import os
 import pytest
 
 from kafka_ref.config import LogConfig
-from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.errors import KafkaStorageError
+from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log_manager import (
     CLEAN_SHUTDOWN_FILE,
     LogDirError,
