@@ -17,8 +17,8 @@ works; `--config key=value` overrides it, and `--listen` / `--data-dir` are shor
 directories: `--config log.dirs=/a,/b`; a new partition goes to the one holding the
 fewest). An unknown key or a bad value is one line on stderr and exit code 2; a log dir
 that cannot be created or written stops the start with exit code 1, and so does every log
-dir failing while the broker runs (one failing is taken offline, the others keep serving). Listeners with TLS or
-SASL use Kafka's keys (`listeners=PLAINTEXT://:9092,SASL_SSL://:9094`,
+dir failing while the broker runs (one failing is taken offline, the others keep serving).
+Listeners with TLS or SASL use Kafka's keys (`listeners=PLAINTEXT://:9092,SASL_SSL://:9094`,
 `ssl.keystore.location`, `sasl.enabled.mechanisms`, ...; docs/security.md); a keystore that
 does not load is exit code 2 as well. SIGTERM or Ctrl-C
 shuts the broker down cleanly (the next start skips recovery); after a kill -9 the next
