@@ -35,6 +35,7 @@ from kafka_ref.protocol.messages import ApiKey, DescribeLogDirsRequest
 from kafka_ref.tools.cluster import ZooKeeperServer, zookeeper_installed
 from tests.cluster.conftest import Cluster, wait_for
 from tests.cluster.test_controller import create_topic
+from tests.cluster.test_controller_requests import alter_partition, current_state
 from tests.cluster.test_replication import consume_all, produce_stream, wait_full_isr
 
 pytestmark = pytest.mark.timeout(240)
@@ -100,6 +101,13 @@ def test_a_failed_log_dir_moves_its_partitions_and_loses_no_acknowledged_write(j
     create_topic(jbod, topic, partitions=PARTITIONS, rf=3, configs={"min.insync.replicas": "2"})
     victim = jbod.state(topic, 0).leader
     failed_dir, good_dir = jbod.brokers[victim].log_dirs
+    wait_for(  # its LeaderAndIsr may come after the states are in ZooKeeper
+        lambda: (
+            partitions_in(failed_dir, topic) | partitions_in(good_dir, topic)
+            == set(range(PARTITIONS))
+        ),
+        what=f"broker {victim} to host every partition",
+    )
     if 0 not in partitions_in(failed_dir, topic):
         failed_dir, good_dir = good_dir, failed_dir
     offline, online = partitions_in(failed_dir, topic), partitions_in(good_dir, topic)
@@ -138,6 +146,11 @@ def test_a_failed_log_dir_moves_its_partitions_and_loses_no_acknowledged_write(j
         assert len(acked[p]) > 10, f"partition {p} stopped taking acks=all writes"
     for p in sorted(online):  # the victim served them all along: still in their ISR
         assert victim in jbod.state(topic, p).isr, f"{topic}-{p} lost broker {victim}"
+    state = current_state(jbod, topic, 0)  # the leader may not take the victim back (CTRL-22)
+    controller = jbod.controller()[0]
+    answer = alter_partition(jbod, controller, state.leader, topic, state.leader_epoch,
+                             (*state.isr, victim), state.zk_version)  # fmt: skip
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.OPERATION_NOT_ATTEMPTED
     seen = consume_all(jbod, topic, PARTITIONS)
     for p in range(PARTITIONS):
         missing = set(acked[p]) - set(seen[p])
