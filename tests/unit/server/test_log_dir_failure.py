@@ -14,7 +14,7 @@ import pytest
 
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey, DescribeLogDirsRequest
-from tests.unit.server.conftest import Wire, batch, wait_until
+from tests.unit.server.conftest import Wire, batch, fetch_body, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -41,6 +41,10 @@ def test_a_failed_dir_answers_storage_errors_and_the_other_dir_serves_on(make_br
         )
         assert wire.fetch("t", 1, 0).error_code == ErrorCode.KAFKA_STORAGE_ERROR
         assert wire.list_offset("t", 1, -1).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        follower = fetch_body([("t", 1, 0)])
+        follower.replica_id = 2  # a follower's fetch (handlers/follower_fetch.py)
+        (answer,) = wire.request(ApiKey.FETCH, 10, follower).responses
+        assert answer.partitions[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
         assert wire.produce("t", 0, batch(1)).error_code == 0  # a serves on
         assert wire.fetch("t", 0, 0).high_watermark == 2
         answer = wire.request(ApiKey.DESCRIBE_LOG_DIRS, 4, DescribeLogDirsRequest(topics=None))
