@@ -40,7 +40,6 @@ Rules: TXN-23.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
@@ -49,6 +48,7 @@ from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import AddPartitionsToTxnRequest, ApiKey
 from kafka_ref.record.batch import BatchHeader
 from kafka_ref.server.inter_broker_channel import BrokerUnavailableError, InterBrokerChannel
+from kafka_ref.server.loopback import Loopback
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC, partition_for
 
 logger = logging.getLogger("kafka_ref.server.add_partitions_manager")
@@ -84,13 +84,18 @@ class AddPartitionsToTxnManager:
     """Verifies partitions with their transaction coordinator and keeps the guards."""
 
     def __init__(
-        self, controller: ClusterMetadataApi, num_txn_partitions: int, enabled: bool = True
+        self,
+        controller: ClusterMetadataApi,
+        num_txn_partitions: int,
+        enabled: bool = True,
+        loopback: Loopback | None = None,
     ) -> None:
         self.controller, self.num_txn_partitions, self.enabled = (
             controller, num_txn_partitions, enabled)  # fmt: skip
-        self.channel = InterBrokerChannel(controller, "add-partitions-to-txn-sender")
+        self.channel = InterBrokerChannel(
+            controller, "add-partitions-to-txn-sender", loopback=loopback
+        )
         self._guards: dict[tuple[TopicPartition, int], object] = {}
-        self._tasks: set[asyncio.Task] = set()
 
     # ------------------------------------------------------------------ the guard
     def needs_verification(
@@ -146,24 +151,21 @@ class AddPartitionsToTxnManager:
                         for t, p in partitions],
             )
         ])  # fmt: skip
-        task = asyncio.get_running_loop().create_task(
-            self._ask(coordinator, body, partitions, callback)
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.channel.send(
+            coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body,
+            lambda response: self._answered(coordinator, response, partitions, callback),
+        )  # fmt: skip
 
     def _coordinator(self, transactional_id: str) -> int | None:
         index = partition_for(transactional_id, self.num_txn_partitions)
         state = self.controller.partition_state(TRANSACTION_STATE_TOPIC, index)
         return None if state is None or state.leader < 0 else state.leader
 
-    async def _ask(self, node: int, body, partitions: list[TopicPartition], callback) -> None:
-        try:
-            response = await self.channel.request(
-                node, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body
-            )
-        except BrokerUnavailableError as err:
-            logger.warning("cannot verify with coordinator %d: %s", node, err)
+    def _answered(
+        self, node: int, response, partitions: list[TopicPartition], callback: Verified
+    ) -> None:
+        if isinstance(response, BrokerUnavailableError):
+            logger.warning("cannot verify with coordinator %d: %s", node, response)
             return callback(dict.fromkeys(partitions, producer_error(ErrorCode.NETWORK_EXCEPTION)))
         if response.error_code != ErrorCode.NO_ERROR:
             error = producer_error(ErrorCode(response.error_code))
@@ -178,6 +180,4 @@ class AddPartitionsToTxnManager:
         callback(failed)
 
     def shutdown(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
         self.channel.close()

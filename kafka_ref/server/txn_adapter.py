@@ -36,9 +36,9 @@ Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, TopicExistsError
 from kafka_ref.common import TopicPartition
@@ -52,6 +52,7 @@ from kafka_ref.server.inter_broker_channel import (
     live_broker,
 )
 from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.loopback import Loopback
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.txn.coordinator import (
     MarkerCallback,
@@ -108,6 +109,38 @@ def ensure_transaction_topic(controller: ClusterMetadataApi, config: KafkaConfig
     return ErrorCode.NO_ERROR
 
 
+def _marker(request: MarkerRequest, tps: set[TopicPartition]) -> Any:
+    """The `WritableTxnMarker` of a transaction's partitions led by one broker."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in sorted(tps):
+        by_topic.setdefault(topic, []).append(index)
+    return WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=request.producer_id,
+        producer_epoch=request.producer_epoch,
+        transaction_result=request.commit,
+        topics=[
+            WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+            for t, ps in by_topic.items()
+        ],
+        coordinator_epoch=request.coordinator_epoch,
+    )
+
+
+def _marker_errors(
+    leader: int, tps: set[TopicPartition], response: Any
+) -> dict[TopicPartition, ErrorCode]:
+    """Each partition's error in a WriteTxnMarkers response, NETWORK_EXCEPTION if none."""
+    out = dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)  # unless answered
+    if isinstance(response, BrokerUnavailableError):
+        logger.warning("cannot send markers to broker %d: %s", leader, response)
+        return out
+    for result in response.markers:
+        for topic in result.topics:
+            for p in topic.partitions:
+                out[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+    return out
+
+
 def coordinator_of(
     controller: ClusterMetadataApi, coordinator: TransactionCoordinator, transactional_id: str
 ) -> BrokerEndpoint | None:
@@ -130,14 +163,14 @@ class TxnCoordinatorAdapter:
         clock,
         schedule: Callable,
         generate_producer_id: Callable[[], int],
+        loopback: Loopback | None = None,
     ) -> None:
         self.controller, self.replica_manager, self.schedule = controller, replica_manager, schedule
         self.coordinator = TransactionCoordinator(
             txn_config(config), clock, schedule, self.append, self.send_markers,
             generate_producer_id,
         )  # fmt: skip
-        self.channel = InterBrokerChannel(controller, "txn-marker-sender")
-        self._tasks: set[asyncio.Task] = set()
+        self.channel = InterBrokerChannel(controller, "txn-marker-sender", loopback=loopback)
         self._timers: dict[str, object] = {}  # job name -> its scheduled handle
         self._closed = False
 
@@ -169,54 +202,22 @@ class TxnCoordinatorAdapter:
                 errors[tp] = ErrorCode.LEADER_NOT_AVAILABLE
             else:
                 by_leader.setdefault(state.leader, set()).add(tp)
+        waiting = set(by_leader)
+
+        def answered(leader: int, tps: set[TopicPartition], response: Any) -> None:
+            errors.update(_marker_errors(leader, tps, response))
+            waiting.discard(leader)
+            if not waiting and not self._closed:
+                on_done(errors)
+
         if not by_leader:
             on_done(errors)
-            return
-        task = asyncio.get_running_loop().create_task(
-            self._send_all(request, by_leader, errors, on_done)
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send_all(self, request, by_leader, errors, on_done: MarkerCallback) -> None:
-        results = await asyncio.gather(
-            *(self._send_one(leader, request, tps) for leader, tps in by_leader.items())
-        )
-        for result in results:
-            errors.update(result)
-        if not self._closed:
-            on_done(errors)
-
-    async def _send_one(
-        self, leader: int, request: MarkerRequest, tps: set[TopicPartition]
-    ) -> dict[TopicPartition, ErrorCode]:
-        by_topic: dict[str, list[int]] = {}
-        for topic, index in sorted(tps):
-            by_topic.setdefault(topic, []).append(index)
-        marker = WriteTxnMarkersRequest.WritableTxnMarker(
-            producer_id=request.producer_id,
-            producer_epoch=request.producer_epoch,
-            transaction_result=request.commit,
-            topics=[
-                WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
-                for t, ps in by_topic.items()
-            ],
-            coordinator_epoch=request.coordinator_epoch,
-        )
-        try:
-            response = await self.channel.request(
+        for leader, tps in by_leader.items():
+            self.channel.send(
                 leader, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
-                WriteTxnMarkersRequest(markers=[marker]),
+                WriteTxnMarkersRequest(markers=[_marker(request, tps)]),
+                lambda response, leader=leader, tps=tps: answered(leader, tps, response),
             )  # fmt: skip
-        except BrokerUnavailableError as err:
-            logger.warning("cannot send markers to broker %d: %s", leader, err)
-            return dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
-        out = dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)  # unless answered
-        for result in response.markers:
-            for topic in result.topics:
-                for p in topic.partitions:
-                    out[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
-        return out
 
     # ------------------------------------------------------------------ leadership
     def start(self) -> None:
@@ -269,6 +270,4 @@ class TxnCoordinatorAdapter:
         self._closed = True
         for timer in self._timers.values():
             timer.cancel()
-        for task in list(self._tasks):
-            task.cancel()
         self.channel.close()

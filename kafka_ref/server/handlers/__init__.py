@@ -48,6 +48,7 @@ from kafka_ref.protocol.messages import ApiKey
 from kafka_ref.security.authorizer import Authorizer
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.loopback import Loopback
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
@@ -95,10 +96,12 @@ class KafkaApis:
 
         if self.producer_ids is None:
             self.producer_ids = ProducerIdManager(self.controller.endpoint.node_id, self.controller)
+        # the coordinators' requests to this very broker skip the socket (server/loopback.py)
+        self.loopback = Loopback(self.broker_id, self.controller.endpoint.host, self.handle)
         if self.add_partitions is None:
             self.add_partitions = AddPartitionsToTxnManager(
                 self.controller, self.config["transaction.state.log.num.partitions"],
-                self.config["transaction.partition.verification.enable"],
+                self.config["transaction.partition.verification.enable"], self.loopback,
             )  # fmt: skip
 
         self.handlers: dict[int, Handler] = {
