@@ -33,9 +33,10 @@ check and the append one step.)
 `transaction.partition.verification.enable` (default true, as in Kafka 3.6+) turns it off.
 Kafka batches the questions of many produce requests into one request per coordinator;
 kafka-ref sends one per produce request, over the same `InterBrokerChannel` kind as the
-markers.
+markers. When the coordinator is this broker (always, on one broker) the question takes no
+socket and is answered before `verify` returns (server/loopback.py, TXN-24).
 
-Rules: TXN-23.
+Rules: TXN-23, TXN-24.
 """
 
 from __future__ import annotations

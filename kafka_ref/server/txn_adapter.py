@@ -22,16 +22,18 @@ Kafka's `BrokerServer` wires its `TransactionCoordinator`:
   Losing the leadership resigns the partition: its answers still in flight become
   NOT_COORDINATOR and its marker retries stop; the new leader replays the log (TXN-21).
 * **Markers, over the wire.** `send_markers` groups a transaction's partitions by their
-  leader and sends each leader a WriteTxnMarkers request on a connection of its own, also
-  when the leader is this very broker: the one-broker path and the cluster path are the
-  same path (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`;
-  server/inter_broker_channel.py). Partitions without a leader, and leaders that cannot
+  leader and sends each leader a WriteTxnMarkers request on a connection of its own
+  (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`;
+  server/inter_broker_channel.py). To this very broker the request goes through the
+  broker's own handlers without a socket, and is answered at once when the markers need no
+  follower: on one broker CompleteCommit is then logged before EndTxn's answer leaves
+  (server/loopback.py, TXN-24). Partitions without a leader, and leaders that cannot
   be reached, answer a retriable error, and the coordinator tries again after a backoff,
   looking the leader up again: a marker follows its partition to a new leader (TXN-22).
 * **Timeouts.** Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
   coordinator aborts the transactions open past their timeout (TXN-15).
 
-Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22.
+Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22, TXN-24.
 """
 
 from __future__ import annotations
