@@ -16,8 +16,9 @@ decoded as the sender decodes any response. The request has no listener
 
 The answer comes by callback, **at once when the handler answers at once**. That is the
 point on one broker: when EndTxn's PrepareCommit is logged, the coordinator answers, then
-sends its markers (TXN-12); the handler writes them at once, so CompleteCommit is logged
-before the loop turns and the EndTxn answer reaches the socket. The producer's next
+sends its markers (TXN-12) in the event loop's next turn, which writes that answer first
+(server/txn_adapter.py); the handler writes the markers at once, and CompleteCommit is
+logged in that same turn, before the broker reads another request. The producer's next
 transaction then never finds the previous one still completing, which would cost it a
 CONCURRENT_TRANSACTIONS and a retry 20 ms later. Verifications are answered in the order
 they were asked, so a producer's batches are appended in the order they came

@@ -26,10 +26,11 @@ Kafka's `BrokerServer` wires its `TransactionCoordinator`:
   (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`;
   server/inter_broker_channel.py). To this very broker the request goes through the
   broker's own handlers without a socket, and is answered at once when the markers need no
-  follower: on one broker CompleteCommit is then logged before EndTxn's answer leaves
-  (server/loopback.py, TXN-24). Partitions without a leader, and leaders that cannot
-  be reached, answer a retriable error, and the coordinator tries again after a backoff,
-  looking the leader up again: a marker follows its partition to a new leader (TXN-22).
+  follower: on one broker CompleteCommit is then logged right after EndTxn's answer is
+  written, before another request is read (server/loopback.py, TXN-24). Partitions without
+  a leader, and leaders that cannot be reached, answer a retriable error, and the
+  coordinator tries again after a backoff, looking the leader up again: a marker follows
+  its partition to a new leader (TXN-22).
 * **Timeouts.** Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
   coordinator aborts the transactions open past their timeout (TXN-15).
 
@@ -38,6 +39,7 @@ Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22, TXN-24.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -191,7 +193,16 @@ class TxnCoordinatorAdapter:
 
     # ------------------------------------------------------------------ markers
     def send_markers(self, request: MarkerRequest, on_done: MarkerCallback) -> None:
+        """Send the markers in the event loop's next turn (TXN-24). The coordinator answers
+        EndTxn just before it asks for them, so that answer is written first; and the loop
+        reads no socket between the two, so on one broker CompleteCommit is logged before
+        the producer's next request is read, without holding the answer back meanwhile."""
+        asyncio.get_running_loop().call_soon(self._send_markers, request, on_done)
+
+    def _send_markers(self, request: MarkerRequest, on_done: MarkerCallback) -> None:
         """Group the partitions by leader; one WriteTxnMarkers per leader (TXN-12)."""
+        if self._closed:
+            return
         by_leader: dict[int, set[TopicPartition]] = {}
         errors: dict[TopicPartition, ErrorCode] = {}
         for tp in request.partitions:
