@@ -221,7 +221,7 @@ class Broker:
         )  # fmt: skip
         self.txns = TxnCoordinatorAdapter(
             config, controller, self.replica_manager, self.clock, loop.call_later,
-            self.apis.producer_ids.generate_producer_id,
+            self.apis.producer_ids.generate_producer_id, self.apis.loopback,
         )  # fmt: skip
         if self.zk_mode is not None:  # loads the partitions the controller makes it lead
             self.zk_mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns, True)
