@@ -185,7 +185,8 @@ def measure_produce(
     """Produce throughput; also returns how many messages were delivered.
 
     Messages go round-robin over `destinations`, (topic, partition) pairs, by default every
-    partition of `topic` (`bench partitions` spreads them over several topics). Delivery reports come only for failures (`delivery.report.only.error`): a Python
+    partition of `topic` (`bench partitions` spreads them over several topics). Delivery
+    reports come only for failures (`delivery.report.only.error`): a Python
     callback per message would cost the client about a microsecond each, and the client,
     not the broker, would be what is measured. Delivered = sent - failed - still queued.
     """

@@ -86,7 +86,7 @@ def create_topics(target: Target, counts: list[int], tag: str) -> list[str]:
 
     names = [f"parts-{tag}-{i}" for i in range(len(counts))]
     admin = AdminClient(bb.admin_config(target))
-    new = [NewTopic(name, n, 1) for name, n in zip(names, counts)]
+    new = [NewTopic(name, n, 1) for name, n in zip(names, counts, strict=True)]
     futures = admin.create_topics(new, operation_timeout=CREATE_SECONDS, request_timeout=600)
     try:
         for name in names:
@@ -101,7 +101,7 @@ def create_topics(target: Target, counts: list[int], tag: str) -> list[str]:
             and topics[name].error is None
             and len(topics[name].partitions) == n
             and all(p.leader >= 0 for p in topics[name].partitions.values())
-            for name, n in zip(names, counts)
+            for name, n in zip(names, counts, strict=True)
         ):
             return names
         time.sleep(0.1)
@@ -160,7 +160,7 @@ def measure(
     start = time.perf_counter()
     names = create_topics(target, counts, f"{partitions}-{run}")
     created = time.perf_counter() - start
-    destinations = [(name, p) for name, n in zip(names, counts) for p in range(n)]
+    destinations = [(name, p) for name, n in zip(names, counts, strict=True) for p in range(n)]
     case = Case(settings.msg_size, "1", partitions)
     produce = bb.Settings(
         messages=settings.messages, seconds=settings.seconds, sizes=(settings.msg_size,),
@@ -274,8 +274,9 @@ def print_report(rows: list[dict], found: list[dict]) -> None:
         for header in ("parts", "metric", KAFKA_REF, TANSU, "ratio"):
             ratio.add_column(header, justify="left" if header == "metric" else "right")
         for r in found:
-            ratio.add_row(str(r["partitions"]), r["metric"], _number(r[KAFKA_REF]),
-                          _number(r[TANSU]), "" if r["ratio"] is None else f"{r['ratio']:.2f}")  # fmt: skip
+            shown = "" if r["ratio"] is None else f"{r['ratio']:.2f}"
+            cells = (_number(r[KAFKA_REF]), _number(r[TANSU]), shown)
+            ratio.add_row(str(r["partitions"]), r["metric"], *cells)
         out.print(ratio)
         out.print("MB/s: above 1, kafka-ref is faster; Metadata ms and RSS: below 1, it needs less")
 
@@ -289,15 +290,16 @@ def plot(rows: list[dict], path: str) -> None:
 
     measures = ("MB/s", "metadata_ms", "rss_MB", "create_s", "recovery_s", "start_s")
     fig, axes = plt.subplots(2, 3, figsize=(15, 8))
-    for metric, ax in zip(measures, axes.flat):
+    for metric, ax in zip(measures, axes.flat, strict=True):
         for broker in (KAFKA_REF, TANSU):
-            points = sorted({r["partitions"] for r in rows if r["broker"] == broker})
-            ys = [statistics.median(r[metric] for r in rows
-                                    if (r["broker"], r["partitions"]) == (broker, p))
-                  for p in points if all(r[metric] is not None for r in rows
-                                         if (r["broker"], r["partitions"]) == (broker, p))]  # fmt: skip
-            if ys and len(ys) == len(points):
-                ax.plot(points, ys, marker="o", label=broker)
+            runs: dict[int, list[float]] = {}
+            for r in rows:
+                if r["broker"] == broker and r[metric] is not None:
+                    runs.setdefault(r["partitions"], []).append(r[metric])
+            if runs:
+                points = sorted(runs)
+                ax.plot(points, [statistics.median(runs[p]) for p in points], marker="o",
+                        label=broker)  # fmt: skip
         ax.set(title=COLUMNS[metric], xlabel="partitions", xscale="log", yscale="log")
         ax.legend()
     fig.tight_layout()

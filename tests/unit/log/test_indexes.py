@@ -265,3 +265,38 @@ def test_time_index_truncate_and_reopen_after_crash(tmp_path):
     path.write_bytes(struct.pack(">qiqi", 50, 1, 40, 2))
     with pytest.raises(IndexCorruptError):
         TimeIndex(path, BASE, 1200).sanity_check()
+
+
+# ---------------------------------------------------------------------- memory maps
+def _mapping(path: str) -> dict[str, str]:
+    """The /proc/self/smaps block of the map of `path`: its fields by name."""
+    fields: dict[str, str] = {}
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()
+            if len(head) >= 5 and "-" in head[0] and not head[0].endswith(":"):
+                inside = line.rstrip().endswith(path)  # a new mapping starts
+            elif inside:
+                name, _, value = line.partition(":")
+                fields[name] = value.strip()
+    return fields
+
+
+@pytest.mark.spec("INDEX-8")
+@pytest.mark.parametrize("cls", [OffsetIndex, TimeIndex])
+def test_index_map_is_advised_random_access(cls, tmp_path):
+    """VmFlags `rr` in /proc/self/smaps is VM_RAND_READ, set by MADV_RANDOM: a fault then
+    reads no pages around the one touched (the page cache they would fill is not RSS, so
+    the flag is what a test can see)."""
+    path = str(tmp_path / f"{BASE:020d}.index")
+    index = cls(path, BASE, 10 * 1024 * 1024)  # preallocated: a 10 MiB hole
+    if cls is OffsetIndex:
+        index.append(BASE + 1, 100)
+    else:
+        index.maybe_append(1_700_000_000_000, BASE + 1)
+    mapping = _mapping(path)
+    assert "rr" in mapping["VmFlags"].split()  # MADV_RANDOM
+    index.resize(4 * 1024 * 1024)  # a new map after a resize is advised too
+    assert "rr" in _mapping(path)["VmFlags"].split()
+    index.close()
