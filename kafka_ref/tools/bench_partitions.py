@@ -57,7 +57,7 @@ DEFAULT_SIZES = (10, 100, 1_000, 10_000)
 METADATA_VERSION = 7  # the highest kafka-ref speaks (Tansu speaks it too)
 METADATA_SAMPLES = 5
 START_SECONDS = 600.0  # a broker with 10,000 logs to recover may take a while
-CREATE_SECONDS = 300.0
+CREATE_SECONDS = 300
 RATIO_METRICS = ("MB/s", "metadata_ms", "rss_MB")
 _SIZE = struct.Struct(">i")
 
@@ -85,7 +85,8 @@ def create_topics(target: Target, counts: list[int], tag: str) -> list[str]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     names = [f"parts-{tag}-{i}" for i in range(len(counts))]
-    admin = AdminClient(bb.admin_config(target))
+    # a broker creating thousands of logs may take longer than librdkafka's 60 s default
+    admin = AdminClient(bb.admin_config(target) | {"socket.timeout.ms": CREATE_SECONDS * 1000})
     new = [NewTopic(name, n, 1) for name, n in zip(names, counts, strict=True)]
     futures = admin.create_topics(new, operation_timeout=CREATE_SECONDS, request_timeout=600)
     try:
