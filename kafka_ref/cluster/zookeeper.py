@@ -200,14 +200,32 @@ class KafkaZkClient:
         self.zk = KazooClient(hosts=self.hosts, timeout=session_timeout_ms / 1000)
         self.closing = False  # set by close(): the session ends on purpose
 
-    def start(self, timeout: float = 30.0) -> None:
-        """Connect, create the chroot if missing (as Kafka does), then the top-level paths."""
-        self.zk.start(timeout=timeout)
+    def start(self, timeout: float | None = 30.0) -> None:
+        """Connect, create the chroot if missing (as Kafka does), then the top-level paths.
+
+        With `timeout` None, wait for ZooKeeper for as long as it takes, until `close`: a
+        broker that starts while ZooKeeper is down or frozen comes up when it is back
+        (CTRL-17; Kafka gives up after `zookeeper.connection.timeout.ms` and leaves the restart
+        to a supervisor)."""
+        if timeout is not None:
+            self.zk.start(timeout=timeout)
+        else:
+            self._wait_for_connection()
         if self.chroot:
             self.zk.ensure_path(self.chroot)
             self.zk.chroot = self.chroot  # from now on every path is below the chroot
         for path in PERSISTENT_PATHS:
             self.zk.ensure_path(path)
+
+    def _wait_for_connection(self) -> None:
+        connected, waited = self.zk.start_async(), 0
+        while not connected.wait(1.0):
+            if self.closing:
+                raise ConnectionError(f"closed while waiting for ZooKeeper at {self.hosts}")
+            waited += 1
+            if waited % 10 == 0:
+                logger.warning("ZooKeeper at %s has not answered for %d s; waiting", self.hosts,
+                               waited)  # fmt: skip
 
     def close(self) -> None:
         """Close the session: ZooKeeper deletes our ephemeral znodes at once."""

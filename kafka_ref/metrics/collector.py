@@ -24,6 +24,8 @@ broker works on this one. The rules, and what they give:
   `kafka.server<type=group-coordinator-metrics>` (`offset-commit-count`) match no rule of
   that set; they carry the names the exporter gives a bean no rule matches:
   `kafka_server_socket_server_metrics_connection_count{listener="L"}`,
+  `kafka_server_socket_server_metrics_connection_refused_total{listener="L",limit="..."}`
+  (kafka-ref's own, in that group: Kafka only logs a refused connection),
   `kafka_server_group_coordinator_metrics_offset_commit_count`.
 
 Counters are bumped as things happen (kafka_ref/metrics/recorders.py); gauges that a state
@@ -204,6 +206,21 @@ class BrokerCollector(Collector):
         for listener, count in counts.items():
             connections.add_metric([listener], count)
         yield connections
+        refused = CounterMetricFamily(
+            "kafka_server_socket_server_metrics_connection_refused",
+            "Connections closed at once for being over a connection quota, per listener and "
+            "limit (kafka-ref's own; Kafka logs them)",
+            labels=["listener", "limit"],
+        )
+        for (listener, limit), count in sorted(server.quotas.refused.items()):
+            refused.add_metric([listener, limit], count)
+        yield refused
+        pool = server.memory_pool
+        yield _gauge("kafka_network_socketserver_memorypoolavailable",
+                     "Bytes left in the request memory pool (queued.max.request.bytes)",
+                     pool.available)  # fmt: skip
+        yield _gauge("kafka_network_socketserver_memorypoolused",
+                     "Bytes of the request memory pool held by requests", pool.used)  # fmt: skip
         yield _gauge(
             "kafka_network_requestchannel_requestqueuesize",
             "Requests waiting for a handler worker", server.request_channel.size,

@@ -110,6 +110,7 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     mechanisms: dict[str, Callable[[], Any]] = field(default_factory=dict)  # name -> SaslServer
     reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368); 0: sessions never expire
+    max_receive_size: int = 524288  # sasl.server.max.receive.size: frames before auth (BROKER-55)
 
     @property
     def name(self) -> str:
@@ -125,7 +126,11 @@ def build_listener_security(
 ) -> ListenerSecurity:
     """The settings of one listener; `get(key)` answers a key with its listener prefix first.
     Raises ListenerError (or SslConfigError) on anything that cannot work."""
-    security = ListenerSecurity(endpoint, reauth_ms=get("connections.max.reauth.ms") or 0)
+    security = ListenerSecurity(
+        endpoint,
+        reauth_ms=get("connections.max.reauth.ms") or 0,
+        max_receive_size=get("sasl.server.max.receive.size") or ListenerSecurity.max_receive_size,
+    )
     if endpoint.protocol in ("SSL", "SASL_SSL"):
         security.ssl_context = server_context(get)
     if not security.sasl:

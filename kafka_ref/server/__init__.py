@@ -2,9 +2,11 @@
 
 Kafka's broker is layered, and so is this package (docs/broker.md walks a request through):
 
-* `network` - `SocketServer`: the `Acceptor` takes connections, one `Processor` per
-  connection reads size-prefixed frames and writes responses in request order, file slices
-  with `sendfile`;
+* `socket_server` - `SocketServer`: the `Acceptor` takes connections, checked against the
+  `connection_quotas`; idle ones are closed;
+* `network` - one `Processor` per connection reads size-prefixed frames (their memory from
+  the `memory_pool`) and writes responses in request order, file slices with `sendfile`
+  (`send_file`);
 * `request_channel` - the `RequestChannel` queue between the network and the API handlers;
 * `response` - responses as bytes plus file slices (zero copy);
 * `handlers` - `KafkaApis`: one module per API family, thin translations from protocol

@@ -95,14 +95,16 @@ from kafka_ref.security.listeners import (
     build_listener_security,
 )
 from kafka_ref.security.ssl_config import SslConfigError
+from kafka_ref.server.connection_quotas import connection_quotas
 from kafka_ref.server.dynamic_config import DynamicBrokerConfig, follow_broker
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
-from kafka_ref.server.network import SocketServer
+from kafka_ref.server.memory_pool import memory_pool
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import RequestChannel, RequestHandlerPool
+from kafka_ref.server.socket_server import SocketServer
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.server.zk_mode import ZooKeeperMode
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
@@ -219,8 +221,11 @@ class Broker:
         self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
         self.handler_pool.resize(config["num.io.threads"])
         self.socket_server = SocketServer(
-            channel, listeners, max_request_size=config["socket.request.max.bytes"]
-        )
+            channel, listeners, max_request_size=config["socket.request.max.bytes"],
+            memory_pool=memory_pool(config["queued.max.request.bytes"]),
+            quotas=connection_quotas(config, [listener.name for listener in listeners]),
+            connections_max_idle_ms=config["connections.max.idle.ms"],
+        )  # fmt: skip
         try:
             bound = await self.socket_server.bind()
             if config.metrics_address is not None:

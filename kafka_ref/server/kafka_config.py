@@ -30,6 +30,9 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
   `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found` (SEC-16). Password keys
   (`ssl.key.password`, `sasl.jaas.config`, ...) are never shown: DescribeConfigs answers
   them as sensitive, with no value;
+* the socket server's bounds (server/socket_server_configs.py): `queued.max.request.bytes`,
+  `sasl.server.max.receive.size`, `max.connections` and `max.connection.creation.rate` (also
+  per listener), `max.connections.per.ip` and its overrides, `connections.max.idle.ms`;
 * `metrics.listener` (kafka-ref's own): `http://HOST:PORT` where the broker serves its
   metrics for Prometheus, under the names the JMX exporter gives Kafka's MBeans
   (kafka_ref/metrics/); empty, the default, serves none;
@@ -60,6 +63,11 @@ from kafka_ref.security.listeners import (
     ListenerError,
     parse_endpoints,
     parse_protocol_map,
+)
+from kafka_ref.server.socket_server_configs import (
+    LISTENER_KEYS,
+    SOCKET_SERVER_DEFS,
+    validate_socket_server,
 )
 
 
@@ -201,6 +209,7 @@ _BROKER_DEFS = [
     ),
     ConfigDef("super.users", "string", "", "Principals allowed everything, ';'-separated."),
     ConfigDef("allow.everyone.if.no.acl.found", "boolean", False, "Resources without ACLs: open."),
+    *SOCKET_SERVER_DEFS,
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 # Never shown (Kafka: type PASSWORD): DescribeConfigs answers them as sensitive, with no value.
@@ -265,7 +274,11 @@ def _listener_key(key: str) -> tuple[str, str, ConfigDef]:
     carry a mechanism prefix (`plain.sasl.jaas.config`)."""
     listener, _, rest = key[len(LISTENER_PREFIX) :].partition(".")
     base = rest.split(".", 1)[1] if rest.endswith(".sasl.jaas.config") else rest
-    if not listener or not base.startswith(("ssl.", "sasl.", "connections.")):
+    if not listener or not (
+        base.startswith(("ssl.", "sasl."))
+        or base in LISTENER_KEYS
+        or base == "connections.max.reauth.ms"
+    ):
         raise ConfigError(f"unknown broker config {key!r}")
     if base not in BROKER_CONFIGS:
         raise ConfigError(f"unknown broker config {key!r}")
@@ -331,6 +344,16 @@ class KafkaConfig:
         self.inter_broker_listener  # noqa: B018
         self.log_config()
         self.metrics_address  # noqa: B018
+        self.ip_overrides  # noqa: B018
+
+    @property
+    def ip_overrides(self) -> dict[str, int]:
+        """`max.connections.per.ip.overrides` by address; the socket server's keys checked
+        against each other (BROKER-53, BROKER-57)."""
+        try:
+            return validate_socket_server(self.values)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:

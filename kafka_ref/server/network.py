@@ -1,19 +1,23 @@
-"""The socket server: accept connections, read request frames, write responses in order.
+"""A connection: read request frames, write responses in order (Kafka: `Processor`).
 
 Kafka's network layer is `SocketServer`: one `Acceptor` per listener accepts TCP
 connections and hands each to a `Processor` (a network thread with its own selector), which
 reads size-prefixed request frames, parses the header, puts the request into the
 `RequestChannel` for the handler threads, and writes the responses back. kafka-ref maps it
-onto asyncio: the event loop is the selector, `Acceptor` wraps `loop.create_server`, and
-every connection gets its own `Processor` (an `asyncio.BufferedProtocol`).
+onto asyncio: the event loop is the selector, `Acceptor` wraps `loop.create_server`
+(server/socket_server.py), and every connection gets its own `Processor` (an
+`asyncio.BufferedProtocol`), here.
 
 **Reading** (BROKER-1, BROKER-8, BROKER-9). A frame is an int32 size and that many bytes. Small
-frames are parsed out of a receive buffer and copied into their own `bytearray`; the kernel
+frames are parsed out of a receive buffer shared by every connection and copied into their
+own `bytearray`; only a partial frame's bytes move to a buffer of the connection's own, so
+an idle connection holds no buffer at all. The kernel
 reads the rest of a large frame straight into the frame's own `bytearray` (`get_buffer`), so
 a 1 MB produce request is not copied byte by byte in Python. That buffer grows with the bytes
 that arrive, doubling at most (BROKER-51): a size prefix is a promise, not a payment, and a
-client that announces 100 MB and sends nothing costs 64 KB, not 100 MB (Kafka bounds the same
-risk with its `MemoryPool`, `queued.max.request.bytes`). The buffer is writable, so the log
+client that announces 100 MB and sends nothing costs 64 KB, not 100 MB (with
+`queued.max.request.bytes`, below, it also takes 100 MB from the memory pool, whose bound the
+sender cannot raise). The buffer is writable, so the log
 can stamp offsets into the producer's batches in place. A size
 above `socket.request.max.bytes` or below zero closes this connection, before anything is
 allocated; so does a frame that does not decode (Kafka: `InvalidRequestException`), and an
@@ -29,56 +33,54 @@ skipped over. Kafka enforces order by reading one request at a time per connecti
 ("muting"); here several may be in flight, up to `MAX_IN_FLIGHT`, then reading pauses.
 
 **Writing** (BROKER-5). A `Response` is chunks of bytes and file slices. Bytes go to
-`transport.write`; a slice goes to `loop.sendfile`, which waits until the bytes before it
-are on the wire and then calls `os.sendfile(socket, segment_fd, position, length)`: the
-records go from the page cache to the socket without entering Python. While the
-transport has nothing buffered, the slice goes straight to the socket with
-`os.sendfile`, which skips `loop.sendfile`'s event loop turns; what the socket does not
-take goes through `loop.sendfile`. Where native sendfile is not available (another event
-loop, TLS: `os.sendfile` would put plaintext on an encrypted stream, or `zero_copy` set off
-for lab 09's measurement), the slice is read
-and written.
-Writes respect flow control: when the transport's buffer is full, nothing more is written
-until it drains.
+`transport.write`; file slices go from the page cache to the socket with `sendfile`
+(server/send_file.py). Writes respect flow control: when the transport's buffer is full,
+nothing more is written until it drains.
+
+**Memory** (BROKER-53, BROKER-54). Before a frame is read, its announced size is taken from
+the broker's `MemoryPool` (`queued.max.request.bytes`, server/memory_pool.py); when the pool
+has nothing left the connection pauses reading until a request is answered and gives its
+bytes back. Before a connection on a SASL listener has authenticated, a frame above
+`sasl.server.max.receive.size` closes it (BROKER-55).
+
+**Connections** (BROKER-56..BROKER-58). Each new connection is checked against the
+`ConnectionQuotas` (server/connection_quotas.py) and closed at once when over a limit. Its
+`last_active` time lets the socket server close it when idle (BROKER-59).
 
 **Listeners and security** (SEC-1..SEC-7). One `Acceptor` per listener, each with its
 `ListenerSecurity`: TLS transports on SSL listeners; on SASL listeners a
 `SaslServerAuthenticator` per connection sees every request first and answers the SASL
 ones here, as Kafka's authenticator does. Requests carry the connection's principal.
 
-**Starting** (BROKER-48). The port is bound early, so a broker asked for port 0 knows the
-port it advertises, but it is listened on only when the broker is ready: until then a client's
-connection is refused and it tries another broker, instead of being answered by a broker that
-does not know the cluster yet.
-
 **Metrics** (MET-2). As a response leaves, its request's stages are recorded
 (kafka_ref/metrics/recorders.py, `RequestMetrics`).
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-48, MET-2, SEC-4, SEC-6.
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-53..BROKER-58, MET-2, SEC-4, SEC-6.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import struct
+import time
 from collections import deque
+from typing import Any
 
 from kafka_ref.log.file_records import FileSlice
-from kafka_ref.metrics.recorders import RequestMetrics
 from kafka_ref.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
-from kafka_ref.protocol.frames import MAX_FRAME_SIZE, decode_request
+from kafka_ref.protocol.frames import decode_request
 from kafka_ref.protocol.messages import ApiKey
 from kafka_ref.security.listeners import ListenerSecurity
 from kafka_ref.security.principal import ANONYMOUS, ssl_principal
 from kafka_ref.security.sasl_server import SASL_KEYS, SaslServerAuthenticator
-from kafka_ref.server.request_channel import Request, RequestChannel
+from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
+from kafka_ref.server.send_file import send_file_slice
 
 logger = logging.getLogger("kafka_ref.server.network")
 
-RECEIVE_BUFFER = 64 * 1024  # small frames accumulate here
+RECEIVE_BUFFER = 64 * 1024  # the shared receive buffer; a connection's own, for a partial frame
 LARGE_FRAME = 16 * 1024  # larger frames are read straight into their own buffer
 FIRST_FRAME_CHUNK = 64 * 1024  # what a large frame's buffer starts with, before it doubles
 MAX_IN_FLIGHT = 64  # requests per connection before reading pauses
@@ -88,18 +90,24 @@ _SIZE = struct.Struct(">i")
 class Processor(asyncio.BufferedProtocol):
     """One client connection: frames in, responses out in order (Kafka: `Processor`)."""
 
-    def __init__(self, server: SocketServer, listener: ListenerSecurity) -> None:
+    def __init__(self, server: Any, listener: ListenerSecurity) -> None:
+        # server: its SocketServer (server/socket_server.py), which imports this module
         self.server = server
         self.listener = listener
         self.authenticator: SaslServerAuthenticator | None = None  # SASL listeners
         self.tls_principal = ANONYMOUS
         self.channel = server.request_channel
         self.max_request_size = server.max_request_size
+        self.pool = server.memory_pool
+        self._reserved = 0  # pool bytes taken for the frame being read (BROKER-53)
+        self._waiting_for_memory = False
+        self._admitted = False  # counted by the connection quotas
+        self.last_active = time.monotonic()  # the last byte read or written (BROKER-59)
         self.transport: asyncio.Transport | None = None
         self.name = "?"
-        self._buf = bytearray(RECEIVE_BUFFER)
-        self._view = memoryview(self._buf)
-        self._start = self._end = 0  # unparsed bytes are _buf[_start:_end]
+        self._buf: bytearray | None = None  # unparsed bytes are _buf[_start:_end]
+        self._view: memoryview | None = None
+        self._start = self._end = 0
         self._frame: bytearray | None = None  # a large frame being read directly
         self._frame_filled = 0
         self._frame_size = 0  # what its size prefix announced
@@ -119,6 +127,8 @@ class Processor(asyncio.BufferedProtocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.name = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if not self._admit(peer[0] if peer else "?"):
+            return
         if self.listener.ssl_context is not None:  # the TLS handshake is done: who is it?
             self.tls_principal = ssl_principal(transport.get_extra_info("peercert"))
         if self.listener.sasl:
@@ -126,9 +136,25 @@ class Processor(asyncio.BufferedProtocol):
         self.server.connections.add(self)
         logger.debug("accepted connection from %s", self.name)
 
+    def _admit(self, ip: str) -> bool:
+        """Over a connection quota: closed at once, before anything is read (BROKER-56..57)."""
+        refused = self.server.quotas.admit(self.listener.name, ip)
+        if refused is not None:
+            logger.info("refused connection from %s on listener %s: over %s", self.name,
+                        self.listener.name, refused)  # fmt: skip
+            self.closed = True
+            assert self.transport is not None
+            self.transport.close()
+            return False
+        self._admitted = True
+        return True
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.connections.discard(self)
+        if self._admitted:
+            self.server.quotas.closed(self.listener.name, self.name.rsplit(":", 1)[0])
+        self._release_memory()
         self._in_flight.clear()
         self._backlog.clear()
         if self._backlog_task is not None:
@@ -161,6 +187,9 @@ class Processor(asyncio.BufferedProtocol):
             if self._frame_filled == held:  # full, the frame is not: grow with what arrived
                 self._frame.extend(bytes(min(self._frame_size, 2 * held) - held))
             return memoryview(self._frame)[self._frame_filled :]
+        if self._buf is None:  # nothing unparsed: read into the server's shared buffer
+            self._buf, self._view = self.server.receive_buffer, self.server.receive_view
+            return self._view
         if self._end == len(self._buf) or (self._start and len(self._buf) - self._end < 4096):
             n = self._end - self._start  # move the partial frame to the front
             self._buf[:n] = self._buf[self._start : self._end]
@@ -168,6 +197,7 @@ class Processor(asyncio.BufferedProtocol):
         return self._view[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = time.monotonic()
         if self._frame is not None:
             self._frame_filled += nbytes
             if self._frame_filled == self._frame_size:
@@ -176,16 +206,31 @@ class Processor(asyncio.BufferedProtocol):
             return
         self._end += nbytes
         self._parse()
+        self._keep_unparsed()
+
+    def _keep_unparsed(self) -> None:
+        """What is left unparsed (part of a frame) moves out of the shared receive buffer into
+        one of this connection's own; with nothing left it holds no receive buffer at all, so
+        an idle connection costs no buffer (BROKER-51)."""
+        n = self._end - self._start
+        if n == 0:
+            self._buf = self._view = None
+            self._start = self._end = 0
+        elif self._buf is self.server.receive_buffer:
+            own = bytearray(RECEIVE_BUFFER)
+            own[:n] = self._view[self._start : self._end]
+            self._buf, self._view = own, memoryview(own)
+            self._start, self._end = 0, n
 
     def _parse(self) -> None:
         while not self.closed and self._end - self._start >= 4:
             (size,) = _SIZE.unpack_from(self._buf, self._start)
-            if size < 0 or size > self.max_request_size:
-                self.close(
-                    f"request frame of {size} bytes exceeds socket.request.max.bytes "
-                    f"({self.max_request_size})"
-                )
+            limit, key = self._frame_limit()
+            if size < 0 or size > limit:
+                self.close(f"request frame of {size} bytes exceeds {key} ({limit})")
                 return
+            if not self._take_memory(size):
+                return  # reading paused until the pool has memory again
             available = self._end - self._start - 4
             begin = self._start + 4
             if available >= size:
@@ -202,34 +247,62 @@ class Processor(asyncio.BufferedProtocol):
         if self._start == self._end:
             self._start = self._end = 0
 
+    def _frame_limit(self) -> tuple[int, str]:
+        """The largest frame this connection may send now, and the key that says so."""
+        gate = self.authenticator
+        if gate is not None and not gate.authenticated:  # BROKER-55
+            return min(self.listener.max_receive_size, self.max_request_size), (
+                "sasl.server.max.receive.size"
+            )
+        return self.max_request_size, "socket.request.max.bytes"
+
+    def _take_memory(self, size: int) -> bool:
+        """Take the frame's announced size from the pool, once; or wait for memory (BROKER-53)."""
+        if self._reserved or self.pool.try_allocate(size):
+            self._reserved = self._reserved or size
+            return True
+        self._waiting_for_memory = True
+        self.pool.wait(self)
+        self._update_reading()
+        return False
+
+    def memory_available(self) -> None:
+        """Called by the pool when memory was given back: read on."""
+        self._waiting_for_memory = False
+        if not self.closed:
+            self._parse()
+            self._keep_unparsed()
+            self._update_reading()
+
+    def _release_memory(self) -> None:
+        """The connection closed: what its requests and its partial frame held goes back."""
+        self.pool.forget(self)
+        for request in self._in_flight:
+            request.release_buffer()
+        held, self._reserved = self._reserved, 0
+        if held:
+            self.pool.release(held)
+
     def _on_frame(self, frame: bytearray) -> None:
         self.requests += 1
+        held, self._reserved = self._reserved, 0
+        request = self._decode(frame)
+        if request is None:  # the connection is closing: the frame's memory goes back now
+            self.pool.release(held)
+            return
+        if held:
+            request.memory = (self.pool, held)  # given back when it is answered
         gate = self.authenticator
-        if gate is not None and gate.raw_tokens:  # after a v0 SaslHandshake: a bare token
-            self._answer_here(Request(self, None, None, len(frame) + 4), gate.raw_token(frame))
+        if request.header is None:  # after a v0 SaslHandshake: a bare token
+            assert gate is not None
+            self._answer_here(request, gate.raw_token(frame))
             return
-        try:
-            header, body = decode_request(memoryview(frame))
-        except UnsupportedVersionError as err:
-            header = err.header
-            if header is None or header.request_api_key != ApiKey.API_VERSIONS:
-                self.close(f"unsupported request: {err}")
-                return
-            body = None  # KIP-511: KafkaApis answers with a v0 ApiVersions error body
-        except ProtocolDecodeError as err:
-            self.close(f"malformed request: {err}")
-            return
-        except Exception as err:  # a decoder bug must cost one connection, not the server
-            logger.exception("decoder failed on a frame from %s", self.name)
-            self.close(f"undecodable request: {err!r}")
-            return
-        request = Request(self, header, body, len(frame) + 4)
         if gate is not None:  # SASL listener: authentication comes first (SEC-6)
-            refused = gate.admit(header.request_api_key)
+            refused = gate.admit(request.api_key)
             if refused is not None:
-                self.close(refused)
+                request.close_connection(refused)
                 return
-            if header.request_api_key in SASL_KEYS and gate.intercepts(header.request_api_key):
+            if request.api_key in SASL_KEYS and gate.intercepts(request.api_key):
                 self._answer_here(request, gate.handle(request))
                 return
         self._in_flight.append(request)
@@ -238,6 +311,28 @@ class Processor(asyncio.BufferedProtocol):
             if self._backlog_task is None:
                 self._backlog_task = asyncio.get_running_loop().create_task(self._drain())
         self._update_reading()
+
+    def _decode(self, frame: bytearray) -> Request | None:
+        """The frame as a Request; None when it cannot be one and the connection closes."""
+        size = len(frame) + 4
+        if self.authenticator is not None and self.authenticator.raw_tokens:
+            return Request(self, None, None, size)  # a bare SASL token, no header
+        try:
+            header, body = decode_request(memoryview(frame))
+        except UnsupportedVersionError as err:
+            header = err.header
+            if header is None or header.request_api_key != ApiKey.API_VERSIONS:
+                self.close(f"unsupported request: {err}")
+                return None
+            body = None  # KIP-511: KafkaApis answers with a v0 ApiVersions error body
+        except ProtocolDecodeError as err:
+            self.close(f"malformed request: {err}")
+            return None
+        except Exception as err:  # a decoder bug must cost one connection, not the server
+            logger.exception("decoder failed on a frame from %s", self.name)
+            self.close(f"undecodable request: {err!r}")
+            return None
+        return Request(self, header, body, size)
 
     def _answer_here(self, request: Request, response: Response) -> None:
         """A request the network side answers itself (SASL), in order with the others."""
@@ -257,7 +352,9 @@ class Processor(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
-        busy = len(self._in_flight) >= MAX_IN_FLIGHT or bool(self._backlog)
+        busy = (
+            len(self._in_flight) >= MAX_IN_FLIGHT or bool(self._backlog) or self._waiting_for_memory
+        )
         if busy and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -307,6 +404,7 @@ class Processor(asyncio.BufferedProtocol):
                 self.close("closed after response")
                 return
         if out:
+            self.last_active = time.monotonic()
             self.transport.write(out[0] if len(out) == 1 else b"".join(out))
         self._update_reading()
 
@@ -316,7 +414,7 @@ class Processor(asyncio.BufferedProtocol):
         try:
             for chunk in response.chunks:
                 if isinstance(chunk, FileSlice):
-                    await self._send_file_slice(transport, chunk)
+                    await send_file_slice(transport, chunk, self.server.zero_copy)
                 else:
                     transport.write(chunk)
         except (OSError, RuntimeError) as err:
@@ -326,143 +424,3 @@ class Processor(asyncio.BufferedProtocol):
         self._sending = False
         self.server.request_metrics.response_sent(request)
         self._write_ready()
-
-    async def _send_file_slice(self, transport: asyncio.Transport, piece: FileSlice) -> None:
-        zero_copy = self.server.zero_copy
-        sent = _sendfile_now(transport, piece) if zero_copy else 0
-        if sent == piece.length:
-            return
-        loop = asyncio.get_running_loop()
-        position, length = piece.position + sent, piece.length - sent
-        try:
-            if not zero_copy:
-                raise asyncio.SendfileNotAvailableError("zero copy is off")
-            sent += await loop.sendfile(transport, piece.file, position, length, fallback=False)
-        except (asyncio.SendfileNotAvailableError, RuntimeError):
-            if transport.is_closing():
-                raise
-            data = piece.file.read(position, length)  # no native sendfile: read and write
-            transport.write(data)
-            sent += len(data)
-        if sent != piece.length:  # the stream would be corrupt from here on
-            raise OSError(f"sent {sent} of {piece.length} bytes of {piece.file.path}")
-
-
-def _sendfile_now(transport: asyncio.Transport, piece: FileSlice) -> int:
-    """As much of `piece` as the socket takes right now, by `os.sendfile` on its descriptor.
-
-    `loop.sendfile` costs a few event loop turns per slice even when the socket has room
-    (it waits for the transport's buffer to drain, then for the socket to be writable); a
-    follower's fetch response has a slice per partition. When nothing is buffered in the
-    transport, the slice can go straight to the socket; what does not fit is left to
-    `loop.sendfile`. Returns the bytes sent (0 if the transport holds unsent bytes).
-    """
-    if transport.get_extra_info("sslcontext") is not None:  # TLS: bytes must be encrypted
-        return 0  # (loop.sendfile then refuses too, and the slice is read and written)
-    sock = transport.get_extra_info("socket")
-    if sock is None or transport.is_closing() or transport.get_write_buffer_size():
-        return 0
-    if not hasattr(os, "sendfile"):  # not on this platform: loop.sendfile falls back
-        return 0
-    sent = 0
-    try:
-        while sent < piece.length:
-            n = os.sendfile(
-                sock.fileno(), piece.file.fileno(), piece.position + sent, piece.length - sent
-            )
-            if n == 0:  # the file ends before the slice: loop.sendfile reports it
-                break
-            sent += n
-    except (BlockingIOError, InterruptedError):
-        pass  # the socket is full: the rest waits for it
-    return sent
-
-
-class Acceptor:
-    """Accepts connections on one listener and gives each a Processor (Kafka: `Acceptor`)."""
-
-    def __init__(self, server: SocketServer, listener: ListenerSecurity) -> None:
-        self.server, self.listener = server, listener
-        self.host, self.port = listener.endpoint.host, listener.endpoint.port
-        self._server: asyncio.Server | None = None
-
-    async def bind(self) -> int:
-        """Bind the port without listening: connections are refused until `start_serving`."""
-        loop = asyncio.get_running_loop()
-        host = self.host or None  # "" listens on every interface, IPv4 and IPv6
-        if host is None and self.port == 0:
-            host = "0.0.0.0"  # one socket per family would each get a different free port
-        self._server = await loop.create_server(
-            lambda: Processor(self.server, self.listener), host, self.port, reuse_address=True,
-            backlog=512, start_serving=False, ssl=self.listener.ssl_context,
-            ssl_handshake_timeout=10.0 if self.listener.ssl_context else None,
-        )  # fmt: skip
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self.port
-
-    async def start_serving(self) -> None:
-        assert self._server is not None, "bind first"
-        await self._server.start_serving()
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-
-
-class SocketServer:
-    """The broker's network layer (Kafka: `SocketServer`): one acceptor per listener."""
-
-    def __init__(
-        self,
-        request_channel: RequestChannel,
-        listeners: list[ListenerSecurity],
-        *,
-        max_request_size: int = MAX_FRAME_SIZE,
-    ) -> None:
-        self.request_channel = request_channel
-        self.request_metrics = RequestMetrics()
-        self.max_request_size = max_request_size
-        self.acceptors = [Acceptor(self, listener) for listener in listeners]
-        self.connections: set[Processor] = set()
-        self.zero_copy = True  # False: file slices are read and written, as without sendfile
-
-    @property
-    def port(self) -> int:
-        """The first listener's port."""
-        return self.acceptors[0].port
-
-    @property
-    def ports(self) -> dict[str, int]:
-        """Listener name -> bound port."""
-        return {a.listener.name: a.port for a in self.acceptors}
-
-    async def bind(self) -> dict[str, int]:
-        """Take every listener's port (useful with port 0). Nothing is accepted yet."""
-        try:
-            for acceptor in self.acceptors:
-                await acceptor.bind()
-        except OSError:
-            await self.stop_accepting()
-            raise
-        return self.ports
-
-    async def enable_request_processing(self) -> None:
-        """Listen and accept (Kafka: `SocketServer.enableRequestProcessing`, the last step of
-        a broker's start-up, BROKER-48)."""
-        for acceptor in self.acceptors:
-            await acceptor.start_serving()
-            endpoint = acceptor.listener.endpoint
-            logger.info("listening on %s:%d (%s, %s)", acceptor.host, acceptor.port,
-                        endpoint.listener, endpoint.protocol)  # fmt: skip
-
-    async def stop_accepting(self) -> None:
-        for acceptor in self.acceptors:
-            await acceptor.stop()
-
-    async def stop(self) -> None:
-        """Stop accepting, then close every connection."""
-        await self.stop_accepting()
-        for connection in list(self.connections):
-            connection.close("broker shutting down")
-        await asyncio.sleep(0)

@@ -22,7 +22,13 @@ request that must wait (a long-polling fetch) does not block a worker: it is par
 purgatory and completed later, and the connection's later requests are handled meanwhile.
 Their responses still go out in request order (the processor holds them back, BROKER-2).
 
-Rules: BROKER-2, BROKER-3.
+A request also carries the memory its frame took from the network's memory pool
+(`queued.max.request.bytes`, server/memory_pool.py): answering it (`complete`, or closing
+its connection) gives that memory back, and a connection waiting for memory reads on
+(BROKER-53). Kafka releases a request's buffer once the handler returns; here it is held
+until the answer, since a waiting request (acks=all) still refers to its bytes.
+
+Rules: BROKER-2, BROKER-3, BROKER-53.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ class Request:
     """One decoded request and the slot for its response (Kafka: `RequestChannel.Request`)."""
 
     __slots__ = ("body", "completed_ns", "connection", "dequeued_ns", "header", "local_done_ns",
-                 "received_ns", "response", "response_dequeued_ns", "size")  # fmt: skip
+                 "memory", "received_ns", "response", "response_dequeued_ns", "size")  # fmt: skip
 
     def __init__(self, connection: Connection, header: Any, body: Any, size: int) -> None:
         self.connection = connection
@@ -65,6 +71,7 @@ class Request:
         # the later stages' times, for the request metrics (kafka_ref/metrics/recorders.py)
         self.dequeued_ns = self.local_done_ns = self.completed_ns = self.response_dequeued_ns = 0
         self.response: Any = _PENDING
+        self.memory: tuple[Any, int] | None = None  # (pool, bytes) its frame holds (BROKER-53)
 
     @property
     def api_key(self) -> int:
@@ -111,13 +118,22 @@ class Request:
             raise RuntimeError(f"request {self.correlation_id} answered twice")
         self.response = response
         self.completed_ns = time.monotonic_ns()
+        self.release_buffer()
         self.connection.on_response_ready()
 
     def close_connection(self, reason: str) -> None:
         """Answer by closing the connection (Kafka does so for acks=0 produce errors)."""
         if self.response is _PENDING:
             self.response = None
+        self.release_buffer()
         self.connection.close(reason)
+
+    def release_buffer(self) -> None:
+        """Answered: its frame's memory goes back to the pool (Kafka: `releaseBuffer`); once."""
+        if self.memory is not None:
+            pool, nbytes = self.memory
+            self.memory = None
+            pool.release(nbytes)
 
     def __repr__(self) -> str:
         return (

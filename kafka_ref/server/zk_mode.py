@@ -96,7 +96,7 @@ class ZooKeeperMode:
     async def connect(self, endpoint: BrokerEndpoint, **settings: Any) -> ZkClusterMetadata:
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(None, self.zk.start)
+            await loop.run_in_executor(None, self.zk.start, None)  # waits for ZooKeeper
             self.metadata = ZkClusterMetadata(self.zk, self.config.data_dir, endpoint, **settings)
         except BaseException:
             await self.leave()

@@ -1,6 +1,6 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Five benches, one entry point:
+Seven benches, one entry point:
 
 * `kafka-ref bench storage`: the storage engine alone, on real files (below);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
@@ -16,9 +16,15 @@ Five benches, one entry point:
   the other, in one run (kafka_ref/tools/bench_cluster.py);
 * `kafka-ref bench transactions`: transactional producers (a commit every 100 ms, or every
   1,000 records) against the idempotent producer, read_committed against
-  read_uncommitted, in one run (kafka_ref/tools/bench_txn.py).
+  read_uncommitted, in one run (kafka_ref/tools/bench_txn.py);
+* `kafka-ref bench soak`: a broker's resident memory with 1,000 idle connections and 100
+  connections announcing large frames, with and without `queued.max.request.bytes`
+  (kafka_ref/tools/bench_soak.py);
+* `kafka-ref bench partitions`: 10 to 10,000 partitions on one broker: topic creation,
+  produce, Metadata time, RSS, and the start and recovery time of a broker with that
+  many logs, against Tansu (kafka_ref/tools/bench_partitions.py).
 
-This module holds the command line of all five (the broker benches' options are shared by
+This module holds the command line of all seven (the broker benches' options are shared by
 `broker`, `compare` and bare `bench --bootstrap-server`) and the storage bench itself.
 
 `kafka-ref bench storage` measures the storage engine alone, on real files:
@@ -59,6 +65,7 @@ from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools import bench_partitions as bp
 from kafka_ref.tools import bench_report
+from kafka_ref.tools import bench_soak as bsoak
 from kafka_ref.tools import bench_txn as btx
 from kafka_ref.tools.bench_broker import BenchError, Settings
 
@@ -107,6 +114,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     txn.add_argument("--tansu", action="store_true", help="also start and measure the Tansu broker")
     txn.set_defaults(sizes="1024")
     _add_partitions_parser(sub)
+    soak = sub.add_parser("soak", help="broker memory with idle and greedy connections",
+                          description=_doc(bsoak))  # fmt: skip
+    soak.add_argument("--idle", type=int, default=1000, help="idle connections")
+    soak.add_argument("--greedy", type=int, default=100, help="connections announcing frames")
+    soak.add_argument("--frame-mb", type=float, default=100.0, help="the frames they announce")
+    soak.add_argument("--send-mb", type=float, default=1.0, help="what each sends of its frame")
+    soak.add_argument("--pool-mb", type=int, default=0, help="queued.max.request.bytes in MB")
+    soak.add_argument("--json", action="store_true", help="one JSON object per measurement")
     storage = sub.add_parser("storage", help="the storage engine on real files")
     storage.add_argument("--dir", help="where to write (default: a temporary directory)")
     storage.add_argument("--total-mb", type=int, default=2048, help="bytes to append (MB)")
@@ -281,6 +296,8 @@ def run(args: argparse.Namespace) -> int:
         return run_storage(args)
     if args.bench == "partitions":
         return run_partitions(args)
+    if args.bench == "soak":
+        return run_soak(args)
     from kafka_ref.cli import UsageError
 
     if args.bench is None and not args.bootstrap_server:
@@ -370,6 +387,17 @@ def _bench_transactions(args: argparse.Namespace, settings: Settings, emit) -> t
     for row in found:
         emit(row)
     return rows, found
+
+
+def run_soak(args: argparse.Namespace) -> int:
+    emit = _printer(args.json)
+    try:
+        bsoak.soak(emit, idle=args.idle, greedy=args.greedy, frame_mb=args.frame_mb,
+                   send_mb=args.send_mb, pool_mb=args.pool_mb)  # fmt: skip
+    except BenchError as err:
+        print(f"kafka-ref bench: {err}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run_storage(args: argparse.Namespace) -> int:

@@ -44,12 +44,16 @@ class BrokerProcess(ServerProcess):
         super().__init__(label, cmd, port, log_path, error=BenchError)
 
 
-def kafka_ref_process(data_dir: str, log_path: str, port: int | None = None) -> BrokerProcess:
+def kafka_ref_process(
+    data_dir: str, log_path: str, port: int | None = None, configs: dict | None = None
+) -> BrokerProcess:
     port = port or free_port()
     cmd = [
         sys.executable, "-m", "kafka_ref.cli", "--log-level", "WARNING", "broker",
         "--listen", f"127.0.0.1:{port}", "--data-dir", data_dir,
     ]  # fmt: skip
+    for key, value in (configs or {}).items():
+        cmd += ["--config", f"{key}={value}"]
     return BrokerProcess(KAFKA_REF, cmd, port, log_path)
 
 

@@ -1,4 +1,5 @@
-"""A broker whose ZooKeeper session expires while it is frozen comes back (CTRL-13).
+"""A broker whose ZooKeeper session expires while it is frozen comes back (CTRL-13), and so
+does a cluster whose ZooKeeper is frozen, while it runs or while a broker starts (CTRL-17, 18).
 
 The broker process is stopped with SIGSTOP for longer than zookeeper.session.timeout.ms
 (3 s here): ZooKeeper expires its session, so its ephemeral /brokers/ids/<id> (and
@@ -13,6 +14,7 @@ freezing the process expires the session the way a long GC pause or a frozen VM 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -160,3 +162,57 @@ def test_a_broker_paused_while_it_waits_to_register_comes_up_when_resumed(cluste
     cluster.wait_registered()
     create_topic(cluster, topic_name, partitions=3, rf=3)
     wait_metadata_agrees(cluster, topic_name, 3, [1, 2, 3])
+
+
+@contextlib.contextmanager
+def paused(pid: int):
+    """SIGSTOP `pid` for the body of the `with`: a long GC pause, a frozen VM."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def assert_serves_acks_all(cluster, topic_name: str) -> None:
+    """Every partition (RF 3) takes an acks=all produce: leaders elected, ISRs complete."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all"})
+    for i in range(30):
+        producer.produce(topic_name, value=b"after-%d" % i, partition=i % 3)
+    assert producer.flush(60) == 0
+
+
+@pytest.mark.spec("CTRL-18")
+def test_a_zookeeper_paused_longer_than_the_session_is_ridden_out(cluster, topic_name):
+    """ZooKeeper itself frozen for three session timeouts: every broker loses its connection
+    and, once ZooKeeper runs again, finds its session expired or not. Each must register (again),
+    a controller must be elected, and acks=all produces must succeed; no broker exits."""
+    create_topic(cluster, topic_name, partitions=3, rf=3)
+    pids = {i: broker.pid for i, broker in cluster.brokers.items()}
+    with paused(cluster.zookeeper.pid):
+        time.sleep(3 * SESSION_TIMEOUT_MS / 1000)  # the pause itself is the fault
+    cluster.wait_registered()  # every broker registered, a controller, all see each other
+    assert {i: b.pid for i, b in cluster.brokers.items() if b.alive} == pids
+    assert_serves_acks_all(cluster, topic_name)
+    wait_metadata_agrees(cluster, topic_name, 3, [1, 2, 3])
+
+
+@pytest.mark.spec("CTRL-17")
+def test_a_broker_started_while_zookeeper_is_paused_waits_for_it(cluster, topic_name):
+    """A broker starts while ZooKeeper is frozen for 35 s, longer than its session and than
+    any connection timeout (30 s was the wait before this rule): it waits for ZooKeeper
+    instead of giving up, then registers and serves."""
+    victim = 3
+    broker = cluster.brokers[victim]
+    broker.stop()  # a clean stop: its registration goes at once
+    wait_for(lambda: registration(cluster, victim) is None, what=f"broker {victim} gone")
+    log_before = len(broker.log())
+    starting = threading.Thread(target=broker.start, kwargs={"timeout": 120}, daemon=True)
+    with paused(cluster.zookeeper.pid):
+        starting.start()
+        time.sleep(35)  # the pause itself is the fault
+    starting.join(120)
+    assert broker.alive, broker.log()[log_before:]
+    cluster.wait_registered()
+    create_topic(cluster, topic_name, partitions=3, rf=3)
+    assert_serves_acks_all(cluster, topic_name)

@@ -22,6 +22,7 @@ from kafka_ref.protocol.messages import (
 )
 from tests.certs import SCRAM_USERS
 from tests.unit.security.conftest import SecureWire, client_context, port, start_secure_broker
+from tests.unit.server.conftest import batch
 
 ALICE = SCRAM_USERS["alice"]
 
@@ -162,7 +163,9 @@ def test_describe_configs_shows_no_password(secure_broker):
     body = DescribeConfigsRequest(
         resources=[
             DescribeConfigsRequest.DescribeConfigsResource(
-                resource_type=4, resource_name="", configuration_keys=None
+                resource_type=4,
+                resource_name="0",
+                configuration_keys=None,  # broker.id 0
             )
         ],
         include_synonyms=True,
@@ -174,3 +177,22 @@ def test_describe_configs_shows_no_password(secure_broker):
     assert (
         configs["ssl.client.auth"].value == "none" and not configs["ssl.client.auth"].is_sensitive
     )
+
+
+@pytest.mark.spec("BROKER-55")
+def test_a_large_frame_before_authentication_closes_the_connection(secure_broker, bystander):
+    """sasl.server.max.receive.size (524288): a client that has not authenticated may not
+    make the broker read a frame any larger, however far below socket.request.max.bytes."""
+    over = SecureWire(port(secure_broker, "SASL_PLAINTEXT"))
+    over.send_raw(struct.pack(">i", 524288 + 1) + b"\0" * 16)
+    assert over.closed_by_broker()
+    at_limit = SecureWire(port(secure_broker, "SASL_PLAINTEXT"))
+    at_limit.send_raw(struct.pack(">i", 524288) + b"\0" * 16)  # allowed: waits for the rest
+    assert not at_limit.closed_by_broker(seconds=1.0)
+    at_limit.close()
+    # Authenticated, a connection may send larger frames: a 600 KB produce is answered.
+    wire = SecureWire(port(secure_broker, "SASL_PLAINTEXT"))
+    assert wire.scram("alice", ALICE).error_code == 0
+    wire.create_topic("after-authentication")
+    answer = wire.produce("after-authentication", 0, batch(2, value_size=300_000))
+    assert answer.error_code == 0

@@ -309,3 +309,17 @@ def test_announcing_a_large_frame_costs_nothing_until_its_bytes_arrive(broker):
     assert [len(r.value) for r in good.read_all("big")] == [300_000] * 3
     for wire in greedy:
         wire.close()
+
+
+@pytest.mark.spec("BROKER-51")
+def test_idle_connections_hold_no_receive_buffer(broker):
+    """500 connections that each made one request and went quiet: with a 64 KB receive buffer
+    each that is 32 MB; with the shared buffer they cost their bookkeeping only."""
+    Wire(broker.port).metadata([])
+    before = resident_bytes()
+    idle = [Wire(broker.port) for _ in range(500)]
+    for wire in idle:
+        assert wire.api_versions(0).api_keys
+    assert resident_bytes() - before < 16 * 1024 * 1024
+    for wire in idle:
+        wire.close()

@@ -49,3 +49,18 @@ def test_bench_storage_reports_every_measurement(tmp_path, capsys):
         "lookup 1e+03 records",
         "lookup 2e+04 records",
     ]
+
+
+@pytest.mark.spec("TOOLS-26")
+def test_bench_soak_measures_each_step_at_a_tiny_size(capsys):
+    code = main(["--log-level", "ERROR", "bench", "soak", "--idle", "5", "--greedy", "3",
+                 "--frame-mb", "4", "--send-mb", "0.5", "--pool-mb", "4", "--json"])  # fmt: skip
+    assert code == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    steps = [(r["step"], r["connections"]) for r in rows]
+    assert steps == [("base", 0), ("idle", 5), ("greedy", 8), ("closed", 5)]
+    assert all(r["rss_MB"] > 0 and r["queued.max.request.bytes"] == "4 MB" for r in rows)
+    greedy, closed = rows[2], rows[3]
+    assert greedy["announced_MB"] == 12 and greedy["sent_MB"] == 2
+    assert greedy["metadata_ms"] is None  # the pool is spent: it waits for memory
+    assert closed["metadata_ms"] > 0
