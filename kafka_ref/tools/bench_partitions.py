@@ -52,12 +52,16 @@ from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools.bench_broker import BenchError, Case, Target
 from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress
+from kafka_ref.tools.bench_soak import raise_fd_limit
 
 DEFAULT_SIZES = (10, 100, 1_000, 10_000)
 METADATA_VERSION = 7  # the highest kafka-ref speaks (Tansu speaks it too)
 METADATA_SAMPLES = 5
 START_SECONDS = 600.0  # a broker with 10,000 logs to recover may take a while
 CREATE_SECONDS = 300
+# A kafka-ref partition holds 3 descriptors: its active segment's .log and its two index
+# maps (Python's mmap keeps a duplicate of the file's descriptor; Java's does not).
+FDS_PER_PARTITION, FDS_SPARE = 3, 1000
 RATIO_METRICS = ("MB/s", "metadata_ms", "rss_MB")
 _SIZE = struct.Struct(">i")
 
@@ -196,6 +200,8 @@ def bench_partitions(
     tansu_bin: str | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Every size on a fresh kafka-ref (and Tansu) broker. Returns (measurements, ratios)."""
+    needed = FDS_PER_PARTITION * max(settings.sizes) + FDS_SPARE
+    raise_fd_limit(needed, f"{max(settings.sizes):,} partitions")  # the brokers inherit it
     binary = (tansu_bin or bc.tansu_binary()) if settings.tansu else None
     base = tempfile.mkdtemp(prefix="kafka-ref-partitions-")
     data_root = data_dir or os.path.join(base, "data")
