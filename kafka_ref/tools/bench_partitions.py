@@ -59,9 +59,9 @@ METADATA_VERSION = 7  # the highest kafka-ref speaks (Tansu speaks it too)
 METADATA_SAMPLES = 5
 START_SECONDS = 600.0  # a broker with 10,000 logs to recover may take a while
 CREATE_SECONDS = 300
-# A kafka-ref partition holds 3 descriptors: its active segment's .log and its two index
-# maps (Python's mmap keeps a duplicate of the file's descriptor; Java's does not).
-FDS_PER_PARTITION, FDS_SPARE = 3, 1000
+# A kafka-ref partition holds one descriptor, its active segment's .log (its index maps
+# hold none: log/file_map.py); the spare is for connections and the rest.
+FDS_PER_PARTITION, FDS_SPARE = 1, 1000
 RATIO_METRICS = ("MB/s", "metadata_ms", "rss_MB")
 _SIZE = struct.Struct(">i")
 

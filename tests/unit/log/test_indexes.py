@@ -1,5 +1,6 @@
 """The offset index and the time index (INDEX-1..3, INDEX-6, INDEX-7, TIDX-1..4)."""
 
+import contextlib
 import os
 import random
 import struct
@@ -283,9 +284,18 @@ def _mapping(path: str) -> dict[str, str]:
     return fields
 
 
+def _open_files() -> list[str]:
+    """The paths this process holds descriptors of (/proc/self/fd)."""
+    paths = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone already
+            paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return paths
+
+
 @pytest.mark.spec("INDEX-8")
 @pytest.mark.parametrize("cls", [OffsetIndex, TimeIndex])
-def test_index_map_is_advised_random_access(cls, tmp_path):
+def test_index_map_is_advised_random_access_and_holds_no_descriptor(cls, tmp_path):
     """VmFlags `rr` in /proc/self/smaps is VM_RAND_READ, set by MADV_RANDOM: a fault then
     reads no pages around the one touched (the page cache they would fill is not RSS, so
     the flag is what a test can see)."""
@@ -297,6 +307,8 @@ def test_index_map_is_advised_random_access(cls, tmp_path):
         index.maybe_append(1_700_000_000_000, BASE + 1)
     mapping = _mapping(path)
     assert "rr" in mapping["VmFlags"].split()  # MADV_RANDOM
+    # and the map holds no descriptor of the file: one per partition is its .log's
+    assert path not in _open_files()
     index.resize(4 * 1024 * 1024)  # a new map after a resize is advised too
     assert "rr" in _mapping(path)["VmFlags"].split()
     index.close()

@@ -15,7 +15,7 @@ import pytest
 from kafka_ref.cli import build_parser, main
 from kafka_ref.tools.bench_broker import FIELDS
 from kafka_ref.tools.bench_compare import kafka_ref_process
-from kafka_ref.tools.bench_partitions import spread
+from kafka_ref.tools.bench_partitions import FDS_PER_PARTITION, spread
 
 TINY = [
     "--messages", "2000", "--sizes", "100", "--acks", "1", "--partitions", "1",
@@ -222,7 +222,7 @@ def test_partitions_bench_says_when_the_descriptor_limit_is_too_low(capsys):
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY:
         pytest.skip("no hard descriptor limit to exceed")
-    too_many = str(hard // 3 + 1)
+    too_many = str(hard // FDS_PER_PARTITION + 1)
     assert main(["bench", "partitions", "--sizes", too_many, "--no-tansu"]) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "file descriptors" in err and str(hard) in err
