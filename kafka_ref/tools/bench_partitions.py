@@ -245,7 +245,7 @@ def ratios(rows: list[dict]) -> list[dict]:
         if not runs[KAFKA_REF] or not runs[TANSU]:
             continue
         for metric in RATIO_METRICS:
-            ours, theirs = (statistics.median(r[metric] for r in runs[b]) for b in runs)
+            ours, theirs = (round(statistics.median(r[metric] for r in runs[b]), 3) for b in runs)
             out.append({
                 "what": "ratio", "partitions": partitions, "metric": metric,
                 "runs": len(runs[KAFKA_REF]), KAFKA_REF: ours, TANSU: theirs,
