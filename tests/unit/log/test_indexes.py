@@ -312,3 +312,23 @@ def test_index_map_is_advised_random_access_and_holds_no_descriptor(cls, tmp_pat
     index.resize(4 * 1024 * 1024)  # a new map after a resize is advised too
     assert "rr" in _mapping(path)["VmFlags"].split()
     index.close()
+
+
+@pytest.mark.spec("INDEX-8")
+def test_a_file_map_writes_through_to_the_file_and_fails_clearly(tmp_path):
+    from kafka_ref.log.file_map import FileMap
+
+    path = tmp_path / "mapped"
+    path.write_bytes(bytes(8192))
+    fd = os.open(path, os.O_RDWR)
+    mapped = FileMap(fd, 8192)
+    os.close(fd)  # the map lives on without it
+    struct.pack_into(">qi", mapped.buffer, 4096, 7, 8)
+    mapped.flush()
+    assert path.read_bytes()[4096:4108] == struct.pack(">qi", 7, 8)
+    assert mapped.buffer[4096:4104] == struct.pack(">q", 7)
+    mapped.close()
+    mapped.close()  # closing twice is harmless
+    assert mapped.buffer is None
+    with pytest.raises(OSError, match="mmap"):
+        FileMap(fd, 8192)  # a closed descriptor: EBADF, in one line
