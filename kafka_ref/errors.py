@@ -110,6 +110,9 @@ class ErrorCode(IntEnum):
     UNSTABLE_OFFSET_COMMIT = 88
     THROTTLING_QUOTA_EXCEEDED = 89
     PRODUCER_FENCED = 90
+    RESOURCE_NOT_FOUND = 91  # e.g. a SCRAM credential to delete or describe (KIP-554)
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
     INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
     TRANSACTIONAL_ID_NOT_FOUND = 105  # DescribeTransactions for an unknown id
     UNSUPPORTED_ENDPOINT_TYPE = 115  # DescribeCluster of controllers (KIP-919)

@@ -37,6 +37,11 @@ CAPABILITIES: dict[str, str] = {
     "broker-level configs a test asks for (e.g. producer.id.expiration.ms=1000)",
     "cluster": "the suite can start a 3-broker cluster of the target's kind on a ZooKeeper and "
     "kill, pause and restart its brokers",
+    "sasl": "the suite can start a broker of the target's kind that requires SASL "
+    "authentication, and the target declares its mechanisms",
+    "sasl-users": "that broker accepts users and passwords the target declares",
+    "acls": "that broker has an authorizer: ACLs decide what its SASL users may do, and a "
+    "listener whose principal is a super user sets them",
 }
 
 # Capability -> the API keys whose presence in ApiVersions proves it.
@@ -53,8 +58,9 @@ PROBED_BY_API: dict[str, tuple[int, ...]] = {
 
 # The capabilities only a declaration can grant (no request reveals them).
 DECLARED_ONLY = frozenset(
-    {"restart", "compaction", "short-sessions", "configurable-broker", "cluster"}
-)
+    {"restart", "compaction", "short-sessions", "configurable-broker", "cluster", "sasl",
+     "sasl-users", "acls"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

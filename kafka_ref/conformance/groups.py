@@ -13,6 +13,8 @@ that member A receives the bytes the leader gave A and nothing else (REBAL-1).
 
 from __future__ import annotations
 
+import select
+import time
 from typing import Any
 
 from kafka_ref.conformance.wire import Wire
@@ -159,19 +161,33 @@ def delete_groups(wire: Wire, groups: list[str]) -> dict[str, int]:
     return {r.group_id: r.error_code for r in resp.results}
 
 
-def form_group(members: list[Member]) -> None:
-    """Bring every member into one generation: ids first, then all joins in flight at once."""
+def form_group(members: list[Member], timeout: float = 30.0) -> None:
+    """Bring every member into one generation: ids first, then joins until they meet.
+
+    All joins go out at once, but with no initial rebalance delay the first ones may complete
+    a generation alone (REBAL-17); the JoinGroups of the others then wait, parked, until those
+    join again. So whenever no answer comes for a moment, every member already answered joins
+    again, until all are answered in one generation."""
     for m in members:
         if m.get_member_id() not in (0, MEMBER_ID_REQUIRED):
             raise RuntimeError("JoinGroup refused a new member")
-    for _ in range(5):
-        for m in members:
-            m.send_join()
-        for m in members:
-            m.finish_join()
-        if len({m.generation for m in members}) == 1 and all(m.generation >= 0 for m in members):
-            return
-    raise RuntimeError(f"members did not meet in one generation: {[m.generation for m in members]}")
+    deadline = time.monotonic() + timeout
+    for m in members:
+        m.send_join()
+    waiting = set(members)
+    while waiting or len({m.generation for m in members}) > 1 or members[0].generation < 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no common generation: {[m.generation for m in members]}")
+        by_socket = {m.wire.sock: m for m in waiting}
+        ready, _, _ = select.select(list(by_socket), [], [], 0.1)
+        for sock in ready:
+            by_socket[sock].finish_join()
+            waiting.discard(by_socket[sock])
+        if not ready:  # the parked joins wait for the members already answered
+            for m in members:
+                if m not in waiting:
+                    m.send_join()
+                    waiting.add(m)
 
 
 def commit(

@@ -33,6 +33,7 @@ from kafka_ref.conformance import report as report_mod
 from kafka_ref.conformance import targets
 from kafka_ref.conformance.capabilities import CAPABILITIES
 from kafka_ref.conformance.cluster import Brokers, SuiteCluster
+from kafka_ref.conformance.security import SaslProfile
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # a checkout: spec/ lives here
 _STATE: dict = {"results": {}, "cites": {}, "target": None}
@@ -219,6 +220,31 @@ def configured_broker(target, _configured_brokers):
         return ConformanceTarget(_configured_brokers[key])
 
     return make
+
+
+@pytest.fixture(scope="session")
+def _secured_broker():
+    started: dict[str, SaslProfile | targets.TargetError] = {}
+    yield started
+    if isinstance(started.get("secured"), SaslProfile):
+        started["secured"].stop()
+
+
+@pytest.fixture
+def secured(target, _secured_broker) -> SaslProfile:
+    """The broker of the target's kind that requires SASL, with what it accepts
+    (security.py), started at the first test that asks, once per session; without the
+    `sasl` capability the test is not applicable (CONF-1)."""
+    target.require("sasl")
+    if "secured" not in _secured_broker:
+        try:
+            _secured_broker["secured"] = target.target.secured()
+        except targets.TargetError as err:
+            _secured_broker["secured"] = err
+    profile = _secured_broker["secured"]
+    if isinstance(profile, targets.TargetError):
+        pytest.fail(str(profile))
+    return profile
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from kafka_ref.conformance import capabilities as caps
 from kafka_ref.conformance.cluster import SuiteCluster
+from kafka_ref.conformance.security import SaslProfile, kafka_ref_secured, tansu_secured
 from kafka_ref.conformance.wire import Wire
 from kafka_ref.tools.server_process import START_SECONDS, ServerProcess, free_port
 
@@ -46,10 +47,14 @@ SUITE_CONFIGS: dict[str, object] = {
     "offsets.topic.num.partitions": 4,
 }
 
-KAFKA_REF_DECLARES = {"restart", "compaction", "short-sessions", "configurable-broker", "cluster"}
+KAFKA_REF_DECLARES = {
+    "restart", "compaction", "short-sessions", "configurable-broker", "cluster", "sasl",
+    "sasl-users", "acls",
+}  # fmt: skip
 # Tansu with memory:// storage forgets everything when it stops, so it cannot be restarted
-# with its data; nothing shows that it compacts within seconds.
-TANSU_DECLARES: set[str] = set()
+# with its data; nothing shows that it compacts within seconds. `--authentication` makes it
+# require SCRAM, but then no user can be created (security.py): no sasl-users, no acls.
+TANSU_DECLARES: set[str] = {"sasl"}
 
 
 class TargetError(RuntimeError):
@@ -72,6 +77,8 @@ class Target:
     sibling: Callable[[dict[str, object]], Target] | None = None
     # kafka-ref targets: builds a 3-broker cluster of the same kind (cluster)
     cluster_maker: Callable[[], SuiteCluster] | None = None
+    # builds, starts and describes a broker of this kind that requires SASL (sasl)
+    secured_maker: Callable[[], SaslProfile] | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -121,6 +128,16 @@ class Target:
             cluster.close()
             raise TargetError(f"the cluster of {self.spec} did not start: {err}") from err
         return cluster
+
+    def secured(self) -> SaslProfile:
+        """A broker of this target's kind that requires SASL, started, with what it accepts
+        (security.py). The caller stops it; the plugin starts one per session."""
+        if self.secured_maker is None or "sasl" not in self.declared:
+            raise TargetError(f"target {self.spec} declares no broker that requires SASL")
+        try:
+            return self.secured_maker()
+        except RuntimeError as err:
+            raise TargetError(f"the secured broker of {self.spec} did not start: {err}") from err
 
     def probe(self, adjust: str | None = None) -> caps.Capabilities:
         """Ask ApiVersions and Metadata, combine with the declaration and `--capabilities`."""
@@ -188,6 +205,7 @@ def _kafka_ref(spec: str, mutant: str | None, extra: dict[str, object] | None = 
     target.cluster_maker = lambda: SuiteCluster(
         {**SUITE_CONFIGS, **(extra or {})}, (*launcher, "--log-level", "WARNING")
     )
+    target.secured_maker = lambda: kafka_ref_secured(tuple(launcher), SUITE_CONFIGS)
     return target
 
 
@@ -211,7 +229,9 @@ def _tansu() -> Target:
     cmd = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
            "--storage-engine", "memory://tansu/"]  # fmt: skip
     process = ServerProcess(cmd[0], cmd, port, os.path.join(workdir, "tansu.log"), TargetError)
-    return Target("tansu", "tansu", "127.0.0.1", port, set(TANSU_DECLARES), process, workdir)
+    target = Target("tansu", "tansu", "127.0.0.1", port, set(TANSU_DECLARES), process, workdir)
+    target.secured_maker = lambda: tansu_secured(cmd[0])
+    return target
 
 
 def parse_label(spec: str) -> str:

@@ -10,7 +10,9 @@ protocol (Kafka: `handleJoinGroup`, `handleSyncGroup`):
 1. **JoinGroup.** Every member sends the protocols it supports (for consumers: assignor names,
    each with its subscription). The first join of an Empty group waits
    `group.initial.rebalance.delay.ms` so that members starting together land in one
-   generation (REBAL-8); afterwards a rebalance ends when every known member has rejoined, or
+   generation (REBAL-8); a delay of 0 is still a timer, so the join completes right after
+   the JoinGroup with whoever joined by then, and later members start the next rebalance
+   (REBAL-17); afterwards a rebalance ends when every known member has rejoined, or
    when the rebalance timeout (the largest of the members') runs out, and members that did not
    rejoin are dropped (REBAL-7). The coordinator then bumps the generation, picks a protocol
    all members support, keeps or elects a leader and answers every JoinGroup; only the
@@ -44,7 +46,7 @@ injected `Scheduler` (asyncio's `call_later` in the broker, `ManualScheduler` in
 nothing here reads a wall clock. The coordinator (coordinator.py) owns one `GroupRebalance`
 and adds committed offsets and the admin APIs; this file is long because it is one idea.
 
-Rules: REBAL-1..REBAL-13 (spec/rebalance.md).
+Rules: REBAL-1..REBAL-13, REBAL-17 (spec/rebalance.md).
 """
 
 from __future__ import annotations
@@ -402,8 +404,8 @@ class GroupRebalance:
         self._cancel_timer(group, "join_timer")
         initial = group.is_(EMPTY)
         group.transition_to(PREPARING_REBALANCE, self._now())
-        delay = self.config.group_initial_rebalance_delay_ms
-        if initial and delay > 0:
+        if initial:  # even with a delay of 0: the join completes on the timer (REBAL-17)
+            delay = self.config.group_initial_rebalance_delay_ms
             self._watch_initial_join(group, delay, max(group.rebalance_timeout_ms() - delay, 0))
         else:
             group.join_is_initial = False
@@ -422,7 +424,9 @@ class GroupRebalance:
 
     def _watch_initial_join(self, group: GroupMetadata, delay_ms: int, remaining_ms: int) -> None:
         """Kafka `InitialDelayedJoin`: wait the delay, and again (up to the rebalance timeout)
-        for as long as new members keep arriving (REBAL-8)."""
+        for as long as new members keep arriving (REBAL-8). It never completes early, not even
+        with a delay of 0: it completes on its timer with the members joined by then, pending
+        ones not waited for (REBAL-17)."""
         group.join_is_initial = True
 
         def expire() -> None:

@@ -163,6 +163,13 @@ def encode_request(
     return _framed(out)
 
 
+# PROTO-10's one exception, a real client's quirk: librdkafka (2.2 and later) writes the
+# top-level tagged fields of AlterUserScramCredentials v0 twice, once itself and once when
+# it finalizes every flexible request; Kafka, which never checks for trailing bytes,
+# accepts it, and so does kafka-ref, for exactly that byte after exactly that request.
+_TOLERATED_TRAILERS = {51: b"\x00"}  # api key -> the trailer accepted after its body
+
+
 def decode_request(payload: bytes | bytearray | memoryview) -> tuple[Any, Any]:
     """(header, body) of one request frame's payload.
 
@@ -184,7 +191,7 @@ def decode_request(payload: bytes | bytearray | memoryview) -> tuple[Any, Any]:
             header=header,
         )
     body, pos = api.request.decode_from(api_version, view, pos)
-    if pos != len(view):
+    if pos != len(view) and bytes(view[pos:]) != _TOLERATED_TRAILERS.get(api_key):
         raise ProtocolDecodeError(
             f"{len(view) - pos} bytes left over after {api.name} request v{api_version}", pos=pos
         )

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_ref.security.credentials import CredentialStore
+from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
 from kafka_ref.security.plain import PlainSaslServer, parse_jaas_config, plain_users
 from kafka_ref.security.scram import HASHES, ScramSaslServer
 from kafka_ref.security.ssl_config import server_context
@@ -122,7 +122,9 @@ class ListenerSecurity:
 
 
 def build_listener_security(
-    endpoint: EndPoint, get: Callable[[str], Any], credentials: CredentialStore
+    endpoint: EndPoint,
+    get: Callable[[str], Any],
+    credentials: CredentialStore | ZkCredentialStore,
 ) -> ListenerSecurity:
     """The settings of one listener; `get(key)` answers a key with its listener prefix first.
     Raises ListenerError (or SslConfigError) on anything that cannot work."""

@@ -44,6 +44,8 @@ from kafka_ref.security.plain import AuthenticationFailed
 
 HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384  # Kafka: ScramMechanism.minIterations, ...
+# The int8 codes of the Alter/DescribeUserScramCredentials APIs (Kafka: `ScramMechanism.type`)
+MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,16 @@ def make_credential(
         raise ValueError(f"iterations must be {MIN_ITERATIONS}..{MAX_ITERATIONS}")
     salt = salt if salt is not None else secrets.token_bytes(32)
     salted = salted_password(mechanism, password, salt, iterations)
+    return credential_from_salted(mechanism, salt, salted, iterations)
+
+
+def credential_from_salted(
+    mechanism: str, salt: bytes, salted: bytes, iterations: int
+) -> ScramCredential:
+    """The stored credential from a salted password: what the broker does with
+    AlterUserScramCredentials, whose client salts and hashes (KIP-554), so that the password
+    itself never travels (Kafka: `ScramFormatter.generateCredential(salt, saltedPassword,
+    iterations)`)."""
     hash_name = HASHES[mechanism]
     stored = hashlib.new(hash_name, client_key(mechanism, salted)).digest()
     return ScramCredential(salt, stored, _hmac(hash_name, salted, b"Server Key"), iterations)

@@ -24,7 +24,10 @@ Zero-copy does not survive TLS: the bytes must be encrypted in user space, so a 
 response's file slices are read and written through the TLS transport instead of
 `sendfile(2)` (network.py falls back by itself: the transport has no socket for sendfile).
 
-Rules: SEC-3, SEC-4.
+The same keys make the context a broker connects to other brokers with on an SSL or
+SASL_SSL inter-broker listener (`client_context`).
+
+Rules: SEC-3, SEC-4, SEC-21.
 """
 
 from __future__ import annotations
@@ -65,6 +68,29 @@ def server_context(get: Callable[[str], Any]) -> ssl.SSLContext:
     except (OSError, ssl.SSLError) as err:
         raise SslConfigError(f"ssl.truststore: cannot load the CA certificates: {err}") from None
     context.verify_mode = _CLIENT_AUTH[client_auth]
+    return context
+
+
+def client_context(get: Callable[[str], Any]) -> ssl.SSLContext:
+    """The TLS context a broker connects to another broker with (SEC-21): the truststore's
+    CAs check the other broker's certificate, and its host name unless
+    `ssl.endpoint.identification.algorithm` is empty; the broker's own keystore is its
+    client certificate, so an `ssl.client.auth=required` listener admits it as the principal
+    of its certificate."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = get("ssl.endpoint.identification.algorithm") == "https"
+    truststore, certificates = get("ssl.truststore.location"), get("ssl.truststore.certificates")
+    try:
+        if truststore:
+            context.load_verify_locations(cafile=truststore)
+        elif certificates:
+            context.load_verify_locations(cadata=certificates)
+        else:
+            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    except (OSError, ssl.SSLError) as err:
+        raise SslConfigError(f"ssl.truststore: cannot load the CA certificates: {err}") from None
+    _load_keystore(context, get)
     return context
 
 

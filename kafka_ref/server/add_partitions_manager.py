@@ -48,6 +48,7 @@ from kafka_ref.cluster.metadata import ClusterMetadataApi
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import AddPartitionsToTxnRequest, ApiKey
 from kafka_ref.record.batch import BatchHeader
+from kafka_ref.security.inter_broker import PLAINTEXT, InterBrokerSecurity
 from kafka_ref.server.inter_broker_channel import BrokerUnavailableError, InterBrokerChannel
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC, partition_for
 
@@ -84,11 +85,12 @@ class AddPartitionsToTxnManager:
     """Verifies partitions with their transaction coordinator and keeps the guards."""
 
     def __init__(
-        self, controller: ClusterMetadataApi, num_txn_partitions: int, enabled: bool = True
-    ) -> None:
+        self, controller: ClusterMetadataApi, num_txn_partitions: int, enabled: bool = True,
+        security: InterBrokerSecurity = PLAINTEXT,
+    ) -> None:  # fmt: skip
         self.controller, self.num_txn_partitions, self.enabled = (
             controller, num_txn_partitions, enabled)  # fmt: skip
-        self.channel = InterBrokerChannel(controller, "add-partitions-to-txn-sender")
+        self.channel = InterBrokerChannel(controller, "add-partitions-to-txn-sender", security)
         self._guards: dict[tuple[TopicPartition, int], object] = {}
         self._tasks: set[asyncio.Task] = set()
 

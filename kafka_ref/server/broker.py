@@ -23,7 +23,8 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    partition of `__consumer_offsets` before any request arrives; the transaction
    coordinator (server/txn_adapter.py) does the same with `__transaction_state`, in both
    modes;
-5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
+5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers; the ACLs and
+   the client quotas, from the metadata directory or ZooKeeper (QUOTA-4);
 6. the `SocketServer` binds one port per listener (each with its security: TLS, SASL;
    security/listeners.py), and once the broker is ready (in ZooKeeper mode:
    registered and with its picture of the cluster loaded) listens and accepts (BROKER-48),
@@ -45,10 +46,11 @@ Shutdown stops the group coordinator (answering its waiting joins) before the lo
 **ZooKeeper mode** (`zookeeper.connect` set, Kafka's `KafkaServer`; server/zk_mode.py):
 step 1 connects to ZooKeeper and builds `ZkClusterMetadata` (the broker's view of the
 cluster) instead of the embedded controller; step 3 adopts nothing (ZooKeeper, not the
-disk, says which topics exist) and wires replication: partition states from the watches
-make this broker leader or follower of each partition it replicates
-(`ReplicaManager.become_leader_or_follower`), followers fetch through the replica fetchers
-(server/follower_fetcher.py), leaders write ISR changes to ZooKeeper; after the socket
+disk, says which topics exist) and wires replication: partition states from the
+controller's LeaderAndIsr requests make this broker leader or follower of each partition
+it replicates (`ReplicaManager.become_leader_or_follower`), followers fetch through the
+replica fetchers (server/follower_fetcher.py), leaders send ISR changes to the controller
+(AlterPartition); after the socket
 server binds, the broker registers `/brokers/ids/<id>` with its bound address (after a
 kill -9 and a quick restart, waiting for the old registration to expire), starts its
 watches, and runs for controller (`KafkaController`); only then does it accept
@@ -90,8 +92,11 @@ from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.metrics.exporter import MetricsExporter
+from kafka_ref.quota.manager import QuotaManagers
+from kafka_ref.quota.store import FileQuotaStore, ZkQuotaStore
 from kafka_ref.security.authorizer import Authorizer, FileAclStore, ZkAclStore
-from kafka_ref.security.credentials import CredentialStore
+from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.security.listeners import (
     EndPoint,
     ListenerError,
@@ -149,6 +154,7 @@ class Broker:
         self.apis: KafkaApis | None = None
         self.groups: GroupCoordinatorAdapter | None = None
         self.txns: TxnCoordinatorAdapter | None = None
+        self.credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users
         self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
         self._tasks: list[asyncio.Task] = []
         self.handler_pool: RequestHandlerPool | None = None  # num.io.threads handlers
@@ -166,6 +172,13 @@ class Broker:
     async def start(self) -> None:
         config = self.config
         loop = asyncio.get_running_loop()
+        if config["zookeeper.connect"]:  # not connected yet: the credentials need its client
+            self.zk_mode = ZooKeeperMode(config)
+        self.credentials = (
+            ZkCredentialStore(self.zk_mode.zk.zk)
+            if self.zk_mode
+            else CredentialStore(config.data_dir)
+        )
         listeners = self._listeners()  # TLS contexts and SASL settings; ConfigError if bad
         advertised = config.advertised_endpoints()
         endpoint = _broker_endpoint(config, advertised)
@@ -177,9 +190,9 @@ class Broker:
             log_dirs=create_and_validate_log_dirs(config.log_dirs),  # before anything writes
         )
         controller: EmbeddedController | ZkClusterMetadata
-        if config["zookeeper.connect"]:
-            self.zk_mode = ZooKeeperMode(config)
+        if self.zk_mode is not None:
             controller = await self.zk_mode.connect(endpoint, **settings)
+            self.credentials.start()  # loads /config/users, follows /config/changes (SEC-20)
         else:
             controller = EmbeddedController(config.data_dir, endpoint, **settings)
         self.controller = controller
@@ -221,6 +234,8 @@ class Broker:
         self.txns.start()
         self.apis.txn = self.txns
         self.apis.authorizer = self._authorizer()
+        self.apis.quotas = self._quotas(loop)
+        self.apis.credentials = self.credentials
         channel = RequestChannel(config["queued.max.requests"])
         self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
         self.handler_pool.resize(config["num.io.threads"])
@@ -244,6 +259,7 @@ class Broker:
         controller.endpoint = _broker_endpoint(config, advertised)
         if self.zk_mode is not None:
             await self.zk_mode.join()
+            self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
         follow_broker(  # what each dynamic config changes
@@ -273,13 +289,30 @@ class Broker:
         store.watch(authorizer.reload)
         return authorizer
 
+    def _quotas(self, loop: asyncio.AbstractEventLoop) -> QuotaManagers:
+        """Client quotas from the metadata directory, or ZooKeeper's, kept current (QUOTA-4)."""
+        config = self.config
+        windows = config["quota.window.num"], config["quota.window.size.seconds"]
+        if self.zk_mode is None:
+            return QuotaManagers(*windows, FileQuotaStore(config.data_dir))
+        store = ZkQuotaStore(self.zk_mode.zk.zk)
+        quotas = QuotaManagers(*windows, store)
+
+        def reload() -> None:  # kazoo's thread reads; the loop puts them in force
+            configs = store.load()
+            loop.call_soon_threadsafe(quotas.replace, configs)
+
+        store.watch(reload)
+        return quotas
+
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""
-        config, credentials = self.config, CredentialStore(self.config.data_dir)
+        config = self.config
         try:
+            InterBrokerSecurity.from_config(config)  # its mistakes refuse the start too
             return [
                 build_listener_security(
-                    e, functools.partial(config.listener_get, e.listener), credentials
+                    e, functools.partial(config.listener_get, e.listener), self.credentials
                 )
                 for e in config.endpoints()
             ]

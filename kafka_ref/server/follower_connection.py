@@ -18,6 +18,14 @@ fetch, and nothing keeps the views (`Log.append` writes them and keeps decoded h
 
 Only one request is in flight, so a leader that sends more than the one response frame is
 broken: the connection closes with an error, as it does when the leader closes it.
+
+Every connection from one broker to another opens here (`open`): the replica fetchers',
+the transaction coordinator's and the controller's. So this is where the inter-broker
+listener's security applies to all of them (security/inter_broker.py, SEC-21): TLS on the
+transport for SSL and SASL_SSL, then for SASL a SaslHandshake and the mechanism's
+SaslAuthenticate rounds before the connection is handed out. A refusal is an
+`InterBrokerAuthenticationError`, a ConnectionError, which every caller already treats as
+"this broker cannot be reached now: retry later".
 """
 
 from __future__ import annotations
@@ -28,9 +36,17 @@ import struct
 from typing import Any
 
 from kafka_ref.protocol import decode_response, encode_request
+from kafka_ref.protocol.messages import ApiKey, SaslAuthenticateRequest, SaslHandshakeRequest
+from kafka_ref.security.inter_broker import InterBrokerSecurity
+from kafka_ref.security.plain import AuthenticationFailed
 
 _SIZE = struct.Struct(">i")
 INITIAL_BUFFER = 64 * 1024
+
+
+class InterBrokerAuthenticationError(ConnectionError):
+    """The other broker refused this broker's TLS or SASL credentials (or its own were
+    wrong): the message names the user and mechanism, never the password."""
 
 
 class FetcherConnection(asyncio.BufferedProtocol):
@@ -47,9 +63,43 @@ class FetcherConnection(asyncio.BufferedProtocol):
         self._ids = itertools.count(1)
 
     @classmethod
-    async def open(cls, host: str, port: int) -> FetcherConnection:
-        _, connection = await asyncio.get_running_loop().create_connection(cls, host, port)
+    async def open(
+        cls, host: str, port: int, security: InterBrokerSecurity, client_id: str
+    ) -> FetcherConnection:
+        """Connect to another broker's inter-broker listener, with its TLS and SASL."""
+        context = security.ssl_context
+        _, connection = await asyncio.get_running_loop().create_connection(
+            cls, host, port, ssl=context, server_hostname=host if context else None
+        )
+        try:
+            if security.mechanism is not None:
+                await connection._authenticate(security, client_id)
+        except BaseException:
+            connection.close()
+            raise
         return connection
+
+    async def _authenticate(self, security: InterBrokerSecurity, client_id: str) -> None:
+        """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done."""
+        mechanism, who = security.mechanism, f"{security.username!r} with {security.mechanism}"
+        body = SaslHandshakeRequest(mechanism=mechanism)
+        handshake = await self.request(ApiKey.SASL_HANDSHAKE, 1, body, client_id)
+        if handshake.error_code:
+            raise InterBrokerAuthenticationError(
+                f"SASL mechanism {mechanism} refused (enabled: {','.join(handshake.mechanisms)})"
+            )
+        client, challenge = security.sasl_client(), b""
+        try:
+            while (token := client.evaluate(challenge)) is not None:
+                body = SaslAuthenticateRequest(auth_bytes=token)
+                answer = await self.request(ApiKey.SASL_AUTHENTICATE, 2, body, client_id)
+                if answer.error_code:
+                    raise InterBrokerAuthenticationError(
+                        f"authentication as {who} failed: {answer.error_message}"
+                    )
+                challenge = bytes(answer.auth_bytes)  # the buffer is reused by the next one
+        except AuthenticationFailed as err:  # the broker's SCRAM signature was wrong
+            raise InterBrokerAuthenticationError(f"authentication as {who}: {err}") from None
 
     async def request(self, api_key: int, version: int, body: Any, client_id: str) -> Any:
         """Send one request and decode its response (valid until the next request)."""

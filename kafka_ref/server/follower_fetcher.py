@@ -51,6 +51,7 @@ from kafka_ref.replication import messages as core
 from kafka_ref.replication.follower_fetch_state import FetchState, PartitionFetcher
 from kafka_ref.replication.partition import Partition
 from kafka_ref.replication.truncation import TruncationRule
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.follower_connection import FetcherConnection
 
 logger = logging.getLogger("kafka_ref.server.follower_fetcher")
@@ -74,6 +75,10 @@ class ReplicaFetcher:
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher({self.manager.broker_id} <- {self.source_id})"
+
+    @property
+    def client_id(self) -> str:
+        return f"broker-{self.manager.broker_id}-fetcher-{self.source_id}"
 
     def add(self, partition: Partition) -> None:
         fetcher = PartitionFetcher(
@@ -141,7 +146,8 @@ class ReplicaFetcher:
             if endpoint is None:
                 raise LookupError(f"broker {self.source_id} is not registered")
             timeout = self.manager.config["replica.socket.timeout.ms"] / 1000
-            self._connection = await asyncio.wait_for(FetcherConnection.open(*endpoint), timeout)
+            call = FetcherConnection.open(*endpoint, self.manager.security, self.client_id)
+            self._connection = await asyncio.wait_for(call, timeout)
         return self._connection
 
     def _disconnect(self) -> None:
@@ -152,8 +158,7 @@ class ReplicaFetcher:
     async def _send(self, api_key: int, version: int, body: Any, wait_ms: int = 0) -> Any:
         assert self._connection is not None
         timeout = (self.manager.config["replica.socket.timeout.ms"] + wait_ms) / 1000
-        client_id = f"broker-{self.manager.broker_id}-fetcher-{self.source_id}"
-        call = self._connection.request(api_key, version, body, client_id)
+        call = self._connection.request(api_key, version, body, self.client_id)
         return await asyncio.wait_for(call, timeout)
 
     # ------------------------------------------------------------------ truncation
@@ -246,6 +251,7 @@ class ReplicaFetcherManager:
         endpoint_of: Callable[[int], tuple[str, int] | None],
     ) -> None:
         self.broker_id, self.config, self.endpoint_of = broker_id, config, endpoint_of
+        self.security = InterBrokerSecurity.from_config(config)  # TLS and SASL (SEC-21)
         self.truncation = TruncationRule.parse(config["replica.truncation"])
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task] = set()

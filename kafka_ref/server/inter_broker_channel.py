@@ -10,7 +10,8 @@ Two of a broker's parts talk to other brokers without being replication:
   **AddPartitionsToTxn** v4 `verify_only` (KIP-890; Kafka: `AddPartitionsToTxnManager`).
 
 Each keeps an `InterBrokerChannel`: one connection per destination broker, opened on first
-use from the broker's address in the cluster metadata, and one request at a time on it.
+use from the broker's address in the cluster metadata (with the inter-broker listener's
+TLS and SASL, follower_connection.py), and one request at a time on it.
 The destination may be this very broker: on one broker and in a cluster the path is the
 same. A request that fails (the broker is gone, refuses the connection, closes it, or does
 not answer within `timeout_s`) drops the connection and raises `BrokerUnavailableError`;
@@ -25,6 +26,7 @@ import logging
 from typing import Any
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.follower_connection import FetcherConnection
 
 logger = logging.getLogger("kafka_ref.server.inter_broker_channel")
@@ -45,9 +47,14 @@ class InterBrokerChannel:
     """Connections to other brokers, one request at a time each."""
 
     def __init__(
-        self, controller: ClusterMetadataApi, client_id: str, timeout_s: float = REQUEST_TIMEOUT_S
+        self,
+        controller: ClusterMetadataApi,
+        client_id: str,
+        security: InterBrokerSecurity,
+        timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> None:
         self.controller, self.client_id, self.timeout_s = controller, client_id, timeout_s
+        self.security = security  # the inter-broker listener's TLS and SASL (SEC-21)
         self._connections: dict[int, tuple[FetcherConnection, asyncio.Lock]] = {}
 
     async def request(self, node_id: int, api_key: int, version: int, body: Any) -> Any:
@@ -68,7 +75,8 @@ class InterBrokerChannel:
             if broker is None:
                 raise BrokerUnavailableError(f"broker {node_id} is not registered")
             connection = await asyncio.wait_for(
-                FetcherConnection.open(broker.host, broker.port), self.timeout_s
+                FetcherConnection.open(broker.host, broker.port, self.security, self.client_id),
+                self.timeout_s,
             )
             if node_id in self._connections:  # another request connected meanwhile
                 connection.close()

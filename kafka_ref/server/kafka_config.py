@@ -26,7 +26,9 @@ to start on a bad value. kafka-ref keeps the same names, so a Kafka user's file 
 * listeners and security (security/): `listeners`, `advertised.listeners`,
   `listener.security.protocol.map`, `inter.broker.listener.name`, the `ssl.*` keys (PEM
   keystores), `sasl.enabled.mechanisms`, `sasl.jaas.config`, `connections.max.reauth.ms`,
-  each also per listener as `listener.name.<listener>.<key>` (SEC-1), and authorization's
+  each also per listener as `listener.name.<listener>.<key>` (SEC-1), how brokers log in
+  to each other (`sasl.mechanism.inter.broker.protocol`,
+  `ssl.endpoint.identification.algorithm`, SEC-21), and authorization's
   `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found` (SEC-16). Password keys
   (`ssl.key.password`, `sasl.jaas.config`, ...) are never shown: DescribeConfigs answers
   them as sensitive, with no value;
@@ -102,6 +104,9 @@ _BROKER_DEFS = [
     ConfigDef("num.io.threads", "int", 8, "Request handler workers.", 1),
     ConfigDef("queued.max.requests", "int", 500, "Requests queued for the handlers.", 1),
     ConfigDef("metrics.listener", "string", "", "http://HOST:PORT serving Prometheus metrics."),
+    # Client quotas (Kafka's QuotaConfigs, KIP-13): the windows a client's rate is measured over.
+    ConfigDef("quota.window.num", "int", 11, "Samples a quota's rate keeps.", 2),
+    ConfigDef("quota.window.size.seconds", "int", 1, "Length of one quota sample.", 1),
     ConfigDef("log.retention.check.interval.ms", "long", 300000, "Retention check period.", 1),
     ConfigDef("log.cleaner.enable", "boolean", True, "Run the log cleaner (compaction)."),
     ConfigDef("log.cleaner.backoff.ms", "long", 15000, "Cleaner check period.", 0),
@@ -200,7 +205,20 @@ _BROKER_DEFS = [
     ConfigDef(
         "ssl.client.auth", "string", "none", "mTLS.", choices=("required", "requested", "none")
     ),
+    ConfigDef(
+        "ssl.endpoint.identification.algorithm",
+        "string",
+        "https",
+        "Check the server's host name (https) or not (empty).",
+        choices=("https", ""),
+    ),
     ConfigDef("sasl.enabled.mechanisms", "list", ("GSSAPI",), "SASL mechanisms offered."),
+    ConfigDef(
+        "sasl.mechanism.inter.broker.protocol",
+        "string",
+        "GSSAPI",
+        "Brokers authenticate to each other with it.",
+    ),
     ConfigDef("sasl.jaas.config", "string", None, "JAAS login module and options."),
     ConfigDef("connections.max.reauth.ms", "long", 0, "SASL session lifetime (KIP-368).", 0),
     # Authorization (Kafka: AclAuthorizer's keys; security/authorizer.py).
@@ -408,17 +426,13 @@ class KafkaConfig:
     def inter_broker_listener(self) -> str:
         """`inter.broker.listener.name`, else the listener named like
         `security.inter.broker.protocol` (PLAINTEXT). As in Kafka, it must be one of the
-        listeners; here it must also speak PLAINTEXT: brokers reach each other (replica
-        fetchers, transaction markers, even to themselves) without TLS or SASL for now."""
+        listeners; brokers reach each other there with its security protocol (SEC-20)."""
         name = self["inter.broker.listener.name"] or self["security.inter.broker.protocol"]
         name = name.upper()
-        protocols = {e.listener: e.protocol for e in self.endpoints()}
-        if protocols.get(name) != "PLAINTEXT":
+        if name not in {e.listener for e in self.endpoints()}:
             raise ConfigError(
-                f"inter.broker.listener.name {name} must name a PLAINTEXT listener among "
-                f"{', '.join(self['listeners'])}: kafka-ref's brokers reach each other over "
-                f"PLAINTEXT only (add e.g. INTERNAL://127.0.0.1:9099, INTERNAL:PLAINTEXT in "
-                f"listener.security.protocol.map, inter.broker.listener.name=INTERNAL)"
+                f"inter.broker.listener.name {name} is not among the listeners "
+                f"{', '.join(self['listeners'])}"
             )
         return name
 

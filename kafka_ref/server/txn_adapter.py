@@ -45,6 +45,7 @@ from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import ApiKey, WriteTxnMarkersRequest
+from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.group_adapter import DelayedCoordinatorAppend, read_records
 from kafka_ref.server.inter_broker_channel import (
     BrokerUnavailableError,
@@ -136,7 +137,9 @@ class TxnCoordinatorAdapter:
             txn_config(config), clock, schedule, self.append, self.send_markers,
             generate_producer_id,
         )  # fmt: skip
-        self.channel = InterBrokerChannel(controller, "txn-marker-sender")
+        self.channel = InterBrokerChannel(
+            controller, "txn-marker-sender", InterBrokerSecurity.from_config(config)
+        )
         self._tasks: set[asyncio.Task] = set()
         self._timers: dict[str, object] = {}  # job name -> its scheduled handle
         self._closed = False

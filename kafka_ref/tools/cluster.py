@@ -109,10 +109,11 @@ class BrokerProcess(ServerProcess):
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         self.cmd = [
-            sys.executable, *self.launcher, "broker", "--listen", self.bootstrap,
-            "--data-dir", self.data_dir, "--zookeeper", self.zookeeper,
-            "--broker-id", str(self.broker_id),
+            sys.executable, *self.launcher, "broker", "--data-dir", self.data_dir,
+            "--zookeeper", self.zookeeper, "--broker-id", str(self.broker_id),
         ]  # fmt: skip
+        if "listeners" not in self.configs:  # else they name 127.0.0.1:<port> themselves
+            self.cmd += ["--listen", self.bootstrap]
         for key, value in self.configs.items():
             self.cmd += ["--config", f"{key}={value}"]
         super().start(timeout)

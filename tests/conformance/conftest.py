@@ -10,6 +10,7 @@ import pytest
 from kafka_ref.conformance.groups import coordinator
 from kafka_ref.conformance.plugin import (  # noqa: F401  (pytest finds them by name)
     _configured_brokers,
+    _secured_broker,
     _suite_cluster,
     brokers,
     cluster,
@@ -19,6 +20,7 @@ from kafka_ref.conformance.plugin import (  # noqa: F401  (pytest finds them by 
     pytest_runtest_logreport,
     pytest_sessionfinish,
     pytest_terminal_summary,
+    secured,
     target,
     wire,
 )

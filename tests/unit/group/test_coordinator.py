@@ -81,7 +81,10 @@ class Harness:
         self.scheduler.advance(ms)
 
     # -- calls that collect the callback's answer --
-    def join(self, member_id="", group=G, instance=None, protocols=None, known=False, **kw):
+    def join(self, member_id="", group=G, instance=None, protocols=None, known=False,
+             settle=True, **kw):  # fmt: skip
+        """JoinGroup; then, with `settle`, the timers due now run, as the broker's event
+        loop runs a zero-delay timer right after the request (REBAL-17)."""
         box = []
         self.coordinator.rebalance.join_group(
             group, member_id, instance, known, kw.get("client_id", "c"), "/127.0.0.1",
@@ -89,6 +92,8 @@ class Harness:
             kw.get("protocol_type", "consumer"),
             [("range", b"sub")] if protocols is None else protocols, box.append,
         )  # fmt: skip
+        if settle:
+            self.scheduler.run_due()
         return box
 
     def sync(self, member_id, generation, assignments=None, group=G, instance=None):
@@ -312,6 +317,41 @@ def test_initial_delay_without_newcomers_completes_after_one_delay():
     assert a == []
     h.advance(1)
     assert a[0].error == OK and a[0].generation_id == 1
+
+
+@pytest.mark.spec("REBAL-17")
+def test_zero_delay_completes_the_first_join_on_its_timer_not_inside_the_join_group():
+    h = Harness()  # group.initial.rebalance.delay.ms=0
+    a = h.join(settle=False)
+    assert a == [] and h.group().state is PREPARING_REBALANCE
+    b = h.join(settle=False)  # handled before the 0 ms timer fires: same generation
+    h.scheduler.run_due()
+    assert a[0].generation_id == b[0].generation_id == 1
+    assert len(a[0].members) + len(b[0].members) == 2
+
+
+@pytest.mark.spec("REBAL-17")
+def test_zero_delay_does_not_wait_for_pending_members():
+    h = Harness()
+    waiting = h.join(known=True)[0].member_id  # KIP-394: has its id, has not joined with it
+    new_id = h.join(known=True)[0].member_id
+    joined = h.join(new_id, known=True)
+    assert joined[0].error == OK and joined[0].generation_id == 1
+    assert list(h.group().members) == [new_id] and h.group().is_pending_member(waiting)
+
+
+@pytest.mark.spec("REBAL-17")
+def test_zero_delay_a_later_member_starts_the_next_rebalance():
+    h = Harness()
+    a = h.join(instance="i-a")[0]  # static members: no MEMBER_ID_REQUIRED round
+    assert a.generation_id == 1 and [m.member_id for m in a.members] == [a.member_id]
+    b = h.join(instance="i-b")  # the first generation is over: b starts the next one
+    assert b == [] and h.group().state is PREPARING_REBALANCE
+    assert h.sync(a.member_id, 1, {a.member_id: b"all"}, instance="i-a")[0].error == (
+        E.REBALANCE_IN_PROGRESS
+    )
+    again = h.join(a.member_id, instance="i-a")[0]
+    assert again.generation_id == b[0].generation_id == 2 and len(again.members) == 2
 
 
 @pytest.mark.spec("REBAL-12")

@@ -183,6 +183,10 @@ _OLD = {
     37: ("admin", "CreatePartitions"),
     42: ("admin", "DeleteGroups"),
     44: ("admin", "IncrementalAlterConfigs"),  # no hand-written 2.x class
+    48: ("admin", "DescribeClientQuotas"),
+    49: ("admin", "AlterClientQuotas"),
+    50: ("", "DescribeUserScramCredentials"),  # no hand-written 2.x classes for these two
+    51: ("", "AlterUserScramCredentials"),
 }
 # Fields kafka-python 3.x renames (its `json_patch`), and decodes as a set of bit numbers.
 _RENAMED = {

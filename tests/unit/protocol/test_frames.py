@@ -13,6 +13,7 @@ from kafka_ref.protocol.errors import (
 )
 from kafka_ref.protocol.messages import (
     APIS,
+    AlterUserScramCredentialsRequest,
     ApiKey,
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -102,6 +103,16 @@ def test_trailing_bytes_after_a_request_are_refused():
     frame = frames.encode_request(ApiKey.METADATA, 1, 1, "c", MetadataRequest(topics=None))
     with pytest.raises(ProtocolDecodeError, match="1 bytes left over after Metadata request v1"):
         frames.decode_request(frame[4:] + b"\x00")
+
+
+@pytest.mark.spec("PROTO-10")
+def test_librdkafkas_doubled_tags_after_alter_user_scram_credentials_are_accepted():
+    body = AlterUserScramCredentialsRequest(deletions=[], upsertions=[])
+    payload = frames.encode_request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 1, "c", body)[4:]
+    assert frames.decode_request(payload + b"\x00")[1] == body  # librdkafka's request
+    for trailer in (b"\x00\x00", b"\x01"):  # anything else is still refused
+        with pytest.raises(ProtocolDecodeError, match="left over"):
+            frames.decode_request(payload + trailer)
 
 
 @pytest.mark.spec("PROTO-2")

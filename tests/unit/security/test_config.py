@@ -47,8 +47,8 @@ def test_listeners_take_their_protocol_from_the_map():
         ({"ssl.keystore.type": "JKS"}, "PEM"),
         ({"advertised.listeners": "SSL://h:1"}, "not in listeners"),
         ({"listeners": "SSL://:1,PLAINTEXT://:2",
-          "inter.broker.listener.name": "SSL"}, "must name a PLAINTEXT listener"),
-        ({"listeners": "SSL://:1"}, "must name a PLAINTEXT listener"),
+          "inter.broker.listener.name": "INTERNAL"}, "is not among the listeners"),
+        ({"listeners": "SSL://:1"}, "PLAINTEXT is not among the listeners"),
     ],
 )  # fmt: skip
 def test_bad_listener_configs_are_one_line(props, fragment):

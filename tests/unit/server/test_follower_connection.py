@@ -14,6 +14,7 @@ import pytest
 
 from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import ApiKey, FetchResponse
+from kafka_ref.security.inter_broker import PLAINTEXT
 from kafka_ref.server.follower_connection import INITIAL_BUFFER, FetcherConnection
 from tests.unit.server.conftest import batch, fetch_body
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 async def _fetch_twice(port: int, first: int, second: int) -> tuple[bytes, bytes, bool]:
-    connection = await FetcherConnection.open("127.0.0.1", port)
+    connection = await FetcherConnection.open("127.0.0.1", port, PLAINTEXT, "t")
     try:
         response = await connection.request(ApiKey.FETCH, 10, fetch_body([("f", 0, first)]), "t")
         records = response.responses[0].partitions[0].records
@@ -63,7 +64,7 @@ async def _against(answer, request_count: int = 1) -> Exception | None:
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    connection = await FetcherConnection.open("127.0.0.1", port)
+    connection = await FetcherConnection.open("127.0.0.1", port, PLAINTEXT, "t")
     try:
         for _ in range(request_count):
             await asyncio.wait_for(

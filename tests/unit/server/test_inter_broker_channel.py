@@ -10,6 +10,7 @@ import pytest
 
 from kafka_ref.cluster.metadata import BrokerEndpoint
 from kafka_ref.protocol.messages import ApiKey, ApiVersionsRequest
+from kafka_ref.security.inter_broker import PLAINTEXT
 from kafka_ref.server.inter_broker_channel import BrokerUnavailableError, InterBrokerChannel
 from kafka_ref.tools.server_process import free_port
 
@@ -30,7 +31,7 @@ class Brokers:
 def test_an_unreachable_broker_fails_the_request_and_the_next_one_finds_it_again(make_broker):
     first, second = make_broker(), make_broker()
     metadata = Brokers()
-    channel = InterBrokerChannel(metadata, "test", timeout_s=5)
+    channel = InterBrokerChannel(metadata, "test", PLAINTEXT, timeout_s=5)
     body = ApiVersionsRequest(client_software_name="t", client_software_version="1")
 
     async def ask() -> object:

@@ -145,7 +145,7 @@ def test_sigterm_is_clean_and_kill_9_recovers(tmp_path):
         (["--config", "log.segment.bytes=1"], "segment.bytes"),
         (["--config", "novalue"], "KEY=VALUE"),
         (["--listen", "nohostport"], "HOST:PORT"),
-        (["--config", "listeners=SSL://h:1"], "must name a PLAINTEXT listener"),  # SEC-2
+        (["--config", "listeners=SSL://h:1"], "is not among the listeners"),  # SEC-2
         (["--config", "listeners=FOO://h:1"], "listener.security.protocol.map"),
         (["/no/such/server.properties"], "cannot read"),
     ],
