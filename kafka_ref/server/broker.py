@@ -64,8 +64,11 @@ waiting answer REQUEST_TIMED_OUT.
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, CONFIG-6, IDEM-14, ISR-3, REPL-10, REPL-11,
-SEC-2.
+A broker process (`serve`) first raises its limit of open files to the hard limit
+(BROKER-60): it holds a descriptor per partition.
+
+Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, BROKER-60, CONFIG-6, IDEM-14, ISR-3,
+REPL-10, REPL-11, SEC-2.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import resource
 import signal
 import threading
 from collections.abc import Callable
@@ -487,8 +491,29 @@ def _broker_endpoint(config: KafkaConfig, advertised: list[EndPoint]) -> BrokerE
     return BrokerEndpoint(config.broker_id, own.host, own.port, rack, tuple(advertised))
 
 
+def raise_descriptor_limit() -> int:
+    """Raise this process's soft limit of open files to its hard limit (BROKER-60); returns
+    the limit now in force.
+
+    A broker holds a descriptor per partition (its active segment's `.log`; the index maps
+    hold none, INDEX-8) and per connection. The usual soft limit is 1,024 while the hard
+    one is far higher: with the soft one, a broker fails with EMFILE near a thousand
+    partitions. Kafka's JVM raises it the same way at start (HotSpot's `MaxFDLimit`, on by
+    default); a process may raise its soft limit up to its hard one without privileges."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard and soft != resource.RLIM_INFINITY:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as err:  # e.g. a hard limit above what the OS allows
+            logger.warning("cannot raise the open files limit from %d to %d: %s", soft, hard, err)
+    logger.info("open files limit: %s", "unlimited" if soft == resource.RLIM_INFINITY else soft)
+    return soft
+
+
 async def serve(config: KafkaConfig) -> None:
     """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
+    raise_descriptor_limit()
     broker = Broker(config)
     await broker.start()
     stop = asyncio.Event()
