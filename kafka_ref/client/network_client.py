@@ -113,9 +113,10 @@ class NetworkClient:
             conn.connect()
         except KafkaError as err:
             self.last_error = err
-            if isinstance(err, AuthenticationError):
-                self.metadata.set_auth_error(err)
             self._back_off(node_id)
+            if isinstance(err, AuthenticationError):  # raised to the caller at once (SEC-24)
+                self.metadata.set_auth_error(err)
+                raise
             # Kafka's NetworkClient says so at WARN, at every attempt: a tool pointed at the
             # wrong address tells its user at once, not when its timeout ends.
             log.warning(
