@@ -15,10 +15,13 @@ properties, which `ClientSecurity.from_properties` reads (SEC-24, SEC-25):
     ssl.endpoint.identification.algorithm=https the broker's certificate must name its host
                                                 (Kafka's default; empty turns it off)
 
-librdkafka's `sasl.username` and `sasl.password` may stand for the JAAS config. The stores
-are PEM files (KIP-651), as on the broker (security/ssl_config.py); `ssl.truststore.type`
-and `ssl.keystore.type` may only say PEM. GSSAPI and OAUTHBEARER are not implemented: a
-client asking for them is told so before it connects.
+librdkafka's names are read too, so one properties file serves kafka-ref's tools and
+confluent-kafka (`kafka-ref bench --command-config`): `sasl.username` and `sasl.password`
+for the JAAS config, `ssl.ca.location` for the truststore, `ssl.certificate.location` with
+`ssl.key.location` for the keystore. The stores are PEM files (KIP-651), as on the broker
+(security/ssl_config.py); `ssl.truststore.type` and `ssl.keystore.type` may only say PEM.
+GSSAPI and OAUTHBEARER are not implemented: a client asking for them is told so before it
+connects.
 
 The same object describes how a broker reaches another broker (`InterBrokerSecurity`, a
 subclass built from the broker's config, SEC-21): a broker is a client there.
@@ -58,6 +61,9 @@ SECURITY_KEYS = frozenset(
         "ssl.keystore.type",
         "ssl.key.password",
         "ssl.endpoint.identification.algorithm",
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
     }
 )
 
@@ -111,7 +117,7 @@ class ClientSecurity:
                 raise ClientSecurityError(f"{key}={props[key]}: only PEM stores are read")
         context = None
         if protocol in ("SSL", "SASL_SSL"):
-            get = {"ssl.endpoint.identification.algorithm": "https", **props}.get
+            get = {"ssl.endpoint.identification.algorithm": "https", **_librdkafka_ssl(props)}.get
             try:
                 context = client_context(get)
             except SslConfigError as err:
@@ -126,6 +132,31 @@ class ClientSecurity:
             )
         username, password = _credentials(props)
         return cls(protocol, context, mechanism, username, password)
+
+
+def _librdkafka_ssl(props: dict[str, str]) -> dict[str, str]:
+    """librdkafka's PEM locations as Kafka's keys: the CA file is the truststore, and the
+    certificate and key files are read into the inline keystore keys."""
+    props = dict(props)
+    if "ssl.ca.location" in props:
+        props.setdefault("ssl.truststore.location", props["ssl.ca.location"])
+    files = {"ssl.keystore.certificate.chain": "ssl.certificate.location",
+             "ssl.keystore.key": "ssl.key.location"}  # fmt: skip
+    if not any(name in props for name in files.values()):
+        return props
+    for name in files.values():
+        if name not in props:
+            raise ClientSecurityError(
+                f"ssl.certificate.location and ssl.key.location go together: {name} is missing"
+            )
+    for key, name in files.items():
+        try:
+            with open(props[name], encoding="ascii") as f:
+                props[key] = f.read()
+        except (OSError, UnicodeDecodeError) as err:
+            reason = getattr(err, "strerror", None) or err
+            raise ClientSecurityError(f"{name}: cannot read {props[name]}: {reason}") from None
+    return props
 
 
 def _credentials(props: dict[str, str]) -> tuple[str, str]:

@@ -49,18 +49,23 @@ def add_command_config(parser: argparse.ArgumentParser, *aliases: str) -> None:
     )
 
 
+def read_command_config(path: str) -> dict[str, str]:
+    """The properties of a `--command-config` file; UsageError if it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_properties(f.read())
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or err
+        raise UsageError(f"--command-config {path}: cannot read it: {reason}") from None
+
+
 def command_security(args: argparse.Namespace) -> ClientSecurity:
     """The security settings of `--command-config` (PLAINTEXT without one); UsageError if
     the file cannot be read or its properties cannot work."""
     path = args.command_config
     if path is None:
         return PLAINTEXT
-    try:
-        with open(path, encoding="utf-8") as f:
-            props = parse_properties(f.read())
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or err
-        raise UsageError(f"--command-config {path}: cannot read it: {reason}") from None
+    props = read_command_config(path)
     ignored = sorted(key for key in props if not is_security_key(key))
     if ignored:
         print(

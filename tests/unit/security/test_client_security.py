@@ -97,6 +97,20 @@ def test_clients_over_mtls(secure_broker, pki, tmp_path):
     round_trip(f"127.0.0.1:{port(secure_broker, 'SSL')}", mtls(pki, tmp_path))
 
 
+@pytest.mark.spec("SEC-24", "SEC-25")
+def test_librdkafkas_pem_locations_work_too(secure_broker, pki):
+    """ssl.ca.location, ssl.certificate.location and ssl.key.location: mTLS as confluent-kafka
+    is configured, so one properties file serves both."""
+    security = {
+        "security.protocol": "SSL",
+        "ssl.ca.location": pki.ca,
+        "ssl.certificate.location": pki.client_cert,
+        "ssl.key.location": pki.client_key,
+    }
+    with Admin(f"127.0.0.1:{port(secure_broker, 'SSL')}", security=security) as admin:
+        admin.list_topics()  # the listener requires a client certificate
+
+
 @pytest.mark.spec("SEC-24")
 def test_clients_over_sasl_plaintext_with_plain(secure_broker):
     round_trip(f"127.0.0.1:{port(secure_broker, 'SASL_PLAINTEXT')}", sasl_plaintext_plain())
@@ -202,6 +216,11 @@ def test_a_mechanism_the_listener_does_not_enable_is_named(pki, tmp_path):
         ({"security.protocol": "SSL", "ssl.truststore.type": "JKS"}, "only PEM stores"),
         ({"security.protocol": "SSL", "ssl.truststore.location": "/nonexistent/ca.pem"},
          "ssl.truststore: cannot load"),
+        ({"security.protocol": "SSL", "ssl.certificate.location": "/nonexistent/c.pem"},
+         "go together: ssl.key.location is missing"),
+        ({"security.protocol": "SSL", "ssl.certificate.location": "/nonexistent/c.pem",
+          "ssl.key.location": "/nonexistent/c.key"},
+         "ssl.certificate.location: cannot read /nonexistent/c.pem: No such file"),
     ],
 )  # fmt: skip
 def test_security_properties_that_cannot_work_are_refused_by_name(props, fragment):
