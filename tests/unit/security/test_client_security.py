@@ -236,3 +236,34 @@ def test_the_password_stays_out_of_the_repr(pki):
     assert security.ssl_context is not None and security.ssl_context.check_hostname
     off = {**sasl_ssl_scram(pki), "ssl.endpoint.identification.algorithm": ""}
     assert not ClientSecurity.from_properties(off).ssl_context.check_hostname
+
+
+@pytest.mark.spec("SEC-24")
+def test_the_heartbeat_threads_own_connection_logs_in_too(pki, tmp_path):
+    """A member that does not poll for three session timeouts stays in the group: only its
+    heartbeat thread, on a connection of its own, talks to the SASL_SSL listener."""
+    from tests.unit.security.conftest import start_secure_broker
+
+    broker = start_secure_broker(pki, tmp_path / "data", **{"group.min.session.timeout.ms": 200})
+    bootstrap, security = f"127.0.0.1:{port(broker, 'SASL_SSL')}", sasl_ssl_scram(pki)
+    admin = Admin(bootstrap, security=security)
+    member = Consumer(
+        bootstrap, group_id="hb", security=security,
+        session_timeout_ms=1000, heartbeat_interval_ms=100,
+    )  # fmt: skip
+    try:
+        admin.create_topics([NewTopic("hb-topic", 1, 1)])
+        member.subscribe(["hb-topic"])
+        deadline = time.monotonic() + 30
+        while not member.assignment() or member.coordinator.rejoin_needed_or_pending():
+            assert time.monotonic() < deadline, "the member did not join in time"
+            member.poll(0.05)
+        generation = member.coordinator.generation
+        time.sleep(3.0)  # three session timeouts without poll()
+        group = admin.describe_groups(["hb"])["hb"]
+        assert group.state == "Stable"
+        assert [m.member_id for m in group.members] == [generation.member_id]
+    finally:
+        member.close()
+        admin.close()
+        broker.stop()
