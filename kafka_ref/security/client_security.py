@@ -115,9 +115,15 @@ class ClientSecurity:
         for key in ("ssl.truststore.type", "ssl.keystore.type"):
             if props.get(key, "PEM").upper() != "PEM":
                 raise ClientSecurityError(f"{key}={props[key]}: only PEM stores are read")
+        algorithm = props.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
+        if algorithm not in ("https", ""):
+            raise ClientSecurityError(
+                f"ssl.endpoint.identification.algorithm={algorithm}: https, or empty for none"
+            )
         context = None
         if protocol in ("SSL", "SASL_SSL"):
-            get = {"ssl.endpoint.identification.algorithm": "https", **_librdkafka_ssl(props)}.get
+            keys = {**_librdkafka_ssl(props), "ssl.endpoint.identification.algorithm": algorithm}
+            get = keys.get
             try:
                 context = client_context(get)
             except SslConfigError as err:

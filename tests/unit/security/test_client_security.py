@@ -214,6 +214,7 @@ def test_a_mechanism_the_listener_does_not_enable_is_named(pki, tmp_path):
          'needs username="..." password="..."'),
         ({"sasl.mechansim": "PLAIN"}, "unknown security property sasl.mechansim"),
         ({"security.protocol": "SSL", "ssl.truststore.type": "JKS"}, "only PEM stores"),
+        ({"ssl.endpoint.identification.algorithm": "http"}, "https, or empty for none"),
         ({"security.protocol": "SSL", "ssl.truststore.location": "/nonexistent/ca.pem"},
          "ssl.truststore: cannot load"),
         ({"security.protocol": "SSL", "ssl.certificate.location": "/nonexistent/c.pem"},
