@@ -138,6 +138,10 @@ def _into_zookeeper(args: argparse.Namespace, added: Added, deleted: tuple[str, 
 def run(args: argparse.Namespace) -> int:
     if args.data_dir is not None and not os.path.isdir(args.data_dir):
         raise UsageError(f"--data-dir {args.data_dir}: no such directory")
+    if args.command_config is not None and args.bootstrap_server is None:
+        raise UsageError(
+            "--command-config is for --bootstrap-server: it says how to reach a broker"
+        )
     added: Added = {}
     deleted: tuple[str, ...] = ()
     if args.alter:

@@ -130,3 +130,15 @@ def test_a_command_config_that_cannot_work_is_a_usage_error(acl_broker, pki, tmp
     code, _, err = tool("topics", "--bootstrap-server", server, "--command-config",
                         str(missing), "--list")  # fmt: skip
     assert code == 2 and "cannot read it: No such file or directory" in err, err
+
+
+@pytest.mark.spec("TOOLS-27")
+def test_users_takes_a_command_config_only_through_a_broker(pki, tmp_path):
+    config = properties(tmp_path, pki, SCRAM_USERS["alice"])
+    code, _, err = tool("users", "--data-dir", str(tmp_path), "--command-config", config,
+                        "--describe")  # fmt: skip
+    assert code == 2, err
+    assert err.strip() == (
+        "kafka-ref users: --command-config is for --bootstrap-server: it says how to reach a "
+        "broker"
+    )
