@@ -139,6 +139,5 @@ def test_users_takes_a_command_config_only_through_a_broker(pki, tmp_path):
                         "--describe")  # fmt: skip
     assert code == 2, err
     assert err.strip() == (
-        "kafka-ref users: --command-config is for --bootstrap-server: it says how to reach a "
-        "broker"
+        "kafka-ref users: --command-config is for --bootstrap-server: it says how to reach a broker"
     )
