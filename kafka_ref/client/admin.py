@@ -22,6 +22,7 @@ answer it (Kafka's `KafkaAdminClient`):
 | groups             | see admin_groups.py: the group's coordinator   |                  |
 | transactions       | see admin_transactions.py (KIP-664)            |                  |
 | ACLs               | see admin_acls.py: any broker                  |                  |
+| client quotas      | see admin_quotas.py: any broker                |                  |
 
 The controller can move, so NOT_CONTROLLER means "refresh the metadata and resend".
 Each call blocks until every answer arrived and raises a `KafkaError` naming the first
@@ -46,6 +47,7 @@ from kafka_ref.client.admin_groups import (
     GroupListing,
     MemberDescription,
 )
+from kafka_ref.client.admin_quotas import QuotaAdmin
 from kafka_ref.client.admin_scram import ScramAdmin
 from kafka_ref.client.admin_transactions import (
     ProducerState,
@@ -165,7 +167,7 @@ def _check(what: str, code: int, message: str | None = None) -> None:
         raise KafkaError(f"{what}: {message or error.name}", code=error)
 
 
-class Admin(GroupAdmin, TransactionAdmin, AclAdmin, ScramAdmin):
+class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin):
     """Kafka's admin client, blocking: every method returns when the brokers have answered."""
 
     def __init__(

@@ -5,6 +5,6 @@ the interface the request handlers use (`ClusterMetadataApi`). A single broker i
 controller: `embedded` owns the metadata, persisted in the data directory (KRaft combined
 mode, without ZooKeeper), and hands out the blocks of producer ids. A cluster of brokers
 coordinates on ZooKeeper: `zookeeper` is Kafka's znode layout, `controller` the elected
-controller, `election` and `assignment` its pure decisions, and `zk_metadata` each
-broker's view of the cluster.
+controller, `election` and `assignment` its pure decisions, `controller_channel` its
+requests to the brokers, and `zk_metadata` each broker's view of the cluster.
 """

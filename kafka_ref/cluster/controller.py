@@ -20,7 +20,8 @@ The active controller (Kafka: `KafkaController`, ZooKeeper mode) reacts to three
   `PartitionModifications`). A new partition gets its first state: the first live assigned
   replica leads, the live replicas form the ISR, leader epoch 0 (Kafka: NewPartition ->
   OnlinePartition).
-* **`/admin/delete_topics` children** (`TopicDeletion`): the topic's znodes are removed.
+* **`/admin/delete_topics` children** (`TopicDeletion`): the topic's replicas are sent
+  StopReplica (delete), and its znodes are removed.
 
 Every write is fenced by the controller epoch (zookeeper.py, CTRL-4): a deposed controller's
 write fails with `ControllerMovedError`, and it resigns.
@@ -30,22 +31,32 @@ queue, and a single `controller-event-thread` handles events one at a time (Kafk
 `ControllerEventManager`). So the controller's state (live brokers, partition states and
 their znode versions) needs no locks, and every decision sees a consistent picture.
 
-**How brokers learn of a decision: znode watches, not LeaderAndIsr.** Kafka's controller
-sends LeaderAndIsr and UpdateMetadata requests to every broker, over its own connections,
-with retries, and brokers must discard reordered or repeated ones by epoch. kafka-ref's
-brokers instead watch the `state` znodes themselves (zk_metadata.py). That is simpler here:
-no controller-to-broker channel, no request queue, no retries, and no lost or reordered
-messages, because ZooKeeper delivers changes of one znode in order and a broker always
-reads the latest data. Kafka moved away from it (0.8) because watches on every partition of
-a large cluster load ZooKeeper and delay failover ("herd effect"); for a teaching cluster of
-a few brokers the clarity wins. The partition state itself carries the controller epoch, so a
-broker still ignores a state older than one it applied (CTRL-5).
+**How brokers learn of a decision: over the wire, after ZooKeeper.** ZooKeeper keeps the
+decisions; the brokers do not watch them. Once an event's writes are done, the controller
+sends what it decided (controller_channel.py, Kafka's `ControllerBrokerRequestBatch`):
+LeaderAndIsr to the live replicas of each changed partition, UpdateMetadata to every live
+broker, StopReplica to the replicas of a deleted topic. Each request carries the controller
+epoch and the receiver's *broker epoch*, the czxid of its `/brokers/ids/<id>` registration
+(KIP-380), which this controller reads with the registration. A broker refuses a request
+from an older controller epoch and one meant for an earlier registration of itself
+(CTRL-19, CTRL-20). A broker that registers, or registers again (a restart or an expired
+session: same id, a new epoch, Kafka's "bounced" brokers), is sent the state of every
+partition (CTRL-21); a new controller sends every broker everything, so the brokers learn
+its epoch at once.
 
-Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13.
+**ISR changes by leaders** come as AlterPartition requests (KIP-497, CTRL-22): the
+controller checks the leader's broker epoch, leader epoch and partition epoch (the state
+znode's version) and that the new ISR members are live replicas, writes the state (same
+leader epoch) and answers with it; UpdateMetadata then tells every broker. So the
+controller's cache of partition states follows every change, and no leader writes
+ZooKeeper.
+
+Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -57,15 +68,24 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster.controller_channel import (
+    ControllerBrokerRequestBatch,
+    ControllerChannelManager,
+)
 from kafka_ref.cluster.election import elect_leader
-from kafka_ref.cluster.metadata import PartitionState
+from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zookeeper import ControllerMovedError, KafkaZkClient
 from kafka_ref.common import TopicPartition
+from kafka_ref.errors import ErrorCode
 from kafka_ref.metrics.recorders import LatencyHistogram
 
 logger = logging.getLogger("kafka_ref.cluster.controller")
 
 NO_LEADER = -1  # Kafka: LeaderAndIsr.NoLeader
+AlterItem = tuple[str, int, int, tuple[int, ...], int]  # topic, partition, epoch, ISR, version
+AlterReply = Callable[
+    [ErrorCode, dict[TopicPartition, tuple[ErrorCode, PartitionState | None]]], None
+]
 
 
 def next_state(
@@ -103,19 +123,22 @@ class KafkaController:
         self,
         zk: KafkaZkClient,
         broker_id: int,
+        channel: ControllerChannelManager,
         *,
         unclean_leader_election: Callable[[str, dict[str, str]], bool],
     ) -> None:
         self.zk = zk
         self.broker_id = broker_id
+        self.channel = channel
         self.unclean_for = unclean_leader_election  # (topic, its config overrides) -> bool
         self.active = False
         self.epoch = 0
         self.epoch_zk_version = -1
-        self.live: set[int] = set()
+        self.live: dict[int, tuple[BrokerEndpoint, int]] = {}  # id -> (endpoint, broker epoch)
         self.assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.states: dict[TopicPartition, tuple[PartitionState, int]] = {}  # and znode version
+        self._batch: ControllerBrokerRequestBatch | None = None  # this event's requests
         self._events: queue.Queue[tuple | None] = queue.Queue()
         self._thread = threading.Thread(
             target=self._run, name=f"controller-event-thread-{broker_id}", daemon=True
@@ -135,6 +158,7 @@ class KafkaController:
         self._stopped = True
         self._events.put(None)
         self._thread.join(10)
+        self.channel.shutdown()
 
     def _put(self, *event: object) -> None:
         if not self._stopped:
@@ -158,11 +182,37 @@ class KafkaController:
             name, *args = event
             try:
                 getattr(self, f"_handle_{name}")(*args)
+                self._send_batch()
             except ControllerMovedError as err:
                 logger.warning("broker %d: %s; resigning as controller", self.broker_id, err)
                 self._handle_resign()
             except Exception:  # one failed event must not kill the controller thread
                 logger.exception("controller event %s failed", name)
+            self._batch = None
+
+    # ------------------------------------------------------------------ requests to brokers
+    @property
+    def batch(self) -> ControllerBrokerRequestBatch:
+        """The requests this event has decided so far (sent when it is handled)."""
+        if self._batch is None:
+            self._batch = ControllerBrokerRequestBatch(self.broker_id, self.epoch)
+        return self._batch
+
+    def _send_batch(self) -> None:
+        """Kafka `sendRequestsToBrokers`: after the event's ZooKeeper writes, never before."""
+        if self._batch is not None and self.active:
+            for broker, request in self._batch.requests(self.live):
+                self.channel.send(broker, request, self.epoch)
+
+    def _current(self, tp: TopicPartition) -> PartitionState:
+        state, version = self.states[tp]
+        return dataclasses.replace(state, zk_version=version)
+
+    def _announce(self, tp: TopicPartition) -> None:
+        """A partition's new state: LeaderAndIsr to its live replicas, UpdateMetadata to all."""
+        state = self._current(tp)
+        self.batch.add_leader_and_isr([r for r in state.replicas if r in self.live], state)
+        self.batch.add_update_metadata(self.live, [state])
 
     # ------------------------------------------------------------------ election (CTRL-2,3)
     def _handle_elect(self) -> None:
@@ -191,10 +241,15 @@ class KafkaController:
             logger.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.epoch)
         self.active = False
         self.states.clear()
+        self.live = {}
+        self._batch = None
+        self.channel.shutdown()  # Kafka: onControllerResignation stops the send threads
 
     def _on_failover(self) -> None:
-        """Kafka `onControllerFailover`: read everything, watch, then repair what is stale."""
-        self.live = set(self.zk.get_broker_ids())
+        """Kafka `onControllerFailover`: read everything, watch, then repair what is stale.
+        Every live broker counts as new: it gets every partition's state under this
+        controller's epoch (CTRL-21)."""
+        self.live = {}
         self.assignments.clear()
         self.states.clear()
         for topic in self.zk.get_all_topics():
@@ -264,8 +319,10 @@ class KafkaController:
                 self.states[(topic, partition)] = (state, 0)
             except NodeExistsError:  # written by a previous controller: take it as it is
                 current = self.zk.get_partition_state(topic, partition, replicas)
-                if current is not None:
-                    self.states[(topic, partition)] = current
+                if current is None:
+                    continue
+                self.states[(topic, partition)] = current
+            self._announce((topic, partition))
         logger.info("controller %d: topic %s is online", self.broker_id, topic)
 
     def _handle_deletion(self) -> None:
@@ -273,6 +330,10 @@ class KafkaController:
             return
         for topic in self.zk.get_topic_deletions():
             logger.info("controller %d deletes topic %s", self.broker_id, topic)
+            for (name, partition), (state, _) in sorted(self.states.items()):
+                if name == topic:  # its replicas stop and delete their logs
+                    for replica in state.replicas:
+                        self.batch.add_stop_replica(replica, name, partition, state.leader_epoch)
             self.zk.delete_topic_znodes(topic)
             self._forget(topic)
 
@@ -286,37 +347,43 @@ class KafkaController:
     def _handle_broker_change(self) -> None:
         if not self.active:
             return
-        live = set(self.zk.get_broker_ids())
-        gone, born = self.live - live, live - self.live
+        live = {}
+        for broker_id in self.zk.get_broker_ids():
+            found = self.zk.get_broker_and_epoch(broker_id)
+            if found is not None:
+                live[broker_id] = found
+        # A broker that registered again between two reads is both gone and born (Kafka:
+        # bounced brokers): its new registration has a new broker epoch.
+        bounced = {b for b in live.keys() & self.live.keys() if live[b][1] != self.live[b][1]}
+        gone = (self.live.keys() - live.keys()) | bounced
+        born = (live.keys() - self.live.keys()) | bounced
         self.live = live
         if gone or born:
             logger.info(
                 "controller %d: brokers %s left, %s joined; live %s",
                 self.broker_id, sorted(gone), sorted(born), sorted(live),
             )  # fmt: skip
+        for broker_id in gone - born:
+            self.channel.remove_broker(broker_id)
+        for broker_id in sorted(born):
+            self.channel.add_broker(live[broker_id][0])
         for topic in sorted(self.assignments):
             self._initialize_partitions(topic)  # partitions whose replicas were all away
         for tp in sorted(self.states):
-            if gone & set(self.states[tp][0].replicas):
-                self._refresh(tp)
             self._elect_if_needed(tp)
-
-    def _refresh(self, tp: TopicPartition) -> None:
-        """Re-read a partition's state before deciding on it (CTRL-16). Leaders write their
-        ISR expansions and shrinks to ZooKeeper themselves, so the cached state may lack a
-        replica that rejoined the ISR; deciding on it would leave a dead broker in the ISR
-        (Kafka keeps its cache current with /isr_change_notification, and since KIP-497
-        leaders ask the controller instead)."""
-        state = self.states[tp][0]
-        current = self.zk.get_partition_state(*tp, state.replicas)
-        if current is not None:
-            self.states[tp] = current
+        if born:  # everything a new registration must know (Kafka: onBrokerStartup)
+            for tp in sorted(self.states):
+                state = self._current(tp)
+                self.batch.add_leader_and_isr(born & set(state.replicas), state)
+            self.batch.add_update_metadata(born, (self._current(tp) for tp in self.states))
+        if gone or born:  # every broker learns the live brokers
+            self.batch.add_update_metadata(self.live, [])
 
     def _elect_if_needed(self, tp: TopicPartition, retries: int = 3) -> None:
         started = time.monotonic_ns()
         state, version = self.states[tp]
         unclean = self.unclean_for(tp[0], self.configs.get(tp[0], {}))
-        new = next_state(state, self.live, unclean=unclean, controller_epoch=self.epoch)
+        new = next_state(state, set(self.live), unclean=unclean, controller_epoch=self.epoch)
         if new is None:
             return
         try:
@@ -331,6 +398,7 @@ class KafkaController:
         except NoNodeError:  # the topic is being deleted
             return
         self.states[tp] = (new, version)
+        self._announce(tp)
         if new.leader not in (state.leader, NO_LEADER):  # elected, not only an ISR trimmed
             self.election_timer.observe((time.monotonic_ns() - started) / 1e6)
         logger.info(
@@ -338,3 +406,57 @@ class KafkaController:
             self.broker_id, tp[0], tp[1], state.leader, new.leader, new.leader_epoch,
             list(new.isr),
         )  # fmt: skip
+
+    # ------------------------------------------------------------------ AlterPartition (CTRL-22)
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, items: list[AlterItem], reply: AlterReply
+    ) -> None:
+        """A leader's AlterPartition, decided on the event thread; `reply` gets the answer."""
+        self._put("alter_partition", broker_id, broker_epoch, items, reply)
+
+    def _handle_alter_partition(
+        self, broker_id: int, broker_epoch: int, items: list[AlterItem], reply: AlterReply
+    ) -> None:
+        """Kafka `KafkaController.processAlterPartition` (ZooKeeper mode)."""
+        if not self.active:
+            reply(ErrorCode.NOT_CONTROLLER, {})
+            return
+        if broker_id not in self.live or self.live[broker_id][1] != broker_epoch:
+            reply(ErrorCode.STALE_BROKER_EPOCH, {})
+            return
+        results: dict[TopicPartition, tuple[ErrorCode, PartitionState | None]] = {}
+        try:
+            for topic, partition, leader_epoch, new_isr, partition_epoch in items:
+                tp = TopicPartition(topic, partition)
+                results[tp] = self._alter_isr(tp, broker_id, leader_epoch, new_isr, partition_epoch)
+        except ControllerMovedError:
+            reply(ErrorCode.NOT_CONTROLLER, {})
+            raise
+        reply(ErrorCode.NO_ERROR, results)
+
+    def _alter_isr(
+        self, tp: TopicPartition, leader: int, leader_epoch: int, isr: tuple[int, ...], version: int
+    ) -> tuple[ErrorCode, PartitionState | None]:
+        if tp not in self.states:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        state, current_version = self.states[tp]
+        if state.leader != leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        if leader_epoch != state.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH, None
+        if tuple(isr) == state.isr:  # a retry whose first answer was lost: done already
+            return ErrorCode.NO_ERROR, self._current(tp)  # Kafka: equalsAllowStalePartitionEpoch
+        if version != current_version:
+            return ErrorCode.INVALID_UPDATE_VERSION, None
+        if leader not in isr or any(r not in self.live or r not in state.replicas for r in isr):
+            return ErrorCode.OPERATION_NOT_ATTEMPTED, None  # INELIGIBLE_REPLICA from v2
+        new = dataclasses.replace(state, isr=tuple(isr), controller_epoch=self.epoch)
+        try:
+            written = self.zk.update_partition_state(new, current_version, self.epoch_zk_version)
+        except (BadVersionError, NoNodeError):  # cannot happen while this controller is alive
+            return ErrorCode.INVALID_UPDATE_VERSION, None
+        self.states[tp] = (new, written)
+        self.batch.add_update_metadata(self.live, [self._current(tp)])
+        logger.info("controller %d: %s-%d isr %s (AlterPartition from %d)",
+                    self.broker_id, tp[0], tp[1], list(isr), leader)  # fmt: skip
+        return ErrorCode.NO_ERROR, self._current(tp)

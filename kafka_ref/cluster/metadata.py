@@ -171,6 +171,7 @@ class PartitionState:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     controller_epoch: int = 0  # the epoch of the controller that wrote it (ZooKeeper mode)
+    zk_version: int = 0  # the state znode's version: the partition epoch AlterPartition names
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,15 +6,17 @@ their assignments and configs, and each partition's state (leader, leader epoch,
 answers Metadata from it. `ZkClusterMetadata` offers the same interface as the embedded
 controller (`ClusterMetadataApi`), so the request handlers never ask which mode they run in:
 
-* **reads** come from the local picture, which watches keep current: `/brokers/ids`
-  (children), `/controller`, `/brokers/topics` (children), each topic's znode and config
-  znode (`/config/topics/<topic>`) and each partition's `state` znode;
+* **reads** come from the local picture. Watches keep the live brokers (`/brokers/ids`
+  children), the controller (`/controller`), the topics (`/brokers/topics` children, each
+  topic's znode) and their configs (`/config/topics/<topic>`) current; the partition states
+  (leader, leader epoch, ISR) come from the controller, in UpdateMetadata and LeaderAndIsr
+  requests (handlers/controller_requests.py), never from a watch;
 * **changes** are validated with Kafka's errors and written to ZooKeeper (Kafka:
   `ZkAdminManager` and `AdminZkClient`): CreateTopics writes `/config/topics/<t>` and the
   replica assignment `/brokers/topics/<t>` (placed by assignment.py, CTRL-8);
   CreatePartitions rewrites the assignment with more partitions; DeleteTopics creates
-  `/admin/delete_topics/<t>`. The *controller* then writes partition states, and every
-  broker, this one included, learns them through its watches.
+  `/admin/delete_topics/<t>`. The *controller* then writes partition states and sends
+  them to every broker, this one included.
 
 **Threads.** kazoo calls the watch callbacks on its own threads. The callbacks read
 ZooKeeper there, then hand a small "apply" function to the broker's event loop (`dispatch`,
@@ -23,10 +25,18 @@ the loop, between requests, and handlers read them without locks. Handlers call 
 synchronously when they administer topics: a local ZooKeeper answers in about a
 millisecond, and a blocked loop for that long is the price of simple code.
 
-**Partition state to the broker.** When a state znode changes, the new `PartitionState`
-goes to the listeners (`on_partition_state`; the ReplicaManager becomes leader or follower,
-Kafka's `becomeLeaderOrFollower`), unless it is *older* than the one applied: a lower
-controller epoch or a lower leader epoch is ignored (CTRL-5).
+**Partition state to the broker.** A LeaderAndIsr's states go to the listeners
+(`on_partition_state`; the ReplicaManager becomes leader or follower, Kafka's
+`becomeLeaderOrFollower`); UpdateMetadata's go to the picture (`update_metadata`), unless
+*older* than the one it holds: a lower controller epoch or a lower leader epoch is ignored
+(CTRL-5). The topics are read at start, the partition states once more right after the
+broker registered, before it accepts a connection, so that its first Metadata answer
+already knows every topic and its leader (CTRL-21); from then on only the controller
+changes the states.
+
+**Epochs.** `broker_epoch` is the czxid of this broker's registration (KIP-380), new at
+every registration; `controller_epoch` the newest controller epoch a request brought. The
+controller's requests are checked against both (CTRL-19, CTRL-20).
 
 **Topic configs** (CTRL-15). The picture is first read whole, topics with their config
 overrides, when the broker starts and before its log manager opens a log, so every log
@@ -41,7 +51,7 @@ and `/config/brokers/<id>` are read at start with the topics; the notices under
 has reconnected (`_retrying`): a ConnectionLoss in kazoo's thread never leaves the picture
 stale (who is alive, the topics) until the next change.
 
-Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15.
+Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15, CTRL-20, CTRL-21.
 """
 
 from __future__ import annotations
@@ -57,7 +67,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from kazoo.exceptions import BadVersionError, NodeExistsError
+from kazoo.exceptions import NodeExistsError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry
@@ -89,10 +99,6 @@ from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
 
 logger = logging.getLogger("kafka_ref.cluster.zk_metadata")
-
-
-class NotLeaderError(Exception):
-    """Only a partition's leader changes its ISR."""
 
 
 class PartitionStateListener(Protocol):
@@ -145,8 +151,8 @@ class ZkClusterMetadata(TopicAdministration):
         self._topics: dict[str, TopicMetadata] = {}
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self._states: dict[tuple[str, int], PartitionState] = {}
-        self._state_versions: dict[tuple[str, int], int] = {}  # znode versions, for update_isr
-        self._watched: set[tuple[str, int]] = set()  # state znodes with a watch
+        self.broker_epoch = -1  # the czxid of our registration, once registered (KIP-380)
+        self.controller_epoch = 0  # the newest controller epoch seen in a request (CTRL-19)
         self._watched_topics: set[str] = set()
         self._lock = threading.Lock()  # guards the watch sets (kazoo threads)
         for log_dir in self.log_dirs:
@@ -169,6 +175,20 @@ class ZkClusterMetadata(TopicAdministration):
             found = self._read_topic(topic)
             if found is not None:
                 self._apply_topic(*found)
+
+    def _read_states(self) -> None:
+        """The partition states as ZooKeeper has them once this broker is registered (CTRL-21):
+        its first Metadata answer knows every leader, and the states are those the controller
+        wrote after this broker's previous registration went; the controller's UpdateMetadata
+        takes over from there."""
+        states = {}
+        for topic, assignment in list(self._assignments.items()):
+            for partition, replicas in assignment.items():
+                found = self.zk.get_partition_state(topic, partition, replicas)
+                if found is not None:
+                    state, version = found
+                    states[(topic, partition)] = dataclasses.replace(state, zk_version=version)
+        self.dispatch(lambda: self._states.update(states))  # before any request is read
 
     def _read_topic(self, topic: str) -> tuple[TopicMetadata, dict[int, tuple[int, ...]]] | None:
         found = self.zk.get_topic(topic)
@@ -222,14 +242,18 @@ class ZkClusterMetadata(TopicAdministration):
         deadline = time.monotonic() + timeout
         while True:
             try:
-                self._retrying(lambda: self.zk.register_broker(self.endpoint))
+                self.broker_epoch = self._retrying(lambda: self.zk.register_broker(self.endpoint))
                 break
             except NodeExistsError:
                 if time.monotonic() > deadline:
                     raise
                 logger.info("broker id %d is still registered; waiting", self.endpoint.node_id)
                 time.sleep(0.5)
-        logger.info("registered broker %d at %s", self.endpoint.node_id, zkdata.BROKER_IDS)
+        logger.info(
+            "registered broker %d at %s, broker epoch %d",
+            self.endpoint.node_id, zkdata.BROKER_IDS, self.broker_epoch,
+        )  # fmt: skip
+        self._retrying(self._read_states)
         self.zk.zk.add_listener(self._on_session_state)
         ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, self._on_brokers)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)
@@ -261,8 +285,11 @@ class ZkClusterMetadata(TopicAdministration):
         def register() -> None:
             if self.zk.get_broker(self.endpoint.node_id) is None:
                 with contextlib.suppress(NodeExistsError):
-                    self.zk.register_broker(self.endpoint)
-                    logger.info("registered broker %d again (new session)", self.endpoint.node_id)
+                    self.broker_epoch = self.zk.register_broker(self.endpoint)
+                    logger.info(
+                        "registered broker %d again (new session), broker epoch %d",
+                        self.endpoint.node_id, self.broker_epoch,
+                    )  # fmt: skip
 
         self._retrying(register)
 
@@ -311,30 +338,11 @@ class ZkClusterMetadata(TopicAdministration):
             if data is None:
                 with self._lock:
                     self._watched_topics.discard(topic)
-                    self._watched -= {tp for tp in self._watched if tp[0] == topic}
                 self.dispatch(lambda: self._remove_topic(topic))
                 return False
             decoded = zkdata.decode_assignment(data)
             meta, assignment = self._retrying(lambda: self._topic_metadata(topic, *decoded))
             self.dispatch(lambda: self._apply_topic(meta, assignment))
-            for partition, replicas in assignment.items():
-                with self._lock:
-                    if (topic, partition) in self._watched:
-                        continue
-                    self._watched.add((topic, partition))
-                path = zkdata.partition_state_path(topic, partition)
-                DataWatch(self.zk.zk, path, self._state_watch(topic, partition, replicas))
-            return None
-
-        return on_change
-
-    def _state_watch(self, topic: str, partition: int, replicas: tuple[int, ...]) -> Callable:
-        def on_change(data: bytes | None, stat: Any, event: Any) -> bool | None:
-            if data is None:  # not written yet (event None), or deleted with its topic
-                return False if event is not None and event.type == "DELETED" else None
-            state = zkdata.decode_partition_state(topic, partition, data, replicas)
-            version = stat.version
-            self.dispatch(lambda: self._apply_state(state, version))
             return None
 
         return on_change
@@ -349,25 +357,36 @@ class ZkClusterMetadata(TopicAdministration):
             for listener in self.listeners:
                 listener.on_topic_config(meta.name, config)
 
-    def _apply_state(self, state: PartitionState, version: int) -> None:
-        key = (state.topic, state.partition)
-        if version < self._state_versions.get(key, -1):
-            return  # a watch delivered late: the znode has moved on since
-        if is_stale(self._states.get(key), state):
-            logger.warning("ignoring stale state of %s-%d: %s", state.topic, state.partition, state)
-            return
-        self._states[key] = state
-        self._state_versions[key] = version
-        if self.endpoint.node_id in state.replicas:
-            for listener in self.listeners:
-                listener.on_partition_state(state)
+    def learn_topic(self, topic: str) -> None:
+        """A topic the controller names before this broker's watch brought it: read it now,
+        so that its logs open with its config overrides (CTRL-15)."""
+        if topic not in self._topics:
+            found = self._read_topic(topic)
+            if found is not None:
+                self._apply_topic(*found)
+
+    def update_metadata(
+        self, states: Iterable[PartitionState], controller_id: int | None = None
+    ) -> None:
+        """The controller's partition states (UpdateMetadata, and LeaderAndIsr's for the
+        replicas here), each unless older than the one held (CTRL-5, CTRL-12). UpdateMetadata
+        also names the controller (Kafka's `ZkMetadataCache` takes it from there): a broker
+        back from an expired session knows its successor before its /controller watch is
+        set again."""
+        if controller_id is not None:
+            self._controller_id = controller_id
+        for state in states:
+            key = (state.topic, state.partition)
+            if is_stale(self._states.get(key), state):
+                logger.warning("ignoring stale state of %s-%d: %s", *key, state)
+                continue
+            self._states[key] = state
 
     def _remove_topic(self, topic: str) -> None:
         meta = self._topics.pop(topic, None)
         self._assignments.pop(topic, None)
         for key in [k for k in self._states if k[0] == topic]:
             del self._states[key]
-            self._state_versions.pop(key, None)
         if meta is not None:
             for listener in self.listeners:
                 listener.on_topic_deleted(topic, meta.partitions)
@@ -393,10 +412,6 @@ class ZkClusterMetadata(TopicAdministration):
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """The applied state; None while the controller has not elected a first leader."""
         return self._states.get((topic, partition))
-
-    def state_version(self, topic: str, partition: int) -> int:
-        """The znode version of the applied state (Kafka's `zkVersion`; -1 if none)."""
-        return self._state_versions.get((topic, partition), -1)
 
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         return self._assignments.get(topic, {}).get(partition, ())
@@ -471,23 +486,3 @@ class ZkClusterMetadata(TopicAdministration):
 
     def allocate_producer_id_block(self, broker_id: int, size: int) -> int:
         return self.zk.allocate_producer_id_block(broker_id, size)
-
-    def update_isr(self, topic: str, partition: int, isr: tuple[int, ...]) -> PartitionState:
-        """The leader shrinks or expands its ISR (for the replication wiring; Kafka ZooKeeper
-        mode: `Partition.updateIsr`). Same leader and leader epoch; a compare-and-set on the
-        state znode version last applied here. BadVersionError: the controller wrote in
-        between; the watch brings the new state, and the leader decides again."""
-        key = (topic, partition)
-        current = self._states[key]
-        if current.leader != self.endpoint.node_id:
-            raise NotLeaderError(f"broker {self.endpoint.node_id} does not lead {key}")
-        new = dataclasses.replace(current, isr=tuple(isr))
-        try:
-            version = self.zk.conditional_update_partition_state(new, self._state_versions[key])
-        except BadVersionError:  # re-read now rather than wait for the watch
-            found = self.zk.get_partition_state(topic, partition, current.replicas)
-            if found is not None:
-                self._apply_state(*found)
-            raise
-        self._apply_state(new, version)  # the watch brings the same state again: no-op
-        return new

@@ -246,18 +246,28 @@ class KafkaZkClient:
             return json.loads(data)["id"]
 
     # ------------------------------------------------------------------ brokers (CTRL-1)
-    def register_broker(self, endpoint: BrokerEndpoint) -> None:
-        """Create the ephemeral /brokers/ids/<id>; NodeExistsError: another session holds it.
+    def register_broker(self, endpoint: BrokerEndpoint) -> int:
+        """Create the ephemeral /brokers/ids/<id> and return the broker epoch: the znode's
+        czxid, the ZooKeeper transaction id that created it (KIP-380), higher for every new
+        registration. NodeExistsError: another session holds it.
 
         A create retried after a lost connection may find the znode its first try made: it
         is ours when its ephemeral owner is this session (Kafka's `checkedEphemeralCreate`)."""
         path = broker_path(endpoint.node_id)
-        try:
+        with contextlib.suppress(NodeExistsError):
             self.zk.create(path, encode_broker(endpoint), ephemeral=True)
-        except NodeExistsError:
-            stat = self.zk.exists(path)
-            if stat is None or stat.ephemeralOwner != self.zk.client_id[0]:
-                raise
+        stat = self.zk.exists(path)
+        if stat is None or stat.ephemeralOwner != self.zk.client_id[0]:
+            raise NodeExistsError(path)
+        return stat.czxid
+
+    def get_broker_and_epoch(self, broker_id: int) -> tuple[BrokerEndpoint, int] | None:
+        """The registration of a live broker and its broker epoch (czxid), or None."""
+        try:
+            data, stat = self.zk.get(broker_path(broker_id))
+        except NoNodeError:
+            return None
+        return decode_broker(broker_id, data), stat.czxid
 
     def get_broker(self, broker_id: int) -> BrokerEndpoint | None:
         try:
@@ -413,16 +423,6 @@ class KafkaZkClient:
         txn.check(CONTROLLER_EPOCH, epoch_zk_version)
         txn.set_data(path, encode_partition_state(state), version=expected_version)
         (stat,) = self._fenced_commit(txn, epoch_zk_version)
-        return stat.version
-
-    def conditional_update_partition_state(
-        self, state: PartitionState, expected_version: int
-    ) -> int:
-        """A *leader's* ISR change, same leader epoch (Kafka ZooKeeper mode:
-        `Partition.updateIsr` -> `conditionalUpdatePath`): a compare-and-set on the state
-        znode only; the controller is not involved. BadVersionError: re-read and decide."""
-        path = partition_state_path(state.topic, state.partition)
-        stat = self.zk.set(path, encode_partition_state(state), version=expected_version)
         return stat.version
 
     # ------------------------------------------------------------------ producer ids

@@ -92,6 +92,7 @@ _KNOWN_ROOT_FILES = {
     "bootstrap.checkpoint",
     "__scram_credentials.json",  # security/credentials.py
     "__acls.json",  # security/authorizer.py
+    "__client_quotas.json",  # quota/store.py
 }
 
 LogDirs = str | os.PathLike | Iterable[str | os.PathLike]

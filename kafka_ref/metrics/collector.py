@@ -34,7 +34,7 @@ time, instead of being kept up to date on every append. The broker's state belon
 event loop, so the scrape (on the HTTP server's thread) runs the reading on the loop and
 waits for it: it sees a consistent picture and the append path pays nothing for it.
 
-Rules: MET-1..MET-6.
+Rules: MET-1..MET-6, QUOTA-12.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class BrokerCollector(Collector):
         return [
             *self._topic_metrics(), *self._request_metrics(), *self._replica_manager(),
             *self._controller(), *self._groups(), *self._network(), *self._logs(),
+            *self._quotas(),
         ]  # fmt: skip
 
     def _topic_metrics(self) -> Iterator[Metric]:
@@ -232,6 +233,33 @@ class BrokerCollector(Collector):
                 "Fraction of time since the last scrape the event loop waited for sockets",
                 idle,
             )
+
+    def _quotas(self) -> Iterator[Metric]:
+        """Per quota type and sensor key: the measured rate and the average throttle time
+        (`kafka.server:type=Produce|Fetch|Request,user=U,client-id=C`, QUOTA-12)."""
+        labels = ["resource", "user", "clientId"]
+        throttle = GaugeMetricFamily(
+            "kafka_server_quota_throttle_time", "Average throttle time in ms", labels=labels
+        )
+        rates = {
+            "byte-rate": GaugeMetricFamily(
+                "kafka_server_quota_byte_rate", "Bytes per second, as the quota measures it",
+                labels=labels,
+            ),
+            "request-time": GaugeMetricFamily(
+                "kafka_server_quota_request_time",
+                "Request handler time, percent of a second, as the quota measures it",
+                labels=labels,
+            ),
+        }  # fmt: skip
+        now_ms = self.broker.clock.milliseconds()
+        for manager in self.broker.apis.quotas.all:
+            rate = rates["request-time" if manager.quota_type == "Request" else "byte-rate"]
+            for user, client_id, value, throttle_ms in manager.metrics(now_ms):
+                rate.add_metric([manager.quota_type, user, client_id], value)
+                throttle.add_metric([manager.quota_type, user, client_id], throttle_ms)
+        yield throttle
+        yield from rates.values()
 
     def _logs(self) -> Iterator[Metric]:
         log_manager = self.broker.log_manager

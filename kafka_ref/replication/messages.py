@@ -4,17 +4,17 @@ The replication core never touches a socket. Whoever drives it (the asyncio brok
 simulator in `kafka_ref/sim/`, a hypothesis test) turns these values into requests and
 back. Each one is the partition-level part of a Kafka request:
 
-* `LeaderAndIsr`: the controller's decision for one partition (Kafka's LeaderAndIsr
-  request, or in ZooKeeper mode the `/brokers/topics/<t>/partitions/<p>/state` znode):
-  leader, leader epoch, ISR, assigned replicas and the state's version (ZooKeeper's
-  `zkVersion`, KRaft's partition epoch).
+* `LeaderAndIsr`: the controller's decision for one partition (a partition state of
+  Kafka's LeaderAndIsr request, kept in ZooKeeper mode in the
+  `/brokers/topics/<t>/partitions/<p>/state` znode): leader, leader epoch, ISR, assigned
+  replicas and the state's version (ZooKeeper's `zkVersion`, KRaft's partition epoch).
 * `FetchRequest` / `FetchResult`: a follower's (or consumer's) fetch of one partition, with
   the follower's `current_leader_epoch` (KIP-320 fencing) and `last_fetched_epoch` (the
   epoch of its last batch, KIP-595's divergence check).
 * `EpochRequest` / `EpochResult`: OffsetsForLeaderEpoch for one partition (KIP-101).
 * `AlterIsr` / `AlterIsrResult`: the leader asks the controller to change the ISR
-  (KIP-497's AlterIsr; in older ZooKeeper mode the leader wrote the znode itself with a
-  version check, which is the same conditional update).
+  (KIP-497's AlterIsr, now AlterPartition; before it, in ZooKeeper mode, the leader wrote
+  the znode itself with a version check, which is the same conditional update).
 
 Errors are Kafka's (`NOT_LEADER_OR_FOLLOWER`, `FENCED_LEADER_EPOCH`, ...), raised as
 `KafkaError` subclasses by the core, or carried as an `ErrorCode` in results.

@@ -23,7 +23,8 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    partition of `__consumer_offsets` before any request arrives; the transaction
    coordinator (server/txn_adapter.py) does the same with `__transaction_state`, in both
    modes;
-5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers;
+5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers; the ACLs and
+   the client quotas, from the metadata directory or ZooKeeper (QUOTA-4);
 6. the `SocketServer` binds one port per listener (each with its security: TLS, SASL;
    security/listeners.py), and once the broker is ready (in ZooKeeper mode:
    registered and with its picture of the cluster loaded) listens and accepts (BROKER-48),
@@ -45,10 +46,11 @@ Shutdown stops the group coordinator (answering its waiting joins) before the lo
 **ZooKeeper mode** (`zookeeper.connect` set, Kafka's `KafkaServer`; server/zk_mode.py):
 step 1 connects to ZooKeeper and builds `ZkClusterMetadata` (the broker's view of the
 cluster) instead of the embedded controller; step 3 adopts nothing (ZooKeeper, not the
-disk, says which topics exist) and wires replication: partition states from the watches
-make this broker leader or follower of each partition it replicates
-(`ReplicaManager.become_leader_or_follower`), followers fetch through the replica fetchers
-(server/follower_fetcher.py), leaders write ISR changes to ZooKeeper; after the socket
+disk, says which topics exist) and wires replication: partition states from the
+controller's LeaderAndIsr requests make this broker leader or follower of each partition
+it replicates (`ReplicaManager.become_leader_or_follower`), followers fetch through the
+replica fetchers (server/follower_fetcher.py), leaders send ISR changes to the controller
+(AlterPartition); after the socket
 server binds, the broker registers `/brokers/ids/<id>` with its bound address (after a
 kill -9 and a quick restart, waiting for the old registration to expire), starts its
 watches, and runs for controller (`KafkaController`); only then does it accept
@@ -86,6 +88,8 @@ from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.metrics.exporter import MetricsExporter
+from kafka_ref.quota.manager import QuotaManagers
+from kafka_ref.quota.store import FileQuotaStore, ZkQuotaStore
 from kafka_ref.security.authorizer import Authorizer, FileAclStore, ZkAclStore
 from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
 from kafka_ref.security.inter_broker import InterBrokerSecurity
@@ -226,6 +230,7 @@ class Broker:
         self.txns.start()
         self.apis.txn = self.txns
         self.apis.authorizer = self._authorizer()
+        self.apis.quotas = self._quotas(loop)
         self.apis.credentials = self.credentials
         channel = RequestChannel(config["queued.max.requests"])
         self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
@@ -250,6 +255,7 @@ class Broker:
         controller.endpoint = _broker_endpoint(config, advertised)
         if self.zk_mode is not None:
             await self.zk_mode.join()
+            self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self._start_periodic_tasks()
         follow_broker(  # what each dynamic config changes
@@ -278,6 +284,22 @@ class Broker:
         authorizer = Authorizer.from_config(self.config, store)
         store.watch(authorizer.reload)
         return authorizer
+
+    def _quotas(self, loop: asyncio.AbstractEventLoop) -> QuotaManagers:
+        """Client quotas from the metadata directory, or ZooKeeper's, kept current (QUOTA-4)."""
+        config = self.config
+        windows = config["quota.window.num"], config["quota.window.size.seconds"]
+        if self.zk_mode is None:
+            return QuotaManagers(*windows, FileQuotaStore(config.data_dir))
+        store = ZkQuotaStore(self.zk_mode.zk.zk)
+        quotas = QuotaManagers(*windows, store)
+
+        def reload() -> None:  # kazoo's thread reads; the loop puts them in force
+            configs = store.load()
+            loop.call_soon_threadsafe(quotas.replace, configs)
+
+        store.watch(reload)
+        return quotas
 
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""

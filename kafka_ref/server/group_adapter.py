@@ -33,7 +33,7 @@ Kafka's `BrokerServer` wires its `GroupCoordinator`:
   `GroupMetadataManager.doLoadGroupsAndOffsets`). Until then its groups answer
   COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR. Deleting the topic resigns every
   partition (`on_resigned`), as a lost leadership does (BROKER-46). In ZooKeeper mode
-  (server/zk_mode.py, `CoordinatorLeadership`) the partition states from the watches load a
+  (server/zk_mode.py, `CoordinatorLeadership`) the controller's LeaderAndIsr states load a
   partition when this broker becomes its leader and unload it when it stops leading.
 * **Finding the coordinator.** `coordinator_of(group_id)` is the broker that leads the
   group's partition (`partition_for`), or None while it has no leader (BROKER-44).

@@ -104,6 +104,9 @@ _BROKER_DEFS = [
     ConfigDef("num.io.threads", "int", 8, "Request handler workers.", 1),
     ConfigDef("queued.max.requests", "int", 500, "Requests queued for the handlers.", 1),
     ConfigDef("metrics.listener", "string", "", "http://HOST:PORT serving Prometheus metrics."),
+    # Client quotas (Kafka's QuotaConfigs, KIP-13): the windows a client's rate is measured over.
+    ConfigDef("quota.window.num", "int", 11, "Samples a quota's rate keeps.", 2),
+    ConfigDef("quota.window.size.seconds", "int", 1, "Length of one quota sample.", 1),
     ConfigDef("log.retention.check.interval.ms", "long", 300000, "Retention check period.", 1),
     ConfigDef("log.cleaner.enable", "boolean", True, "Run the log cleaner (compaction)."),
     ConfigDef("log.cleaner.backoff.ms", "long", 15000, "Cleaner check period.", 0),

@@ -52,10 +52,15 @@ bytes back. Before a connection on a SASL listener has authenticated, a frame ab
 `SaslServerAuthenticator` per connection sees every request first and answers the SASL
 ones here, as Kafka's authenticator does. Requests carry the connection's principal.
 
+**Quotas** (QUOTA-8). A throttled client's connection is muted for the throttle time
+(`mute_for`): reading pauses as when too many requests are in flight, and the requests it
+had already sent wait (`hold`) until the throttle ends.
+
 **Metrics** (MET-2). As a response leaves, its request's stages are recorded
 (kafka_ref/metrics/recorders.py, `RequestMetrics`).
 
-Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-53..BROKER-58, MET-2, SEC-4, SEC-6.
+Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-53..BROKER-58, MET-2, QUOTA-8, SEC-4,
+SEC-6.
 """
 
 from __future__ import annotations
@@ -118,6 +123,8 @@ class Processor(asyncio.BufferedProtocol):
         self._write_paused = False
         self._write_scheduled = False
         self._read_paused = False
+        self._mutes = 0  # quota throttles in force (KIP-219): no reading until they end
+        self._held: list[Request] = []  # requests handled after the throttle ends
         self.closed = False
         self.requests = 0
 
@@ -157,6 +164,7 @@ class Processor(asyncio.BufferedProtocol):
         self._release_memory()
         self._in_flight.clear()
         self._backlog.clear()
+        self._held.clear()
         if self._backlog_task is not None:
             self._backlog_task.cancel()
         logger.debug("connection from %s closed after %d requests", self.name, self.requests)
@@ -354,13 +362,40 @@ class Processor(asyncio.BufferedProtocol):
             return
         busy = (
             len(self._in_flight) >= MAX_IN_FLIGHT or bool(self._backlog) or self._waiting_for_memory
-        )
+            or self._mutes > 0
+        )  # fmt: skip
         if busy and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
         elif not busy and self._read_paused:
             self._read_paused = False
             self.transport.resume_reading()
+
+    def mute_for(self, delay_s: float) -> None:
+        """Take nothing from this client for `delay_s`: a quota throttle (KIP-219, QUOTA-8;
+        server/throttling.py). Reading pauses, and requests it already sent are held
+        (`hold`) until the throttle ends: Kafka reads one request at a time per connection,
+        so a throttled client has nothing else in progress. Responses still go out."""
+        self._mutes += 1
+        self._update_reading()
+        asyncio.get_running_loop().call_later(delay_s, self._unmute)
+
+    @property
+    def muted(self) -> bool:
+        return self._mutes > 0
+
+    def hold(self, request: Request) -> None:
+        """Keep a request of a muted connection until the throttle ends, then queue it again."""
+        self._held.append(request)
+
+    def _unmute(self) -> None:
+        self._mutes -= 1
+        if not self._mutes and self._held and not self.closed:  # before any later request
+            self._backlog.extendleft(reversed(self._held))
+            self._held.clear()
+            if self._backlog_task is None:
+                self._backlog_task = asyncio.get_running_loop().create_task(self._drain())
+        self._update_reading()
 
     # ------------------------------------------------------------------ writing responses
     def pause_writing(self) -> None:

@@ -16,11 +16,13 @@ for this broker, the simulator and the tests. This module is its asyncio adapter
   ISR of this broker alone (`make_leader`), so each append moves the HW to the log end at
   once, and acks=all is complete when the append returns;
 * **ZooKeeper mode**: `become_leader_or_follower(state)` applies the controller's state of
-  a partition (Kafka: `ReplicaManager.becomeLeaderOrFollower`). A newer leader epoch makes
-  the partition leader (`Partition.make_leader`, its followers' progress starts unknown,
-  ISR-4) or follower (`make_follower`, then the replica fetcher of the leader's broker
-  takes the partition, server/follower_fetcher.py); an older epoch is ignored (CTRL-5); the
-  same epoch is an ISR change this leader wrote itself, already applied.
+  a partition from its LeaderAndIsr request (Kafka: `ReplicaManager.becomeLeaderOrFollower`).
+  A newer leader epoch makes the partition leader (`Partition.make_leader`, its
+  followers' progress starts unknown, ISR-4) or follower (`make_follower`, then the
+  replica fetcher of the leader's broker takes the partition, server/follower_fetcher.py);
+  an older epoch is ignored (CTRL-5); the same epoch is one this broker applied already
+  (the controller sends every state again when it fails over). `stop_replica` is
+  StopReplica's: stop fetching, forget, delete.
 
 `append_records` is Kafka's `ReplicaManager.appendRecords`: per partition, find the leader
 partition, append (the log validates each batch and assigns offsets in place, stamping the
@@ -34,17 +36,18 @@ replica id): the fetch offset is the follower's LEO, which may add it to the ISR
 the HW (REPL-3, ISR-2). Whenever the HW moves, the delayed produces and the consumers'
 delayed fetches of that partition re-check (`_on_high_watermark`).
 
-**ISR changes** (ISR-2, ISR-3, ISR-5) are proposed by the partition and written here
-through `isr_updater`: in ZooKeeper mode `ZkClusterMetadata.update_isr`, a compare-and-set
-on the partition's state znode (Kafka 2.x's `Partition.updateIsr`; KIP-497 later routed it
-through the controller as AlterIsr). `shrink_isrs` runs every replica.lag.time.max.ms / 2.
+**ISR changes** (ISR-2, ISR-3, ISR-5) are proposed by the partition and sent here through
+`alter_partition`: in ZooKeeper mode the `AlterPartitionManager`, an AlterPartition request
+to the controller (KIP-497, CTRL-22), whose answer is applied when it comes; until then
+the partition counts the maximal ISR (ISR-5). On one broker there is nobody to ask, and the
+change applies at once. `shrink_isrs` runs every replica.lag.time.max.ms / 2.
 
 `replication-offset-checkpoint` (REPL-10) holds every partition's HW: read at start (a
 partition starts with its checkpointed HW), written periodically and at shutdown. Each
 data directory has its own file, for the partitions it holds (DUR-13).
 
-Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-5, CTRL-10, REPL-2..REPL-5,
-REPL-10, ISR-2, ISR-3.
+Rules: BROKER-14, BROKER-20, BROKER-26, BROKER-29, BROKER-42, CTRL-5, CTRL-10, CTRL-22,
+REPL-2..REPL-5, REPL-10, ISR-2, ISR-3.
 """
 
 from __future__ import annotations
@@ -67,7 +70,13 @@ from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.metrics.recorders import BrokerTopicStats
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
-from kafka_ref.replication.messages import AlterIsrResult, FetchRequest, FetchResult, LeaderAndIsr
+from kafka_ref.replication.messages import (
+    AlterIsr,
+    AlterIsrResult,
+    FetchRequest,
+    FetchResult,
+    LeaderAndIsr,
+)
 from kafka_ref.replication.partition import (
     Partition,
     read_high_watermarks,
@@ -77,7 +86,7 @@ from kafka_ref.server.purgatory import DelayedOperationPurgatory
 
 logger = logging.getLogger("kafka_ref.server.replica_manager")
 
-IsrUpdater = Callable[[str, int, tuple[int, ...]], PartitionState]
+AlterPartitionSender = Callable[[AlterIsr, tuple[int, ...], Callable[[AlterIsrResult], None]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +124,9 @@ class ReplicaManager:
         # Wake-ups caused while a delayed operation completes run after it (loop.call_soon)
         self._defer = defer or (lambda fn: fn())
         self.partitions: dict[TopicPartition, Partition] = {}
-        self.isr_updater: IsrUpdater | None = None  # ZooKeeper mode: ZkClusterMetadata
+        self.alter_partition: AlterPartitionSender | None = (
+            None  # ZooKeeper mode: to the controller
+        )
         self.fetcher_manager: Any = None  # ZooKeeper mode: ReplicaFetcherManager
         self.topic_stats = BrokerTopicStats()  # the produce and fetch meters (MET-1)
         self.isr_shrinks = self.isr_expands = 0  # ISR changes written (MET-4)
@@ -170,8 +181,9 @@ class ReplicaManager:
             return partition  # an ISR change by this epoch's leader: applied already
         leader = None if state.leader < 0 else state.leader
         decision = LeaderAndIsr(
-            *tp, leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas)
-        )
+            *tp, leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
+            state.zk_version,
+        )  # fmt: skip
         fetchers = self.fetcher_manager
         if fetchers is not None:
             fetchers.remove_partition(tp)
@@ -198,13 +210,19 @@ class ReplicaManager:
 
     def on_topic_deleted(self, topic: str, partitions: int) -> None:
         for index in range(partitions):
-            if self.fetcher_manager is not None:
-                self.fetcher_manager.remove_partition((topic, index))
-            self.partitions.pop((topic, index), None)
-            self.topic_stats.forget(topic)
-            self.log_manager.delete_log(topic, index)
-            self.fetch_purgatory.check_and_complete((topic, index))  # waiting fetches answer
-            self.produce_purgatory.check_and_complete((topic, index))
+            self.stop_replica((topic, index), delete=True)
+        self.topic_stats.forget(topic)
+
+    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        """Stop fetching and forget the partition; with `delete` its log goes too (Kafka:
+        `ReplicaManager.stopReplicas`). Waiting produces and fetches answer at once."""
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partition(tp)
+        self.partitions.pop(tp, None)
+        if delete:
+            self.log_manager.delete_log(*tp)
+        self.fetch_purgatory.check_and_complete(tp)
+        self.produce_purgatory.check_and_complete(tp)
 
     # ------------------------------------------------------------------ lookups
     def get_partition(self, topic: str, index: int) -> Partition:
@@ -300,34 +318,38 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ ISR changes
     def propagate_isr_change(self, partition: Partition) -> None:
-        """Write the partition's proposed ISR change, if any, and apply the answer (ISR-5)."""
+        """Send the partition's proposed ISR change, if any; its answer applies later (ISR-5)."""
         alter = partition.take_alter_isr()
         if alter is None:
             return
-        hw, before = partition.high_watermark, len(partition.isr)
-        if self.isr_updater is None:  # one broker: nobody else to ask
+        if self.alter_partition is None:  # one broker: nobody else to ask
             state = LeaderAndIsr(*alter.tp, self.broker_id, alter.leader_epoch, alter.new_isr,
                                  partition.replicas, alter.version + 1)  # fmt: skip
-            result = AlterIsrResult(*alter.tp, ErrorCode.NO_ERROR, state)
+            self._on_alter_isr_result(
+                partition, AlterIsrResult(*alter.tp, ErrorCode.NO_ERROR, state)
+            )
         else:
-            try:
-                written = self.isr_updater(alter.topic, alter.partition, alter.new_isr)
-                state = LeaderAndIsr(
-                    *alter.tp, written.leader, written.leader_epoch, tuple(written.isr),
-                    tuple(written.replicas), alter.version + 1,
-                )  # fmt: skip
-                result = AlterIsrResult(*alter.tp, ErrorCode.NO_ERROR, state)
-            except Exception as err:  # the controller wrote first: its state is on the way
-                logger.info("%r: ISR change to %s not written: %r", partition, alter.new_isr, err)
-                result = AlterIsrResult(*alter.tp, ErrorCode.INVALID_UPDATE_VERSION)
+            self.alter_partition(
+                alter, partition.replicas, lambda r: self._on_alter_isr_result(partition, r)
+            )
+
+    def _on_alter_isr_result(self, partition: Partition, result: AlterIsrResult) -> None:
+        """The controller's answer: the new ISR, or an error (a LeaderAndIsr is coming, or
+        the controller was unreachable and the leader proposes again)."""
+        if self.partitions.get((partition.topic, partition.index)) is not partition:
+            return  # stopped or deleted while the request was out
+        hw, before = partition.high_watermark, len(partition.isr)
         partition.on_alter_isr_result(result)
         if len(partition.isr) < before:  # Kafka: IsrShrinksPerSec, IsrExpandsPerSec
             self.isr_shrinks += 1
         elif len(partition.isr) > before:
             self.isr_expands += 1
-        logger.info("%r: ISR now %s", partition, partition.isr)
+        if result.error == ErrorCode.NO_ERROR:
+            logger.info("%r: ISR now %s", partition, partition.isr)
+        else:
+            logger.info("%r: ISR change refused: %s", partition, result.error.name)
         if partition.high_watermark > hw:
-            self._on_high_watermark(alter.tp)
+            self._on_high_watermark((partition.topic, partition.index))
 
     def shrink_isrs(self) -> None:
         """Kafka's isr-expiration task: drop followers that lag (ISR-3)."""

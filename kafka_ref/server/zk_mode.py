@@ -6,22 +6,24 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
 1. `connect`, instead of the embedded controller: open the ZooKeeper session and build
    `ZkClusterMetadata`, the broker's picture of the cluster (no topics are adopted from
    the disk: ZooKeeper, not the disk, says which topics exist);
-2. `wire`, once the `ReplicaManager` and the group coordinator exist: partition states
-   from the watches make this broker leader or follower of each partition it replicates
+2. `wire`, once the `ReplicaManager` and the group coordinator exist: the partition states
+   of the controller's LeaderAndIsr requests (handlers/controller_requests.py) make this
+   broker leader or follower of each partition it replicates
    (`ReplicaManager.become_leader_or_follower`); followers fetch through the
    `ReplicaFetcherManager` (server/follower_fetcher.py), which finds the leader's address in
-   the metadata; leaders write their ISR changes with `ZkClusterMetadata.update_isr`; the
-   group coordinator loads or resigns the `__consumer_offsets` partitions it gains or loses,
-   and (`follow_coordinator`, once it exists) the transaction coordinator those of
-   `__transaction_state` (TXN-21);
+   the metadata; leaders send their ISR changes to the controller as AlterPartition
+   requests (`AlterPartitionManager`, CTRL-22); the group coordinator loads or resigns the
+   `__consumer_offsets` partitions it gains or loses, and (`follow_coordinator`, once it
+   exists) the transaction coordinator those of `__transaction_state` (TXN-21);
 3. `join`, after the socket server is bound: register `/brokers/ids/<id>` with the bound
-   address, start the watches, run for controller (`KafkaController`).
+   address (its czxid is the broker epoch, KIP-380), start the watches, run for controller
+   (`KafkaController`, which sends its requests through a `ControllerChannelManager`).
 
 `leave` (at shutdown, right after the acceptor stops) resigns and closes the session, so
 the controller moves leadership away at once instead of after the session timeout; then
 the fetchers stop.
 
-Rules: CTRL-1, CTRL-10, REPL-7, ISR-3, TXN-21.
+Rules: CTRL-1, CTRL-10, CTRL-22, REPL-7, ISR-3, TXN-21.
 """
 
 from __future__ import annotations
@@ -33,10 +35,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka_ref.cluster.controller import KafkaController
+from kafka_ref.cluster.controller_channel import ControllerChannelManager
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
+from kafka_ref.security.inter_broker import InterBrokerSecurity
+from kafka_ref.server.alter_partition_manager import AlterPartitionManager
 from kafka_ref.server.follower_fetcher import ReplicaFetcherManager
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, GroupCoordinatorAdapter
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -92,6 +97,7 @@ class ZooKeeperMode:
         self.metadata: ZkClusterMetadata | None = None
         self.kafka_controller: KafkaController | None = None
         self.fetchers: ReplicaFetcherManager | None = None
+        self.alter_partitions: AlterPartitionManager | None = None
 
     async def connect(self, endpoint: BrokerEndpoint, **settings: Any) -> ZkClusterMetadata:
         loop = asyncio.get_running_loop()
@@ -115,7 +121,10 @@ class ZooKeeperMode:
 
         self.fetchers = ReplicaFetcherManager(self.config.broker_id, self.config, endpoint_of)
         replica_manager.fetcher_manager = self.fetchers
-        replica_manager.isr_updater = metadata.update_isr
+        self.alter_partitions = AlterPartitionManager(
+            metadata, InterBrokerSecurity.from_config(self.config)
+        )
+        replica_manager.alter_partition = self.alter_partitions.submit
         metadata.listeners.append(replica_manager)
         self.follow_coordinator(OFFSETS_TOPIC, groups)
 
@@ -149,8 +158,10 @@ class ZooKeeperMode:
             config = LogConfig.from_properties(overrides, defaults=defaults)
             return config.unclean_leader_election_enable
 
+        security = InterBrokerSecurity.from_config(self.config)
+        channel = ControllerChannelManager(loop, self.config.broker_id, security)
         self.kafka_controller = KafkaController(
-            self.zk, self.config.broker_id, unclean_leader_election=unclean
+            self.zk, self.config.broker_id, channel, unclean_leader_election=unclean
         )
         self.kafka_controller.startup()
 
@@ -162,5 +173,7 @@ class ZooKeeperMode:
             self.kafka_controller = None
         if not self.zk.closing:
             await loop.run_in_executor(None, self.zk.close)
+        if self.alter_partitions is not None:
+            self.alter_partitions.close()
         if self.fetchers is not None:
             await self.fetchers.shutdown()

@@ -23,6 +23,7 @@ PACKAGES = {
     "protocol": "The wire protocol",
     "server": "The broker",
     "security": "Security: listeners, TLS, SASL",
+    "quota": "Client quotas",
     "metrics": "Metrics for Prometheus",
     "cluster": "Cluster metadata and the controller",
     "replication": "Replication",

@@ -32,7 +32,18 @@ the cluster are:`) and each config set at that level with every layer that defin
 DEFAULT_CONFIG:log.retention.ms=604800000, ...}`.
 A bad argument is one line and exit code 2; a failed operation one line and exit code 1.
 
-Spec rules: CONFIG-3, CONFIG-7 (spec/configs.md).
+Client quotas with `--entity-type users` and/or `clients` (tools/client_quotas.py):
+
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type clients \
+        --entity-name app --alter --add-config producer_byte_rate=1048576
+
+SCRAM credentials go to `--entity-type users` as in kafka-configs.sh, and are handed to
+`kafka-ref users` (AlterUserScramCredentials; tools/users.py):
+
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type users \
+        --entity-name alice --alter --add-config 'SCRAM-SHA-256=[password=alice-secret]'
+
+Spec rules: CONFIG-3, CONFIG-7 (spec/configs.md), QUOTA-11 (spec/quotas.md), SEC-22.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ import sys
 from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin, ConfigResource
 from kafka_ref.errors import KafkaError
+from kafka_ref.tools import client_quotas, users
 from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.topics import check_bootstrap
 
@@ -61,11 +73,18 @@ _ITEM = re.compile(r"\s*([^=,\s]+)\s*=\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
     add_command_config(parser)
-    parser.add_argument("--entity-type", choices=["topics", "brokers"], help="what to configure")
-    parser.add_argument("--entity-name", metavar="NAME", help="the topic, or the broker id")
+    parser.add_argument(  # users and clients may go together: a user's client (quotas)
+        "--entity-type", action="append", help="what to configure",
+        choices=["topics", "brokers", *client_quotas.ENTITY_TYPES],
+    )  # fmt: skip
+    parser.add_argument(  # names in order, each paired with an --entity-type
+        "--entity-name", dest="entities", action="append", metavar="NAME",
+        help="the topic, the broker id, the user or the client id",
+    )  # fmt: skip
     parser.add_argument(
-        "--entity-default", action="store_true", help="brokers: the cluster-wide default"
-    )
+        "--entity-default", dest="entities", action="append_const", const=None,
+        help="the cluster-wide default (brokers), the default user or client (quotas)",
+    )  # fmt: skip
     parser.add_argument("--describe", action="store_true", help="show the topic's overrides")
     parser.add_argument("--alter", action="store_true", help="change the topic's overrides")
     parser.add_argument("--add-config", metavar="K=V,...", help="--alter: set these")
@@ -86,16 +105,30 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def _one_entity(args: argparse.Namespace) -> None:
+    """Topics and brokers take one --entity-type and its name (or --entity-default)."""
+    types, names = args.entity_type or [], args.entities or []
+    if len(types) > 1 or len(names) > 1:
+        raise UsageError("one --entity-type and one --entity-name for topics and brokers")
+    args.entity_type = types[0] if types else None
+    args.entity_name = names[0] if names else None
+    args.entity_default = names == [None]
+
+
 def _validate(args: argparse.Namespace) -> None:
     check_bootstrap(args)
     if args.entity_type is None:
-        raise UsageError("--entity-type is required: topics or brokers")
+        raise UsageError("--entity-type is required: topics, brokers, users or clients")
     if args.entity_default and (args.entity_type != "brokers" or args.entity_name):
         raise UsageError("--entity-default goes with --entity-type brokers, without --entity-name")
     if not args.entity_name and not args.entity_default:
         raise UsageError("--entity-name (or, for brokers, --entity-default) is required")
     if args.entity_type == "brokers" and args.entity_name and not args.entity_name.isdigit():
         raise UsageError(f"--entity-name of a broker is its id, not {args.entity_name!r}")
+    _check_action(args)
+
+
+def _check_action(args: argparse.Namespace) -> None:
     if args.describe == args.alter:
         raise UsageError("Command must include exactly one action: --describe or --alter")
     if args.alter and not (args.add_config or args.delete_config):
@@ -116,7 +149,27 @@ def _entity(args: argparse.Namespace) -> tuple[ConfigResource, int, str]:
     return ConfigResource(ConfigResource.BROKER, args.entity_name), 2, f"broker {args.entity_name}"
 
 
+def _scram(args: argparse.Namespace) -> bool:
+    """Does this --alter of one user change SCRAM credentials (and nothing else)?"""
+    added = [k for k, _ in parse_add_config(args.add_config or "")]
+    deleted = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+    scram = [k.startswith("SCRAM-") for k in added + deleted]
+    if any(scram) and not all(scram):
+        raise UsageError("give SCRAM credentials and quotas in two commands")
+    return args.alter and args.entity_type == ["users"] and any(scram)
+
+
 def run(args: argparse.Namespace) -> int:
+    if _scram(args):
+        check_bootstrap(args)
+        args.entity_name = (args.entities or [None])[0]
+        args.zookeeper = args.data_dir = None
+        return users.run(args)
+    if set(args.entity_type or []) & set(client_quotas.ENTITY_TYPES):
+        check_bootstrap(args)
+        _check_action(args)
+        return client_quotas.run(args)
+    _one_entity(args)
     _validate(args)
     resource, own_source, what = _entity(args)
     changes = [(k, v, SET) for k, v in parse_add_config(args.add_config or "")]

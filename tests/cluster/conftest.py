@@ -16,6 +16,7 @@ import random
 import signal
 from typing import Any
 
+import kazoo.exceptions
 import kazoo.protocol.connection
 import kazoo.retry
 import pytest
@@ -68,13 +69,22 @@ class Cluster:
     def wait_registered(self) -> None:
         """Every running broker registered, a controller elected, brokers see each other."""
         running = sorted(i for i, b in self.brokers.items() if b.alive)
-        wait_for(lambda: self.zk.get_broker_ids() == running, what=f"brokers {running}")
-        wait_for(lambda: self.zk.get_controller_id() in running, what="a controller")
+        wait_for(lambda: self._read(self.zk.get_broker_ids) == running, what=f"brokers {running}")
+        wait_for(lambda: self._read(self.zk.get_controller_id) in running, what="a controller")
         for i in running:
             wait_for(
                 lambda i=i: sorted(b.node_id for b in self.metadata(i).brokers) == running,
                 what=f"broker {i} to see brokers {running}",
             )
+
+    def _read(self, read: Any) -> Any:
+        """A read of the test's own ZooKeeper client; None while that client reconnects (a
+        test that pauses ZooKeeper past the session expires this client's session too, and a
+        broker may be up before the client has its new session)."""
+        try:
+            return read()
+        except (kazoo.exceptions.ConnectionLoss, kazoo.exceptions.SessionExpiredError):
+            return None
 
     def ensure_running(self) -> None:
         stopped = [b for b in self.brokers.values() if not b.alive]

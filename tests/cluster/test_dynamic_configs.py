@@ -16,7 +16,7 @@ from kafka_ref.cluster.zookeeper import CONFIG_CHANGES
 from kafka_ref.conformance.wire import Wire, batch
 from kafka_ref.errors import ErrorCode
 from tests.cluster.conftest import wait_for
-from tests.cluster.test_controller import create_topic
+from tests.cluster.test_controller import create_topic, leaders_in_metadata
 
 pytestmark = pytest.mark.timeout(180)
 SET, DELETE = 0, 1
@@ -61,7 +61,10 @@ def test_a_cluster_default_reaches_every_broker_and_a_restarted_one(cluster, top
                  what="broker 3's live log to refuse acks=all with an ISR of one")  # fmt: skip
         cluster.stop(3)
         cluster.ensure_running()
-        wait_for(lambda: cluster.state(topic_name, 0).leader == 3, what="broker 3 leading again")
+        wait_for(  # the controller's LeaderAndIsr, then its UpdateMetadata, reached broker 3
+            lambda: leaders_in_metadata(cluster, 3, topic_name)[0][0] == 3,
+            what="broker 3 leading again",
+        )
         assert produce(cluster, 3, topic_name) == ErrorCode.NOT_ENOUGH_REPLICAS, "read at start"
     finally:
         alter(cluster, 1, "", ("min.insync.replicas", None, DELETE))

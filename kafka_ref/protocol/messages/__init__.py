@@ -17,12 +17,15 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
     DeleteRecords 0-1   InitProducerId 0-4   OffsetForLeaderEpoch 2-3 (followers)
     transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
-    WriteTxnMarkers 1 (brokers)   TxnOffsetCommit 0-4   DescribeProducers 0
+    WriteTxnMarkers 1 (brokers)
+    from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
+    to it: AlterPartition 0   TxnOffsetCommit 0-4   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-1
     DescribeConfigs 1-2   CreatePartitions 0-1   DescribeLogDirs 1-4
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     SCRAM users: DescribeUserScramCredentials 0   AlterUserScramCredentials 0 (KIP-554)
     ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
+    client quotas: DescribeClientQuotas 0-1   AlterClientQuotas 0-1
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
@@ -42,6 +45,15 @@ from kafka_ref.protocol.messages.api_00_produce import ProduceRequest, ProduceRe
 from kafka_ref.protocol.messages.api_01_fetch import FetchRequest, FetchResponse
 from kafka_ref.protocol.messages.api_02_list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka_ref.protocol.messages.api_03_metadata import MetadataRequest, MetadataResponse
+from kafka_ref.protocol.messages.api_04_leader_and_isr import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+)
+from kafka_ref.protocol.messages.api_05_stop_replica import StopReplicaRequest, StopReplicaResponse
+from kafka_ref.protocol.messages.api_06_update_metadata import (
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
 from kafka_ref.protocol.messages.api_08_offset_commit import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -137,6 +149,14 @@ from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from kafka_ref.protocol.messages.api_48_describe_client_quotas import (
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
+from kafka_ref.protocol.messages.api_49_alter_client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+)
 from kafka_ref.protocol.messages.api_50_describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
@@ -144,6 +164,10 @@ from kafka_ref.protocol.messages.api_50_describe_user_scram_credentials import (
 from kafka_ref.protocol.messages.api_51_alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+)
+from kafka_ref.protocol.messages.api_56_alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
 )
 from kafka_ref.protocol.messages.api_60_describe_cluster import (
     DescribeClusterRequest,
@@ -171,6 +195,9 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
@@ -202,8 +229,11 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
+    ALTER_PARTITION = 56
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -240,6 +270,9 @@ APIS: dict[int, Api] = {
         _api("Fetch", FetchRequest, FetchResponse),
         _api("ListOffsets", ListOffsetsRequest, ListOffsetsResponse),
         _api("Metadata", MetadataRequest, MetadataResponse),
+        _api("LeaderAndIsr", LeaderAndIsrRequest, LeaderAndIsrResponse),
+        _api("StopReplica", StopReplicaRequest, StopReplicaResponse),
+        _api("UpdateMetadata", UpdateMetadataRequest, UpdateMetadataResponse),
         _api("OffsetCommit", OffsetCommitRequest, OffsetCommitResponse),
         _api("OffsetFetch", OffsetFetchRequest, OffsetFetchResponse),
         _api("FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse),
@@ -275,6 +308,8 @@ APIS: dict[int, Api] = {
             IncrementalAlterConfigsRequest,
             IncrementalAlterConfigsResponse,
         ),
+        _api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+        _api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse),
         _api(
             "DescribeUserScramCredentials",
             DescribeUserScramCredentialsRequest,
@@ -285,6 +320,7 @@ APIS: dict[int, Api] = {
             AlterUserScramCredentialsRequest,
             AlterUserScramCredentialsResponse,
         ),
+        _api("AlterPartition", AlterPartitionRequest, AlterPartitionResponse),
         _api("DescribeCluster", DescribeClusterRequest, DescribeClusterResponse),
         _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
         _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
@@ -304,8 +340,12 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AlterClientQuotasRequest",
+    "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
     "AlterUserScramCredentialsRequest",
     "AlterUserScramCredentialsResponse",
     "Api",
@@ -328,6 +368,8 @@ __all__ = [
     "DeleteTopicsResponse",
     "DescribeAclsRequest",
     "DescribeAclsResponse",
+    "DescribeClientQuotasRequest",
+    "DescribeClientQuotasResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeConfigsRequest",
@@ -356,6 +398,8 @@ __all__ = [
     "InitProducerIdResponse",
     "JoinGroupRequest",
     "JoinGroupResponse",
+    "LeaderAndIsrRequest",
+    "LeaderAndIsrResponse",
     "LeaveGroupRequest",
     "LeaveGroupResponse",
     "ListGroupsRequest",
@@ -378,10 +422,14 @@ __all__ = [
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
+    "StopReplicaRequest",
+    "StopReplicaResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
+    "UpdateMetadataRequest",
+    "UpdateMetadataResponse",
     "WriteTxnMarkersRequest",
     "WriteTxnMarkersResponse",
     "supported_api_versions",

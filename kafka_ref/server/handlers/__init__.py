@@ -7,6 +7,8 @@ log), and turns their results and typed errors into the response message. It con
 storage logic of its own. kafka-ref keeps the same split, with one module per family:
 
     metadata.py   ApiVersions (18), Metadata (3)
+    controller_requests.py  LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) from the
+                  controller, AlterPartition (56) to it: ZooKeeper mode's inter-broker APIs
     produce.py    Produce (0)
     fetch.py      Fetch (1) and its DelayedFetch
     follower_fetch.py  followers' Fetch (replica_id >= 0), OffsetsForLeaderEpoch (23)
@@ -17,6 +19,8 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
                   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28): transactions
     txn_admin.py  DescribeProducers (61), DescribeTransactions (65), ListTransactions (66)
     sasl.py       SaslHandshake (17), SaslAuthenticate (36) on listeners without SASL
+    client_quotas.py  DescribeClientQuotas (48), AlterClientQuotas (49); every answer
+                  passes the client quotas on its way out (context.py, server/throttling.py)
     scram_users.py  DescribeUserScramCredentials (50), AlterUserScramCredentials (51)
     acls.py       DescribeAcls (29), CreateAcls (30), DeleteAcls (31); authz.py: the
                   one call each handler makes to the authorizer
@@ -48,7 +52,9 @@ from kafka_ref.server.handlers import (
     acls,
     admin,
     alter_configs,
+    client_quotas,
     configs,
+    controller_requests,
     fetch,
     follower_fetch,
     groups,
@@ -82,6 +88,10 @@ class KafkaApis(ApiContext):
             ApiKey.FETCH: fetch.handle_fetch,
             ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
             ApiKey.METADATA: metadata.handle_metadata,
+            ApiKey.LEADER_AND_ISR: controller_requests.handle_leader_and_isr,
+            ApiKey.STOP_REPLICA: controller_requests.handle_stop_replica,
+            ApiKey.UPDATE_METADATA: controller_requests.handle_update_metadata,
+            ApiKey.ALTER_PARTITION: controller_requests.handle_alter_partition,
             ApiKey.API_VERSIONS: metadata.handle_api_versions,
             ApiKey.DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
             ApiKey.CREATE_TOPICS: admin.handle_create_topics,
@@ -121,6 +131,8 @@ class KafkaApis(ApiContext):
             ),
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_users.handle_alter_user_scram_credentials,
             ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+            ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
         }
 
     def handle(self, request: Request) -> None:
@@ -128,6 +140,9 @@ class KafkaApis(ApiContext):
         handler = self.handlers.get(request.api_key)
         if handler is None:  # declared in the protocol registry but not served: a bug
             request.close_connection(f"no handler for api key {request.api_key}")
+            return
+        if getattr(request.connection, "muted", False):  # throttled: after the throttle
+            request.connection.hold(request)  # (QUOTA-8, server/network.py)
             return
         request.dequeued_ns = time.monotonic_ns()  # the request metrics' stages
         try:

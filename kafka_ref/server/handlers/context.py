@@ -3,7 +3,8 @@
 Every handler is a function `handler(apis, request)`. Its first argument is an `ApiContext`:
 the objects a handler translates a request into calls on (the `ReplicaManager`, the
 controller, the group and transaction coordinators, the authorizer...) and `send`, to answer
-a request later (a fetch that waited in the purgatory). Kafka's `KafkaApis` holds the same
+a request later (a fetch that waited in the purgatory); every answer passes the client
+quotas there (server/throttling.py). Kafka's `KafkaApis` holds the same
 objects as constructor arguments; kafka-ref gives them their own class so that a handler
 module depends on what it uses and not on the dispatcher (`KafkaApis` in `__init__.py`), which
 depends on every handler.
@@ -12,12 +13,13 @@ depends on every handler.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_ref.clock import Clock
 from kafka_ref.cluster.embedded import EmbeddedController
 from kafka_ref.group.coordinator import GroupCoordinator
+from kafka_ref.quota.manager import QuotaManagers
 from kafka_ref.security.authorizer import Authorizer
 from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
 from kafka_ref.security.inter_broker import InterBrokerSecurity
@@ -28,6 +30,7 @@ from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response, encode_response
+from kafka_ref.server.throttling import apply_quotas
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.txn.producer_ids import ProducerIdManager
 
@@ -50,6 +53,8 @@ class ApiContext:
     authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
     credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users (SEC-22)
     dynamic_config: DynamicBrokerConfig = None  # type: ignore[assignment]  # default: own
+    quotas: QuotaManagers = field(default_factory=QuotaManagers)  # client quotas (QUOTA-6)
+    kafka_controller: Any = None  # ZooKeeper mode: this broker's KafkaController
 
     def __post_init__(self) -> None:
         if self.dynamic_config is None:  # the broker passes the one its parts reconfigure by
@@ -71,6 +76,8 @@ class ApiContext:
         """Encode `result` (a body, a Response, or None for no response) and complete."""
         if request.done:
             return  # already answered, e.g. by closing the connection
+        if self.quotas.enabled:  # throttle time in the answer, the connection muted
+            result = apply_quotas(self.quotas, self.clock, request, result)
         if result is None or isinstance(result, Response):
             request.complete(result)
             return

@@ -28,8 +28,10 @@ records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
 full fetches (BROKER-21). An incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
 
 A fetch with `replica_id` >= 0 comes from a follower and is served by follower_fetch.py.
+A consumer under a `consumer_byte_rate` quota gets at most what the quota lets through in
+one burst: `max_bytes` is capped (server/throttling.py, QUOTA-7).
 
-Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10, TXN-8.
+Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10, TXN-8, QUOTA-7.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
+from kafka_ref.server.throttling import max_fetch_bytes
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
@@ -194,10 +197,11 @@ def handle_fetch(apis: ApiContext, request: Request) -> Any:
     body = request.body
     if body.replica_id >= 0:  # a follower replicating (handlers/follower_fetch.py)
         return follower_fetch.handle_follower_fetch(apis, request)
+    cap = max_fetch_bytes(apis.quotas, request)  # no bigger than the quota allows (QUOTA-7)
     params = FetchParams(
         max_wait_ms=body.max_wait_ms,
         min_bytes=body.min_bytes,
-        max_bytes=body.max_bytes,
+        max_bytes=body.max_bytes if cap is None else min(body.max_bytes, cap),
         read_committed=body.isolation_level == READ_COMMITTED,
     )
     if request.api_version >= 7 and body.session_epoch > 0:

@@ -183,6 +183,8 @@ _OLD = {
     37: ("admin", "CreatePartitions"),
     42: ("admin", "DeleteGroups"),
     44: ("admin", "IncrementalAlterConfigs"),  # no hand-written 2.x class
+    48: ("admin", "DescribeClientQuotas"),
+    49: ("admin", "AlterClientQuotas"),
     50: ("", "DescribeUserScramCredentials"),  # no hand-written 2.x classes for these two
     51: ("", "AlterUserScramCredentials"),
 }

@@ -129,3 +129,18 @@ def test_the_users_command_goes_through_the_broker(secure_broker, capsys, caplog
     captured = capsys.readouterr()
     assert "does not exist" in captured.err
     assert SECRET not in captured.out + captured.err + caplog.text
+
+
+@pytest.mark.spec("SEC-22")
+def test_configs_for_users_takes_scram_credentials_as_kafka_configs_does(secure_broker, capsys):
+    """`kafka-configs.sh --entity-type users --add-config 'SCRAM-SHA-256=[...]'` habits: the
+    credentials reach the broker (AlterUserScramCredentials), quotas and SCRAM never mixed."""
+    base = ["configs", "--bootstrap-server", f"127.0.0.1:{port(secure_broker, 'PLAINTEXT')}"]
+    user = ["--entity-type", "users", "--entity-name", "jay", "--alter"]
+    assert main([*base, *user, "--add-config", f"SCRAM-SHA-512=[password={SECRET}]"]) == 0
+    assert scram_ok(secure_broker, "jay", SECRET, mechanism="SCRAM-SHA-512")
+    mixed = f"SCRAM-SHA-256=[password={SECRET}],producer_byte_rate=1024"
+    assert main([*base, *user, "--add-config", mixed]) == 2
+    assert main([*base, *user, "--delete-config", "SCRAM-SHA-512"]) == 0
+    assert not scram_ok(secure_broker, "jay", SECRET, mechanism="SCRAM-SHA-512")
+    assert SECRET not in "".join(capsys.readouterr())

@@ -20,6 +20,9 @@ ADVERTISED = {
     1: (4, 10),
     2: (1, 3),
     3: (0, 7),
+    4: (4, 4),  # LeaderAndIsr, StopReplica, UpdateMetadata: from the controller (CTRL-19)
+    5: (3, 3),
+    6: (6, 6),
     8: (2, 3),
     9: (1, 7),  # OffsetFetch; v7 require_stable (TXN-84)
     10: (0, 2),
@@ -51,8 +54,11 @@ ADVERTISED = {
     37: (0, 1),
     42: (0, 1),
     44: (0, 1),
+    48: (0, 1),  # DescribeClientQuotas (QUOTA-9)
+    49: (0, 1),  # AlterClientQuotas (QUOTA-10)
     50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)
     51: (0, 0),
+    56: (0, 0),  # AlterPartition: to the controller (CTRL-22)
     60: (0, 1),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),

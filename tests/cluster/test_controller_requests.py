@@ -1,0 +1,317 @@
+"""The controller's requests on the wire: LeaderAndIsr, UpdateMetadata and AlterPartition
+between real broker processes, fenced by controller epochs and broker epochs.
+
+Some tests play a controller whose requests arrive late: they build the requests the
+controller builds (`ControllerBrokerRequestBatch`) with an older epoch and send them to a
+real broker, which must refuse them and keep its state. The first test needs no forgery:
+a real controller is paused past its ZooKeeper session, a successor acts, and when the old
+one resumes the request it had queued is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
+from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol.messages import AlterPartitionRequest, ApiKey, FindCoordinatorRequest
+from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
+from tests.cluster.test_controller import create_topic, leaders_in_metadata, wait_metadata_agrees
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def send_as_controller(cluster, broker_id, kind, state, *, controller_epoch, broker_epoch=None):
+    """Send `broker_id` one LeaderAndIsr or UpdateMetadata with `state`, as a controller of
+    `controller_epoch` that believes the broker's epoch is `broker_epoch` (default: its
+    current one). Returns the response."""
+    endpoint, current = cluster.zk.get_broker_and_epoch(broker_id)
+    batch = ControllerBrokerRequestBatch(cluster.controller()[0], controller_epoch)
+    if kind == "LeaderAndIsr":
+        batch.add_leader_and_isr([broker_id], state)
+    else:
+        batch.add_update_metadata([broker_id], [state])
+    live = {broker_id: (endpoint, current if broker_epoch is None else broker_epoch)}
+    ((_, (api_key, _version, body)),) = batch.requests(live)
+    return cluster.request(broker_id, api_key, body)
+
+
+def current_state(cluster, topic, partition):
+    state, version = cluster.zk.get_partition_state(topic, partition, (1, 2, 3))
+    return dataclasses.replace(state, zk_version=version)
+
+
+@pytest.mark.spec("CTRL-19", "CTRL-4")
+def test_a_deposed_controller_that_wakes_up_is_refused(cluster, topic_name):
+    """The old controller queued two requests for broker `slow` (LeaderAndIsr, then
+    UpdateMetadata) while `slow` was paused, and was itself paused before the second left.
+    A successor takes over with a higher epoch and tells `slow`; when the old controller
+    resumes, it sends what it still had, and `slow` refuses it."""
+    old, epoch = cluster.controller()
+    slow, third = [i for i in (1, 2, 3) if i != old]
+    slow_pid, old_pid = cluster.brokers[slow].pid, cluster.brokers[old].pid
+    os.kill(slow_pid, signal.SIGSTOP)  # shorter than its session: it stays registered
+    try:
+        # A new topic led by the controller's broker: it writes the state, then queues
+        # LeaderAndIsr and UpdateMetadata for each replica; the one to `slow` waits.
+        cluster.zk.create_topic(topic_name, str(uuid.uuid4()), {0: [old, slow, third]}, {})
+        wait_for(lambda: cluster.state(topic_name, 0), what="the controller's first state")
+        time.sleep(0.5)  # its event loop writes the LeaderAndIsr to `slow`'s socket
+        os.kill(old_pid, signal.SIGSTOP)
+    finally:
+        os.kill(slow_pid, signal.SIGCONT)
+    try:
+        wait_for(
+            lambda: (c := cluster.controller())[0] in (slow, third) and c[1] > epoch,
+            timeout=6 * SESSION_TIMEOUT_MS / 1000,
+            what="a successor controller",
+        )
+        wait_for(  # `slow` heard from the successor: the partition moved away from `old`
+            lambda: leaders_in_metadata(cluster, slow, topic_name)[0][0] in (slow, third),
+            what=f"broker {slow} to learn the new leader",
+        )
+    finally:
+        os.kill(old_pid, signal.SIGCONT)
+    # Whichever of its two requests had not reached `slow` before the pause is refused.
+    refusal = re.compile(
+        rf"refusing (LeaderAndIsr|UpdateMetadata)Request from controller {old} \(controller"
+        rf" epoch {epoch}, .*: STALE_CONTROLLER_EPOCH$",
+        re.M,
+    )
+    wait_for(lambda: refusal.search(cluster.brokers[slow].log()), what=f"broker {slow} to refuse")
+    sent = f"controller {old} (epoch {epoch}): broker {slow} refused "
+    wait_for(lambda: sent in cluster.brokers[old].log(), what=f"broker {old} to see it")
+    # Nothing changed: ZooKeeper keeps the successor's decision, and so does every broker.
+    state = cluster.state(topic_name, 0)
+    assert state.leader != old and state.controller_epoch > epoch
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+
+
+@pytest.mark.spec("CTRL-20")
+def test_a_request_for_an_earlier_registration_is_refused(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    victim = next(i for i in (1, 2, 3) if i != cluster.controller()[0])
+    _, old_epoch = cluster.zk.get_broker_and_epoch(victim)
+    cluster.stop(victim)
+    cluster.brokers[victim].start()
+    cluster.wait_registered()
+    _, new_epoch = cluster.zk.get_broker_and_epoch(victim)
+    assert new_epoch > old_epoch  # a new registration, a new czxid (KIP-380)
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    before = leaders_in_metadata(cluster, victim, topic_name)
+    state = current_state(cluster, topic_name, 0)
+    ahead = dataclasses.replace(state, leader_epoch=state.leader_epoch + 7, isr=(state.leader,))
+    _, controller_epoch = cluster.controller()
+    for kind in ("LeaderAndIsr", "UpdateMetadata"):
+        response = send_as_controller(
+            cluster, victim, kind, ahead, controller_epoch=controller_epoch, broker_epoch=old_epoch
+        )
+        assert response.error_code == ErrorCode.STALE_BROKER_EPOCH, kind
+    assert leaders_in_metadata(cluster, victim, topic_name) == before
+    # The same request for the broker's current registration is applied: the check is
+    # the broker epoch, nothing else (UpdateMetadata only: the cache, not the replicas).
+    response = send_as_controller(
+        cluster, victim, "UpdateMetadata", ahead, controller_epoch=controller_epoch
+    )
+    assert response.error_code == ErrorCode.NO_ERROR
+    assert leaders_in_metadata(cluster, victim, topic_name)[0][1] == state.leader_epoch + 7
+    # A leader's AlterPartition from its earlier registration: the controller refuses it too.
+    leader = state.leader
+    request = AlterPartitionRequest(
+        broker_id=leader,
+        broker_epoch=cluster.zk.get_broker_and_epoch(leader)[1] - 1,
+        topics=[
+            AlterPartitionRequest.TopicData(
+                topic_name=topic_name,
+                partitions=[
+                    AlterPartitionRequest.PartitionData(
+                        partition_index=0,
+                        leader_epoch=state.leader_epoch,
+                        new_isr=[leader],
+                        partition_epoch=state.zk_version,
+                    )
+                ],
+            )
+        ],
+    )
+    answer = cluster.request(cluster.controller()[0], ApiKey.ALTER_PARTITION, request)
+    assert answer.error_code == ErrorCode.STALE_BROKER_EPOCH
+    assert cluster.state(topic_name, 0).isr == state.isr
+
+
+@pytest.mark.spec("CTRL-5", "CTRL-19")
+def test_brokers_refuse_an_older_controller_and_ignore_older_states(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    state = current_state(cluster, topic_name, 0)
+    _, controller_epoch = cluster.controller()
+    ahead = dataclasses.replace(state, leader_epoch=state.leader_epoch + 1, isr=(state.leader,))
+    behind = dataclasses.replace(state, leader_epoch=state.leader_epoch - 1, isr=(state.leader,))
+    for i in (1, 2, 3):
+        before = leaders_in_metadata(cluster, i, topic_name)
+        for kind in ("LeaderAndIsr", "UpdateMetadata"):  # a deposed controller's request
+            response = send_as_controller(
+                cluster, i, kind, ahead, controller_epoch=controller_epoch - 1
+            )
+            assert response.error_code == ErrorCode.STALE_CONTROLLER_EPOCH, (i, kind)
+        # The current controller, but a state older than the applied one (a reordered or
+        # repeated request): LeaderAndIsr refuses the partition, UpdateMetadata keeps the
+        # newer state.
+        response = send_as_controller(
+            cluster, i, "LeaderAndIsr", behind, controller_epoch=controller_epoch
+        )
+        (partition,) = response.partition_errors
+        assert partition.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+        response = send_as_controller(
+            cluster, i, "UpdateMetadata", behind, controller_epoch=controller_epoch
+        )
+        assert response.error_code == ErrorCode.NO_ERROR
+        assert leaders_in_metadata(cluster, i, topic_name) == before  # epochs never go back
+    assert f"ignoring stale state of {topic_name}-0" in cluster.brokers[1].log()
+
+
+@pytest.mark.spec("CTRL-21")
+def test_a_broker_that_just_started_knows_every_topic_in_its_first_metadata(cluster, topic_name):
+    victim = next(i for i in (1, 2, 3) if i != cluster.controller()[0])
+    cluster.stop(victim)
+    create_topic(cluster, topic_name, partitions=2, rf=2)  # while it is away
+    cluster.brokers[victim].start()  # returns as soon as it accepts a connection
+    first = cluster.metadata(victim)
+    topics = {t.name: t for t in first.topics}
+    assert set(topics) == set(cluster.zk.get_all_topics())
+    for name, topic in topics.items():
+        assert topic.error_code == ErrorCode.NO_ERROR, name
+        for p in topic.partitions:
+            state = cluster.state(name, p.partition_index)
+            assert (p.leader_id, p.leader_epoch) == (state.leader, state.leader_epoch), name
+
+
+def find_coordinator(cluster, broker_id, group):
+    return cluster.request(broker_id, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=group))
+
+
+@pytest.mark.spec("CTRL-21", "BROKER-45")
+def test_a_restarted_broker_never_tries_to_create_an_existing_internal_topic(cluster):
+    """Its first FindCoordinator answers come from the topics and states it read at start:
+    a coordinator at once, and no attempt to create `__consumer_offsets` again."""
+    wait_for(  # the first FindCoordinator creates __consumer_offsets; it exists from now on
+        lambda: find_coordinator(cluster, 1, "g").error_code == ErrorCode.NO_ERROR,
+        what="a group coordinator",
+    )
+    victim = next(i for i in (1, 2, 3) if i != cluster.controller()[0])
+    log_before = len(cluster.brokers[victim].log())
+    cluster.stop(victim, signal.SIGKILL)
+    cluster.brokers[victim].start(timeout=60)  # returns as soon as it accepts a connection
+    answers = [find_coordinator(cluster, victim, f"g{group}") for group in range(6)]
+    assert [a.error_code for a in answers] == [ErrorCode.NO_ERROR] * 6, answers
+    cluster.wait_registered()
+    assert "cannot create __consumer_offsets" not in cluster.brokers[victim].log()[log_before:]
+
+
+def alter_partition(cluster, to, sender, topic, leader_epoch, isr, partition_epoch, epoch=None):
+    request = AlterPartitionRequest(
+        broker_id=sender,
+        broker_epoch=cluster.zk.get_broker_and_epoch(sender)[1] if epoch is None else epoch,
+        topics=[
+            AlterPartitionRequest.TopicData(
+                topic_name=topic,
+                partitions=[
+                    AlterPartitionRequest.PartitionData(
+                        partition_index=0,
+                        leader_epoch=leader_epoch,
+                        new_isr=list(isr),
+                        partition_epoch=partition_epoch,
+                    )
+                ],
+            )
+        ],
+    )
+    return cluster.request(to, ApiKey.ALTER_PARTITION, request)
+
+
+@pytest.mark.spec("CTRL-22")
+def test_leaders_change_their_isr_through_the_controller(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    state = current_state(cluster, topic_name, 0)
+    controller = cluster.controller()[0]
+    leader, follower = state.leader, next(r for r in state.replicas if r != state.leader)
+    other = next(i for i in (1, 2, 3) if i != controller)
+
+    def error(to=controller, sender=leader, epoch=state.leader_epoch, isr=state.isr,
+              version=state.zk_version):  # fmt: skip
+        response = alter_partition(cluster, to, sender, topic_name, epoch, isr, version)
+        if response.error_code or not response.topics:
+            return ErrorCode(response.error_code)
+        return ErrorCode(response.topics[0].partitions[0].error_code)
+
+    shrunk = tuple(r for r in state.isr if r != follower)
+    assert error(to=other) == ErrorCode.NOT_CONTROLLER
+    assert error(sender=follower, isr=shrunk) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert error(epoch=state.leader_epoch - 1, isr=shrunk) == ErrorCode.FENCED_LEADER_EPOCH
+    assert error(version=state.zk_version - 1, isr=shrunk) == ErrorCode.INVALID_UPDATE_VERSION
+    assert error(isr=(*state.isr, 9)) == ErrorCode.OPERATION_NOT_ATTEMPTED  # 9: no replica
+    without_leader = tuple(r for r in state.isr if r != leader)
+    assert error(isr=without_leader) == ErrorCode.OPERATION_NOT_ATTEMPTED
+    assert error(version=state.zk_version - 1) == ErrorCode.NO_ERROR  # the same ISR: a retry
+    assert current_state(cluster, topic_name, 0) == state  # none of these wrote anything
+
+    # A real change: a follower stops, the controller drops it (a new leader epoch); back, it
+    # catches up and its leader adds it with AlterPartition: same leader epoch, new version.
+    cluster.stop(follower)
+    dropped = wait_for(
+        lambda: (s := current_state(cluster, topic_name, 0)).isr == shrunk and s,
+        what=f"broker {follower} out of the ISR",
+    )
+    assert dropped.leader_epoch == state.leader_epoch + 1
+    cluster.brokers[follower].start()
+    back = wait_for(
+        lambda: follower in (s := current_state(cluster, topic_name, 0)).isr and s,
+        what=f"broker {follower} back in the ISR",
+    )
+    assert (back.leader, back.leader_epoch) == (dropped.leader, dropped.leader_epoch)
+    assert back.zk_version > dropped.zk_version
+    controller_log = cluster.brokers[cluster.controller()[0]].log()
+    assert f"{topic_name}-0 isr {list(back.isr)} (AlterPartition from {back.leader})" in (
+        controller_log
+    )
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+
+
+@pytest.mark.spec("CTRL-21")
+def test_stop_replica_deletes_a_replica_unless_its_leader_epoch_is_older(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    first = current_state(cluster, topic_name, 0)
+    follower, third = [r for r in first.replicas if r != first.leader]
+    cluster.stop(third)  # the controller shrinks the ISR: leader epoch 1, which -1 is not
+    wait_for(lambda: current_state(cluster, topic_name, 0).leader_epoch > 0, what="epoch 1")
+    cluster.brokers[third].start()
+    cluster.wait_registered()
+    wait_metadata_agrees(cluster, topic_name, 1, [follower])
+    state = current_state(cluster, topic_name, 0)
+    log_dir = Path(cluster.brokers[follower].data_dir) / f"{topic_name}-0"
+    assert log_dir.is_dir()
+    controller, controller_epoch = cluster.controller()
+
+    def stop_replica(leader_epoch):
+        batch = ControllerBrokerRequestBatch(controller, controller_epoch)
+        batch.add_stop_replica(follower, topic_name, 0, leader_epoch)
+        ((_, (api_key, _v, body)),) = batch.requests(
+            {follower: cluster.zk.get_broker_and_epoch(follower)}
+        )
+        (answer,) = cluster.request(follower, api_key, body).partition_errors
+        return ErrorCode(answer.error_code)
+
+    assert stop_replica(state.leader_epoch - 1) == ErrorCode.FENCED_LEADER_EPOCH
+    assert log_dir.is_dir()
+    assert stop_replica(state.leader_epoch) == ErrorCode.NO_ERROR
+    assert not log_dir.exists()  # deleted by the request, while the topic still exists
+    assert topic_name in cluster.zk.get_all_topics()
