@@ -74,6 +74,10 @@ from kafka_ref.security.sasl_client import sasl_exchange
 
 log = logging.getLogger("kafka_ref.client")
 
+# At most this much per read. Over TLS a read returns at most what is left of one TLS record
+# (16 KB); any rest of a record stays decrypted in the SSLSocket (`has_buffered_data`).
+RECEIVE_BYTES = 1 << 20
+
 # The versions our clients can speak: the protocol registry, except that the producer
 # builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets), and
 # AddPartitionsToTxn v4+ is the brokers' own form (KIP-890): clients send at most v3.
@@ -326,7 +330,7 @@ class BrokerConnection:
         ):
             return self.expire()
         try:
-            data = self._sock.recv(1 << 20)
+            data = self._sock.recv(RECEIVE_BYTES)
         except (BlockingIOError, InterruptedError, TimeoutError, ssl.SSLWantReadError):
             return self.expire()
         except OSError as err:

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from kafka_ref.client import connection
 from kafka_ref.client.admin import Admin, NewTopic
 from kafka_ref.client.consumer import Consumer
 from kafka_ref.client.producer import Producer
@@ -139,6 +140,17 @@ def test_a_large_fetch_over_tls_arrives_whole(secure_broker, pki):
         assert got == [value] * 40
     finally:
         consumer.close()
+
+
+@pytest.mark.spec("SEC-24")
+def test_bytes_left_decrypted_in_the_tls_layer_are_read(secure_broker, pki, monkeypatch):
+    """Reads smaller than a TLS record leave its rest in the SSLSocket, where select() does
+    not see it: the connection must read it before it waits on the socket again."""
+    monkeypatch.setattr(connection, "RECEIVE_BYTES", 100)
+    bootstrap = f"127.0.0.1:{port(secure_broker, 'SASL_SSL')}"
+    with Admin(bootstrap, security=sasl_ssl_scram(pki), request_timeout_ms=20_000) as admin:
+        admin.create_topics([NewTopic(f"small-reads-{uuid.uuid4().hex[:8]}", 3, 1)])
+        assert admin.list_topics()
 
 
 @pytest.mark.spec("SEC-24")
