@@ -42,7 +42,7 @@ def render() -> str:
         "`--bootstrap-server` also takes `--command-config FILE` (`produce`: `--producer.config`,",
         "`consume`: `--consumer.config`), a client.properties file with Kafka's names:",
         "`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`,",
-        "... ([Security: clients and tools](security.md#clients-and-tools); TOOLS-27).",
+        "... ([Security: clients and tools](security.md#clients-and-tools); TOOLS-28).",
         "",
         "| command | what it does |",
         "|---|---|",

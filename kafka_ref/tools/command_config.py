@@ -20,7 +20,7 @@ a property that cannot work is a usage error (one line, exit 2) naming the key; 
 that refuses the credentials ends the tool with one line naming mechanism and user, never
 the password (exit 1).
 
-Rules: TOOLS-27 (spec/tools.md); SEC-25 (spec/security.md).
+Rules: TOOLS-28 (spec/tools.md); SEC-25 (spec/security.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tools reach a SASL_SSL listener with `--command-config FILE` (TOOLS-27, SEC-25),
+"""The tools reach a SASL_SSL listener with `--command-config FILE` (TOOLS-28, SEC-25),
 run as a user runs them: subprocesses against a broker that authorizes with ACLs, where
 the SCRAM user `alice` is a super user.
 """
@@ -52,7 +52,7 @@ def tool(*argv: str, stdin: str = "") -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
-@pytest.mark.spec("TOOLS-27", "SEC-25")
+@pytest.mark.spec("TOOLS-28", "SEC-25")
 def test_the_tools_work_over_sasl_ssl_with_a_command_config(acl_broker, pki, tmp_path):
     server = f"127.0.0.1:{port(acl_broker, 'SASL_SSL')}"
     config = properties(tmp_path, pki, SCRAM_USERS["alice"])
@@ -87,7 +87,7 @@ def test_the_tools_work_over_sasl_ssl_with_a_command_config(acl_broker, pki, tmp
     assert code == 0 and "user-principal 'bob' are SCRAM-SHA-256" in out, err
 
 
-@pytest.mark.spec("TOOLS-27", "SEC-24")
+@pytest.mark.spec("TOOLS-28", "SEC-24")
 @pytest.mark.parametrize(
     "argv,stdin",
     [
@@ -114,7 +114,7 @@ def test_a_wrong_password_ends_the_tool_with_one_line(acl_broker, pki, tmp_path,
     assert "'alice' with SCRAM-SHA-512" in lines[0], err
 
 
-@pytest.mark.spec("TOOLS-27")
+@pytest.mark.spec("TOOLS-28")
 def test_a_command_config_that_cannot_work_is_a_usage_error(acl_broker, pki, tmp_path):
     server = f"127.0.0.1:{port(acl_broker, 'SASL_SSL')}"
     bad = tmp_path / "bad.properties"
@@ -132,7 +132,7 @@ def test_a_command_config_that_cannot_work_is_a_usage_error(acl_broker, pki, tmp
     assert code == 2 and "cannot read it: No such file or directory" in err, err
 
 
-@pytest.mark.spec("TOOLS-27")
+@pytest.mark.spec("TOOLS-28")
 def test_users_takes_a_command_config_only_through_a_broker(pki, tmp_path):
     config = properties(tmp_path, pki, SCRAM_USERS["alice"])
     code, _, err = tool("users", "--data-dir", str(tmp_path), "--command-config", config,
