@@ -59,7 +59,6 @@ from kafka_ref.config import LogConfig
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
-from kafka_ref.server.kafka_config import parse_properties
 from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
@@ -276,15 +275,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def _client_properties(path: str | None) -> tuple[tuple[str, str], ...]:
     """The `--command-config` file's properties (as Kafka's tools take them)."""
-    from kafka_ref.cli import UsageError
+    from kafka_ref.tools.command_config import read_command_config
 
-    if not path:
-        return ()
-    try:
-        with open(path, encoding="utf-8") as f:
-            return tuple(parse_properties(f.read()).items())
-    except OSError as err:
-        raise UsageError(f"--command-config {path}: {err.strerror}") from None
+    return tuple(read_command_config(path).items()) if path else ()
 
 
 def _doc(module) -> str:
