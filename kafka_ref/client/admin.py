@@ -73,6 +73,7 @@ from kafka_ref.protocol.messages import (
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
+from kafka_ref.security.client_security import ClientSecurity, resolve_security
 
 __all__ = [
     "Admin",
@@ -176,6 +177,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin):
         client_id: str | None = None,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        security: Mapping[str, Any] | ClientSecurity | None = None,
     ) -> None:
         self.request_timeout_ms = request_timeout_ms
         self.metadata = Metadata(
@@ -188,6 +190,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin):
             self.metadata,
             client_id=client_id or f"kafka-ref-admin-{next(_ids)}",
             request_timeout_ms=request_timeout_ms,
+            security=resolve_security(security),
         )
 
     # -- routing -----------------------------------------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kafka_ref.common import TopicPartition
-from kafka_ref.errors import ErrorCode
+from kafka_ref.errors import ErrorCode, KafkaError
 
 # Errors in an answer that mean "your metadata is stale": refresh, then retry.
 INVALIDATES_METADATA = frozenset(
@@ -203,6 +203,7 @@ class Metadata:
         self._last_success_ms = -(10**12)
         self._version = 0
         self._changed = threading.Condition()
+        self.auth_error: KafkaError | None = None  # the broker refused our credentials
 
     def fetch(self) -> Cluster:
         """The current snapshot (never None: before the first answer, the bootstrap view)."""
@@ -279,11 +280,25 @@ class Metadata:
             self._last_refresh_ms = now_ms
             self._need_update = True
 
+    def set_auth_error(self, error: KafkaError | None) -> None:
+        """The broker refused our credentials (None: a later login worked). Waiters wake up
+        to raise it: waiting cannot help (Kafka: `Metadata.fatalError`, SEC-24)."""
+        with self._changed:
+            self.auth_error = error
+            self._changed.notify_all()
+
+    def maybe_throw_auth_failure(self) -> None:
+        """Raise the broker's refusal of our credentials, if there was one."""
+        if self.auth_error is not None:
+            raise self.auth_error
+
     def await_update(self, last_version: int, timeout_s: float) -> bool:
-        """Block until an update newer than `last_version` arrives; False on timeout."""
+        """Block until an update newer than `last_version` arrives; False on timeout;
+        the authentication error if the broker refused our credentials meanwhile."""
         deadline = time.monotonic() + timeout_s
         with self._changed:
             while self._version <= last_version:
+                self.maybe_throw_auth_failure()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False

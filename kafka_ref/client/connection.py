@@ -28,10 +28,20 @@ REQUEST_TIMED_OUT; callers decide whether to retry (Kafka does the same: the ans
 still come, and the only way to tell it apart from later answers would be to keep the
 connection in a state nobody can reason about).
 
+**Security.** On an SSL or SASL_SSL listener the socket is wrapped in TLS right after
+TCP connects (the handshake checks the broker's certificate against the truststore, and
+its host name); on a SASL listener, after ApiVersions (the one request a SASL listener
+serves before authentication), the connection logs in with SaslHandshake v1 and
+SaslAuthenticate rounds (security/sasl_client.py, the same exchange a broker runs with
+another broker). Only then is the connection handed out, so every caller above sees an
+authenticated connection or an `AuthenticationError` naming mechanism and user (SEC-24).
+TLS decrypts whole records: bytes may wait inside the `SSLSocket` after the kernel's
+buffer is empty, where `select` cannot see them, so `has_buffered_data` is asked first.
+
 This class is blocking and not thread-safe: one thread uses it (the producer's sender, or
 a consumer's or admin's caller). `NetworkClient` (network_client.py) manages one per broker.
 
-Spec rules: CLIENT-1, CLIENT-11, CLIENT-12 (spec/client.md).
+Spec rules: CLIENT-1, CLIENT-11, CLIENT-12 (spec/client.md); SEC-24 (spec/security.md).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import itertools
 import logging
 import select
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Callable
@@ -57,8 +68,15 @@ from kafka_ref.protocol import (
     peek_correlation_id,
 )
 from kafka_ref.protocol.messages import ApiVersionsRequest
+from kafka_ref.security.client_security import PLAINTEXT, AuthenticationError, ClientSecurity
+from kafka_ref.security.plain import AuthenticationFailed
+from kafka_ref.security.sasl_client import sasl_exchange
 
 log = logging.getLogger("kafka_ref.client")
+
+# At most this much per read. Over TLS a read returns at most what is left of one TLS record
+# (16 KB); any rest of a record stays decrypted in the SSLSocket (`has_buffered_data`).
+RECEIVE_BYTES = 1 << 20
 
 # The versions our clients can speak: the protocol registry, except that the producer
 # builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets), and
@@ -163,8 +181,10 @@ class BrokerConnection:
         client_id: str = "kafka-ref",
         request_timeout_ms: int = 30_000,
         connect_timeout_ms: int = 10_000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.host, self.port, self.node_id, self.client_id = host, port, node_id, client_id
+        self.security = security
         self.request_timeout_ms, self.connect_timeout_ms = request_timeout_ms, connect_timeout_ms
         self.api_versions: dict[int, int] = {}  # api key -> the version we will send
         self.in_flight: deque[ClientRequest] = deque()
@@ -182,25 +202,57 @@ class BrokerConnection:
     def fileno(self) -> int:
         return self._sock.fileno() if self._sock is not None else -1
 
+    def has_buffered_data(self) -> bool:
+        """Decrypted bytes wait in the TLS layer, unseen by `select`: read them first."""
+        return isinstance(self._sock, ssl.SSLSocket) and self._sock.pending() > 0
+
     def connect(self) -> BrokerConnection:
-        """Open the socket and negotiate versions; raises NetworkError if it cannot."""
+        """Open the socket, with TLS and SASL as the listener wants, and negotiate versions;
+        raises NetworkError if it cannot, AuthenticationError if the broker refuses us."""
         try:
             self._sock = socket.create_connection(
                 (self.host, self.port), timeout=self.connect_timeout_ms / 1000
             )
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.security.ssl_context is not None:
+                self._sock = self.security.ssl_context.wrap_socket(
+                    self._sock, server_hostname=self.host
+                )
             self._sock.settimeout(self.request_timeout_ms / 1000)
+        except ssl.SSLError as err:  # includes a certificate that fails verification
+            self.close()
+            raise AuthenticationError(
+                f"TLS handshake with {self.host}:{self.port} failed: {err.reason or err}"
+            ) from None
         except OSError as err:
-            self._sock = None
+            self.close()
             raise NetworkError(
                 f"cannot connect to {self.host}:{self.port}: {err.strerror or err}"
             ) from None
         try:
             self._negotiate_versions()
+            if self.security.mechanism is not None:
+                self._authenticate()
         except BaseException:
             self.close()
             raise
         return self
+
+    def _authenticate(self) -> None:
+        """The SASL exchange, at the SaslAuthenticate version both sides speak (SEC-24)."""
+        security = self.security
+        exchange = sasl_exchange(
+            security.sasl_client(), security.username, self.version_for(ApiKey.SASL_AUTHENTICATE)
+        )
+        try:
+            step = next(exchange)
+            while True:
+                api_key, version, body = step
+                step = exchange.send(self.wait(self.send(api_key, body, version=version)))
+        except StopIteration:
+            return
+        except AuthenticationFailed as err:
+            raise AuthenticationError(f"{self.host}:{self.port}: {err}") from None
 
     def _negotiate_versions(self) -> None:
         """ApiVersions first; then the highest common version of every API (CLIENT-1)."""
@@ -271,11 +323,15 @@ class BrokerConnection:
         """Read what has arrived (waiting up to `timeout_s`); return the requests completed."""
         if self._sock is None:
             return []
-        if timeout_s > 0 and not select.select([self._sock], [], [], timeout_s)[0]:
+        if (
+            timeout_s > 0
+            and not self.has_buffered_data()
+            and not select.select([self._sock], [], [], timeout_s)[0]
+        ):
             return self.expire()
         try:
-            data = self._sock.recv(1 << 20)
-        except (BlockingIOError, InterruptedError, TimeoutError):
+            data = self._sock.recv(RECEIVE_BYTES)
+        except (BlockingIOError, InterruptedError, TimeoutError, ssl.SSLWantReadError):
             return self.expire()
         except OSError as err:
             return self.close(NetworkError(f"receive from {self.host}:{self.port}: {err}"))

@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.connection import RequestTimedOutError, parse_bootstrap_servers
@@ -63,6 +63,7 @@ from kafka_ref.client.subscription_state import (
 )
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import KafkaError
+from kafka_ref.security.client_security import ClientSecurity, resolve_security
 
 __all__ = [
     "Consumer",
@@ -110,6 +111,7 @@ class Consumer:
         metadata_max_age_ms: int = 300_000,
         default_api_timeout_ms: int = 60_000,
         allow_auto_create_topics: bool = True,
+        security: Mapping[str, Any] | ClientSecurity | None = None,
     ) -> None:
         if isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError(
@@ -133,7 +135,10 @@ class Consumer:
             allow_auto_topic_creation=allow_auto_create_topics,
         )
         self.client = NetworkClient(
-            self.metadata, client_id=self.client_id, request_timeout_ms=request_timeout_ms
+            self.metadata,
+            client_id=self.client_id,
+            request_timeout_ms=request_timeout_ms,
+            security=resolve_security(security),
         )
         self.fetcher = Fetcher(
             self.client,
@@ -285,6 +290,7 @@ class Consumer:
             )
         deadline = now_ms() + int(timeout * 1000)
         while True:
+            self.metadata.maybe_throw_auth_failure()  # refused credentials: no use waiting
             # The group first: a rebalance may change what we may read (CLIENT-20)
             if self.coordinator is not None and not self.coordinator.poll(deadline):
                 return []

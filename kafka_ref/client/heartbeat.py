@@ -156,6 +156,7 @@ class HeartbeatThread(threading.Thread):
                     node.port,
                     client_id=self.client_id,
                     request_timeout_ms=self.coordinator.request_timeout_ms,
+                    security=self.coordinator.client.security,
                 )
             if not self._conn.connected:
                 self._conn.connect()

@@ -45,6 +45,7 @@ from kafka_ref.client.connection import (
 from kafka_ref.errors import KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import MetadataRequest
+from kafka_ref.security.client_security import PLAINTEXT, AuthenticationError, ClientSecurity
 
 log = logging.getLogger("kafka_ref.client")
 
@@ -66,8 +67,10 @@ class NetworkClient:
         max_in_flight: int = 5,
         reconnect_backoff_ms: int = 50,
         reconnect_backoff_max_ms: int = 1000,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.metadata = metadata
+        self.security = security
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.max_in_flight = max_in_flight
@@ -104,12 +107,16 @@ class NetworkClient:
             node_id=node_id,
             client_id=self.client_id,
             request_timeout_ms=self.request_timeout_ms,
+            security=self.security,
         )
         try:
             conn.connect()
         except KafkaError as err:
             self.last_error = err
             self._back_off(node_id)
+            if isinstance(err, AuthenticationError):  # raised to the caller at once (SEC-24)
+                self.metadata.set_auth_error(err)
+                raise
             # Kafka's NetworkClient says so at WARN, at every attempt: a tool pointed at the
             # wrong address tells its user at once, not when its timeout ends.
             log.warning(
@@ -118,6 +125,8 @@ class NetworkClient:
             )  # fmt: skip
             raise
         self._failures.pop(node_id, None)
+        if self.metadata.auth_error is not None:
+            self.metadata.set_auth_error(None)
         self._connections[node_id] = conn
         return conn
 
@@ -207,8 +216,10 @@ class NetworkClient:
         timeout_ms = min(timeout_ms, self._time_to_next_timeout())
         completed: list[ClientRequest] = []
         waiting = [c for c in self._connections.values() if c.connected and c.in_flight]
-        readable, _, _ = select.select([self._wake_r, *waiting], [], [], max(timeout_ms, 0) / 1000)
-        for conn in readable:
+        buffered = [c for c in waiting if c.has_buffered_data()]  # TLS: select cannot see it
+        timeout_s = 0 if buffered else max(timeout_ms, 0) / 1000
+        readable, _, _ = select.select([self._wake_r, *waiting], [], [], timeout_s)
+        for conn in dict.fromkeys([*readable, *buffered]):
             if conn is self._wake_r:  # wakeup(): drain the byte(s) and carry on
                 try:
                     while self._wake_r.recv(1024):
@@ -311,6 +322,7 @@ class NetworkClient:
         version = self.metadata.request_update()
         deadline = now_ms() + timeout_ms
         while self.metadata.version <= version:
+            self.metadata.maybe_throw_auth_failure()  # refused: no use waiting (SEC-24)
             remaining = deadline - now_ms()
             if remaining <= 0:
                 raise self.last_error or RequestTimedOutError(

@@ -72,6 +72,7 @@ from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError, MessageTooLargeError
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
+from kafka_ref.security.client_security import ClientSecurity, resolve_security
 
 __all__ = [
     "Producer",
@@ -158,6 +159,7 @@ class Producer:
         enable_idempotence: bool | None = None,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60_000,
+        security: Mapping[str, Any] | ClientSecurity | None = None,
     ) -> None:
         if delivery_timeout_ms < linger_ms + request_timeout_ms:
             raise ValueError("delivery_timeout_ms must be >= linger_ms + request_timeout_ms")
@@ -204,6 +206,7 @@ class Producer:
             client_id=self.client_id,
             request_timeout_ms=request_timeout_ms,
             max_in_flight=max_in_flight,
+            security=resolve_security(security),
         )
         self.sender = Sender(
             client,
@@ -295,6 +298,7 @@ class Producer:
                 raise KafkaError(f"topic {topic!r}: {error.name}", code=error)
             if count and (partition is None or partition < count):
                 return cluster
+            self.metadata.maybe_throw_auth_failure()  # refused credentials: no use waiting
             version = self.metadata.request_update()
             self.sender.wakeup()
             remaining = deadline - time.monotonic()

@@ -10,7 +10,14 @@ does this class:
   rolls (SEG-5).
 * **Memory-map.** The file is mapped with `mmap`: an append writes a few bytes into the
   page cache through the map, with no system call; a lookup reads the map. Nothing of the
-  index lives in Python objects, so a million entries cost no Python memory.
+  index lives in Python objects, so a million entries cost no Python memory. The map
+  holds no file descriptor (file_map.py: Python's own `mmap` keeps one per map) and is
+  advised random access (`madvise(MADV_RANDOM)`, INDEX-8): the kernel otherwise answers
+  the first touch of a page by reading the pages around it too (`read_ahead_kb`, 8 MiB on
+  some virtual disks), which for a preallocated file means zero-filling megabytes of page
+  cache per new segment. An append touches one page and a binary search a few scattered
+  ones, so reading around them only costs: with thousands of partitions, each new
+  segment's first append took milliseconds.
 * **Trim.** When the segment stops being active (roll or close) the file is cut to the bytes
   its entries use (INDEX-6). A closed segment's index file is exactly `entries * size` bytes.
 * **Zero tail.** Every byte after the last entry is zero; truncation zeroes what it drops.
@@ -26,17 +33,17 @@ does this class:
 Nothing in an index is checksummed. It is a cache of facts that the `.log` file holds, so a
 missing or corrupt index is simply rebuilt from the log (INDEX-7, DUR-4).
 
-Rules: INDEX-1, INDEX-6, INDEX-7 (with offset_index.py), TIDX-1 (with time_index.py).
+Rules: INDEX-1, INDEX-6, INDEX-7, INDEX-8 (with offset_index.py), TIDX-1 (with time_index.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 from typing import ClassVar
 
 from kafka_ref.errors import InvalidConfigError, KafkaStorageError
+from kafka_ref.log.file_map import FileMap
 
 
 class IndexCorruptError(KafkaStorageError):
@@ -60,7 +67,8 @@ class AbstractIndex:
         self.path = os.fspath(path)
         self.base_offset = base_offset
         self.max_index_size = max_index_size
-        self._mm: mmap.mmap | None = None
+        self._file_map: FileMap | None = None  # the mapping (file_map.py)
+        self._mm = None  # its bytes: a writable buffer for struct.pack_into / unpack_from
         newly_created = not os.path.exists(self.path)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
@@ -135,8 +143,16 @@ class AbstractIndex:
 
     # ----------------------------------------------------------------- file handling
     def _map(self, fd: int) -> None:
-        # mmap cannot map an empty file: a trimmed index with no entries has no map.
-        self._mm = mmap.mmap(fd, self._length) if self._length else None
+        # An empty file cannot be mapped: a trimmed index with no entries has no map. The
+        # map holds no descriptor and is advised random access (file_map.py, INDEX-8).
+        self._file_map = FileMap(fd, self._length) if self._length else None
+        self._mm = self._file_map.buffer if self._file_map else None
+
+    def _unmap(self) -> None:
+        if self._file_map is not None:
+            self._mm = None  # first: nothing may touch the bytes once they are unmapped
+            self._file_map.close()
+            self._file_map = None
 
     def _raw(self, slot: int) -> tuple:
         return self._struct.unpack_from(self._mm, slot * self.entry_size)
@@ -189,9 +205,7 @@ class AbstractIndex:
         rounded = self._round_down(new_size)
         if rounded == self._length:
             return False
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        self._unmap()
         fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         try:
             os.ftruncate(fd, rounded)  # growing adds zeros: the zero-tail rule holds
@@ -238,14 +252,12 @@ class AbstractIndex:
         return self._key_struct.unpack_from(self._mm, slot * self.entry_size)[0]
 
     def flush(self) -> None:
-        if self._mm is not None:
-            self._mm.flush()
+        if self._file_map is not None:
+            self._file_map.flush()
 
     def close_handler(self) -> None:
         """Unmap without trimming (the disk may have failed, or the file is being deleted)."""
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        self._unmap()
 
     def close(self) -> None:
         self.trim_to_valid_size()

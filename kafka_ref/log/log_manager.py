@@ -187,6 +187,7 @@ class LogManager:
         self.clock = clock or SystemClock()
         self._topic_config = topic_config or (lambda topic: None)
         self.logs: dict[TopicPartition, Log] = {}
+        self._log_counts = dict.fromkeys(self.log_dirs, 0)  # partitions per directory
         self.flush_timer = LatencyHistogram()  # every log's flushes (LogFlushRateAndTimeMs)
         self.stray_paths: list[str] = []
         self._storage_failures: dict[str, tuple[int, int]] = {}  # dir -> (reported at, since)
@@ -257,6 +258,7 @@ class LogManager:
                     clean_shutdown=self.clean_shutdown[log_dir],
                 )
                 self.logs[tp].flush_timer = self.flush_timer
+                self._log_counts[log_dir] += 1
             logger.info(
                 "loaded %d logs from %s (%s shutdown)",
                 len(self.logs_in(log_dir)),
@@ -285,14 +287,13 @@ class LogManager:
 
     def next_log_dir(self) -> str:
         """Where a new partition goes: the online directory with the fewest partitions, the
-        first such one in `log.dirs` order (Kafka's `nextLogDirs`; DUR-13, DUR-16)."""
+        first such one in `log.dirs` order (Kafka's `nextLogDirs`; DUR-13, DUR-16). The
+        counts are kept as logs come and go: counting every log for each new one would make
+        creating n partitions cost n^2 steps."""
         online = self.online_dirs
         if not online:
             raise KafkaStorageError("every log directory is offline")
-        counts = dict.fromkeys(online, 0)
-        for log in self.logs.values():
-            counts[log.parent_dir] += 1
-        return min(online, key=counts.__getitem__)  # min keeps the first of equals
+        return min(online, key=self._log_counts.__getitem__)  # the first of equals
 
     def maybe_add_offline_log_dir(self, log_dir: str, what: str, err: BaseException) -> None:
         """`what` failed in `log_dir` with an I/O error: the directory goes offline, once
@@ -306,6 +307,7 @@ class LogManager:
             del self.logs[tp]
             with contextlib.suppress(Exception):  # the disk is gone: nothing more to save
                 log.close()
+        self._log_counts[log_dir] = 0
         for listener in self.log_dir_failure_listeners:
             listener(log_dir)
         if self.all_dirs_offline:
@@ -348,6 +350,7 @@ class LogManager:
                 raise KafkaStorageError(f"cannot create {path}: {err}") from err
             log.flush_timer = self.flush_timer
             self.logs[(topic, partition)] = log
+            self._log_counts[log_dir] += 1
             logger.info("created log %s", path)
         return log
 
@@ -372,6 +375,7 @@ class LogManager:
         if log is None:
             return False
         log.close()
+        self._log_counts[log.parent_dir] -= 1
         doomed = f"{log.dir}.{uuid.uuid4().hex}-delete"
         os.replace(log.dir, doomed)  # a crash now leaves a -delete dir the next start removes
         fsync_directory(log.parent_dir)
@@ -415,3 +419,4 @@ class LogManager:
             write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), b"")
         logger.info("closed %d logs cleanly in %s", len(self.logs), ", ".join(self.log_dirs))
         self.logs.clear()
+        self._log_counts = dict.fromkeys(self.log_dirs, 0)

@@ -14,7 +14,9 @@ this operation on this resource?), stands on it.
     sasl_server.py  the SASL state machine of one connection (SaslHandshake, SaslAuthenticate)
     plain.py        the PLAIN mechanism (RFC 4616) and the JAAS-style user list
     scram.py        the SCRAM mechanisms (RFC 5802, RFC 7677)
-    sasl_client.py  the client's side of PLAIN and SCRAM, for brokers connecting to brokers
+    sasl_client.py  the client's side of PLAIN and SCRAM and of the SaslHandshake and
+                    SaslAuthenticate exchange, for clients and brokers connecting to brokers
+    client_security.py  a client's security.protocol, sasl.* and ssl.* properties
     inter_broker.py how a broker connects to other brokers: the inter-broker listener's TLS
                     and SASL, client side
     credentials.py  SCRAM credentials, salted and hashed: the metadata directory's file, or

@@ -32,29 +32,17 @@ Rules: SEC-20, SEC-21.
 from __future__ import annotations
 
 import functools
-import ssl
-from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_ref.security.client_security import ClientSecurity
 from kafka_ref.security.listeners import ListenerError
 from kafka_ref.security.plain import parse_jaas_config
-from kafka_ref.security.sasl_client import sasl_client
 from kafka_ref.security.ssl_config import client_context
 
 
-@dataclass(frozen=True)
-class InterBrokerSecurity:
-    """What a broker needs to connect to another broker's inter-broker listener."""
-
-    protocol: str = "PLAINTEXT"
-    ssl_context: ssl.SSLContext | None = None
-    mechanism: str | None = None  # SASL only
-    username: str = ""
-    password: str = field(default="", repr=False)  # never in a log line or a repr
-
-    def sasl_client(self) -> Any:
-        assert self.mechanism is not None
-        return sasl_client(self.mechanism, self.username, self.password)
+class InterBrokerSecurity(ClientSecurity):
+    """What a broker needs to connect to another broker's inter-broker listener: a
+    client's security (security/client_security.py), from the broker's own config."""
 
     @classmethod
     def from_config(cls, config: Any) -> InterBrokerSecurity:

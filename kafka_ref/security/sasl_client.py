@@ -17,7 +17,13 @@ the exchange is over (SEC-21):
 The SCRAM client checks the broker's signature too: a broker that does not hold the user's
 ServerKey (an impostor) fails the exchange, so authentication is mutual.
 
-Rules: SEC-21.
+`sasl_exchange` is the conversation around a mechanism, as Kafka's clients hold it: a
+SaslHandshake v1 naming the mechanism, then one SaslAuthenticate per token until the
+mechanism is done. It is written without I/O (a generator that yields requests and is sent
+their responses), so the broker's asyncio connection (server/follower_connection.py) and
+the clients' blocking one (client/connection.py) drive the same code (SEC-21, SEC-24).
+
+Rules: SEC-21, SEC-24.
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Generator
+from typing import Any
 
+from kafka_ref.protocol.messages import ApiKey, SaslAuthenticateRequest, SaslHandshakeRequest
 from kafka_ref.security import scram
 from kafka_ref.security.plain import AuthenticationFailed
 
@@ -101,3 +110,40 @@ def sasl_client(mechanism: str, username: str, password: str) -> PlainSaslClient
     if mechanism == "PLAIN":
         return PlainSaslClient(username, password)
     return ScramSaslClient(mechanism, username, password)
+
+
+# What the exchange yields: (api key, version, request body); it is sent the response.
+SaslStep = tuple[int, int, Any]
+
+
+def sasl_exchange(
+    client: PlainSaslClient | ScramSaslClient, username: str, authenticate_version: int = 2
+) -> Generator[SaslStep, Any, None]:
+    """SaslHandshake v1, then SaslAuthenticate (v0-2) rounds until `client` is done.
+
+    Drive it with `step = next(exchange)`, then `step = exchange.send(response)` until
+    StopIteration. A refusal raises AuthenticationFailed with a message that names the
+    mechanism and the user and the broker's reason, never the password.
+    """
+    mechanism = client.mechanism
+    handshake = yield ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism=mechanism)
+    if handshake.error_code:
+        enabled = ",".join(handshake.mechanisms) or "none"
+        raise AuthenticationFailed(
+            f"SASL mechanism {mechanism} is not enabled on the listener (enabled: {enabled})"
+        )
+    who = f"{username!r} with {mechanism}"
+    challenge = b""
+    while True:
+        try:
+            token = client.evaluate(challenge)
+        except AuthenticationFailed as err:  # the broker's SCRAM signature was wrong
+            raise AuthenticationFailed(f"authentication as {who} failed: {err}") from None
+        if token is None:
+            return
+        body = SaslAuthenticateRequest(auth_bytes=token)
+        answer = yield ApiKey.SASL_AUTHENTICATE, authenticate_version, body
+        if answer.error_code:
+            reason = answer.error_message or "no reason given"
+            raise AuthenticationFailed(f"authentication as {who} failed: {reason}")
+        challenge = bytes(answer.auth_bytes)  # a view into a reused buffer: copy it

@@ -27,7 +27,7 @@ response's file slices are read and written through the TLS transport instead of
 The same keys make the context a broker connects to other brokers with on an SSL or
 SASL_SSL inter-broker listener (`client_context`).
 
-Rules: SEC-3, SEC-4, SEC-21.
+Rules: SEC-3, SEC-4, SEC-21, SEC-24.
 """
 
 from __future__ import annotations
@@ -72,11 +72,11 @@ def server_context(get: Callable[[str], Any]) -> ssl.SSLContext:
 
 
 def client_context(get: Callable[[str], Any]) -> ssl.SSLContext:
-    """The TLS context a broker connects to another broker with (SEC-21): the truststore's
-    CAs check the other broker's certificate, and its host name unless
-    `ssl.endpoint.identification.algorithm` is empty; the broker's own keystore is its
-    client certificate, so an `ssl.client.auth=required` listener admits it as the principal
-    of its certificate."""
+    """The TLS context a client, or a broker connecting to another broker, uses (SEC-21,
+    SEC-24): the truststore's CAs check the broker's certificate, and its host name unless
+    `ssl.endpoint.identification.algorithm` is empty; a keystore, when given (a broker always
+    has one), is the client certificate, so an `ssl.client.auth=required` listener admits
+    the connection as the principal of that certificate."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.check_hostname = get("ssl.endpoint.identification.algorithm") == "https"
@@ -90,7 +90,8 @@ def client_context(get: Callable[[str], Any]) -> ssl.SSLContext:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     except (OSError, ssl.SSLError) as err:
         raise SslConfigError(f"ssl.truststore: cannot load the CA certificates: {err}") from None
-    _load_keystore(context, get)
+    if get("ssl.keystore.location") or get("ssl.keystore.key"):
+        _load_keystore(context, get)
     return context
 
 

@@ -33,14 +33,14 @@ check and the append one step.)
 `transaction.partition.verification.enable` (default true, as in Kafka 3.6+) turns it off.
 Kafka batches the questions of many produce requests into one request per coordinator;
 kafka-ref sends one per produce request, over the same `InterBrokerChannel` kind as the
-markers.
+markers. When the coordinator is this broker (always, on one broker) the question takes no
+socket and is answered before `verify` returns (server/loopback.py, TXN-24).
 
-Rules: TXN-23.
+Rules: TXN-23, TXN-24.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
@@ -50,6 +50,7 @@ from kafka_ref.protocol.messages import AddPartitionsToTxnRequest, ApiKey
 from kafka_ref.record.batch import BatchHeader
 from kafka_ref.security.inter_broker import PLAINTEXT, InterBrokerSecurity
 from kafka_ref.server.inter_broker_channel import BrokerUnavailableError, InterBrokerChannel
+from kafka_ref.server.loopback import Loopback
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC, partition_for
 
 logger = logging.getLogger("kafka_ref.server.add_partitions_manager")
@@ -86,13 +87,14 @@ class AddPartitionsToTxnManager:
 
     def __init__(
         self, controller: ClusterMetadataApi, num_txn_partitions: int, enabled: bool = True,
-        security: InterBrokerSecurity = PLAINTEXT,
+        security: InterBrokerSecurity = PLAINTEXT, loopback: Loopback | None = None,
     ) -> None:  # fmt: skip
         self.controller, self.num_txn_partitions, self.enabled = (
             controller, num_txn_partitions, enabled)  # fmt: skip
-        self.channel = InterBrokerChannel(controller, "add-partitions-to-txn-sender", security)
+        self.channel = InterBrokerChannel(
+            controller, "add-partitions-to-txn-sender", security, loopback=loopback
+        )
         self._guards: dict[tuple[TopicPartition, int], object] = {}
-        self._tasks: set[asyncio.Task] = set()
 
     # ------------------------------------------------------------------ the guard
     def needs_verification(
@@ -148,24 +150,21 @@ class AddPartitionsToTxnManager:
                         for t, p in partitions],
             )
         ])  # fmt: skip
-        task = asyncio.get_running_loop().create_task(
-            self._ask(coordinator, body, partitions, callback)
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.channel.send(
+            coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body,
+            lambda response: self._answered(coordinator, response, partitions, callback),
+        )  # fmt: skip
 
     def _coordinator(self, transactional_id: str) -> int | None:
         index = partition_for(transactional_id, self.num_txn_partitions)
         state = self.controller.partition_state(TRANSACTION_STATE_TOPIC, index)
         return None if state is None or state.leader < 0 else state.leader
 
-    async def _ask(self, node: int, body, partitions: list[TopicPartition], callback) -> None:
-        try:
-            response = await self.channel.request(
-                node, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body
-            )
-        except BrokerUnavailableError as err:
-            logger.warning("cannot verify with coordinator %d: %s", node, err)
+    def _answered(
+        self, node: int, response, partitions: list[TopicPartition], callback: Verified
+    ) -> None:
+        if isinstance(response, BrokerUnavailableError):
+            logger.warning("cannot verify with coordinator %d: %s", node, response)
             return callback(dict.fromkeys(partitions, producer_error(ErrorCode.NETWORK_EXCEPTION)))
         if response.error_code != ErrorCode.NO_ERROR:
             error = producer_error(ErrorCode(response.error_code))
@@ -180,6 +179,4 @@ class AddPartitionsToTxnManager:
         callback(failed)
 
     def shutdown(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
         self.channel.close()

@@ -69,8 +69,11 @@ the controller moves its leaders at once) and the process exits with status 1.
 `BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
 want a broker in-process.
 
-Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, CONFIG-6, DUR-16, IDEM-14, ISR-3, REPL-10,
-REPL-11, SEC-2.
+A broker process (`serve`) first raises its limit of open files to the hard limit
+(BROKER-60): it holds a descriptor per partition.
+
+Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, BROKER-60, CONFIG-6, DUR-16, IDEM-14, ISR-3,
+REPL-10, REPL-11, SEC-2.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import resource
 import signal
 import threading
 from collections.abc import Callable
@@ -228,7 +232,7 @@ class Broker:
         )  # fmt: skip
         self.txns = TxnCoordinatorAdapter(
             config, controller, self.replica_manager, self.clock, loop.call_later,
-            self.apis.producer_ids.generate_producer_id,
+            self.apis.producer_ids.generate_producer_id, self.apis.loopback,
         )  # fmt: skip
         if self.zk_mode is not None:  # loads the partitions the controller makes it lead
             self.zk_mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns, True)
@@ -501,9 +505,30 @@ def _broker_endpoint(config: KafkaConfig, advertised: list[EndPoint]) -> BrokerE
     return BrokerEndpoint(config.broker_id, own.host, own.port, rack, tuple(advertised))
 
 
+def raise_descriptor_limit() -> int:
+    """Raise this process's soft limit of open files to its hard limit (BROKER-60); returns
+    the limit now in force.
+
+    A broker holds a descriptor per partition (its active segment's `.log`; the index maps
+    hold none, INDEX-8) and per connection. The usual soft limit is 1,024 while the hard
+    one is far higher: with the soft one, a broker fails with EMFILE near a thousand
+    partitions. Kafka's JVM raises it the same way at start (HotSpot's `MaxFDLimit`, on by
+    default); a process may raise its soft limit up to its hard one without privileges."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard and soft != resource.RLIM_INFINITY:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as err:  # e.g. a hard limit above what the OS allows
+            logger.warning("cannot raise the open files limit from %d to %d: %s", soft, hard, err)
+    logger.info("open files limit: %s", "unlimited" if soft == resource.RLIM_INFINITY else soft)
+    return soft
+
+
 async def serve(config: KafkaConfig) -> int:
     """Run a broker until SIGTERM or SIGINT, then shut it down cleanly; 0, or 1 when it
     stopped because every log dir failed (DUR-16)."""
+    raise_descriptor_limit()
     broker = Broker(config)
     await broker.start()
     stop = asyncio.Event()

@@ -36,9 +36,9 @@ import struct
 from typing import Any
 
 from kafka_ref.protocol import decode_response, encode_request
-from kafka_ref.protocol.messages import ApiKey, SaslAuthenticateRequest, SaslHandshakeRequest
 from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.security.plain import AuthenticationFailed
+from kafka_ref.security.sasl_client import sasl_exchange
 
 _SIZE = struct.Struct(">i")
 INITIAL_BUFFER = 64 * 1024
@@ -80,26 +80,17 @@ class FetcherConnection(asyncio.BufferedProtocol):
         return connection
 
     async def _authenticate(self, security: InterBrokerSecurity, client_id: str) -> None:
-        """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done."""
-        mechanism, who = security.mechanism, f"{security.username!r} with {security.mechanism}"
-        body = SaslHandshakeRequest(mechanism=mechanism)
-        handshake = await self.request(ApiKey.SASL_HANDSHAKE, 1, body, client_id)
-        if handshake.error_code:
-            raise InterBrokerAuthenticationError(
-                f"SASL mechanism {mechanism} refused (enabled: {','.join(handshake.mechanisms)})"
-            )
-        client, challenge = security.sasl_client(), b""
+        """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done (the
+        exchange is the clients' own, security/sasl_client.py)."""
+        exchange = sasl_exchange(security.sasl_client(), security.username)
         try:
-            while (token := client.evaluate(challenge)) is not None:
-                body = SaslAuthenticateRequest(auth_bytes=token)
-                answer = await self.request(ApiKey.SASL_AUTHENTICATE, 2, body, client_id)
-                if answer.error_code:
-                    raise InterBrokerAuthenticationError(
-                        f"authentication as {who} failed: {answer.error_message}"
-                    )
-                challenge = bytes(answer.auth_bytes)  # the buffer is reused by the next one
-        except AuthenticationFailed as err:  # the broker's SCRAM signature was wrong
-            raise InterBrokerAuthenticationError(f"authentication as {who}: {err}") from None
+            step = next(exchange)
+            while True:
+                step = exchange.send(await self.request(*step, client_id))
+        except StopIteration:
+            return
+        except AuthenticationFailed as err:
+            raise InterBrokerAuthenticationError(str(err)) from None
 
     async def request(self, api_key: int, version: int, body: Any, client_id: str) -> Any:
         """Send one request and decode its response (valid until the next request)."""

@@ -22,16 +22,19 @@ Kafka's `BrokerServer` wires its `TransactionCoordinator`:
   Losing the leadership resigns the partition: its answers still in flight become
   NOT_COORDINATOR and its marker retries stop; the new leader replays the log (TXN-21).
 * **Markers, over the wire.** `send_markers` groups a transaction's partitions by their
-  leader and sends each leader a WriteTxnMarkers request on a connection of its own, also
-  when the leader is this very broker: the one-broker path and the cluster path are the
-  same path (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`;
-  server/inter_broker_channel.py). Partitions without a leader, and leaders that cannot
-  be reached, answer a retriable error, and the coordinator tries again after a backoff,
-  looking the leader up again: a marker follows its partition to a new leader (TXN-22).
+  leader and sends each leader a WriteTxnMarkers request on a connection of its own
+  (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`;
+  server/inter_broker_channel.py). To this very broker the request goes through the
+  broker's own handlers without a socket, and is answered at once when the markers need no
+  follower: on one broker CompleteCommit is then logged right after EndTxn's answer is
+  written, before another request is read (server/loopback.py, TXN-24). Partitions without
+  a leader, and leaders that cannot be reached, answer a retriable error, and the
+  coordinator tries again after a backoff, looking the leader up again: a marker follows
+  its partition to a new leader (TXN-22).
 * **Timeouts.** Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
   coordinator aborts the transactions open past their timeout (TXN-15).
 
-Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22.
+Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22, TXN-24.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi, TopicExistsError
 from kafka_ref.common import TopicPartition
@@ -53,6 +57,7 @@ from kafka_ref.server.inter_broker_channel import (
     live_broker,
 )
 from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.loopback import Loopback
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.txn.coordinator import (
     MarkerCallback,
@@ -109,6 +114,38 @@ def ensure_transaction_topic(controller: ClusterMetadataApi, config: KafkaConfig
     return ErrorCode.NO_ERROR
 
 
+def _marker(request: MarkerRequest, tps: set[TopicPartition]) -> Any:
+    """The `WritableTxnMarker` of a transaction's partitions led by one broker."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in sorted(tps):
+        by_topic.setdefault(topic, []).append(index)
+    return WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=request.producer_id,
+        producer_epoch=request.producer_epoch,
+        transaction_result=request.commit,
+        topics=[
+            WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+            for t, ps in by_topic.items()
+        ],
+        coordinator_epoch=request.coordinator_epoch,
+    )
+
+
+def _marker_errors(
+    leader: int, tps: set[TopicPartition], response: Any
+) -> dict[TopicPartition, ErrorCode]:
+    """Each partition's error in a WriteTxnMarkers response, NETWORK_EXCEPTION if none."""
+    out = dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)  # unless answered
+    if isinstance(response, BrokerUnavailableError):
+        logger.warning("cannot send markers to broker %d: %s", leader, response)
+        return out
+    for result in response.markers:
+        for topic in result.topics:
+            for p in topic.partitions:
+                out[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+    return out
+
+
 def coordinator_of(
     controller: ClusterMetadataApi, coordinator: TransactionCoordinator, transactional_id: str
 ) -> BrokerEndpoint | None:
@@ -131,6 +168,7 @@ class TxnCoordinatorAdapter:
         clock,
         schedule: Callable,
         generate_producer_id: Callable[[], int],
+        loopback: Loopback | None = None,
     ) -> None:
         self.controller, self.replica_manager, self.schedule = controller, replica_manager, schedule
         self.coordinator = TransactionCoordinator(
@@ -138,9 +176,9 @@ class TxnCoordinatorAdapter:
             generate_producer_id,
         )  # fmt: skip
         self.channel = InterBrokerChannel(
-            controller, "txn-marker-sender", InterBrokerSecurity.from_config(config)
-        )
-        self._tasks: set[asyncio.Task] = set()
+            controller, "txn-marker-sender", InterBrokerSecurity.from_config(config),
+            loopback=loopback,
+        )  # fmt: skip
         self._timers: dict[str, object] = {}  # job name -> its scheduled handle
         self._closed = False
 
@@ -159,7 +197,16 @@ class TxnCoordinatorAdapter:
 
     # ------------------------------------------------------------------ markers
     def send_markers(self, request: MarkerRequest, on_done: MarkerCallback) -> None:
+        """Send the markers in the event loop's next turn (TXN-24). The coordinator answers
+        EndTxn just before it asks for them, so that answer is written first; and the loop
+        reads no socket between the two, so on one broker CompleteCommit is logged before
+        the producer's next request is read, without holding the answer back meanwhile."""
+        asyncio.get_running_loop().call_soon(self._send_markers, request, on_done)
+
+    def _send_markers(self, request: MarkerRequest, on_done: MarkerCallback) -> None:
         """Group the partitions by leader; one WriteTxnMarkers per leader (TXN-12)."""
+        if self._closed:
+            return
         by_leader: dict[int, set[TopicPartition]] = {}
         errors: dict[TopicPartition, ErrorCode] = {}
         for tp in request.partitions:
@@ -172,54 +219,22 @@ class TxnCoordinatorAdapter:
                 errors[tp] = ErrorCode.LEADER_NOT_AVAILABLE
             else:
                 by_leader.setdefault(state.leader, set()).add(tp)
+        waiting = set(by_leader)
+
+        def answered(leader: int, tps: set[TopicPartition], response: Any) -> None:
+            errors.update(_marker_errors(leader, tps, response))
+            waiting.discard(leader)
+            if not waiting and not self._closed:
+                on_done(errors)
+
         if not by_leader:
             on_done(errors)
-            return
-        task = asyncio.get_running_loop().create_task(
-            self._send_all(request, by_leader, errors, on_done)
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send_all(self, request, by_leader, errors, on_done: MarkerCallback) -> None:
-        results = await asyncio.gather(
-            *(self._send_one(leader, request, tps) for leader, tps in by_leader.items())
-        )
-        for result in results:
-            errors.update(result)
-        if not self._closed:
-            on_done(errors)
-
-    async def _send_one(
-        self, leader: int, request: MarkerRequest, tps: set[TopicPartition]
-    ) -> dict[TopicPartition, ErrorCode]:
-        by_topic: dict[str, list[int]] = {}
-        for topic, index in sorted(tps):
-            by_topic.setdefault(topic, []).append(index)
-        marker = WriteTxnMarkersRequest.WritableTxnMarker(
-            producer_id=request.producer_id,
-            producer_epoch=request.producer_epoch,
-            transaction_result=request.commit,
-            topics=[
-                WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
-                for t, ps in by_topic.items()
-            ],
-            coordinator_epoch=request.coordinator_epoch,
-        )
-        try:
-            response = await self.channel.request(
+        for leader, tps in by_leader.items():
+            self.channel.send(
                 leader, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
-                WriteTxnMarkersRequest(markers=[marker]),
+                WriteTxnMarkersRequest(markers=[_marker(request, tps)]),
+                lambda response, leader=leader, tps=tps: answered(leader, tps, response),
             )  # fmt: skip
-        except BrokerUnavailableError as err:
-            logger.warning("cannot send markers to broker %d: %s", leader, err)
-            return dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)
-        out = dict.fromkeys(tps, ErrorCode.NETWORK_EXCEPTION)  # unless answered
-        for result in response.markers:
-            for topic in result.topics:
-                for p in topic.partitions:
-                    out[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
-        return out
 
     # ------------------------------------------------------------------ leadership
     def start(self) -> None:
@@ -272,6 +287,4 @@ class TxnCoordinatorAdapter:
         self._closed = True
         for timer in self._timers.values():
             timer.cancel()
-        for task in list(self._tasks):
-            task.cancel()
         self.channel.close()

@@ -41,6 +41,7 @@ from kafka_ref.security.acls import (
     ResourcePattern,
     ResourceType,
 )
+from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.topics import add_timeout_option, check_bootstrap, check_timeout
 
 _OPERATIONS = {o.name.replace("_", "").lower(): o for o in AclOperation if o > AclOperation.ANY}
@@ -49,6 +50,7 @@ _PATTERNS = {"literal", "prefixed", "any", "match"}
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
+    add_command_config(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--add", action="store_true", help="add ACLs")
     action.add_argument("--remove", action="store_true", help="remove ACLs")
@@ -158,7 +160,11 @@ def _print(bindings: list[AclBinding]) -> None:
 def run(args: argparse.Namespace) -> int:
     resources, entries, pattern_type = _validate(args)
     try:
-        with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.bootstrap_server,
+            request_timeout_ms=args.timeout_ms,
+            security=command_security(args),
+        ) as admin:
             if args.add:
                 admin.create_acls(
                     AclBinding(ResourcePattern(rtype, name, pattern_type), e)

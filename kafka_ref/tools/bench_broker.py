@@ -175,11 +175,18 @@ def delete_topic(target: Target, topic: str) -> None:
 
 
 def measure_produce(
-    target: Target, topic: str, case: Case, settings: Settings, tick: Tick
+    target: Target,
+    topic: str,
+    case: Case,
+    settings: Settings,
+    tick: Tick,
+    destinations: list[tuple[str, int]] | None = None,
 ) -> tuple[dict, int]:
     """Produce throughput; also returns how many messages were delivered.
 
-    Delivery reports come only for failures (`delivery.report.only.error`): a Python
+    Messages go round-robin over `destinations`, (topic, partition) pairs, by default every
+    partition of `topic` (`bench partitions` spreads them over several topics). Delivery
+    reports come only for failures (`delivery.report.only.error`): a Python
     callback per message would cost the client about a microsecond each, and the client,
     not the broker, would be what is measured. Delivered = sent - failed - still queued.
     """
@@ -201,13 +208,15 @@ def measure_produce(
         }
     )
     payload = os.urandom(case.size)
-    partitions, produce, poll = case.partitions, producer.produce, producer.poll
+    destinations = destinations or [(topic, p) for p in range(case.partitions)]
+    count, produce, poll = len(destinations), producer.produce, producer.poll
     sent = 0
     start = time.perf_counter()
     deadline = start + settings.seconds
     while sent < settings.messages:
         try:
-            produce(topic, payload, partition=sent % partitions)
+            name, partition = destinations[sent % count]
+            produce(name, payload, partition=partition)
         except BufferError:  # the client's queue is full: let it drain
             poll(0.005)
             if time.perf_counter() > deadline:

@@ -44,11 +44,14 @@ MB = 1024 * 1024
 SETTLE_SECONDS = 30.0  # at most, for the broker to read what the greedy connections sent
 
 
-def raise_fd_limit(needed: int) -> None:
+def raise_fd_limit(needed: int, what: str = "the soak") -> None:
     """Soft limit up to the hard one; BenchError if even that is too small."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < needed:
-        raise BenchError(f"the soak needs {needed} file descriptors; the hard limit is {hard}")
+        raise BenchError(
+            f"{what} needs {needed} file descriptors; the hard limit is {hard}"
+            " (raise it: ulimit -Hn, or prlimit --nofile)"
+        )
     if soft != resource.RLIM_INFINITY and soft < needed:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 

@@ -38,6 +38,12 @@ def render() -> str:
         "line and exits with code 2; an operation that fails exits with code 1. This page is",
         "generated from the code (`python -m kafka_ref.tools.cli_reference > docs/cli.md`).",
         "",
+        "On a secured listener (SSL, SASL_PLAINTEXT, SASL_SSL), every tool that takes",
+        "`--bootstrap-server` also takes `--command-config FILE` (`produce`: `--producer.config`,",
+        "`consume`: `--consumer.config`), a client.properties file with Kafka's names:",
+        "`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`,",
+        "... ([Security: clients and tools](security.md#clients-and-tools); TOOLS-28).",
+        "",
         "| command | what it does |",
         "|---|---|",
     ]

@@ -32,6 +32,7 @@ from kafka_ref.client.admin import Admin
 from kafka_ref.client.admin_quotas import ANY, DEFAULT_NAME, EXACT
 from kafka_ref.errors import KafkaError
 from kafka_ref.quota.entity import CLIENT_ID, USER, QuotaEntity
+from kafka_ref.tools.command_config import command_security
 
 ENTITY_TYPES = {"users": USER, "clients": CLIENT_ID}
 _SHOWN = {USER: "user-principal", CLIENT_ID: "client-id"}
@@ -75,7 +76,11 @@ def run(args: argparse.Namespace) -> int:
     set_ = _parse_values(args.add_config or "")
     remove = tuple(k.strip() for k in (args.delete_config or "").split(",") if k.strip())
     try:
-        with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.bootstrap_server,
+            request_timeout_ms=args.timeout_ms,
+            security=command_security(args),
+        ) as admin:
             if args.alter:
                 entity = QuotaEntity.from_components([(t, n) for t, n, _ in pairs])
                 admin.alter_client_quotas(entity, set_, remove)

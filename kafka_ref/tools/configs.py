@@ -56,6 +56,7 @@ from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin, ConfigResource
 from kafka_ref.errors import KafkaError
 from kafka_ref.tools import client_quotas, users
+from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.topics import check_bootstrap
 
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
@@ -71,6 +72,7 @@ _ITEM = re.compile(r"\s*([^=,\s]+)\s*=\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
+    add_command_config(parser)
     parser.add_argument(  # users and clients may go together: a user's client (quotas)
         "--entity-type", action="append", help="what to configure",
         choices=["topics", "brokers", *client_quotas.ENTITY_TYPES],
@@ -174,7 +176,11 @@ def run(args: argparse.Namespace) -> int:
     changes += [(k.strip(), None, DELETE) for k in (args.delete_config or "").split(",") if k]
     kind = "default config" if args.entity_default else "config"
     try:
-        with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.bootstrap_server,
+            request_timeout_ms=args.timeout_ms,
+            security=command_security(args),
+        ) as admin:
             if args.alter:
                 admin.incremental_alter_configs(resource, changes)
                 print(f"Completed updating {kind} for {what}.")

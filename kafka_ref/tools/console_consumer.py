@@ -38,6 +38,7 @@ from kafka_ref.client.consumer_fetch import ConsumerRecord
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
 from kafka_ref.record.batch import TimestampType
+from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.console_producer import check_required, parse_properties
 
 PROPERTIES = {
@@ -57,6 +58,7 @@ _FLAGS = ("timestamp", "partition", "offset", "headers", "key", "value")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="required")
+    add_command_config(parser, "--consumer.config")
     parser.add_argument("--topic", metavar="TOPIC", help="required")
     parser.add_argument("--from-beginning", action="store_true", help="start at the earliest")
     parser.add_argument("--group", metavar="GROUP", help="join this consumer group")
@@ -165,7 +167,11 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     if args.group is not None:
         return _run_in_group(args, formatter, out)
-    consumer = Consumer(args.bootstrap_server, isolation_level=args.isolation_level)
+    consumer = Consumer(
+        args.bootstrap_server,
+        isolation_level=args.isolation_level,
+        security=command_security(args),
+    )
 
     def consume() -> int | None:
         known = _await_partitions(consumer, args.topic, args.timeout_ms)
@@ -192,6 +198,7 @@ def _run_in_group(args: argparse.Namespace, formatter: Formatter, out) -> int:
         args.bootstrap_server,
         group_id=args.group,
         isolation_level=args.isolation_level,
+        security=command_security(args),
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         enable_auto_commit=False,  # a manual commit of what was printed, not of what was read
     )

@@ -25,6 +25,7 @@ from kafka_ref.cli import UsageError
 from kafka_ref.client.producer import Producer, parse_acks
 from kafka_ref.errors import KafkaError
 from kafka_ref.record.compression import Compression
+from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.topics import check_bootstrap
 
 PROPERTIES = {"parse.key": "false", "key.separator": "\t", "ignore.error": "false"}
@@ -32,6 +33,7 @@ PROPERTIES = {"parse.key": "false", "key.separator": "\t", "ignore.error": "fals
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="required")
+    add_command_config(parser, "--producer.config")
     parser.add_argument("--topic", metavar="TOPIC", help="required")
     parser.add_argument(
         "--property",
@@ -102,6 +104,7 @@ def _producer(args: argparse.Namespace) -> Producer:
         max_block_ms=args.max_block_ms,
         request_timeout_ms=args.request_timeout_ms,
         delivery_timeout_ms=max(120_000, args.linger_ms + args.request_timeout_ms),
+        security=command_security(args),
     )
 
 

@@ -35,6 +35,7 @@ from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
+from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.topics import add_timeout_option, check_bootstrap, check_timeout
 
 ACTIONS = ("list", "describe", "reset_offsets", "delete")
@@ -44,6 +45,7 @@ INACTIVE = ("Empty", "Dead")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
+    add_command_config(parser)
     parser.add_argument("--list", action="store_true", help="list all consumer groups")
     parser.add_argument("--describe", action="store_true", help="describe a group")
     parser.add_argument(
@@ -145,7 +147,11 @@ def _validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     _validate(args)
     try:
-        with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.bootstrap_server,
+            request_timeout_ms=args.timeout_ms,
+            security=command_security(args),
+        ) as admin:
             if args.list:
                 for group in admin.list_groups():
                     print(group.group_id)

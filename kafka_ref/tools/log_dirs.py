@@ -30,11 +30,13 @@ import sys
 from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin
 from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.topics import add_timeout_option, check_bootstrap, check_timeout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
+    add_command_config(parser)
     parser.add_argument("--describe", action="store_true", help="describe the log directories")
     parser.add_argument("--topic-list", metavar="T1,T2", help="only these topics (default all)")
     parser.add_argument("--broker-list", metavar="ID1,ID2", help="only these brokers (default all)")
@@ -57,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
     topics = {t.strip() for t in (args.topic_list or "").split(",") if t.strip()}
     print("Querying brokers for log directories information")
     try:
-        with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.bootstrap_server,
+            request_timeout_ms=args.timeout_ms,
+            security=command_security(args),
+        ) as admin:
             live = sorted(node.node_id for node in admin.describe_cluster()[0])
             missing = sorted(set(wanted or ()) - set(live))
             if missing:

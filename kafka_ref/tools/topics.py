@@ -24,12 +24,14 @@ from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource, NewTopic
 from kafka_ref.client.connection import parse_bootstrap_servers
 from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.tools.command_config import add_command_config, command_security
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
+    add_command_config(parser)
     action = parser.add_mutually_exclusive_group()
     for name in ACTIONS:
         action.add_argument(f"--{name}", action="store_true", help=f"{name} topics")
@@ -118,7 +120,11 @@ def run(args: argparse.Namespace) -> int:
     _validate(args)
     configs = parse_configs(args.config)
     try:
-        with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.bootstrap_server,
+            request_timeout_ms=args.timeout_ms,
+            security=command_security(args),
+        ) as admin:
             if args.create:
                 return _create(admin, args, configs)
             if args.list:

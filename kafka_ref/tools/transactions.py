@@ -31,12 +31,14 @@ from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
+from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.groups import print_table
 from kafka_ref.tools.topics import add_timeout_option, check_bootstrap, check_timeout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
+    add_command_config(parser)
     add_timeout_option(parser)
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.add_parser("list", help="list the transactional ids and their states")
@@ -64,7 +66,11 @@ def _validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     _validate(args)
     try:
-        with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+        with Admin(
+            args.bootstrap_server,
+            request_timeout_ms=args.timeout_ms,
+            security=command_security(args),
+        ) as admin:
             if args.action == "list":
                 rows = [["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]]
                 for t in admin.list_transactions():

@@ -39,6 +39,7 @@ from kafka_ref.cli import UsageError
 from kafka_ref.errors import KafkaError
 from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
 from kafka_ref.security.scram import HASHES, MAX_ITERATIONS, MIN_ITERATIONS, make_credential
+from kafka_ref.tools.command_config import add_command_config, command_security
 
 _ITEM = re.compile(r"\s*([A-Z0-9-]+)\s*=\s*\[([^\]]*)\]\s*(?:,|$)")
 Added = dict[str, tuple[str, int]]  # mechanism -> (password, iterations)
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="through a broker")
     where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="into ZooKeeper")
     where.add_argument("--data-dir", metavar="DIR", help="an embedded broker's log dir")
+    add_command_config(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--alter", action="store_true", help="add or delete credentials")
     action.add_argument("--describe", action="store_true", help="list users and mechanisms")
@@ -95,7 +97,11 @@ def _print(described: dict[str, dict[str, int]], only: str | None) -> None:
 def _through_broker(args: argparse.Namespace, added: Added, deleted: tuple[str, ...]) -> None:
     from kafka_ref.client.admin import Admin
 
-    with Admin(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+    with Admin(
+        args.bootstrap_server,
+        request_timeout_ms=args.timeout_ms,
+        security=command_security(args),
+    ) as admin:
         if args.describe:
             _print(admin.describe_user_scram_credentials(), args.entity_name)
             return
@@ -132,6 +138,10 @@ def _into_zookeeper(args: argparse.Namespace, added: Added, deleted: tuple[str, 
 def run(args: argparse.Namespace) -> int:
     if args.data_dir is not None and not os.path.isdir(args.data_dir):
         raise UsageError(f"--data-dir {args.data_dir}: no such directory")
+    if args.command_config is not None and args.bootstrap_server is None:
+        raise UsageError(
+            "--command-config is for --bootstrap-server: it says how to reach a broker"
+        )
     added: Added = {}
     deleted: tuple[str, ...] = ()
     if args.alter:

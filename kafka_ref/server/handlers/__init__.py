@@ -68,6 +68,7 @@ from kafka_ref.server.handlers import (
     txn_admin,
 )
 from kafka_ref.server.handlers.context import ApiContext
+from kafka_ref.server.loopback import Loopback
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 
@@ -82,6 +83,10 @@ class KafkaApis(ApiContext):
     """Dispatches each request to its handler (Kafka: `KafkaApis`)."""
 
     def __post_init__(self) -> None:
+        # the coordinators' requests to this very broker skip the socket (server/loopback.py)
+        self.loopback = Loopback(
+            self.controller.endpoint.node_id, self.controller.endpoint.host, self.handle
+        )
         super().__post_init__()
         self.handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: produce.handle_produce,

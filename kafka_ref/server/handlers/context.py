@@ -26,6 +26,7 @@ from kafka_ref.security.inter_broker import InterBrokerSecurity
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
 from kafka_ref.server.dynamic_config import DynamicBrokerConfig
 from kafka_ref.server.kafka_config import KafkaConfig
+from kafka_ref.server.loopback import Loopback
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import Request
@@ -55,6 +56,7 @@ class ApiContext:
     dynamic_config: DynamicBrokerConfig = None  # type: ignore[assignment]  # default: own
     quotas: QuotaManagers = field(default_factory=QuotaManagers)  # client quotas (QUOTA-6)
     kafka_controller: Any = None  # ZooKeeper mode: this broker's KafkaController
+    loopback: Loopback | None = None  # requests to this broker itself (TXN-24)
 
     def __post_init__(self) -> None:
         if self.dynamic_config is None:  # the broker passes the one its parts reconfigure by
@@ -65,7 +67,7 @@ class ApiContext:
             self.add_partitions = AddPartitionsToTxnManager(
                 self.controller, self.config["transaction.state.log.num.partitions"],
                 self.config["transaction.partition.verification.enable"],
-                InterBrokerSecurity.from_config(self.config),
+                InterBrokerSecurity.from_config(self.config), self.loopback,
             )  # fmt: skip
 
     @property

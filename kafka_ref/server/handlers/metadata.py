@@ -59,6 +59,7 @@ from kafka_ref.server.response import Response
 if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
 
+_PARTITION = MetadataResponse.MetadataResponsePartition  # looked up once, built per partition
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka: Topic.INTERNAL_TOPICS
 
 # Kafka's ApiVersionsRequest.isValid: a software name/version looks like this.
@@ -170,34 +171,30 @@ def listener_view(
 
 
 def _describe(apis: ApiContext, name: str, live: set[int]) -> Any:
+    """One topic of the response. Its partitions are the one part of a Metadata answer that
+    grows with the cluster (30,000 numbers for 10,000 partitions), so the loop does no more
+    than each partition needs: its state, and one response entry that takes the state's
+    tuples as they are (no copies; no replica offline, the common case, is one check)."""
     meta = apis.controller.topic(name)
     assert meta is not None
+    state_of = apis.controller.partition_state
     partitions = []
     for index in range(meta.partitions):
-        state = apis.controller.partition_state(name, index)
+        state = state_of(name, index)
         if state is None or state.leader not in live:  # not elected yet, or offline
-            replicas = state.replicas if state else _replicas(apis, name, index)
-            partitions.append(
-                MetadataResponse.MetadataResponsePartition(
-                    error_code=ErrorCode.LEADER_NOT_AVAILABLE,
-                    partition_index=index,
-                    leader_id=-1,
-                    leader_epoch=state.leader_epoch if state else -1,
-                    replica_nodes=list(replicas),
-                    isr_nodes=list(state.isr) if state else [],
-                    offline_replicas=[r for r in replicas if r not in live],
-                )
-            )
+            partitions.append(_leaderless(apis, name, index, state, live))
             continue
+        replicas = state.replicas  # tuples: the encoder takes them as they are
+        offline = () if live.issuperset(replicas) else tuple(r for r in replicas if r not in live)
         partitions.append(
-            MetadataResponse.MetadataResponsePartition(
+            _PARTITION(
                 error_code=ErrorCode.NO_ERROR,
                 partition_index=index,
                 leader_id=state.leader,
                 leader_epoch=state.leader_epoch,
-                replica_nodes=list(state.replicas),
-                isr_nodes=list(state.isr),
-                offline_replicas=[r for r in state.replicas if r not in live],
+                replica_nodes=replicas,
+                isr_nodes=state.isr,
+                offline_replicas=offline,
             )
         )
     return MetadataResponse.MetadataResponseTopic(
@@ -205,6 +202,20 @@ def _describe(apis: ApiContext, name: str, live: set[int]) -> Any:
         name=name,
         is_internal=meta.internal or name in INTERNAL_TOPICS,
         partitions=partitions,
+    )
+
+
+def _leaderless(apis: ApiContext, name: str, index: int, state: Any, live: set[int]) -> Any:
+    """LEADER_NOT_AVAILABLE with leader -1: no leader elected yet, or it is offline."""
+    replicas = state.replicas if state else _replicas(apis, name, index)
+    return _PARTITION(
+        error_code=ErrorCode.LEADER_NOT_AVAILABLE,
+        partition_index=index,
+        leader_id=-1,
+        leader_epoch=state.leader_epoch if state else -1,
+        replica_nodes=list(replicas),
+        isr_nodes=list(state.isr) if state else [],
+        offline_replicas=[r for r in replicas if r not in live],
     )
 
 

@@ -1,5 +1,6 @@
 """The offset index and the time index (INDEX-1..3, INDEX-6, INDEX-7, TIDX-1..4)."""
 
+import contextlib
 import os
 import random
 import struct
@@ -265,3 +266,69 @@ def test_time_index_truncate_and_reopen_after_crash(tmp_path):
     path.write_bytes(struct.pack(">qiqi", 50, 1, 40, 2))
     with pytest.raises(IndexCorruptError):
         TimeIndex(path, BASE, 1200).sanity_check()
+
+
+# ---------------------------------------------------------------------- memory maps
+def _mapping(path: str) -> dict[str, str]:
+    """The /proc/self/smaps block of the map of `path`: its fields by name."""
+    fields: dict[str, str] = {}
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()
+            if len(head) >= 5 and "-" in head[0] and not head[0].endswith(":"):
+                inside = line.rstrip().endswith(path)  # a new mapping starts
+            elif inside:
+                name, _, value = line.partition(":")
+                fields[name] = value.strip()
+    return fields
+
+
+def _open_files() -> list[str]:
+    """The paths this process holds descriptors of (/proc/self/fd)."""
+    paths = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone already
+            paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return paths
+
+
+@pytest.mark.spec("INDEX-8")
+@pytest.mark.parametrize("cls", [OffsetIndex, TimeIndex])
+def test_index_map_is_advised_random_access_and_holds_no_descriptor(cls, tmp_path):
+    """VmFlags `rr` in /proc/self/smaps is VM_RAND_READ, set by MADV_RANDOM: a fault then
+    reads no pages around the one touched (the page cache they would fill is not RSS, so
+    the flag is what a test can see)."""
+    path = str(tmp_path / f"{BASE:020d}.index")
+    index = cls(path, BASE, 10 * 1024 * 1024)  # preallocated: a 10 MiB hole
+    if cls is OffsetIndex:
+        index.append(BASE + 1, 100)
+    else:
+        index.maybe_append(1_700_000_000_000, BASE + 1)
+    mapping = _mapping(path)
+    assert "rr" in mapping["VmFlags"].split()  # MADV_RANDOM
+    # and the map holds no descriptor of the file: one per partition is its .log's
+    assert path not in _open_files()
+    index.resize(4 * 1024 * 1024)  # a new map after a resize is advised too
+    assert "rr" in _mapping(path)["VmFlags"].split()
+    index.close()
+
+
+@pytest.mark.spec("INDEX-8")
+def test_a_file_map_writes_through_to_the_file_and_fails_clearly(tmp_path):
+    from kafka_ref.log.file_map import FileMap
+
+    path = tmp_path / "mapped"
+    path.write_bytes(bytes(8192))
+    fd = os.open(path, os.O_RDWR)
+    mapped = FileMap(fd, 8192)
+    os.close(fd)  # the map lives on without it
+    struct.pack_into(">qi", mapped.buffer, 4096, 7, 8)
+    mapped.flush()
+    assert path.read_bytes()[4096:4108] == struct.pack(">qi", 7, 8)
+    assert mapped.buffer[4096:4104] == struct.pack(">q", 7)
+    mapped.close()
+    mapped.close()  # closing twice is harmless
+    assert mapped.buffer is None
+    with pytest.raises(OSError, match="mmap"):
+        FileMap(fd, 8192)  # a closed descriptor: EBADF, in one line

@@ -58,6 +58,9 @@ def test_a_new_partition_goes_to_the_dir_with_the_fewest_partitions(dirs, clock)
     assert sorted(os.listdir(dirs[1])) == ["y-2"]
     manager.get_or_create_log("z", 0)
     assert where(manager, "z", 0) == "b"  # b is the emptiest again
+    assert manager.delete_log("y", 2)  # from b again: a 3, b 1, c 2
+    manager.get_or_create_log("z", 1)
+    assert where(manager, "z", 1) == "b"  # the counts follow every deletion
     assert manager.get_or_create_log("y", 1) is manager.get_log("y", 1)  # existing: not moved
 
 

@@ -96,9 +96,11 @@ def test_a_clean_stop_writes_the_marker(make_broker, tmp_path):
     assert (data / ".kafka_cleanshutdown").exists()
 
 
-def start_process(data, port) -> subprocess.Popen:
+def start_process(data, port, preexec_fn=None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "kafka_ref.cli", "broker", "--listen", f"127.0.0.1:{port}"]
-    proc = subprocess.Popen([*cmd, "--data-dir", str(data)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*cmd, "--data-dir", str(data)], stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn
+    )
 
     def accepting() -> bool:
         try:
@@ -330,3 +332,31 @@ def test_kafkas_own_server_properties_work(tmp_path):
         response = Wire(broker.port).metadata([])
         assert response.controller_id == 1
         assert [(b.host, b.port) for b in response.brokers] == [("localhost", 9092)]
+
+
+def _open_files_limits(pid: int) -> tuple[int, int]:
+    """(soft, hard) of "Max open files" in /proc/PID/limits."""
+    with open(f"/proc/{pid}/limits") as limits:
+        for line in limits:
+            if line.startswith("Max open files"):
+                soft, hard = line.split()[3:5]
+                return int(soft), int(hard)
+    raise AssertionError("no Max open files line")
+
+
+@pytest.mark.spec("BROKER-60")
+def test_a_broker_process_raises_its_open_files_limit_to_the_hard_one(tmp_path):
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = min(256, hard)
+
+    def lower() -> None:  # the child starts with a low soft limit, as many shells give
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+
+    proc = start_process(tmp_path / "d", free_port(), preexec_fn=lower)
+    try:
+        assert _open_files_limits(proc.pid) == (hard, hard)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)

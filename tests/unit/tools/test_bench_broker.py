@@ -15,6 +15,7 @@ import pytest
 from kafka_ref.cli import build_parser, main
 from kafka_ref.tools.bench_broker import FIELDS
 from kafka_ref.tools.bench_compare import kafka_ref_process
+from kafka_ref.tools.bench_partitions import FDS_PER_PARTITION, spread
 
 TINY = [
     "--messages", "2000", "--sizes", "100", "--acks", "1", "--partitions", "1",
@@ -180,3 +181,48 @@ def test_transactions_bench_measures_each_mode_and_its_ratio(broker, capsys):
     assert ratios[("consume read_committed", "consume read_uncommitted")] == round(
         rc["msgs/s"] / ru["msgs/s"], 2
     )
+
+
+@pytest.mark.spec("TOOLS-27")
+@pytest.mark.timeout(180)
+def test_partitions_bench_measures_each_count_on_both_brokers(tmp_path, capsys):
+    plot = tmp_path / "partitions.png"
+    args = ["--log-level", "ERROR", "bench", "partitions", "--sizes", "10,23",
+            "--messages", "3000", "--plot", str(plot), "--json"]  # fmt: skip
+    assert main(args) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = [r for r in rows if r["what"] == "partitions"]
+    assert sorted((r["broker"], r["partitions"], r["topics"]) for r in measured) == [
+        ("kafka-ref", 10, 10), ("kafka-ref", 23, 10), ("tansu", 10, 10), ("tansu", 23, 10),
+    ]  # fmt: skip
+    for row in measured:
+        assert (row["messages"], row["errors"]) == (3000, 0)
+        assert row["metadata_ms"] > 0 and row["rss_MB"] > 0 and row["create_s"] >= 0
+        restarted = row["broker"] == "kafka-ref"  # Tansu keeps nothing to start from
+        assert (row["recovery_s"] is not None, row["start_s"] is not None) == (restarted,) * 2
+    ratios = {(r["partitions"], r["metric"]): r for r in rows if r["what"] == "ratio"}
+    assert sorted(ratios) == [
+        (p, m) for p in (10, 23) for m in sorted(("MB/s", "metadata_ms", "rss_MB"))
+    ]
+    for ratio in ratios.values():
+        assert ratio["ratio"] == pytest.approx(ratio["kafka-ref"] / ratio["tansu"], abs=0.01)
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_partitions_are_spread_evenly_over_the_topics():
+    assert spread(23, 10) == [3, 3, 3, 2, 2, 2, 2, 2, 2, 2]
+    assert spread(4, 10) == [1, 1, 1, 1]  # never an empty topic
+    assert sum(spread(10_000, 10)) == 10_000
+
+
+@pytest.mark.spec("TOOLS-27")
+def test_partitions_bench_says_when_the_descriptor_limit_is_too_low(capsys):
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("no hard descriptor limit to exceed")
+    too_many = str(hard // FDS_PER_PARTITION + 1)
+    assert main(["bench", "partitions", "--sizes", too_many, "--no-tansu"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "file descriptors" in err and str(hard) in err
