@@ -51,12 +51,12 @@ leader epoch) and answers with it; UpdateMetadata then tells every broker. So th
 controller's cache of partition states follows every change, and no leader writes
 ZooKeeper.
 
-**A broker's failed log directory** (KIP-112, CTRL-24) comes as a log dir event
+**A broker's failed log directory** (KIP-112, CTRL-30) comes as a log dir event
 notification; the handling is in log_dir_events.py: the replicas in that directory count
 as not live for their partitions only (`live_for`), so elections and AlterPartition
 treat them as a dead broker's.
 
-Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22, CTRL-24.
+Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22, CTRL-30.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ class KafkaController(LogDirFailureHandling):
         self._watches_installed = False
         self._stopped = False
         self.election_timer = LatencyHistogram()  # Kafka: LeaderElectionRateAndTimeMs
-        self.offline_replicas = {}  # broker -> its replicas in failed log dirs (CTRL-24)
+        self.offline_replicas = {}  # broker -> its replicas in failed log dirs (CTRL-30)
         channel.on_response = self._on_broker_response
 
     # ------------------------------------------------------------------ lifecycle

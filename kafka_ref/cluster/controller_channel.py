@@ -223,7 +223,7 @@ class ControllerChannelManager:
             security,  # the inter-broker listener's TLS and SASL (SEC-21)
         )
         self._senders: dict[int, tuple[asyncio.Queue, asyncio.Task]] = {}
-        # (broker, api key, response): the controller reads LeaderAndIsr answers (CTRL-24)
+        # (broker, api key, response): the controller reads LeaderAndIsr answers (CTRL-30)
         self.on_response: Callable[[int, int, Any], None] | None = None
 
     def brokers(self) -> list[BrokerEndpoint]:

@@ -25,7 +25,7 @@ never fetch again. The controller decides that, so the broker has to tell it:
 A broker that registers again (a restart, with the directory repaired or not) starts with
 no offline replica: its LeaderAndIsr answers tell the truth again.
 
-Rules: CTRL-24.
+Rules: CTRL-30.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ data directory has its own file, for the partitions it holds (DUR-13).
 When the log manager takes a directory offline, every partition in it goes offline on this
 broker: its fetcher stops, its waiting produces and fetches answer, and from then on
 requests for it answer KAFKA_STORAGE_ERROR, LeaderAndIsr included, which is how the
-controller learns which replicas are gone (CTRL-24). `log_dir_failed` then tells the
+controller learns which replicas are gone (CTRL-30). `log_dir_failed` then tells the
 controller (ZooKeeper mode: a log dir event notification). The partitions of the other
 directories are untouched. DescribeLogDirs reports the directory with KAFKA_STORAGE_ERROR.
 

@@ -15,7 +15,7 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
    requests (`AlterPartitionManager`, CTRL-22); the group coordinator loads or resigns the
    `__consumer_offsets` partitions it gains or loses, and (`follow_coordinator`, once it
    exists) the transaction coordinator those of `__transaction_state` (TXN-21); a log dir
-   that fails is told to the controller as a log dir event notification (CTRL-24);
+   that fails is told to the controller as a log dir event notification (CTRL-30);
 3. `join`, after the socket server is bound: register `/brokers/ids/<id>` with the bound
    address (its czxid is the broker epoch, KIP-380), start the watches, run for controller
    (`KafkaController`, which sends its requests through a `ControllerChannelManager`).
@@ -24,7 +24,7 @@ Three steps, at fixed points of the broker's startup (server/broker.py):
 the controller moves leadership away at once instead of after the session timeout; then
 the fetchers stop.
 
-Rules: CTRL-1, CTRL-10, CTRL-22, CTRL-24, REPL-7, ISR-3, TXN-21.
+Rules: CTRL-1, CTRL-10, CTRL-22, CTRL-30, REPL-7, ISR-3, TXN-21.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class ZooKeeperMode:
         self.follow_coordinator(OFFSETS_TOPIC, groups)
 
     def _propagate_log_dir_event(self, log_dir: str) -> None:
-        """A log dir failed: tell the controller through ZooKeeper (CTRL-24), off the loop."""
+        """A log dir failed: tell the controller through ZooKeeper (CTRL-30), off the loop."""
 
         def write() -> None:
             try:

@@ -10,7 +10,7 @@ producer with acks=all sends a numbered stream to every partition.
 Then, as Kafka's JBOD does: the partitions of the failed directory go offline on that
 broker, it notifies the controller (/log_dir_event_notification), the controller moves the
 leadership of those partitions to other ISR members and removes the broker from their ISRs
-(CTRL-24); the partitions of its other directory keep being served by it; DescribeLogDirs
+(CTRL-30); the partitions of its other directory keep being served by it; DescribeLogDirs
 reports the failed directory with KAFKA_STORAGE_ERROR; every acknowledged number is
 consumed. Restarted with the directory repaired, the broker's replicas catch up and rejoin
 every ISR. A broker that loses both directories stops (exit status 1).
@@ -95,7 +95,7 @@ def describe_log_dirs(cluster, broker_id: int) -> dict[str, tuple[int, set[tuple
     }
 
 
-@pytest.mark.spec("DUR-16", "CTRL-24", "BROKER-52")
+@pytest.mark.spec("DUR-16", "CTRL-30", "BROKER-52")
 def test_a_failed_log_dir_moves_its_partitions_and_loses_no_acknowledged_write(jbod):
     topic = "jbod-stream"
     create_topic(jbod, topic, partitions=PARTITIONS, rf=3, configs={"min.insync.replicas": "2"})
@@ -182,7 +182,7 @@ def test_a_broker_whose_every_log_dir_failed_stops(jbod):
     wait_full_isr(jbod, topic, 2)
 
 
-@pytest.mark.spec("CTRL-24")
+@pytest.mark.spec("CTRL-30")
 def test_a_log_dir_event_is_kafkas_json_and_the_controller_takes_it(jbod):
     """The notification as Kafka's LogDirEventNotificationSequenceZNode writes it; the
     controller deletes it (for a broker that is not live it does nothing else)."""

@@ -31,9 +31,9 @@ and answers INVALID_REQUEST.
 
 A LeaderAndIsr for a partition of a failed log directory answers KAFKA_STORAGE_ERROR for it:
 the controller's answer to a log dir event reads these to know the offline replicas
-(CTRL-24).
+(CTRL-30).
 
-Rules: CTRL-5, CTRL-19, CTRL-20, CTRL-21, CTRL-22, CTRL-24.
+Rules: CTRL-5, CTRL-19, CTRL-20, CTRL-21, CTRL-22, CTRL-30.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def _become(apis: ApiContext, metadata: ZkClusterMetadata, state: PartitionState
     for listener in metadata.listeners:  # the coordinators hear of it even if the log cannot
         try:
             listener.on_partition_state(state)
-        except (OSError, KafkaStorageError) as err:  # an offline log dir (DUR-16, CTRL-24)
+        except (OSError, KafkaStorageError) as err:  # an offline log dir (DUR-16, CTRL-30)
             logger.warning("cannot apply %s: %s", state, err)
             error = ErrorCode.KAFKA_STORAGE_ERROR
     return error
