@@ -13,7 +13,8 @@ leadership of those partitions to other ISR members and removes the broker from 
 (CTRL-30); the partitions of its other directory keep being served by it; DescribeLogDirs
 reports the failed directory with KAFKA_STORAGE_ERROR; every acknowledged number is
 consumed. Restarted with the directory repaired, the broker's replicas catch up and rejoin
-every ISR. A broker that loses both directories stops (exit status 1).
+every ISR. A follower whose own append is the first I/O in the failed directory takes it
+offline the same way. A broker that loses both directories stops (exit status 1).
 """
 
 from __future__ import annotations
@@ -161,6 +162,53 @@ def test_a_failed_log_dir_moves_its_partitions_and_loses_no_acknowledged_write(j
     jbod.ensure_running()
     wait_full_isr(jbod, topic, PARTITIONS)
     assert describe_log_dirs(jbod, victim)[failed_dir][0] == ErrorCode.NO_ERROR
+
+
+@pytest.mark.spec("DUR-16", "CTRL-30")
+def test_a_follower_whose_append_fails_takes_its_dir_offline(jbod):
+    """The victim only follows (it is last in every assignment), its checkpoints are far
+    apart and segments roll every few records: the first I/O in the failed directory is
+    its replica fetcher's append, rolling a segment there."""
+    topic, victim = "jbod-follower", 3
+    create_topic(jbod, topic, configs={"segment.bytes": "2000"}, assignment=[[1, 2, 3], [2, 1, 3]])
+    dirs = jbod.brokers[victim].log_dirs
+    wait_for(lambda: all(partitions_in(d, topic) for d in dirs), what="one partition per dir")
+    failed_dir = next(d for d in dirs if 0 in partitions_in(d, topic))
+    before = {p: jbod.state(topic, p) for p in (0, 1)}
+    configs = dict(jbod.brokers[victim].configs)
+    jbod.brokers[victim].configs.update({
+        "log.flush.offset.checkpoint.interval.ms": 600_000,
+        "replica.high.watermark.checkpoint.interval.ms": 600_000,
+    })  # fmt: skip
+    try:
+        jbod.stop(victim)
+        jbod.ensure_running()
+        wait_full_isr(jbod, topic, 2)
+        stop, out = threading.Event(), {}
+        thread = threading.Thread(target=lambda: out.update(r=produce_stream(jbod, topic, 2, stop)))
+        thread.start()
+        try:
+            time.sleep(1)
+            fail_dir(failed_dir)
+            wait_for(  # by the controller (a new leader epoch), not by the leader's lag check
+                lambda: (
+                    (s := jbod.state(topic, 0)).leader_epoch > before[0].leader_epoch
+                    and victim not in s.isr
+                ),
+                what=f"broker {victim} to leave {topic}-0's ISR",
+            )
+            assert "append to" in jbod.brokers[victim].log().split("is offline:")[-1][:200]
+            assert victim in jbod.state(topic, 1).isr
+        finally:
+            stop.set()
+            thread.join(120)
+        assert out["r"][1] == []
+        jbod.stop(victim)
+        repair_dir(failed_dir)
+    finally:
+        jbod.brokers[victim].configs = configs
+    jbod.ensure_running()
+    wait_full_isr(jbod, topic, 2)
 
 
 @pytest.mark.spec("DUR-16")
