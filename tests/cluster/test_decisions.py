@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ref.cluster.assignment import assign_replicas_to_brokers, rack_alternated
-from kafka_ref.cluster.controller import next_state
+from kafka_ref.cluster.election import next_state
 from kafka_ref.cluster.metadata import InvalidReplicationFactorError, PartitionState
 from kafka_ref.cluster.zk_metadata import is_stale
 from kafka_ref.cluster.zookeeper import split_connect

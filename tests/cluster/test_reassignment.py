@@ -1,0 +1,181 @@
+"""Partition reassignment (KIP-455) and leader elections (KIP-460) on a real cluster,
+driven by kafka-python's and confluent-kafka's admin clients."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from kafka import TopicPartition as KTP
+from kafka.admin import KafkaAdminClient
+from kafka.errors import NoReassignmentInProgressError
+
+from kafka_ref.cluster import zookeeper as zkdata
+from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
+from tests.cluster.test_controller import create_topic, wait_metadata_agrees
+from tests.cluster.test_replication import STRICT, consume_all, produce_stream
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def admin(cluster) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=cluster.bootstrap(), request_timeout_ms=30000)
+
+
+def moves(cluster, topic):
+    """The topic's znode: its assignment and the (adding, removing) replicas per partition."""
+    data, _ = cluster.zk.zk.get(zkdata.topic_path(topic))
+    return zkdata.decode_assignment(data)[0], zkdata.decode_moves(data)
+
+
+def wait_moved(cluster, topic, partition, target, timeout=90):
+    wait_for(
+        lambda: (
+            moves(cluster, topic)[0][partition] == tuple(target)
+            and not moves(cluster, topic)[1]
+            and sorted(cluster.state(topic, partition).isr) == sorted(target)
+        ),
+        timeout=timeout,
+        what=f"{topic}-{partition} to move to {target}",
+    )
+
+
+@pytest.mark.spec("CTRL-24", "CTRL-25", "REPL-4")
+def test_a_partition_moves_under_acks_all_load_and_loses_no_acknowledged_write(cluster, topic_name):
+    """[1, 2] -> [2, 3] while a producer writes with acks=all; broker 1 leads at first, so
+    leadership moves to 2; every acknowledged write is read back afterwards, and broker 1's
+    copy is deleted."""
+    create_topic(cluster, topic_name, assignment=[[1, 2]], configs=STRICT)
+    stop, out = threading.Event(), {}
+    thread = threading.Thread(
+        target=lambda: out.update(r=produce_stream(cluster, topic_name, 1, stop))
+    )
+    thread.start()
+    try:
+        time.sleep(2)
+        with admin(cluster) as client:
+            result = client.alter_partition_reassignments({KTP(topic_name, 0): [2, 3]})
+        assert result == {KTP(topic_name, 0): None}
+        wait_moved(cluster, topic_name, 0, [2, 3])
+        time.sleep(2)  # the producer goes on against the new leader
+    finally:
+        stop.set()
+        thread.join(120)
+    acked, failed = out["r"]
+    state = cluster.state(topic_name, 0)
+    assert state.leader == 2 and state.replicas == (2, 3)
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    seen = consume_all(cluster, topic_name, 1)
+    assert acked[0], "nothing was acknowledged"
+    lost = set(acked[0]) - set(seen[0])
+    assert not lost, f"acknowledged writes lost: {sorted(lost)[:10]} (failed: {failed[:3]})"
+    log_dir = Path(cluster.brokers[1].data_dir)
+    wait_for(
+        lambda: not any(p.name.startswith(f"{topic_name}-0") for p in log_dir.iterdir()),
+        what="broker 1 to delete its removed replica",
+    )
+
+
+@pytest.mark.spec("CTRL-24")
+def test_list_shows_a_pending_move_with_adding_and_removing_replicas(cluster, topic_name):
+    """A move to a stopped broker cannot finish: it stays pending, RS = TRS + ORS, listed
+    with its adding and removing replicas, in ZooKeeper as in Kafka's znode."""
+    create_topic(cluster, topic_name, assignment=[[1, 2]])
+    cluster.stop(3)  # a clean stop; 3 stays in the assignment target but cannot catch up
+    wait_for(lambda: 3 not in cluster.zk.get_broker_ids(), what="broker 3 to leave")
+    with admin(cluster) as client:
+        result = client.alter_partition_reassignments({KTP(topic_name, 0): [2, 3]})
+        assert result[KTP(topic_name, 0)] is not None, "an unregistered broker is refused"
+        cluster.ensure_running()
+    with admin(cluster) as client:
+        os.kill(cluster.brokers[3].pid, signal.SIGSTOP)  # registered, fetches nothing
+        try:
+            assert client.alter_partition_reassignments({KTP(topic_name, 0): [2, 3]}) == {
+                KTP(topic_name, 0): None
+            }
+            listed = client.list_partition_reassignments()
+            assert listed[KTP(topic_name, 0)] == {
+                "replicas": [2, 3, 1],
+                "adding_replicas": [3],
+                "removing_replicas": [1],
+            }
+            assert moves(cluster, topic_name) == ({0: (2, 3, 1)}, {0: ((3,), (1,))})
+        finally:
+            os.kill(cluster.brokers[3].pid, signal.SIGCONT)
+    wait_moved(cluster, topic_name, 0, [2, 3])
+    with admin(cluster) as client:
+        assert client.list_partition_reassignments() == {}
+
+
+@pytest.mark.spec("CTRL-26")
+def test_cancel_reverts_to_the_original_replicas(cluster, topic_name):
+    create_topic(cluster, topic_name, assignment=[[1, 2]])
+    os.kill(cluster.brokers[3].pid, signal.SIGSTOP)
+    try:
+        with admin(cluster) as client:
+            client.alter_partition_reassignments({KTP(topic_name, 0): [2, 3]})
+            wait_for(lambda: moves(cluster, topic_name)[1], what="the move to be recorded")
+            assert client.alter_partition_reassignments({KTP(topic_name, 0): None}) == {
+                KTP(topic_name, 0): None
+            }
+            assert moves(cluster, topic_name) == ({0: (1, 2)}, {})
+            state = cluster.state(topic_name, 0)
+            assert state.replicas == (1, 2) and state.leader == 1
+            assert client.list_partition_reassignments() == {}
+            again = client.alter_partition_reassignments({KTP(topic_name, 0): None})
+            assert again == {KTP(topic_name, 0): NoReassignmentInProgressError}
+    finally:
+        os.kill(cluster.brokers[3].pid, signal.SIGCONT)
+
+
+@pytest.mark.spec("CTRL-24", "CTRL-25", "CTRL-3")
+def test_a_pending_reassignment_survives_a_controller_kill(cluster, topic_name):
+    """The move is in ZooKeeper: a new controller reads it and finishes it."""
+    controller, epoch = cluster.controller()
+    others = [b for b in (1, 2, 3) if b != controller]
+    target = [others[0], others[1]]
+    create_topic(cluster, topic_name, assignment=[[controller, others[0]]])
+    slow = others[1]
+    os.kill(cluster.brokers[slow].pid, signal.SIGSTOP)  # the move cannot finish yet
+    try:
+        with admin(cluster) as client:
+            client.alter_partition_reassignments({KTP(topic_name, 0): target})
+        wait_for(lambda: moves(cluster, topic_name)[1], what="the move to be recorded")
+        cluster.stop(controller, signal.SIGKILL)
+    finally:
+        os.kill(cluster.brokers[slow].pid, signal.SIGCONT)
+    wait_for(
+        lambda: (c := cluster.controller())[0] in others and c[1] > epoch,
+        timeout=6 * SESSION_TIMEOUT_MS / 1000,
+        what="a new controller",
+    )
+    wait_moved(cluster, topic_name, 0, target)
+    assert cluster.state(topic_name, 0).leader in target
+
+
+@pytest.mark.spec("CTRL-27")
+def test_preferred_election_returns_leadership_after_a_bounce(cluster, topic_name):
+    """Broker 1 leads [1, 2, 3]; it bounces, 2 leads; ElectLeaders PREFERRED (confluent-
+    kafka's admin client) gives it back to 1, and a second call has nothing to do."""
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    create_topic(cluster, topic_name, assignment=[[1, 2, 3]])
+    cluster.stop(1)
+    wait_for(lambda: cluster.state(topic_name, 0).leader == 2, what="2 to lead")
+    cluster.ensure_running()
+    wait_for(lambda: 1 in cluster.state(topic_name, 0).isr, timeout=45, what="1 back in ISR")
+    assert cluster.state(topic_name, 0).leader == 2
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap()})
+    tp = TopicPartition(topic_name, 0)
+    results = client.elect_leaders(ElectionType.PREFERRED, [tp]).result(30)
+    assert results[tp] is None
+    state = cluster.state(topic_name, 0)
+    assert state.leader == 1
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    again = client.elect_leaders(ElectionType.PREFERRED, [tp]).result(30)
+    assert again[tp].code() == 84  # ELECTION_NOT_NEEDED
