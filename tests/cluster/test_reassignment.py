@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import NoReassignmentInProgressError
 
 from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster.zookeeper import KafkaZkClient
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
 from tests.cluster.test_controller import create_topic, wait_metadata_agrees
 from tests.cluster.test_replication import STRICT, consume_all, produce_stream
@@ -179,3 +181,41 @@ def test_preferred_election_returns_leadership_after_a_bounce(cluster, topic_nam
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
     again = client.elect_leaders(ElectionType.PREFERRED, [tp]).result(30)
     assert again[tp].code() == 84  # ELECTION_NOT_NEEDED
+
+
+@pytest.mark.spec("CTRL-28")
+def test_the_automatic_rebalance_returns_leadership_by_itself(cluster, tmp_path):
+    """Two brokers in a chroot of the session's ZooKeeper, checking the imbalance every
+    second: after broker 11 bounces, 12 leads its partition, and the controller gives it
+    back to 11, its preferred replica, with no request."""
+    from kafka_ref.tools.cluster import BrokerProcess
+
+    chroot = "/kafka-ref-rebalance-test"
+    configs = {"zookeeper.session.timeout.ms": 3000, "leader.imbalance.check.interval.seconds": 1}
+    brokers = {
+        b: BrokerProcess(b, str(tmp_path / f"broker-{b}"), cluster.zookeeper.connect + chroot,
+                         configs=configs)
+        for b in (11, 12)
+    }  # fmt: skip
+    zk = KafkaZkClient(cluster.zookeeper.connect + chroot)
+    try:
+        for broker in brokers.values():
+            broker.start()
+        zk.start(timeout=60)
+        wait_for(lambda: zk.get_broker_ids() == [11, 12], what="both brokers registered")
+        zk.create_topic("balanced", str(uuid.uuid4()), {0: [11, 12]}, {})
+
+        def state():
+            found = zk.get_partition_state("balanced", 0)
+            return None if found is None else found[0]
+
+        wait_for(lambda: state() and state().leader == 11 and state().isr == (11, 12), timeout=45,
+                 what="11 to lead with 12 in the ISR")  # fmt: skip
+        brokers[11].stop()
+        wait_for(lambda: state().leader == 12, what="12 to lead while 11 is away")
+        brokers[11].start()
+        wait_for(lambda: state().leader == 11, timeout=60, what="the rebalance to give it back")
+    finally:
+        for broker in brokers.values():
+            broker.stop()
+        zk.close()
