@@ -31,14 +31,11 @@ import logging
 import threading
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from kafka_ref.cluster.election import elect_leader, preferred_leader
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kafka_ref.cluster.controller import KafkaController
 
 logger = logging.getLogger("kafka_ref.cluster.leader_balance")
 
@@ -78,9 +75,11 @@ def imbalanced_partitions(
 
 
 class LeaderBalance:
-    """The controller's elections on request and its periodic rebalance (a mixin)."""
+    """The controller's elections on request and its periodic rebalance, mixed into
+    `KafkaController` (its `states`, `live`, `leader_balance`, and `_write_state` from
+    reassignment.py)."""
 
-    def _start_auto_rebalance(self: KafkaController) -> None:
+    def _start_auto_rebalance(self) -> None:
         if not self.leader_balance.enable:
             return
         self._rebalance_stop = threading.Event()
@@ -91,7 +90,7 @@ class LeaderBalance:
 
         threading.Thread(target=tick, name="auto-leader-rebalance", daemon=True).start()
 
-    def _stop_auto_rebalance(self: KafkaController) -> None:
+    def _stop_auto_rebalance(self) -> None:
         if self.leader_balance.enable:
             self._rebalance_stop.set()
 
@@ -102,7 +101,7 @@ class LeaderBalance:
         self._put("elect_leaders", election, partitions, reply)
 
     def _handle_elect_leaders(
-        self: KafkaController,
+        self,
         election: ElectionType,
         partitions: list[TopicPartition] | None,
         reply: ElectReply,
@@ -113,7 +112,7 @@ class LeaderBalance:
         wanted = sorted(self.states) if partitions is None else partitions
         reply({tp: self._elect(tp, election) for tp in wanted})
 
-    def _elect(self: KafkaController, tp: TopicPartition, election: ElectionType) -> ElectResult:
+    def _elect(self, tp: TopicPartition, election: ElectionType) -> ElectResult:
         if tp not in self.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}."
         state = self._current(tp)
@@ -149,7 +148,7 @@ class LeaderBalance:
         return ErrorCode.NO_ERROR, None
 
     # ------------------------------------------------------------------ auto rebalance (CTRL-28)
-    def _handle_auto_rebalance(self: KafkaController) -> None:
+    def _handle_auto_rebalance(self) -> None:
         if not self.active:
             return
         candidates = {

@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
@@ -43,9 +43,6 @@ from kafka_ref.cluster.election import NO_LEADER, reassignment_leader
 from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kafka_ref.cluster.controller import KafkaController
 
 logger = logging.getLogger("kafka_ref.cluster.reassignment")
 
@@ -96,10 +93,11 @@ def validate_target(target: tuple[int, ...], live: Collection[int]) -> str | Non
 
 
 class PartitionReassignment:
-    """The controller's reassignment events (mixed into `KafkaController`)."""
+    """The controller's reassignment events, mixed into `KafkaController`: they use its
+    `zk`, `states`, `assignments`, `reassignments`, `live`, `batch` and `_announce`."""
 
     # ------------------------------------------------------------------ loading
-    def _load_moves(self: KafkaController, topic: str) -> None:
+    def _load_moves(self, topic: str) -> None:
         """Reassignments recorded in the topic's znode (a new controller resumes them)."""
         for partition, (adding, removing) in self.zk.get_topic_moves(topic).items():
             replicas = self.assignments.get(topic, {}).get(partition)
@@ -107,7 +105,7 @@ class PartitionReassignment:
                 move = Reassignment.from_znode(replicas, adding, removing)
                 self.reassignments[TopicPartition(topic, partition)] = move
 
-    def _resume_reassignments(self: KafkaController) -> None:
+    def _resume_reassignments(self) -> None:
         """Kafka `initializePartitionReassignments`: restart each pending move's phase 1
         (a new leader epoch tells every replica of RS), then finish those that can."""
         for tp, move in sorted(self.reassignments.items()):
@@ -116,7 +114,7 @@ class PartitionReassignment:
                 self._maybe_complete_reassignment(tp)
 
     # ------------------------------------------------------------------ writing
-    def _write_state(self: KafkaController, tp: TopicPartition, new: PartitionState) -> bool:
+    def _write_state(self, tp: TopicPartition, new: PartitionState) -> bool:
         """Write a partition's new state under the controller epoch and announce it."""
         _, version = self.states[tp]
         try:
@@ -127,7 +125,7 @@ class PartitionReassignment:
         self._announce(tp)
         return True
 
-    def _write_assignment(self: KafkaController, topic: str) -> None:
+    def _write_assignment(self, topic: str) -> None:
         """The topic's znode: each partition's replicas (RS while moving) and the moves."""
         found = self.zk.get_topic(topic)
         if found is None:
@@ -145,9 +143,7 @@ class PartitionReassignment:
     def alter_reassignments(self, items: list[ReassignItem], reply: ReassignReply) -> None:
         self._put("alter_reassignments", items, reply)
 
-    def _handle_alter_reassignments(
-        self: KafkaController, items: list[ReassignItem], reply: ReassignReply
-    ) -> None:
+    def _handle_alter_reassignments(self, items: list[ReassignItem], reply: ReassignReply) -> None:
         if not self.active:
             reply({(t, p): (ErrorCode.NOT_CONTROLLER, None) for t, p, _ in items})
             return
@@ -157,9 +153,7 @@ class PartitionReassignment:
             results[tp] = self._reassign(tp, target)
         reply(results)
 
-    def _reassign(
-        self: KafkaController, tp: TopicPartition, target: tuple[int, ...] | None
-    ) -> ReassignResult:
+    def _reassign(self, tp: TopicPartition, target: tuple[int, ...] | None) -> ReassignResult:
         if tp not in self.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}."
         pending = self.reassignments.get(tp)
@@ -183,7 +177,7 @@ class PartitionReassignment:
         self._maybe_complete_reassignment(tp)
         return ErrorCode.NO_ERROR, None
 
-    def _grow(self: KafkaController, tp: TopicPartition, move: Reassignment) -> None:
+    def _grow(self, tp: TopicPartition, move: Reassignment) -> None:
         """Phase 1 (CTRL-24): RS = TRS + ORS in ZooKeeper, then a new leader epoch with RS
         as replicas, sent to every replica of RS so that the new ones start fetching."""
         self.reassignments[tp] = move
@@ -200,7 +194,7 @@ class PartitionReassignment:
             ),
         )
 
-    def _maybe_complete_reassignment(self: KafkaController, tp: TopicPartition) -> None:
+    def _maybe_complete_reassignment(self, tp: TopicPartition) -> None:
         """Phase 2 (CTRL-25) once every target replica is in the ISR; called after each
         ISR change of a moving partition."""
         move = self.reassignments.get(tp)
@@ -210,9 +204,7 @@ class PartitionReassignment:
         if all(r in state.isr for r in move.target):
             self._finish(tp, move, move.target)
 
-    def _finish(
-        self: KafkaController, tp: TopicPartition, move: Reassignment, final: tuple[int, ...]
-    ) -> None:
+    def _finish(self, tp: TopicPartition, move: Reassignment, final: tuple[int, ...]) -> None:
         """The replicas become `final` (TRS, or ORS on a cancel): a leader from it, the ISR
         without the others, the others stopped and deleted, the znode without the move."""
         state = self._current(tp)
@@ -237,7 +229,7 @@ class PartitionReassignment:
             self.broker_id, tp[0], tp[1], list(final), new.leader, new.leader_epoch,
         )  # fmt: skip
 
-    def _stop_replicas(self: KafkaController, tp: TopicPartition, brokers: list[int]) -> None:
+    def _stop_replicas(self, tp: TopicPartition, brokers: list[int]) -> None:
         epoch = self._current(tp).leader_epoch
         for broker in brokers:
             if broker in self.live:
@@ -247,7 +239,7 @@ class PartitionReassignment:
     def list_reassignments(self, reply: ListReply) -> None:
         self._put("list_reassignments", reply)
 
-    def _handle_list_reassignments(self: KafkaController, reply: ListReply) -> None:
+    def _handle_list_reassignments(self, reply: ListReply) -> None:
         reply(
             {tp: (m.replicas, m.adding, m.removing) for tp, m in self.reassignments.items()}
             if self.active

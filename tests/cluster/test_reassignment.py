@@ -3,8 +3,11 @@ driven by kafka-python's and confluent-kafka's admin clients."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -219,3 +222,85 @@ def test_the_automatic_rebalance_returns_leadership_by_itself(cluster, tmp_path)
         for broker in brokers.values():
             broker.stop()
         zk.close()
+
+
+# ---------------------------------------------------------------------- the tools
+def tool(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kafka_ref.cli", *argv], capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.spec("TOOLS-27", "CTRL-24", "CTRL-25")
+def test_the_reassign_tool_generates_executes_and_verifies_a_plan(cluster, topic_name, tmp_path):
+    create_topic(cluster, topic_name, partitions=2, assignment=[[1, 2], [2, 1]])
+    bootstrap = ["--bootstrap-server", cluster.bootstrap()]
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic_name}]}))
+    done = tool("reassign", *bootstrap, "--generate", "--topics-to-move-json-file", str(topics),
+                "--broker-list", "2,3")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    current = json.loads(lines[1])
+    assert [p["replicas"] for p in current["partitions"]] == [[1, 2], [2, 1]]
+    assert lines[3] == "Proposed partition reassignment configuration"
+    proposed = json.loads(lines[4])
+    assert all(sorted(p["replicas"]) == [2, 3] for p in proposed["partitions"])
+    plan = tmp_path / "plan.json"
+    plan.write_text(lines[4])
+    done = tool("reassign", *bootstrap, "--execute", "--reassignment-json-file", str(plan))
+    assert done.returncode == 0, done.stderr
+    assert f"Successfully started partition reassignments for {topic_name}-0,{topic_name}-1" in (
+        done.stdout
+    )
+    for p in proposed["partitions"]:
+        wait_moved(cluster, topic_name, p["partition"], p["replicas"])
+    done = tool("reassign", *bootstrap, "--verify", "--reassignment-json-file", str(plan))
+    assert done.returncode == 0, done.stderr
+    assert f"Reassignment of partition {topic_name}-1 is completed." in done.stdout
+
+
+@pytest.mark.spec("TOOLS-27")
+def test_the_reassign_tool_refuses_a_bad_plan_and_a_refused_move(cluster, topic_name, tmp_path):
+    create_topic(cluster, topic_name, partitions=1, assignment=[[1, 2]])
+    bootstrap = ["--bootstrap-server", cluster.bootstrap()]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version":1,"partitions":[{"topic":"t","partition":0}]}')
+    done = tool("reassign", *bootstrap, "--execute", "--reassignment-json-file", str(bad))
+    assert done.returncode == 2 and "not a reassignment plan" in done.stderr
+    assert "Traceback" not in done.stderr
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(
+        {"version": 1, "partitions": [{"topic": topic_name, "partition": 0, "replicas": [2, 9]}]}
+    ))  # fmt: skip
+    done = tool("reassign", *bootstrap, "--execute", "--reassignment-json-file", str(plan))
+    assert done.returncode == 1
+    assert f"{topic_name}-0: Brokers [9] are not registered." in done.stderr
+    assert moves(cluster, topic_name) == ({0: (1, 2)}, {})
+
+
+@pytest.mark.spec("TOOLS-28", "CTRL-27")
+def test_the_leader_election_tool_elects_the_preferred_replica(cluster, topic_name):
+    create_topic(cluster, topic_name, partitions=1, assignment=[[1, 2, 3]])
+    cluster.stop(1)
+    wait_for(lambda: cluster.state(topic_name, 0).leader == 2, what="2 to lead")
+    cluster.ensure_running()
+    wait_for(lambda: 1 in cluster.state(topic_name, 0).isr, timeout=45, what="1 back in ISR")
+    bootstrap = ["--bootstrap-server", cluster.bootstrap()]
+    args = ["--election-type", "preferred", "--topic", topic_name, "--partition", "0"]
+    done = tool("leader-election", *bootstrap, *args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        f"Successfully completed leader election (PREFERRED) for partitions {topic_name}-0"
+    )
+    assert cluster.state(topic_name, 0).leader == 1
+    done = tool("leader-election", *bootstrap, *args)
+    assert done.stdout.strip() == f"Valid replica already elected for partitions {topic_name}-0"
+    done = tool("leader-election", *bootstrap, "--election-type", "fastest", "--topic", "x",
+                "--partition", "0")  # fmt: skip
+    assert done.returncode == 2 and "--election-type must be preferred or unclean" in done.stderr
+    done = tool("leader-election", *bootstrap, *args[:2], "--topic", "no-such", "--partition", "0")
+    assert done.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" not in done.stdout
+    assert "no-such-0: Unknown partition no-such-0." in done.stderr
