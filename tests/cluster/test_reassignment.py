@@ -304,3 +304,23 @@ def test_the_leader_election_tool_elects_the_preferred_replica(cluster, topic_na
     done = tool("leader-election", *bootstrap, *args[:2], "--topic", "no-such", "--partition", "0")
     assert done.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" not in done.stdout
     assert "no-such-0: Unknown partition no-such-0." in done.stderr
+
+
+@pytest.mark.spec("CTRL-27", "CTRL-6")
+def test_an_unclean_election_on_request_revives_a_partition_whose_isr_is_gone(cluster, topic_name):
+    """[1, 2]: 2 stops, then 1, the last ISR member: the partition is offline, and stays so
+    when 2 returns (unclean election is off). ElectLeaders UNCLEAN makes 2 lead."""
+    create_topic(cluster, topic_name, assignment=[[1, 2]])
+    cluster.stop(2)
+    wait_for(lambda: cluster.state(topic_name, 0).isr == (1,), what="2 to leave the ISR")
+    cluster.stop(1)
+    wait_for(lambda: cluster.state(topic_name, 0).leader == -1, what="the partition offline")
+    cluster.brokers[2].start()
+    wait_for(lambda: 2 in cluster.zk.get_broker_ids(), what="2 to register again")
+    with admin(cluster) as client:
+        preferred = client.elect_leaders(0, {topic_name: [0]}, raise_errors=False)
+        assert preferred.replica_election_results[0][1][0][1] == 80  # PREFERRED_LEADER_NOT_...
+        assert cluster.state(topic_name, 0).leader == -1
+        client.elect_leaders(1, {topic_name: [0]})
+    state = cluster.state(topic_name, 0)
+    assert (state.leader, state.isr) == (2, (2,))
