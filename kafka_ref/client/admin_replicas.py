@@ -108,7 +108,7 @@ class ReplicaAdmin:
             by_topic: dict[str, list[int]] = {}
             for topic, partition in partitions:
                 by_topic.setdefault(topic, []).append(partition)
-            topics = [R.TopicPartitions(topic=t, partition_id=p) for t, p in by_topic.items()]
+            topics = [R.TopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()]
         body = R(election_type=election_type, topic_partitions=topics, timeout_ms=30_000)
         response = self._ask_controller(ApiKey.ELECT_LEADERS, body)
         return {

@@ -17,7 +17,8 @@ UNKNOWN_TOPIC_OR_PARTITION. A broker that is not the controller answers NOT_CONT
 
 Version history (Kafka's JSON comments): v0 is KIP-183's preferred election only
 (`ElectPreferredLeaders`); v1 adds the election type and a top-level error (KIP-460); v2
-flexible. kafka-ref declares 0-2.
+flexible. Kafka 3.x renamed the request's `PartitionId` to `Partitions` (same bytes).
+kafka-ref declares 0-2.
 
 Kafka's definitions: ElectLeadersRequest.json, ElectLeadersResponse.json.
 """
@@ -44,7 +45,7 @@ ElectLeadersRequest = Message(
             about="The topic partitions to elect leaders, or null for every partition.",
             fields=[
                 Field("Topic", "string", "0+", about="The name of a topic."),
-                Field("PartitionId", "[]int32", "0+", about="The partitions of this topic."),
+                Field("Partitions", "[]int32", "0+", about="The partitions of this topic."),
             ],
         ),
         Field("TimeoutMs", "int32", "0+", default=60000, about="The time in ms to wait."),

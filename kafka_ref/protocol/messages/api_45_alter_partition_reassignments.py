@@ -13,7 +13,8 @@ Before KIP-455 the tool wrote `/admin/reassign_partitions` and the controller wa
 that znode allowed one batch at a time and no cancel.
 
 Version history (Kafka's JSON comments): v0 (Kafka 2.4), flexible; v1 adds
-AllowReplicationFactorChange (KIP-860), which kafka-ref does not declare.
+AllowReplicationFactorChange (KIP-860): declared below, but kafka-ref serves v0 only, so
+a target may change a partition's replication factor, as before KIP-860.
 
 Kafka's definitions: AlterPartitionReassignmentsRequest.json,
 AlterPartitionReassignmentsResponse.json.
@@ -28,6 +29,13 @@ AlterPartitionReassignmentsRequest = Message(
     flexible_versions="0+",
     fields=[
         Field("TimeoutMs", "int32", "0+", default=60000, about="The time in ms to wait."),
+        Field(
+            "AllowReplicationFactorChange",
+            "bool",
+            "1+",
+            default=True,
+            about="Whether a partition's replication factor may change (KIP-860).",
+        ),
         Field(
             "Topics",
             "[]ReassignableTopic",
@@ -64,6 +72,13 @@ AlterPartitionReassignmentsResponse = Message(
     flexible_versions="0+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The throttle time in ms, or zero."),
+        Field(
+            "AllowReplicationFactorChange",
+            "bool",
+            "1+",
+            default=True,
+            about="Whether changing a replication factor was allowed (KIP-860).",
+        ),
         Field("ErrorCode", "int16", "0+", about="The top-level error code, or 0."),
         Field(
             "ErrorMessage",

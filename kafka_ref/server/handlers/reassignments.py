@@ -163,7 +163,7 @@ def handle_elect_leaders(apis: ApiContext, request: Request) -> Any:
     partitions = None
     if body.topic_partitions is not None:
         partitions = [
-            TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partition_id
+            TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions
         ]
     if not authorized(apis, request, Op.ALTER, Res.CLUSTER):
         return _elect_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
