@@ -51,6 +51,9 @@ leader epoch) and answers with it; UpdateMetadata then tells every broker. So th
 controller's cache of partition states follows every change, and no leader writes
 ZooKeeper.
 
+**Operators' requests** are mixins run on the same thread: reassignments (reassignment.py,
+CTRL-24..26), elections on request and the automatic rebalance (leader_balance.py).
+
 Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22.
 """
 

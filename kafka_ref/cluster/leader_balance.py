@@ -40,7 +40,7 @@ from kafka_ref.errors import ErrorCode
 logger = logging.getLogger("kafka_ref.cluster.leader_balance")
 
 ElectResult = tuple[ErrorCode, str | None]
-ElectReply = Callable[[dict[TopicPartition, ElectResult]], None]
+ElectReply = Callable[[dict[TopicPartition, ElectResult] | None], None]  # None: NOT_CONTROLLER
 
 
 class ElectionType(IntEnum):
@@ -107,7 +107,7 @@ class LeaderBalance:
         reply: ElectReply,
     ) -> None:
         if not self.active:
-            reply({tp: (ErrorCode.NOT_CONTROLLER, None) for tp in partitions or []})
+            reply(None)
             return
         wanted = sorted(self.states) if partitions is None else partitions
         reply({tp: self._elect(tp, election) for tp in wanted})

@@ -48,8 +48,9 @@ logger = logging.getLogger("kafka_ref.cluster.reassignment")
 
 ReassignItem = tuple[str, int, tuple[int, ...] | None]  # topic, partition, target or None
 ReassignResult = tuple[ErrorCode, str | None]
-ReassignReply = Callable[[dict[TopicPartition, ReassignResult]], None]
-ListReply = Callable[[dict[TopicPartition, tuple[tuple[int, ...], ...]]], None]
+# The replies get None when this broker is no longer the controller (NOT_CONTROLLER).
+ReassignReply = Callable[[dict[TopicPartition, ReassignResult] | None], None]
+ListReply = Callable[[dict[TopicPartition, tuple[tuple[int, ...], ...]] | None], None]
 
 
 class Reassignment(NamedTuple):
@@ -98,12 +99,13 @@ class PartitionReassignment:
 
     # ------------------------------------------------------------------ loading
     def _load_moves(self, topic: str) -> None:
-        """Reassignments recorded in the topic's znode (a new controller resumes them)."""
+        """Reassignments recorded in the topic's znode (a new controller resumes them). One
+        this controller started is known already, with ORS in its order: kept as it is."""
         for partition, (adding, removing) in self.zk.get_topic_moves(topic).items():
             replicas = self.assignments.get(topic, {}).get(partition)
             if replicas is not None:
                 move = Reassignment.from_znode(replicas, adding, removing)
-                self.reassignments[TopicPartition(topic, partition)] = move
+                self.reassignments.setdefault(TopicPartition(topic, partition), move)
 
     def _resume_reassignments(self) -> None:
         """Kafka `initializePartitionReassignments`: restart each pending move's phase 1
@@ -145,7 +147,7 @@ class PartitionReassignment:
 
     def _handle_alter_reassignments(self, items: list[ReassignItem], reply: ReassignReply) -> None:
         if not self.active:
-            reply({(t, p): (ErrorCode.NOT_CONTROLLER, None) for t, p, _ in items})
+            reply(None)
             return
         results = {}
         for topic, partition, target in items:
@@ -166,6 +168,8 @@ class PartitionReassignment:
         if problem is not None:
             return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, problem
         original = pending.original if pending else self._current(tp).replicas
+        if pending is None and target == original:
+            return ErrorCode.NO_ERROR, None  # already there: nothing to move
         if pending is not None:  # a new target replaces the pending one (Kafka does so too)
             self._stop_replicas(tp, [r for r in pending.adding if r not in target])
         move = Reassignment(original, target)

@@ -3,6 +3,7 @@ driven by kafka-python's and confluent-kafka's admin clients."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,10 +17,15 @@ from pathlib import Path
 import pytest
 from kafka import TopicPartition as KTP
 from kafka.admin import KafkaAdminClient
-from kafka.errors import NoReassignmentInProgressError
 
 from kafka_ref.cluster import zookeeper as zkdata
 from kafka_ref.cluster.zookeeper import KafkaZkClient
+from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    ApiKey,
+    ListPartitionReassignmentsRequest,
+)
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
 from tests.cluster.test_controller import create_topic, wait_metadata_agrees
 from tests.cluster.test_replication import STRICT, consume_all, produce_stream
@@ -85,81 +91,109 @@ def test_a_partition_moves_under_acks_all_load_and_loses_no_acknowledged_write(c
     )
 
 
+# A move that cannot finish needs a target replica that cannot catch up: a broker frozen
+# with SIGSTOP. Clients would wait on it, so these tests talk to the controller directly,
+# and never freeze the controller's broker.
+def roles(cluster) -> tuple[int, int, int]:
+    """(controller, another broker, the third): the third is the one to freeze."""
+    controller, _ = cluster.controller()
+    first, third = [b for b in (1, 2, 3) if b != controller]
+    return controller, first, third
+
+
+def to_controller(cluster, api_key, body):
+    return cluster.request(cluster.controller()[0], api_key, body)
+
+
+def reassign(cluster, targets) -> dict:
+    R = AlterPartitionReassignmentsRequest
+    body = R(topics=[
+        R.ReassignableTopic(name=t, partitions=[
+            R.ReassignablePartition(partition_index=p, replicas=target)
+        ])
+        for (t, p), target in targets.items()
+    ])  # fmt: skip
+    response = to_controller(cluster, ApiKey.ALTER_PARTITION_REASSIGNMENTS, body)
+    assert response.error_code == 0, response
+    return {(t.name, p.partition_index): p.error_code for t in response.responses
+            for p in t.partitions}  # fmt: skip
+
+
+def listing(cluster) -> dict:
+    body = ListPartitionReassignmentsRequest(topics=None)
+    response = to_controller(cluster, ApiKey.LIST_PARTITION_REASSIGNMENTS, body)
+    assert response.error_code == 0, response
+    return {
+        (t.name, p.partition_index): (p.replicas, p.adding_replicas, p.removing_replicas)
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+@contextlib.contextmanager
+def frozen(cluster, broker_id):
+    """Broker `broker_id` stopped with SIGSTOP; thawed after, and registered again (its
+    ZooKeeper session may have expired meanwhile, CTRL-13)."""
+    os.kill(cluster.brokers[broker_id].pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(cluster.brokers[broker_id].pid, signal.SIGCONT)
+        cluster.wait_registered()
+
+
 @pytest.mark.spec("CTRL-24")
 def test_list_shows_a_pending_move_with_adding_and_removing_replicas(cluster, topic_name):
-    """A move to a stopped broker cannot finish: it stays pending, RS = TRS + ORS, listed
-    with its adding and removing replicas, in ZooKeeper as in Kafka's znode."""
-    create_topic(cluster, topic_name, assignment=[[1, 2]])
-    cluster.stop(3)  # a clean stop; 3 stays in the assignment target but cannot catch up
-    wait_for(lambda: 3 not in cluster.zk.get_broker_ids(), what="broker 3 to leave")
-    with admin(cluster) as client:
-        result = client.alter_partition_reassignments({KTP(topic_name, 0): [2, 3]})
-        assert result[KTP(topic_name, 0)] is not None, "an unregistered broker is refused"
-        cluster.ensure_running()
-    with admin(cluster) as client:
-        os.kill(cluster.brokers[3].pid, signal.SIGSTOP)  # registered, fetches nothing
-        try:
-            assert client.alter_partition_reassignments({KTP(topic_name, 0): [2, 3]}) == {
-                KTP(topic_name, 0): None
-            }
-            listed = client.list_partition_reassignments()
-            assert listed[KTP(topic_name, 0)] == {
-                "replicas": [2, 3, 1],
-                "adding_replicas": [3],
-                "removing_replicas": [1],
-            }
-            assert moves(cluster, topic_name) == ({0: (2, 3, 1)}, {0: ((3,), (1,))})
-        finally:
-            os.kill(cluster.brokers[3].pid, signal.SIGCONT)
-    wait_moved(cluster, topic_name, 0, [2, 3])
-    with admin(cluster) as client:
-        assert client.list_partition_reassignments() == {}
+    """A move to a frozen broker cannot finish: it stays pending, RS = TRS + ORS, listed
+    with its adding and removing replicas, in ZooKeeper as in Kafka's znode; it finishes
+    once the broker is back, with a leader from the targets."""
+    controller, first, third = roles(cluster)
+    create_topic(cluster, topic_name, assignment=[[controller, first]])
+    tp = (topic_name, 0)
+    assert reassign(cluster, {tp: [first, 9]}) == {tp: ErrorCode.INVALID_REPLICATION_ASSIGNMENT}
+    with frozen(cluster, third):
+        assert reassign(cluster, {tp: [first, third]}) == {tp: 0}
+        rs = [first, third, controller]
+        assert listing(cluster)[tp] == (rs, [third], [controller])
+        assert moves(cluster, topic_name) == ({0: tuple(rs)}, {0: ((third,), (controller,))})
+        assert cluster.state(topic_name, 0).replicas == tuple(rs)
+    wait_moved(cluster, topic_name, 0, [first, third])
+    assert cluster.state(topic_name, 0).leader == first
+    assert tp not in listing(cluster)
 
 
 @pytest.mark.spec("CTRL-26")
 def test_cancel_reverts_to_the_original_replicas(cluster, topic_name):
-    create_topic(cluster, topic_name, assignment=[[1, 2]])
-    os.kill(cluster.brokers[3].pid, signal.SIGSTOP)
-    try:
-        with admin(cluster) as client:
-            client.alter_partition_reassignments({KTP(topic_name, 0): [2, 3]})
-            wait_for(lambda: moves(cluster, topic_name)[1], what="the move to be recorded")
-            assert client.alter_partition_reassignments({KTP(topic_name, 0): None}) == {
-                KTP(topic_name, 0): None
-            }
-            assert moves(cluster, topic_name) == ({0: (1, 2)}, {})
-            state = cluster.state(topic_name, 0)
-            assert state.replicas == (1, 2) and state.leader == 1
-            assert client.list_partition_reassignments() == {}
-            again = client.alter_partition_reassignments({KTP(topic_name, 0): None})
-            assert again == {KTP(topic_name, 0): NoReassignmentInProgressError}
-    finally:
-        os.kill(cluster.brokers[3].pid, signal.SIGCONT)
+    controller, first, third = roles(cluster)
+    create_topic(cluster, topic_name, assignment=[[controller, first]])
+    tp = (topic_name, 0)
+    with frozen(cluster, third):
+        assert reassign(cluster, {tp: [first, third]}) == {tp: 0}
+        assert reassign(cluster, {tp: None}) == {tp: 0}
+        assert moves(cluster, topic_name) == ({0: (controller, first)}, {})
+        state = cluster.state(topic_name, 0)
+        assert (state.replicas, state.leader) == ((controller, first), controller)
+        assert tp not in listing(cluster)
+        assert reassign(cluster, {tp: None}) == {tp: ErrorCode.NO_REASSIGNMENT_IN_PROGRESS}
 
 
 @pytest.mark.spec("CTRL-24", "CTRL-25", "CTRL-3")
 def test_a_pending_reassignment_survives_a_controller_kill(cluster, topic_name):
     """The move is in ZooKeeper: a new controller reads it and finishes it."""
-    controller, epoch = cluster.controller()
-    others = [b for b in (1, 2, 3) if b != controller]
-    target = [others[0], others[1]]
-    create_topic(cluster, topic_name, assignment=[[controller, others[0]]])
-    slow = others[1]
-    os.kill(cluster.brokers[slow].pid, signal.SIGSTOP)  # the move cannot finish yet
-    try:
-        with admin(cluster) as client:
-            client.alter_partition_reassignments({KTP(topic_name, 0): target})
-        wait_for(lambda: moves(cluster, topic_name)[1], what="the move to be recorded")
+    controller, first, third = roles(cluster)
+    _, epoch = cluster.controller()
+    create_topic(cluster, topic_name, assignment=[[controller, first]])
+    tp = (topic_name, 0)
+    with frozen(cluster, third):
+        assert reassign(cluster, {tp: [first, third]}) == {tp: 0}
         cluster.stop(controller, signal.SIGKILL)
-    finally:
-        os.kill(cluster.brokers[slow].pid, signal.SIGCONT)
     wait_for(
-        lambda: (c := cluster.controller())[0] in others and c[1] > epoch,
+        lambda: (c := cluster.controller())[0] in (first, third) and c[1] > epoch,
         timeout=6 * SESSION_TIMEOUT_MS / 1000,
         what="a new controller",
     )
-    wait_moved(cluster, topic_name, 0, target)
-    assert cluster.state(topic_name, 0).leader in target
+    wait_moved(cluster, topic_name, 0, [first, third])
+    assert cluster.state(topic_name, 0).leader in (first, third)
 
 
 @pytest.mark.spec("CTRL-27")

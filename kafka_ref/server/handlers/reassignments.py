@@ -56,6 +56,11 @@ def _controller(apis: ApiContext) -> Any:
     return controller
 
 
+def _top(results: dict | None) -> ErrorCode:
+    """The top-level error of a controller's answer: None means it resigned meanwhile."""
+    return ErrorCode.NOT_CONTROLLER if results is None else ErrorCode.NO_ERROR
+
+
 def _embedded_known(apis: ApiContext, tp: TopicPartition) -> bool:
     meta = apis.controller.topic(tp[0])
     return meta is not None and 0 <= tp[1] < meta.partitions
@@ -78,7 +83,7 @@ def handle_alter_partition_reassignments(apis: ApiContext, request: Request) -> 
             TopicPartition(t, p): _embedded_reassign(apis, TopicPartition(t, p), target)
             for t, p, target in items
         })  # fmt: skip
-    reply = _answer_later(apis, request, lambda r: _alter_response(ErrorCode.NO_ERROR, r))
+    reply = _answer_later(apis, request, lambda r: _alter_response(_top(r), r or {}))
     controller.alter_reassignments(items, reply)
     return DEFERRED
 
@@ -186,7 +191,7 @@ def handle_elect_leaders(apis: ApiContext, request: Request) -> Any:
             else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}.")
             for tp in partitions
         })  # fmt: skip
-    reply = _answer_later(apis, request, lambda r: _elect_response(ErrorCode.NO_ERROR, r))
+    reply = _answer_later(apis, request, lambda r: _elect_response(_top(r), r or {}))
     controller.elect_leaders(election, partitions, reply)
     return DEFERRED
 
