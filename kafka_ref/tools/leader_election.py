@@ -16,7 +16,7 @@ lost ISR had (CTRL-27). It prints, as Kafka's tool does:
 and for each partition that could not get its leader a line on stderr and exit code 1. A
 bad argument is one line and exit code 2.
 
-Spec rules: TOOLS-28 (spec/tools.md).
+Spec rules: TOOLS-30 (spec/tools.md).
 """
 
 from __future__ import annotations

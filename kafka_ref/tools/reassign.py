@@ -28,7 +28,7 @@ progress (ListPartitionReassignments), `--cancel` reverts the plan's pending mov
 refuses (an unknown partition, a broker that is not registered, ...) one line per partition
 and exit code 1.
 
-Spec rules: TOOLS-27 (spec/tools.md).
+Spec rules: TOOLS-29 (spec/tools.md).
 """
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ def tool(*argv: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-@pytest.mark.spec("TOOLS-27", "CTRL-24", "CTRL-25")
+@pytest.mark.spec("TOOLS-29", "CTRL-24", "CTRL-25")
 def test_the_reassign_tool_generates_executes_and_verifies_a_plan(cluster, topic_name, tmp_path):
     create_topic(cluster, topic_name, partitions=2, assignment=[[1, 2], [2, 1]])
     bootstrap = ["--bootstrap-server", cluster.bootstrap()]
@@ -296,7 +296,7 @@ def test_the_reassign_tool_generates_executes_and_verifies_a_plan(cluster, topic
     assert f"Reassignment of partition {topic_name}-1 is completed." in done.stdout
 
 
-@pytest.mark.spec("TOOLS-27")
+@pytest.mark.spec("TOOLS-29")
 def test_the_reassign_tool_refuses_a_bad_plan_and_a_refused_move(cluster, topic_name, tmp_path):
     create_topic(cluster, topic_name, partitions=1, assignment=[[1, 2]])
     bootstrap = ["--bootstrap-server", cluster.bootstrap()]
@@ -315,7 +315,7 @@ def test_the_reassign_tool_refuses_a_bad_plan_and_a_refused_move(cluster, topic_
     assert moves(cluster, topic_name) == ({0: (1, 2)}, {})
 
 
-@pytest.mark.spec("TOOLS-28", "CTRL-27")
+@pytest.mark.spec("TOOLS-30", "CTRL-27")
 def test_the_leader_election_tool_elects_the_preferred_replica(cluster, topic_name):
     create_topic(cluster, topic_name, partitions=1, assignment=[[1, 2, 3]])
     cluster.stop(1)
