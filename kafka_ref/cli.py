@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("kafka_ref.tools.topics", "create, list, describe, alter and delete topics"),
     "configs": ("kafka_ref.tools.configs", "describe and change topic and broker configs live"),
     "log-dirs": ("kafka_ref.tools.log_dirs", "describe the log directories (kafka-log-dirs)"),
+    "reassign": ("kafka_ref.tools.reassign", "move partitions between brokers"),
+    "leader-election": ("kafka_ref.tools.leader_election", "elect preferred or unclean leaders"),
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
     "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),

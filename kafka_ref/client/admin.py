@@ -48,6 +48,7 @@ from kafka_ref.client.admin_groups import (
     MemberDescription,
 )
 from kafka_ref.client.admin_quotas import QuotaAdmin
+from kafka_ref.client.admin_replicas import ReplicaAdmin
 from kafka_ref.client.admin_scram import ScramAdmin
 from kafka_ref.client.admin_transactions import (
     ProducerState,
@@ -167,7 +168,7 @@ def _check(what: str, code: int, message: str | None = None) -> None:
         raise KafkaError(f"{what}: {message or error.name}", code=error)
 
 
-class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin):
+class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, ReplicaAdmin):
     """Kafka's admin client, blocking: every method returns when the brokers have answered."""
 
     def __init__(

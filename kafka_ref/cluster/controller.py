@@ -56,6 +56,9 @@ notification; the handling is in log_dir_events.py: the replicas in that directo
 as not live for their partitions only (`live_for`), so elections and AlterPartition
 treat them as a dead broker's.
 
+**Operators' requests** are mixins run on the same thread: reassignments (reassignment.py,
+CTRL-24..26), elections on request and the automatic rebalance (leader_balance.py).
+
 Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22, CTRL-30.
 """
 
@@ -77,9 +80,11 @@ from kafka_ref.cluster.controller_channel import (
     ControllerBrokerRequestBatch,
     ControllerChannelManager,
 )
-from kafka_ref.cluster.election import elect_leader
+from kafka_ref.cluster.election import NO_LEADER, next_state
+from kafka_ref.cluster.leader_balance import LeaderBalance, LeaderBalanceConfig
 from kafka_ref.cluster.log_dir_events import LogDirFailureHandling
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
+from kafka_ref.cluster.reassignment import PartitionReassignment, Reassignment
 from kafka_ref.cluster.zookeeper import ControllerMovedError, KafkaZkClient
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
@@ -87,42 +92,13 @@ from kafka_ref.metrics.recorders import LatencyHistogram
 
 logger = logging.getLogger("kafka_ref.cluster.controller")
 
-NO_LEADER = -1  # Kafka: LeaderAndIsr.NoLeader
 AlterItem = tuple[str, int, int, tuple[int, ...], int]  # topic, partition, epoch, ISR, version
 AlterReply = Callable[
     [ErrorCode, dict[TopicPartition, tuple[ErrorCode, PartitionState | None]]], None
 ]
 
 
-def next_state(
-    state: PartitionState, live: set[int], *, unclean: bool, controller_epoch: int
-) -> PartitionState | None:
-    """The partition's new state after the live brokers became `live`, or None if unchanged.
-
-    The leader stays while alive, and the ISR loses the dead; otherwise a new leader is
-    elected (CTRL-6). Any change bumps the leader epoch (CTRL-7).
-    """
-    if state.leader in live:
-        leader, isr = state.leader, tuple(b for b in state.isr if b in live)
-    else:
-        election = elect_leader(state.replicas, state.isr, live, unclean_leader_election=unclean)
-        leader = NO_LEADER if election.leader is None else election.leader
-        isr = election.isr
-        if election.unclean:
-            logger.warning(
-                "unclean leader election for %s-%d: broker %d leads without being in the ISR"
-                " %s; acknowledged writes may be lost",
-                state.topic, state.partition, leader, list(state.isr),
-            )  # fmt: skip
-    if leader == state.leader and isr == state.isr:
-        return None
-    return PartitionState(
-        state.topic, state.partition, leader, state.leader_epoch + 1, state.replicas, isr,
-        controller_epoch,
-    )  # fmt: skip
-
-
-class KafkaController(LogDirFailureHandling):
+class KafkaController(PartitionReassignment, LeaderBalance, LogDirFailureHandling):
     """This broker's controller role: elected through /controller, active on one broker."""
 
     def __init__(
@@ -132,6 +108,7 @@ class KafkaController(LogDirFailureHandling):
         channel: ControllerChannelManager,
         *,
         unclean_leader_election: Callable[[str, dict[str, str]], bool],
+        leader_balance: LeaderBalanceConfig | None = None,
     ) -> None:
         self.zk = zk
         self.broker_id = broker_id
@@ -144,6 +121,8 @@ class KafkaController(LogDirFailureHandling):
         self.assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.states: dict[TopicPartition, tuple[PartitionState, int]] = {}  # and znode version
+        self.reassignments: dict[TopicPartition, Reassignment] = {}  # reassignment.py
+        self.leader_balance = leader_balance or LeaderBalanceConfig()  # leader_balance.py
         self._batch: ControllerBrokerRequestBatch | None = None  # this event's requests
         self._events: queue.Queue[tuple | None] = queue.Queue()
         self._thread = threading.Thread(
@@ -161,9 +140,11 @@ class KafkaController(LogDirFailureHandling):
         self._thread.start()
         self.zk.zk.add_listener(self._on_session_state)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller_znode)
+        self._start_auto_rebalance()
 
     def shutdown(self) -> None:
         self._stopped = True
+        self._stop_auto_rebalance()
         self._events.put(None)
         self._thread.join(10)
         self.channel.shutdown()
@@ -249,6 +230,7 @@ class KafkaController(LogDirFailureHandling):
             logger.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.epoch)
         self.active = False
         self.states.clear()
+        self.reassignments.clear()
         self.live = {}
         self.offline_replicas.clear()
         self._batch = None
@@ -261,6 +243,7 @@ class KafkaController(LogDirFailureHandling):
         self.live = {}
         self.assignments.clear()
         self.states.clear()
+        self.reassignments.clear()
         for topic in self.zk.get_all_topics():
             self._load_topic(topic)
         if not self._watches_installed:  # kazoo's watches persist; install them once
@@ -271,6 +254,7 @@ class KafkaController(LogDirFailureHandling):
             self._watch_log_dir_events()
         self._handle_broker_change()
         self._handle_deletion()
+        self._resume_reassignments()
 
     # ------------------------------------------------------------------ topics
     def _load_topic(self, topic: str) -> None:
@@ -284,6 +268,7 @@ class KafkaController(LogDirFailureHandling):
             current = self.zk.get_partition_state(topic, partition, replicas)
             if current is not None:
                 self.states[(topic, partition)] = current
+        self._load_moves(topic)
         if topic not in self._watched_topics:
             self._watched_topics.add(topic)
             DataWatch(self.zk.zk, zkdata.topic_path(topic), self._topic_watch(topic))
@@ -352,6 +337,7 @@ class KafkaController(LogDirFailureHandling):
         self.configs.pop(topic, None)
         for tp in [tp for tp in self.states if tp[0] == topic]:
             del self.states[tp]
+            self.reassignments.pop(tp, None)
 
     # ------------------------------------------------------------------ brokers (CTRL-6,7)
     def _handle_broker_change(self) -> None:
@@ -445,6 +431,9 @@ class KafkaController(LogDirFailureHandling):
             reply(ErrorCode.NOT_CONTROLLER, {})
             raise
         reply(ErrorCode.NO_ERROR, results)
+        for tp, (code, _) in results.items():
+            if code == ErrorCode.NO_ERROR:  # a new ISR may complete a reassignment (CTRL-25)
+                self._maybe_complete_reassignment(tp)
 
     def _alter_isr(
         self, tp: TopicPartition, leader: int, leader_epoch: int, isr: tuple[int, ...], version: int

@@ -23,10 +23,16 @@ call it, then bump the leader epoch and publish the new leader and ISR.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
+from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.seams import seam
+
+logger = logging.getLogger("kafka_ref.cluster.election")
+
+NO_LEADER = -1  # Kafka: LeaderAndIsr.NoLeader
 
 
 class Election(NamedTuple):
@@ -59,3 +65,50 @@ def elect_leader(
     # clean election is possible as soon as that broker returns.
     last = tuple(r for r in assignment if r in isr)[:1]
     return Election(None, last)
+
+
+def next_state(
+    state: PartitionState, live: set[int], *, unclean: bool, controller_epoch: int
+) -> PartitionState | None:
+    """The partition's new state after the live brokers became `live`, or None if unchanged.
+
+    The leader stays while alive, and the ISR loses the dead; otherwise a new leader is
+    elected (CTRL-6). Any change bumps the leader epoch (CTRL-7).
+    """
+    if state.leader in live:
+        leader, isr = state.leader, tuple(b for b in state.isr if b in live)
+    else:
+        election = elect_leader(state.replicas, state.isr, live, unclean_leader_election=unclean)
+        leader = NO_LEADER if election.leader is None else election.leader
+        isr = election.isr
+        if election.unclean:
+            logger.warning(
+                "unclean leader election for %s-%d: broker %d leads without being in the ISR"
+                " %s; acknowledged writes may be lost",
+                state.topic, state.partition, leader, list(state.isr),
+            )  # fmt: skip
+    if leader == state.leader and isr == state.isr:
+        return None
+    return PartitionState(
+        state.topic, state.partition, leader, state.leader_epoch + 1, state.replicas, isr,
+        controller_epoch,
+    )  # fmt: skip
+
+
+def preferred_leader(state: PartitionState, live: Collection[int]) -> int | None:
+    """Kafka's `preferredReplicaPartitionLeaderElection`: the first assigned replica, if it
+    is alive and in the ISR; None otherwise (CTRL-27)."""
+    preferred = state.replicas[0] if state.replicas else None
+    if preferred is not None and preferred in live and preferred in state.isr:
+        return preferred
+    return None
+
+
+def reassignment_leader(
+    state: PartitionState, target: Sequence[int], live: Collection[int]
+) -> int | None:
+    """Kafka's `reassignPartitionLeaderElection`: the current leader if it is one of the
+    target replicas, else the first target replica alive and in the ISR (CTRL-25)."""
+    if state.leader in target and state.leader in live:
+        return state.leader
+    return next((r for r in target if r in live and r in state.isr), None)

@@ -133,17 +133,32 @@ def decode_broker(broker_id: int, raw: bytes) -> BrokerEndpoint:
     return BrokerEndpoint(broker_id, host.strip("[]"), int(port), data.get("rack"), endpoints)
 
 
-def encode_assignment(assignment: dict[int, list[int]], topic_id: str) -> bytes:
-    """TopicZNode.encode: version 2, replicas per partition, the topic id."""
+Moves = dict[int, tuple[tuple[int, ...], tuple[int, ...]]]  # partition -> (adding, removing)
+
+
+def encode_assignment(
+    assignment: dict[int, list[int]], topic_id: str, moves: Moves | None = None
+) -> bytes:
+    """TopicZNode.encode: version 2, replicas per partition, the topic id, and the replicas
+    a reassignment is adding and removing (KIP-455)."""
+    moves = moves or {}
     return _json(
         {
             "version": 2,
             "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
             "topic_id": topic_id,
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": {str(p): list(a) for p, (a, _) in sorted(moves.items()) if a},
+            "removing_replicas": {str(p): list(r) for p, (_, r) in sorted(moves.items()) if r},
         }
     )
+
+
+def decode_moves(raw: bytes) -> Moves:
+    """The partitions being reassigned: (adding, removing) replicas of each (KIP-455)."""
+    data = json.loads(raw)
+    adding = {int(p): tuple(r) for p, r in (data.get("adding_replicas") or {}).items()}
+    removing = {int(p): tuple(r) for p, r in (data.get("removing_replicas") or {}).items()}
+    return {p: (adding.get(p, ()), removing.get(p, ())) for p in adding.keys() | removing.keys()}
 
 
 def decode_assignment(raw: bytes) -> tuple[dict[int, tuple[int, ...]], str | None]:
@@ -376,6 +391,28 @@ class KafkaZkClient:
     ) -> None:
         """Replace the assignment (CreatePartitions adds partitions; none are removed)."""
         self.zk.set(topic_path(topic), encode_assignment(assignment, topic_id))
+
+    def get_topic_moves(self, topic: str) -> Moves:
+        try:
+            data, _ = self.zk.get(topic_path(topic))
+        except NoNodeError:
+            return {}
+        return decode_moves(data)
+
+    def set_reassignment(
+        self,
+        topic: str,
+        topic_id: str,
+        assignment: dict[int, list[int]],
+        moves: Moves,
+        epoch_zk_version: int,
+    ) -> None:
+        """The controller's write of a topic's replicas during a reassignment, fenced by its
+        epoch (CTRL-4): RS with the adding and removing replicas, or the final TRS."""
+        txn = self.zk.transaction()
+        txn.check(CONTROLLER_EPOCH, epoch_zk_version)
+        txn.set_data(topic_path(topic), encode_assignment(assignment, topic_id, moves))
+        self._fenced_commit(txn, epoch_zk_version)
 
     def request_topic_deletion(self, topic: str) -> None:
         """Ask the controller to delete `topic` (Kafka: `createDeleteTopicPath`)."""

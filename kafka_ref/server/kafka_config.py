@@ -133,6 +133,12 @@ _BROKER_DEFS = [
     ConfigDef("replica.socket.timeout.ms", "int", 30000, "Follower request timeout.", 1),
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "HW checkpoints.", 1),
     ConfigDef("replica.truncation", "string", "leader-epoch", "leader-epoch or high-watermark."),
+    # The controller's automatic preferred leader elections (Kafka: ReplicationConfigs).
+    ConfigDef("auto.leader.rebalance.enable", "boolean", True, "Rebalance leaders by itself."),
+    ConfigDef("leader.imbalance.check.interval.seconds", "long", 300, "Imbalance check period.", 1),
+    ConfigDef(
+        "leader.imbalance.per.broker.percentage", "int", 10, "Imbalance that triggers it.", 0
+    ),
     # The group coordinator (Kafka: GroupCoordinatorConfig) and its __consumer_offsets topic.
     ConfigDef("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout.", 0),
     ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout.", 0),

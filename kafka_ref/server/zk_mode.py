@@ -37,6 +37,7 @@ from typing import Any
 
 from kafka_ref.cluster.controller import KafkaController
 from kafka_ref.cluster.controller_channel import ControllerChannelManager
+from kafka_ref.cluster.leader_balance import LeaderBalanceConfig
 from kafka_ref.cluster.log_dir_events import propagate_log_dir_event
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
@@ -176,8 +177,17 @@ class ZooKeeperMode:
 
         security = InterBrokerSecurity.from_config(self.config)
         channel = ControllerChannelManager(loop, self.config.broker_id, security)
+        balance = LeaderBalanceConfig(
+            self.config["auto.leader.rebalance.enable"],
+            self.config["leader.imbalance.check.interval.seconds"],
+            self.config["leader.imbalance.per.broker.percentage"],
+        )
         self.kafka_controller = KafkaController(
-            self.zk, self.config.broker_id, channel, unclean_leader_election=unclean
+            self.zk,
+            self.config.broker_id,
+            channel,
+            unclean_leader_election=unclean,
+            leader_balance=balance,
         )
         self.kafka_controller.startup()
 

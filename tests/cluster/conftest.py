@@ -43,6 +43,10 @@ BROKER_CONFIGS = {
     "offsets.topic.num.partitions": 3,
     "transaction.state.log.num.partitions": 3,
     "group.initial.rebalance.delay.ms": 0,
+    # Kafka's default moves leaders back to their preferred replicas every 300 s (CTRL-28):
+    # a session runs longer than that, and tests that bounce brokers expect the leaders they
+    # saw elected. The automatic rebalance has its own cluster (test_reassignment.py).
+    "auto.leader.rebalance.enable": "false",
 }
 _names = itertools.count()
 

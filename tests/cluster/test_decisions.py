@@ -11,8 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ref.cluster.assignment import assign_replicas_to_brokers, rack_alternated
-from kafka_ref.cluster.controller import next_state
+from kafka_ref.cluster.election import next_state, preferred_leader, reassignment_leader
+from kafka_ref.cluster.leader_balance import imbalanced_partitions
 from kafka_ref.cluster.metadata import InvalidReplicationFactorError, PartitionState
+from kafka_ref.cluster.reassignment import Reassignment, validate_target
 from kafka_ref.cluster.zk_metadata import is_stale
 from kafka_ref.cluster.zookeeper import split_connect
 
@@ -101,3 +103,50 @@ def test_zookeeper_connect_with_chroot():
     assert split_connect("h1:2181,h2:2181/kafka/prod") == ("h1:2181,h2:2181", "/kafka/prod")
     assert split_connect("h:2181") == ("h:2181", "")
     assert split_connect("h:2181/") == ("h:2181", "")
+
+
+# ---------------------------------------------------------------------- reassignment, balance
+@pytest.mark.spec("CTRL-24")
+def test_a_moves_replica_set_puts_the_targets_first_and_round_trips_through_the_znode():
+    move = Reassignment(original=(1, 2), target=(2, 3))
+    assert move.replicas == (2, 3, 1)  # Kafka: (targetReplicas ++ originalReplicas).distinct
+    assert (move.adding, move.removing) == ((3,), (1,))
+    # The znode keeps RS, adding and removing: TRS's order survives, ORS's does not (Kafka:
+    # `ReplicaAssignment.originReplicas` is RS minus adding, in RS's order).
+    assert Reassignment.from_znode(move.replicas, move.adding, move.removing) == ((2, 1), (2, 3))
+
+
+@pytest.mark.spec("CTRL-24")
+def test_a_target_must_be_non_empty_distinct_registered_brokers():
+    assert validate_target((2, 3), {1, 2, 3}) is None
+    assert "empty" in validate_target((), {1, 2, 3})
+    assert "Duplicate" in validate_target((2, 2), {1, 2, 3})
+    assert "[4]" in validate_target((2, 4), {1, 2, 3})
+
+
+@pytest.mark.spec("CTRL-25")
+def test_the_reassignment_leader_stays_if_it_is_a_target_else_the_first_target_in_the_isr():
+    s = state(1, 4, (1, 2, 3), replicas=(2, 3, 1))
+    assert reassignment_leader(s, (1, 3), {1, 2, 3}) == 1
+    assert reassignment_leader(s, (2, 3), {1, 2, 3}) == 2
+    assert reassignment_leader(s, (2, 3), {1, 3}) == 3  # 2 is not alive
+    assert reassignment_leader(state(1, 4, (1,)), (2, 3), {1, 2, 3}) is None
+
+
+@pytest.mark.spec("CTRL-27")
+def test_the_preferred_leader_is_the_first_replica_if_alive_and_in_the_isr():
+    assert preferred_leader(state(2, 3, (1, 2, 3)), {1, 2, 3}) == 1
+    assert preferred_leader(state(2, 3, (2, 3)), {1, 2, 3}) is None  # not in the ISR
+    assert preferred_leader(state(2, 3, (1, 2, 3)), {2, 3}) is None  # not alive
+
+
+@pytest.mark.spec("CTRL-28")
+def test_the_imbalance_check_is_per_broker_and_above_the_percentage():
+    tps = [("t", p) for p in range(10)]
+    preferred = {tp: 1 for tp in tps} | {("u", 0): 2}
+    leaders = {tp: 1 for tp in tps} | {("t", 0): 2, ("u", 0): 2}
+    # broker 1: 1 of its 10 is led elsewhere, 10 %, not above 10 %: nothing to do
+    assert imbalanced_partitions(preferred, leaders, 10) == []
+    assert imbalanced_partitions(preferred, leaders, 9) == [("t", 0)]
+    leaders[("t", 1)] = 3  # 20 % now
+    assert imbalanced_partitions(preferred, leaders, 10) == [("t", 0), ("t", 1)]

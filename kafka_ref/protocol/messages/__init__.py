@@ -26,6 +26,8 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     SCRAM users: DescribeUserScramCredentials 0   AlterUserScramCredentials 0 (KIP-554)
     ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
     client quotas: DescribeClientQuotas 0-1   AlterClientQuotas 0-1
+    replicas (to the controller): ElectLeaders 0-2   AlterPartitionReassignments 0
+    ListPartitionReassignments 0
     consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
     LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
     ListGroups 0-2   DeleteGroups 0-1
@@ -149,6 +151,18 @@ from kafka_ref.protocol.messages.api_42_delete_groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from kafka_ref.protocol.messages.api_43_elect_leaders import (
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+)
+from kafka_ref.protocol.messages.api_45_alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
+from kafka_ref.protocol.messages.api_46_list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from kafka_ref.protocol.messages.api_48_describe_client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
@@ -228,7 +242,10 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
@@ -308,6 +325,17 @@ APIS: dict[int, Api] = {
             IncrementalAlterConfigsRequest,
             IncrementalAlterConfigsResponse,
         ),
+        _api("ElectLeaders", ElectLeadersRequest, ElectLeadersResponse),
+        _api(
+            "AlterPartitionReassignments",
+            AlterPartitionReassignmentsRequest,
+            AlterPartitionReassignmentsResponse,
+        ),
+        _api(
+            "ListPartitionReassignments",
+            ListPartitionReassignmentsRequest,
+            ListPartitionReassignmentsResponse,
+        ),
         _api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse),
         _api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse),
         _api(
@@ -344,6 +372,8 @@ __all__ = [
     "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "AlterUserScramCredentialsRequest",
@@ -384,6 +414,8 @@ __all__ = [
     "DescribeTransactionsResponse",
     "DescribeUserScramCredentialsRequest",
     "DescribeUserScramCredentialsResponse",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",
@@ -406,6 +438,8 @@ __all__ = [
     "ListGroupsResponse",
     "ListOffsetsRequest",
     "ListOffsetsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
     "ListTransactionsRequest",
     "ListTransactionsResponse",
     "MetadataRequest",

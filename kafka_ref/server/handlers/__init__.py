@@ -62,6 +62,7 @@ from kafka_ref.server.handlers import (
     metadata,
     offsets,
     produce,
+    reassignments,
     sasl,
     scram_users,
     txn,
@@ -136,6 +137,11 @@ class KafkaApis(ApiContext):
             ),
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_users.handle_alter_user_scram_credentials,
             ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
+            ApiKey.ELECT_LEADERS: reassignments.handle_elect_leaders,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
+                reassignments.handle_alter_partition_reassignments
+            ),
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
             ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
             ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
         }

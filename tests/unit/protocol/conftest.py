@@ -182,7 +182,10 @@ _OLD = {
     35: ("admin", "DescribeLogDirs"),
     37: ("admin", "CreatePartitions"),
     42: ("admin", "DeleteGroups"),
+    43: ("admin", "ElectLeaders"),
     44: ("admin", "IncrementalAlterConfigs"),  # no hand-written 2.x class
+    45: ("admin", "AlterPartitionReassignments"),
+    46: ("admin", "ListPartitionReassignments"),
     48: ("admin", "DescribeClientQuotas"),
     49: ("admin", "AlterClientQuotas"),
     50: ("", "DescribeUserScramCredentials"),  # no hand-written 2.x classes for these two

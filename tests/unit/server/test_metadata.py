@@ -53,7 +53,10 @@ ADVERTISED = {
     36: (0, 2),
     37: (0, 1),
     42: (0, 1),
+    43: (0, 2),  # ElectLeaders (CTRL-27)
     44: (0, 1),
+    45: (0, 0),  # AlterPartitionReassignments (CTRL-24)
+    46: (0, 0),  # ListPartitionReassignments
     48: (0, 1),  # DescribeClientQuotas (QUOTA-9)
     49: (0, 1),  # AlterClientQuotas (QUOTA-10)
     50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)

@@ -47,6 +47,8 @@ COMMANDS = {  # each with a 3 s timeout where the tool has one
     "users": (["users", "--describe", "--timeout-ms", "3000"], ""),
     "transactions": (["transactions", "--timeout-ms", "3000", "list"], ""),
     "log-dirs": (["log-dirs", "--describe", "--timeout-ms", "3000"], ""),
+    "leader-election": (["leader-election", "--election-type", "preferred",
+                         "--all-topic-partitions", "--timeout-ms", "3000"], ""),
 }  # fmt: skip
 
 
