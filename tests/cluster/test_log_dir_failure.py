@@ -170,11 +170,15 @@ def test_a_follower_whose_append_fails_takes_its_dir_offline(jbod):
     apart and segments roll every few records: the first I/O in the failed directory is
     its replica fetcher's append, rolling a segment there."""
     topic, victim = "jbod-follower", 3
-    create_topic(jbod, topic, configs={"segment.bytes": "2000"}, assignment=[[1, 2, 3], [2, 1, 3]])
+    # Six partitions led by 1 and 2: the victim's log dirs take new partitions by their
+    # counts (DUR-13), so whatever earlier tests left, each dir gets at least one of them.
+    assignment = [[1, 2, 3], [2, 1, 3]] * (PARTITIONS // 2)
+    create_topic(jbod, topic, configs={"segment.bytes": "2000"}, assignment=assignment)
     dirs = jbod.brokers[victim].log_dirs
-    wait_for(lambda: all(partitions_in(d, topic) for d in dirs), what="one partition per dir")
-    failed_dir = next(d for d in dirs if 0 in partitions_in(d, topic))
-    before = {p: jbod.state(topic, p) for p in (0, 1)}
+    wait_for(lambda: all(partitions_in(d, topic) for d in dirs), what="partitions in each dir")
+    failed_dir, kept_dir = dirs
+    failed, kept = min(partitions_in(failed_dir, topic)), min(partitions_in(kept_dir, topic))
+    before = {p: jbod.state(topic, p) for p in (failed, kept)}
     configs = dict(jbod.brokers[victim].configs)
     jbod.brokers[victim].configs.update({
         "log.flush.offset.checkpoint.interval.ms": 600_000,
@@ -183,22 +187,24 @@ def test_a_follower_whose_append_fails_takes_its_dir_offline(jbod):
     try:
         jbod.stop(victim)
         jbod.ensure_running()
-        wait_full_isr(jbod, topic, 2)
+        wait_full_isr(jbod, topic, PARTITIONS)
         stop, out = threading.Event(), {}
-        thread = threading.Thread(target=lambda: out.update(r=produce_stream(jbod, topic, 2, stop)))
+        thread = threading.Thread(
+            target=lambda: out.update(r=produce_stream(jbod, topic, PARTITIONS, stop))
+        )
         thread.start()
         try:
             time.sleep(1)
             fail_dir(failed_dir)
             wait_for(  # by the controller (a new leader epoch), not by the leader's lag check
                 lambda: (
-                    (s := jbod.state(topic, 0)).leader_epoch > before[0].leader_epoch
+                    (s := jbod.state(topic, failed)).leader_epoch > before[failed].leader_epoch
                     and victim not in s.isr
                 ),
-                what=f"broker {victim} to leave {topic}-0's ISR",
+                what=f"broker {victim} to leave {topic}-{failed}'s ISR",
             )
             assert "append to" in jbod.brokers[victim].log().split("is offline:")[-1][:200]
-            assert victim in jbod.state(topic, 1).isr
+            assert victim in jbod.state(topic, kept).isr
         finally:
             stop.set()
             thread.join(120)
@@ -208,7 +214,7 @@ def test_a_follower_whose_append_fails_takes_its_dir_offline(jbod):
     finally:
         jbod.brokers[victim].configs = configs
     jbod.ensure_running()
-    wait_full_isr(jbod, topic, 2)
+    wait_full_isr(jbod, topic, PARTITIONS)
 
 
 @pytest.mark.spec("DUR-16")
