@@ -61,6 +61,15 @@ RETRY_BACKOFF_S = 0.1  # Kafka's RequestSendThread waits 100 ms before it sends 
 Request = tuple[int, int, Any]  # api key, version, body
 
 
+def _state_fields(s: PartitionState) -> dict:
+    """A partition state as LeaderAndIsr and UpdateMetadata both carry it."""
+    return dict(
+        partition_index=s.partition, controller_epoch=s.controller_epoch, leader=s.leader,
+        leader_epoch=s.leader_epoch, isr=list(s.isr), zk_version=s.zk_version,
+        replicas=list(s.replicas),
+    )  # fmt: skip
+
+
 def _by_topic(states: Iterable[PartitionState]) -> dict[str, list[PartitionState]]:
     topics: dict[str, list[PartitionState]] = {}
     for state in sorted(states, key=lambda s: (s.topic, s.partition)):
@@ -115,13 +124,7 @@ class ControllerBrokerRequestBatch:
                     topic_name=topic,
                     partition_states=[
                         LeaderAndIsrRequest.LeaderAndIsrPartitionState(
-                            partition_index=s.partition,
-                            controller_epoch=s.controller_epoch,
-                            leader=s.leader,
-                            leader_epoch=s.leader_epoch,
-                            isr=list(s.isr),
-                            zk_version=s.zk_version,
-                            replicas=list(s.replicas),
+                            **_state_fields(s),
                             adding_replicas=[],
                             removing_replicas=[],
                         )
@@ -149,13 +152,7 @@ class ControllerBrokerRequestBatch:
                     topic_name=topic,
                     partition_states=[
                         UpdateMetadataRequest.UpdateMetadataPartitionState(
-                            partition_index=s.partition,
-                            controller_epoch=s.controller_epoch,
-                            leader=s.leader,
-                            leader_epoch=s.leader_epoch,
-                            isr=list(s.isr),
-                            zk_version=s.zk_version,
-                            replicas=list(s.replicas),
+                            **_state_fields(s),
                             offline_replicas=[r for r in s.replicas if r not in live],
                         )
                         for s in partitions
