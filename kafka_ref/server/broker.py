@@ -63,14 +63,12 @@ waiting answer REQUEST_TIMED_OUT.
 
 **Every log dir failed** (DUR-16): a broker with no log directory left online cannot serve
 anything, and stops as Kafka's does ("Shutdown broker because all log dirs in ... have
-failed"): `all_log_dirs_failed` is set, `serve` stops the broker (its session closes, so
-the controller moves its leaders at once) and the process exits with status 1.
+failed"): `all_log_dirs_failed` is set, `serve` (broker_process.py) stops the broker
+(its session closes, so the controller moves its leaders at once) and the process exits
+with status 1.
 
-`BrokerThread` runs a broker on a loop in a background thread, for tests and tools that
-want a broker in-process.
-
-A broker process (`serve`) first raises its limit of open files to the hard limit
-(BROKER-60): it holds a descriptor per partition.
+broker_process.py runs a broker: as the process `kafka-ref broker` (`serve`, which first
+raises the limit of open files, BROKER-60) or on a thread of another program (`BrokerThread`).
 
 Rules: BROKER-36, BROKER-39, BROKER-46, BROKER-48, BROKER-60, CONFIG-6, DUR-16, IDEM-14, ISR-3,
 REPL-10, REPL-11, SEC-2.
@@ -83,9 +81,6 @@ import contextlib
 import dataclasses
 import functools
 import logging
-import resource
-import signal
-import threading
 from collections.abc import Callable
 
 from kafka_ref.clock import Clock, SystemClock
@@ -503,88 +498,3 @@ def _broker_endpoint(config: KafkaConfig, advertised: list[EndPoint]) -> BrokerE
     own = next(e for e in advertised if e.listener == config.inter_broker_listener)
     rack = config["broker.rack"]
     return BrokerEndpoint(config.broker_id, own.host, own.port, rack, tuple(advertised))
-
-
-def raise_descriptor_limit() -> int:
-    """Raise this process's soft limit of open files to its hard limit (BROKER-60); returns
-    the limit now in force.
-
-    A broker holds a descriptor per partition (its active segment's `.log`; the index maps
-    hold none, INDEX-8) and per connection. The usual soft limit is 1,024 while the hard
-    one is far higher: with the soft one, a broker fails with EMFILE near a thousand
-    partitions. Kafka's JVM raises it the same way at start (HotSpot's `MaxFDLimit`, on by
-    default); a process may raise its soft limit up to its hard one without privileges."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard and soft != resource.RLIM_INFINITY:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError) as err:  # e.g. a hard limit above what the OS allows
-            logger.warning("cannot raise the open files limit from %d to %d: %s", soft, hard, err)
-    logger.info("open files limit: %s", "unlimited" if soft == resource.RLIM_INFINITY else soft)
-    return soft
-
-
-async def serve(config: KafkaConfig) -> int:
-    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly; 0, or 1 when it
-    stopped because every log dir failed (DUR-16)."""
-    raise_descriptor_limit()
-    broker = Broker(config)
-    await broker.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    waits = [loop.create_task(stop.wait()), loop.create_task(broker.all_log_dirs_failed.wait())]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        if stop.is_set():
-            logger.info("received a stop signal")
-    finally:
-        for wait in waits:
-            wait.cancel()
-        await broker.stop()
-    return 1 if broker.all_log_dirs_failed.is_set() else 0
-
-
-class BrokerThread:
-    """A broker on its own event loop in a daemon thread (tests, embedding)."""
-
-    def __init__(self, config: KafkaConfig, clock: Clock | None = None) -> None:
-        self.broker = Broker(config, clock)
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="broker", daemon=True)
-
-    def start(self, timeout: float = 30.0) -> BrokerThread:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.broker.start(), self.loop).result(timeout)
-        return self
-
-    @property
-    def port(self) -> int:
-        return self.broker.port
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def call(self, fn: Callable[[], object], timeout: float = 30.0) -> object:
-        """Run `fn` on the broker's loop (the broker is not thread-safe) and return its result."""
-
-        async def run() -> object:
-            return fn()
-
-        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self.broker.stop(), self.loop).result(timeout)
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout)
-        self.loop.close()
-
-    def __enter__(self) -> BrokerThread:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

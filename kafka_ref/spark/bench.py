@@ -28,7 +28,7 @@ import time
 
 from kafka_ref.client.admin import Admin, NewTopic
 from kafka_ref.client.producer import Producer
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 
 

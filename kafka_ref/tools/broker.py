@@ -96,7 +96,7 @@ def build_config(args: argparse.Namespace) -> KafkaConfig:
 
 def run(args: argparse.Namespace) -> int:
     from kafka_ref.cli import UsageError
-    from kafka_ref.server.broker import serve
+    from kafka_ref.server.broker_process import serve
 
     try:
         config = build_config(args)

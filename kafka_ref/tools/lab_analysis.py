@@ -34,7 +34,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from kafka_ref.client.admin import Admin, NewTopic
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 
 

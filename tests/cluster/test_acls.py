@@ -11,7 +11,7 @@ from kafka_ref.client.admin import NewTopic
 from kafka_ref.conformance.cluster import wait_for
 from kafka_ref.errors import ErrorCode
 from kafka_ref.security.acls import AclBindingFilter, AclOperation, PatternType, ResourceType
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 from tests.unit.security.authz_fixtures import acl, acl_broker_props, admin_of, user_wire
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kafka_ref.conformance.cluster import wait_for
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 from tests.certs import PLAIN_JAAS
 from tests.unit.security.conftest import SecureWire, port

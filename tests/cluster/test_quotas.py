@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from kafka_ref.client.admin import Admin, NewTopic
 from kafka_ref.conformance.cluster import wait_for
 from kafka_ref.quota.entity import QuotaEntity
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 
 CHROOT = "/kafka-ref-quotas-test"

@@ -18,7 +18,7 @@ import pytest
 
 from kafka_ref.client.admin import Admin, NewTopic
 from kafka_ref.client.producer import Producer
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 
 T0 = 1_700_000_000_000  # record timestamps in the tests start here (2023-11-14)

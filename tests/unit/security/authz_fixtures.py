@@ -14,7 +14,7 @@ from kafka_ref.security.acls import (
     ResourcePattern,
     ResourceType,
 )
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 from tests.unit.security.conftest import SecureWire
 

@@ -28,7 +28,7 @@ from kafka_ref.protocol.messages import (
 )
 from kafka_ref.security import scram
 from kafka_ref.security.credentials import CredentialStore
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 from tests.certs import SCRAM_USERS, Pki, make_pki, secure_broker_props
 

@@ -26,7 +26,7 @@ from kafka_ref.protocol.messages import (
     WriteTxnMarkersRequest,
 )
 from kafka_ref.security.acls import AclBindingFilter, AclOperation, PatternType, ResourceType
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 from tests.unit.security.authz_fixtures import acl, admin_of, start_acl_broker, user_wire
 

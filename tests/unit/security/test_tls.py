@@ -14,7 +14,7 @@ from kafka_ref.protocol.messages import (
     DescribeClusterRequest,
     FindCoordinatorRequest,
 )
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 from tests.certs import BROKER_KEY_PASSWORD, CLIENT_DN, secure_broker_props
 from tests.unit.security.conftest import (

@@ -20,7 +20,7 @@ from kafka_ref.protocol.messages import APIS
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Record
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 
 

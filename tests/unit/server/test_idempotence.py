@@ -21,7 +21,7 @@ from kafka_ref.protocol.messages import (
 )
 from kafka_ref.record.batch import RecordBatch, build_batch, iter_batch_headers
 from kafka_ref.record.record import Record
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.txn.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from tests.unit.server.conftest import T0, Wire

@@ -319,7 +319,7 @@ log.retention.check.interval.ms=300000
 
 @pytest.mark.spec("BROKER-41")
 def test_kafkas_own_server_properties_work(tmp_path):
-    from kafka_ref.server.broker import BrokerThread
+    from kafka_ref.server.broker_process import BrokerThread
 
     path = tmp_path / "server.properties"
     path.write_text(STOCK_KRAFT_PROPERTIES)

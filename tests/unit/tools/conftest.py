@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 
 

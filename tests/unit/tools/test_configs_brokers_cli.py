@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_ref.server.broker import BrokerThread
+from kafka_ref.server.broker_process import BrokerThread
 from kafka_ref.server.kafka_config import KafkaConfig
 from tests.unit.tools.test_tools_at_the_edges import assert_ends_with_one_line, tool
 
