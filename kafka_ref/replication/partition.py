@@ -213,12 +213,18 @@ class Partition(ConsumerReads):
         self._check_new_epoch(state)
         if state.leader != self.broker_id:
             raise ValueError(f"{state} does not make broker {self.broker_id} leader")
+        # A broker that already leads keeps what it knows of its followers (Kafka:
+        # `isNewLeader`): with the ISR shrunk to followers that are caught up, the HW moves
+        # now, not at their next fetch that changes their position.
+        known = self.remote if self.is_leader else {}
         self._take_state(state)
         now = self.clock.milliseconds()
         self.cache.assign(state.leader_epoch, self.log_end_offset)
         self.leader_epoch_start_offset = self.log_end_offset
         self.remote = {
-            r: Replica(r, now, in_isr=r in state.isr) for r in state.replicas if r != self.broker_id
+            r: known.get(r) or Replica(r, now, in_isr=r in state.isr)
+            for r in state.replicas
+            if r != self.broker_id
         }
         self._maybe_increment_high_watermark()
         logger.info("%r: became leader", self)

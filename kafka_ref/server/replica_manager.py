@@ -17,8 +17,9 @@ for this broker, the simulator and the tests. This module is its asyncio adapter
   once, and acks=all is complete when the append returns;
 * **ZooKeeper mode**: `become_leader_or_follower(state)` applies the controller's state of
   a partition from its LeaderAndIsr request (Kafka: `ReplicaManager.becomeLeaderOrFollower`).
-  A newer leader epoch makes the partition leader (`Partition.make_leader`, its
-  followers' progress starts unknown, ISR-4) or follower (`make_follower`, then the
+  A newer leader epoch makes the partition leader (`Partition.make_leader`: a new leader's
+  followers' progress starts unknown, ISR-4; a broker that stays leader keeps it) or
+  follower (`make_follower`, then the
   replica fetcher of the leader's broker takes the partition, server/follower_fetcher.py);
   an older epoch is ignored (CTRL-5); the same epoch is one this broker applied already
   (the controller sends every state again when it fails over). `stop_replica` is

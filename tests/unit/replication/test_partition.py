@@ -337,3 +337,18 @@ def test_a_follower_appends_a_fetch_that_spans_several_of_the_leaders_segments(t
     follower.append_as_follower(fetched)
     assert follower.log_end_offset == leader.log_end_offset == 20
     assert follower.log.read(0, 1 << 20).read_bytes() == leader.log.read(0, 1 << 20).read_bytes()
+
+
+@pytest.mark.spec("ISR-4", "ISR-5")
+def test_a_leader_that_stays_leader_keeps_its_followers_progress(tmp_path, clock):
+    """The controller shrinks the ISR with a new leader epoch (a follower died) and the same
+    broker leads on: what it knew of the caught-up follower still counts, so the HW moves
+    at once instead of waiting for a fetch that changes that follower's position (Kafka:
+    `Partition.makeLeader` resets followers only when `isNewLeader`)."""
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    fetch(leader, 1, 1)  # broker 1 has offset 0; broker 2 never fetched: the HW holds at 0
+    assert leader.high_watermark == 0
+    leader.make_leader(state(0, 1, isr=(0, 1)))  # broker 2 left the ISR, 0 still leads
+    assert leader.high_watermark == 1
