@@ -106,6 +106,10 @@ def test_a_request_for_an_earlier_registration_is_refused(cluster, topic_name):
     _, new_epoch = cluster.zk.get_broker_and_epoch(victim)
     assert new_epoch > old_epoch  # a new registration, a new czxid (KIP-380)
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    # the victim back in the ISR first: from here on nothing changes the state but the test
+    wait_for(lambda: sorted(current_state(cluster, topic_name, 0).isr) == [1, 2, 3],
+             what=f"broker {victim} back in the ISR")  # fmt: skip
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
     before = leaders_in_metadata(cluster, victim, topic_name)
     state = current_state(cluster, topic_name, 0)
     ahead = dataclasses.replace(state, leader_epoch=state.leader_epoch + 7, isr=(state.leader,))
