@@ -16,6 +16,7 @@ for the silent member until its `max.poll.interval.ms` runs out (REBAL-18).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -144,6 +145,14 @@ def test_consumers_started_together_share_the_partitions(broker, count, static):
             m.close()
 
 
+# librdkafka's close() of the consumer that went past max.poll.interval.ms has blocked in C,
+# holding the GIL, for over ten minutes in two of four clean-clone runs: no timeout in this
+# process can end it. Until the silent member runs in a process of its own, this check runs
+# in the long form only (`make test-long`), never in CI, where it would hang the suite.
+@pytest.mark.skipif(
+    os.environ.get("KAFKA_REF_LONG") != "1",
+    reason="librdkafka's close of a consumer past max.poll.interval.ms can hang: make test-long",
+)
 @pytest.mark.spec("REBAL-18")
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(broker, static):
