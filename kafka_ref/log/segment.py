@@ -281,6 +281,7 @@ class Segment:
         position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
         return self.log.search_for_timestamp(timestamp, position, starting_offset)
 
+    # ------------------------------------------------------------------ recovery
     def take_file_state(self, next_offset: int, largest: TimestampOffset | None = None) -> None:
         """Take what a full read of the file found (segment_recovery.py) instead of reading
         it again: the next offset and, once the indexes are rebuilt, the largest timestamp."""
