@@ -133,6 +133,7 @@ def _add_partitions_parser(sub) -> None:
 DEFAULTS = {
     "messages": 200_000, "seconds": 10.0, "sizes": "100,1024", "acks": "1,all",
     "partitions": "1,8", "latency_rate": 1000.0, "latency_seconds": 3.0, "repeat": 1,
+    "producers": 1, "phases": ",".join(bb.PHASES),
 }  # fmt: skip
 
 
@@ -176,6 +177,15 @@ def add_measure_options(parser: argparse.ArgumentParser, *, suppress: bool = Fal
     parser.add_argument(
         "--repeat", type=int, default=default("repeat"),
         help="measure every case this many times, alternating the brokers' order (default 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--producers", type=int, default=default("producers"),
+        help="producer processes in the produce phase, so that the client is not the bound "
+        "(default 1: the bench's own process)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--phases", default=default("phases"),
+        help=f"which phases each case runs; consume needs produce (default {d['phases']})",
     )  # fmt: skip
     parser.add_argument(
         "--keep-topics", action="store_true", default=default("keep_topics"),
@@ -230,6 +240,13 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise BenchUsage("--messages, --seconds and --repeat must be positive")
     if args.latency_rate <= 0 or args.latency_seconds < 0:
         raise BenchUsage("--latency-rate must be positive and --latency-seconds not negative")
+    if args.producers < 1:
+        raise BenchUsage(f"--producers {args.producers}: expected a positive integer")
+    phases = tuple(p.strip() for p in args.phases.split(",") if p.strip())
+    if not phases or any(p not in bb.PHASES for p in phases):
+        raise BenchUsage(f"--phases {args.phases!r}: expected a list of {', '.join(bb.PHASES)}")
+    if "consume" in phases and "produce" not in phases:
+        raise BenchUsage("--phases: consume reads what produce wrote, so it needs produce")
     return Settings(
         messages=args.messages,
         seconds=args.seconds,
@@ -240,6 +257,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         latency_seconds=args.latency_seconds,
         keep_topics=args.keep_topics,
         repeat=args.repeat,
+        producers=args.producers,
+        phases=phases,
     )
 
 

@@ -84,6 +84,9 @@ def test_bare_bench_with_bootstrap_server_is_the_broker_bench():
         ["bench", "--bootstrap-server", "h:1", "--acks", "2"],
         ["bench", "--bootstrap-server", "h:1", "--sizes", "1k"],
         ["bench", "compare", "--partitions", "0"],
+        ["bench", "compare", "--producers", "0"],
+        ["bench", "compare", "--phases", "consume"],
+        ["bench", "compare", "--phases", "produce,fetch"],
         ["bench", "--bootstrap-server", "no-port"],
     ],
 )
@@ -129,8 +132,10 @@ def test_compare_runs_both_brokers_and_prints_ratios(capsys):
     assert all(r["messages"] > 0 and r["errors"] == 0 for r in measured)
     ratios = [r for r in rows if r["what"] == "ratio"]
     assert [(r["of"], r["metric"]) for r in ratios] == [
+        ("produce", "msgs/s"),
         ("produce", "MB/s"),
         ("produce", "broker CPU s/GB"),
+        ("consume", "msgs/s"),
         ("consume", "MB/s"),
         ("consume", "broker CPU s/GB"),
         ("produce latency", "p50_ms"),
@@ -143,6 +148,33 @@ def test_compare_runs_both_brokers_and_prints_ratios(capsys):
         else:
             assert ratio["kafka-ref"] >= 0 and ratio["tansu"] >= 0
     assert {r["broker"] for r in rows if r["what"] == "broker rss"} == {"kafka-ref", "tansu"}
+
+
+@pytest.mark.spec("TOOLS-5", "TOOLS-6")
+@pytest.mark.timeout(90)
+def test_compare_with_several_producer_processes_reports_produce_alone(capsys):
+    args = ["--messages", "3000", "--sizes", "10", "--acks", "all", "--partitions", "2",
+            "--producers", "2", "--phases", "produce", "--seconds", "20", "--json"]  # fmt: skip
+    assert main(["--log-level", "ERROR", "bench", "compare", *args]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = [r for r in rows if r["what"] not in ("ratio", "broker rss")]
+    assert sorted((r["broker"], r["what"]) for r in measured) == [
+        ("kafka-ref", "produce"),
+        ("tansu", "produce"),
+    ]
+    for row in measured:
+        assert list(row) == list(FIELDS)
+        assert (row["msg_size"], row["acks"], row["partitions"]) == (10, "all", 2)
+        assert row["messages"] == 3000 and row["errors"] == 0  # the two processes' sum
+        assert row["msgs/s"] > 0 and row["client_cpu_s"] >= 0  # tiny: may round to 0
+    ratios = [r for r in rows if r["what"] == "ratio"]
+    assert [(r["of"], r["metric"]) for r in ratios] == [
+        ("produce", "msgs/s"),
+        ("produce", "MB/s"),
+        ("produce", "broker CPU s/GB"),
+    ]
+    (msgs,) = [r for r in ratios if r["metric"] == "msgs/s"]
+    assert msgs["ratio"] == pytest.approx(msgs["kafka-ref"] / msgs["tansu"], abs=0.01)
 
 
 @pytest.mark.spec("TOOLS-24")
