@@ -1,6 +1,6 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Seven benches, one entry point:
+Eight benches, one entry point:
 
 * `kafka-ref bench storage`: the storage engine alone, on real files (below);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
@@ -22,9 +22,12 @@ Seven benches, one entry point:
   (kafka_ref/tools/bench_soak.py);
 * `kafka-ref bench partitions`: 10 to 10,000 partitions on one broker: topic creation,
   produce, Metadata time, RSS, and the start and recovery time of a broker with that
-  many logs, against Tansu (kafka_ref/tools/bench_partitions.py).
+  many logs, against Tansu (kafka_ref/tools/bench_partitions.py);
+* `kafka-ref bench replay`: kafka-ref and Tansu fed ready Produce requests shaped as
+  librdkafka's by a client that costs little, so the broker is the bottleneck: msgs/s and
+  broker CPU per request and per record, with ratios (kafka_ref/tools/bench_replay.py).
 
-This module holds the command line of all seven (the broker benches' options are shared by
+This module holds the command line of all eight (the broker benches' options are shared by
 `broker`, `compare` and bare `bench --bootstrap-server`); the storage bench lives in
 kafka_ref/tools/bench_storage.py.
 
@@ -45,6 +48,7 @@ from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools import bench_partitions as bp
+from kafka_ref.tools import bench_replay as brp
 from kafka_ref.tools import bench_report
 from kafka_ref.tools import bench_soak as bsoak
 from kafka_ref.tools import bench_storage as bstorage
@@ -94,6 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     txn.add_argument("--tansu", action="store_true", help="also start and measure the Tansu broker")
     txn.set_defaults(sizes="1024")
     _add_partitions_parser(sub)
+    brp.add_parser(sub)
     soak = sub.add_parser("soak", help="broker memory with idle and greedy connections",
                           description=_doc(bsoak))  # fmt: skip
     soak.add_argument("--idle", type=int, default=1000, help="idle connections")
@@ -280,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
         return run_partitions(args)
     if args.bench == "soak":
         return run_soak(args)
+    if args.bench == "replay":
+        return brp.run(args, _printer(args.json, table=True))
     from kafka_ref.cli import UsageError
 
     if args.bench is None and not args.bootstrap_server:

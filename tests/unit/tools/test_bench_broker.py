@@ -87,6 +87,8 @@ def test_bare_bench_with_bootstrap_server_is_the_broker_bench():
         ["bench", "compare", "--producers", "0"],
         ["bench", "compare", "--phases", "consume"],
         ["bench", "compare", "--phases", "produce,fetch"],
+        ["bench", "replay", "--acks", "0"],
+        ["bench", "replay", "--records", "0"],
         ["bench", "--bootstrap-server", "no-port"],
     ],
 )
@@ -175,6 +177,27 @@ def test_compare_with_several_producer_processes_reports_produce_alone(capsys):
     ]
     (msgs,) = [r for r in ratios if r["metric"] == "msgs/s"]
     assert msgs["ratio"] == pytest.approx(msgs["kafka-ref"] / msgs["tansu"], abs=0.01)
+
+
+@pytest.mark.spec("TOOLS-6")
+@pytest.mark.timeout(90)
+def test_replay_feeds_both_brokers_ready_requests_and_prints_ratios(capsys):
+    args = ["--sizes", "10", "--partitions", "2", "--acks", "1,all", "--records", "20",
+            "--requests", "60", "--in-flight", "4", "--json"]  # fmt: skip
+    assert main(["--log-level", "ERROR", "bench", "replay", *args]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = [r for r in rows if r["what"] == "replay"]
+    assert sorted((r["broker"], r["acks"]) for r in measured) == [
+        ("kafka-ref", "1"), ("kafka-ref", "all"), ("tansu", "1"), ("tansu", "all"),
+    ]  # fmt: skip
+    for row in measured:
+        assert (row["msg_size"], row["partitions"], row["run"]) == (10, 2, 1)
+        assert (row["records/request"], row["requests"]) == (20, 60)
+        assert row["msgs/s"] > 0 and row["seconds"] > 0
+        assert row["broker_cpu_s"] >= 0 and row["broker us/msg"] >= 0
+    ratios = [(r["acks"], r["metric"]) for r in rows if r["what"] == "ratio"]
+    assert ratios == [("1", "msgs/s"), ("1", "broker us/msg"),
+                      ("all", "msgs/s"), ("all", "broker us/msg")]  # fmt: skip
 
 
 @pytest.mark.spec("TOOLS-24")
