@@ -2,7 +2,10 @@
 
 Eight benches, one entry point:
 
-* `kafka-ref bench storage`: the storage engine alone, on real files (below);
+* `kafka-ref bench storage`: the storage engine alone, on real files: `Log.append` MB/s
+  against a raw `file.write` of the same bytes, sequential `Log.read` MB/s, random-offset
+  lookups in logs of 10^4 to 10^7 records, and the RSS growth while appending
+  (kafka_ref/tools/bench_storage.py);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
   --bootstrap-server HOST:PORT`): any Kafka broker, measured by confluent-kafka: produce and
   consume throughput and produce latency per message size, acks and partition count
