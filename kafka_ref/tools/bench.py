@@ -56,7 +56,7 @@ from kafka_ref.tools import bench_report
 from kafka_ref.tools import bench_soak as bsoak
 from kafka_ref.tools import bench_storage as bstorage
 from kafka_ref.tools import bench_txn as btx
-from kafka_ref.tools.bench_broker import BenchError, Settings
+from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Settings, int_list
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -225,20 +225,6 @@ def add_target_options(parser: argparse.ArgumentParser, *, suppress: bool = Fals
     )  # fmt: skip
 
 
-def _ints(text: str, name: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise BenchUsage(f"--{name} {text!r}: expected comma-separated integers") from None
-    if not values or min(values) < 1:
-        raise BenchUsage(f"--{name} {text!r}: expected positive integers")
-    return values
-
-
-class BenchUsage(ValueError):
-    """A bad option value (the CLI turns it into one line and exit code 2)."""
-
-
 def settings_from_args(args: argparse.Namespace) -> Settings:
     acks = tuple(a.strip().lower() for a in args.acks.split(",") if a.strip())
     acks = tuple("all" if a == "-1" else a for a in acks)
@@ -258,9 +244,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(
         messages=args.messages,
         seconds=args.seconds,
-        sizes=_ints(args.sizes, "sizes"),
+        sizes=int_list(args.sizes, "sizes"),
         acks=acks,
-        partitions=_ints(args.partitions, "partitions"),
+        partitions=int_list(args.partitions, "partitions"),
         latency_rate=args.latency_rate,
         latency_seconds=args.latency_seconds,
         keep_topics=args.keep_topics,
@@ -345,7 +331,7 @@ def run_partitions(args: argparse.Namespace) -> int:
     from kafka_ref.cli import UsageError
 
     try:
-        sizes = _ints(args.sizes, "sizes")
+        sizes = int_list(args.sizes, "sizes")
     except BenchUsage as err:
         raise UsageError(str(err)) from None
     if min(args.topics, args.messages, args.msg_size, args.repeat) < 1 or args.seconds <= 0:

@@ -62,6 +62,21 @@ class BenchError(Exception):
     """The bench cannot go on (broker unreachable, topic not created): one line, exit 1."""
 
 
+class BenchUsage(ValueError):
+    """A bad option value (the CLI turns it into one line and exit code 2)."""
+
+
+def int_list(text: str, name: str) -> tuple[int, ...]:
+    """A comma-separated option value of positive integers (`--sizes 10,100`)."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise BenchUsage(f"--{name} {text!r}: expected comma-separated integers") from None
+    if not values or min(values) < 1:
+        raise BenchUsage(f"--{name} {text!r}: expected positive integers")
+    return values
+
+
 @dataclass(frozen=True)
 class Case:
     size: int
@@ -207,10 +222,13 @@ def measure_produce(
     config = producer_config(target.config(), case.acks)
     destinations = destinations or [(topic, p) for p in range(case.partitions)]
     if settings.producers > 1:
-        done = produce_in_processes(
-            config, destinations, case.size, settings.messages, settings.seconds,
-            settings.producers, tick,
-        )  # fmt: skip
+        try:
+            done = produce_in_processes(
+                config, destinations, case.size, settings.messages, settings.seconds,
+                settings.producers, tick,
+            )  # fmt: skip
+        except TimeoutError as err:
+            raise BenchError(str(err)) from None
     else:
         done = produce_flat_out(
             config, destinations, case.size, settings.messages, settings.seconds, tick

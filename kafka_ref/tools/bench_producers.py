@@ -128,9 +128,8 @@ def produce_in_processes(
     tick: Callable[[int], None],
 ) -> Produced:
     """`produce_flat_out` in `producers` processes at once, started together; the sum of
-    what they did, timed from the common start to the last process's end."""
-    from kafka_ref.tools.bench_broker import BenchError
-
+    what they did, timed from the common start to the last process's end. TimeoutError
+    when a process does not start or does not report back."""
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with librdkafka threads
     barrier = ctx.Barrier(producers + 1)
     results = ctx.Queue()
@@ -146,14 +145,14 @@ def produce_in_processes(
         try:
             barrier.wait(READY_SECONDS)
         except Exception:
-            raise BenchError(f"{producers} producer processes did not start in time") from None
+            raise TimeoutError(f"{producers} producer processes did not start in time") from None
         start = time.perf_counter()  # CLOCK_MONOTONIC: the same clock in every process
         total, last_end = Produced(), start
         for _ in procs:
             try:
                 done, ended = results.get(timeout=seconds + FLUSH_GRACE_SECONDS + 30)
             except Exception:
-                raise BenchError("a producer process did not report back") from None
+                raise TimeoutError("a producer process did not report back") from None
             total.sent += done.sent
             total.failed += done.failed
             total.left += done.left

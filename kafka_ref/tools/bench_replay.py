@@ -43,10 +43,12 @@ from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
 from kafka_ref.tools.bench_broker import (
     BenchError,
+    BenchUsage,
     Case,
     Target,
     create_topic,
     delete_topic,
+    int_list,
     process_cpu_seconds,
 )
 from kafka_ref.tools.bench_compare import kafka_ref_process, running, tansu_binary, tansu_process
@@ -99,11 +101,10 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace, emit: Callable[[dict], None]) -> int:
     """`kafka-ref bench replay`: check the options, run, print; the exit code."""
     from kafka_ref.cli import UsageError
-    from kafka_ref.tools.bench import BenchUsage, _ints
 
     acks = tuple("all" if a.strip() in ("all", "-1") else a.strip() for a in args.acks.split(","))
     try:
-        sizes, partitions = _ints(args.sizes, "sizes"), _ints(args.partitions, "partitions")
+        sizes, partitions = int_list(args.sizes, "sizes"), int_list(args.partitions, "partitions")
     except BenchUsage as err:
         raise UsageError(str(err)) from None
     if min(args.records, args.requests, args.in_flight, args.repeat) < 1:
