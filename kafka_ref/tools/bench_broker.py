@@ -51,7 +51,7 @@ MB = 1024 * 1024
 FIELDS = (
     "what", "broker", "client", "msg_size", "acks", "partitions", "run", "messages",
     "errors", "seconds", "msgs/s", "MB/s", "p50_ms", "p99_ms", "max_ms", "broker_cpu_s",
-    "client_cpu_s",
+    "broker_wait_s", "client_cpu_s",
 )  # fmt: skip
 CONSUMER_QUEUE_BACKOFF_MS = 10
 TOPIC_READY_SECONDS = 15.0
@@ -376,25 +376,25 @@ def measure_case(
     if settings.repeat > 1:
         name += f" #{run}"
     topic = create_topic(target, case)
-    cpu = functools.partial(process_cpu_seconds, target.pid)
+    cpu = functools.partial(broker_time, target.pid)
     phases = settings.measured_phases()
     try:
         if "produce" in phases:
             with progress.step(f"{name} produce", settings.messages) as tick:
                 before = cpu()
                 row, delivered = measure_produce(target, topic, case, settings, tick)
-            yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
+            yield row | {"run": run, **_spent(before, cpu())}
         if "consume" in phases:
             with progress.step(f"{name} consume", max(1, delivered)) as tick:
                 before = cpu()
                 row = measure_consume(target, topic, case, delivered, settings, tick)
-            yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
+            yield row | {"run": run, **_spent(before, cpu())}
         if "latency" in phases:
             count = max(1, int(settings.latency_rate * settings.latency_seconds))
             with progress.step(f"{name} latency", count) as tick:
                 before = cpu()
                 row = measure_latency(target, topic, case, settings, tick)
-            yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
+            yield row | {"run": run, **_spent(before, cpu())}
     finally:
         if not settings.keep_topics:
             delete_topic(target, topic)
@@ -412,8 +412,32 @@ def process_cpu_seconds(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
-def _spent(before: float | None, after: float | None) -> float | None:
-    return None if before is None or after is None else round(after - before, 2)
+def process_wait_seconds(pid: int | None) -> float | None:
+    """Seconds the threads of a local process were ready to run but waited for a core (the
+    run queue), from /proc/PID/task/*/schedstat: on a machine whose cores are busy, the time
+    a broker lost to the scheduler rather than to its own work."""
+    if pid is None:
+        return None
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
+                total += int(stat.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None  # a thread that ended meanwhile, or no schedstat on this kernel
+    return total / 1e9
+
+
+def broker_time(pid: int | None) -> tuple[float | None, float | None]:
+    """(CPU seconds, run-queue seconds) of a local broker process so far."""
+    return process_cpu_seconds(pid), process_wait_seconds(pid)
+
+
+def _spent(before: tuple, after: tuple) -> dict:
+    """broker_cpu_s and broker_wait_s of a phase, from `broker_time` before and after."""
+    pairs = zip(before, after, strict=True)
+    cpu, wait = (None if a is None or b is None else round(b - a, 2) for a, b in pairs)
+    return {"broker_cpu_s": cpu, "broker_wait_s": wait}
 
 
 def process_rss(pid: int) -> dict:

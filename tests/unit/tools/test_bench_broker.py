@@ -52,6 +52,7 @@ def test_broker_bench_reports_every_field_with_sane_values(broker, capsys):
         assert row["errors"] == 0
         assert row["seconds"] > 0 and row["msgs/s"] > 0
         assert row["broker_cpu_s"] >= 0  # --broker-pid: the broker's CPU time is measured
+        assert row["broker_wait_s"] >= 0  # ... and its time waiting for a core
         assert row["MB/s"] == pytest.approx(row["msgs/s"] * 100 / 2**20, rel=0.01, abs=0.001)
     produce, consume, latency = measured
     assert produce["messages"] == consume["messages"] == 2000
