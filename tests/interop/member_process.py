@@ -1,21 +1,29 @@
 """A librdkafka group consumer in a process of its own, driven step by step over a pipe.
 
-librdkafka's `close()` of a consumer that went past `max.poll.interval.ms` has blocked inside
-C for over ten minutes, holding the GIL, where neither pytest-timeout's signal nor a thread
-can end it. A process can always be ended: the test drives each consumer in a child process
+librdkafka's `close()` of a consumer that went past `max.poll.interval.ms` without polling
+can block forever inside C, holding the GIL, where neither pytest-timeout's signal nor a
+thread can end it. The cause is in the client (librdkafka 2.16.0 under confluent-kafka
+2.16.1), not in the broker: the revocation queued while the consumer did not poll is served
+inside `close()`, and confluent-kafka's rebalance callback then calls `rd_kafka_assign(NULL)`
+with the GIL held; that call waits for the consumer-group thread's answer, and when that
+thread has already finished terminating (a race, lost in about one close in four here) the
+answer never comes. No request to the broker is outstanding then.
+
+A process can always be ended: the tests drive each consumer in a child process
 (multiprocessing, spawn), one command at a time (subscribe, poll once, commit, close), and
-keeps in the parent what the consumer reported: the partitions it owns now (from its rebalance
+keep in the parent what the consumer reported: the partitions it owns now (from its rebalance
 callbacks), how often they were assigned and revoked, and every record it received with the
 `time.monotonic()` of its arrival (CLOCK_MONOTONIC: one clock for every process of the
 machine). A command that gets no answer in time fails the test, after the child is killed
-(SIGKILL); a close that gets no answer in time only kills the child, since what the tests
-judge was reported before it.
+(SIGKILL); a close that gets no answer in time only kills the child, with a warning, since
+what the tests judge was reported before it.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import time
+import warnings
 from dataclasses import dataclass, field
 
 ANSWER_SECONDS = 30.0  # a poll, a subscribe or a commit answers in far less
@@ -131,7 +139,7 @@ class Member:
         """Commit what it read; the committed positions, by partition."""
         return self._call("commit")
 
-    def close(self, timeout: float = 10.0) -> None:
+    def close(self, timeout: float = 5.0) -> None:
         """Close, or kill the process if the close has not returned within `timeout`."""
         if not self._process.is_alive():
             return
@@ -139,8 +147,8 @@ class Member:
         try:
             self._call("close", timeout)
             self.close_seconds = time.monotonic() - started
-        except (AssertionError, OSError):
-            pass  # killed: nothing the tests judge comes after the close
+        except (AssertionError, OSError) as error:  # nothing the tests judge comes after it
+            warnings.warn(f"librdkafka's close, killed: {error}", stacklevel=2)
         self.kill()
 
     def kill(self) -> None:
