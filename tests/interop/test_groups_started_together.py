@@ -15,8 +15,8 @@ for the silent member until its `max.poll.interval.ms` runs out (REBAL-18).
 
 Every consumer runs in a process of its own (member_process.py), polled in turn from here:
 librdkafka's close of a consumer past `max.poll.interval.ms` can block inside C, holding the
-GIL, beyond any timeout a thread or a signal of this process could enforce; a child process
-that does not close in time is killed, and what the tests judge it reported before.
+GIL, beyond any timeout a thread or a signal of this process could enforce. A child that does
+not close in time is killed: what the tests judge, it reported before.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from kafka_ref.tools.server_process import free_port
-from tests.interop import member_process
 from tests.interop.conftest import GROUP_BROKER_CONFIGS, SESSION_TIMEOUT_MS, BrokerProcess
+from tests.interop.member_process import Member
 from tests.interop.test_groups import PARTITIONS, make_topic
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,7 +50,7 @@ def broker(request, tmp_path_factory):
     broker.stop()
 
 
-def member(broker, group: str, instance_id: str | None = None) -> member_process.Member:
+def member(broker, group: str, instance_id: str | None = None) -> Member:
     """A consumer of the topic named like its group, in a process of its own; static when it
     has an instance id. It commits only when told, so the committed offsets stay its own."""
     config = {
@@ -62,12 +62,10 @@ def member(broker, group: str, instance_id: str | None = None) -> member_process
     }
     if instance_id is not None:
         config["group.instance.id"] = instance_id
-    return member_process.Member(broker.bootstrap, group, group, **config)
+    return Member(broker.bootstrap, group, group, **config)
 
 
-def poll_in_turn(
-    members: list[member_process.Member], done, timeout: float = 30.0, each_round=None
-) -> None:
+def poll_in_turn(members: list[Member], done, timeout: float = 30.0, each_round=None) -> None:
     """Poll every member in turn until `done()`, checking after every poll that no partition
     has two owners among them."""
     deadline = time.monotonic() + timeout
@@ -81,7 +79,7 @@ def poll_in_turn(
             each_round()
 
 
-def shared(members: list[member_process.Member]) -> bool:
+def shared(members: list[Member]) -> bool:
     """Every member owns partitions, and together they own each partition once."""
     owners = sorted(p for m in members for p in m.owned)
     return all(m.owned for m in members) and owners == list(range(PARTITIONS))
