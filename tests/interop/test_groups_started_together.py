@@ -124,8 +124,10 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
             producer.produce(group, value=b"more", partition=p)
         producer.poll(0)
 
-    a, b = (member(broker, group, name if static else None) for name in ("a", "b"))
-    c = None
+    # c's process starts now: started later, under load, it could keep b from polling for
+    # longer than b's own max.poll.interval.ms
+    a, b, c = (member(broker, group, name if static else None) for name in ("a", "b", "c"))
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     try:
         for m in (a, b):
             m.subscribe()
@@ -139,7 +141,6 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
         assert set(positions) == silent, (positions, silent)
         stopped = a.last_poll
 
-        c = member(broker, group, "c" if static else None)
         c.subscribe()
         others = [b, c]
 
@@ -158,14 +159,15 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
                 firsts.setdefault(p, o)
             assert all(o == positions[p] for p, o in firsts.items()), (firsts, positions)
 
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        # the broker's view, while b and c go on polling (they too have a max.poll.interval.ms)
         [described] = admin.describe_consumer_groups([group]).values()
-        assert {m.member_id for m in described.result(30).members} == {b.member_id, c.member_id}
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(group, p) for p in silent])
         [listed] = admin.list_consumer_group_offsets([request]).values()
-        committed = {tp.partition: tp.offset for tp in listed.result(30).topic_partitions}
+        poll_in_turn(others, lambda: described.done() and listed.done())
+        members = {m.member_id for m in described.result().members}
+        assert members == {b.member_id, c.member_id}, (members, a.member_id, b.member_id)
+        committed = {tp.partition: tp.offset for tp in listed.result().topic_partitions}
         assert committed == positions, (committed, positions)
     finally:
         for m in (a, b, c):
-            if m is not None:
-                m.close()
+            m.close()
