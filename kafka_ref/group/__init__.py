@@ -3,7 +3,8 @@
 This package is the broker side of Kafka's consumer-group protocol, the group coordinator
 (spec/rebalance.md, spec/offsets.md): `group_metadata.py` (a group, its members and its
 states), `rebalance.py` (`GroupRebalance`: the one state machine of members, sessions,
-JoinGroup, SyncGroup, Heartbeat and LeaveGroup), `coordinator.py` (`GroupCoordinator`:
+JoinGroup, SyncGroup, Heartbeat and LeaveGroup, in parts: `join_round.py`, `delayed_join.py`,
+`sync_round.py`, `member_sessions.py`), `coordinator.py` (`GroupCoordinator`:
 committed offsets, admin calls, partition lifecycle), `group_metadata_manager.py` (groups and
 offsets kept as records of the compacted `__consumer_offsets` topic) and `offsets_records.py`
 (those records' bytes).

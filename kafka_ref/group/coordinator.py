@@ -23,8 +23,8 @@ loaded members (members that do not come back expire). `on_resigned` drops the p
 groups, answering waiting members NOT_COORDINATOR so they look for the new coordinator.
 A group is deleted only when Empty (OFFSET-7).
 
-Rules: REBAL-16, OFFSET-1..OFFSET-9 (spec/rebalance.md, spec/offsets.md); rebalance.py has
-REBAL-1..REBAL-13.
+Rules: REBAL-16, OFFSET-1..OFFSET-9 (spec/rebalance.md, spec/offsets.md); rebalance.py and
+its parts have REBAL-1..REBAL-13.
 """
 
 from __future__ import annotations
@@ -49,14 +49,9 @@ from kafka_ref.group.group_metadata_manager import (
     GroupMetadataManager,
     Records,
 )
-from kafka_ref.group.rebalance import (
-    OK,
-    GroupConfig,
-    GroupRebalance,
-    JoinedMember,
-    JoinGroupResult,
-    SyncGroupResult,
-)
+from kafka_ref.group.join_round import JoinedMember, JoinGroupResult
+from kafka_ref.group.rebalance import OK, GroupConfig, GroupRebalance
+from kafka_ref.group.sync_round import SyncGroupResult
 from kafka_ref.group.txn_offsets import TxnOffsetStore
 
 __all__ = [

@@ -12,19 +12,24 @@ disjoint and complete.
 
 The last test stops polling one member and makes a third one join: the rebalance must wait
 for the silent member until its `max.poll.interval.ms` runs out (REBAL-18).
+
+Every consumer runs in a process of its own (member_process.py), polled in turn from here:
+librdkafka's close of a consumer past `max.poll.interval.ms` can block inside C, holding the
+GIL, beyond any timeout a thread or a signal of this process could enforce. A child that does
+not close in time is killed: what the tests judge, it reported before.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from kafka_ref.tools.server_process import free_port
 from tests.interop.conftest import GROUP_BROKER_CONFIGS, SESSION_TIMEOUT_MS, BrokerProcess
+from tests.interop.member_process import Member
 from tests.interop.test_groups import PARTITIONS, make_topic
 
 pytestmark = pytest.mark.timeout(120)
@@ -45,60 +50,19 @@ def broker(request, tmp_path_factory):
     broker.stop()
 
 
-class Member:
-    """A librdkafka consumer in a group and what it saw: the partitions it owns now (from its
-    rebalance callbacks), how often they were assigned and revoked, and every record it
-    received with the time.monotonic() of its arrival."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, **settings) -> None:
-        config = {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": 300,
-            "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
-            **settings,
-        }
-        self.consumer = Consumer(config)
-        self.topic = topic
-        self.owned: set[int] = set()
-        self.assigned = self.revoked = 0
-        self.assigned_at = 0.0
-        self.records: list[tuple[float, int, int]] = []  # (arrival, partition, offset)
-        self.last_poll = 0.0
-
-    def subscribe(self) -> None:
-        self.consumer.subscribe(
-            [self.topic], on_assign=self._assign, on_revoke=self._revoke, on_lost=self._revoke
-        )
-
-    def _assign(self, consumer, partitions) -> None:
-        self.owned = {tp.partition for tp in partitions}
-        self.assigned += 1
-        self.assigned_at = time.monotonic()
-
-    def _revoke(self, consumer, partitions) -> None:
-        self.owned = set()
-        self.revoked += 1
-
-    def poll(self) -> None:
-        """One poll: it serves the rebalance callbacks, and with them the rejoin."""
-        self.last_poll = time.monotonic()
-        for m in self.consumer.consume(100, 0.05):
-            if m.error():
-                raise KafkaException(m.error())
-            assert m.partition() in self.owned, f"a record of partition {m.partition()}, unowned"
-            self.records.append((time.monotonic(), m.partition(), m.offset()))
-
-    def close(self) -> None:
-        """Close without ever hanging the suite. librdkafka's close of a consumer that went
-        past max.poll.interval.ms can block inside C for minutes, where pytest-timeout's
-        signal cannot reach; the close is not what these tests check, so it gets 15 s."""
-        closer = threading.Thread(target=self.consumer.close, daemon=True)
-        closer.start()
-        closer.join(15)
+def member(broker, group: str, instance_id: str | None = None) -> Member:
+    """A consumer of the topic named like its group, in a process of its own; static when it
+    has an instance id. It commits only when told, so the committed offsets stay its own."""
+    config = {
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "heartbeat.interval.ms": 300,
+        "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+    }
+    if instance_id is not None:
+        config["group.instance.id"] = instance_id
+    return Member(broker.bootstrap, group, group, **config)
 
 
 def poll_in_turn(members: list[Member], done, timeout: float = 30.0, each_round=None) -> None:
@@ -127,12 +91,7 @@ def shared(members: list[Member]) -> bool:
 def test_consumers_started_together_share_the_partitions(broker, count, static):
     group = f"together-{broker.initial_delay_ms}-{count}-{'static' if static else 'dynamic'}"
     make_topic(broker.bootstrap, group)
-    members = [
-        Member(
-            broker.bootstrap, group, group, **({"group.instance.id": f"i-{i}"} if static else {})
-        )
-        for i in range(count)
-    ]
+    members = [member(broker, group, f"i-{i}" if static else None) for i in range(count)]
     try:
         for m in members:  # all at once, before any of them polls
             m.subscribe()
@@ -145,14 +104,6 @@ def test_consumers_started_together_share_the_partitions(broker, count, static):
             m.close()
 
 
-# librdkafka's close() of the consumer that went past max.poll.interval.ms has blocked in C,
-# holding the GIL, for over ten minutes in two of four clean-clone runs: no timeout in this
-# process can end it. Until the silent member runs in a process of its own, this check runs
-# in the long form only (`make test-long`), never in CI, where it would hang the suite.
-@pytest.mark.skipif(
-    os.environ.get("KAFKA_REF_LONG") != "1",
-    reason="librdkafka's close of a consumer past max.poll.interval.ms can hang: make test-long",
-)
 @pytest.mark.spec("REBAL-18")
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(broker, static):
@@ -161,7 +112,9 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
     get `a`'s partitions only after `a`'s max.poll.interval.ms has run out since its last
     poll (a dynamic member leaves then; a static one stops heartbeating and its session
     expires; the rebalance timeout alone would end the wait no sooner), and they start at
-    `a`'s committed offsets: nothing lost, nothing twice."""
+    `a`'s committed offsets: nothing lost, nothing twice. The broker agrees: the group's
+    members are then `b` and `c` only, and `a`'s partitions' committed offsets are still the
+    ones `a` committed."""
     group = f"max-poll-{broker.initial_delay_ms}-{'static' if static else 'dynamic'}"
     make_topic(broker.bootstrap, group, records=60)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
@@ -171,13 +124,10 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
             producer.produce(group, value=b"more", partition=p)
         producer.poll(0)
 
-    def member(name: str) -> Member:
-        return Member(
-            broker.bootstrap, group, group, **({"group.instance.id": name} if static else {})
-        )
-
-    a, b = member("a"), member("b")
-    c = None
+    # c's process starts now: started later, under load, it could keep b from polling for
+    # longer than b's own max.poll.interval.ms
+    a, b, c = (member(broker, group, name if static else None) for name in ("a", "b", "c"))
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     try:
         for m in (a, b):
             m.subscribe()
@@ -187,11 +137,10 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
 
         poll_in_turn([a, b], lambda: shared([a, b]) and a_read_each_of_its_partitions())
         silent = set(a.owned)
-        positions = {tp.partition: tp.offset for tp in a.consumer.position(a.consumer.assignment())}
-        a.consumer.commit(asynchronous=False)  # a commits what it read, then stops polling
+        positions = a.commit()  # a commits what it read, then stops polling
+        assert set(positions) == silent, (positions, silent)
         stopped = a.last_poll
 
-        c = member("c")
         c.subscribe()
         others = [b, c]
 
@@ -209,7 +158,16 @@ def test_a_member_that_stops_polling_keeps_its_partitions_for_max_poll_interval(
             for _, p, o in taken:
                 firsts.setdefault(p, o)
             assert all(o == positions[p] for p, o in firsts.items()), (firsts, positions)
+
+        # the broker's view, while b and c go on polling (they too have a max.poll.interval.ms)
+        [described] = admin.describe_consumer_groups([group]).values()
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(group, p) for p in silent])
+        [listed] = admin.list_consumer_group_offsets([request]).values()
+        poll_in_turn(others, lambda: described.done() and listed.done())
+        members = {m.member_id for m in described.result().members}
+        assert members == {b.member_id, c.member_id}, (members, a.member_id, b.member_id)
+        committed = {tp.partition: tp.offset for tp in listed.result().topic_partitions}
+        assert committed == positions, (committed, positions)
     finally:
         for m in (a, b, c):
-            if m is not None:
-                m.close()
+            m.close()

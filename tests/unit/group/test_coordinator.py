@@ -296,6 +296,30 @@ def test_members_that_do_not_rejoin_in_the_rebalance_timeout_are_removed():
     assert joined[0].generation_id == gen + 1 and not h.group().has(b)
 
 
+@pytest.mark.spec("REBAL-4", "REBAL-7", "REBAL-18")
+def test_a_member_removed_for_missing_the_rebalance_is_answered_unknown_member_id_at_once():
+    """A consumer that stopped polling heartbeats on through the rebalance (REBAL-5), is
+    removed when the rebalance timeout (its max.poll.interval.ms) runs out, and from then on
+    every request of its old member id is answered at once with UNKNOWN_MEMBER_ID, as
+    Kafka's validateCurrentMember answers: nothing is parked, nothing retried forever. With
+    a fresh id it joins as a new member."""
+    h = Harness()
+    (a, b), gen = h.stable_group(session=10_000, rebalance=20_000)
+    joined = h.join(a, session=10_000, rebalance=20_000)  # b does not rejoin: it is not polling
+    for _ in range(3):
+        h.advance(5_000)
+        assert h.coordinator.rebalance.heartbeat(G, b, None, gen) == E.REBALANCE_IN_PROGRESS
+    h.advance(5_000)
+    assert joined[0].generation_id == gen + 1 and not h.group().has(b)
+    assert h.coordinator.rebalance.heartbeat(G, b, None, gen) == E.UNKNOWN_MEMBER_ID
+    assert h.sync(b, gen)[0].error == E.UNKNOWN_MEMBER_ID
+    assert h.commit({TP0: om(5)}, b, gen) == {TP0: E.UNKNOWN_MEMBER_ID}
+    assert h.coordinator.rebalance.leave_group(G, [(b, None)]) == (
+        OK, [(b, None, E.UNKNOWN_MEMBER_ID)])  # fmt: skip
+    assert h.join(b)[0].error == E.UNKNOWN_MEMBER_ID
+    assert h.join("", known=True)[0].error == E.MEMBER_ID_REQUIRED
+
+
 @pytest.mark.spec("REBAL-8")
 def test_initial_rebalance_delay_waits_for_members_starting_together():
     h = Harness(group_initial_rebalance_delay_ms=3000)
