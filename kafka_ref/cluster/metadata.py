@@ -184,6 +184,19 @@ class BrokerEndpoint:
     rack: str | None = None
     endpoints: tuple[EndPoint, ...] = ()  # every listener's advertised address (SEC-2)
 
+    @classmethod
+    def reached_on(
+        cls, node_id: int, endpoints: tuple[EndPoint, ...], rack: str | None, listener: str
+    ) -> BrokerEndpoint:
+        """A broker known by its listeners' endpoints (UpdateMetadata's live brokers), whose
+        address for the other brokers is that of `listener`, the inter-broker listener every
+        broker of a cluster shares (Kafka: `MetadataCache.getAliveBrokerNode(id,
+        interBrokerListenerName)`); PLAINTEXT or its first listener if it has no such one."""
+        own = [e for e in endpoints if e.listener == listener]
+        plain = [e for e in endpoints if e.listener == "PLAINTEXT"]
+        first = (own or plain or list(endpoints))[0]
+        return cls(node_id, first.host, first.port, rack, endpoints)
+
     def address(self, listener: str | None) -> tuple[str, int] | None:
         """Where a client of `listener` reaches this broker; None if it has no such listener
         (a broker that registered no endpoints is reached at its one address)."""

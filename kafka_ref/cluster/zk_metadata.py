@@ -6,11 +6,12 @@ their assignments and configs, and each partition's state (leader, leader epoch,
 answers Metadata from it. `ZkClusterMetadata` offers the same interface as the embedded
 controller (`ClusterMetadataApi`), so the request handlers never ask which mode they run in:
 
-* **reads** come from the local picture. Watches keep the live brokers (`/brokers/ids`
-  children), the controller (`/controller`), the topics (`/brokers/topics` children, each
-  topic's znode) and their configs (`/config/topics/<topic>`) current; the partition states
-  (leader, leader epoch, ISR) come from the controller, in UpdateMetadata and LeaderAndIsr
-  requests (handlers/controller_requests.py), never from a watch;
+* **reads** come from the local picture. Watches keep the controller (`/controller`: every
+  broker takes part in the election), the topics (`/brokers/topics` children, each topic's
+  znode) and their configs (`/config/topics/<topic>`) current; the live brokers and the
+  partition states (leader, leader epoch, ISR) come from the controller, in UpdateMetadata
+  and LeaderAndIsr requests (handlers/controller_requests.py), never from a watch: only the
+  controller watches `/brokers/ids` (CTRL-31);
 * **changes** are validated with Kafka's errors and written to ZooKeeper (Kafka:
   `ZkAdminManager` and `AdminZkClient`): CreateTopics writes `/config/topics/<t>` and the
   replica assignment `/brokers/topics/<t>` (placed by assignment.py, CTRL-8);
@@ -25,12 +26,20 @@ the loop, between requests, and handlers read them without locks. Handlers call 
 synchronously when they administer topics: a local ZooKeeper answers in about a
 millisecond, and a blocked loop for that long is the price of simple code.
 
+**Live brokers to the broker** (CTRL-31). UpdateMetadata lists every live broker with each
+listener's endpoint and its rack (Kafka: `ZkMetadataCache.updateMetadata`); the picture
+takes that list whole, and Metadata answers with the endpoints of the listener a client
+came in on (SEC-2), the inter-broker channel and the replica fetchers with those of the
+inter-broker listener. Right after registering the broker reads `/brokers/ids` once, as
+it reads the partition states, so its first answers know the cluster; from then on a
+broker that registers or leaves is seen here only when the controller says so.
+
 **Partition state to the broker.** A LeaderAndIsr's states go to the listeners
 (`on_partition_state`; the ReplicaManager becomes leader or follower, Kafka's
 `becomeLeaderOrFollower`); UpdateMetadata's go to the picture (`update_metadata`), unless
 *older* than the one it holds: a lower controller epoch or a lower leader epoch is ignored
-(CTRL-5). The topics are read at start, the partition states once more right after the
-broker registered, before it accepts a connection, so that its first Metadata answer
+(CTRL-5). The topics are read at start, the partition states (and the live brokers) once more right
+after the broker registered, before it accepts a connection, so that its first Metadata answer
 already knows every topic and its leader (CTRL-21); from then on only the controller
 changes the states.
 
@@ -51,7 +60,8 @@ and `/config/brokers/<id>` are read at start with the topics; the notices under
 has reconnected (`_retrying`): a ConnectionLoss in kazoo's thread never leaves the picture
 stale (who is alive, the topics) until the next change.
 
-Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15, CTRL-20, CTRL-21.
+Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15, CTRL-20, CTRL-21,
+CTRL-31.
 """
 
 from __future__ import annotations
@@ -97,6 +107,7 @@ from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partition
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
+from kafka_ref.security.listeners import EndPoint
 
 logger = logging.getLogger("kafka_ref.cluster.zk_metadata")
 
@@ -135,11 +146,13 @@ class ZkClusterMetadata(TopicAdministration):
         default_replication_factor: int = 1,
         delete_topic_enable: bool = True,
         log_dirs: Iterable[str] = (),
+        inter_broker_listener: str = "PLAINTEXT",
     ) -> None:
         self.zk = zk
         self.data_dir = os.path.abspath(data_dir)
         self.log_dirs = tuple(os.path.abspath(d) for d in log_dirs) or (self.data_dir,)
         self.endpoint = endpoint
+        self.inter_broker_listener = inter_broker_listener  # where other brokers are reached
         self.log_defaults = log_defaults or LogConfig()
         self.num_partitions = num_partitions
         self.default_replication_factor = default_replication_factor
@@ -189,6 +202,13 @@ class ZkClusterMetadata(TopicAdministration):
                     state, version = found
                     states[(topic, partition)] = dataclasses.replace(state, zk_version=version)
         self.dispatch(lambda: self._states.update(states))  # before any request is read
+
+    def _read_brokers(self) -> None:
+        """The live brokers as ZooKeeper has them once this broker is registered (CTRL-31),
+        read once, like the states: UpdateMetadata's list takes over from there."""
+        endpoints = (self.zk.get_broker(b) for b in self.zk.get_broker_ids())
+        brokers = {e.node_id: e for e in endpoints if e is not None}
+        self.dispatch(lambda: setattr(self, "_brokers", brokers))  # before any request is read
 
     def _read_topic(self, topic: str) -> tuple[TopicMetadata, dict[int, tuple[int, ...]]] | None:
         found = self.zk.get_topic(topic)
@@ -253,9 +273,9 @@ class ZkClusterMetadata(TopicAdministration):
             "registered broker %d at %s, broker epoch %d",
             self.endpoint.node_id, zkdata.BROKER_IDS, self.broker_epoch,
         )  # fmt: skip
+        self._retrying(self._read_brokers)
         self._retrying(self._read_states)
         self.zk.zk.add_listener(self._on_session_state)
-        ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, self._on_brokers)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)
         ChildrenWatch(self.zk.zk, zkdata.TOPICS, self._on_topics)
         self._config_changes.start()
@@ -292,14 +312,6 @@ class ZkClusterMetadata(TopicAdministration):
                     )  # fmt: skip
 
         self._retrying(register)
-
-    def _on_brokers(self, children: list[str]) -> None:
-        def read() -> dict[int, BrokerEndpoint]:
-            endpoints = (self.zk.get_broker(int(child)) for child in children)
-            return {e.node_id: e for e in endpoints if e is not None}
-
-        brokers = self._retrying(read)
-        self.dispatch(lambda: setattr(self, "_brokers", brokers))
 
     def _on_controller(self, data: bytes | None, _stat: object) -> None:
         controller = -1 if data is None else int(json.loads(data)["brokerid"])
@@ -381,6 +393,16 @@ class ZkClusterMetadata(TopicAdministration):
                 logger.warning("ignoring stale state of %s-%d: %s", *key, state)
                 continue
             self._states[key] = state
+
+    def update_live_brokers(
+        self, brokers: Iterable[tuple[int, tuple[EndPoint, ...], str | None]]
+    ) -> None:
+        """UpdateMetadata's live brokers, (id, every listener's endpoint, rack), replace the
+        list this broker knows (CTRL-31; Kafka: `ZkMetadataCache.updateMetadata`)."""
+        self._brokers = {
+            node_id: BrokerEndpoint.reached_on(node_id, endpoints, rack, self.inter_broker_listener)
+            for node_id, endpoints, rack in brokers
+        }
 
     def _remove_topic(self, topic: str) -> None:
         meta = self._topics.pop(topic, None)

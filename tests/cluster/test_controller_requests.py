@@ -10,6 +10,7 @@ one resumes the request it had queued is refused.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -19,12 +20,18 @@ import uuid
 from pathlib import Path
 
 import pytest
+from kazoo.exceptions import NoNodeError
 
 from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
+from kafka_ref.cluster.metadata import BrokerEndpoint
+from kafka_ref.cluster.zookeeper import broker_path
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import AlterPartitionRequest, ApiKey, FindCoordinatorRequest
+from kafka_ref.security.listeners import EndPoint
+from kafka_ref.tools.server_process import free_port
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
 from tests.cluster.test_controller import create_topic, leaders_in_metadata, wait_metadata_agrees
+from tests.cluster.test_session_loss import paused
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -32,14 +39,16 @@ pytestmark = pytest.mark.timeout(180)
 def send_as_controller(cluster, broker_id, kind, state, *, controller_epoch, broker_epoch=None):
     """Send `broker_id` one LeaderAndIsr or UpdateMetadata with `state`, as a controller of
     `controller_epoch` that believes the broker's epoch is `broker_epoch` (default: its
-    current one). Returns the response."""
-    endpoint, current = cluster.zk.get_broker_and_epoch(broker_id)
+    current one). Returns the response. Like the real controller's, an UpdateMetadata lists
+    every live broker: the receiver takes that list as the live brokers (CTRL-31)."""
+    live = {b: cluster.zk.get_broker_and_epoch(b) for b in cluster.zk.get_broker_ids()}
+    if broker_epoch is not None:
+        live[broker_id] = (live[broker_id][0], broker_epoch)
     batch = ControllerBrokerRequestBatch(cluster.controller()[0], controller_epoch)
     if kind == "LeaderAndIsr":
         batch.add_leader_and_isr([broker_id], state)
     else:
         batch.add_update_metadata([broker_id], [state])
-    live = {broker_id: (endpoint, current if broker_epoch is None else broker_epoch)}
     ((_, (api_key, _version, body)),) = batch.requests(live)
     return cluster.request(broker_id, api_key, body)
 
@@ -209,6 +218,61 @@ def test_a_broker_that_just_started_knows_every_topic_in_its_first_metadata(clus
             assert old.leader_epoch <= p.leader_epoch <= new.leader_epoch, name
             if p.leader_epoch == new.leader_epoch:
                 assert p.leader_id == new.leader, name
+
+
+def brokers_listed(cluster, broker_id):
+    """{id: (host, port, rack)} of the brokers `broker_id`'s Metadata answer lists."""
+    return {b.node_id: (b.host, b.port, b.rack) for b in cluster.metadata(broker_id).brokers}
+
+
+def never_listed(cluster, broker_id, newcomer, seconds):
+    """`broker_id` does not list `newcomer` in any answer for `seconds` (a watch on
+    /brokers/ids would show it within milliseconds)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert newcomer not in brokers_listed(cluster, broker_id)
+        time.sleep(0.05)
+
+
+@pytest.mark.spec("CTRL-31", "SEC-2")
+def test_brokers_learn_the_live_brokers_only_from_the_controllers_update_metadata(cluster):
+    """A broker registers while the controller's broker is frozen (shorter than its session:
+    it stays controller): the other brokers watch no /brokers/ids, so none lists it until
+    the resumed controller's UpdateMetadata names it, with the endpoint of the listener the
+    client came in on and its rack; its leaving, likewise, only once the controller says so.
+    The newcomer is a registration the test writes; nothing listens at its address."""
+    controller, _ = cluster.controller()
+    other = next(i for i in (1, 2, 3) if i != controller)
+    port = free_port()
+    newcomer = BrokerEndpoint(
+        99, "127.0.0.1", port, "rack-9",
+        (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port),
+         EndPoint("EXTERNAL", "SSL", "external.example", 9093)),
+    )  # fmt: skip
+    pid = cluster.brokers[controller].pid
+    try:
+        with paused(pid):
+            cluster.zk.register_broker(newcomer)
+            never_listed(cluster, other, 99, seconds=1.0)
+        wait_for(
+            lambda: brokers_listed(cluster, other).get(99) == ("127.0.0.1", port, "rack-9"),
+            what=f"broker {other} to learn broker 99 from the controller",
+        )
+        with paused(pid):
+            cluster.zk.zk.delete(broker_path(99))
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                assert 99 in brokers_listed(cluster, other)  # nobody has told it yet
+                time.sleep(0.05)
+        wait_for(
+            lambda: 99 not in brokers_listed(cluster, other),
+            what=f"broker {other} to learn from the controller that broker 99 left",
+        )
+    finally:
+        with contextlib.suppress(NoNodeError):
+            cluster.zk.zk.delete(broker_path(99))
+        for i in (1, 2, 3):
+            wait_for(lambda i=i: 99 not in brokers_listed(cluster, i), what=f"{i} to forget 99")
 
 
 def find_coordinator(cluster, broker_id, group):

@@ -122,14 +122,14 @@ class _LosesTheFirstReads(KafkaZkClient):
 
 
 @pytest.mark.spec("CTRL-13")
-def test_a_watch_callback_survives_a_lost_connection(cluster, tmp_path):
-    """A ConnectionLoss in the middle of the live brokers' watch must not leave the picture
-    stale: the callback reads again until it has every live broker."""
+def test_a_read_of_the_live_brokers_survives_a_lost_connection(cluster, tmp_path):
+    """A ConnectionLoss in the middle of the live brokers' read after registering (CTRL-31)
+    must not leave the picture stale: the read is tried again until it has every broker."""
     zk = _LosesTheFirstReads(cluster.zookeeper.connect, failures=3)
     zk.start(timeout=30)
     try:
         picture = ZkClusterMetadata(zk, str(tmp_path), BrokerEndpoint(99, "127.0.0.1", 1))
-        picture._on_brokers([str(b) for b in cluster.live()])
+        picture._retrying(picture._read_brokers)
         assert zk.failures == 0
         assert [b.node_id for b in picture.brokers()] == cluster.live()
     finally:
