@@ -38,10 +38,10 @@ broker that registers or leaves is seen here only when the controller says so.
 (`on_partition_state`; the ReplicaManager becomes leader or follower, Kafka's
 `becomeLeaderOrFollower`); UpdateMetadata's go to the picture (`update_metadata`), unless
 *older* than the one it holds: a lower controller epoch or a lower leader epoch is ignored
-(CTRL-5). The topics are read at start, the partition states (and the live brokers) once more right
-after the broker registered, before it accepts a connection, so that its first Metadata answer
-already knows every topic and its leader (CTRL-21); from then on only the controller
-changes the states.
+(CTRL-5). The topics are read at start, the partition states (and the live brokers) once
+more right after the broker registered, before it accepts a connection, so that its first
+Metadata answer already knows every topic and its leader (CTRL-21); from then on only the
+controller changes the states.
 
 **Epochs.** `broker_epoch` is the czxid of this broker's registration (KIP-380), new at
 every registration; `controller_epoch` the newest controller epoch a request brought. The

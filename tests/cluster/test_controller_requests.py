@@ -275,6 +275,36 @@ def test_brokers_learn_the_live_brokers_only_from_the_controllers_update_metadat
             wait_for(lambda i=i: 99 not in brokers_listed(cluster, i), what=f"{i} to forget 99")
 
 
+@pytest.mark.spec("CTRL-31")
+def test_an_update_metadata_with_an_unreachable_live_broker_is_refused_whole(cluster, topic_name):
+    """A live broker named with an unknown security protocol, or with no endpoint at all:
+    INVALID_REQUEST, and neither the brokers nor the states it carried are applied."""
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    state = current_state(cluster, topic_name, 0)
+    ahead = dataclasses.replace(state, leader_epoch=state.leader_epoch + 1, isr=(state.leader,))
+    controller, controller_epoch = cluster.controller()
+    target = next(i for i in (1, 2, 3) if i != controller)
+    live = {b: cluster.zk.get_broker_and_epoch(b) for b in cluster.zk.get_broker_ids()}
+    before = brokers_listed(cluster, target), leaders_in_metadata(cluster, target, topic_name)
+
+    def spoil_protocol(broker):
+        broker.endpoints[0].security_protocol = 9
+
+    def drop_endpoints(broker):
+        broker.endpoints = []
+
+    for spoil in (spoil_protocol, drop_endpoints):
+        batch = ControllerBrokerRequestBatch(controller, controller_epoch)
+        batch.add_update_metadata([target], [ahead])
+        ((_, (api_key, _version, body)),) = batch.requests(live)
+        spoil(body.live_brokers[0])
+        response = cluster.request(target, api_key, body)
+        assert response.error_code == ErrorCode.INVALID_REQUEST, spoil.__name__
+        after = brokers_listed(cluster, target), leaders_in_metadata(cluster, target, topic_name)
+        assert after == before, spoil.__name__
+
+
 def find_coordinator(cluster, broker_id, group):
     return cluster.request(broker_id, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=group))
 

@@ -115,19 +115,21 @@ def _states(body: Any) -> list[PartitionState]:
     ]
 
 
-def _live_brokers(body: Any) -> list[tuple[int, tuple[EndPoint, ...], str | None]]:
-    """UpdateMetadata's live brokers: each with every listener's endpoint, and its rack."""
-    return [
-        (
-            broker.id,
-            tuple(
-                EndPoint(e.listener, SECURITY_PROTOCOLS[e.security_protocol], e.host, e.port)
-                for e in broker.endpoints
-            ),
-            broker.rack,
+def _live_brokers(body: Any) -> list[tuple[int, tuple[EndPoint, ...], str | None]] | None:
+    """UpdateMetadata's live brokers: each with every listener's endpoint, and its rack; None
+    if a broker has no endpoint or one names an unknown security protocol."""
+    brokers = []
+    for broker in body.live_brokers:
+        if not broker.endpoints or any(
+            not 0 <= e.security_protocol < len(SECURITY_PROTOCOLS) for e in broker.endpoints
+        ):
+            return None
+        endpoints = tuple(
+            EndPoint(e.listener, SECURITY_PROTOCOLS[e.security_protocol], e.host, e.port)
+            for e in broker.endpoints
         )
-        for broker in body.live_brokers
-    ]
+        brokers.append((broker.id, endpoints, broker.rack))
+    return brokers
 
 
 def handle_leader_and_isr(apis: ApiContext, request: Request) -> Any:
@@ -172,11 +174,15 @@ def _become(apis: ApiContext, metadata: ZkClusterMetadata, state: PartitionState
 def handle_update_metadata(apis: ApiContext, request: Request) -> Any:
     error, metadata = _admit(apis, request)
     if metadata is not None:
+        brokers = _live_brokers(request.body)
+        if brokers is None:  # nothing of it is applied
+            logger.warning("refusing UpdateMetadata with a live broker it cannot reach")
+            return UpdateMetadataResponse(error_code=ErrorCode.INVALID_REQUEST)
         states = _states(request.body)
         for topic in {s.topic for s in states}:
             metadata.learn_topic(topic)
         metadata.update_metadata(states, request.body.controller_id)
-        metadata.update_live_brokers(_live_brokers(request.body))
+        metadata.update_live_brokers(brokers)
     return UpdateMetadataResponse(error_code=error)
 
 
