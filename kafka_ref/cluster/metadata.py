@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -226,6 +226,11 @@ class ClusterMetadataApi(Protocol):
     def controller_id(self) -> int: ...
 
     def brokers(self) -> list[BrokerEndpoint]: ...
+
+    def hold(self, resume: Callable[[], None]) -> bool:
+        """Whether a request answered from the picture must wait until the picture is
+        complete (CTRL-32); if so `resume` runs then."""
+        ...
 
     def topics(self) -> list[TopicMetadata]: ...
 

@@ -115,6 +115,7 @@ class ZooKeeperMode:
                 self.config.data_dir,
                 endpoint,
                 inter_broker_listener=self.config.inter_broker_listener,
+                first_update_wait_s=self.config["zookeeper.session.timeout.ms"] / 1000,
                 **settings,
             )
         except BaseException:

@@ -10,6 +10,7 @@ one resumes the request it had queued is refused.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -22,11 +23,18 @@ from pathlib import Path
 import pytest
 from kazoo.exceptions import NoNodeError
 
+from kafka_ref.client.connection import RequestTimedOutError
 from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
 from kafka_ref.cluster.metadata import BrokerEndpoint
-from kafka_ref.cluster.zookeeper import broker_path
+from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
+from kafka_ref.cluster.zookeeper import KafkaZkClient, broker_path
 from kafka_ref.errors import ErrorCode
-from kafka_ref.protocol.messages import AlterPartitionRequest, ApiKey, FindCoordinatorRequest
+from kafka_ref.protocol.messages import (
+    AlterPartitionRequest,
+    ApiKey,
+    FindCoordinatorRequest,
+    MetadataRequest,
+)
 from kafka_ref.security.listeners import EndPoint
 from kafka_ref.tools.server_process import free_port
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
@@ -191,12 +199,12 @@ def test_brokers_refuse_an_older_controller_and_ignore_older_states(cluster, top
     assert f"ignoring stale state of {topic_name}-0" in cluster.brokers[1].log()
 
 
-@pytest.mark.spec("CTRL-21")
+@pytest.mark.spec("CTRL-21", "CTRL-32")
 def test_a_broker_that_just_started_knows_every_topic_in_its_first_metadata(cluster, topic_name):
     """Its first answer names every topic, each partition with a state at least as new as
     the one ZooKeeper held when it came back and no newer than ZooKeeper's after the answer:
-    the controller may still be acting on its return (electing it again, say), and what the
-    broker read at registration may trail that by one decision, never miss a topic."""
+    the answer waited for the controller's first UpdateMetadata, which the controller may
+    follow with another decision on its return (electing it again, say), never miss a topic."""
     victim = next(i for i in (1, 2, 3) if i != cluster.controller()[0])
     cluster.stop(victim)
     create_topic(cluster, topic_name, partitions=2, rf=2)  # while it is away
@@ -218,6 +226,73 @@ def test_a_broker_that_just_started_knows_every_topic_in_its_first_metadata(clus
             assert old.leader_epoch <= p.leader_epoch <= new.leader_epoch, name
             if p.leader_epoch == new.leader_epoch:
                 assert p.leader_id == new.leader, name
+
+
+@pytest.mark.spec("CTRL-32")
+def test_a_registering_broker_takes_no_partition_state_from_zookeeper(
+    cluster, topic_name, tmp_path
+):
+    """The picture of a broker 98 (a registration the test makes; nothing listens at its
+    address) registers while ZooKeeper holds a state for every partition: it takes none of
+    them, nor the live brokers, and a request answered from it waits until the controller's
+    first UpdateMetadata has brought them (here, the test's)."""
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    state = current_state(cluster, topic_name, 0)
+    zk = KafkaZkClient(cluster.zookeeper.connect)
+    zk.start(timeout=30)
+    try:
+        picture = ZkClusterMetadata(zk, str(tmp_path), BrokerEndpoint(98, "127.0.0.1", free_port()))
+        picture.register()
+        assert picture.topic(topic_name) is not None  # the topics are read at start
+        assert picture.partition_state(topic_name, 0) is None  # no state from ZooKeeper
+        assert picture.brokers() == []
+
+        async def a_request_waits_for_the_first_update_metadata() -> None:
+            resumed: list[int] = []
+            assert picture.hold(lambda: resumed.append(1))
+            await asyncio.sleep(0.1)
+            assert resumed == []
+            picture.update_metadata([state], cluster.controller()[0])
+            picture.update_live_brokers([(1, (EndPoint("PLAINTEXT", "PLAINTEXT", "h", 1),), None)])
+            assert resumed == [1]
+            assert not picture.hold(lambda: resumed.append(2))  # once told, never again
+
+        asyncio.run(a_request_waits_for_the_first_update_metadata())
+        assert picture.partition_state(topic_name, 0) == state
+        assert [b.node_id for b in picture.brokers()] == [1]
+    finally:
+        zk.close()
+
+
+@pytest.mark.spec("CTRL-32", "BROKER-48")
+def test_a_restarted_broker_answers_metadata_once_a_controller_told_it(cluster, topic_name):
+    """The controller's broker frozen, the leader of a partition stops and starts again:
+    ZooKeeper still names it leader, nobody having acted on its leaving, and it has had no
+    LeaderAndIsr. It must not answer Metadata from that state: while the frozen controller
+    is still the controller (its epoch unchanged in ZooKeeper), its Metadata gets no answer.
+    (Frozen past its session, the controller is replaced; the successor tells it.) Once a
+    controller has told it, it answers, and serves what it then leads."""
+    controller, epoch = cluster.controller()
+    victim = next(i for i in (1, 2, 3) if i != controller)
+    create_topic(cluster, topic_name, partitions=1, rf=1, assignment=[[victim]])
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    answer = None
+    with paused(cluster.brokers[controller].pid):
+        cluster.stop(victim)
+        cluster.brokers[victim].start()  # returns as soon as it accepts a connection
+        assert cluster.state(topic_name, 0).leader == victim  # what the old read took
+        conn = cluster.connection(victim)
+        try:
+            answer = conn.request(ApiKey.METADATA, MetadataRequest(topics=None), timeout_s=1)
+        except RequestTimedOutError:
+            pass
+        finally:
+            conn.close()
+        unchanged = cluster.controller() == (controller, epoch)
+    assert answer is None or not unchanged, "answered before any controller told it"
+    wait_metadata_agrees(cluster, topic_name, 1, [victim])
+    assert leaders_in_metadata(cluster, victim, topic_name)[0][0] == victim
+    cluster.wait_registered()
 
 
 def brokers_listed(cluster, broker_id):
@@ -311,8 +386,9 @@ def find_coordinator(cluster, broker_id, group):
 
 @pytest.mark.spec("CTRL-21", "BROKER-45")
 def test_a_restarted_broker_never_tries_to_create_an_existing_internal_topic(cluster):
-    """Its first FindCoordinator answers come from the topics and states it read at start:
-    a coordinator at once, and no attempt to create `__consumer_offsets` again."""
+    """Its first FindCoordinator answers come from the topics it read at start and the states
+    of the controller's first UpdateMetadata (CTRL-32): a coordinator at once, and no
+    attempt to create `__consumer_offsets` again."""
     wait_for(  # the first FindCoordinator creates __consumer_offsets; it exists from now on
         lambda: find_coordinator(cluster, 1, "g").error_code == ErrorCode.NO_ERROR,
         what="a group coordinator",
