@@ -14,12 +14,13 @@ compares with the brokers it knew:
 
 Then, in Kafka's order (`onBrokerStartup`, then `onBrokerFailure`):
 
-1. **Tell everyone who is alive.** The new brokers get, before anything else, an
+1. **Tell everyone who registered.** The new brokers get, before anything else, an
    UpdateMetadata with the live brokers and every partition's state, so that they answer
    Metadata from the controller's word only, and their replica fetchers find every leader's
    address before a LeaderAndIsr makes them follow it; the other brokers get the new live
    list (CTRL-21, CTRL-31, CTRL-32). No broker but the controller watches `/brokers/ids`:
-   this is how every broker learns who registered or left.
+   this is how every broker learns who registered, and, with the UpdateMetadata of step 3,
+   who left.
 2. **Elect.** For every partition whose leader left, a new leader from the live ISR, or from
    any live replica when `unclean.leader.election.enable` is true for the topic (CTRL-6);
    partitions that keep their leader drop the dead brokers from their ISR. Every change
@@ -30,7 +31,8 @@ Then, in Kafka's order (`onBrokerStartup`, then `onBrokerFailure`):
    first state when one registers.
 3. **Tell the replicas.** LeaderAndIsr to each new broker for every partition it
    replicates; LeaderAndIsr and UpdateMetadata for every state that changed (the
-   controller's `_announce`).
+   controller's `_announce`); and when a broker left, UpdateMetadata to every live broker,
+   with the new states if there are any (Kafka: `onBrokerFailure`).
 
 Rules: CTRL-6, CTRL-7, CTRL-21, CTRL-31, CTRL-32.
 """
@@ -75,7 +77,7 @@ class BrokerChangeHandling:
             self.channel.remove_broker(broker_id)
         for broker_id in sorted(born):
             self.channel.add_broker(live[broker_id][0])
-        if gone or born:  # 1. everyone learns the live brokers; the new ones every state
+        if born:  # 1. everyone learns the live brokers; the new ones every state
             self.batch.add_update_metadata(live.keys() - born, [])
             self.batch.add_update_metadata(born, (self._current(tp) for tp in self.states))
             self._send_batch()  # before the LeaderAndIsr below (Kafka: onBrokerStartup)
@@ -87,6 +89,8 @@ class BrokerChangeHandling:
         for tp in sorted(self.states):  # 3. what each new registration replicates
             state = self._current(tp)
             self.batch.add_leader_and_isr(born & set(state.replicas), state)
+        if gone - born:  # every broker learns who left, with the new states if any
+            self.batch.add_update_metadata(live, [])
 
     def _elect_if_needed(self: Any, tp: TopicPartition, retries: int = 3) -> None:
         started = time.monotonic_ns()
