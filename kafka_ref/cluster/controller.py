@@ -8,14 +8,10 @@ create it, and ZooKeeper lets exactly one succeed, with the next epoch (CTRL-3).
 
 The active controller (Kafka: `KafkaController`, ZooKeeper mode) reacts to three watches:
 
-* **`/brokers/ids` children** (`BrokerChange`). For every partition whose leader left, it
-  elects a new leader with `election.elect_leader` from the live ISR, or from any live
-  replica when `unclean.leader.election.enable` is true for the topic (CTRL-6); partitions
-  that keep their leader drop the dead brokers from their ISR. Every change writes a new
-  `state` znode with `leader_epoch + 1` (CTRL-7; in ZooKeeper mode Kafka bumps the epoch on
-  ISR shrinks too, `LeaderAndIsr.newLeaderAndIsr`). A partition with no live candidate goes
-  *offline* (leader -1) and keeps its last ISR member, so that it comes back cleanly when
-  that broker returns; a returning broker is therefore also a trigger.
+* **`/brokers/ids` children** (`BrokerChange`; broker_change.py): it tells every broker who
+  is alive, and a new one every partition's state; it elects new leaders for the
+  partitions whose leader left, from the live ISR (CTRL-6), with a new leader epoch
+  (CTRL-7). The controller is the only broker that watches `/brokers/ids` (CTRL-31).
 * **`/brokers/topics` children and each topic's data** (`TopicChange`,
   `PartitionModifications`). A new partition gets its first state: the first live assigned
   replica leads, the live replicas form the ISR, leader epoch 0 (Kafka: NewPartition ->
@@ -40,9 +36,9 @@ epoch and the receiver's *broker epoch*, the czxid of its `/brokers/ids/<id>` re
 (KIP-380), which this controller reads with the registration. A broker refuses a request
 from an older controller epoch and one meant for an earlier registration of itself
 (CTRL-19, CTRL-20). A broker that registers, or registers again (a restart or an expired
-session: same id, a new epoch, Kafka's "bounced" brokers), is sent the state of every
-partition (CTRL-21); a new controller sends every broker everything, so the brokers learn
-its epoch at once.
+session: same id, a new epoch, Kafka's "bounced" brokers), is sent the live brokers and the
+state of every partition before anything else (CTRL-21, CTRL-32); a new controller sends
+every broker everything, so the brokers learn its epoch at once.
 
 **ISR changes by leaders** come as AlterPartition requests (KIP-497, CTRL-22): the
 controller checks the leader's broker epoch, leader epoch and partition epoch (the state
@@ -59,7 +55,7 @@ treat them as a dead broker's.
 **Operators' requests** are mixins run on the same thread: reassignments (reassignment.py,
 CTRL-24..26), elections on request and the automatic rebalance (leader_balance.py).
 
-Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-6, CTRL-7, CTRL-13, CTRL-16, CTRL-21, CTRL-22, CTRL-30.
+Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-13, CTRL-16, CTRL-21, CTRL-22, CTRL-30, CTRL-31.
 """
 
 from __future__ import annotations
@@ -68,7 +64,6 @@ import dataclasses
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -76,11 +71,11 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster.broker_change import BrokerChangeHandling
 from kafka_ref.cluster.controller_channel import (
     ControllerBrokerRequestBatch,
     ControllerChannelManager,
 )
-from kafka_ref.cluster.election import NO_LEADER, next_state
 from kafka_ref.cluster.leader_balance import LeaderBalance, LeaderBalanceConfig
 from kafka_ref.cluster.log_dir_events import LogDirFailureHandling
 from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
@@ -98,7 +93,9 @@ AlterReply = Callable[
 ]
 
 
-class KafkaController(PartitionReassignment, LeaderBalance, LogDirFailureHandling):
+class KafkaController(
+    BrokerChangeHandling, PartitionReassignment, LeaderBalance, LogDirFailureHandling
+):
     """This broker's controller role: elected through /controller, active on one broker."""
 
     def __init__(
@@ -338,72 +335,6 @@ class KafkaController(PartitionReassignment, LeaderBalance, LogDirFailureHandlin
         for tp in [tp for tp in self.states if tp[0] == topic]:
             del self.states[tp]
             self.reassignments.pop(tp, None)
-
-    # ------------------------------------------------------------------ brokers (CTRL-6,7)
-    def _handle_broker_change(self) -> None:
-        if not self.active:
-            return
-        live = {}
-        for broker_id in self.zk.get_broker_ids():
-            found = self.zk.get_broker_and_epoch(broker_id)
-            if found is not None:
-                live[broker_id] = found
-        # A broker that registered again between two reads is both gone and born (Kafka:
-        # bounced brokers): its new registration has a new broker epoch.
-        bounced = {b for b in live.keys() & self.live.keys() if live[b][1] != self.live[b][1]}
-        gone = (self.live.keys() - live.keys()) | bounced
-        born = (live.keys() - self.live.keys()) | bounced
-        self.live = live
-        if gone or born:
-            logger.info(
-                "controller %d: brokers %s left, %s joined; live %s",
-                self.broker_id, sorted(gone), sorted(born), sorted(live),
-            )  # fmt: skip
-        for broker_id in gone | born:  # a new registration's LeaderAndIsr answers anew
-            self.offline_replicas.pop(broker_id, None)
-        for broker_id in gone - born:
-            self.channel.remove_broker(broker_id)
-        for broker_id in sorted(born):
-            self.channel.add_broker(live[broker_id][0])
-        for topic in sorted(self.assignments):
-            self._initialize_partitions(topic)  # partitions whose replicas were all away
-        for tp in sorted(self.states):
-            self._elect_if_needed(tp)
-        if born:  # everything a new registration must know (Kafka: onBrokerStartup)
-            for tp in sorted(self.states):
-                state = self._current(tp)
-                self.batch.add_leader_and_isr(born & set(state.replicas), state)
-            self.batch.add_update_metadata(born, (self._current(tp) for tp in self.states))
-        if gone or born:  # every broker learns the live brokers
-            self.batch.add_update_metadata(self.live, [])
-
-    def _elect_if_needed(self, tp: TopicPartition, retries: int = 3) -> None:
-        started = time.monotonic_ns()
-        state, version = self.states[tp]
-        unclean = self.unclean_for(tp[0], self.configs.get(tp[0], {}))
-        new = next_state(state, self.live_for(tp), unclean=unclean, controller_epoch=self.epoch)
-        if new is None:
-            return
-        try:
-            version = self.zk.update_partition_state(new, version, self.epoch_zk_version)
-        except BadVersionError:  # the state changed under us (e.g. the leader's ISR update)
-            current = self.zk.get_partition_state(*tp, state.replicas)
-            if current is None or retries == 0:
-                return
-            self.states[tp] = current
-            self._elect_if_needed(tp, retries - 1)
-            return
-        except NoNodeError:  # the topic is being deleted
-            return
-        self.states[tp] = (new, version)
-        self._announce(tp)
-        if new.leader not in (state.leader, NO_LEADER):  # elected, not only an ISR trimmed
-            self.election_timer.observe((time.monotonic_ns() - started) / 1e6)
-        logger.info(
-            "controller %d: %s-%d leader %d -> %d, leader epoch %d, isr %s",
-            self.broker_id, tp[0], tp[1], state.leader, new.leader, new.leader_epoch,
-            list(new.isr),
-        )  # fmt: skip
 
     # ------------------------------------------------------------------ AlterPartition (CTRL-22)
     def alter_partition(

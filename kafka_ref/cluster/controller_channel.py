@@ -9,7 +9,11 @@ written its decisions, and then sends:
 * **LeaderAndIsr** to the live replicas of each partition it changed: become leader or
   follower in the new leader epoch (CTRL-10);
 * **UpdateMetadata** to every live broker: the new states for its metadata cache, which
-  answers Metadata (CTRL-11); a broker that just registered gets every partition (CTRL-21);
+  answers Metadata (CTRL-11). It also lists the live brokers, each with every listener's
+  endpoint and its rack: the only way a broker learns who registered or left, since only
+  the controller watches `/brokers/ids` (CTRL-31). A broker that just registered gets one
+  with every partition, before its LeaderAndIsr (CTRL-21, CTRL-32: the controller sends it
+  as a batch of its own, broker_change.py);
 * **StopReplica** to the replicas of a deleted topic: stop fetching and delete the log.
 
 `ControllerBrokerRequestBatch` collects what one event decided and builds one request per
@@ -30,7 +34,7 @@ an `InterBrokerChannel` (the connections every inter-broker request uses, with t
 inter-broker listener's security), so the manager hands work from one to the other with
 `call_soon_threadsafe`.
 
-Rules: CTRL-19, CTRL-20, CTRL-21, CTRL-23.
+Rules: CTRL-19, CTRL-20, CTRL-21, CTRL-23, CTRL-31, CTRL-32.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from kafka_ref.cluster.metadata import (
@@ -216,6 +216,10 @@ class EmbeddedController(TopicAdministration):
 
     def brokers(self) -> list[BrokerEndpoint]:
         return [self.endpoint]
+
+    def hold(self, resume: Callable[[], None]) -> bool:
+        """Never: this broker is its own controller, its picture complete from the start."""
+        return False
 
     def _live(self) -> list[tuple[int, str | None]]:
         return [(self.endpoint.node_id, self.endpoint.rack)]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -184,6 +184,19 @@ class BrokerEndpoint:
     rack: str | None = None
     endpoints: tuple[EndPoint, ...] = ()  # every listener's advertised address (SEC-2)
 
+    @classmethod
+    def reached_on(
+        cls, node_id: int, endpoints: tuple[EndPoint, ...], rack: str | None, listener: str
+    ) -> BrokerEndpoint:
+        """A broker known by its listeners' endpoints (UpdateMetadata's live brokers), whose
+        address for the other brokers is that of `listener`, the inter-broker listener every
+        broker of a cluster shares (Kafka: `MetadataCache.getAliveBrokerNode(id,
+        interBrokerListenerName)`); PLAINTEXT or its first listener if it has no such one."""
+        own = [e for e in endpoints if e.listener == listener]
+        plain = [e for e in endpoints if e.listener == "PLAINTEXT"]
+        first = (own or plain or list(endpoints))[0]
+        return cls(node_id, first.host, first.port, rack, endpoints)
+
     def address(self, listener: str | None) -> tuple[str, int] | None:
         """Where a client of `listener` reaches this broker; None if it has no such listener
         (a broker that registered no endpoints is reached at its one address)."""
@@ -213,6 +226,11 @@ class ClusterMetadataApi(Protocol):
     def controller_id(self) -> int: ...
 
     def brokers(self) -> list[BrokerEndpoint]: ...
+
+    def hold(self, resume: Callable[[], None]) -> bool:
+        """Whether a request answered from the picture must wait until the picture is
+        complete (CTRL-32); if so `resume` runs then."""
+        ...
 
     def topics(self) -> list[TopicMetadata]: ...
 

@@ -1,22 +1,19 @@
-"""A broker's view of a ZooKeeper cluster, and its door for topic administration.
+"""A broker's view of a ZooKeeper cluster: what the controller told it, and what it watches.
 
 In ZooKeeper mode no broker owns the metadata: ZooKeeper does. Each broker keeps a local
 picture (Kafka: `ZkMetadataCache`) of the live brokers, the controller, the topics with
 their assignments and configs, and each partition's state (leader, leader epoch, ISR), and
 answers Metadata from it. `ZkClusterMetadata` offers the same interface as the embedded
-controller (`ClusterMetadataApi`), so the request handlers never ask which mode they run in:
+controller (`ClusterMetadataApi`), so the request handlers never ask which mode they run in.
+Reads come from the picture; changes (CreateTopics, CreatePartitions, AlterConfigs,
+DeleteTopics) are checked and written to ZooKeeper by its other half, zk_admin.py.
 
-* **reads** come from the local picture. Watches keep the live brokers (`/brokers/ids`
-  children), the controller (`/controller`), the topics (`/brokers/topics` children, each
-  topic's znode) and their configs (`/config/topics/<topic>`) current; the partition states
-  (leader, leader epoch, ISR) come from the controller, in UpdateMetadata and LeaderAndIsr
-  requests (handlers/controller_requests.py), never from a watch;
-* **changes** are validated with Kafka's errors and written to ZooKeeper (Kafka:
-  `ZkAdminManager` and `AdminZkClient`): CreateTopics writes `/config/topics/<t>` and the
-  replica assignment `/brokers/topics/<t>` (placed by assignment.py, CTRL-8);
-  CreatePartitions rewrites the assignment with more partitions; DeleteTopics creates
-  `/admin/delete_topics/<t>`. The *controller* then writes partition states and sends
-  them to every broker, this one included.
+**Two sources.** The *controller* tells the broker who is alive and every partition's
+state, in UpdateMetadata and LeaderAndIsr requests (handlers/controller_requests.py);
+*watches* keep the rest current: the controller's id (`/controller`: every broker takes
+part in the election), the topics (`/brokers/topics` children, each topic's znode) and
+their configs (`/config/topics/<topic>`). No broker but the active controller watches
+`/brokers/ids`, and none watches a partition state znode.
 
 **Threads.** kazoo calls the watch callbacks on its own threads. The callbacks read
 ZooKeeper there, then hand a small "apply" function to the broker's event loop (`dispatch`,
@@ -25,14 +22,28 @@ the loop, between requests, and handlers read them without locks. Handlers call 
 synchronously when they administer topics: a local ZooKeeper answers in about a
 millisecond, and a blocked loop for that long is the price of simple code.
 
+**Live brokers to the broker** (CTRL-31). UpdateMetadata lists every live broker with each
+listener's endpoint and its rack (Kafka: `ZkMetadataCache.updateMetadata`); the picture
+takes that list whole (`update_live_brokers`), and Metadata answers with the endpoints of
+the listener a client came in on (SEC-2), the inter-broker channel and the replica fetchers
+with those of the inter-broker listener. A broker that registers or leaves is seen here
+only when the controller says so, which it does to every live broker at once.
+
 **Partition state to the broker.** A LeaderAndIsr's states go to the listeners
 (`on_partition_state`; the ReplicaManager becomes leader or follower, Kafka's
 `becomeLeaderOrFollower`); UpdateMetadata's go to the picture (`update_metadata`), unless
 *older* than the one it holds: a lower controller epoch or a lower leader epoch is ignored
-(CTRL-5). The topics are read at start, the partition states once more right after the
-broker registered, before it accepts a connection, so that its first Metadata answer
-already knows every topic and its leader (CTRL-21); from then on only the controller
-changes the states.
+(CTRL-5). Only the controller's requests bring states; the broker never reads one from
+ZooKeeper, where a state may still name it leader of a partition the controller has not
+yet given it (after a restart, say).
+
+**The first UpdateMetadata** (CTRL-32). A broker that registers is sent, before anything
+else, an UpdateMetadata with the live brokers and every partition's state (Kafka:
+`KafkaController.onBrokerStartup`). Until it arrives the picture knows the topics but no
+broker and no leader, so a request answered from it (Metadata, DescribeCluster,
+FindCoordinator, CreateTopics, CreatePartitions) waits for it (`hold`): at most a ZooKeeper
+session timeout, the time it takes to elect a new controller if there is none. Then the
+request is answered with what the picture holds.
 
 **Epochs.** `broker_epoch` is the czxid of this broker's registration (KIP-380), new at
 every registration; `controller_epoch` the newest controller epoch a request brought. The
@@ -49,13 +60,15 @@ and `/config/brokers/<id>` are read at start with the topics; the notices under
 
 **Lost connections.** A watch callback that reads ZooKeeper retries its reads until kazoo
 has reconnected (`_retrying`): a ConnectionLoss in kazoo's thread never leaves the picture
-stale (who is alive, the topics) until the next change.
+stale (the topics, their configs) until the next change.
 
-Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-8, CTRL-10, CTRL-13, CTRL-15, CTRL-20, CTRL-21.
+Rules: CONFIG-6, CTRL-1, CTRL-5, CTRL-10, CTRL-13, CTRL-15, CTRL-20, CTRL-21, CTRL-31,
+CTRL-32.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -64,7 +77,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from kazoo.exceptions import NodeExistsError
@@ -77,7 +90,6 @@ from kafka_ref.cluster.config_changes import (
     DEFAULT_ENTITY,
     BrokerConfigChangeListener,
     read_broker_config,
-    write_broker_config,
 )
 from kafka_ref.cluster.embedded import (
     META_PROPERTIES,
@@ -85,18 +97,12 @@ from kafka_ref.cluster.embedded import (
     new_cluster_id,
     read_meta_properties,
 )
-from kafka_ref.cluster.metadata import (
-    BrokerEndpoint,
-    PartitionState,
-    TopicDeletionDisabledError,
-    TopicExistsError,
-    TopicMetadata,
-    UnknownTopicOrPartitionError,
-)
-from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partitions
+from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState, TopicMetadata
+from kafka_ref.cluster.zk_admin import ZkTopicAdministration
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
+from kafka_ref.security.listeners import EndPoint
 
 logger = logging.getLogger("kafka_ref.cluster.zk_metadata")
 
@@ -121,7 +127,7 @@ def is_stale(current: PartitionState | None, incoming: PartitionState) -> bool:
     )
 
 
-class ZkClusterMetadata(TopicAdministration):
+class ZkClusterMetadata(ZkTopicAdministration):
     """This broker's picture of the cluster in ZooKeeper (Kafka: `ZkMetadataCache`)."""
 
     def __init__(
@@ -135,11 +141,14 @@ class ZkClusterMetadata(TopicAdministration):
         default_replication_factor: int = 1,
         delete_topic_enable: bool = True,
         log_dirs: Iterable[str] = (),
+        inter_broker_listener: str = "PLAINTEXT",
+        first_update_wait_s: float = 18.0,
     ) -> None:
         self.zk = zk
         self.data_dir = os.path.abspath(data_dir)
         self.log_dirs = tuple(os.path.abspath(d) for d in log_dirs) or (self.data_dir,)
         self.endpoint = endpoint
+        self.inter_broker_listener = inter_broker_listener  # where other brokers are reached
         self.log_defaults = log_defaults or LogConfig()
         self.num_partitions = num_partitions
         self.default_replication_factor = default_replication_factor
@@ -151,6 +160,10 @@ class ZkClusterMetadata(TopicAdministration):
         self._topics: dict[str, TopicMetadata] = {}
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self._states: dict[tuple[str, int], PartitionState] = {}
+        # Requests waiting for the controller's first UpdateMetadata (CTRL-32); None once
+        # it came, or once the first of them waited `first_update_wait_s` for it.
+        self._held: list[Callable[[], None]] | None = []
+        self.first_update_wait_s = first_update_wait_s  # zookeeper.session.timeout.ms
         self.broker_epoch = -1  # the czxid of our registration, once registered (KIP-380)
         self.controller_epoch = 0  # the newest controller epoch seen in a request (CTRL-19)
         self._watched_topics: set[str] = set()
@@ -175,20 +188,6 @@ class ZkClusterMetadata(TopicAdministration):
             found = self._read_topic(topic)
             if found is not None:
                 self._apply_topic(*found)
-
-    def _read_states(self) -> None:
-        """The partition states as ZooKeeper has them once this broker is registered (CTRL-21):
-        its first Metadata answer knows every leader, and the states are those the controller
-        wrote after this broker's previous registration went; the controller's UpdateMetadata
-        takes over from there."""
-        states = {}
-        for topic, assignment in list(self._assignments.items()):
-            for partition, replicas in assignment.items():
-                found = self.zk.get_partition_state(topic, partition, replicas)
-                if found is not None:
-                    state, version = found
-                    states[(topic, partition)] = dataclasses.replace(state, zk_version=version)
-        self.dispatch(lambda: self._states.update(states))  # before any request is read
 
     def _read_topic(self, topic: str) -> tuple[TopicMetadata, dict[int, tuple[int, ...]]] | None:
         found = self.zk.get_topic(topic)
@@ -253,9 +252,7 @@ class ZkClusterMetadata(TopicAdministration):
             "registered broker %d at %s, broker epoch %d",
             self.endpoint.node_id, zkdata.BROKER_IDS, self.broker_epoch,
         )  # fmt: skip
-        self._retrying(self._read_states)
         self.zk.zk.add_listener(self._on_session_state)
-        ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, self._on_brokers)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)
         ChildrenWatch(self.zk.zk, zkdata.TOPICS, self._on_topics)
         self._config_changes.start()
@@ -267,10 +264,6 @@ class ZkClusterMetadata(TopicAdministration):
                 self.on_broker_config(entity, dict(configs))
 
         self.dispatch(apply)
-
-    def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
-        """`/config/brokers/<entity>` and its notice; every broker's watch applies it."""
-        write_broker_config(self.zk.zk, entity, configs)
 
     def _on_session_state(self, state: str) -> None:
         if state == KazooState.LOST and not self.zk.closing:
@@ -292,14 +285,6 @@ class ZkClusterMetadata(TopicAdministration):
                     )  # fmt: skip
 
         self._retrying(register)
-
-    def _on_brokers(self, children: list[str]) -> None:
-        def read() -> dict[int, BrokerEndpoint]:
-            endpoints = (self.zk.get_broker(int(child)) for child in children)
-            return {e.node_id: e for e in endpoints if e is not None}
-
-        brokers = self._retrying(read)
-        self.dispatch(lambda: setattr(self, "_brokers", brokers))
 
     def _on_controller(self, data: bytes | None, _stat: object) -> None:
         controller = -1 if data is None else int(json.loads(data)["brokerid"])
@@ -382,6 +367,34 @@ class ZkClusterMetadata(TopicAdministration):
                 continue
             self._states[key] = state
 
+    def update_live_brokers(
+        self, brokers: Iterable[tuple[int, tuple[EndPoint, ...], str | None]]
+    ) -> None:
+        """UpdateMetadata's live brokers, (id, every listener's endpoint, rack), replace the
+        list this broker knows (CTRL-31; Kafka: `ZkMetadataCache.updateMetadata`). The
+        first UpdateMetadata releases the requests that waited for it (CTRL-32)."""
+        self._brokers = {
+            node_id: BrokerEndpoint.reached_on(node_id, endpoints, rack, self.inter_broker_listener)
+            for node_id, endpoints, rack in brokers
+        }
+        self._release()
+
+    def hold(self, resume: Callable[[], None]) -> bool:
+        """Whether a request answered from this picture must wait for the controller's first
+        UpdateMetadata (CTRL-32): if so, `resume` runs when it has come, or once the first
+        held request has waited `first_update_wait_s` (on the loop)."""
+        if self._held is None:
+            return False
+        if not self._held:
+            asyncio.get_running_loop().call_later(self.first_update_wait_s, self._release)
+        self._held.append(resume)
+        return True
+
+    def _release(self) -> None:
+        held, self._held = self._held or [], None
+        for resume in held:
+            resume()
+
     def _remove_topic(self, topic: str) -> None:
         meta = self._topics.pop(topic, None)
         self._assignments.pop(topic, None)
@@ -415,74 +428,3 @@ class ZkClusterMetadata(TopicAdministration):
 
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         return self._assignments.get(topic, {}).get(partition, ())
-
-    # ------------------------------------------------------------------ changing (CTRL-8)
-    def _live(self) -> list[tuple[int, str | None]]:
-        return [(b.node_id, b.rack) for b in self.brokers()]
-
-    def create_topic(
-        self,
-        name: str,
-        num_partitions: int = -1,
-        replication_factor: int = -1,
-        configs: Mapping[str, str | None] | None = None,
-        *,
-        assignments: Mapping[int, list[int]] | None = None,
-        validate_only: bool = False,
-    ) -> TopicMetadata:
-        """Validate as the embedded controller does, place replicas, write to ZooKeeper."""
-        meta, placed = self._plan_topic(
-            name, num_partitions, replication_factor, configs, assignments
-        )
-        if self.zk.get_topic(name) is not None:  # created elsewhere, not yet seen here
-            raise TopicExistsError(f"Topic '{name}' already exists.")
-        if validate_only:
-            return meta
-        try:
-            self.zk.create_topic(name, str(meta.topic_id), placed, meta.configs)
-        except NodeExistsError:
-            raise TopicExistsError(f"Topic '{name}' already exists.") from None
-        self._apply_topic(meta, {p: tuple(r) for p, r in placed.items()})  # before the watch
-        logger.info("created topic %s in ZooKeeper: assignment %s", name, placed)
-        return meta
-
-    def create_partitions(
-        self,
-        name: str,
-        count: int,
-        *,
-        assignments: list[list[int]] | None = None,
-        validate_only: bool = False,
-    ) -> TopicMetadata:
-        """Grow a topic: the assignment gains partitions; the controller elects their leaders."""
-        meta = self._topics.get(name)
-        if meta is None:
-            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
-        grown, new = plan_partitions(meta, count, assignments, live=self._live())
-        if validate_only:
-            return grown
-        full = {p: list(r) for p, r in self._assignments[name].items()} | new
-        self.zk.set_topic_assignment(name, str(meta.topic_id), full)
-        self._apply_topic(grown, {p: tuple(r) for p, r in full.items()})
-        return grown
-
-    def _store_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        """Write the overrides to ZooKeeper; every broker's config watch applies them to its
-        live logs (CTRL-15), this one's at once."""
-        self.zk.set_topic_config(name, configs)
-        self._apply_topic(dataclasses.replace(self._topics[name], configs=configs),
-                          self._assignments[name])  # fmt: skip
-
-    def delete_topic(self, name: str) -> None:
-        """Request the deletion; the controller removes the znodes, the watches the logs."""
-        if not self.delete_topic_enable:
-            raise TopicDeletionDisabledError("Topic deletion is disabled.")
-        if name not in self._topics:
-            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
-        self.zk.request_topic_deletion(name)
-
-    def finish_deletion(self, name: str) -> None:
-        """Nothing to finish locally: ZooKeeper holds the deletion until it is done."""
-
-    def allocate_producer_id_block(self, broker_id: int, size: int) -> int:
-        return self.zk.allocate_producer_id_block(broker_id, size)

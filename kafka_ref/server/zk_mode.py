@@ -110,7 +110,14 @@ class ZooKeeperMode:
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(None, self.zk.start, None)  # waits for ZooKeeper
-            self.metadata = ZkClusterMetadata(self.zk, self.config.data_dir, endpoint, **settings)
+            self.metadata = ZkClusterMetadata(
+                self.zk,
+                self.config.data_dir,
+                endpoint,
+                inter_broker_listener=self.config.inter_broker_listener,
+                first_update_wait_s=self.config["zookeeper.session.timeout.ms"] / 1000,
+                **settings,
+            )
         except BaseException:
             await self.leave()
             raise

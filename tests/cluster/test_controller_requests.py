@@ -10,6 +10,8 @@ one resumes the request it had queued is refused.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import os
 import re
@@ -19,12 +21,25 @@ import uuid
 from pathlib import Path
 
 import pytest
+from kazoo.exceptions import NoNodeError
 
+from kafka_ref.client.connection import RequestTimedOutError
 from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
+from kafka_ref.cluster.metadata import BrokerEndpoint
+from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
+from kafka_ref.cluster.zookeeper import KafkaZkClient, broker_path
 from kafka_ref.errors import ErrorCode
-from kafka_ref.protocol.messages import AlterPartitionRequest, ApiKey, FindCoordinatorRequest
+from kafka_ref.protocol.messages import (
+    AlterPartitionRequest,
+    ApiKey,
+    FindCoordinatorRequest,
+    MetadataRequest,
+)
+from kafka_ref.security.listeners import EndPoint
+from kafka_ref.tools.server_process import free_port
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_for
 from tests.cluster.test_controller import create_topic, leaders_in_metadata, wait_metadata_agrees
+from tests.cluster.test_session_loss import paused
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -32,14 +47,16 @@ pytestmark = pytest.mark.timeout(180)
 def send_as_controller(cluster, broker_id, kind, state, *, controller_epoch, broker_epoch=None):
     """Send `broker_id` one LeaderAndIsr or UpdateMetadata with `state`, as a controller of
     `controller_epoch` that believes the broker's epoch is `broker_epoch` (default: its
-    current one). Returns the response."""
-    endpoint, current = cluster.zk.get_broker_and_epoch(broker_id)
+    current one). Returns the response. Like the real controller's, an UpdateMetadata lists
+    every live broker: the receiver takes that list as the live brokers (CTRL-31)."""
+    live = {b: cluster.zk.get_broker_and_epoch(b) for b in cluster.zk.get_broker_ids()}
+    if broker_epoch is not None:
+        live[broker_id] = (live[broker_id][0], broker_epoch)
     batch = ControllerBrokerRequestBatch(cluster.controller()[0], controller_epoch)
     if kind == "LeaderAndIsr":
         batch.add_leader_and_isr([broker_id], state)
     else:
         batch.add_update_metadata([broker_id], [state])
-    live = {broker_id: (endpoint, current if broker_epoch is None else broker_epoch)}
     ((_, (api_key, _version, body)),) = batch.requests(live)
     return cluster.request(broker_id, api_key, body)
 
@@ -182,12 +199,12 @@ def test_brokers_refuse_an_older_controller_and_ignore_older_states(cluster, top
     assert f"ignoring stale state of {topic_name}-0" in cluster.brokers[1].log()
 
 
-@pytest.mark.spec("CTRL-21")
+@pytest.mark.spec("CTRL-21", "CTRL-32")
 def test_a_broker_that_just_started_knows_every_topic_in_its_first_metadata(cluster, topic_name):
     """Its first answer names every topic, each partition with a state at least as new as
     the one ZooKeeper held when it came back and no newer than ZooKeeper's after the answer:
-    the controller may still be acting on its return (electing it again, say), and what the
-    broker read at registration may trail that by one decision, never miss a topic."""
+    the answer waited for the controller's first UpdateMetadata, which the controller may
+    follow with another decision on its return (electing it again, say), never miss a topic."""
     victim = next(i for i in (1, 2, 3) if i != cluster.controller()[0])
     cluster.stop(victim)
     create_topic(cluster, topic_name, partitions=2, rf=2)  # while it is away
@@ -211,14 +228,169 @@ def test_a_broker_that_just_started_knows_every_topic_in_its_first_metadata(clus
                 assert p.leader_id == new.leader, name
 
 
+@pytest.mark.spec("CTRL-32")
+def test_a_registering_broker_takes_no_partition_state_from_zookeeper(
+    cluster, topic_name, tmp_path
+):
+    """The picture of a broker 98 (a registration the test makes; nothing listens at its
+    address) registers while ZooKeeper holds a state for every partition: it takes none of
+    them, nor the live brokers, and a request answered from it waits until the controller's
+    first UpdateMetadata has brought them (here, the test's)."""
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    state = current_state(cluster, topic_name, 0)
+    zk = KafkaZkClient(cluster.zookeeper.connect)
+    zk.start(timeout=30)
+    try:
+        picture = ZkClusterMetadata(zk, str(tmp_path), BrokerEndpoint(98, "127.0.0.1", free_port()))
+        picture.register()
+        assert picture.topic(topic_name) is not None  # the topics are read at start
+        assert picture.partition_state(topic_name, 0) is None  # no state from ZooKeeper
+        assert picture.brokers() == []
+
+        async def a_request_waits_for_the_first_update_metadata() -> None:
+            resumed: list[int] = []
+            assert picture.hold(lambda: resumed.append(1))
+            await asyncio.sleep(0.1)
+            assert resumed == []
+            picture.update_metadata([state], cluster.controller()[0])
+            picture.update_live_brokers([(1, (EndPoint("PLAINTEXT", "PLAINTEXT", "h", 1),), None)])
+            assert resumed == [1]
+            assert not picture.hold(lambda: resumed.append(2))  # once told, never again
+
+        asyncio.run(a_request_waits_for_the_first_update_metadata())
+        assert picture.partition_state(topic_name, 0) == state
+        assert [b.node_id for b in picture.brokers()] == [1]
+    finally:
+        zk.close()
+
+
+@pytest.mark.spec("CTRL-32", "BROKER-48")
+def test_a_restarted_broker_answers_metadata_once_a_controller_told_it(cluster, topic_name):
+    """The controller's broker frozen, the leader of a partition stops and starts again:
+    ZooKeeper still names it leader, nobody having acted on its leaving, and it has had no
+    LeaderAndIsr. It must not answer Metadata from that state: while the frozen controller
+    is still the controller (its epoch unchanged in ZooKeeper), its Metadata gets no answer.
+    (Frozen past its session, the controller is replaced; the successor tells it.) Once a
+    controller has told it, it answers, and serves what it then leads."""
+    controller, epoch = cluster.controller()
+    victim = next(i for i in (1, 2, 3) if i != controller)
+    create_topic(cluster, topic_name, partitions=1, rf=1, assignment=[[victim]])
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    answer = None
+    with paused(cluster.brokers[controller].pid):
+        cluster.stop(victim)
+        cluster.brokers[victim].start()  # returns as soon as it accepts a connection
+        conn = cluster.connection(victim)
+        try:
+            answer = conn.request(ApiKey.METADATA, MetadataRequest(topics=None), timeout_s=1)
+        except RequestTimedOutError:
+            pass
+        finally:
+            conn.close()
+        state = cluster.state(topic_name, 0)
+        unchanged = cluster.controller() == (controller, epoch)  # still, after that read
+    if unchanged:  # nobody acted on its leaving: ZooKeeper names it leader, as it did before
+        assert state.leader == victim, state
+        assert answer is None, f"answered before any controller told it: {answer}"
+    wait_metadata_agrees(cluster, topic_name, 1, [victim])
+    assert leaders_in_metadata(cluster, victim, topic_name)[0][0] == victim
+    cluster.wait_registered()
+
+
+def brokers_listed(cluster, broker_id):
+    """{id: (host, port, rack)} of the brokers `broker_id`'s Metadata answer lists."""
+    return {b.node_id: (b.host, b.port, b.rack) for b in cluster.metadata(broker_id).brokers}
+
+
+def never_listed(cluster, broker_id, newcomer, seconds):
+    """`broker_id` does not list `newcomer` in any answer for `seconds` (a watch on
+    /brokers/ids would show it within milliseconds)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert newcomer not in brokers_listed(cluster, broker_id)
+        time.sleep(0.05)
+
+
+@pytest.mark.spec("CTRL-31", "SEC-2")
+def test_brokers_learn_the_live_brokers_only_from_the_controllers_update_metadata(cluster):
+    """A broker registers while the controller's broker is frozen (shorter than its session:
+    it stays controller): the other brokers watch no /brokers/ids, so none lists it until
+    the resumed controller's UpdateMetadata names it, with the endpoint of the listener the
+    client came in on and its rack; its leaving, likewise, only once the controller says so.
+    The newcomer is a registration the test writes; nothing listens at its address."""
+    controller, _ = cluster.controller()
+    other = next(i for i in (1, 2, 3) if i != controller)
+    port = free_port()
+    newcomer = BrokerEndpoint(
+        99, "127.0.0.1", port, "rack-9",
+        (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port),
+         EndPoint("EXTERNAL", "SSL", "external.example", 9093)),
+    )  # fmt: skip
+    pid = cluster.brokers[controller].pid
+    try:
+        with paused(pid):
+            cluster.zk.register_broker(newcomer)
+            never_listed(cluster, other, 99, seconds=1.0)
+        wait_for(
+            lambda: brokers_listed(cluster, other).get(99) == ("127.0.0.1", port, "rack-9"),
+            what=f"broker {other} to learn broker 99 from the controller",
+        )
+        with paused(pid):
+            cluster.zk.zk.delete(broker_path(99))
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                assert 99 in brokers_listed(cluster, other)  # nobody has told it yet
+                time.sleep(0.05)
+        wait_for(
+            lambda: 99 not in brokers_listed(cluster, other),
+            what=f"broker {other} to learn from the controller that broker 99 left",
+        )
+    finally:
+        with contextlib.suppress(NoNodeError):
+            cluster.zk.zk.delete(broker_path(99))
+        for i in (1, 2, 3):
+            wait_for(lambda i=i: 99 not in brokers_listed(cluster, i), what=f"{i} to forget 99")
+
+
+@pytest.mark.spec("CTRL-31")
+def test_an_update_metadata_with_an_unreachable_live_broker_is_refused_whole(cluster, topic_name):
+    """A live broker named with an unknown security protocol, or with no endpoint at all:
+    INVALID_REQUEST, and neither the brokers nor the states it carried are applied."""
+    create_topic(cluster, topic_name, partitions=1, rf=3)
+    wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
+    state = current_state(cluster, topic_name, 0)
+    ahead = dataclasses.replace(state, leader_epoch=state.leader_epoch + 1, isr=(state.leader,))
+    controller, controller_epoch = cluster.controller()
+    target = next(i for i in (1, 2, 3) if i != controller)
+    live = {b: cluster.zk.get_broker_and_epoch(b) for b in cluster.zk.get_broker_ids()}
+    before = brokers_listed(cluster, target), leaders_in_metadata(cluster, target, topic_name)
+
+    def spoil_protocol(broker):
+        broker.endpoints[0].security_protocol = 9
+
+    def drop_endpoints(broker):
+        broker.endpoints = []
+
+    for spoil in (spoil_protocol, drop_endpoints):
+        batch = ControllerBrokerRequestBatch(controller, controller_epoch)
+        batch.add_update_metadata([target], [ahead])
+        ((_, (api_key, _version, body)),) = batch.requests(live)
+        spoil(body.live_brokers[0])
+        response = cluster.request(target, api_key, body)
+        assert response.error_code == ErrorCode.INVALID_REQUEST, spoil.__name__
+        after = brokers_listed(cluster, target), leaders_in_metadata(cluster, target, topic_name)
+        assert after == before, spoil.__name__
+
+
 def find_coordinator(cluster, broker_id, group):
     return cluster.request(broker_id, ApiKey.FIND_COORDINATOR, FindCoordinatorRequest(key=group))
 
 
 @pytest.mark.spec("CTRL-21", "BROKER-45")
 def test_a_restarted_broker_never_tries_to_create_an_existing_internal_topic(cluster):
-    """Its first FindCoordinator answers come from the topics and states it read at start:
-    a coordinator at once, and no attempt to create `__consumer_offsets` again."""
+    """Its first FindCoordinator answers come from the topics it read at start and the states
+    of the controller's first UpdateMetadata (CTRL-32): a coordinator at once, and no
+    attempt to create `__consumer_offsets` again."""
     wait_for(  # the first FindCoordinator creates __consumer_offsets; it exists from now on
         lambda: find_coordinator(cluster, 1, "g").error_code == ErrorCode.NO_ERROR,
         what="a group coordinator",

@@ -107,31 +107,35 @@ def test_a_controller_whose_session_expired_registers_again_and_stays_deposed(cl
 
 
 class _LosesTheFirstReads(KafkaZkClient):
-    """The real ZooKeeper client, except that its first reads of a broker's znode fail as a
-    connection lost in the middle of a watch callback would."""
+    """The real ZooKeeper client, except that once armed its next reads of a topic's config
+    fail as a connection lost in the middle of a watch callback would."""
 
-    def __init__(self, connect: str, failures: int) -> None:
+    def __init__(self, connect: str) -> None:
         super().__init__(connect)
-        self.failures = failures
+        self.failures = 0
 
-    def get_broker(self, broker_id: int):
+    def get_topic_config(self, topic: str):
         if self.failures:
             self.failures -= 1
             raise ConnectionLoss()
-        return super().get_broker(broker_id)
+        return super().get_topic_config(topic)
 
 
 @pytest.mark.spec("CTRL-13")
-def test_a_watch_callback_survives_a_lost_connection(cluster, tmp_path):
-    """A ConnectionLoss in the middle of the live brokers' watch must not leave the picture
-    stale: the callback reads again until it has every live broker."""
-    zk = _LosesTheFirstReads(cluster.zookeeper.connect, failures=3)
+def test_a_watch_callback_survives_a_lost_connection(cluster, topic_name, tmp_path):
+    """A ConnectionLoss in the middle of a topic watch's reads must not leave the picture
+    stale: the callback reads again until it has the topic with its config."""
+    create_topic(cluster, topic_name, partitions=1, rf=1, configs={"retention.ms": "12345"})
+    zk = _LosesTheFirstReads(cluster.zookeeper.connect)
     zk.start(timeout=30)
     try:
         picture = ZkClusterMetadata(zk, str(tmp_path), BrokerEndpoint(99, "127.0.0.1", 1))
-        picture._on_brokers([str(b) for b in cluster.live()])
+        picture._remove_topic(topic_name)  # read at start: forget it, the watch brings it
+        data, stat = zk.zk.get(zkdata.topic_path(topic_name))
+        zk.failures = 3
+        picture._topic_watch(topic_name)(data, stat)
         assert zk.failures == 0
-        assert [b.node_id for b in picture.brokers()] == cluster.live()
+        assert picture.topic(topic_name).configs == {"retention.ms": "12345"}
     finally:
         zk.close()
 

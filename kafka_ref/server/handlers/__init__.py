@@ -36,7 +36,13 @@ Errors a client can act on travel as error codes inside the response (per partit
 per topic, from each `KafkaError.code`); anything else closes the connection, as Kafka
 does with a request it cannot answer.
 
-Rules: BROKER-6 (with metadata.py).
+A request answered from the broker's picture of the cluster (`FROM_THE_PICTURE`: Metadata,
+DescribeCluster, FindCoordinator, and CreateTopics and CreatePartitions, which place
+replicas on the live brokers) waits, on a broker of a ZooKeeper cluster that has just
+registered, until the controller's first UpdateMetadata has told it the live brokers and
+the partition states (cluster/zk_metadata.py, CTRL-32).
+
+Rules: BROKER-6 (with metadata.py), CTRL-32.
 """
 
 from __future__ import annotations
@@ -77,6 +83,12 @@ logger = logging.getLogger("kafka_ref.server.handlers")
 
 
 Handler = Callable[[ApiContext, Request], Any]
+
+# Answered from the picture of the cluster: held until it is complete (CTRL-32).
+FROM_THE_PICTURE = frozenset({
+    ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR,
+    ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS,
+})  # fmt: skip
 
 
 @dataclass
@@ -154,6 +166,10 @@ class KafkaApis(ApiContext):
             return
         if getattr(request.connection, "muted", False):  # throttled: after the throttle
             request.connection.hold(request)  # (QUOTA-8, server/network.py)
+            return
+        if request.api_key in FROM_THE_PICTURE and self.controller.hold(
+            lambda: self.handle(request)
+        ):  # a broker that just registered, until the controller told it the cluster (CTRL-32)
             return
         request.dequeued_ns = time.monotonic_ns()  # the request metrics' stages
         try:

@@ -19,6 +19,8 @@ A request that passes raises the controller epoch this broker knows. Then, per p
 a state older than the applied one is ignored: LeaderAndIsr with an older leader epoch is
 STALE_CONTROLLER_EPOCH for that partition (CTRL-5), StopReplica with one is
 FENCED_LEADER_EPOCH, and UpdateMetadata keeps the newer state in the cache (CTRL-12).
+UpdateMetadata's live brokers, with every listener's endpoint, become the brokers this one
+knows (CTRL-31).
 
 **AlterPartition** arrives at the controller's broker from a partition leader: the
 controller decides on its own thread (KafkaController.alter_partition) and the answer goes
@@ -33,7 +35,7 @@ A LeaderAndIsr for a partition of a failed log directory answers KAFKA_STORAGE_E
 the controller's answer to a log dir event reads these to know the offline replicas
 (CTRL-30).
 
-Rules: CTRL-5, CTRL-19, CTRL-20, CTRL-21, CTRL-22, CTRL-30.
+Rules: CTRL-5, CTRL-19, CTRL-20, CTRL-21, CTRL-22, CTRL-30, CTRL-31.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from kafka_ref.protocol.messages import (
     StopReplicaResponse,
     UpdateMetadataResponse,
 )
+from kafka_ref.security.listeners import SECURITY_PROTOCOLS, EndPoint
 from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
@@ -112,6 +115,23 @@ def _states(body: Any) -> list[PartitionState]:
     ]
 
 
+def _live_brokers(body: Any) -> list[tuple[int, tuple[EndPoint, ...], str | None]] | None:
+    """UpdateMetadata's live brokers: each with every listener's endpoint, and its rack; None
+    if a broker has no endpoint or one names an unknown security protocol."""
+    brokers = []
+    for broker in body.live_brokers:
+        if not broker.endpoints or any(
+            not 0 <= e.security_protocol < len(SECURITY_PROTOCOLS) for e in broker.endpoints
+        ):
+            return None
+        endpoints = tuple(
+            EndPoint(e.listener, SECURITY_PROTOCOLS[e.security_protocol], e.host, e.port)
+            for e in broker.endpoints
+        )
+        brokers.append((broker.id, endpoints, broker.rack))
+    return brokers
+
+
 def handle_leader_and_isr(apis: ApiContext, request: Request) -> Any:
     error, metadata = _admit(apis, request)
     if metadata is None:
@@ -154,10 +174,15 @@ def _become(apis: ApiContext, metadata: ZkClusterMetadata, state: PartitionState
 def handle_update_metadata(apis: ApiContext, request: Request) -> Any:
     error, metadata = _admit(apis, request)
     if metadata is not None:
+        brokers = _live_brokers(request.body)
+        if brokers is None:  # nothing of it is applied
+            logger.warning("refusing UpdateMetadata with a live broker it cannot reach")
+            return UpdateMetadataResponse(error_code=ErrorCode.INVALID_REQUEST)
         states = _states(request.body)
         for topic in {s.topic for s in states}:
             metadata.learn_topic(topic)
         metadata.update_metadata(states, request.body.controller_id)
+        metadata.update_live_brokers(brokers)
     return UpdateMetadataResponse(error_code=error)
 
 
