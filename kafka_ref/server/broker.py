@@ -29,13 +29,9 @@ kafka-ref's `Broker` does the same on one asyncio loop:
    security/listeners.py), and once the broker is ready (in ZooKeeper mode:
    registered and with its picture of the cluster loaded) listens and accepts (BROKER-48),
    so no client is ever answered by a broker that does not know the cluster yet;
-7. periodic tasks (Kafka's `KafkaScheduler`): the log flusher
-   (`log.flush.scheduler.interval.ms`), the checkpoints
-   (`log.flush.offset.checkpoint.interval.ms`), retention
-   (`log.retention.check.interval.ms`), the cleaner (`log.cleaner.backoff.ms`), the
-   expiration of idle producer ids (`producer.id.expiration.check.interval.ms`, IDEM-14)
-   and of committed offsets (`offsets.retention.check.interval.ms`). They run on the loop
-   between requests; each is bounded by the high watermark.
+7. the periodic work (server/broker_tasks.py, the jobs of Kafka's `KafkaScheduler`): the
+   log flusher, the checkpoints, retention, the cleaner, and the expiration of idle
+   producer ids and of committed offsets, on the loop between requests.
 
 Once running, a change of a dynamic broker config (CONFIG-6) reaches the parts it
 concerns: the logs take new broker log defaults, the request handlers grow or shrink
@@ -54,8 +50,8 @@ replica fetchers (server/follower_fetcher.py), leaders send ISR changes to the c
 server binds, the broker registers `/brokers/ids/<id>` with its bound address (after a
 kill -9 and a quick restart, waiting for the old registration to expire), starts its
 watches, and runs for controller (`KafkaController`); only then does it accept
-connections. Two more periodic tasks run in both
-modes: the ISR expiration (`replica.lag.time.max.ms` / 2) and the HW checkpoint
+connections. Two more periodic tasks matter to replication (broker_tasks.py): the ISR
+expiration (`replica.lag.time.max.ms` / 2) and the HW checkpoint
 (`replica.high.watermark.checkpoint.interval.ms`, also written at shutdown). On shutdown
 the ZooKeeper session is closed right after the acceptor stops, so the controller moves
 leadership away at once instead of after the session timeout; acks=all produces still
@@ -81,16 +77,13 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable
 
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.config_changes import DEFAULT_ENTITY
 from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
-from kafka_ref.log.cleaner_manager import LogCleaner
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
-from kafka_ref.log.retention import LogRetention
 from kafka_ref.metrics.exporter import MetricsExporter
 from kafka_ref.quota.manager import QuotaManagers
 from kafka_ref.quota.store import FileQuotaStore, ZkQuotaStore
@@ -104,6 +97,7 @@ from kafka_ref.security.listeners import (
     build_listener_security,
 )
 from kafka_ref.security.ssl_config import SslConfigError
+from kafka_ref.server.broker_tasks import BrokerTasks
 from kafka_ref.server.connection_quotas import connection_quotas
 from kafka_ref.server.dynamic_config import DynamicBrokerConfig, follow_broker
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
@@ -156,11 +150,9 @@ class Broker:
         self.txns: TxnCoordinatorAdapter | None = None
         self.credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users
         self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
-        self._tasks: list[asyncio.Task] = []
+        self.tasks: BrokerTasks | None = None  # the periodic work (server/broker_tasks.py)
         self.handler_pool: RequestHandlerPool | None = None  # num.io.threads handlers
-        self._cleaner_task: asyncio.Task | None = None
         self.dynamic_config = DynamicBrokerConfig(config)  # KIP-226: the live config's layers
-        self._cleaner = LogCleaner()
         self.started = False
         self.all_log_dirs_failed = asyncio.Event()  # DUR-16: serve() stops the broker
 
@@ -263,10 +255,14 @@ class Broker:
             await self.zk_mode.join()
             self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
-        self._start_periodic_tasks()
+        self.tasks = BrokerTasks(
+            config, self.clock, self.log_manager, self.replica_manager,
+            self.groups.run_offset_expiration,
+        )  # fmt: skip
+        self.tasks.start()
         follow_broker(  # what each dynamic config changes
             self.dynamic_config, controller, self.log_manager, self.handler_pool,
-            self.apis.add_partitions, self.restart_cleaner,
+            self.apis.add_partitions, self.tasks.restart_cleaner,
         )  # fmt: skip
         self.started = True
         logger.info(
@@ -349,10 +345,8 @@ class Broker:
             self.metrics = None
 
     async def _abort_start(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        if self.tasks is not None:
+            await self.tasks.stop()
         if self.handler_pool is not None:
             await self.handler_pool.shutdown()
         await self.socket_server.stop_accepting()
@@ -362,94 +356,6 @@ class Broker:
             self.groups.shutdown()
         assert self.log_manager is not None
         self.log_manager.close()
-
-    # ------------------------------------------------------------------ periodic work
-    def _spawn(self, coro, name: str) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._tasks.append(task)
-        return task
-
-    def _start_periodic_tasks(self) -> None:
-        c = self.config
-        self._every("log-flusher", c["log.flush.scheduler.interval.ms"], self.flush_logs)
-        self._every(
-            "checkpoint", c["log.flush.offset.checkpoint.interval.ms"], self.write_checkpoints
-        )
-        self._every("log-retention", c["log.retention.check.interval.ms"], self.run_retention)
-        self.restart_cleaner()
-        interval = c["replica.lag.time.max.ms"] // 2  # Kafka's isr-expiration task (ISR-3)
-        self._every("isr-expiration", interval, self.replica_manager.shrink_isrs)
-        interval = c["replica.high.watermark.checkpoint.interval.ms"]
-        self._every("highwatermark-checkpoint", interval, self.write_high_watermarks)
-        interval = c["producer.id.expiration.check.interval.ms"]
-        self._every("producer-id-expiration", interval, self.expire_producer_ids)
-        assert self.groups is not None
-        interval = c["offsets.retention.check.interval.ms"]
-        self._every("group-metadata-manager", interval, self.groups.run_offset_expiration)
-
-    def restart_cleaner(self) -> None:
-        """The cleaner's task, (re)started with the `log.cleaner.backoff.ms` in force."""
-        if self._cleaner_task is not None:
-            self._cleaner_task.cancel()
-            self._tasks.remove(self._cleaner_task)
-            self._cleaner_task = None
-        if self.config["log.cleaner.enable"]:
-            interval = max(self.config["log.cleaner.backoff.ms"], 100)
-            self._cleaner_task = self._every("log-cleaner", interval, self.run_cleaner)
-
-    def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> asyncio.Task | None:
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000)
-                try:
-                    job()
-                except Exception:  # a failing job is logged and retried next period
-                    logger.exception("periodic task %s failed", name)
-
-        return self._spawn(loop(), name) if interval_ms > 0 else None
-
-    def flush_logs(self) -> int:
-        assert self.log_manager is not None
-        return self.log_manager.flush_logs()
-
-    def write_checkpoints(self) -> None:
-        assert self.log_manager is not None
-        self.log_manager.checkpoint()
-
-    def write_high_watermarks(self) -> None:
-        assert self.replica_manager is not None
-        self.replica_manager.checkpoint_high_watermarks()
-
-    def run_retention(self) -> int:
-        """Kafka's `LogManager.cleanupLogs`: retention for every partition, bounded by HW."""
-        assert self.replica_manager is not None
-        now, deleted = self.clock.milliseconds(), 0
-        for partition in self.replica_manager.all_partitions():
-            result = LogRetention.run(partition.log, now, high_watermark=partition.high_watermark)
-            deleted += result.segments_deleted
-        return deleted
-
-    def run_cleaner(self) -> int:
-        """One cleaner pass over the compacted partitions (Kafka: `LogCleaner`)."""
-        assert self.replica_manager is not None
-        now, cleaned = self.clock.milliseconds(), 0
-        for partition in self.replica_manager.all_partitions():
-            if partition.log.config.compact:
-                result = self._cleaner.clean(  # never past an open transaction (COMPACT-25)
-                    partition.log, now, max_offset=partition.last_stable_offset
-                )
-                cleaned += int(result.cleaned)
-        return cleaned
-
-    def expire_producer_ids(self) -> int:
-        """Forget producers idle for producer.id.expiration.ms (Kafka:
-        `removeExpiredProducers`, IDEM-14). Returns how many were forgotten."""
-        assert self.replica_manager is not None
-        now, limit = self.clock.milliseconds(), self.config["producer.id.expiration.ms"]
-        return sum(
-            len(partition.log.producer_state.remove_expired_producers(now, limit))
-            for partition in self.replica_manager.all_partitions()
-        )
 
     # ------------------------------------------------------------------ shutdown
     def _on_log_dir_failure(self, _log_dir: str) -> None:
@@ -478,10 +384,8 @@ class Broker:
         assert self.apis is not None and self.apis.add_partitions is not None
         self.apis.add_partitions.shutdown()
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        if self.tasks is not None:
+            await self.tasks.stop()
         assert self.handler_pool is not None
         await self.handler_pool.shutdown()
         await self.socket_server.stop()

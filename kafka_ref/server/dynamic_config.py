@@ -243,5 +243,5 @@ def follow_broker(
     )
     dynamic.add_reconfigurable(["log.cleaner.backoff.ms"], lambda _old, _new: restart_cleaner())
     dynamic.add_reconfigurable(["transaction.partition.verification.enable"], verification)
-    # producer.id.expiration.ms: Broker.expire_producer_ids reads it at every run
+    # producer.id.expiration.ms: BrokerTasks.expire_producer_ids reads it at every run
     controller.on_broker_config = dynamic.update

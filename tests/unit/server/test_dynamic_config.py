@@ -43,9 +43,9 @@ def test_verification_and_cleaner_backoff_follow_their_configs(make_broker):
     assert apis.add_partitions.enabled
     alter(broker, "1", ("transaction.partition.verification.enable", "false", SET))
     assert not apis.add_partitions.enabled
-    before = broker.broker._cleaner_task
+    before = broker.broker.tasks._cleaner_task
     alter(broker, "1", ("log.cleaner.backoff.ms", "250", SET))
-    after = broker.broker._cleaner_task
+    after = broker.broker.tasks._cleaner_task
     assert broker.call(lambda: before.done() or before.cancelling() > 0), "the old one stops"
     assert after is not before and not after.done()
     assert broker.broker.config["log.cleaner.backoff.ms"] == 250

@@ -243,9 +243,9 @@ def test_the_broker_forgets_idle_producers(tmp_path):
         pid = init_producer_id(wire).producer_id
         wire.produce("idle", 0, idem_batch(pid, 0))
         clock.advance(59_999)
-        assert broker.call(broker.broker.expire_producer_ids) == 0
+        assert broker.call(broker.broker.tasks.expire_producer_ids) == 0
         clock.advance(1)
-        assert broker.call(broker.broker.expire_producer_ids) == 1
+        assert broker.call(broker.broker.tasks.expire_producer_ids) == 1
         assert wire.produce("idle", 0, idem_batch(pid, 1)).error_code == (
             ErrorCode.UNKNOWN_PRODUCER_ID
         )

@@ -271,7 +271,7 @@ def test_retention_is_bounded_by_the_high_watermark(make_broker, monkeypatch):
     for _ in range(5):
         wire.produce("hw", 0, batch(1, ts=1000, value_size=150))
     monkeypatch.setattr(Partition, "high_watermark", property(lambda self: 2), raising=False)
-    broker.call(broker.broker.run_retention)
+    broker.call(broker.broker.tasks.run_retention)
     assert broker.broker.replica_manager.get_partition("hw", 0).log_start_offset == 2  # not 4
 
 

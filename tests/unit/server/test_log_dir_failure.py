@@ -35,7 +35,7 @@ def test_a_failed_dir_answers_storage_errors_and_the_other_dir_serves_on(make_br
         for p in (0, 1):
             assert wire.produce("t", p, batch(1)).error_code == 0
         fail_dir(b)
-        broker.call(broker.broker.write_checkpoints)  # its checkpoint fails: b is offline
+        broker.call(broker.broker.log_manager.checkpoint)  # its checkpoint fails: b is offline
         assert wait_until(
             lambda: wire.produce("t", 1, batch(1)).error_code == ErrorCode.KAFKA_STORAGE_ERROR
         )
@@ -59,5 +59,5 @@ def test_a_failed_dir_answers_storage_errors_and_the_other_dir_serves_on(make_br
         assert os.path.isdir(os.path.join(a, "u-0"))
         assert not broker.broker.all_log_dirs_failed.is_set()
         fail_dir(a)
-        broker.call(broker.broker.write_checkpoints)
+        broker.call(broker.broker.log_manager.checkpoint)
         assert wait_until(broker.broker.all_log_dirs_failed.is_set)  # serve() stops it
