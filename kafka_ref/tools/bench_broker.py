@@ -55,6 +55,21 @@ class BenchError(Exception):
     """The bench cannot go on (broker unreachable, topic not created): one line, exit 1."""
 
 
+class BenchUsage(ValueError):
+    """A bad option value (the CLI turns it into one line and exit code 2)."""
+
+
+def int_list(text: str, name: str) -> tuple[int, ...]:
+    """`--NAME 10,100`: positive integers, or BenchUsage."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise BenchUsage(f"--{name} {text!r}: expected comma-separated integers") from None
+    if not values or min(values) < 1:
+        raise BenchUsage(f"--{name} {text!r}: expected positive integers")
+    return values
+
+
 @dataclass(frozen=True)
 class Case:
     size: int
