@@ -63,13 +63,14 @@ from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_clients as bclients
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
+from kafka_ref.tools import bench_latency as blatency
 from kafka_ref.tools import bench_partitions as bp
 from kafka_ref.tools import bench_report
 from kafka_ref.tools import bench_soak as bsoak
 from kafka_ref.tools import bench_txn as btx
 from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Settings, int_list
 
-REGISTERED = (bp, bsoak, bclients)  # each: NAME, add_parser(sub), run(args, emit)
+REGISTERED = (bp, bsoak, bclients, blatency)  # each: NAME, add_parser(sub), run(args, emit)
 
 MB = 1024 * 1024
 

@@ -9,7 +9,8 @@ fixed and grows the count (TOOLS-31):
 
 * **clients**: for each count N of `--connections` (default 10, 100, 500), on a fresh
   broker: N/2 producers send `--rate` messages per second in total (default 20,000) of
-  `--msg-size` bytes (default 100), `acks=1`, for `--seconds`; the other N/2 are
+  `--msg-size` bytes (default 100), `acks=1`, `linger.ms` 5 (librdkafka's default,
+  `--linger-ms`), for `--seconds`; the other N/2 are
   consumers in groups of at most `--group-size` members (default 100), each group
   subscribed to its own topic with one partition per member, which its share of the
   producers writes. Reported: the acknowledged rate, the produce latency (p50, p99,
@@ -75,6 +76,7 @@ class ClientSettings:
     seconds: float = 10.0
     group_size: int = 100
     per_process: int = 50
+    linger_ms: float = 5.0
     repeat: int = 1
     tansu: bool = True
 
@@ -107,7 +109,7 @@ def plans(target: Target, topics: list[str], producers: int, members: list[int],
                                              strict=True)):  # fmt: skip
         rate = settings.rate * len(mine_w) / len(writers) if writers else 0.0
         out.append(Plan(target.bootstrap, tuple(mine_w), tuple(mine_r), rate, settings.msg_size,
-                        client=target.client, name=f"w{i}"))  # fmt: skip
+                        linger_ms=settings.linger_ms, client=target.client, name=f"w{i}"))  # fmt: skip
     return out
 
 
@@ -146,7 +148,7 @@ def measure_clients(target: Target, connections: int, settings: ClientSettings, 
         "producers": producers, "consumers": consumers, "groups": len(members),
         "processes": workers, "rate": settings.rate, "msg_size": settings.msg_size,
         "messages": len(produced), "errors": sent - len(produced),
-        "msgs/s": round(len(produced) / settings.seconds, 1), **latencies(produced),
+        "msgs/s": out.rate(settings.seconds), **latencies(produced),
         "consumed": len(e2e), **latencies(e2e, "e2e_"), "stable_s": out.stable_s,
         "rebalances": out.rebalances, **broker,
         "client_cpu_s": round(sum(r["cpu_s"] for r in out.reports), 2),
@@ -280,6 +282,7 @@ def add_parser(sub) -> None:
     p.add_argument("--rate", type=float, default=d.rate, help="total msg/s (%(default)g)")
     p.add_argument("--msg-size", type=int, default=d.msg_size, help="bytes (%(default)s)")
     p.add_argument("--seconds", type=float, default=d.seconds, help="load length (%(default)g)")
+    p.add_argument("--linger-ms", type=float, default=d.linger_ms, help="producers' (%(default)g)")
     p.add_argument("--group-size", type=int, default=d.group_size, help="max group members")
     p.add_argument("--per-process", type=int, default=d.per_process, help="clients a worker holds")
     p.add_argument("--repeat", type=int, default=1, help="measure every size N times")
@@ -310,8 +313,8 @@ def run(args: argparse.Namespace, emit: Callable[[dict], None]) -> int:
                          "positive and --msg-size above 8")  # fmt: skip
     settings = ClientSettings(
         sizes(args.connections, "connections"), sizes(args.members, "members"),
-        args.rate, args.msg_size, args.seconds, args.group_size, args.per_process, args.repeat,
-        not args.no_tansu,
+        args.rate, args.msg_size, args.seconds, args.group_size, args.per_process, args.linger_ms,
+        args.repeat, not args.no_tansu,
     )  # fmt: skip
     if not settings.connections and not settings.members:
         raise UsageError("nothing to measure: --connections and --members are both empty")

@@ -33,6 +33,7 @@ workers, drives the phases and gathers the results; every wait has a deadline.
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
 import resource
@@ -46,6 +47,7 @@ STAMP = struct.Struct(">q")  # time.monotonic_ns() at produce(), the value's fir
 DRAIN_IDLE_SECONDS = 1.0
 DRAIN_MAX_SECONDS = 15.0
 FLUSH_SECONDS = 30.0
+BURST = 1000  # messages an unpaced loop sends between two sweeps
 BUILD_SECONDS = 120.0
 
 
@@ -93,7 +95,8 @@ class _Worker:
         ]
         self.produce_ms: list[float] = []
         self.e2e_ms: list[float] = []
-        self.errors = 0
+        self.errors = self.sent = 0
+        self.start = self.flushed = 0.0
         self.since_ns = 1 << 62  # end-to-end latency counts messages stamped from the start
 
     def run(self) -> None:
@@ -149,8 +152,8 @@ class _Worker:
                 now = time.monotonic_ns()
                 got += len(batch)
                 for message in batch:
-                    if message.error() is not None:
-                        continue
+                    if message.error() is not None or len(message.value()) < STAMP.size:
+                        continue  # bench cluster's warm-up message carries no stamp
                     stamp = STAMP.unpack_from(message.value())[0]
                     if stamp >= self.since_ns:
                         self.e2e_ms.append((now - stamp) / 1e6)
@@ -165,29 +168,23 @@ class _Worker:
     def _load(self, start: float, seconds: float) -> None:
         plan, producers = self.plan, self.producers
         payload = bytes(plan.msg_size - STAMP.size)
-        total = int(plan.rate * seconds) if producers else 0
+        unpaced = math.isinf(plan.rate)  # as fast as the client goes: the peak
+        total = (1 << 62 if unpaced else int(plan.rate * seconds)) if producers else 0
+        end, self.start = start + seconds, start
         self.since_ns = int(start * 1e9)
-        self.sent = 0
         while time.monotonic() < start:
             self._serve()
-        while self.sent < total:
-            due = min(total, int((time.monotonic() - start) * plan.rate) + 1)
+        while self.sent < total and (now := time.monotonic()) < end:
+            due = self.sent + BURST if unpaced else min(total, int((now - start) * plan.rate) + 1)
             while self.sent < due:
                 i = self.sent % len(producers)
-                topic, partition = plan.producers[i]
-                stamped = STAMP.pack(time.monotonic_ns()) + payload
-                try:
-                    producers[i].produce(topic, stamped, partition=partition,
-                                         on_delivery=self._on_delivery)  # fmt: skip
-                except BufferError:
-                    self.errors += 1
+                self._produce(producers[i], *plan.producers[i], payload)
                 self.sent += 1
-            if not self._serve():
-                time.sleep(
-                    max(0.0, min(0.001, start + (self.sent + 1) / plan.rate - time.monotonic()))
-                )
+            if not self._serve() and not unpaced:
+                time.sleep(max(0.0, min(0.001, start + self.sent / plan.rate - time.monotonic())))
         for producer in producers:
             producer.flush(FLUSH_SECONDS)
+        self.flushed = time.monotonic()
         idle_since = last = time.monotonic()
         while last - idle_since < DRAIN_IDLE_SECONDS and last - start < seconds + DRAIN_MAX_SECONDS:
             if self._serve():
@@ -195,6 +192,16 @@ class _Worker:
             else:
                 time.sleep(0.005)
             last = time.monotonic()
+
+    def _produce(self, producer, topic: str, partition: int, payload: bytes) -> None:
+        """Stamp and send one message; a full client queue waits (the wait is latency)."""
+        stamped = STAMP.pack(time.monotonic_ns()) + payload
+        while True:
+            try:
+                producer.produce(topic, stamped, partition=partition, on_delivery=self._on_delivery)
+                return
+            except BufferError:
+                producer.poll(0.001)
 
     def _report(self) -> dict:
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -204,7 +211,7 @@ class _Worker:
                 key, _, rest = line.partition(":")
                 status[key] = rest.split()[0] if rest.split() else ""
         return {
-            "sent": getattr(self, "sent", 0), "errors": self.errors,
+            "sent": self.sent, "produced_s": self.flushed - self.start if self.producers else 0.0, "errors": self.errors,
             "produce_ms": self.produce_ms, "e2e_ms": self.e2e_ms,
             "cpu_s": usage.ru_utime + usage.ru_stime,
             "rss_MB": int(status.get("VmRSS", 0)) / 1024, "threads": int(status.get("Threads", 0)),
@@ -226,6 +233,12 @@ class Outcome:
         if self.first_join is None or self.stable_at is None:
             return None
         return round(self.stable_at - self.first_join, 3)
+
+    def rate(self, seconds: float) -> float:
+        """Acknowledged messages per second: over `seconds`, or until the last producer had
+        flushed if that took longer (a broker that falls behind shows a lower rate)."""
+        took = max([seconds, *(r["produced_s"] for r in self.reports)])
+        return round(sum(len(r["produce_ms"]) for r in self.reports) / took, 1)
 
     def merged(self, key: str) -> list[float]:
         return sorted(v for r in self.reports for v in r[key])
