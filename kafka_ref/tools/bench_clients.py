@@ -109,7 +109,8 @@ def plans(target: Target, topics: list[str], producers: int, members: list[int],
                                              strict=True)):  # fmt: skip
         rate = settings.rate * len(mine_w) / len(writers) if writers else 0.0
         out.append(Plan(target.bootstrap, tuple(mine_w), tuple(mine_r), rate, settings.msg_size,
-                        linger_ms=settings.linger_ms, client=target.client, name=f"w{i}"))  # fmt: skip
+                        linger_ms=settings.linger_ms, client=target.client,
+                        name=f"w{i}"))  # fmt: skip
     return out
 
 

@@ -100,8 +100,8 @@ def at_rate(target: Target, acks: str, rate: float, args: argparse.Namespace) ->
     sent = sum(r["sent"] for r in out.reports)
     return {
         "what": "latency", "broker": target.label, "acks": acks, "msg_size": args.msg_size,
-        "linger_ms": args.linger_ms, "rate": None if math.isinf(rate) else round(rate, 1), "messages": len(produced),
-        "errors": sent - len(produced), "msgs/s": out.rate(args.seconds),
+        "linger_ms": args.linger_ms, "rate": None if math.isinf(rate) else round(rate, 1),
+        "messages": len(produced), "errors": sent - len(produced), "msgs/s": out.rate(args.seconds),
         **latencies(produced), "consumed": len(e2e), **latencies(e2e, "e2e_"),
         "broker_cpu_s": bb._spent(before, bb.process_cpu_seconds(target.pid)),
     }  # fmt: skip
@@ -113,17 +113,19 @@ def bench_latency(args: argparse.Namespace, emit: Callable[[dict], None]) -> lis
     rows: list[dict] = []
     failed = True
     try:
-        with targets(base, not args.no_cluster, binary) as found:
-            with Progress(len(found) * (1 + len(args.fractions))) as progress:  # noqa: SIM117
-                for target, acks in found:
-                    top = None
-                    for fraction in (None, *args.fractions):
-                        rate = math.inf if top is None else fraction * top
-                        with progress.step(f"{target.label} at {fraction or 'peak'}", 1):
-                            row = at_rate(target, acks, rate, args) | {"fraction": fraction}
-                        top = top or row["msgs/s"]
-                        rows.append(row)
-                        emit(row)
+        with (
+            targets(base, not args.no_cluster, binary) as found,
+            Progress(len(found) * (1 + len(args.fractions))) as progress,
+        ):
+            for target, acks in found:
+                top = None
+                for fraction in (None, *args.fractions):
+                    rate = math.inf if top is None else fraction * top
+                    with progress.step(f"{target.label} at {fraction or 'peak'}", 1):
+                        row = at_rate(target, acks, rate, args) | {"fraction": fraction}
+                    top = top or row["msgs/s"]
+                    rows.append(row)
+                    emit(row)
         failed = False
         return rows
     finally:
@@ -147,7 +149,8 @@ def print_report(rows: list[dict]) -> None:
         table.add_row(r["broker"], r["acks"], cells[0] or "peak", *cells[1:])
     out.print(table)
     out.print("Kreps 2014 (Kafka, 3 machines): end-to-end p50 2, p99 3, p999 14 ms; "
-              f"kafka-ref's goal: produce p99 under {TARGET_P99_MS:g} ms on one broker at 0.5")  # fmt: skip
+              f"kafka-ref's goal: produce p99 under {TARGET_P99_MS:g} ms on one broker "
+              "at 0.5")  # fmt: skip
 
 
 def plot(rows: list[dict], path: str) -> None:

@@ -174,7 +174,8 @@ class _Worker:
         self.since_ns = int(start * 1e9)
         while time.monotonic() < start:
             self._serve()
-        while self.sent < total and (now := time.monotonic()) < end:
+        while self.sent < total and (not unpaced or time.monotonic() < end):
+            now = time.monotonic()
             due = self.sent + BURST if unpaced else min(total, int((now - start) * plan.rate) + 1)
             while self.sent < due:
                 i = self.sent % len(producers)
@@ -211,7 +212,8 @@ class _Worker:
                 key, _, rest = line.partition(":")
                 status[key] = rest.split()[0] if rest.split() else ""
         return {
-            "sent": self.sent, "produced_s": self.flushed - self.start if self.producers else 0.0, "errors": self.errors,
+            "sent": self.sent, "errors": self.errors,
+            "produced_s": self.flushed - self.start if self.producers else 0.0,
             "produce_ms": self.produce_ms, "e2e_ms": self.e2e_ms,
             "cpu_s": usage.ru_utime + usage.ru_stime,
             "rss_MB": int(status.get("VmRSS", 0)) / 1024, "threads": int(status.get("Threads", 0)),
