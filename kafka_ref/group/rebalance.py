@@ -343,13 +343,12 @@ class GroupRebalance:
         self._maybe_prepare_rebalance(group)
 
     @staticmethod
-    def _update_member(current: MemberMetadata, member, protocols, callback) -> None:
+    def _update_member(group, current: MemberMetadata, member, protocols, callback) -> None:
         current.rebalance_timeout_ms, current.session_timeout_ms = member[0], member[1]
-        current.supported_protocols = protocols
-        current.awaiting_join_callback = callback
+        group.update_member(current, protocols, callback)
 
     def _update_member_and_rebalance(self, group, current, member, protocols, callback):
-        self._update_member(current, member, protocols, callback)
+        self._update_member(group, current, member, protocols, callback)
         self._maybe_prepare_rebalance(group)
 
     def _replace_static_member(self, group, instance_id, old_id, new_id, member, protocols, cb):
@@ -357,12 +356,12 @@ class GroupRebalance:
         current_leader = group.leader_id or ""
         old = group.get(old_id)
         # the old instance is a zombie now: answer what it waits for with FENCED_INSTANCE_ID
-        self._invoke_join(old, JoinGroupResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
+        group.invoke_join(old, JoinGroupResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         self._invoke_sync(old, SyncGroupResult(ErrorCode.FENCED_INSTANCE_ID))
         replaced = group.replace_static_member(instance_id, old_id, new_id)
         old_protocols = replaced.supported_protocols
         self.arm_heartbeat(group, replaced)
-        self._update_member(replaced, member, protocols, cb)
+        self._update_member(group, replaced, member, protocols, cb)
         if group.is_(STABLE):
             if group.protocol_name != group.select_protocol():
                 return self._maybe_prepare_rebalance(group)
@@ -373,14 +372,13 @@ class GroupRebalance:
 
             def stored(error: ErrorCode) -> None:
                 if error != OK:  # undo, so the old id keeps working
-                    replaced.supported_protocols = old_protocols
-                    replaced.awaiting_join_callback = None
+                    group.update_member(replaced, old_protocols, None)
                     if group.members.get(new_id) is replaced:
                         group.replace_static_member(instance_id, new_id, old_id)
                     self.arm_heartbeat(group, replaced)
                     return cb(JoinGroupResult(error, generation, group.protocol_type,
                                               group.protocol_name, current_leader))  # fmt: skip
-                self._invoke_join(replaced, JoinGroupResult(
+                group.invoke_join(replaced, JoinGroupResult(
                     OK, generation, group.protocol_type, group.protocol_name, current_leader,
                     new_id,
                 ))  # fmt: skip
@@ -468,7 +466,7 @@ class GroupRebalance:
             # nothing waits for this write; a lost one leaves an older generation, harmless
             return self.manager.store_group(group, {}, lambda error: None)
         for member in list(group.members.values()):
-            self._invoke_join(member, self._join_result(group, member))
+            group.invoke_join(member, self._join_result(group, member))
             self.arm_heartbeat(group, member)
             member.is_new = False
         self._watch_pending_sync(group)
@@ -589,7 +587,7 @@ class GroupRebalance:
     # -- removal and timers ---------------------------------------------------------
     def _remove_member_and_update_group(self, group, member: MemberMetadata) -> None:
         # a member that timed out while its JoinGroup waited gets an answer it can act on
-        self._invoke_join(member, JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.invoke_join(member, JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
         self._invoke_sync(member, SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
         self._cancel_heartbeat(member)
         group.remove(member.member_id)
@@ -642,7 +640,7 @@ class GroupRebalance:
         for member in list(group.members.values()):
             if previous is PREPARING_REBALANCE:
                 result = JoinGroupResult(ErrorCode.NOT_COORDINATOR, member_id=member.member_id)
-                self._invoke_join(member, result)
+                group.invoke_join(member, result)
             self._invoke_sync(member, SyncGroupResult(ErrorCode.NOT_COORDINATOR))
 
     def cancel_group_timers(self, group: GroupMetadata) -> None:
@@ -672,13 +670,6 @@ class GroupRebalance:
         if timer is not None:
             timer.cancel()
             setattr(group, name, None)
-
-    @staticmethod
-    def _invoke_join(member: MemberMetadata, result: JoinGroupResult) -> bool:
-        callback, member.awaiting_join_callback = member.awaiting_join_callback, None
-        if callback is not None:
-            callback(result)
-        return callback is not None
 
     @staticmethod
     def _invoke_sync(member: MemberMetadata, result: SyncGroupResult) -> bool:
