@@ -1,6 +1,6 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Seven benches, one entry point:
+Nine benches, one entry point:
 
 * `kafka-ref bench storage`: the storage engine alone, on real files (below);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
@@ -22,10 +22,19 @@ Seven benches, one entry point:
   (kafka_ref/tools/bench_soak.py);
 * `kafka-ref bench partitions`: 10 to 10,000 partitions on one broker: topic creation,
   produce, Metadata time, RSS, and the start and recovery time of a broker with that
-  many logs, against Tansu (kafka_ref/tools/bench_partitions.py).
+  many logs, against Tansu (kafka_ref/tools/bench_partitions.py);
+* `kafka-ref bench clients`: 10 to 500 clients at a fixed total rate (produce and
+  end-to-end latency, the broker's CPU, the client machine's cost) and a group of 100
+  members joining at once, against Tansu (kafka_ref/tools/bench_clients.py);
+* `kafka-ref bench latency`: p50/p99/p999 produce and end-to-end latency at fractions of
+  the measured peak, on one broker, on 3 brokers with acks=all, and on Tansu
+  (kafka_ref/tools/bench_latency.py).
 
-This module holds the command line of all seven (the broker benches' options are shared by
-`broker`, `compare` and bare `bench --bootstrap-server`) and the storage bench itself.
+This module holds the command line of the broker benches (their options are shared by
+`broker`, `compare` and bare `bench --bootstrap-server`), `cluster` and `transactions`, and
+the storage bench itself; the benches of `REGISTERED` each keep their command line beside
+them (`NAME`, `add_parser`, `run`). Every bench that draws, draws through
+kafka_ref/tools/plots.py.
 
 `kafka-ref bench storage` measures the storage engine alone, on real files:
 

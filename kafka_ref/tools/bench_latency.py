@@ -101,9 +101,11 @@ def at_rate(target: Target, acks: str, rate: float, args: argparse.Namespace) ->
     return {
         "what": "latency", "broker": target.label, "acks": acks, "msg_size": args.msg_size,
         "linger_ms": args.linger_ms, "rate": None if math.isinf(rate) else round(rate, 1),
-        "messages": len(produced), "errors": sent - len(produced), "msgs/s": out.rate(args.seconds),
+        "messages": len(produced), "errors": sent - len(produced),
+        "load_s": out.took(args.seconds), "msgs/s": out.rate(args.seconds),
         **latencies(produced), "consumed": len(e2e), **latencies(e2e, "e2e_"),
         "broker_cpu_s": bb._spent(before, bb.process_cpu_seconds(target.pid)),
+        "client_cpu_s": round(sum(r["cpu_s"] for r in out.reports), 2),
     }  # fmt: skip
 
 

@@ -236,11 +236,14 @@ class Outcome:
             return None
         return round(self.stable_at - self.first_join, 3)
 
+    def took(self, seconds: float) -> float:
+        """`seconds`, or until the last producer had flushed if that took longer."""
+        return round(max([seconds, *(r["produced_s"] for r in self.reports)]), 2)
+
     def rate(self, seconds: float) -> float:
-        """Acknowledged messages per second: over `seconds`, or until the last producer had
-        flushed if that took longer (a broker that falls behind shows a lower rate)."""
-        took = max([seconds, *(r["produced_s"] for r in self.reports)])
-        return round(sum(len(r["produce_ms"]) for r in self.reports) / took, 1)
+        """Acknowledged messages per second over `took(seconds)`: a broker that falls
+        behind shows a lower rate."""
+        return round(sum(len(r["produce_ms"]) for r in self.reports) / self.took(seconds), 1)
 
     def merged(self, key: str) -> list[float]:
         return sorted(v for r in self.reports for v in r[key])

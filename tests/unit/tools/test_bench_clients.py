@@ -68,6 +68,7 @@ def test_latency_bench_measures_the_peak_then_each_fraction_of_it(tmp_path, caps
         assert row["rate"] == pytest.approx(row["fraction"] * peak["msgs/s"], rel=0.01)
         assert abs(row["messages"] - row["rate"]) <= 1 and row["errors"] == 0  # 1 s
         assert row["consumed"] == row["messages"]
+        assert row["client_cpu_s"] > 0
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["p999_ms"] <= row["max_ms"]
         assert 0 < row["e2e_p50_ms"] <= row["e2e_p99_ms"] <= row["e2e_p999_ms"]
     assert plot.read_bytes().startswith(b"\x89PNG")
