@@ -60,7 +60,7 @@ def test_latency_bench_measures_the_peak_then_each_fraction_of_it(tmp_path, caps
     assert main(args) == 0
     rows = json_lines(capsys.readouterr().out)
     assert [(r["what"], r["broker"], r["acks"], r["fraction"]) for r in rows] == [
-        ("latency", "kafka-ref", "1", f) for f in (None, 0.1, 0.2)
+        ("latency", "kafka-ref 1 broker acks=1", "1", f) for f in (None, 0.1, 0.2)
     ]
     peak, *paced = rows
     assert peak["rate"] is None and peak["msgs/s"] > 0
