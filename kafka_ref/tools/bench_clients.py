@@ -37,10 +37,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -177,13 +175,11 @@ def bench_clients(
     largest = max((*settings.connections, *settings.members))
     raise_fd_limit(FDS_PER_CLIENT * largest + 1000, f"{largest} clients")
     binary = (tansu_bin or bc.tansu_binary()) if settings.tansu else None
-    base = tempfile.mkdtemp(prefix="kafka-ref-clients-")
     cases = [(measure_clients, n) for n in settings.connections]
     cases += [(measure_group, m) for m in settings.members]
     labels = [KAFKA_REF, TANSU][: 2 if binary else 1]
     rows: list[dict] = []
-    failed = True
-    try:
+    with bc.workdir("clients", "kafka-ref-clients-") as base:
         with Progress(len(cases) * len(labels) * settings.repeat) as progress:
             for run in range(1, settings.repeat + 1):
                 for measure, size in cases:
@@ -200,13 +196,7 @@ def bench_clients(
         found = ratios(rows)
         for row in found:
             emit(row)
-        failed = False
         return rows, found
-    finally:
-        if failed:
-            print(f"kafka-ref bench clients: the brokers' logs are in {base}", file=sys.stderr)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 def ratios(rows: list[dict]) -> list[dict]:

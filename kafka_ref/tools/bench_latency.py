@@ -37,9 +37,7 @@ import argparse
 import contextlib
 import math
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 
 from kafka_ref.tools import bench_broker as bb
@@ -111,10 +109,8 @@ def at_rate(target: Target, acks: str, rate: float, args: argparse.Namespace) ->
 
 def bench_latency(args: argparse.Namespace, emit: Callable[[dict], None]) -> list[dict]:
     binary = None if args.no_tansu else (args.tansu_bin or bc.tansu_binary())
-    base = tempfile.mkdtemp(prefix="kafka-ref-latency-")
     rows: list[dict] = []
-    failed = True
-    try:
+    with bc.workdir("latency", "kafka-ref-latency-") as base:
         with (
             targets(base, not args.no_cluster, binary) as found,
             Progress(len(found) * (1 + len(args.fractions))) as progress,
@@ -128,13 +124,7 @@ def bench_latency(args: argparse.Namespace, emit: Callable[[dict], None]) -> lis
                     top = top or row["msgs/s"]
                     rows.append(row)
                     emit(row)
-        failed = False
         return rows
-    finally:
-        if failed:
-            print(f"kafka-ref bench latency: the brokers' logs are in {base}", file=sys.stderr)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 def print_report(rows: list[dict]) -> None:

@@ -42,7 +42,6 @@ import socket
 import statistics
 import struct
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -206,12 +205,10 @@ def bench_partitions(
     needed = FDS_PER_PARTITION * max(settings.sizes) + FDS_SPARE
     raise_fd_limit(needed, f"{max(settings.sizes):,} partitions")  # the brokers inherit it
     binary = (tansu_bin or bc.tansu_binary()) if settings.tansu else None
-    base = tempfile.mkdtemp(prefix="kafka-ref-partitions-")
-    data_root = data_dir or os.path.join(base, "data")
     rows: list[dict] = []
-    failed = True  # keep the brokers' logs when something went wrong
     brokers = 2 if binary else 1
-    try:
+    with bc.workdir("partitions", "kafka-ref-partitions-") as base:
+        data_root = data_dir or os.path.join(base, "data")
         with Progress(len(settings.sizes) * settings.repeat * brokers) as progress:
             for run in range(1, settings.repeat + 1):
                 for partitions in settings.sizes:
@@ -230,13 +227,7 @@ def bench_partitions(
         found = ratios(rows)
         for row in found:
             emit(row)
-        failed = False
         return rows, found
-    finally:
-        if failed:
-            print(f"kafka-ref bench partitions: the brokers' logs are in {base}", file=sys.stderr)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 def ratios(rows: list[dict]) -> list[dict]:
