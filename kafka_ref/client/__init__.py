@@ -3,6 +3,7 @@
 They mirror the Java client's architecture and names, one concept per module:
 
     producer.py  -> partitioner.py -> accumulator.py -> sender.py ─┐
+                                      (producer_batch.py)          │
     consumer.py  -> subscription_state.py, consumer_fetch.py, ─────┼-> network_client.py
                     offset_lookup.py, consumer_coordinator.py      │   -> connection.py
                     (abstract_coordinator.py, heartbeat.py,        │
@@ -17,13 +18,13 @@ Start with `docs/clients.md` for the tour; the rules are in `spec/client.md`
 transactional producer `spec/transactions.md` (TXN-40..).
 """
 
-from kafka_ref.client.accumulator import RecordMetadata
 from kafka_ref.client.admin import Admin, ConfigEntry, ConfigResource, NewTopic, TopicDescription
 from kafka_ref.client.consumer import Consumer, OffsetAndTimestamp
 from kafka_ref.client.consumer_coordinator import ConsumerRebalanceListener
 from kafka_ref.client.consumer_fetch import ConsumerRecord
 from kafka_ref.client.offset_committer import CommitFailedError, RebalanceInProgressError
 from kafka_ref.client.producer import Producer, ProducerFencedError, TransactionStateError
+from kafka_ref.client.producer_batch import RecordMetadata
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 
 __all__ = [

@@ -50,17 +50,17 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafka_ref.client.accumulator import (
-    Callback,
-    FutureRecordMetadata,
-    RecordAccumulator,
-    RecordMetadata,
-    estimate_size,
-)
+from kafka_ref.client.accumulator import RecordAccumulator
 from kafka_ref.client.cluster_view import Metadata
 from kafka_ref.client.connection import parse_bootstrap_servers
 from kafka_ref.client.network_client import NetworkClient
 from kafka_ref.client.partitioner import DefaultPartitioner
+from kafka_ref.client.producer_batch import (
+    Callback,
+    FutureRecordMetadata,
+    RecordMetadata,
+    estimate_size,
+)
 from kafka_ref.client.sender import Sender
 from kafka_ref.client.transaction_manager import TransactionManager
 from kafka_ref.client.transaction_state import (

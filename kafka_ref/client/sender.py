@@ -47,10 +47,11 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafka_ref.client.accumulator import ProducerBatch, RecordAccumulator
+from kafka_ref.client.accumulator import RecordAccumulator
 from kafka_ref.client.cluster_view import INVALIDATES_METADATA, Metadata, error_code
 from kafka_ref.client.connection import ClientRequest
 from kafka_ref.client.network_client import NetworkClient, now_ms
+from kafka_ref.client.producer_batch import ProducerBatch
 from kafka_ref.client.transaction_state import TransactionAbortedError
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError

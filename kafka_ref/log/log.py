@@ -23,12 +23,10 @@ their offsets must start at or above its LEO and increase. Before a byte is writ
 producer state (producer_state.py) checks the batches of idempotent producers: a retry of a
 batch the log already holds writes nothing and answers its original offsets (IDEM-1).
 
-**Read** (LOG-3..LOG-7). A read returns file slices of whole batches, starting with the
-batch that *contains* the requested offset. A consumer asking for offset 5 of a batch
-holding 3..7 gets the whole batch and drops 3 and 4 itself; returning the next batch would
-skip 5..7 forever (a real bug in a Kafka-compatible broker). Reads stop before `max_offset`
-(the high watermark), may cross segments, and return at least one batch even when it is
-larger than `max_bytes`, so a consumer can never be stuck behind a big batch (KIP-74).
+**Read** (LOG-3..LOG-7). A read returns file slices of whole batches, from the batch that
+*contains* the requested offset, below the high watermark, at least one batch; how the
+segments and their indexes are searched for it, by offset or by timestamp, is
+log_read.py's.
 
 **Flush** (DUR-9). Appends go to the page cache. The log fsyncs when `flush.messages`
 records or `flush.ms` milliseconds have accumulated (both off by default: Kafka relies on
@@ -49,8 +47,9 @@ from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import OffsetOutOfRangeError
 from kafka_ref.files import fsync_directory
-from kafka_ref.log.file_records import FileSlice, LogReadInfo
+from kafka_ref.log.file_records import LogReadInfo
 from kafka_ref.log.isolation import last_stable_offset
+from kafka_ref.log.log_read import aborted_transactions, lookup_timestamp, read_segments
 from kafka_ref.log.producer_state import AppendOrigin, ProducerStateManager
 from kafka_ref.log.recovery import LoadedLog, load_log
 from kafka_ref.log.segment import (
@@ -68,8 +67,6 @@ from kafka_ref.metrics.recorders import LatencyHistogram
 from kafka_ref.record.control import read_markers
 
 logger = logging.getLogger("kafka_ref.log.log")
-
-EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets targets
 
 
 class Log:
@@ -271,42 +268,16 @@ class Log:
         max_offset: int | None = None,
         min_one_batch: bool = True,
     ) -> LogReadInfo:
-        """Whole batches from the one containing `offset`, up to `max_bytes` (LOG-3..LOG-7)."""
+        """Whole batches from the one containing `offset`, up to `max_bytes` (LOG-3..LOG-7;
+        the walk over the segments is log_read.py's)."""
         start, end = self._log_start_offset, self._log_end_offset
         if not start <= offset <= end:
             raise OffsetOutOfRangeError(f"{self.name}: offset {offset} is not in [{start}, {end}]")
         upper = end if max_offset is None else min(max_offset, end)
-        fetch_offset = offset
-        slices: list[FileSlice] = []
-        first_offset, next_offset, remaining = -1, offset, max_bytes
-        i = bisect.bisect_right(self._bases, offset) - 1
-        while 0 <= i < len(self._segments) and offset < upper:
-            segment = self._segments[i]
-            segment_end = self._bases[i + 1] if i + 1 < len(self._bases) else end
-            max_position = None
-            if upper < segment_end:  # the bound falls in this segment: stop at its batch
-                bound = segment.translate_offset(upper)
-                max_position = bound.position if bound else None
-            first_piece = min_one_batch and not slices
-            piece = segment.read(offset, max(remaining, 0), max_position, first_piece)
-            if piece is None:  # nothing at or after `offset` here: go on to the next
-                i += 1
-                continue
-            if piece.length == 0:
-                break
-            slices.append(piece)
-            remaining -= piece.length
-            if first_offset < 0:
-                first_offset = piece.first_offset
-            offset = next_offset = piece.next_offset
-            visible_end = segment.size if max_position is None else max_position
-            if piece.position + piece.length < visible_end:
-                break  # stopped by the size limit inside this segment
-            i += 1
-        else:
-            if not slices and i >= len(self._segments):  # no batch at all in [offset, upper)
-                next_offset = upper  # (compaction removed them): continue from the bound
-        return LogReadInfo(fetch_offset, first_offset, next_offset, slices, start, end)
+        return read_segments(
+            self._segments, self._bases, offset, max_bytes,
+            upper=upper, log_start=start, log_end=end, min_one_batch=min_one_batch,
+        )  # fmt: skip
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The LSO: the first offset of the oldest unfinished transaction, capped by the
@@ -320,39 +291,15 @@ class Log:
         )  # fmt: skip
 
     def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [start, upper), from the `.txnindex` of the
-        segment holding `start` onward (Kafka: `collectAbortedTransactions`, TXN-8)."""
-        found: list[AbortedTxn] = []
-        i = max(bisect.bisect_right(self._bases, start) - 1, 0)
-        for segment in self._segments[i:]:
-            part, complete = segment.txn_index.collect_aborted(start, upper)
-            found.extend(part)
-            if complete:
-                break
-        return found
+        """The aborted transactions overlapping [start, upper) (TXN-8; log_read.py)."""
+        return aborted_transactions(self._segments, self._bases, start, upper)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
-        """ListOffsets: the first offset whose record timestamp is >= `timestamp` (LOG-15).
-
-        -2 (earliest) and -1 (latest) give the log start and end offsets; -3 the offset of
-        the largest timestamp (KIP-734). None when no record is that recent.
-        """
-        if timestamp == EARLIEST_TIMESTAMP:
-            return TimestampAndOffset(-1, self._log_start_offset, -1)
-        if timestamp == LATEST_TIMESTAMP:
-            return TimestampAndOffset(-1, self._log_end_offset, -1)
-        if timestamp == MAX_TIMESTAMP:
-            best = max((s.max_timestamp_so_far for s in self._segments), default=None)
-            if best is None or best.timestamp < 0:
-                return None
-            return TimestampAndOffset(best.timestamp, best.offset, -1)
-        for segment in self._segments:
-            largest = segment.largest_record_timestamp
-            if largest is not None and largest >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
-                if found is not None:
-                    return found
-        return None
+        """ListOffsets: the first offset whose timestamp is >= `timestamp` (LOG-15;
+        log_read.py), or the log's bounds for the targets -2 and -1."""
+        return lookup_timestamp(
+            self._segments, timestamp, self._log_start_offset, self._log_end_offset
+        )
 
     # ------------------------------------------------------------------ truncation
     def truncate_to(self, offset: int) -> bool:

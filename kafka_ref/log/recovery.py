@@ -17,7 +17,8 @@ perhaps half-renamed files of a compaction, perhaps a tail torn by a crash. Kafk
    is an orphan and goes (it is derived data). A segment whose `.index` or `.timeindex` is
    missing is rebuilt from its log: deleting an index file is always safe (DUR-4). A
    segment that recovery will not visit has its indexes sanity-checked, and a corrupt one
-   is rebuilt (INDEX-7). Files that are not segment files are left alone.
+   is rebuilt (INDEX-7; the check and the rebuild of one segment are segment_recovery.py's).
+   Files that are not segment files are left alone.
 3. **Recovery** (DUR-1, DUR-2, DUR-5). Unless the broker shut down cleanly (DUR-6), every
    segment from the one holding the *recovery point* onward (the offset below which data
    was fsynced) is re-read batch by batch with CRC checks; the first bad batch and
@@ -61,6 +62,7 @@ from kafka_ref.log.segment import (
     Segment,
     roll_jitter_ms,
 )
+from kafka_ref.log.segment_recovery import check_segment, recover_segment
 from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger("kafka_ref.log.recovery")
@@ -221,14 +223,14 @@ def _load_segments(
         next_base = bases[i + 1] if i + 1 < len(bases) else None
         if missing:
             logger.info("%s: %s missing for segment %d; rebuilding", directory, missing, base)
-            segment.recover(next_base)
+            recover_segment(segment, next_base)
             rebuilt = base if rebuilt is None else rebuilt
         elif i < recover_from:
             try:
-                segment.sanity_check()
+                check_segment(segment)
             except IndexCorruptError as err:
                 logger.warning("%s: %s; rebuilding the indexes of segment %d", directory, err, base)
-                segment.recover(next_base)
+                recover_segment(segment, next_base)
                 rebuilt = base if rebuilt is None else rebuilt
         segments.append(segment)
     return segments, rebuilt
@@ -253,7 +255,7 @@ def _recover_unflushed(
         segment = segments[i]
         logger.info("%s: recovering unflushed segment %d", directory, segment.base_offset)
         next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        truncated = segment.recover(next_base)
+        truncated = recover_segment(segment, next_base)
         hole = not compacted and next_base is not None and segment.next_offset != next_base
         if truncated or hole:
             later = segments[i + 1 :]

@@ -30,20 +30,18 @@ batch the two are the same.
 headers to the first batch whose last offset is >= the target: the batch that *contains*
 it (INDEX-5). A read starts there, never after it (LOG-3).
 
-**Recovery** (`recover`) walks the whole file batch by batch, checking each batch's length
-and CRC-32C, rebuilds both indexes from what it finds, and cuts the file at the first bad
-batch: a torn write at a crash leaves a valid prefix (DUR-1, DUR-3).
+**Recovery** after a crash, the check of a segment's indexes against its file and their
+rebuild from it, is segment_recovery.py's.
 
 **Truncation** (`truncate_to`) works on whole batches: a batch that holds the target offset
 is removed entirely, even the part below it (Kafka `LogSegment.truncateTo`, LOG-13).
 
-Rules: SEG-1..SEG-8, INDEX-4, INDEX-5, TIDX-4, DUR-1, DUR-3.
+Rules: SEG-1..SEG-8, INDEX-4, INDEX-5, TIDX-4.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import random
 import struct
@@ -52,19 +50,14 @@ from typing import Protocol
 
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
-from kafka_ref.errors import CorruptRecordError, InvalidRecordError
-from kafka_ref.log.abstract_index import IndexCorruptError, IndexOffsetOverflowError
 from kafka_ref.log.file_records import BatchPosition, FileRecords, FileSlice, TimestampAndOffset
 from kafka_ref.log.offset_index import OffsetIndex, needs_index_entry
-from kafka_ref.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kafka_ref.log.time_index import TimeIndex, TimestampOffset
 from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
-from kafka_ref.record.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, validate_batch
-
-logger = logging.getLogger("kafka_ref.log.segment")
+from kafka_ref.record.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 CLEANED_SUFFIX, SWAP_SUFFIX, DELETED_SUFFIX = ".cleaned", ".swap", ".deleted"
-_RECOVERY_CHUNK = 1 << 20
 # baseOffset (0), batchLength (8), lastOffsetDelta (23), maxTimestamp (35) of a v2 header
 _BATCH_FIELDS = struct.Struct(">qi11xi8xq")
 _JUMP_DISTANCE = 64 * 1024  # beyond this, finding a read's end jumps via the index
@@ -289,88 +282,15 @@ class Segment:
         return self.log.search_for_timestamp(timestamp, position, starting_offset)
 
     # ------------------------------------------------------------------ recovery
-    def sanity_check(self) -> None:
-        """Raise IndexCorruptError unless both indexes agree with the log (INDEX-7)."""
-        self.offset_index.sanity_check()
-        self.time_index.sanity_check()
-        self.txn_index.sanity_check()
-        last = self.offset_index.last_entry()
-        try:
-            batches = list(self.log.batch_positions(last.position))
-            if self.offset_index.entries and (not batches or batches[0].base_offset > last.offset):
-                raise IndexCorruptError(f"{self.offset_index.path}: last entry {last}")
-            newest = batches[-1] if batches else None
-            newest_ts = self.log.header_at(newest.position).max_timestamp if newest else -1
-        except CorruptRecordError as err:
-            raise IndexCorruptError(f"{self.offset_index.path} disagrees with the log") from err
-        next_offset = newest.last_offset + 1 if newest else self.base_offset
-        if (
-            newest
-            and needs_index_entry(newest.position - last.position, self.index_interval_bytes)
-            and self.offset_index.entries < self.max_index_size // 8
-        ):  # INDEX-4 would have put an entry at a batch between them: entries are missing
-            raise IndexCorruptError(f"{self.offset_index.path} lacks entries after {last}")
-        if self.offset_index.entries and last.offset >= next_offset:
-            raise IndexCorruptError(f"{self.offset_index.path}: {last} beyond the log end")
-        time_last = self.time_index.last_entry()
-        if self.time_index.entries and time_last.offset >= next_offset:
-            raise IndexCorruptError(f"{self.time_index.path} points beyond the log end")
-        if newest_ts > time_last.timestamp:  # a closed segment indexes its largest timestamp
-            raise IndexCorruptError(f"{self.time_index.path} lacks timestamp {newest_ts}")
+    def take_file_state(self, next_offset: int, largest: TimestampOffset | None = None) -> None:
+        """Take what a full read of the file found (segment_recovery.py) instead of reading
+        it again: the next offset and, once the indexes are rebuilt, the largest timestamp."""
         self._next_offset = next_offset
+        if largest is not None:
+            self._max, self._rolling_timestamp = largest, None
+            self._bytes_since_last_index_entry = self._bytes_after_last_entry()
 
-    def recover(self, next_segment_base: int | None = None) -> int:
-        """Revalidate every batch, rebuild both indexes, cut a bad tail; bytes cut (DUR-1).
-
-        A batch is bad when it is torn, not v2, fails its CRC, or breaks the offset order:
-        its base offset below the previous batch's next offset, or its last offset at or
-        above `next_segment_base`. The CRC does not cover the base offset and leader epoch,
-        so those order checks are all that guards the offsets (as in Kafka).
-        """
-        limit = float("inf") if next_segment_base is None else next_segment_base
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.txn_index.reset()  # rebuilt from the markers by the producer state (TXN-7)
-        valid = last_entry = 0
-        max_ts = TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        expected = self.base_offset
-        chunk, chunk_pos, size = b"", 0, self.log.size
-        try:
-            while valid < size:
-                if valid - chunk_pos + HEADER_SIZE > len(chunk):
-                    chunk, chunk_pos = self.log.read(valid, _RECOVERY_CHUNK), valid
-                header = BatchHeader.parse(chunk, valid - chunk_pos)
-                if valid + header.size > size:
-                    raise CorruptRecordError(f"batch at {valid} runs past the end of the file")
-                if valid - chunk_pos + header.size > len(chunk):
-                    chunk = self.log.read(valid, max(_RECOVERY_CHUNK, header.size))
-                    chunk_pos = valid
-                validate_batch(chunk, valid - chunk_pos, check_count=False)
-                if header.base_offset < expected or header.last_offset >= limit:
-                    raise InvalidRecordError(f"offsets {header.base_offset}.. out of order")
-                self.offset_index.relative_offset(header.last_offset)
-                if header.max_timestamp > max_ts.timestamp:
-                    max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
-                if needs_index_entry(valid - last_entry, self.index_interval_bytes):
-                    if not self.offset_index.is_full():
-                        self.offset_index.append(header.last_offset, valid)
-                    if not self.time_index.is_full():
-                        self.time_index.maybe_append(*max_ts)
-                    last_entry = valid
-                valid += header.size
-                expected = header.next_offset
-        except (CorruptRecordError, InvalidRecordError, IndexOffsetOverflowError) as err:
-            logger.warning("%s: invalid batch at position %d: %s", self.log.path, valid, err)
-        truncated = self.log.truncate_to(valid)
-        if truncated:
-            logger.warning("%s: recovery truncated %d bytes", self.log.path, truncated)
-        self._max, self._next_offset, self._rolling_timestamp = max_ts, expected, None
-        self._bytes_since_last_index_entry = self._bytes_after_last_entry()
-        self.offset_index.trim_to_valid_size()
-        self.time_index.maybe_append(*max_ts, skip_full_check=True)
-        self.time_index.trim_to_valid_size()
-        return truncated
-
+    # ------------------------------------------------------------------ truncation
     def truncate_to(self, offset: int) -> int:
         """Drop every batch whose last offset is >= `offset` (whole batches); bytes cut."""
         mapping = self.translate_offset(offset)

@@ -2,7 +2,7 @@
 
 Everything a Kafka client and broker say to each other is a request/response pair of
 binary messages, defined by Kafka's message JSON files and versioned per API. This package
-is that protocol as four small layers, bottom to top:
+is that protocol as five small layers, bottom to top:
 
 * `types` - the primitive types (int16, varints, strings, compact strings, arrays, tag
   buffers, records) as codecs that encode into a bytearray and decode from a memoryview,
@@ -10,6 +10,7 @@ is that protocol as four small layers, bottom to top:
 * `schema` - Kafka's declarative message format in Python: a `Message` declared once for all
   its versions, with `Field`s that carry version ranges, nullability, defaults, flexible
   (compact) encodings and tagged fields; it compiles one codec per version;
+* `api_keys` - the number at the front of every request that says which API it is;
 * `messages` - one module per API (`api_00_produce`, `api_01_fetch`, ...) declaring its
   request and response, and the registry `APIS` of api_key -> versions the broker offers;
 * `frames` - size-prefixed frames, request header v1/v2 and response header v0/v1, and the
@@ -31,6 +32,7 @@ carry the header, so the server can still answer ApiVersions (KIP-511) or close 
 The rules this package implements are in `spec/protocol.md` (PROTO-n).
 """
 
+from kafka_ref.protocol.api_keys import ApiKey
 from kafka_ref.protocol.errors import (
     ProtocolDecodeError,
     ProtocolEncodeError,
@@ -55,7 +57,7 @@ from kafka_ref.protocol.frames import (
     response_header_version,
     unsupported_api_versions_response,
 )
-from kafka_ref.protocol.messages import APIS, Api, ApiKey, supported_api_versions
+from kafka_ref.protocol.messages import APIS, Api, supported_api_versions
 from kafka_ref.protocol.schema import Field, Message, Struct
 
 __all__ = [

@@ -38,12 +38,13 @@ import struct
 from typing import Any
 
 from kafka_ref.errors import ErrorCode
+from kafka_ref.protocol.api_keys import ApiKey
 from kafka_ref.protocol.errors import (
     ProtocolDecodeError,
     UnknownApiKeyError,
     UnsupportedVersionError,
 )
-from kafka_ref.protocol.messages import APIS, ApiKey, ApiVersionsResponse, supported_api_versions
+from kafka_ref.protocol.messages import APIS, ApiVersionsResponse, supported_api_versions
 from kafka_ref.protocol.schema import Field, Message
 
 # Kafka's socket.request.max.bytes default (100 MiB): a larger frame is refused unread.

@@ -230,7 +230,7 @@ class Broker:
             self.apis.producer_ids.generate_producer_id, self.apis.loopback,
         )  # fmt: skip
         if self.zk_mode is not None:  # loads the partitions the controller makes it lead
-            self.zk_mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns, True)
+            self.zk_mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns)
         else:
             controller.listeners.append(self.txns)
         self.txns.start()

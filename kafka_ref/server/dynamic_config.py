@@ -54,15 +54,8 @@ from kafka_ref.cluster.topic_requests import TopicAdministration
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
-from kafka_ref.server.kafka_config import (
-    BROKER_CONFIGS,
-    LOG_DEFAULTS,
-    PASSWORD_KEYS,
-    ConfigError,
-    KafkaConfig,
-    config_string,
-    parse_value,
-)
+from kafka_ref.server.broker_configs import BROKER_CONFIGS, LOG_DEFAULTS, PASSWORD_KEYS
+from kafka_ref.server.kafka_config import ConfigError, KafkaConfig, config_string, parse_value
 from kafka_ref.server.request_channel import RequestHandlerPool
 
 logger = logging.getLogger("kafka_ref.server.dynamic_config")

@@ -57,29 +57,33 @@ class CoordinatorLeadership:
     (Kafka: `onLeadershipChange` -> `onElection` / `onResignation`, for the group
     coordinator and the transaction coordinator alike).
 
-    With `reload_on_new_epoch` a new leader epoch of a partition it still leads reloads
-    it, as Kafka's `TransactionStateManager` does: the leader epoch is the transaction
-    coordinator's epoch, and another broker may have led the partition in between (the
-    controller moved the leadership away and back before this broker heard of the first
-    move), writing records and markers with an epoch this broker must now exceed."""
+    Only a broker that *becomes* leader loads a partition. A new leader epoch of a
+    partition it already leads (the controller shrank the ISR after a follower died, say)
+    changes nothing here: the coordinator keeps its state and its coordinator epoch, as
+    Kafka's `ReplicaManager.makeLeaders` passes on only the partitions whose
+    `Partition.makeLeader` found a new leader (`isNewLeader`). Reloading would fail the
+    decisions being written at that moment (NOT_COORDINATOR), and a producer whose EndTxn
+    failed so retries into CONCURRENT_TRANSACTIONS until markers it may not be able to
+    deliver yet are written (TXN-21). Leadership that moved away and back reaches this
+    broker as a state that made it a follower first, and it resigns there: the
+    controller's requests to a broker are sent in order, and a broker that missed some
+    while its session was gone is sent the current states when it registers again, which
+    can name it leader again only once it has fetched as a follower and rejoined the ISR
+    (an unclean election aside, which Kafka does not guard here either)."""
 
-    def __init__(
-        self, topic: str, broker_id: int, coordinator: Any, reload_on_new_epoch: bool = False
-    ) -> None:
+    def __init__(self, topic: str, broker_id: int, coordinator: Any) -> None:
         self.topic, self.broker_id, self.coordinator = topic, broker_id, coordinator
-        self.reload_on_new_epoch = reload_on_new_epoch
-        self.led: dict[int, int] = {}  # partition -> the leader epoch it was loaded with
+        self.led: set[int] = set()  # the partitions loaded
 
     def on_partition_state(self, state: PartitionState) -> None:
         if state.topic != self.topic:
             return
-        leads, loaded = state.leader == self.broker_id, self.led.get(state.partition)
-        moved = self.reload_on_new_epoch and state.leader_epoch != loaded
-        if loaded is not None and (not leads or moved):
-            del self.led[state.partition]
+        leads = state.leader == self.broker_id
+        if state.partition in self.led and not leads:
+            self.led.discard(state.partition)
             self.coordinator.resign(state.partition)
-        if leads and state.partition not in self.led:
-            self.led[state.partition] = state.leader_epoch
+        elif leads and state.partition not in self.led:
+            self.led.add(state.partition)
             self.coordinator.elect(state.partition)
 
     def on_topic_config(self, topic: str, config: LogConfig) -> None:
@@ -145,16 +149,12 @@ class ZooKeeperMode:
 
         asyncio.get_running_loop().run_in_executor(None, write)
 
-    def follow_coordinator(
-        self, topic: str, coordinator: Any, reload_on_new_epoch: bool = False
-    ) -> None:
+    def follow_coordinator(self, topic: str, coordinator: Any) -> None:
         """Load and resign `topic`'s partitions in `coordinator` as this broker gains and
         loses their leadership. After the ReplicaManager's listener: the logs exist (and
         the partition is leader) when the coordinator loads them."""
         assert self.metadata is not None
-        listener = CoordinatorLeadership(
-            topic, self.config.broker_id, coordinator, reload_on_new_epoch
-        )
+        listener = CoordinatorLeadership(topic, self.config.broker_id, coordinator)
         self.metadata.listeners.append(listener)
 
     async def join(self) -> None:

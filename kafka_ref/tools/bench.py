@@ -1,8 +1,11 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Nine benches, one entry point:
+Ten benches, one entry point:
 
-* `kafka-ref bench storage`: the storage engine alone, on real files (below);
+* `kafka-ref bench storage`: the storage engine alone, on real files: `Log.append` MB/s
+  against a raw `file.write` of the same bytes, sequential `Log.read` MB/s, random-offset
+  lookups in logs of 10^4 to 10^7 records, and the RSS growth while appending
+  (kafka_ref/tools/bench_storage.py);
 * `kafka-ref bench broker --bootstrap-server HOST:PORT` (or just `kafka-ref bench
   --bootstrap-server HOST:PORT`): any Kafka broker, measured by confluent-kafka: produce and
   consume throughput and produce latency per message size, acks and partition count
@@ -23,6 +26,9 @@ Nine benches, one entry point:
 * `kafka-ref bench partitions`: 10 to 10,000 partitions on one broker: topic creation,
   produce, Metadata time, RSS, and the start and recovery time of a broker with that
   many logs, against Tansu (kafka_ref/tools/bench_partitions.py);
+* `kafka-ref bench replay`: kafka-ref and Tansu fed ready Produce requests shaped as
+  librdkafka's by a client that costs little, so the broker is the bottleneck: msgs/s and
+  broker CPU per request and per record, with ratios (kafka_ref/tools/bench_replay.py);
 * `kafka-ref bench clients`: 10 to 500 clients at a fixed total rate (produce and
   end-to-end latency, the broker's CPU, the client machine's cost) and a group of 100
   members joining at once, against Tansu (kafka_ref/tools/bench_clients.py);
@@ -31,22 +37,10 @@ Nine benches, one entry point:
   (kafka_ref/tools/bench_latency.py).
 
 This module holds the command line of the broker benches (their options are shared by
-`broker`, `compare` and bare `bench --bootstrap-server`), `cluster` and `transactions`, and
-the storage bench itself; the benches of `REGISTERED` each keep their command line beside
-them (`NAME`, `add_parser`, `run`). Every bench that draws, draws through
-kafka_ref/tools/plots.py.
-
-`kafka-ref bench storage` measures the storage engine alone, on real files:
-
-* **append**: MB/s of `Log.append` with ~1 MB batches of 1 KB records, against a raw
-  `file.write` of the very same bytes in the same run (the ratio is what matters: the log's
-  own work, validating the CRC, stamping the offset, indexing, should cost little);
-* **read**: MB/s of sequential `Log.read` calls over what was appended, reading the bytes
-  of each returned file slice;
-* **lookup**: microseconds per random-offset lookup in logs of 10^4, 10^6 and 10^7
-  records: the sparse index plus binary search over segments keeps it flat;
-* **rss**: how much the process grew while appending (the page cache holds the data, not
-  the process).
+`broker`, `compare` and bare `bench --bootstrap-server`), `cluster` and `transactions`; the
+storage bench lives in kafka_ref/tools/bench_storage.py, and the benches of `REGISTERED`
+keep their command line beside them (`NAME`, `add_parser`, `run`). Every bench that draws,
+draws through kafka_ref/tools/plots.py.
 
 Each measurement prints as a table row; `--json` prints one JSON object per measurement.
 """
@@ -56,32 +50,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
-from kafka_ref.clock import SystemClock
-from kafka_ref.config import LogConfig
-from kafka_ref.log.log import Log
-from kafka_ref.record.batch import build_batch
-from kafka_ref.record.record import Record
 from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_clients as bclients
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools import bench_latency as blatency
 from kafka_ref.tools import bench_partitions as bp
+from kafka_ref.tools import bench_replay as brp
 from kafka_ref.tools import bench_report
 from kafka_ref.tools import bench_soak as bsoak
+from kafka_ref.tools import bench_storage as bstorage
 from kafka_ref.tools import bench_txn as btx
 from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Settings, int_list
 
 REGISTERED = (bp, bsoak, bclients, blatency)  # each: NAME, add_parser(sub), run(args, emit)
-
-MB = 1024 * 1024
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,24 +114,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     txn.set_defaults(sizes="1024")
     for module in REGISTERED:  # the benches whose command line sits beside them
         module.add_parser(sub)
-    storage = sub.add_parser("storage", help="the storage engine on real files")
-    storage.add_argument("--dir", help="where to write (default: a temporary directory)")
-    storage.add_argument("--total-mb", type=int, default=2048, help="bytes to append (MB)")
-    storage.add_argument("--record-bytes", type=int, default=1024, help="value size")
-    storage.add_argument("--batch-mb", type=float, default=1.0, help="batch size (MB)")
-    storage.add_argument(
-        "--lookup-sizes",
-        default="10000,1000000,10000000",
-        help="record counts of the logs the lookup test builds",
-    )
-    storage.add_argument("--lookups", type=int, default=20000, help="lookups per size")
-    storage.add_argument("--json", action="store_true", help="one JSON object per measurement")
+    brp.add_parser(sub)
+    bstorage.add_parser(sub)
 
 
 # --------------------------------------------------------------------------- broker bench options
 DEFAULTS = {
     "messages": 200_000, "seconds": 10.0, "sizes": "100,1024", "acks": "1,all",
     "partitions": "1,8", "latency_rate": 1000.0, "latency_seconds": 3.0, "repeat": 1,
+    "producers": 1, "phases": ",".join(bb.PHASES),
 }  # fmt: skip
 
 
@@ -190,6 +168,15 @@ def add_measure_options(parser: argparse.ArgumentParser, *, suppress: bool = Fal
         help="measure every case this many times, alternating the brokers' order (default 1)",
     )  # fmt: skip
     parser.add_argument(
+        "--producers", type=int, default=default("producers"),
+        help="producer processes in the produce phase, so that the client is not the bound "
+        "(default 1: the bench's own process)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--phases", default=default("phases"),
+        help=f"which phases each case runs; consume needs produce (default {d['phases']})",
+    )  # fmt: skip
+    parser.add_argument(
         "--keep-topics", action="store_true", default=default("keep_topics"),
         help="do not delete the bench topics afterwards",
     )  # fmt: skip
@@ -228,6 +215,13 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise BenchUsage("--messages, --seconds and --repeat must be positive")
     if args.latency_rate <= 0 or args.latency_seconds < 0:
         raise BenchUsage("--latency-rate must be positive and --latency-seconds not negative")
+    if args.producers < 1:
+        raise BenchUsage(f"--producers {args.producers}: expected a positive integer")
+    phases = tuple(p.strip() for p in args.phases.split(",") if p.strip())
+    if not phases or any(p not in bb.PHASES for p in phases):
+        raise BenchUsage(f"--phases {args.phases!r}: expected a list of {', '.join(bb.PHASES)}")
+    if "consume" in phases and "produce" not in phases:
+        raise BenchUsage("--phases: consume reads what produce wrote, so it needs produce")
     return Settings(
         messages=args.messages,
         seconds=args.seconds,
@@ -238,6 +232,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         latency_seconds=args.latency_seconds,
         keep_topics=args.keep_topics,
         repeat=args.repeat,
+        producers=args.producers,
+        phases=phases,
     )
 
 
@@ -258,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
     for module in REGISTERED:
         if args.bench == module.NAME:
             return module.run(args, _printer(args.json, table=module is not bsoak))
+    if args.bench == "replay":
+        return brp.run(args, _printer(args.json, table=True))
     from kafka_ref.cli import UsageError
 
     if args.bench is None and not args.bootstrap_server:
@@ -327,7 +325,7 @@ def run_storage(args: argparse.Namespace) -> int:
     os.makedirs(base, exist_ok=True)
     emit = _printer(args.json)
     try:
-        bench_storage(base, args, emit)
+        bstorage.bench_storage(base, args, emit)
     finally:
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
@@ -345,100 +343,3 @@ def _printer(as_json: bool, table: bool = False) -> Callable[[dict], None]:
             print(f"{result['what']:<22} {fields}", flush=True)
 
     return emit
-
-
-def rss_bytes() -> int:
-    """Resident set size of this process, from /proc (Linux)."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def make_batch(record_bytes: int, count: int) -> bytes:
-    value = os.urandom(record_bytes // 2).hex().encode()[:record_bytes]
-    now = int(time.time() * 1000)
-    return build_batch([Record(None, value, now) for _ in range(count)])
-
-
-def bench_storage(base: str, args: argparse.Namespace, emit: Callable[[dict], None]) -> None:
-    count = max(1, int(args.batch_mb * MB) // (args.record_bytes + 8))
-    batch = make_batch(args.record_bytes, count)
-    appends = max(1, args.total_mb * MB // len(batch))
-    total = appends * len(batch)
-
-    raw_path = os.path.join(base, "raw.bin")
-    start = time.perf_counter()
-    with open(raw_path, "wb", buffering=0) as raw:
-        for _ in range(appends):
-            raw.write(batch)
-    raw_seconds = time.perf_counter() - start
-    os.unlink(raw_path)
-    raw_mbs = total / MB / raw_seconds
-    emit({"what": "raw file.write", "MB": total // MB, "MB/s": round(raw_mbs, 1)})
-
-    config = LogConfig.from_properties({"max.message.bytes": 64 * MB})
-    log_dir = os.path.join(base, "bench-0")
-    log = Log.open(log_dir, config, SystemClock())
-    rss_before = rss_bytes()
-    start = time.perf_counter()
-    for _ in range(appends):
-        log.append(batch)
-    append_seconds = time.perf_counter() - start
-    rss_growth = rss_bytes() - rss_before
-    append_mbs = total / MB / append_seconds
-    emit(
-        {
-            "what": "Log.append",
-            "MB": total // MB,
-            "MB/s": round(append_mbs, 1),
-            "vs raw": round(append_mbs / raw_mbs, 2),
-            "records/s": round(appends * count / append_seconds),
-        }
-    )
-    emit({"what": "rss growth (append)", "MB": round(rss_growth / MB, 1)})
-
-    start = time.perf_counter()
-    offset, read_total = log.log_start_offset, 0
-    while offset < log.log_end_offset:
-        info = log.read(offset, MB)
-        for piece in info.slices:
-            read_total += len(piece.read_bytes())
-        offset = info.next_offset
-    read_seconds = time.perf_counter() - start
-    emit(
-        {
-            "what": "Log.read sequential",
-            "MB": read_total // MB,
-            "MB/s": round(read_total / MB / read_seconds, 1),
-        }
-    )
-    log.close()
-    shutil.rmtree(log_dir, ignore_errors=True)
-
-    for size in (int(s) for s in args.lookup_sizes.split(",") if s):
-        emit(bench_lookup(base, size, args.lookups))
-
-
-def bench_lookup(base: str, records: int, lookups: int) -> dict:
-    """Build a log of `records` small records, then time random-offset reads of one batch."""
-    per_batch = 100
-    batch = make_batch(16, per_batch)
-    log_dir = os.path.join(base, f"lookup{records}-0")
-    config = LogConfig.from_properties({"segment.bytes": 64 * MB})
-    log = Log.open(log_dir, config, SystemClock())
-    for _ in range(max(1, records // per_batch)):
-        log.append(batch)
-    rng = random.Random(records)
-    end = log.log_end_offset
-    targets = [rng.randrange(end) for _ in range(lookups)]
-    start = time.perf_counter()
-    for target in targets:
-        log.read(target, 1)
-    micros = (time.perf_counter() - start) / lookups * 1e6
-    result = {
-        "what": f"lookup {records:.0e} records",
-        "segments": len(log.segments),
-        "us/lookup": round(micros, 1),
-    }
-    log.close()
-    shutil.rmtree(log_dir, ignore_errors=True)
-    return result

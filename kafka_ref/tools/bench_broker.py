@@ -38,17 +38,24 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from kafka_ref.tools.bench_producers import (
+    FLUSH_GRACE_SECONDS,
+    THROUGHPUT_LINGER_MS,  # noqa: F401 (bench_txn uses it as bb.THROUGHPUT_LINGER_MS)
+    produce_flat_out,
+    produce_in_processes,
+    producer_config,
+)
 from kafka_ref.tools.bench_report import Progress, Tick
 
 MB = 1024 * 1024
 FIELDS = (
     "what", "broker", "client", "msg_size", "acks", "partitions", "run", "messages",
     "errors", "seconds", "msgs/s", "MB/s", "p50_ms", "p99_ms", "max_ms", "broker_cpu_s",
+    "broker_wait_s", "client_cpu_s",
 )  # fmt: skip
-THROUGHPUT_LINGER_MS = 5  # librdkafka's default, written down so results are reproducible
 CONSUMER_QUEUE_BACKOFF_MS = 10
 TOPIC_READY_SECONDS = 15.0
-FLUSH_GRACE_SECONDS = 30.0  # after the deadline, how long delivery reports may still come
+PHASES = ("produce", "consume", "latency")
 
 
 class BenchError(Exception):
@@ -60,7 +67,7 @@ class BenchUsage(ValueError):
 
 
 def int_list(text: str, name: str) -> tuple[int, ...]:
-    """`--NAME 10,100`: positive integers, or BenchUsage."""
+    """A comma-separated option value of positive integers (`--sizes 10,100`)."""
     try:
         values = tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError:
@@ -101,6 +108,12 @@ class Settings:
     latency_seconds: float
     keep_topics: bool
     repeat: int = 1
+    producers: int = 1  # processes in the produce phase (kafka_ref/tools/bench_producers.py)
+    phases: tuple[str, ...] = PHASES  # which of produce, consume, latency to measure
+
+    def measured_phases(self) -> tuple[str, ...]:
+        """The phases each case runs (latency only with a positive `latency_seconds`)."""
+        return tuple(p for p in self.phases if p != "latency" or self.latency_seconds > 0)
 
     def cases(self) -> list[Case]:
         return [Case(s, a, p) for s in self.sizes for a in self.acks for p in self.partitions]
@@ -200,60 +213,31 @@ def measure_produce(
     """Produce throughput; also returns how many messages were delivered.
 
     Messages go round-robin over `destinations`, (topic, partition) pairs, by default every
-    partition of `topic` (`bench partitions` spreads them over several topics). Delivery
-    reports come only for failures (`delivery.report.only.error`): a Python
+    partition of `topic` (`bench partitions` spreads them over several topics), from one
+    producer or `settings.producers` processes (kafka_ref/tools/bench_producers.py).
+    Delivery reports come only for failures (`delivery.report.only.error`): a Python
     callback per message would cost the client about a microsecond each, and the client,
     not the broker, would be what is measured. Delivered = sent - failed - still queued.
     """
-    from confluent_kafka import Producer
-
-    failed = [0]
-
-    def on_error(err, _msg) -> None:
-        failed[0] += 1
-
-    producer = Producer(
-        {
-            **target.config(),
-            "acks": case.acks,
-            "linger.ms": THROUGHPUT_LINGER_MS,
-            "enable.idempotence": False,
-            "delivery.report.only.error": True,
-            "on_delivery": on_error,
-        }
-    )
-    payload = os.urandom(case.size)
+    config = producer_config(target.config(), case.acks)
     destinations = destinations or [(topic, p) for p in range(case.partitions)]
-    count, produce, poll = len(destinations), producer.produce, producer.poll
-    sent = 0
-    start = time.perf_counter()
-    deadline = start + settings.seconds
-    while sent < settings.messages:
+    if settings.producers > 1:
         try:
-            name, partition = destinations[sent % count]
-            produce(name, payload, partition=partition)
-        except BufferError:  # the client's queue is full: let it drain
-            poll(0.005)
-            if time.perf_counter() > deadline:
-                break
-            continue
-        sent += 1
-        if sent & 1023 == 0:
-            poll(0)
-            tick(1024)
-            if time.perf_counter() > deadline:
-                break
-    left = producer.flush(max(1.0, deadline + FLUSH_GRACE_SECONDS - time.perf_counter()))
-    elapsed = time.perf_counter() - start
-    if left:  # never delivered: drop them so nothing lingers past this measurement
-        producer.purge()
-        left = producer.flush(1.0)
-    tick(sent & 1023)
-    delivered = max(0, sent - failed[0] - left)
+            done = produce_in_processes(
+                config, destinations, case.size, settings.messages, settings.seconds,
+                settings.producers, tick,
+            )  # fmt: skip
+        except TimeoutError as err:
+            raise BenchError(str(err)) from None
+    else:
+        done = produce_flat_out(
+            config, destinations, case.size, settings.messages, settings.seconds, tick
+        )
     row = result(
-        "produce", target, case, messages=delivered, errors=sent - delivered, seconds=elapsed
-    )
-    return row, delivered
+        "produce", target, case, messages=done.delivered, errors=done.sent - done.delivered,
+        seconds=done.seconds, client_cpu_s=round(done.cpu_s, 2),
+    )  # fmt: skip
+    return row, done.delivered
 
 
 def measure_consume(
@@ -370,7 +354,7 @@ def run_cases(
     for target in targets:
         check_reachable(target)
     cases = settings.cases()
-    phases = 3 if settings.latency_seconds > 0 else 2
+    phases = len(settings.measured_phases())
     rows: list[dict] = []
     total = len(cases) * len(targets) * phases * settings.repeat
     with Progress(total) as progress:
@@ -392,22 +376,25 @@ def measure_case(
     if settings.repeat > 1:
         name += f" #{run}"
     topic = create_topic(target, case)
-    cpu = functools.partial(process_cpu_seconds, target.pid)
+    cpu = functools.partial(broker_time, target.pid)
+    phases = settings.measured_phases()
     try:
-        with progress.step(f"{name} produce", settings.messages) as tick:
-            before = cpu()
-            row, delivered = measure_produce(target, topic, case, settings, tick)
-        yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
-        with progress.step(f"{name} consume", max(1, delivered)) as tick:
-            before = cpu()
-            row = measure_consume(target, topic, case, delivered, settings, tick)
-        yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
-        if settings.latency_seconds > 0:
+        if "produce" in phases:
+            with progress.step(f"{name} produce", settings.messages) as tick:
+                before = cpu()
+                row, delivered = measure_produce(target, topic, case, settings, tick)
+            yield row | {"run": run, **_spent(before, cpu())}
+        if "consume" in phases:
+            with progress.step(f"{name} consume", max(1, delivered)) as tick:
+                before = cpu()
+                row = measure_consume(target, topic, case, delivered, settings, tick)
+            yield row | {"run": run, **_spent(before, cpu())}
+        if "latency" in phases:
             count = max(1, int(settings.latency_rate * settings.latency_seconds))
             with progress.step(f"{name} latency", count) as tick:
                 before = cpu()
                 row = measure_latency(target, topic, case, settings, tick)
-            yield row | {"run": run, "broker_cpu_s": _spent(before, cpu())}
+            yield row | {"run": run, **_spent(before, cpu())}
     finally:
         if not settings.keep_topics:
             delete_topic(target, topic)
@@ -425,8 +412,32 @@ def process_cpu_seconds(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
-def _spent(before: float | None, after: float | None) -> float | None:
-    return None if before is None or after is None else round(after - before, 2)
+def process_wait_seconds(pid: int | None) -> float | None:
+    """Seconds the threads of a local process were ready to run but waited for a core (the
+    run queue), from /proc/PID/task/*/schedstat: on a machine whose cores are busy, the time
+    a broker lost to the scheduler rather than to its own work."""
+    if pid is None:
+        return None
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
+                total += int(stat.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None  # a thread that ended meanwhile, or no schedstat on this kernel
+    return total / 1e9
+
+
+def broker_time(pid: int | None) -> tuple[float | None, float | None]:
+    """(CPU seconds, run-queue seconds) of a local broker process so far."""
+    return process_cpu_seconds(pid), process_wait_seconds(pid)
+
+
+def _spent(before: tuple, after: tuple) -> dict:
+    """broker_cpu_s and broker_wait_s of a phase, from `broker_time` before and after."""
+    pairs = zip(before, after, strict=True)
+    cpu, wait = (None if a is None or b is None else round(b - a, 2) for a, b in pairs)
+    return {"broker_cpu_s": cpu, "broker_wait_s": wait}
 
 
 def process_rss(pid: int) -> dict:

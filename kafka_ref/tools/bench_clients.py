@@ -47,9 +47,10 @@ from kafka_ref.tools.bench_broker import (
     BenchError,
     BenchUsage,
     Target,
+    _spent,
+    broker_time,
     int_list,
     percentile,
-    process_cpu_seconds,
 )
 from kafka_ref.tools.bench_broker import process_rss as broker_rss
 from kafka_ref.tools.bench_partitions import create_topics, spread
@@ -123,13 +124,12 @@ def run_load(
     try:
         with Load(workers) as load:
             load.subscribe(groups, JOIN_SECONDS, SETTLE_SECONDS)
-            before = process_cpu_seconds(target.pid)
+            before = broker_time(target.pid)
             outcome = load.go(seconds) if seconds > 0 else load.outcome
-            after = process_cpu_seconds(target.pid)
+            after = broker_time(target.pid)
     except LoadError as err:
         raise BenchError(f"{target.label}: {err}") from None
-    cpu = None if before is None or after is None else round(after - before, 2)
-    return outcome, {"broker_cpu_s": cpu, **broker_rss(target.pid)}, len(workers)
+    return outcome, {**_spent(before, after), **broker_rss(target.pid)}, len(workers)
 
 
 def measure_clients(target: Target, connections: int, settings: ClientSettings, run: int) -> dict:

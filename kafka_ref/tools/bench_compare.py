@@ -35,6 +35,7 @@ from kafka_ref.tools.bench_report import KAFKA_REF, TANSU
 from kafka_ref.tools.server_process import ServerProcess, free_port
 
 CPU_PER_GB = "broker CPU s/GB"  # the broker's own work per GB moved; lower is better
+THROUGHPUT_METRICS = ("msgs/s", "MB/s", CPU_PER_GB)
 
 
 class BrokerProcess(ServerProcess):
@@ -119,7 +120,7 @@ def ratios(rows: list[dict]) -> list[dict]:
     for (what, size, acks, partitions), runs in by_key.items():
         if KAFKA_REF not in runs or TANSU not in runs:
             continue
-        metrics = ("p50_ms", "p99_ms") if what == "produce latency" else ("MB/s", CPU_PER_GB)
+        metrics = ("p50_ms", "p99_ms") if what == "produce latency" else THROUGHPUT_METRICS
         for metric in metrics:
             ours = _median([_metric(r, metric) for r in runs[KAFKA_REF]])
             theirs = _median([_metric(r, metric) for r in runs[TANSU]])

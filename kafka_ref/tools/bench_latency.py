@@ -85,7 +85,7 @@ def at_rate(target: Target, acks: str, rate: float, args: argparse.Namespace) ->
              acks=acks, linger_ms=args.linger_ms, client=target.client, name="producer"),
         Plan(target.bootstrap, consumers=((topic, group),), client=target.client, name="consumer"),
     ]  # fmt: skip
-    before = bb.process_cpu_seconds(target.pid)
+    before = bb.broker_time(target.pid)
     try:
         with Load(plans) as load:
             load.subscribe({group: 1}, JOIN_SECONDS, SETTLE_SECONDS)
@@ -102,7 +102,7 @@ def at_rate(target: Target, acks: str, rate: float, args: argparse.Namespace) ->
         "messages": len(produced), "errors": sent - len(produced),
         "load_s": out.took(args.seconds), "msgs/s": out.rate(args.seconds),
         **latencies(produced), "consumed": len(e2e), **latencies(e2e, "e2e_"),
-        "broker_cpu_s": bb._spent(before, bb.process_cpu_seconds(target.pid)),
+        **bb._spent(before, bb.broker_time(target.pid)),
         "client_cpu_s": round(sum(r["cpu_s"] for r in out.reports), 2),
     }  # fmt: skip
 

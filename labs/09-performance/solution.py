@@ -5,7 +5,7 @@ Replace the `raise NotImplementedError` with your code, then grade it:
     kafka-ref lab check 09
 
 `estimate_size` takes the place of kafka-ref's own of the same name in
-kafka_ref/client/accumulator.py whenever KAFKA_REF_SOLUTION names this file (the grader
+kafka_ref/client/producer_batch.py whenever KAFKA_REF_SOLUTION names this file (the grader
 sets it): our producer then decides with your estimate whether a record still fits in its
 partition's batch, so your function sets how full every batch is, and with it how many
 requests and bytes a workload costs. You may import anything from kafka_ref, but the point

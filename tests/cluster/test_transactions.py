@@ -12,6 +12,7 @@ partition's leader, which asks the coordinator on another broker (KIP-890, TXN-2
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 import uuid
@@ -226,6 +227,40 @@ def test_a_new_coordinator_writes_the_markers_its_predecessor_could_not(cluster,
              what="the markers and CompleteCommit", timeout=60)  # fmt: skip
     assert sorted(committed_values(cluster, topic_name, 1, 3)) == ["0", "1", "2"]
     p.flush(5)
+
+
+@pytest.mark.spec("TXN-21")
+def test_a_decision_being_written_survives_the_controller_shrinking_its_isr(cluster, topic_name):
+    """The commit's PrepareCommit waits for a follower that stopped (SIGSTOP); once its
+    session expires the controller drops it from the ISR in a new leader epoch of the same
+    leader. The coordinator keeps its state: the commit is answered as soon as the smaller
+    ISR has the decision, though its markers wait for the stopped broker, the only replica
+    of the transaction's partition. (Reloading on the new epoch failed the write, and the
+    producer's retried EndTxn met CONCURRENT_TRANSACTIONS until the markers were out.)"""
+    tid = f"tx-{topic_name}"
+    coordinator = txn_leader(cluster, tid)
+    full_isrs(cluster, txn_partition(tid))
+    holder = next(b for b in (1, 2, 3) if b != coordinator)
+    create_topic(cluster, topic_name, assignment=[[holder]])
+    p = producer(cluster, tid)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic_name, b"%d" % i, partition=0)
+    assert p.flush(30) == 0
+    epoch = cluster.state(*txn_partition(tid)).leader_epoch
+    os.kill(cluster.brokers[holder].pid, signal.SIGSTOP)
+    try:
+        p.commit_transaction(30)  # answered once the ISR without `holder` has the decision
+        after = cluster.state(*txn_partition(tid))
+        assert (after.leader, holder in after.isr) == (coordinator, False)
+        assert after.leader_epoch > epoch, "the controller shrank the ISR in a new epoch"
+        assert describe_state(cluster, coordinator, tid) == "PrepareCommit"  # markers wait
+    finally:
+        os.kill(cluster.brokers[holder].pid, signal.SIGCONT)
+    cluster.wait_registered()
+    wait_for(lambda: describe_state(cluster, coordinator, tid) == "CompleteCommit",
+             what="the markers and CompleteCommit", timeout=60)  # fmt: skip
+    assert sorted(committed_values(cluster, topic_name, 1, 3)) == ["0", "1", "2"]
 
 
 def describe_state(cluster, broker_id: int, tid: str) -> str | None:

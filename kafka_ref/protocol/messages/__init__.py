@@ -1,8 +1,8 @@
 """The API registry: every request kafka-ref understands, by API key.
 
 Each Kafka request starts with a 16-bit *API key* that says what it is (0 Produce, 1 Fetch,
-3 Metadata, 18 ApiVersions...; Kafka's `ApiKeys` enum) and a 16-bit *API version*. The pair
-decides the schema of the rest of the request and of its response. This module maps
+3 Metadata, 18 ApiVersions...; api_keys.py) and a 16-bit *API version*. The pair decides
+the schema of the rest of the request and of its response. This module maps
 `api_key -> Api(name, request, response, min_version, max_version)`; the version range is
 exactly what the broker advertises in its ApiVersions response, so declaring a wider range
 in a message module is all it takes to offer a new version (PROTO-11).
@@ -40,9 +40,9 @@ kafka-python turn on their group coordinator logic, so an API joins only with it
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import NamedTuple
 
+from kafka_ref.protocol.api_keys import ApiKey  # re-exported: most callers import it here
 from kafka_ref.protocol.messages.api_00_produce import ProduceRequest, ProduceResponse
 from kafka_ref.protocol.messages.api_01_fetch import FetchRequest, FetchResponse
 from kafka_ref.protocol.messages.api_02_list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -200,61 +200,6 @@ from kafka_ref.protocol.messages.api_66_list_transactions import (
     ListTransactionsResponse,
 )
 from kafka_ref.protocol.schema import Message
-
-
-class ApiKey(IntEnum):
-    """Kafka's API keys (`org.apache.kafka.common.protocol.ApiKeys`) that kafka-ref declares."""
-
-    PRODUCE = 0
-    FETCH = 1
-    LIST_OFFSETS = 2
-    METADATA = 3
-    LEADER_AND_ISR = 4
-    STOP_REPLICA = 5
-    UPDATE_METADATA = 6
-    OFFSET_COMMIT = 8
-    OFFSET_FETCH = 9
-    FIND_COORDINATOR = 10
-    JOIN_GROUP = 11
-    HEARTBEAT = 12
-    LEAVE_GROUP = 13
-    SYNC_GROUP = 14
-    DESCRIBE_GROUPS = 15
-    LIST_GROUPS = 16
-    SASL_HANDSHAKE = 17
-    API_VERSIONS = 18
-    CREATE_TOPICS = 19
-    DELETE_TOPICS = 20
-    DELETE_RECORDS = 21
-    INIT_PRODUCER_ID = 22
-    OFFSET_FOR_LEADER_EPOCH = 23
-    ADD_PARTITIONS_TO_TXN = 24
-    ADD_OFFSETS_TO_TXN = 25
-    END_TXN = 26
-    WRITE_TXN_MARKERS = 27
-    TXN_OFFSET_COMMIT = 28
-    DESCRIBE_ACLS = 29
-    CREATE_ACLS = 30
-    DELETE_ACLS = 31
-    DESCRIBE_CONFIGS = 32
-    ALTER_CONFIGS = 33
-    DESCRIBE_LOG_DIRS = 35
-    SASL_AUTHENTICATE = 36
-    CREATE_PARTITIONS = 37
-    DELETE_GROUPS = 42
-    ELECT_LEADERS = 43
-    INCREMENTAL_ALTER_CONFIGS = 44
-    ALTER_PARTITION_REASSIGNMENTS = 45
-    LIST_PARTITION_REASSIGNMENTS = 46
-    DESCRIBE_CLIENT_QUOTAS = 48
-    ALTER_CLIENT_QUOTAS = 49
-    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
-    ALTER_USER_SCRAM_CREDENTIALS = 51
-    ALTER_PARTITION = 56
-    DESCRIBE_CLUSTER = 60
-    DESCRIBE_PRODUCERS = 61
-    DESCRIBE_TRANSACTIONS = 65
-    LIST_TRANSACTIONS = 66
 
 
 class Api(NamedTuple):

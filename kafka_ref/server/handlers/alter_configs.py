@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.config import TOPIC_CONFIGS
 from kafka_ref.errors import ErrorCode, InvalidConfigError, KafkaError
 from kafka_ref.protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsResponse
+from kafka_ref.server.broker_configs import BROKER_CONFIGS
 from kafka_ref.server.dynamic_config import DEFAULT_ENTITY
 from kafka_ref.server.handlers.authz import Op, Res, require
 from kafka_ref.server.handlers.configs import BROKER, TOPIC
-from kafka_ref.server.kafka_config import BROKER_CONFIGS, config_string
+from kafka_ref.server.kafka_config import config_string
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:

@@ -31,13 +31,14 @@ from kafka_ref.cluster.metadata import validate_topic_name
 from kafka_ref.config import TOPIC_CONFIGS, LogConfig, broker_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import DescribeConfigsResponse
+from kafka_ref.server.broker_configs import PASSWORD_KEYS
 from kafka_ref.server.dynamic_config import (
     DEFAULT_CONFIG,
     DYNAMIC_CONFIGS,
     SourcedValue,
 )
 from kafka_ref.server.handlers.authz import Op, Res, require
-from kafka_ref.server.kafka_config import PASSWORD_KEYS, config_string
+from kafka_ref.server.kafka_config import config_string
 from kafka_ref.server.request_channel import Request
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafka_ref.log.log_read import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kafka_ref.protocol.messages import DeleteRecordsResponse, ListOffsetsResponse
 from kafka_ref.server.handlers.authz import Op, Res, authorized, require
 from kafka_ref.server.replica_manager import Partition

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_ref.client import accumulator
-from kafka_ref.client.accumulator import ProducerBatch
+from kafka_ref.client import producer_batch
 from kafka_ref.client.admin import Admin, NewTopic
 from kafka_ref.client.producer import Producer
+from kafka_ref.client.producer_batch import ProducerBatch
 from kafka_ref.record.batch import HEADER_SIZE, iter_batch_headers
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record, encode_record
@@ -54,7 +54,7 @@ def test_the_estimate_is_never_below_the_real_size_and_not_far_above(
     key, value, headers, offset_delta, timestamp_delta
 ):
     real = len(encode_record(Record(key, value, 0, headers), offset_delta, timestamp_delta))
-    estimate = accumulator.estimate_size(key, value, headers)
+    estimate = producer_batch.estimate_size(key, value, headers)
     assert estimate >= real, f"estimate {estimate} below the real size {real}"
     assert estimate <= real + 16 + 8 * len(headers), f"estimate {estimate}, real size {real}"
 

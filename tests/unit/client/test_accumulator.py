@@ -6,11 +6,12 @@ import threading
 
 import pytest
 
-from kafka_ref.client.accumulator import HEADER_SIZE, RecordAccumulator, estimate_size
+from kafka_ref.client.accumulator import RecordAccumulator
 from kafka_ref.client.cluster_view import Cluster
+from kafka_ref.client.producer_batch import estimate_size
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
-from kafka_ref.record.batch import RecordBatch, validate_batch
+from kafka_ref.record.batch import HEADER_SIZE, RecordBatch, validate_batch
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
 from tests.unit.client.conftest import metadata_response

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from kafka_ref import files
 from kafka_ref.config import LogConfig
+from kafka_ref.log import recovery as log_recovery
 from kafka_ref.log.checkpoints import CheckpointError, OffsetCheckpointFile
 from kafka_ref.log.log_manager import (
     CLEAN_SHUTDOWN_FILE,
@@ -16,7 +17,6 @@ from kafka_ref.log.log_manager import (
     log_dir_name,
     parse_topic_partition,
 )
-from kafka_ref.log.segment import Segment
 from tests.unit.log.conftest import T0, make_batch, read_everything, temp_dir
 
 topics = st.text("abcXYZ019._-", min_size=1, max_size=30).filter(lambda t: t not in (".", ".."))
@@ -157,16 +157,20 @@ def test_clean_shutdown_marker_lifecycle(tmp_path, clock, monkeypatch):
     assert OffsetCheckpointFile(tmp_path / "recovery-point-offset-checkpoint").read() == {
         ("orders", 0): 60
     }
-    monkeypatch.setattr(Segment, "recover", lambda self, *a: pytest.fail("recovered"))
+    monkeypatch.setattr(
+        log_recovery, "recover_segment", lambda segment, *a: pytest.fail("recovered")
+    )
     reopened = LogManager(tmp_path, LogConfig(segment_bytes=500), clock)
     assert reopened.had_clean_shutdown and not marker.exists()  # removed at startup
     assert read_everything(reopened.get_log("orders", 0)) == before
     monkeypatch.undo()
     # a crash now (no close): the next start has no marker and recovers
     recovered = []
-    real = Segment.recover
+    real = log_recovery.recover_segment
     monkeypatch.setattr(
-        Segment, "recover", lambda self, *a: (recovered.append(self.base_offset), real(self, *a))[1]
+        log_recovery,
+        "recover_segment",
+        lambda segment, *a: (recovered.append(segment.base_offset), real(segment, *a))[1],
     )
     third = LogManager(tmp_path, LogConfig(segment_bytes=500), clock)
     assert not third.had_clean_shutdown and recovered

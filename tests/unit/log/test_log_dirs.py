@@ -11,6 +11,7 @@ import pytest
 
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import KafkaStorageError
+from kafka_ref.log import recovery as log_recovery
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log_manager import (
     CLEAN_SHUTDOWN_FILE,
@@ -18,7 +19,6 @@ from kafka_ref.log.log_manager import (
     LogManager,
     is_log_dir_failure,
 )
-from kafka_ref.log.segment import Segment
 from tests.unit.log.conftest import make_batch, read_everything
 
 
@@ -91,17 +91,17 @@ def test_each_dir_keeps_its_own_checkpoints_and_marker_and_logs_reload(dirs, clo
 
     os.unlink(os.path.join(b, CLEAN_SHUTDOWN_FILE))  # b as after a crash, a closed cleanly
     recovered: list[str] = []
-    real = Segment.recover
+    real = log_recovery.recover_segment
 
-    def spy(self, *args):
-        recovered.append(os.path.basename(os.path.dirname(self.dir)))
-        return real(self, *args)
+    def spy(segment, *args):
+        recovered.append(os.path.basename(os.path.dirname(segment.dir)))
+        return real(segment, *args)
 
-    Segment.recover = spy
+    log_recovery.recover_segment = spy
     try:
         third = LogManager(dirs[:2], config, clock)
     finally:
-        Segment.recover = real
+        log_recovery.recover_segment = real
     assert third.clean_shutdown == {a: True, b: False}
     assert recovered and set(recovered) == {"b"}  # only b's logs were recovered
     assert {p: read_everything(third.get_log("t", p)) for p in range(4)} == before

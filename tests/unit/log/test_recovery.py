@@ -10,9 +10,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kafka_ref.config import LogConfig
+from kafka_ref.log import recovery as log_recovery
 from kafka_ref.log.abstract_index import IndexCorruptError
 from kafka_ref.log.log import Log
 from kafka_ref.log.segment import Segment
+from kafka_ref.log.segment_recovery import check_segment
 from tests.unit.log.conftest import (
     T0,
     make_batch,
@@ -153,13 +155,13 @@ def test_recovery_starts_at_the_recovery_point_segment(tmp_path, monkeypatch):
         f.seek(100)
         f.write(b"\xff")
     visited = []
-    real = Segment.recover
+    real = log_recovery.recover_segment
 
-    def spy(self, *args):
-        visited.append(self.base_offset)
-        return real(self, *args)
+    def spy(segment, *args):
+        visited.append(segment.base_offset)
+        return real(segment, *args)
 
-    monkeypatch.setattr(Segment, "recover", spy)
+    monkeypatch.setattr(log_recovery, "recover_segment", spy)
     recovered = _reopen(tmp_path, recovery_point=recovery_point)
     assert visited == bases[2:]
     assert recovered.log_end_offset == 90 and recovered.recovery_point == recovery_point
@@ -171,7 +173,9 @@ def test_a_clean_shutdown_skips_recovery(tmp_path, monkeypatch):
     log = _write(tmp_path, [2] * 20)
     before = _snapshot(log)
     log.close()
-    monkeypatch.setattr(Segment, "recover", lambda self, *args: pytest.fail("recovered"))
+    monkeypatch.setattr(
+        log_recovery, "recover_segment", lambda segment, *a: pytest.fail("recovered")
+    )
     reopened = _reopen(tmp_path, clean_shutdown=True)
     assert _snapshot(reopened) == before
     assert reopened.recovery_point == reopened.log_end_offset == 40
@@ -234,11 +238,11 @@ def test_a_corrupt_index_is_rebuilt_on_load(tmp_path, damage):
         raw[-4:] = (int.from_bytes(raw[-4:], "big") + 7).to_bytes(4, "big")
     Path(path).write_bytes(bytes(raw))
     with pytest.raises(IndexCorruptError):
-        Segment(tmp_path, 0, LogConfig(**CONFIG), _FixedClock()).sanity_check()
+        check_segment(Segment(tmp_path, 0, LogConfig(**CONFIG), _FixedClock()))
     reopened = _reopen(tmp_path, clean_shutdown=True)
     assert _snapshot(reopened) == before
     assert {o: reopened.read(o, 200).first_offset for o in probes} == probes
-    reopened.segments[0].sanity_check()
+    check_segment(reopened.segments[0])
 
 
 @pytest.mark.spec("DUR-11")

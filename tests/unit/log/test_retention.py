@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from kafka_ref.clock import ManualClock
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import OffsetOutOfRangeError
-from kafka_ref.log.log import EARLIEST_TIMESTAMP, Log
+from kafka_ref.log.log import Log
+from kafka_ref.log.log_read import EARLIEST_TIMESTAMP
 from kafka_ref.log.retention import LogRetention
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record

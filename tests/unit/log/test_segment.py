@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from kafka_ref.config import LogConfig
 from kafka_ref.log.segment import Segment
+from kafka_ref.log.segment_recovery import recover_segment
 from kafka_ref.record import batch as batch_module
 from kafka_ref.record.batch import iter_batch_headers
 from tests.unit.log.conftest import T0, headers, make_batch, temp_dir
@@ -81,7 +82,7 @@ def test_index_entries_follow_the_interval_rule_and_equal_a_rebuild(appends, int
             assert ts == T0 + offset  # our batches' max timestamp is T0 + last offset
         written = [tuple(index.entry(i)) for i in range(index.entries)]
         written_times = [tuple(times.entry(i)) for i in range(times.entries)]
-        assert segment.recover() == 0
+        assert recover_segment(segment) == 0
         assert [tuple(index.entry(i)) for i in range(index.entries)] == written
         assert [tuple(times.entry(i)) for i in range(times.entries)][: len(written_times)] == (
             written_times

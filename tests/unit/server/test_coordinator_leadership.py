@@ -1,6 +1,6 @@
 """A coordinator follows its broker's leadership of its internal topic in ZooKeeper mode
 (server/zk_mode.py `CoordinatorLeadership`): load on becoming leader, resign on losing it,
-and, for the transaction coordinator, reload on a new leader epoch (TXN-21)."""
+and neither reloads on a new leader epoch of a partition it still leads (TXN-21)."""
 
 from __future__ import annotations
 
@@ -32,20 +32,22 @@ def state(leader: int, epoch: int, topic: str = TOPIC, partition: int = 0) -> Pa
 
 
 @pytest.mark.spec("TXN-21")
-def test_the_transaction_coordinator_loads_resigns_and_reloads_with_its_leadership():
+def test_the_transaction_coordinator_loads_and_resigns_with_its_leadership():
     coordinator = Recorder()
-    follow = CoordinatorLeadership(TOPIC, ME, coordinator, reload_on_new_epoch=True)
+    follow = CoordinatorLeadership(TOPIC, ME, coordinator)
     follow.on_partition_state(state(OTHER, 0))
     assert coordinator.calls == [], "not the leader: nothing to load"
     follow.on_partition_state(state(ME, 1))
     follow.on_partition_state(state(ME, 1, topic="other-topic"))
     assert coordinator.calls == [("elect", 0)]
-    follow.on_partition_state(state(ME, 3))  # led by another broker at epoch 2 meanwhile
-    assert coordinator.calls[1:] == [("resign", 0), ("elect", 0)]
+    follow.on_partition_state(state(ME, 2))  # the controller shrank the ISR: still the leader
+    assert coordinator.calls[1:] == [], "a new epoch of the same leader reloads nothing"
+    follow.on_partition_state(state(OTHER, 3))
+    assert coordinator.calls[1:] == [("resign", 0)]
     follow.on_partition_state(state(OTHER, 4))
-    assert coordinator.calls[3:] == [("resign", 0)]
-    follow.on_partition_state(state(OTHER, 5))
-    assert coordinator.calls[4:] == [], "resigned once"
+    assert coordinator.calls[2:] == [], "resigned once"
+    follow.on_partition_state(state(ME, 5))  # back: loads what the other leader wrote
+    assert coordinator.calls[2:] == [("elect", 0)]
 
 
 @pytest.mark.spec("TXN-21")

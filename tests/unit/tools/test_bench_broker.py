@@ -52,6 +52,7 @@ def test_broker_bench_reports_every_field_with_sane_values(broker, capsys):
         assert row["errors"] == 0
         assert row["seconds"] > 0 and row["msgs/s"] > 0
         assert row["broker_cpu_s"] >= 0  # --broker-pid: the broker's CPU time is measured
+        assert row["broker_wait_s"] >= 0  # ... and its time waiting for a core
         assert row["MB/s"] == pytest.approx(row["msgs/s"] * 100 / 2**20, rel=0.01, abs=0.001)
     produce, consume, latency = measured
     assert produce["messages"] == consume["messages"] == 2000
@@ -84,6 +85,11 @@ def test_bare_bench_with_bootstrap_server_is_the_broker_bench():
         ["bench", "--bootstrap-server", "h:1", "--acks", "2"],
         ["bench", "--bootstrap-server", "h:1", "--sizes", "1k"],
         ["bench", "compare", "--partitions", "0"],
+        ["bench", "compare", "--producers", "0"],
+        ["bench", "compare", "--phases", "consume"],
+        ["bench", "compare", "--phases", "produce,fetch"],
+        ["bench", "replay", "--acks", "0"],
+        ["bench", "replay", "--records", "0"],
         ["bench", "--bootstrap-server", "no-port"],
     ],
 )
@@ -129,8 +135,10 @@ def test_compare_runs_both_brokers_and_prints_ratios(capsys):
     assert all(r["messages"] > 0 and r["errors"] == 0 for r in measured)
     ratios = [r for r in rows if r["what"] == "ratio"]
     assert [(r["of"], r["metric"]) for r in ratios] == [
+        ("produce", "msgs/s"),
         ("produce", "MB/s"),
         ("produce", "broker CPU s/GB"),
+        ("consume", "msgs/s"),
         ("consume", "MB/s"),
         ("consume", "broker CPU s/GB"),
         ("produce latency", "p50_ms"),
@@ -143,6 +151,54 @@ def test_compare_runs_both_brokers_and_prints_ratios(capsys):
         else:
             assert ratio["kafka-ref"] >= 0 and ratio["tansu"] >= 0
     assert {r["broker"] for r in rows if r["what"] == "broker rss"} == {"kafka-ref", "tansu"}
+
+
+@pytest.mark.spec("TOOLS-5", "TOOLS-6")
+@pytest.mark.timeout(90)
+def test_compare_with_several_producer_processes_reports_produce_alone(capsys):
+    args = ["--messages", "3000", "--sizes", "10", "--acks", "all", "--partitions", "2",
+            "--producers", "2", "--phases", "produce", "--seconds", "20", "--json"]  # fmt: skip
+    assert main(["--log-level", "ERROR", "bench", "compare", *args]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = [r for r in rows if r["what"] not in ("ratio", "broker rss")]
+    assert sorted((r["broker"], r["what"]) for r in measured) == [
+        ("kafka-ref", "produce"),
+        ("tansu", "produce"),
+    ]
+    for row in measured:
+        assert list(row) == list(FIELDS)
+        assert (row["msg_size"], row["acks"], row["partitions"]) == (10, "all", 2)
+        assert row["messages"] == 3000 and row["errors"] == 0  # the two processes' sum
+        assert row["msgs/s"] > 0 and row["client_cpu_s"] >= 0  # tiny: may round to 0
+    ratios = [r for r in rows if r["what"] == "ratio"]
+    assert [(r["of"], r["metric"]) for r in ratios] == [
+        ("produce", "msgs/s"),
+        ("produce", "MB/s"),
+        ("produce", "broker CPU s/GB"),
+    ]
+    (msgs,) = [r for r in ratios if r["metric"] == "msgs/s"]
+    assert msgs["ratio"] == pytest.approx(msgs["kafka-ref"] / msgs["tansu"], abs=0.01)
+
+
+@pytest.mark.spec("TOOLS-6")
+@pytest.mark.timeout(90)
+def test_replay_feeds_both_brokers_ready_requests_and_prints_ratios(capsys):
+    args = ["--sizes", "10", "--partitions", "2", "--acks", "1,all", "--records", "20",
+            "--requests", "60", "--in-flight", "4", "--json"]  # fmt: skip
+    assert main(["--log-level", "ERROR", "bench", "replay", *args]) == 0
+    rows = json_lines(capsys.readouterr().out)
+    measured = [r for r in rows if r["what"] == "replay"]
+    assert sorted((r["broker"], r["acks"]) for r in measured) == [
+        ("kafka-ref", "1"), ("kafka-ref", "all"), ("tansu", "1"), ("tansu", "all"),
+    ]  # fmt: skip
+    for row in measured:
+        assert (row["msg_size"], row["partitions"], row["run"]) == (10, 2, 1)
+        assert (row["records/request"], row["requests"]) == (20, 60)
+        assert row["msgs/s"] > 0 and row["seconds"] > 0
+        assert row["broker_cpu_s"] >= 0 and row["broker us/msg"] >= 0
+    ratios = [(r["acks"], r["metric"]) for r in rows if r["what"] == "ratio"]
+    assert ratios == [("1", "msgs/s"), ("1", "broker us/msg"),
+                      ("all", "msgs/s"), ("all", "broker us/msg")]  # fmt: skip
 
 
 @pytest.mark.spec("TOOLS-24")
