@@ -119,7 +119,7 @@ class DelayedJoins:
             # nothing waits for this write; a lost one leaves an older generation, harmless
             return self.manager.store_group(group, {}, lambda error: None)
         for member in list(group.members.values()):
-            self._invoke_join(member, self._join_result(group, member))
+            group.invoke_join(member, self._join_result(group, member))
             self.arm_heartbeat(group, member)
             member.is_new = False
         self._watch_pending_sync(group)

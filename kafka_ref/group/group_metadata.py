@@ -26,12 +26,21 @@ The state machine (Kafka `GroupState`, `GroupMetadata.validPreviousStates`, REBA
 PreparingRebalance collects JoinGroups; CompletingRebalance waits for the leader's
 assignment; Stable hands it out. A transition not in the table is a bug and raises.
 
+Every JoinGroup asks two questions of the whole group: does the joiner share a protocol
+with every member (REBAL-9), and has every member joined yet? A group keeps both answers
+as counts, as Kafka does (`supportedProtocols`, `numMembersAwaitingJoin`): how many members
+support each protocol, and how many wait for their JoinGroup answer. They change only in
+`add`, `remove`, `update_member` and `invoke_join`, so a join costs the same in a group of
+3 members as in one of 3,000; counting the members on every join would make the rebalance
+of n members cost n^2.
+
 Rules: REBAL-4, REBAL-9, REBAL-11, REBAL-15, OFFSET-6 (spec/rebalance.md, spec/offsets.md).
 """
 
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -171,6 +180,8 @@ class GroupMetadata:
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: set[str] = set()  # KIP-394: got an id, has not joined with it
         self.pending_sync_members: set[str] = set()
+        self.protocol_counts: Counter[str] = Counter()  # protocol -> members supporting it
+        self.awaiting_join_count = 0  # members whose JoinGroup waits for its answer
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_offset_commits: dict[TopicPartition, int] = {}  # appends in flight
         self.current_state_timestamp: int | None = now_ms
@@ -213,11 +224,42 @@ class GroupMetadata:
         self.members[member.member_id] = member
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
+        self.protocol_counts.update(set(member.protocols()))
         member.awaiting_join_callback = join_callback
+        self.awaiting_join_count += member.is_awaiting_join
         self.pending_members.discard(member.member_id)
+
+    def update_member(
+        self, member: MemberMetadata, protocols: list[tuple[str, bytes]], join_callback
+    ) -> None:
+        """A member rejoins, with these protocols, waiting for `join_callback`'s answer
+        (Kafka `updateMember`); a member no longer in the group changes alone."""
+        counted = self.members.get(member.member_id) is member
+        if counted:
+            self.protocol_counts.subtract(set(member.protocols()))
+            self.awaiting_join_count -= member.is_awaiting_join
+        member.supported_protocols = protocols
+        member.awaiting_join_callback = join_callback
+        if counted:
+            self.protocol_counts.update(set(member.protocols()))
+            self.awaiting_join_count += member.is_awaiting_join
+
+    def invoke_join(self, member: MemberMetadata, result: Any) -> bool:
+        """Answer the member's waiting JoinGroup, if one waits (Kafka
+        `maybeInvokeJoinCallback`)."""
+        callback, member.awaiting_join_callback = member.awaiting_join_callback, None
+        if callback is None:
+            return False
+        if self.members.get(member.member_id) is member:
+            self.awaiting_join_count -= 1
+        callback(result)
+        return True
 
     def remove(self, member_id: str) -> MemberMetadata | None:
         member = self.members.pop(member_id, None)
+        if member is not None:
+            self.protocol_counts.subtract(set(member.protocols()))
+            self.awaiting_join_count -= member.is_awaiting_join
         instance_id = None if member is None else member.group_instance_id
         if instance_id is not None and self.static_members.get(instance_id) == member_id:
             del self.static_members[instance_id]
@@ -253,7 +295,7 @@ class GroupMetadata:
         return member
 
     def num_awaiting_join(self) -> int:
-        return sum(1 for m in self.members.values() if m.is_awaiting_join)
+        return self.awaiting_join_count
 
     def has_all_members_joined(self) -> bool:
         return self.num_awaiting_join() == len(self.members) and not self.pending_members
@@ -278,8 +320,8 @@ class GroupMetadata:
     # -- protocols ------------------------------------------------------------------
     def candidate_protocols(self) -> set[str]:
         """Protocols every member supports."""
-        sets = [set(m.protocols()) for m in self.members.values()]
-        return set.intersection(*sets) if sets else set()
+        everyone = len(self.members)
+        return {p for p, n in self.protocol_counts.items() if n == everyone} if everyone else set()
 
     def supports_protocols(self, protocol_type: str, protocols: list[str]) -> bool:
         """May a member with these protocols join (else INCONSISTENT_GROUP_PROTOCOL)?"""

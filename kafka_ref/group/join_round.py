@@ -203,13 +203,12 @@ class JoinRound:
         self._maybe_prepare_rebalance(group)
 
     @staticmethod
-    def _update_member(current: MemberMetadata, member, protocols, callback) -> None:
+    def _update_member(group, current: MemberMetadata, member, protocols, callback) -> None:
         current.rebalance_timeout_ms, current.session_timeout_ms = member[0], member[1]
-        current.supported_protocols = protocols
-        current.awaiting_join_callback = callback
+        group.update_member(current, protocols, callback)
 
     def _update_member_and_rebalance(self, group, current, member, protocols, callback):
-        self._update_member(current, member, protocols, callback)
+        self._update_member(group, current, member, protocols, callback)
         self._maybe_prepare_rebalance(group)
 
     def _replace_static_member(self, group, instance_id, old_id, new_id, member, protocols, cb):
@@ -217,12 +216,12 @@ class JoinRound:
         current_leader = group.leader_id or ""
         old = group.get(old_id)
         # the old instance is a zombie now: answer what it waits for with FENCED_INSTANCE_ID
-        self._invoke_join(old, JoinGroupResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
+        group.invoke_join(old, JoinGroupResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
         self._invoke_sync(old, SyncGroupResult(ErrorCode.FENCED_INSTANCE_ID))
         replaced = group.replace_static_member(instance_id, old_id, new_id)
         old_protocols = replaced.supported_protocols
         self.arm_heartbeat(group, replaced)
-        self._update_member(replaced, member, protocols, cb)
+        self._update_member(group, replaced, member, protocols, cb)
         if group.is_(STABLE):
             if group.protocol_name != group.select_protocol():
                 return self._maybe_prepare_rebalance(group)
@@ -233,14 +232,13 @@ class JoinRound:
 
             def stored(error: ErrorCode) -> None:
                 if error != OK:  # undo, so the old id keeps working
-                    replaced.supported_protocols = old_protocols
-                    replaced.awaiting_join_callback = None
+                    group.update_member(replaced, old_protocols, None)
                     if group.members.get(new_id) is replaced:
                         group.replace_static_member(instance_id, new_id, old_id)
                     self.arm_heartbeat(group, replaced)
                     return cb(JoinGroupResult(error, generation, group.protocol_type,
                                               group.protocol_name, current_leader))  # fmt: skip
-                self._invoke_join(replaced, JoinGroupResult(
+                group.invoke_join(replaced, JoinGroupResult(
                     OK, generation, group.protocol_type, group.protocol_name, current_leader,
                     new_id,
                 ))  # fmt: skip

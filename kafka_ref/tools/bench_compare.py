@@ -84,6 +84,19 @@ def tansu_process(binary: str, log_path: str, port: int | None = None) -> Broker
 
 
 @contextlib.contextmanager
+def workdir(bench: str, prefix: str) -> Iterator[str]:
+    """A temporary directory for the brokers' data and logs: removed when the bench ends
+    well, kept and named on stderr when it fails."""
+    base = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield base
+    except BaseException:
+        print(f"kafka-ref bench {bench}: the brokers' logs are in {base}", file=sys.stderr)
+        raise
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def running(brokers: list[BrokerProcess]) -> Iterator[list[BrokerProcess]]:
     """Start every broker; stop every one of them on the way out, whatever happened."""
     try:

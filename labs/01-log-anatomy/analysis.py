@@ -25,6 +25,7 @@ from kafka_ref.log.log import Log
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
 from kafka_ref.tools.lab_analysis import markdown_table, parse_args, print_table, spark_for
+from kafka_ref.tools.plots import figure
 
 INTERVALS = (256, 1024, 4096, 16384)
 
@@ -89,23 +90,16 @@ def analyse(spark, data_dir: str, entries: list) -> list[tuple]:
 
 
 def report(out: str, rows: list[tuple]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     intervals = [r[0] for r in rows]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    left.plot(intervals, [r[1] for r in rows], marker="o")
-    left.set(title="Index entries (8 bytes each)", xlabel="index.interval.bytes",
-             ylabel="entries", xscale="log", yscale="log")  # fmt: skip
-    right.plot(intervals, [r[4] for r in rows], marker="o", label="average")
-    right.plot(intervals, [r[5] for r in rows], marker="x", label="worst")
-    right.set(title="Bytes of batches scanned per lookup", xlabel="index.interval.bytes",
-              ylabel="bytes", xscale="log", yscale="log")  # fmt: skip
-    right.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab01.png"), dpi=100)
+    with figure(os.path.join(out, "lab01.png"), 1, 2, size=(11, 4)) as (_fig, (left, right)):
+        left.plot(intervals, [r[1] for r in rows], marker="o")
+        left.set(title="Index entries (8 bytes each)", xlabel="index.interval.bytes",
+                 ylabel="entries", xscale="log", yscale="log")  # fmt: skip
+        right.plot(intervals, [r[4] for r in rows], marker="o", label="average")
+        right.plot(intervals, [r[5] for r in rows], marker="x", label="worst")
+        right.set(title="Bytes of batches scanned per lookup", xlabel="index.interval.bytes",
+                  ylabel="bytes", xscale="log", yscale="log")  # fmt: skip
+        right.legend()
     table = markdown_table(
         ["index.interval.bytes", "entries", "index bytes", "log bytes", "avg scanned",
          "worst scanned"],

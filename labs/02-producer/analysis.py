@@ -28,6 +28,7 @@ from kafka_ref.tools.lab_analysis import (
     print_table,
     spark_for,
 )
+from kafka_ref.tools.plots import figure
 
 LINGERS = (0, 5, 20, 50)
 PARTITIONS = 8
@@ -77,25 +78,18 @@ def analyse(spark, data_dir: str) -> tuple[dict, dict]:
 
 
 def report(out: str, spread: dict, batches: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    width = 0.4
-    for i, topic in enumerate(("uniform", "zipf")):
-        counts = [spread.get((topic, p), 0) for p in range(PARTITIONS)]
-        left.bar([p + (i - 0.5) * width for p in range(PARTITIONS)], counts, width, label=topic)
-    left.set(title="Records per partition by key distribution", xlabel="partition",
-             ylabel="records")  # fmt: skip
-    left.legend()
-    per_batch = [batches[f"linger-{ms}"][0] / batches[f"linger-{ms}"][1] for ms in LINGERS]
-    right.plot(LINGERS, per_batch, marker="o")
-    right.set(title="Records per batch, records 1 ms apart", xlabel="linger.ms",
-              ylabel="records per batch")  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab02.png"), dpi=100)
+    with figure(os.path.join(out, "lab02.png"), 1, 2, size=(11, 4)) as (_fig, (left, right)):
+        width = 0.4
+        for i, topic in enumerate(("uniform", "zipf")):
+            counts = [spread.get((topic, p), 0) for p in range(PARTITIONS)]
+            left.bar([p + (i - 0.5) * width for p in range(PARTITIONS)], counts, width, label=topic)
+        left.set(title="Records per partition by key distribution", xlabel="partition",
+                 ylabel="records")  # fmt: skip
+        left.legend()
+        per_batch = [batches[f"linger-{ms}"][0] / batches[f"linger-{ms}"][1] for ms in LINGERS]
+        right.plot(LINGERS, per_batch, marker="o")
+        right.set(title="Records per batch, records 1 ms apart", xlabel="linger.ms",
+                  ylabel="records per batch")  # fmt: skip
 
     rows = []
     for topic in ("uniform", "zipf"):

@@ -21,6 +21,7 @@ import tempfile
 
 from kafka_ref.sim import SimCluster
 from kafka_ref.tools.lab_analysis import markdown_table, parse_args, print_table, spark_for
+from kafka_ref.tools.plots import figure
 
 RULES = ("high-watermark", "leader-epoch")
 # Processes die (kill -9), stop, restart at once, or lose the network; machines keep their
@@ -88,23 +89,16 @@ def analyse(spark, rows: list[tuple]) -> list:
 
 
 def report(out: str, results: list) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    rules = [r["rule"] for r in results]
-    width = 0.35
-    ax.bar([i - width / 2 for i in range(len(rules))], [r["runs_with_loss"] for r in results],
-           width, label="runs that lost an acked write")  # fmt: skip
-    ax.bar([i + width / 2 for i in range(len(rules))], [r["runs_diverged"] for r in results],
-           width, label="runs whose replicas diverged")  # fmt: skip
-    ax.set_xticks(range(len(rules)), rules)
-    ax.set(title=f"{results[0]['runs']} random fault campaigns per rule", ylabel="runs")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab03.png"), dpi=100)
+    with figure(os.path.join(out, "lab03.png"), size=(7, 4)) as (_fig, ax):
+        rules = [r["rule"] for r in results]
+        width = 0.35
+        ax.bar([i - width / 2 for i in range(len(rules))], [r["runs_with_loss"] for r in results],
+               width, label="runs that lost an acked write")  # fmt: skip
+        ax.bar([i + width / 2 for i in range(len(rules))], [r["runs_diverged"] for r in results],
+               width, label="runs whose replicas diverged")  # fmt: skip
+        ax.set_xticks(range(len(rules)), rules)
+        ax.set(title=f"{results[0]['runs']} random fault campaigns per rule", ylabel="runs")
+        ax.legend()
     table = markdown_table(
         ["replica.truncation", "runs", "acked writes", "lost", "runs with a loss", "runs diverged"],
         [[r["rule"], r["runs"], r["acked"], r["lost"], r["runs_with_loss"], r["runs_diverged"]]

@@ -27,6 +27,7 @@ import tempfile
 
 from kafka_ref.sim import SimCluster
 from kafka_ref.tools.lab_analysis import markdown_table, parse_args, print_table, spark_for
+from kafka_ref.tools.plots import figure
 
 SETTINGS = [(unclean, min_isr) for unclean in (False, True) for min_isr in (1, 2)]
 WRITE_EVERY_MS = 20
@@ -126,22 +127,15 @@ def analyse(spark, rows: list[tuple]) -> tuple[list, list]:
 
 
 def report(out: str, results: list, errors: list) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     labels = [r["setting"] for r in results]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    left.bar(labels, [r["lost"] for r in results], color="tab:red")
-    left.set(title="Acknowledged (acks=all) writes lost", ylabel="writes")
-    right.bar(labels, [100 * (1 - r["acked"] / r["writes"]) for r in results])
-    right.set(title="Writes not acknowledged (unavailable)", ylabel="% of writes")
-    for ax in (left, right):
-        ax.tick_params(axis="x", labelrotation=15)
-    fig.suptitle(f"{results[0]['runs']} random fault campaigns per setting, 3 brokers, RF 3")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab04.png"), dpi=100)
+    with figure(os.path.join(out, "lab04.png"), 1, 2, size=(12, 4.5)) as (fig, (left, right)):
+        left.bar(labels, [r["lost"] for r in results], color="tab:red")
+        left.set(title="Acknowledged (acks=all) writes lost", ylabel="writes")
+        right.bar(labels, [100 * (1 - r["acked"] / r["writes"]) for r in results])
+        right.set(title="Writes not acknowledged (unavailable)", ylabel="% of writes")
+        for ax in (left, right):
+            ax.tick_params(axis="x", labelrotation=15)
+        fig.suptitle(f"{results[0]['runs']} random fault campaigns per setting, 3 brokers, RF 3")
     table = markdown_table(
         ["setting", "runs", "writes", "acknowledged", "lost", "runs with a loss",
          "unavailability windows", "unavailable (s)", "longest window (s)"],

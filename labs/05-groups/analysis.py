@@ -37,6 +37,7 @@ from kafka_ref.tools.lab_analysis import (
     print_table,
     spark_for,
 )
+from kafka_ref.tools.plots import figure
 
 ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 MEMBERS = 4
@@ -187,29 +188,22 @@ def membership_changes(gens: list[dict]) -> list[dict]:
 
 
 def report(out: str, steps: dict[str, list[dict]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    labels: list[str] = []
-    for strategy in ASSIGNORS:
-        changes = membership_changes(steps.get(strategy, []))
-        x = range(len(changes))
-        left.plot(x, [c["moved"] for c in changes], marker="o", label=strategy)
-        right.plot(x, [c["stopped"] for c in changes], marker="o", label=strategy)
-        if len(changes) > len(labels):
-            labels = [f"{c['members']}" for c in changes]
-    for axis in (left, right):
-        axis.set_xticks(range(len(labels)), labels)
-    left.set(title="Partitions moved per rebalance", xlabel="members after the change",
-             ylabel="partitions given to a new owner")  # fmt: skip
-    right.set(title="Partitions stopped per rebalance", xlabel="members after the change",
-              ylabel="partitions revoked while rebalancing")  # fmt: skip
-    left.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab05.png"), dpi=100)
+    with figure(os.path.join(out, "lab05.png"), 1, 2, size=(11, 4)) as (_fig, (left, right)):
+        labels: list[str] = []
+        for strategy in ASSIGNORS:
+            changes = membership_changes(steps.get(strategy, []))
+            x = range(len(changes))
+            left.plot(x, [c["moved"] for c in changes], marker="o", label=strategy)
+            right.plot(x, [c["stopped"] for c in changes], marker="o", label=strategy)
+            if len(changes) > len(labels):
+                labels = [f"{c['members']}" for c in changes]
+        for axis in (left, right):
+            axis.set_xticks(range(len(labels)), labels)
+        left.set(title="Partitions moved per rebalance", xlabel="members after the change",
+                 ylabel="partitions given to a new owner")  # fmt: skip
+        right.set(title="Partitions stopped per rebalance", xlabel="members after the change",
+                  ylabel="partitions revoked while rebalancing")  # fmt: skip
+        left.legend()
 
     summary = []
     for strategy in ASSIGNORS:

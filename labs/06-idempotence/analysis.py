@@ -36,6 +36,7 @@ from kafka_ref.tools.lab_analysis import (
     print_table,
     spark_for,
 )
+from kafka_ref.tools.plots import figure
 
 LOSS_RATES = (0.0, 0.05, 0.2)
 PRODUCE = 0  # the api key of Produce
@@ -172,23 +173,16 @@ def analyse(spark, bootstrap: str) -> list[dict]:
 
 
 def report(out: str, rows: list[dict], lost: dict[str, int], records: int) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     by_topic = {r["topic"]: r for r in rows}
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for idempotent, marker in ((False, "o"), (True, "s")):
-        names = [topic(idempotent, loss) for loss in LOSS_RATES]
-        ax.plot([100 * loss for loss in LOSS_RATES],
-                [by_topic[n]["records"] - by_topic[n]["values"] for n in names], marker=marker,
-                label=f"enable.idempotence={str(idempotent).lower()}")  # fmt: skip
-    ax.set(title=f"{records} values sent with acks=all and retries",
-           xlabel="produce answers lost (%)", ylabel="extra copies in the log")  # fmt: skip
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab06.png"), dpi=100)
+    with figure(os.path.join(out, "lab06.png"), size=(7, 4)) as (_fig, ax):
+        for idempotent, marker in ((False, "o"), (True, "s")):
+            names = [topic(idempotent, loss) for loss in LOSS_RATES]
+            ax.plot([100 * loss for loss in LOSS_RATES],
+                    [by_topic[n]["records"] - by_topic[n]["values"] for n in names], marker=marker,
+                    label=f"enable.idempotence={str(idempotent).lower()}")  # fmt: skip
+        ax.set(title=f"{records} values sent with acks=all and retries",
+               xlabel="produce answers lost (%)", ylabel="extra copies in the log")  # fmt: skip
+        ax.legend()
     table = markdown_table(
         ["topic", "values sent", "answers lost", "records in the log", "distinct values",
          "values written more than once", "values missing"],

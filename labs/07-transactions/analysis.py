@@ -36,6 +36,7 @@ from kafka_ref.tools.lab_analysis import (
     print_table,
     spark_for,
 )
+from kafka_ref.tools.plots import figure
 
 TOPIC = "orders"
 ABORT_SHARE = 1 / 3
@@ -138,28 +139,21 @@ def lag_of(samples: list[tuple[float, int, int]]) -> dict:
 
 
 def report(out: str, samples: list, counts: dict, lag: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    seconds = [s[0] for s in samples]
-    left.fill_between(seconds, [s[1] - s[2] for s in samples], step="post", alpha=0.6)
-    left.set(title="HW - LSO: offsets read_committed may not read yet (every 10 ms)",
-             xlabel="seconds", ylabel="offsets")  # fmt: skip
-    bars = ["committed", "aborted", "outside transactions", "markers", "read_uncommitted",
-            "read_committed"]  # fmt: skip
-    right.bar(
-        bars,
-        [counts.get(b, 0) for b in bars],
-        color=["tab:green", "tab:red", "tab:gray", "black", "tab:orange", "tab:blue"],
-    )
-    right.set(title="Records in the log, and records each isolation level returns",
-              ylabel="records")  # fmt: skip
-    right.tick_params(axis="x", labelrotation=20)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab07.png"), dpi=100)
+    with figure(os.path.join(out, "lab07.png"), 1, 2, size=(12, 4.5)) as (_fig, (left, right)):
+        seconds = [s[0] for s in samples]
+        left.fill_between(seconds, [s[1] - s[2] for s in samples], step="post", alpha=0.6)
+        left.set(title="HW - LSO: offsets read_committed may not read yet (every 10 ms)",
+                 xlabel="seconds", ylabel="offsets")  # fmt: skip
+        bars = ["committed", "aborted", "outside transactions", "markers", "read_uncommitted",
+                "read_committed"]  # fmt: skip
+        right.bar(
+            bars,
+            [counts.get(b, 0) for b in bars],
+            color=["tab:green", "tab:red", "tab:gray", "black", "tab:orange", "tab:blue"],
+        )
+        right.set(title="Records in the log, and records each isolation level returns",
+                  ylabel="records")  # fmt: skip
+        right.tick_params(axis="x", labelrotation=20)
     data = counts.get("committed", 0) + counts.get("aborted", 0) + counts.get(
         "outside transactions", 0)  # fmt: skip
     table = markdown_table(

@@ -36,6 +36,7 @@ from kafka_ref.tools.lab_analysis import (
     print_table,
     spark_for,
 )
+from kafka_ref.tools.plots import figure
 
 COMPACTED, RAW = "changelog", "updates"
 DELETE_RETENTION_MS = 3000
@@ -124,11 +125,6 @@ def analyse(spark, root: str) -> list[dict]:
 
 
 def report(out: str, rows: list[dict]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     by = {(r["snapshot"], r["topic"]): r for r in rows}
     snapshots = sorted({r["snapshot"] for r in rows})
     seconds = [by[(s, RAW)]["seconds"] for s in snapshots]
@@ -136,20 +132,18 @@ def report(out: str, rows: list[dict]) -> None:
     def series(topic, column):
         return [by[(s, topic)][column] if (s, topic) in by else 0 for s in snapshots]
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    left.plot(seconds, [b / 1024 for b in series(RAW, "bytes")], marker=".",
-              label="without compaction (updates)")  # fmt: skip
-    left.plot(seconds, [b / 1024 for b in series(COMPACTED, "bytes")], marker=".",
-              label="compacted (changelog)")  # fmt: skip
-    left.set(title="Log size on disk", xlabel="seconds", ylabel="KiB")
-    left.legend()
-    right.plot(seconds, series(COMPACTED, "records"), marker=".", label="records")
-    right.plot(seconds, series(COMPACTED, "keys"), marker=".", label="distinct keys")
-    right.plot(seconds, series(COMPACTED, "tombstones"), marker=".", label="tombstones")
-    right.set(title="The compacted log", xlabel="seconds", ylabel="count")
-    right.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab08.png"), dpi=100)
+    with figure(os.path.join(out, "lab08.png"), 1, 2, size=(11, 4)) as (_fig, (left, right)):
+        left.plot(seconds, [b / 1024 for b in series(RAW, "bytes")], marker=".",
+                  label="without compaction (updates)")  # fmt: skip
+        left.plot(seconds, [b / 1024 for b in series(COMPACTED, "bytes")], marker=".",
+                  label="compacted (changelog)")  # fmt: skip
+        left.set(title="Log size on disk", xlabel="seconds", ylabel="KiB")
+        left.legend()
+        right.plot(seconds, series(COMPACTED, "records"), marker=".", label="records")
+        right.plot(seconds, series(COMPACTED, "keys"), marker=".", label="distinct keys")
+        right.plot(seconds, series(COMPACTED, "tombstones"), marker=".", label="tombstones")
+        right.set(title="The compacted log", xlabel="seconds", ylabel="count")
+        right.legend()
 
     table = []
     for s in snapshots:

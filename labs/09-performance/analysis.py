@@ -43,6 +43,7 @@ from kafka_ref.tools.lab_analysis import (
     print_table,
     spark_for,
 )
+from kafka_ref.tools.plots import figure
 
 BATCH_SIZES = (1024, 4096, 16384, 65536)
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -167,40 +168,34 @@ def analyse(spark, data_dir: str) -> list[dict]:
 
 
 def report(out: str, rows: list[dict], rates: dict[str, float], costs: dict[str, float]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     by = {r["topic"]: r for r in rows}
-    fig, (left, right, fetch) = plt.subplots(1, 3, figsize=(18, 4.5))
-    sizes = [s for s in BATCH_SIZES if f"batch-{s}" in by]
-    left.plot(sizes, [rates[f"batch-{s}"] for s in sizes], marker="o", label="records/s")
-    left.set(title="Throughput by batch.size (no compression)", xlabel="batch.size (bytes)",
-             ylabel="records per second", xscale="log")  # fmt: skip
-    per_batch = left.twinx()
-    per_batch.plot(sizes, [by[f"batch-{s}"]["records"] / by[f"batch-{s}"]["batches"]
-                           for s in sizes], marker="x", color="tab:gray")  # fmt: skip
-    per_batch.set_ylabel("records per batch (gray)")
-    codecs = [c for c in CODECS if f"codec-{c}" in by]
-    xs = range(len(codecs))
-    right.bar([x - 0.2 for x in xs], [by[f"codec-{c}"]["bytes"] / 1024 for c in codecs], 0.4,
-              label="KiB on disk")  # fmt: skip
-    right.set(title="Bytes on disk and throughput by compression.type (batch.size 16 KiB)",
-              ylabel="KiB on disk")  # fmt: skip
-    right.set_xticks(list(xs), codecs)
-    rate = right.twinx()
-    rate.bar([x + 0.2 for x in xs], [rates[f"codec-{c}"] for c in codecs], 0.4,
-             color="tab:orange", label="records/s")  # fmt: skip
-    rate.set_ylabel("records per second (orange)")
-    modes = ("zero-copy", "copy")
-    fetch.bar(
-        modes, [costs[f"{m} broker CPU ms/MB"] for m in modes], color=["tab:green", "tab:red"]
-    )
-    fetch.set(title=f"Broker CPU per MB fetched ({FETCHED_TOPIC}, 10 reads)",
-              ylabel="ms of the broker thread's CPU per MB")  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "lab09.png"), dpi=100)
+    path = os.path.join(out, "lab09.png")
+    with figure(path, 1, 3, size=(18, 4.5)) as (_fig, (left, right, fetch)):
+        sizes = [s for s in BATCH_SIZES if f"batch-{s}" in by]
+        left.plot(sizes, [rates[f"batch-{s}"] for s in sizes], marker="o", label="records/s")
+        left.set(title="Throughput by batch.size (no compression)", xlabel="batch.size (bytes)",
+                 ylabel="records per second", xscale="log")  # fmt: skip
+        per_batch = left.twinx()
+        per_batch.plot(sizes, [by[f"batch-{s}"]["records"] / by[f"batch-{s}"]["batches"]
+                               for s in sizes], marker="x", color="tab:gray")  # fmt: skip
+        per_batch.set_ylabel("records per batch (gray)")
+        codecs = [c for c in CODECS if f"codec-{c}" in by]
+        xs = range(len(codecs))
+        right.bar([x - 0.2 for x in xs], [by[f"codec-{c}"]["bytes"] / 1024 for c in codecs], 0.4,
+                  label="KiB on disk")  # fmt: skip
+        right.set(title="Bytes on disk and throughput by compression.type (batch.size 16 KiB)",
+                  ylabel="KiB on disk")  # fmt: skip
+        right.set_xticks(list(xs), codecs)
+        rate = right.twinx()
+        rate.bar([x + 0.2 for x in xs], [rates[f"codec-{c}"] for c in codecs], 0.4,
+                 color="tab:orange", label="records/s")  # fmt: skip
+        rate.set_ylabel("records per second (orange)")
+        modes = ("zero-copy", "copy")
+        fetch.bar(
+            modes, [costs[f"{m} broker CPU ms/MB"] for m in modes], color=["tab:green", "tab:red"]
+        )
+        fetch.set(title=f"Broker CPU per MB fetched ({FETCHED_TOPIC}, 10 reads)",
+                  ylabel="ms of the broker thread's CPU per MB")  # fmt: skip
     raw = by.get("codec-none", {}).get("bytes") or 1
     table = markdown_table(
         ["topic", "batch.size", "compression", "records/s", "batches", "records per batch",

@@ -273,6 +273,19 @@ class CoordinatorMachine(RuleBasedStateMachine):
         event(f"{group.state.wire_name} with {len(owners)} partitions owned by synced members")
 
     @invariant()
+    def counts_match_the_members(self):
+        """The group's running counts (REBAL-9's shared protocols, the members still to join)
+        say what counting the members would."""
+        group = self.group()
+        if group is None or not group.members:
+            return
+        members = list(group.members.values())
+        assert group.num_awaiting_join() == sum(m.is_awaiting_join for m in members)
+        assert group.candidate_protocols() == set.intersection(
+            *(set(m.protocols()) for m in members)
+        )
+
+    @invariant()
     def check_offsets(self):
         error, got = self.coordinator.fetch_offsets(G, None)
         assert error == OK
