@@ -32,7 +32,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, RolledBackError
 from kazoo.recipe.watchers import ChildrenWatch
 
-from kafka_ref.cluster.zookeeper import CONFIG_CHANGES, decode_topic_config, encode_topic_config
+from kafka_ref.cluster.zk_data import CONFIG_CHANGES, decode_topic_config, encode_topic_config
 
 logger = logging.getLogger("kafka_ref.cluster.config_changes")
 

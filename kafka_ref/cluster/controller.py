@@ -70,7 +70,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster import zk_data as zkdata
 from kafka_ref.cluster.broker_change import BrokerChangeHandling
 from kafka_ref.cluster.controller_channel import (
     ControllerBrokerRequestBatch,

@@ -85,7 +85,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry
 
-from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster import zk_data as zkdata
 from kafka_ref.cluster.config_changes import (
     DEFAULT_ENTITY,
     BrokerConfigChangeListener,

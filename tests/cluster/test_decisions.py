@@ -15,8 +15,8 @@ from kafka_ref.cluster.election import next_state, preferred_leader, reassignmen
 from kafka_ref.cluster.leader_balance import imbalanced_partitions
 from kafka_ref.cluster.metadata import InvalidReplicationFactorError, PartitionState
 from kafka_ref.cluster.reassignment import Reassignment, validate_target
+from kafka_ref.cluster.zk_data import split_connect
 from kafka_ref.cluster.zk_metadata import is_stale
-from kafka_ref.cluster.zookeeper import split_connect
 
 
 def state(leader, epoch, isr, replicas=(1, 2, 3), controller_epoch=1) -> PartitionState:

@@ -12,7 +12,7 @@ import pytest
 
 from kafka_ref.client.admin import Admin, ConfigResource
 from kafka_ref.cluster.config_changes import broker_config_path, read_broker_config
-from kafka_ref.cluster.zookeeper import CONFIG_CHANGES
+from kafka_ref.cluster.zk_data import CONFIG_CHANGES
 from kafka_ref.conformance.wire import Wire, batch
 from kafka_ref.errors import ErrorCode
 from tests.cluster.conftest import wait_for

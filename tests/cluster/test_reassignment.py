@@ -18,7 +18,7 @@ import pytest
 from kafka import TopicPartition as KTP
 from kafka.admin import KafkaAdminClient
 
-from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster import zk_data as zkdata
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import (

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from kafka_ref.cluster.zookeeper import (
+from kafka_ref.cluster.zk_data import (
     CONFIG_CHANGES,
     CONFIG_TOPICS,
     decode_topic_config,

@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka import Producer
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 
-from kafka_ref.cluster import zookeeper as zkdata
+from kafka_ref.cluster import zk_data as zkdata
 from kafka_ref.cluster.metadata import BrokerEndpoint
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.cluster.zookeeper import KafkaZkClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_ref.cluster.metadata import BrokerEndpoint
-from kafka_ref.cluster.zookeeper import decode_broker, encode_broker
+from kafka_ref.cluster.zk_data import decode_broker, encode_broker
 from kafka_ref.security.listeners import EndPoint
 from kafka_ref.security.plain import AuthenticationFailed, PlainSaslServer, plain_users
 from kafka_ref.security.principal import ssl_principal
