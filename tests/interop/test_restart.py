@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kafka_ref.conformance.cluster import wait_for
 from tests.interop.conftest import T_BASE, Produced, consume_produced
 
 pytestmark = pytest.mark.timeout(180)
@@ -60,6 +61,10 @@ def test_clean_restart_serves_everything(kafka_ref_broker, produced, own_topic):
 
 @pytest.mark.spec("BROKER-36", "BROKER-39")
 def test_restart_after_kill_9_serves_everything(kafka_ref_broker, produced, own_topic):
+    starts = kafka_ref_broker.log().count("broker 0 started")
     kafka_ref_broker.restart(signal.SIGKILL)
+    # The port accepts connections a moment before the broker logs that it started
+    wait_for(lambda: kafka_ref_broker.log().count("broker 0 started") > starts,
+             what="the restarted broker's start in its log")  # fmt: skip
     assert "(unclean shutdown)" in kafka_ref_broker.log().rsplit("broker 0 started", 2)[-2]
     check_everything(kafka_ref_broker, produced)
