@@ -32,10 +32,8 @@ earlier response is written. A request answered with no response (acks=0 produce
 skipped over. Kafka enforces order by reading one request at a time per connection
 ("muting"); here several may be in flight, up to `MAX_IN_FLIGHT`, then reading pauses.
 
-**Writing** (BROKER-5). A `Response` is chunks of bytes and file slices. Bytes go to
-`transport.write`; file slices go from the page cache to the socket with `sendfile`
-(server/send_file.py). Writes respect flow control: when the transport's buffer is full,
-nothing more is written until it drains.
+**Writing** (BROKER-5): in order, coalesced, with flow control and `sendfile`, is
+server/response_writer.py (`ResponseWriter`, a part of this class).
 
 **Memory** (BROKER-53, BROKER-54). Before a frame is read, its announced size is taken from
 the broker's `MemoryPool` (`queued.max.request.bytes`, server/memory_pool.py); when the pool
@@ -72,7 +70,6 @@ import time
 from collections import deque
 from typing import Any
 
-from kafka_ref.log.file_records import FileSlice
 from kafka_ref.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
 from kafka_ref.protocol.frames import decode_request
 from kafka_ref.protocol.messages import ApiKey
@@ -81,7 +78,7 @@ from kafka_ref.security.principal import ANONYMOUS, ssl_principal
 from kafka_ref.security.sasl_server import SASL_KEYS, SaslServerAuthenticator
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
-from kafka_ref.server.send_file import send_file_slice
+from kafka_ref.server.response_writer import ResponseWriter
 
 logger = logging.getLogger("kafka_ref.server.network")
 
@@ -92,7 +89,7 @@ MAX_IN_FLIGHT = 64  # requests per connection before reading pauses
 _SIZE = struct.Struct(">i")
 
 
-class Processor(asyncio.BufferedProtocol):
+class Processor(ResponseWriter, asyncio.BufferedProtocol):
     """One client connection: frames in, responses out in order (Kafka: `Processor`)."""
 
     def __init__(self, server: Any, listener: ListenerSecurity) -> None:
@@ -396,66 +393,3 @@ class Processor(asyncio.BufferedProtocol):
             if self._backlog_task is None:
                 self._backlog_task = asyncio.get_running_loop().create_task(self._drain())
         self._update_reading()
-
-    # ------------------------------------------------------------------ writing responses
-    def pause_writing(self) -> None:
-        self._write_paused = True
-
-    def resume_writing(self) -> None:
-        self._write_paused = False
-        self._write_ready()
-
-    def on_response_ready(self) -> None:
-        """A response is ready: write, once the handlers yield, all that can go in order.
-
-        Deferring to the end of the loop iteration coalesces the responses to pipelined
-        requests into one `write` (one system call) instead of one each.
-        """
-        if not self._write_scheduled and not self.closed:
-            self._write_scheduled = True
-            asyncio.get_running_loop().call_soon(self._write_ready)
-
-    def _write_ready(self) -> None:
-        """Write every response at the head of the queue that is ready, in order."""
-        self._write_scheduled = False
-        if self._sending or self.closed or self.transport is None:
-            return
-        out: list[bytes] = []
-        while self._in_flight and self._in_flight[0].done and not self._write_paused:
-            request = self._in_flight.popleft()
-            self.server.request_metrics.response_dequeued(request)
-            response: Response | None = request.response
-            if response is None:
-                continue  # acks=0: nothing to send (BROKER-4)
-            if response.has_slices:
-                if out:
-                    self.transport.write(b"".join(out))
-                self._sending = True
-                asyncio.get_running_loop().create_task(self._send_with_slices(request))
-                return
-            out.extend(response.chunks)
-            if response.close_after:
-                self.transport.write(b"".join(out))
-                self.close("closed after response")
-                return
-        if out:
-            self.last_active = time.monotonic()
-            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
-        self._update_reading()
-
-    async def _send_with_slices(self, request: Request) -> None:
-        response, transport = request.response, self.transport
-        assert transport is not None
-        try:
-            for chunk in response.chunks:
-                if isinstance(chunk, FileSlice):
-                    await send_file_slice(transport, chunk, self.server.zero_copy)
-                else:
-                    transport.write(chunk)
-        except (OSError, RuntimeError) as err:
-            self._sending = False
-            self.close(f"sending a response failed: {err}")
-            return
-        self._sending = False
-        self.server.request_metrics.response_sent(request)
-        self._write_ready()
