@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,7 +53,7 @@ from kafka_ref.tools.bench_broker import (
 )
 from kafka_ref.tools.bench_broker import process_rss as broker_rss
 from kafka_ref.tools.bench_partitions import create_topics, spread
-from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress
+from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress, median_ratios
 from kafka_ref.tools.bench_soak import raise_fd_limit
 from kafka_ref.tools.load_worker import Load, LoadError, Outcome, Plan
 from kafka_ref.tools.plots import cost_curves
@@ -201,22 +200,11 @@ def bench_clients(
 
 def ratios(rows: list[dict]) -> list[dict]:
     """Per kind and size, kafka-ref's median over Tansu's of each of RATIO_METRICS."""
-    out = []
-    keyed = [(r["what"], r.get("connections", r.get("members")), r) for r in rows]
-    for what, size in dict.fromkeys((w, s) for w, s, _ in keyed):
-        runs = {b: [r for w, s, r in keyed if (w, s, r["broker"]) == (what, size, b)]
-                for b in (KAFKA_REF, TANSU)}  # fmt: skip
-        if not runs[KAFKA_REF] or not runs[TANSU]:
-            continue
-        for metric in (m for m in RATIO_METRICS if m in runs[KAFKA_REF][0]):
-            values = [[r[metric] for r in runs[b] if r[metric] is not None] for b in runs]
-            if not all(values):
-                continue
-            ours, theirs = (round(statistics.median(v), 3) for v in values)
-            out.append({"what": "ratio", "of": what, "size": size, "metric": metric,
-                        KAFKA_REF: ours, TANSU: theirs,
-                        "ratio": round(ours / theirs, 2) if theirs else None})  # fmt: skip
-    return out
+    return median_ratios(
+        rows,
+        lambda r: {"of": r["what"], "size": r.get("connections", r.get("members"))},
+        lambda first: [m for m in RATIO_METRICS if m in first],
+    )
 
 
 COLUMNS = {

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from kafka_ref.tools.bench_broker import (
     process_rss,
     run_cases,
 )
-from kafka_ref.tools.bench_report import KAFKA_REF, TANSU
+from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, median_ratios
 from kafka_ref.tools.server_process import ServerProcess, free_port
 
 CPU_PER_GB = "broker CPU s/GB"  # the broker's own work per GB moved; lower is better
@@ -110,29 +109,17 @@ def running(brokers: list[BrokerProcess]) -> Iterator[list[BrokerProcess]]:
 
 def ratios(rows: list[dict]) -> list[dict]:
     """kafka-ref's figure over Tansu's per measurement, each the median of its runs."""
-    by_key: dict[tuple, dict[str, list[dict]]] = {}
-    for row in rows:
+
+    def case(row: dict) -> dict | None:
         if "rss_MB" in row:
-            continue
-        key = (row["what"], row["msg_size"], row["acks"], row["partitions"])
-        by_key.setdefault(key, {}).setdefault(row["broker"], []).append(row)
-    out = []
-    for (what, size, acks, partitions), runs in by_key.items():
-        if KAFKA_REF not in runs or TANSU not in runs:
-            continue
-        metrics = ("p50_ms", "p99_ms") if what == "produce latency" else THROUGHPUT_METRICS
-        for metric in metrics:
-            ours = _median([_metric(r, metric) for r in runs[KAFKA_REF]])
-            theirs = _median([_metric(r, metric) for r in runs[TANSU]])
-            ratio = round(ours / theirs, 2) if ours is not None and theirs else None
-            out.append(
-                {
-                    "what": "ratio", "of": what, "metric": metric, "msg_size": size,
-                    "acks": acks, "partitions": partitions, "runs": len(runs[KAFKA_REF]),
-                    KAFKA_REF: ours, TANSU: theirs, "ratio": ratio,
-                }
-            )  # fmt: skip
-    return out
+            return None
+        return {"of": row["what"], "msg_size": row["msg_size"], "acks": row["acks"],
+                "partitions": row["partitions"]}  # fmt: skip
+
+    def metrics(row: dict) -> tuple[str, ...]:
+        return ("p50_ms", "p99_ms") if row["what"] == "produce latency" else THROUGHPUT_METRICS
+
+    return median_ratios(rows, case, metrics, _metric)
 
 
 def _metric(row: dict, metric: str) -> float | None:
@@ -142,11 +129,6 @@ def _metric(row: dict, metric: str) -> float | None:
     if row["broker_cpu_s"] is None or not gigabytes:
         return None
     return row["broker_cpu_s"] / gigabytes
-
-
-def _median(values: list) -> float | None:
-    present = [v for v in values if v is not None]
-    return round(statistics.median(present), 3) if present else None
 
 
 def compare(

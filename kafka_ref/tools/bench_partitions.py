@@ -51,7 +51,7 @@ from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Case, Target, int_list
-from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress
+from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress, median_ratios
 from kafka_ref.tools.bench_soak import raise_fd_limit
 from kafka_ref.tools.plots import cost_curves
 
@@ -232,20 +232,10 @@ def bench_partitions(
 
 def ratios(rows: list[dict]) -> list[dict]:
     """Per size, kafka-ref's median over Tansu's median of each of RATIO_METRICS."""
-    out = []
-    for partitions in sorted({r["partitions"] for r in rows}):
-        runs = {b: [r for r in rows if (r["broker"], r["partitions"]) == (b, partitions)]
-                for b in (KAFKA_REF, TANSU)}  # fmt: skip
-        if not runs[KAFKA_REF] or not runs[TANSU]:
-            continue
-        for metric in RATIO_METRICS:
-            ours, theirs = (round(statistics.median(r[metric] for r in runs[b]), 3) for b in runs)
-            out.append({
-                "what": "ratio", "partitions": partitions, "metric": metric,
-                "runs": len(runs[KAFKA_REF]), KAFKA_REF: ours, TANSU: theirs,
-                "ratio": round(ours / theirs, 2) if theirs else None,
-            })  # fmt: skip
-    return out
+    by_size = sorted(rows, key=lambda r: r["partitions"])
+    return median_ratios(
+        by_size, lambda r: {"partitions": r["partitions"]}, lambda _: RATIO_METRICS
+    )
 
 
 COLUMNS = {  # row key -> table header

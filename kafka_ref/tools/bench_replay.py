@@ -29,7 +29,6 @@ import argparse
 import os
 import shutil
 import socket
-import statistics
 import struct
 import sys
 import tempfile
@@ -52,7 +51,7 @@ from kafka_ref.tools.bench_broker import (
     process_cpu_seconds,
 )
 from kafka_ref.tools.bench_compare import kafka_ref_process, running, tansu_binary, tansu_process
-from kafka_ref.tools.bench_report import KAFKA_REF, TANSU
+from kafka_ref.tools.bench_report import median_ratios
 
 PRODUCE_VERSION = 8  # what librdkafka 2.x sends a broker that offers it
 REPLY_SECONDS = 30.0  # the longest wait for one answer before the case fails
@@ -235,28 +234,11 @@ def run_replay(
 def ratios(rows: list[dict]) -> list[dict]:
     """kafka-ref's median over Tansu's, per case: msgs/s (above 1: kafka-ref takes more)
     and broker µs/msg (below 1: kafka-ref spends less CPU on each record)."""
-    by_case: dict[tuple, dict[str, list[dict]]] = {}
-    for row in rows:
-        key = (row["msg_size"], row["acks"], row["partitions"])
-        by_case.setdefault(key, {}).setdefault(row["broker"], []).append(row)
-    out = []
-    for (size, acks, partitions), runs in by_case.items():
-        if KAFKA_REF not in runs or TANSU not in runs:
-            continue
-        for metric in ("msgs/s", "broker us/msg"):
-            ours, theirs = (_median(runs[b], metric) for b in (KAFKA_REF, TANSU))
-            out.append({
-                "what": "ratio", "of": "replay", "metric": metric, "msg_size": size,
-                "acks": acks, "partitions": partitions, "runs": len(runs[KAFKA_REF]),
-                KAFKA_REF: ours, TANSU: theirs,
-                "ratio": round(ours / theirs, 2) if ours is not None and theirs else None,
-            })  # fmt: skip
-    return out
 
+    def case(row: dict) -> dict:
+        return {"of": "replay", **{k: row[k] for k in ("msg_size", "acks", "partitions")}}
 
-def _median(rows: list[dict], metric: str) -> float | None:
-    values = [r[metric] for r in rows if r[metric] is not None]
-    return statistics.median(values) if values else None
+    return median_ratios(rows, case, lambda _: ("msgs/s", "broker us/msg"))
 
 
 def print_report(rows: list[dict], found: list[dict]) -> None:

@@ -8,10 +8,12 @@ go to stdout; a file or a pipe gets 120 columns, enough for every column of a ro
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import statistics
+from collections.abc import Callable, Iterable, Iterator
 
 Tick = Callable[[int], None]
 KAFKA_REF, TANSU = "kafka-ref", "tansu"
+BROKERS = (KAFKA_REF, TANSU)
 
 
 class Progress:
@@ -49,6 +51,47 @@ class Progress:
             yield lambda n: self.bar.advance(self.phase, n)
         finally:
             self.bar.advance(self.overall, 1)
+
+
+def median_ratios(
+    rows: list[dict],
+    case: Callable[[dict], dict | None],
+    metrics: Callable[[dict], Iterable[str]],
+    value: Callable[[dict, str], float | None] = lambda row, metric: row[metric],
+) -> list[dict]:
+    """kafka-ref's figure over Tansu's, each the median of its runs, per case and metric:
+    the ratio rows every comparing bench reports.
+
+    `case(row)` names the row's case as the fields the ratio row carries (None: the row
+    is not compared); `metrics(row)` the metrics of a case, given its first kafka-ref
+    row; `value(row, metric)` a row's figure (None: not measured in that run). A case
+    that lacks either broker's runs has no ratio; a metric neither run measured has
+    medians and a ratio of None."""
+    cases: dict[tuple, dict[str, list[dict]]] = {}
+    for row in rows:
+        fields = case(row)
+        if fields is not None:
+            key = tuple(fields.items())
+            cases.setdefault(key, {}).setdefault(row["broker"], []).append(row)
+    out = []
+    for key, runs in cases.items():
+        if KAFKA_REF not in runs or TANSU not in runs:
+            continue
+        for metric in metrics(runs[KAFKA_REF][0]):
+            ours, theirs = (
+                _median([value(r, metric) for r in runs[b]]) for b in (KAFKA_REF, TANSU)
+            )
+            out.append({
+                "what": "ratio", **dict(key), "metric": metric, "runs": len(runs[KAFKA_REF]),
+                KAFKA_REF: ours, TANSU: theirs,
+                "ratio": round(ours / theirs, 2) if ours is not None and theirs else None,
+            })  # fmt: skip
+    return out
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 3) if present else None
 
 
 def console():

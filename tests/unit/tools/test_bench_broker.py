@@ -282,3 +282,21 @@ def test_partitions_bench_says_when_the_descriptor_limit_is_too_low(capsys):
     assert main(["bench", "partitions", "--sizes", too_many, "--no-tansu"]) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "file descriptors" in err and str(hard) in err
+
+
+@pytest.mark.spec("TOOLS-6")
+def test_a_ratio_is_kafka_refs_median_over_tansus_per_case_and_metric():
+    from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, median_ratios
+
+    def row(broker, size, msgs, cpu):
+        return {"broker": broker, "size": size, "msgs/s": msgs, "cpu": cpu}
+
+    rows = [
+        row(KAFKA_REF, 10, 300, 1.0), row(KAFKA_REF, 10, 100, None), row(KAFKA_REF, 10, 200, 3.0),
+        row(TANSU, 10, 50, 4.0), row(TANSU, 10, 150, 4.0),
+        row(KAFKA_REF, 99, 1, 1.0),  # no Tansu run of this case: no ratio
+    ]  # fmt: skip
+    found = median_ratios(rows, lambda r: {"size": r["size"]}, lambda _: ("msgs/s", "cpu"))
+    assert [(f["size"], f["metric"], f[KAFKA_REF], f[TANSU], f["ratio"], f["runs"])
+            for f in found] == [(10, "msgs/s", 200, 100, 2.0, 3),
+                                (10, "cpu", 2.0, 4.0, 0.5, 3)]  # fmt: skip
