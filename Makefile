@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test test-long system-packages lint bench docs clean conformance conformance-tansu lab
+.PHONY: run demo test test-long system-packages apache-kafka lint bench docs clean conformance conformance-tansu lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,9 +23,10 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kafka-ref demo --data-dir $${DATA_DIR:-/tmp/kafka-ref-demo}
 
-# What the tests need beyond Python, from Debian: a JRE (ZooKeeper and Spark run on Java),
-# zookeeper (tests/cluster runs a real ZooKeeper server) and chromium (tests/test_docs_build.py
-# renders the site's diagrams headless). Installed quietly, only when missing, with `sudo -n`
+# What the tests need beyond Python, from Debian: a JRE (ZooKeeper, Spark and Apache Kafka run
+# on Java), zookeeper (tests/cluster runs a real ZooKeeper server), chromium
+# (tests/test_docs_build.py renders the site's diagrams headless) and maven (it fetches Apache
+# Kafka, the reference kafka-ref is checked against, from Maven Central). Installed quietly, only when missing, with `sudo -n`
 # when not root; when that cannot work, one line names the command to run. The tests that need
 # a missing part then fail, never skip.
 system-packages:
@@ -33,6 +34,7 @@ system-packages:
 	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
 	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
 	if [ -n "$$missing" ]; then \
 		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo -n"; \
 		echo "installing Debian packages:$$missing"; \
@@ -48,12 +50,16 @@ system-packages:
 # on two cores halve the time. PYTEST_ARGS="-n 0" runs it in one process.
 PYTEST_ARGS ?= -n 3 --dist loadfile
 
-test: $(STAMP) system-packages
+# Apache Kafka's jars (kafka_ref/apache/pom.xml), fetched once with Maven and cached.
+apache-kafka: $(STAMP) system-packages
+	$(BIN)/kafka-ref reference-kafka --fetch
+
+test: $(STAMP) system-packages apache-kafka
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The long forms of the campaigns (tests/conftest.py `campaign`): run on demand, not in CI.
-test-long: $(STAMP) system-packages
+test-long: $(STAMP) system-packages apache-kafka
 	KAFKA_REF_LONG=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)

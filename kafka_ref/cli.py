@@ -34,12 +34,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kafka_ref.tools.transactions",
         "list and describe transactions and a partition's producers",
     ),
+    "reference-kafka": (
+        "kafka_ref.tools.reference_kafka",
+        "run Apache Kafka itself (KRaft, 1 or 3 nodes), fetched from Maven Central",
+    ),
     "lab": ("kafka_ref.tools.lab", "grade a lab's solution and run its analysis"),
     "chaos": ("kafka_ref.tools.chaos", "run a fault campaign on a local cluster and judge it"),
 }
 
 
-SERVERS = {"broker", "cluster"}  # they log at INFO by default; the tools at WARNING
+# The servers log at INFO by default; the tools at WARNING.
+SERVERS = {"broker", "cluster", "reference-kafka"}
 
 
 class UsageError(Exception):

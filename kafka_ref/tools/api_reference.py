@@ -33,6 +33,7 @@ PACKAGES = {
     "client": "The clients",
     "spark": "The Spark data sources",
     "conformance": "The conformance suite",
+    "apache": "Apache Kafka as the reference",
     "tools": "The command-line tools",
 }
 

@@ -1,0 +1,240 @@
+"""A real Apache Kafka on loopback: one KRaft node, or three brokers with a controller quorum.
+
+Kafka 4 keeps its metadata in a Raft quorum of controllers (KRaft, KIP-500/KIP-595); there is
+no ZooKeeper. A node has `process.roles`: `broker`, `controller`, or both ("combined mode",
+what Kafka's quickstart runs). kafka-ref starts Apache Kafka the way its documentation does:
+
+1. every node gets a `server.properties`: its `node.id`, a client listener (PLAINTEXT) and a
+   controller listener (CONTROLLER), `controller.quorum.voters` naming the voters (static
+   quorum), `log.dirs`;
+2. every node's log directory is formatted with the cluster's id, as `kafka-storage.sh format
+   -t CLUSTER_ID -c server.properties` does (`kafka.tools.StorageTool`): it writes
+   `meta.properties` and the bootstrap checkpoint of the metadata log;
+3. every node runs `kafka.Kafka server.properties`; the cluster is ready when a Metadata
+   request lists every broker.
+
+One node is combined (broker and controller, `--standalone`: a quorum of one). Three nodes
+are three combined nodes: three brokers, and a quorum of three controllers that survives the
+loss of one. Replication factors of Kafka's internal topics follow the number of brokers.
+
+    kafka-ref reference-kafka --brokers 1          # bootstrap printed; Ctrl-C stops it
+    kafka-ref reference-kafka --brokers 3 --config group.initial.rebalance.delay.ms=0
+
+A stopped node restarts on its data (`node.restart()`, or `kill=True` for a crash). Each
+node's output goes to `<workdir>/node-N.log`.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from kafka_ref.apache.classpath import LOG4J_CONFIG, classpath, java
+from kafka_ref.tools.server_process import ServerProcess, free_port
+
+READY_SECONDS = 60.0
+
+# The JVM as kafka-server-start.sh sets it (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS), for
+# benchmarks. Tests start many short-lived nodes on two shared cores: a smaller heap and the
+# client compiler only (`quick`) start faster and cost less CPU, at some peak throughput.
+JVM_OPTS = [
+    "-Xmx1G",
+    "-Xms1G",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+]
+QUICK_JVM_OPTS = [
+    "-Xmx512m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Djava.awt.headless=true",
+]
+
+
+def cluster_id() -> str:
+    """A new cluster id as Kafka's `Uuid.randomUuid().toString()`: 16 random bytes, URL-safe
+    base64 without padding, never starting with '-' (it would read as a command-line flag)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+class KafkaNode(ServerProcess):
+    """One Apache Kafka process (a combined broker and controller) and its files."""
+
+    def __init__(
+        self, node_id: int, workdir: str, jvm_opts: list[str], port: int | None = None
+    ) -> None:
+        self.node_id = node_id
+        self.controller_port = free_port()
+        self.dir = os.path.join(workdir, f"node-{node_id}")
+        self.data_dir = os.path.join(self.dir, "data")
+        self.properties = os.path.join(self.dir, "server.properties")
+        self.jvm_opts = jvm_opts
+        log_path = os.path.join(workdir, f"node-{node_id}.log")
+        super().__init__(f"Apache Kafka node {node_id}", [], port or free_port(), log_path)
+
+    def java_command(self, main: str, *args: str) -> list[str]:
+        return [
+            java(),
+            *self.jvm_opts,
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+            "-cp",
+            classpath(),
+            main,
+            *args,
+        ]
+
+    def write_properties(self, configs: Mapping[str, object]) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": self.node_id,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": self.data_dir,
+            **configs,
+        }
+        with open(self.properties, "w") as out:
+            out.writelines(f"{key}={value}\n" for key, value in props.items())
+
+    def format(self, cluster: str, standalone: bool) -> subprocess.Popen:
+        """kafka-storage.sh format, started (the caller waits): meta.properties and the
+        bootstrap metadata in this node's log directory."""
+        args = ["format", "-t", cluster, "-c", self.properties]
+        if standalone:
+            args.append("--standalone")
+        with open(self.log_path, "ab") as log:
+            return subprocess.Popen(
+                self.java_command("kafka.tools.StorageTool", *args),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+
+    def start(self, timeout: float = READY_SECONDS) -> None:
+        self.cmd = self.java_command("kafka.Kafka", self.properties)
+        super().start(timeout)
+
+    def restart(self, kill: bool = False) -> None:
+        """Stop (SIGTERM, or SIGKILL for a crash) and start again on the same data."""
+        self.stop(signal.SIGKILL if kill else signal.SIGTERM)
+        self.start()
+
+
+class ApacheKafka:
+    """`brokers` (1 or 3) Apache Kafka nodes in KRaft mode on loopback, fresh data."""
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        configs: Mapping[str, object] | None = None,
+        workdir: str | None = None,
+        quick: bool = True,
+        port: int | None = None,
+    ) -> None:
+        if brokers not in (1, 3):
+            raise ValueError(
+                f"brokers must be 1 (combined) or 3 (a quorum of three), not {brokers}"
+            )
+        self.owns_workdir = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="apache-kafka-")
+        os.makedirs(self.workdir, exist_ok=True)
+        jvm_opts = QUICK_JVM_OPTS if quick else JVM_OPTS
+        # `port`, if given, is the first node's client port; the others take free ports.
+        self.nodes = [
+            KafkaNode(i, self.workdir, jvm_opts, port if i == 1 else None)
+            for i in range(1, brokers + 1)
+        ]
+        internal_rf = min(brokers, 3)
+        self.configs: dict[str, object] = {
+            "offsets.topic.replication.factor": internal_rf,
+            "transaction.state.log.replication.factor": internal_rf,
+            "transaction.state.log.min.isr": min(internal_rf, 2),
+            "share.coordinator.state.topic.replication.factor": internal_rf,
+            "share.coordinator.state.topic.min.isr": min(internal_rf, 2),
+            **(configs or {}),
+        }
+        self.cluster_id = cluster_id()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    def start(self) -> ApacheKafka:
+        """Format every node (first start only), start them, wait until all are brokers."""
+        # One node: a dynamic quorum it bootstraps alone (`format --standalone`, as Kafka's
+        # quickstart does); three: a static quorum whose voters every node names.
+        if len(self.nodes) == 1:
+            quorum = {
+                "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.nodes[0].controller_port}"
+            }
+        else:
+            voters = (f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+            quorum = {"controller.quorum.voters": ",".join(voters)}
+        formatting = []
+        for node in self.nodes:
+            if not os.path.exists(os.path.join(node.data_dir, "meta.properties")):
+                node.write_properties({**quorum, **self.configs})
+                formatting.append((node, node.format(self.cluster_id, len(self.nodes) == 1)))
+        for node, proc in formatting:
+            if proc.wait(READY_SECONDS) != 0:
+                raise RuntimeError(
+                    f"formatting {node.label} failed; see {node.log_path}:\n{node.tail()}"
+                )
+        # All at once: a broker opens its listener only once the controller quorum has a
+        # leader, and a quorum of three elects one only when two of its voters run.
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            for started in [pool.submit(node.start) for node in self.nodes]:
+                started.result()
+        self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = READY_SECONDS) -> None:
+        """Until a Metadata request to each node lists every broker (a registered, unfenced
+        broker is in the metadata image every broker serves)."""
+        from kafka_ref.conformance.wire import Wire
+
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            while True:
+                try:
+                    with Wire("127.0.0.1", node.port, timeout=5) as wire:
+                        if len(wire.metadata([]).brokers) == len(self.nodes):
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"{node.label} did not list {len(self.nodes)} brokers within "
+                        f"{timeout:g}s; see {node.log_path}:\n{node.tail()}"
+                    )
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        if self.owns_workdir and not os.environ.get("KAFKA_REF_KEEP_APACHE_KAFKA"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> ApacheKafka:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
