@@ -78,7 +78,7 @@ def sequence(draw):
 
 @pytest.mark.spec("DIFF-1", "DIFF-2")
 @settings(
-    max_examples=campaign(100, 1000),
+    max_examples=campaign(60, 1000),
     derandomize=not LONG,
     database=None,
     deadline=None,
