@@ -91,7 +91,7 @@ def test_a_transaction_is_all_or_nothing_across_its_partitions(target, wire, top
             assert values(read_committed(wire, topic, partition)[0]) == expected
 
 
-@pytest.mark.spec("TXN-85")
+@pytest.mark.spec("TXN-87")
 def test_a_partition_that_does_not_exist_is_not_added_nor_are_the_others(target, wire, topic):
     with producer(target, "nowhere") as p:
         assert p.add_each(topic, 0, 7) == {0: OPERATION_NOT_ATTEMPTED, 7: UNKNOWN_TOPIC}
@@ -100,7 +100,7 @@ def test_a_partition_that_does_not_exist_is_not_added_nor_are_the_others(target,
         assert wire.list_offset(topic, 0, -1).offset == 0, "no marker was written"
 
 
-@pytest.mark.spec("TXN-86")
+@pytest.mark.spec("TXN-88")
 def test_a_transactional_batch_without_a_transactional_id_is_refused_whole(wire, topic):
     txn_batch = batch(
         [b"t"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True

@@ -39,7 +39,7 @@ the producer built it (possibly compressed). The broker's path (Kafka:
 
 A request whose batches are transactional must carry a transactional id its client may
 write: without one, or without the right, every partition answers
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED before anything else is looked at (TXN-86; Kafka
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED before anything else is looked at (TXN-88; Kafka
 checks the first batch of each partition, `RequestUtils.hasTransactionalRecords`).
 A transactional batch (request with a transactional id) for a partition where its producer
 has no open transaction yet is appended only once the transaction coordinator confirms
@@ -51,7 +51,7 @@ compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per 
 (BROKER-16).
 
 Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, REPL-4, REPL-6,
-REPL-11, TXN-23, TXN-86.
+REPL-11, TXN-23, TXN-88.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def check_records(records: Any, version: int) -> tuple[ErrorCode, str, int]:
 def has_transactional_records(body: Any) -> bool:
     """Whether the first batch of any partition is transactional (Kafka:
     `RequestUtils.hasTransactionalRecords`): such a request needs a transactional id its
-    client may write (TXN-86)."""
+    client may write (TXN-88)."""
     for topic in body.topic_data:
         for data in topic.partition_data:
             records = data.records
@@ -168,7 +168,7 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
         body.transactional_id is None
         or not authorized(apis, request, Op.WRITE, Res.TRANSACTIONAL_ID, body.transactional_id)
     ):
-        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # SEC-17, TXN-86
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # SEC-17, TXN-88
     else:
         error = ErrorCode.NO_ERROR
     if error != ErrorCode.NO_ERROR:

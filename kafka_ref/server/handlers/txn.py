@@ -129,7 +129,7 @@ def _denied_partitions(
 ) -> dict[tuple[str, int], ErrorCode]:
     """Refusals before the coordinator is asked: every partition when the id may not be
     written (SEC-17), else those of topics that may not be written (SEC-17) and those that
-    do not exist (TXN-85). Kafka answers the others OPERATION_NOT_ATTEMPTED."""
+    do not exist (TXN-87). Kafka answers the others OPERATION_NOT_ATTEMPTED."""
     if not _may_write_txn(apis, request, transactional_id):
         return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     denied = {}

@@ -70,7 +70,7 @@ def alice(broker):
     wire.close()
 
 
-@pytest.mark.spec("SEC-17", "TXN-86")
+@pytest.mark.spec("SEC-17", "TXN-88")
 def test_produce_needs_write_on_the_topic_and_the_transactional_id(admin, alice):
     admin.create_acls([acl(Res.TOPIC, "w-yes", Op.WRITE)])
     assert alice.produce("w-yes", 0, batch([b"v"])).error_code == 0
@@ -82,7 +82,7 @@ def test_produce_needs_write_on_the_topic_and_the_transactional_id(admin, alice)
     )
     refused = alice.produce("w-yes", 0, transactional, transactional_id="tx-a")
     assert refused.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    # The id is looked at only for transactional batches, as Kafka does (TXN-86).
+    # The id is looked at only for transactional batches, as Kafka does (TXN-88).
     assert alice.produce("w-yes", 0, batch([b"v"]), transactional_id="tx-a").error_code == 0
 
 
