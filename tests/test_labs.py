@@ -20,6 +20,7 @@ import subprocess
 import sys
 import weakref
 import xml.etree.ElementTree as ET
+import zipfile
 
 import pytest
 from hypothesis import given, settings
@@ -29,6 +30,7 @@ from kafka_ref import seams
 from kafka_ref.tools import lab_export
 from kafka_ref.tools.lab_course import (
     ManifestError,
+    handout_section,
     labs,
     read_manifest,
     render_hand_in,
@@ -306,6 +308,8 @@ def test_lab_toml_marks_what_the_grader_checks_and_the_handout_says_so(lab):
     )
     section = render_hand_in(LABS[lab])
     assert all(f"| {points} |" in section for points in manifest.rules.values())
+    background = handout_section(LABS[lab].handout, "## Background").split("\n- ")[1]
+    assert "](../../docs/" in background, "the Background points at the docs pages first"
 
 
 @pytest.mark.spec("LAB-7")
@@ -503,7 +507,9 @@ def test_a_student_edition_grades_like_the_repository(tmp_path):
     its dependencies those of this environment), correct solutions pass, the skeleton
     fails, and a solution calling the reference is refused. The reference is gone."""
     directory = tmp_path / "course"
-    done = lab_command("export", "--labs", "03,07", "--with-reference", "earlier", str(directory))
+    done = lab_command(
+        "export", "--labs", "03,07", "--with-reference", "earlier", "--gradescope", str(directory)
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(directory), str(clone)], check=True)
@@ -536,6 +542,30 @@ def test_a_student_edition_grades_like_the_repository(tmp_path):
     assert lab07.returncode == 0, lab07.stdout + lab07.stderr
     reference = lab_command("check", "07", "--reference", cwd=clone, python=python)
     assert reference.returncode == 2 and "no reference for lab 07" in reference.stderr
+    gradescope_autograder_grades(tmp_path / "course-gradescope" / "lab07.zip", tmp_path)
+
+
+def gradescope_autograder_grades(bundle: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """Lab 07's autograder bundle, unpacked as Gradescope does (/autograder/source), grades
+    a submitted solution.py into a results.json that follows the schema."""
+    import jsonschema
+
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(root / "source")
+        modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
+    edition = json.loads((root / "source" / "kafka_ref" / "edition.json").read_text())
+    assert edition["stripped_labs"] == ["07"] and not list((root / "source").rglob("wrong"))
+    install_in_a_fresh_venv(root / "source")
+    (root / "submission").mkdir()
+    shutil.copy(SOLUTIONS / "lab07.py", root / "submission" / "solution.py")
+    env = {**os.environ, "AUTOGRADER": str(root)}
+    env.pop(seams.ENV, None)
+    subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, check=True)
+    doc = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    assert doc["score"] == LABS["07"].manifest.code_points, doc
 
 
 def install_in_a_fresh_venv(clone: pathlib.Path) -> str:

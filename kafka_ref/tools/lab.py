@@ -36,7 +36,7 @@ import tempfile
 import time
 
 from kafka_ref.seams import ENV, edition_stripped
-from kafka_ref.tools.lab_course import ROOT, Lab, labs
+from kafka_ref.tools.lab_course import ROOT, Lab, ManifestError, labs
 
 LABS = ROOT / "labs"
 
@@ -120,7 +120,10 @@ def check(lab: Lab, args: argparse.Namespace) -> int:
         raise UsageError("--format gradescope grades one solution")
     started = time.monotonic()
     gradings = grade(lab, solutions, first_failure=args.first_failure)
-    report = render(gradings, fmt, time.monotonic() - started)
+    try:
+        report = render(gradings, fmt, time.monotonic() - started)
+    except ManifestError as error:  # the marks of a gradescope or junit report
+        raise UsageError(str(error)) from error
     if args.output:
         pathlib.Path(args.output).write_text(report)
     else:

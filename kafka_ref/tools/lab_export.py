@@ -27,9 +27,10 @@ analyses, a broker or a client the student starts. The edition holds:
   (as the site shows them) except the code of a stripped function;
 * a README.md and a Makefile for students (`make lab LAB=03`, `make analyse LAB=03`).
 
-`--gradescope` also writes, per lab handed out, `gradescope/labNN.zip`: Gradescope's
-autograder bundle (setup.sh, run_autograder, the edition with that lab's reference kept
-out), whose run_autograder grades the submitted solution.py into results.json.
+`--gradescope` also writes, next to DIR, `DIR-gradescope/labNN.zip` per lab handed out:
+Gradescope's autograder bundle (setup.sh, run_autograder, and an edition in which that lab
+alone has no reference: a submission holds that lab's solution.py only), whose
+run_autograder grades the submitted solution.py into results.json.
 
 Rules: LAB-9 (spec/labs.md).
 """
@@ -483,9 +484,10 @@ analysis (`analysis.py`) and how the lab is marked (`lab.toml`).
 # ---------------------------------------------------------------------- Gradescope
 SETUP_SH = """\
 #!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image.
+# Gradescope runs this once, as root, when it builds the autograder's image (kafka-ref needs
+# Python 3.11 or later: choose a base image that has it, such as Ubuntu 24.04).
 set -euo pipefail
-apt-get install -y -qq python3 python3-venv python3-pip default-jre-headless git >/dev/null
+apt-get install -y -qq python3 python3-venv python3-pip >/dev/null
 cd /autograder/source
 python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
@@ -497,11 +499,12 @@ RUN_AUTOGRADER = """\
 # Gradescope runs this for every submission: grade the submitted solution.py of lab {number}
 # into results.json (one test per rule, the points of labs/{folder}/lab.toml).
 set -uo pipefail
-cd /autograder/source
-mkdir -p /autograder/results
-submitted=$(find /autograder/submission -name solution.py | head -n 1)
-cp "${{submitted:-/dev/null}}" labs/{folder}/solution.py
-.venv/bin/kafka-ref lab check {number} --format gradescope --output /autograder/results/results.json
+root=${{AUTOGRADER:-/autograder}}
+cd "$root/source"
+mkdir -p "$root/results"
+submitted=$(find "$root/submission" -name solution.py | head -n 1)
+cp "${{submitted:-labs/{folder}/solution.py}}" labs/{folder}/solution.py
+.venv/bin/kafka-ref lab check {number} --format gradescope --output "$root/results/results.json"
 exit 0
 """
 
@@ -509,7 +512,7 @@ exit 0
 def write_gradescope_bundles(root: pathlib.Path, the_plan: Plan, out: pathlib.Path) -> None:
     """out/labNN.zip per lab handed out: setup.sh, run_autograder and an edition in which
     that lab alone has no reference (a submission holds that lab's solution.py only)."""
-    out.mkdir()
+    out.mkdir(exist_ok=True)
     known = labs(root)
     for number in the_plan.assigned:
         lab = known[number]
