@@ -149,7 +149,8 @@ def strip_module(
         for node, names in sorted(candidates, key=lambda c: c[0].lineno, reverse=True):
             first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
             if not names:
-                removed[getattr(node, "name", "")] = "\n".join(lines[first - 1 : node.end_lineno])
+                if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                    removed[node.name] = "\n".join(lines[first - 1 : node.end_lineno])
                 lines[first - 1 : node.end_lineno] = []
                 continue
             keep = [a for a in node.names if (a.asname or a.name).split(".")[0] not in names]
