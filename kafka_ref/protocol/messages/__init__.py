@@ -163,6 +163,10 @@ from kafka_ref.protocol.messages.api_46_list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafka_ref.protocol.messages.api_47_offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
 from kafka_ref.protocol.messages.api_48_describe_client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
@@ -281,6 +285,7 @@ APIS: dict[int, Api] = {
             ListPartitionReassignmentsRequest,
             ListPartitionReassignmentsResponse,
         ),
+        _api("OffsetDelete", OffsetDeleteRequest, OffsetDeleteResponse),
         _api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse),
         _api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse),
         _api(
@@ -391,6 +396,8 @@ __all__ = [
     "MetadataResponse",
     "OffsetCommitRequest",
     "OffsetCommitResponse",
+    "OffsetDeleteRequest",
+    "OffsetDeleteResponse",
     "OffsetFetchRequest",
     "OffsetFetchResponse",
     "OffsetsForLeaderEpochRequest",

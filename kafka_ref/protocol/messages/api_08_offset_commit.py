@@ -37,7 +37,7 @@ from kafka_ref.protocol.schema import Field, Message
 OffsetCommitRequest = Message(
     "OffsetCommitRequest",
     api_key=8,
-    valid_versions="2-3",
+    valid_versions="2-10",
     flexible_versions="8+",
     fields=[
         Field("GroupId", "string", "0+", about="The unique group identifier."),
@@ -116,7 +116,7 @@ OffsetCommitRequest = Message(
 OffsetCommitResponse = Message(
     "OffsetCommitResponse",
     api_key=8,
-    valid_versions="2-3",
+    valid_versions="2-10",
     flexible_versions="8+",
     fields=[
         Field("ThrottleTimeMs", "int32", "3+", about="The quota throttle time in ms, or zero."),

@@ -29,7 +29,7 @@ from kafka_ref.protocol.schema import Field, Message
 OffsetFetchRequest = Message(
     "OffsetFetchRequest",
     api_key=9,
-    valid_versions="1-7",
+    valid_versions="1-10",
     flexible_versions="6+",
     fields=[
         Field("GroupId", "string", "0-7", about="The group to fetch offsets for."),
@@ -93,7 +93,7 @@ OffsetFetchRequest = Message(
 OffsetFetchResponse = Message(
     "OffsetFetchResponse",
     api_key=9,
-    valid_versions="1-7",
+    valid_versions="1-10",
     flexible_versions="6+",
     fields=[
         Field("ThrottleTimeMs", "int32", "3+", about="The quota throttle time in ms, or zero."),

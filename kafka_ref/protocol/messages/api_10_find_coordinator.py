@@ -33,7 +33,7 @@ GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 FindCoordinatorRequest = Message(
     "FindCoordinatorRequest",
     api_key=10,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="3+",
     fields=[
         Field("Key", "string", "0-3", about="The coordinator key: a group id or transactional id."),
@@ -51,7 +51,7 @@ FindCoordinatorRequest = Message(
 FindCoordinatorResponse = Message(
     "FindCoordinatorResponse",
     api_key=10,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -39,7 +39,7 @@ from kafka_ref.protocol.schema import Field, Message
 JoinGroupRequest = Message(
     "JoinGroupRequest",
     api_key=11,
-    valid_versions="0-5",
+    valid_versions="0-9",
     flexible_versions="6+",
     fields=[
         Field("GroupId", "string", "0+", about="The group id."),
@@ -90,7 +90,7 @@ JoinGroupRequest = Message(
 JoinGroupResponse = Message(
     "JoinGroupResponse",
     api_key=11,
-    valid_versions="0-5",
+    valid_versions="0-9",
     flexible_versions="6+",
     fields=[
         Field("ThrottleTimeMs", "int32", "2+", about="The quota throttle time in ms, or zero."),

@@ -22,7 +22,7 @@ from kafka_ref.protocol.schema import Field, Message
 HeartbeatRequest = Message(
     "HeartbeatRequest",
     api_key=12,
-    valid_versions="0-3",
+    valid_versions="0-4",
     flexible_versions="4+",
     fields=[
         Field("GroupId", "string", "0+", about="The group id."),
@@ -42,7 +42,7 @@ HeartbeatRequest = Message(
 HeartbeatResponse = Message(
     "HeartbeatResponse",
     api_key=12,
-    valid_versions="0-3",
+    valid_versions="0-4",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

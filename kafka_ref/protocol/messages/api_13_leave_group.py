@@ -22,7 +22,7 @@ from kafka_ref.protocol.schema import Field, Message
 LeaveGroupRequest = Message(
     "LeaveGroupRequest",
     api_key=13,
-    valid_versions="0-1",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("GroupId", "string", "0+", about="The id of the group to leave."),
@@ -58,7 +58,7 @@ LeaveGroupRequest = Message(
 LeaveGroupResponse = Message(
     "LeaveGroupResponse",
     api_key=13,
-    valid_versions="0-1",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -27,7 +27,7 @@ from kafka_ref.protocol.schema import Field, Message
 SyncGroupRequest = Message(
     "SyncGroupRequest",
     api_key=14,
-    valid_versions="0-3",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("GroupId", "string", "0+", about="The group id."),
@@ -73,7 +73,7 @@ SyncGroupRequest = Message(
 SyncGroupResponse = Message(
     "SyncGroupResponse",
     api_key=14,
-    valid_versions="0-3",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -26,7 +26,7 @@ from kafka_ref.protocol.schema import Field, Message
 DescribeGroupsRequest = Message(
     "DescribeGroupsRequest",
     api_key=15,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="5+",
     fields=[
         Field("Groups", "[]string", "0+", about="The ids of the groups to describe."),
@@ -42,7 +42,7 @@ DescribeGroupsRequest = Message(
 DescribeGroupsResponse = Message(
     "DescribeGroupsResponse",
     api_key=15,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="5+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -20,7 +20,7 @@ from kafka_ref.protocol.schema import Field, Message
 ListGroupsRequest = Message(
     "ListGroupsRequest",
     api_key=16,
-    valid_versions="0-2",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field(
@@ -41,7 +41,7 @@ ListGroupsRequest = Message(
 ListGroupsResponse = Message(
     "ListGroupsResponse",
     api_key=16,
-    valid_versions="0-2",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

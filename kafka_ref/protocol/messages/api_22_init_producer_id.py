@@ -28,7 +28,7 @@ from kafka_ref.protocol.schema import Field, Message
 InitProducerIdRequest = Message(
     "InitProducerIdRequest",
     api_key=22,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="2+",
     fields=[
         Field(
@@ -78,7 +78,7 @@ InitProducerIdRequest = Message(
 InitProducerIdResponse = Message(
     "InitProducerIdResponse",
     api_key=22,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

@@ -29,7 +29,7 @@ from kafka_ref.protocol.schema import Field, Message
 AddPartitionsToTxnRequest = Message(
     "AddPartitionsToTxnRequest",
     api_key=24,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field(
@@ -73,7 +73,7 @@ AddPartitionsToTxnRequest = Message(
 AddPartitionsToTxnResponse = Message(
     "AddPartitionsToTxnResponse",
     api_key=24,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

@@ -20,7 +20,7 @@ from kafka_ref.protocol.schema import Field, Message
 AddOffsetsToTxnRequest = Message(
     "AddOffsetsToTxnRequest",
     api_key=25,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("TransactionalId", "string", "0+", about="The transactional id."),
@@ -33,7 +33,7 @@ AddOffsetsToTxnRequest = Message(
 AddOffsetsToTxnResponse = Message(
     "AddOffsetsToTxnResponse",
     api_key=25,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

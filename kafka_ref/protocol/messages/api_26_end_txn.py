@@ -22,7 +22,7 @@ from kafka_ref.protocol.schema import Field, Message
 EndTxnRequest = Message(
     "EndTxnRequest",
     api_key=26,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("TransactionalId", "string", "0+", about="The transactional id."),
@@ -35,7 +35,7 @@ EndTxnRequest = Message(
 EndTxnResponse = Message(
     "EndTxnResponse",
     api_key=26,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

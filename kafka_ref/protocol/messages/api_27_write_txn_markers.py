@@ -26,7 +26,7 @@ from kafka_ref.protocol.schema import Field, Message
 WriteTxnMarkersRequest = Message(
     "WriteTxnMarkersRequest",
     api_key=27,
-    valid_versions="1",
+    valid_versions="1-2",
     flexible_versions="1+",
     fields=[
         Field(
@@ -64,7 +64,7 @@ WriteTxnMarkersRequest = Message(
 WriteTxnMarkersResponse = Message(
     "WriteTxnMarkersResponse",
     api_key=27,
-    valid_versions="1",
+    valid_versions="1-2",
     flexible_versions="1+",
     fields=[
         Field(

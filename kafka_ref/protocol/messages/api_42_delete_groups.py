@@ -21,7 +21,7 @@ from kafka_ref.protocol.schema import Field, Message
 DeleteGroupsRequest = Message(
     "DeleteGroupsRequest",
     api_key=42,
-    valid_versions="0-1",
+    valid_versions="0-3",
     flexible_versions="2+",
     fields=[Field("GroupsNames", "[]string", "0+", about="The ids of the groups to delete.")],
 )
@@ -29,7 +29,7 @@ DeleteGroupsRequest = Message(
 DeleteGroupsResponse = Message(
     "DeleteGroupsResponse",
     api_key=42,
-    valid_versions="0-1",
+    valid_versions="0-3",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),
@@ -41,6 +41,14 @@ DeleteGroupsResponse = Message(
             fields=[
                 Field("GroupId", "string", "0+", about="The group id."),
                 Field("ErrorCode", "int16", "0+", about="The error code, or 0."),
+                Field(
+                    "ErrorMessage",
+                    "string",
+                    "3+",
+                    nullable_versions="3+",
+                    default=None,
+                    about="The error message, or null (v3+).",
+                ),
             ],
         ),
     ],

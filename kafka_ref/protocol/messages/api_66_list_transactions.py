@@ -17,7 +17,7 @@ from kafka_ref.protocol.schema import Field, Message
 ListTransactionsRequest = Message(
     "ListTransactionsRequest",
     api_key=66,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="0+",
     fields=[
         Field("StateFilters", "[]string", "0+", about="Only these states (empty: all)."),
@@ -43,7 +43,7 @@ ListTransactionsRequest = Message(
 ListTransactionsResponse = Message(
     "ListTransactionsResponse",
     api_key=66,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="0+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),
