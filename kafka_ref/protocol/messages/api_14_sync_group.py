@@ -17,7 +17,7 @@ v5+ when the protocol type or name disagree with the group's).
 
 Version history (Kafka's JSON comments): v1 throttle time; v2 = v1 (throttle before
 response); v3 `group_instance_id` (KIP-345); v4 flexible; v5 protocol type and name in
-both directions (KIP-559). kafka-ref declares 0-3, every non-flexible version.
+both directions (KIP-559). kafka-ref declares 0-5, as Kafka 4.4 (REBAL-19).
 
 Kafka's definitions: SyncGroupRequest.json, SyncGroupResponse.json.
 """

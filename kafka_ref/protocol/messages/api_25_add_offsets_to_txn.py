@@ -10,7 +10,7 @@ then the producer sends TxnOffsetCommit to the group coordinator.
 Errors: as AddPartitionsToTxn (PRODUCER_FENCED from v2), plus INVALID_GROUP_ID (24).
 
 Version history (Kafka's JSON comments): v1 = v0; v2 may answer PRODUCER_FENCED; v3
-flexible; v4 TRANSACTION_ABORTABLE. kafka-ref declares 0-2.
+flexible; v4 TRANSACTION_ABORTABLE. kafka-ref declares 0-4, as Kafka 4.4 (TXN-85).
 
 Kafka's definitions: AddOffsetsToTxnRequest.json, AddOffsetsToTxnResponse.json.
 """

@@ -11,7 +11,8 @@ COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR (16), COORDINATOR_LOAD_IN_PROGRE
 GROUP_AUTHORIZATION_FAILED (30).
 
 Version history (Kafka's JSON comments): v1 = v0 (throttle before response); v2 flexible.
-kafka-ref declares 0-1, the non-flexible versions every client can send.
+v3 an error message per group, which
+Kafka leaves null. kafka-ref declares 0-3, as Kafka 4.4.
 
 Kafka's definitions: DeleteGroupsRequest.json, DeleteGroupsResponse.json.
 """

@@ -7,7 +7,8 @@ hanging transaction. State names the broker does not know come back in
 `unknown_state_filters`.
 
 Version history (Kafka's JSON comments): v0 flexible; v1 `DurationFilter` (KIP-994); v2
-`TransactionalIdPattern` (KIP-1152). kafka-ref declares 0-1.
+`TransactionalIdPattern` (KIP-1152), matched against the whole id. kafka-ref declares 0-2,
+as Kafka 4.4 (TXN-86).
 
 Kafka's definitions: ListTransactionsRequest.json, ListTransactionsResponse.json.
 """
