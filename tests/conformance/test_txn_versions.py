@@ -25,8 +25,12 @@ from kafka_ref.protocol.messages import (
     TxnOffsetCommitRequest,
 )
 
-TV1_VERSIONS = {ApiKey.INIT_PRODUCER_ID: 5, ApiKey.ADD_OFFSETS_TO_TXN: 4,
-                ApiKey.TXN_OFFSET_COMMIT: 4, ApiKey.END_TXN: 4}  # fmt: skip
+TV1_VERSIONS = {
+    ApiKey.INIT_PRODUCER_ID: 5,
+    ApiKey.ADD_OFFSETS_TO_TXN: 4,
+    ApiKey.TXN_OFFSET_COMMIT: 4,
+    ApiKey.END_TXN: 4,
+}
 
 
 @pytest.fixture
@@ -39,8 +43,11 @@ def topic(target, wire):
 
 def fetch_committed(w: Wire, group: str, topic: str) -> tuple[int, int]:
     """OffsetFetch v7 with require_stable: (error, offset) of partition 0."""
-    body = OffsetFetchRequest(group_id=group, require_stable=True, topics=[
-        OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])])  # fmt: skip
+    body = OffsetFetchRequest(
+        group_id=group,
+        require_stable=True,
+        topics=[OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])],
+    )
     answer = w.request(ApiKey.OFFSET_FETCH, 7, body).topics[0].partitions[0]
     return answer.error_code, answer.committed_offset
 
@@ -55,26 +62,38 @@ def test_a_transaction_with_offsets_at_the_versions_of_transaction_version_1(tar
         assert producer.add(topic, 0) == 0
         deadline = time.monotonic() + 10  # a new topic's leader may not be known yet
         while (error := producer.produce(topic, 0, [b"out"]).error_code) in (
-            E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_TOPIC_OR_PARTITION,
-        ) and time.monotonic() < deadline:  # fmt: skip
+            E.NOT_LEADER_OR_FOLLOWER,
+            E.UNKNOWN_TOPIC_OR_PARTITION,
+        ) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert error == 0
         body = AddOffsetsToTxnRequest(
-            transactional_id=producer.transactional_id, producer_id=producer.producer_id,
-            producer_epoch=producer.epoch, group_id=group,
-        )  # fmt: skip
+            transactional_id=producer.transactional_id,
+            producer_id=producer.producer_id,
+            producer_epoch=producer.epoch,
+            group_id=group,
+        )
         answer = producer.coordinator.request(ApiKey.ADD_OFFSETS_TO_TXN, 4, body)
         assert answer.error_code == 0
         with target.wire() as w:
             host, port = coordinator(w, group)
         with Wire(target.host if host in ("localhost", "127.0.0.1") else host, port) as g:
             commit = TxnOffsetCommitRequest(
-                transactional_id=producer.transactional_id, group_id=group,
-                producer_id=producer.producer_id, producer_epoch=producer.epoch, topics=[
-                    TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
-                        TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
-                            partition_index=0, committed_offset=17, committed_metadata="")])],
-            )  # fmt: skip
+                transactional_id=producer.transactional_id,
+                group_id=group,
+                producer_id=producer.producer_id,
+                producer_epoch=producer.epoch,
+                topics=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                        name=topic,
+                        partitions=[
+                            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                                partition_index=0, committed_offset=17, committed_metadata=""
+                            )
+                        ],
+                    )
+                ],
+            )
             answer = g.request(ApiKey.TXN_OFFSET_COMMIT, 4, commit)
             assert answer.topics[0].partitions[0].error_code == 0
             assert fetch_committed(g, group, topic) == (E.UNSTABLE_OFFSET_COMMIT, -1)

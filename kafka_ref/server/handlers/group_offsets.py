@@ -137,9 +137,14 @@ def handle_offset_commit(apis: ApiContext, request: Request) -> Any:
     if not offsets:
         return respond()
     apis.group_coordinator.commit_offsets(
-        body.group_id, body.member_id, body.group_instance_id,  # instance id: v7+ (OFFSET-12)
-        body.generation_id_or_member_epoch, offsets, done, api_version=version,
-    )  # fmt: skip
+        body.group_id,
+        body.member_id,
+        body.group_instance_id,  # instance id: v7+ (OFFSET-12)
+        body.generation_id_or_member_epoch,
+        offsets,
+        done,
+        api_version=version,
+    )
     return DEFERRED
 
 
@@ -154,12 +159,17 @@ def _commit_response(
     partition_cls = OffsetCommitResponse.OffsetCommitResponsePartition
     # v10: topics the cluster does not know by their id, first, as Kafka's response builder
     topics: list[Any] = [
-        topic_cls(topic_id=t.topic_id, partitions=[
-            partition_cls(partition_index=p.partition_index,
-                          error_code=ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partitions
-        ])
+        topic_cls(
+            topic_id=t.topic_id,
+            partitions=[
+                partition_cls(
+                    partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                )
+                for p in t.partitions
+            ],
+        )
         for t in unknown_ids
-    ]  # fmt: skip
+    ]
     ids = topic_ids(apis) if version >= TOPIC_IDS_VERSION else {}
     previous = None
     for tp in dict.fromkeys(order):
@@ -205,8 +215,11 @@ def _fetch_group(
     error, offsets = apis.group_coordinator.fetch_offsets(group_id, requested)
     if error != ErrorCode.NO_ERROR:
         return error, []
-    hidden = {t for t in {tp.topic for tp in requested or offsets} if not authorized(
-        apis, request, Op.DESCRIBE, Res.TOPIC, t)}  # fmt: skip
+    hidden = {
+        t
+        for t in {tp.topic for tp in requested or offsets}
+        if not authorized(apis, request, Op.DESCRIBE, Res.TOPIC, t)
+    }
     if requested is None:
         offsets = {tp: o for tp, o in offsets.items() if tp.topic not in hidden}
     unstable: set[TopicPartition] = set()
@@ -238,10 +251,13 @@ def _offset_fetch_one_group(apis: ApiContext, request: Request) -> Any:
     for tp, committed, partition_error in found:
         if not topics or topics[-1].name != tp.topic:
             topics.append(OffsetFetchResponse.OffsetFetchResponseTopic(name=tp.topic))
-        topics[-1].partitions.append(OffsetFetchResponse.OffsetFetchResponsePartition(
-            partition_index=tp.partition, error_code=partition_error,
-            **_committed(committed),
-        ))  # fmt: skip
+        topics[-1].partitions.append(
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=tp.partition,
+                error_code=partition_error,
+                **_committed(committed),
+            )
+        )
     return OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=error)
 
 
@@ -268,12 +284,19 @@ def _group_response(
     topic_cls = OffsetFetchResponse.OffsetFetchResponseTopics
     partition_cls = OffsetFetchResponse.OffsetFetchResponsePartitions
     topics: list[Any] = [
-        topic_cls(topic_id=t.topic_id, partitions=[
-            partition_cls(partition_index=i, committed_offset=NO_OFFSET,
-                          error_code=ErrorCode.UNKNOWN_TOPIC_ID) for i in t.partition_indexes
-        ])
+        topic_cls(
+            topic_id=t.topic_id,
+            partitions=[
+                partition_cls(
+                    partition_index=i,
+                    committed_offset=NO_OFFSET,
+                    error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                )
+                for i in t.partition_indexes
+            ],
+        )
         for t in unknown_ids
-    ]  # fmt: skip
+    ]
     ids = topic_ids(apis) if version >= TOPIC_IDS_VERSION else {}
     previous = None
     for tp, committed, partition_error in found:
@@ -282,9 +305,11 @@ def _group_response(
         if tp.topic != previous:
             topics.append(topic_cls(name=tp.topic, topic_id=ids.get(tp.topic, ZERO_UUID)))
             previous = tp.topic
-        topics[-1].partitions.append(partition_cls(
-            partition_index=tp.partition, error_code=partition_error, **_committed(committed)
-        ))  # fmt: skip
+        topics[-1].partitions.append(
+            partition_cls(
+                partition_index=tp.partition, error_code=partition_error, **_committed(committed)
+            )
+        )
     return OffsetFetchResponse.OffsetFetchResponseGroup(
         group_id=group_id, topics=topics, error_code=error
     )
@@ -319,8 +344,11 @@ def handle_offset_delete(apis: ApiContext, request: Request) -> Any:
             topic = topics.setdefault(
                 tp.topic, OffsetDeleteResponse.OffsetDeleteResponseTopic(name=tp.topic)
             )
-            topic.partitions.append(OffsetDeleteResponse.OffsetDeleteResponsePartition(
-                partition_index=tp.partition, error_code=partition_error))  # fmt: skip
+            topic.partitions.append(
+                OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                    partition_index=tp.partition, error_code=partition_error
+                )
+            )
         _answer(apis, request, OffsetDeleteResponse(error_code=error, topics=list(topics.values())))
 
     apis.group_coordinator.delete_offsets(body.group_id, eligible, done)

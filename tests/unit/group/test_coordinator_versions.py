@@ -33,8 +33,9 @@ def delete_offsets(h: Harness, partitions, group=G):
 
 def commit_at(h: Harness, version: int, offsets, member_id="", generation=-1, instance=None):
     box = []
-    h.coordinator.commit_offsets(G, member_id, instance, generation, offsets, box.append,
-                                 api_version=version)  # fmt: skip
+    h.coordinator.commit_offsets(
+        G, member_id, instance, generation, offsets, box.append, api_version=version
+    )
     return box[0]
 
 
@@ -96,9 +97,19 @@ def static_leader_rejoins(supports_skip_assignment: bool):
     h.sync(x.member_id, gen, {x.member_id: b"X", y[0].member_id: b"Y"}, instance="i-x")
     box = []
     h.coordinator.rebalance.join_group(
-        G, "", "i-x", True, "c", "/h", 30_000, 10_000, "consumer", [("range", b"sub")],
-        box.append, supports_skip_assignment=supports_skip_assignment,
-    )  # fmt: skip
+        G,
+        "",
+        "i-x",
+        True,
+        "c",
+        "/h",
+        30_000,
+        10_000,
+        "consumer",
+        [("range", b"sub")],
+        box.append,
+        supports_skip_assignment=supports_skip_assignment,
+    )
     return h, x, box[0], gen
 
 
@@ -131,9 +142,19 @@ def test_a_static_follower_rejoining_gets_no_members_even_at_v9():
     h.sync(x.member_id, x.generation_id, {}, instance="i-x")
     box = []
     h.coordinator.rebalance.join_group(
-        G, "", "i-y", True, "c", "/h", 30_000, 10_000, "consumer", [("range", b"sub")],
-        box.append, supports_skip_assignment=True,
-    )  # fmt: skip
+        G,
+        "",
+        "i-y",
+        True,
+        "c",
+        "/h",
+        30_000,
+        10_000,
+        "consumer",
+        [("range", b"sub")],
+        box.append,
+        supports_skip_assignment=True,
+    )
     assert box[0].error == OK and box[0].leader_id == x.member_id
     assert box[0].members == [] and box[0].skip_assignment is False
 
@@ -144,9 +165,19 @@ def test_a_members_reason_is_logged_and_changes_nothing(caplog):
     with caplog.at_level(logging.INFO, logger="kafka_ref.group.rebalance"):
         box = []
         h.coordinator.rebalance.join_group(
-            G, "", None, False, "c", "/h", 30_000, 10_000, "consumer", [("range", b"s")],
-            box.append, reason="rebalance after a restart",
-        )  # fmt: skip
+            G,
+            "",
+            None,
+            False,
+            "c",
+            "/h",
+            30_000,
+            10_000,
+            "consumer",
+            [("range", b"s")],
+            box.append,
+            reason="rebalance after a restart",
+        )
         h.scheduler.run_due()
         member = box[0].member_id
         assert box[0].error == OK and box[0].generation_id == 1
@@ -169,8 +200,9 @@ def test_a_batch_of_leaving_members_is_answered_member_by_member():
     assert [code for _, _, code in results] == [OK, E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID]
     assert list(h.group().members) == [members[1]]
     assert h.coordinator.rebalance.leave_group("nobody", [("a", None)]) == (
-        OK, [("a", None, E.UNKNOWN_MEMBER_ID)],
-    )  # fmt: skip
+        OK,
+        [("a", None, E.UNKNOWN_MEMBER_ID)],
+    )
 
 
 # -- ListGroups v4, v5 ---------------------------------------------------------------
