@@ -1,13 +1,13 @@
-"""The labs' machinery: seams, graders and analyses (LAB-1..LAB-4).
+"""The labs' machinery: seams and graders (LAB-1..LAB-3; the analyses, LAB-4, are in
+test_lab_analyses.py).
 
 For every lab: its grader fails every test on the skeleton as handed out and passes every
-test on the reference, and its analysis writes a plot and a table. The seam itself is
-checked by running a grader on a solution that is wrong in one seam only.
+test on the reference. The seam itself is checked by running a grader on a solution that
+is wrong in one seam only.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -78,37 +78,3 @@ def test_failure_reason_keeps_the_error_and_the_shrunk_example():
         "E       Failing test case: test_x(\nE           key=b'\\t',\nE       )\n"
     )
     assert failure_reason(longrepr) == "AssertionError: assert 2 == 0  on  test_x(key=b'\\t')"
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    """One Spark session for every analysis below: each would otherwise start its own JVM
-    (`spark_for` leaves a session it did not start running)."""
-    from pyspark import SparkContext
-
-    from kafka_ref.tools.lab_analysis import spark_session
-
-    running = SparkContext._active_spark_context is not None
-    session = spark_session("local[2]", str(tmp_path_factory.mktemp("lab-spark")))
-    yield session
-    if not running:
-        session.stop()
-
-
-@pytest.mark.spec("LAB-4")
-@pytest.mark.parametrize("lab", LABS)
-def test_the_analysis_writes_a_plot_and_a_table(lab, tmp_path, spark, monkeypatch, capsys):
-    """Each analysis, on small data, in this process (as `main(argv)`, the command line's
-    entry point) with the reference: it writes its PNG and its Markdown table."""
-    monkeypatch.delenv("KAFKA_REF_SOLUTION", raising=False)
-    path = ROOT / "labs" / labs()[lab].name / "analysis.py"
-    spec = importlib.util.spec_from_file_location(f"lab{lab}_analysis", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = tmp_path / "out"
-    assert module.main(["--out", str(out), "--scale", "0.2", "--master", "local[2]"]) == 0
-    pngs = list(out.glob("*.png"))
-    tables = list(out.glob("*.md"))
-    assert pngs and pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert tables and "|" in tables[0].read_text()
-    assert "|" in capsys.readouterr().out  # the table, printed for the student
