@@ -70,13 +70,115 @@ def section(table: str, title: str) -> str:
     return found.group(0)
 
 
-CHECKED_BELOW = {"03", "04", "07"}
+def rows_of(markdown: str) -> list[list[str]]:
+    """The cells of every row of the first Markdown table in `markdown`, header excluded."""
+    lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in line.split("|")[1:-1]] for line in lines[2:]]
 
 
+def test_every_lab_has_a_test_of_its_analysis():
+    tested = {name[len("test_lab") :][:2] for name in globals() if name.startswith("test_lab")}
+    assert set(labs()) <= tested, f"no test of the analysis of lab {set(labs()) - tested}"
+
+
+# ---------------------------------------------------------------------------- lab 01
 @pytest.mark.spec("LAB-4")
-@pytest.mark.parametrize("lab", sorted(set(labs()) - CHECKED_BELOW))
-def test_the_analysis_writes_a_plot_and_a_table(lab, tmp_path, spark, monkeypatch):
-    analyse(lab, tmp_path, monkeypatch)
+def test_lab01_gives_the_index_cost_per_gib_and_the_scan_bounded_by_the_interval(
+    tmp_path, spark, monkeypatch
+):
+    """Per interval: index bytes per GiB of log, and the worst scan at most one interval
+    even where the largest batch is bigger than the interval."""
+    rows = rows_of(analyse("01", tmp_path, monkeypatch))
+    assert [int(r[0]) for r in rows] == [256, 1024, 4096, 16384]
+    for interval, _entries, index, log, per_gib, _avg, worst, _largest in rows:
+        assert float(per_gib) == pytest.approx(int(index) / int(log) * 1024, abs=0.01)
+        assert int(worst) <= int(interval)
+    assert int(rows[0][7]) > int(rows[0][0]), "some batch is larger than the smallest interval"
+
+
+# ---------------------------------------------------------------------------- lab 02
+@pytest.mark.spec("LAB-4")
+def test_lab02_gives_the_hottest_key_the_sticky_batches_and_the_wait_in_a_batch(
+    tmp_path, spark, monkeypatch
+):
+    """The hottest Zipf key alone outweighs a fair share far more than a uniform key; the
+    reference's sticky partitioner never sends two batches in a row to one partition; a
+    record waits longer in its batch as linger.ms grows, and batches get fewer."""
+    table = analyse("02", tmp_path, monkeypatch)
+    spread = {r[0]: r for r in rows_of(section(table, "Records per partition"))}
+    hottest = {k: float(r[-1].split("(")[1].rstrip(")")) for k, r in spread.items()}
+    assert hottest["zipf"] > 5 * hottest["uniform"], spread
+    [keyless] = rows_of(section(table, "Keyless records"))
+    assert int(keyless[1]) > 1 and keyless[-1] == "0", keyless
+    batching = rows_of(section(table, "Batching"))
+    waits = [float(r[5]) for r in batching]
+    assert waits == sorted(waits) and waits[0] < 1 < waits[-1], batching
+    assert [int(r[3]) for r in batching] == sorted((int(r[3]) for r in batching), reverse=True)
+
+
+# ---------------------------------------------------------------------------- lab 05
+@pytest.mark.spec("LAB-4")
+def test_lab05_shows_who_owns_what_with_four_members(tmp_path, spark, monkeypatch):
+    """With four members, each assignor's table lists four members in member id order, and
+    every partition of both topics has exactly one owner; range deals each topic alone, so
+    its first member has the same partition numbers in both topics."""
+    owners = rows_of(section(analyse("05", tmp_path, monkeypatch), "Who owns what"))
+    by = {}
+    for assignor, member, clicks, views in owners:
+        by.setdefault(assignor, []).append((member, clicks, views))
+    assert sorted(by) == ["cooperative-sticky", "range", "roundrobin"]
+    for assignor, members in by.items():
+        assert [m for m, _, _ in members] == [f"{assignor}-member-{i}" for i in range(4)]
+        for column in (1, 2):
+            owned = [p for m in members for p in m[column].split(", ") if p]
+            assert sorted(owned) == sorted(set(owned)) and owned, members
+    assert by["range"][0][1] == by["range"][0][2] != "", by["range"]
+
+
+# ---------------------------------------------------------------------------- lab 06
+@pytest.mark.spec("LAB-4")
+def test_lab06_follows_a_dropped_answer_with_idempotence_off_and_on(tmp_path, spark, monkeypatch):
+    """Without idempotence the retried values are in the log twice; with it, the retry is
+    answered with the base offset where the first copy is, and the log holds one."""
+    table = analyse("06", tmp_path, monkeypatch)
+    off = section(table, "A lost answer in idempotence-off")
+    on = section(table, "A lost answer in idempotence-on")
+    assert "without a producer id" in off and "(2 copies)" in off, off
+    assert re.search(r"producer id \d+, epoch \d+, first sequence \d+", on), on
+    answered = re.search(r"answered error code 0, base offset (\d+)", on).group(1)
+    assert f"is at offset {answered} (1 copy)" in on, on
+    counts = {r[0]: r for r in rows_of(table)}
+    assert all(r[7] == "0" and r[8] == "0" for k, r in counts.items() if "-on-" in k), counts
+
+
+# ---------------------------------------------------------------------------- lab 08
+@pytest.mark.spec("LAB-4")
+def test_lab08_times_the_tombstones_and_compares_two_dirty_ratios(tmp_path, spark, monkeypatch):
+    """The tombstones go, later than delete.retention.ms after they were written; the
+    compacted log's records are its keys plus what its active segment holds; the lazier
+    ratio cleans less often and keeps a bigger log."""
+    module = analysis_module("08")
+    table = analyse("08", tmp_path, monkeypatch)
+    gone = re.search(r"first without them at [\d.]+ s: ([\d.]+) s after", table)
+    assert gone and float(gone.group(1)) > module.DELETE_RETENTION_MS / 1000, table
+    last = rows_of(table)[-1]
+    records, active, keys = int(last[3]), int(last[4]), int(last[9])
+    assert keys <= records <= keys + active, last
+    ratios = {r[0]: r for r in rows_of(section(table, "min.cleanable.dirty.ratio"))}
+    eager, lazy = ratios[module.COMPACTED], ratios[module.LAZY]
+    assert int(lazy[2]) < int(eager[2]) and float(lazy[4]) > float(eager[4]), ratios
+
+
+# ---------------------------------------------------------------------------- lab 09
+@pytest.mark.spec("LAB-4")
+def test_lab09_gives_the_largest_batch_and_gzip_on_small_batches(tmp_path, spark, monkeypatch):
+    """No stored batch exceeds its batch.size, and gzip saves less on 1 KiB batches than
+    on 16 KiB ones, against the uncompressed run of the same batch.size."""
+    runs = {r[0]: r for r in rows_of(analyse("09", tmp_path, monkeypatch))}
+    for topic, size, _codec, *_rest in runs.values():
+        assert int(runs[topic][6]) <= int(size), runs[topic]
+    small, large = runs["batch-1024-gzip"][9], runs["codec-gzip"][9]
+    assert int(small.rstrip("%")) > int(large.rstrip("%")), (small, large)
 
 
 # ---------------------------------------------------------------------------- lab 03
