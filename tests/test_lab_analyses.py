@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import itertools
 import re
+import sys
 from types import ModuleType
 
 import pytest
@@ -42,6 +44,7 @@ def analysis_module(lab: str) -> ModuleType:
     path = ROOT / "labs" / labs()[lab].name / "analysis.py"
     spec = importlib.util.spec_from_file_location(f"lab{lab}_analysis", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as for any module: dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -72,8 +75,10 @@ def section(table: str, title: str) -> str:
 
 def rows_of(markdown: str) -> list[list[str]]:
     """The cells of every row of the first Markdown table in `markdown`, header excluded."""
-    lines = [line for line in markdown.splitlines() if line.startswith("|")]
-    return [[c.strip() for c in line.split("|")[1:-1]] for line in lines[2:]]
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = itertools.takewhile(lambda line: line.startswith("|"), lines[start:])
+    return [[c.strip() for c in line.split("|")[1:-1]] for line in list(table)[2:]]
 
 
 def test_every_lab_has_a_test_of_its_analysis():
