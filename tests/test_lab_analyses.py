@@ -269,7 +269,7 @@ def test_lab07_gives_the_lso_lag_in_ms_and_offsets_and_the_bytes_fetched_for_not
 ):
     """The table has the LSO lag in offsets (p50, p99, max) and in milliseconds per kind
     of record, the bytes of aborted batches read_committed fetched and dropped, and how
-    long a forgotten transaction held the LSO: at least its transaction.timeout.ms."""
+    long a forgotten transaction held the LSO: about its transaction.timeout.ms."""
     module = analysis_module("07")
     table = analyse("07", tmp_path, monkeypatch)
     counts = table.splitlines()[4].split("|")[1:-1]
@@ -288,8 +288,11 @@ def test_lab07_gives_the_lso_lag_in_ms_and_offsets_and_the_bytes_fetched_for_not
             if r.startswith("| ")}  # fmt: skip
     committed = lags["steady: committed"]
     assert 0 <= int(committed[1]) <= int(committed[2]) <= int(committed[3]), in_time
+    # The timeout runs from the transaction's start, a little before its record is in the
+    # log, and the samples are 10 ms apart (more on a busy machine): 200 ms of slack.
+    timeout = module.FORGOTTEN_TIMEOUT_MS - 200
     late = lags["after the forgotten transaction: outside transactions"]
-    assert int(late[3]) >= module.FORGOTTEN_TIMEOUT_MS, in_time
+    assert int(late[3]) >= timeout, in_time
     held = int(re.search(r"the LSO stayed at offset \d+ for (\d+) ms", in_time).group(1))
-    assert held >= module.FORGOTTEN_TIMEOUT_MS, in_time
+    assert held >= timeout, in_time
     assert "COMMIT marker" in section(table, "The log around its first marker")
