@@ -293,7 +293,7 @@ def story(first: ProduceExchange, retry, where: dict) -> str:
         batch = next(b for b in retry.batches if b[4] <= value <= b[5])
         error, base = retry.answer[0]
         again = f"producer id {batch[1]}, epoch {batch[2]}, first sequence {batch[3]}" if (
-            batch[1] >= 0) else "no producer id"  # fmt: skip
+            batch[1] >= 0) else "without a producer id"  # fmt: skip
         text += (
             f"- Request {retry.correlation}, on a new connection, sent values "
             f"{batch[4]}-{batch[5]} again, {again}; the broker answered error code {error}, "
