@@ -44,8 +44,13 @@ def analysis_module(lab: str) -> ModuleType:
     path = ROOT / "labs" / labs()[lab].name / "analysis.py"
     spec = importlib.util.spec_from_file_location(f"lab{lab}_analysis", path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as for any module: dataclasses look their module up
-    spec.loader.exec_module(module)
+    # Registered while it runs, as any module is (a dataclass looks its module up), then
+    # taken out: Spark's workers cannot import it, so its functions must go to them by value.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
     return module
 
 

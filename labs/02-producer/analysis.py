@@ -71,22 +71,20 @@ def analyse(spark, data_dir: str) -> dict:
     from pyspark.sql import functions as F
 
     rows = spark.read.format("kafka_ref_segments").load(data_dir).cache()
-    spread = {
-        (r["topic"], r["partition"]): r["count"]
-        for r in rows.where(F.col("topic").isin("uniform", "zipf", "keyless"))
-        .groupBy("topic", "partition")
+    # records per (topic, partition, key), folded here into per partition and per key
+    spread: dict[tuple[str, int], int] = {}
+    hottest: dict[str, int] = {}
+    per_key = (
+        rows.where(F.col("topic").isin("uniform", "zipf", "keyless"))
+        .groupBy("topic", "partition", "key")
         .count()
         .collect()
-    }
-    hottest = {
-        r["topic"]: r["records"]
-        for r in rows.where(F.col("topic").isin("uniform", "zipf"))
-        .groupBy("topic", "key")
-        .count()
-        .groupBy("topic")
-        .agg(F.max("count").alias("records"))
-        .collect()
-    }
+    )
+    for r in per_key:
+        where = (r["topic"], r["partition"])
+        spread[where] = spread.get(where, 0) + r["count"]
+        if r["key"] is not None:
+            hottest[r["topic"]] = max(hottest.get(r["topic"], 0), r["count"])
     # Keyless batches in the order they were sent (their first record's number): did one
     # go to the same partition as the batch before it?
     keyless = (

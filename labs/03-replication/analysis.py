@@ -165,23 +165,31 @@ def unclean_changes(data_dir: str, truncate_on_fetch: bool) -> list[str]:
         return [f"{s.ms} ms: {s.event}" for s in cluster.steps if " truncates " in s.event]
 
 
-def compare_logs(spark, data_dir: str) -> list:
-    """Both replicas' records side by side, by offset (a full outer join of their segment
-    files), with the epoch of each record's batch."""
+def compare_logs(spark, data_dirs: dict[str, str]) -> dict[str, list]:
+    """Per run (name -> its data directory), both replicas' records side by side by offset
+    (a full outer join of their segment files), with the epoch of each record's batch."""
     from pyspark.sql import functions as F
 
     def replica(broker: int, name: str):
-        return (
+        frames = [
             spark.read.format("kafka_ref_segments")
             .load(os.path.join(data_dir, f"broker-{broker}"))
-            .select(
-                "offset",
-                F.col("value").cast("string").alias(f"{name}_value"),
-                F.col("partitionLeaderEpoch").alias(f"{name}_epoch"),
-            )
-        )
+            .withColumn("run", F.lit(run))
+            for run, data_dir in data_dirs.items()
+        ]
+        union = frames[0]
+        for frame in frames[1:]:
+            union = union.unionByName(frame)
+        return union.select(
+            "run", "offset", F.col("value").cast("string").alias(f"{name}_value"),
+            F.col("partitionLeaderEpoch").alias(f"{name}_epoch"),
+        )  # fmt: skip
 
-    return replica(A, "a").join(replica(B, "b"), "offset", "full").orderBy("offset").collect()
+    rows = replica(A, "a").join(replica(B, "b"), ["run", "offset"], "full")
+    runs: dict[str, list] = {run: [] for run in data_dirs}
+    for r in rows.orderBy("run", "offset").collect():
+        runs[r["run"]].append(r)
+    return runs
 
 
 def runs_of(rows: list, side: str) -> str:
@@ -199,18 +207,24 @@ def runs_of(rows: list, side: str) -> str:
 
 
 def unclean_report(spark, scratch: str) -> list[dict]:
+    """The unclean sequence with each kind of follower, and how the two logs compare."""
+    modes = {
+        "Kafka 2.7+: truncate on OffsetsForLeaderEpoch and on fetch": True,
+        "Kafka 2.0-2.6: truncate on OffsetsForLeaderEpoch only": False,
+    }
+    data_dirs = {name: os.path.join(scratch, f"unclean-{on}") for name, on in modes.items()}
+    truncations = {name: unclean_changes(data_dirs[name], on) for name, on in modes.items()}
+    compared = compare_logs(spark, data_dirs)
     results = []
-    for on_fetch in (True, False):
-        data_dir = os.path.join(scratch, f"unclean-{on_fetch}")
-        truncations = unclean_changes(data_dir, on_fetch)
-        rows = compare_logs(spark, data_dir)
+    for name in modes:
+        rows = compared[name]
         differ = [r for r in rows if r["a_value"] != r["b_value"]]
+        first = differ[0] if differ else None
         results.append({
-            "followers": "Kafka 2.7+: truncate on OffsetsForLeaderEpoch and on fetch"
-            if on_fetch else "Kafka 2.0-2.6: truncate on OffsetsForLeaderEpoch only",
-            "truncations": truncations,
-            "first_difference": (f"offset {differ[0]['offset']}: A {differ[0]['a_value']}, "
-                                 f"B {differ[0]['b_value']}") if differ else "none: identical",
+            "followers": name,
+            "truncations": truncations[name],
+            "first_difference": f"offset {first['offset']}: A {first['a_value']}, "
+            f"B {first['b_value']}" if first else "none: identical",
             "differ": len(differ),
             "a": runs_of(rows, "a"),
             "b": runs_of(rows, "b"),

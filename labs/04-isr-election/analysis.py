@@ -30,6 +30,7 @@ import os
 import random
 import sys
 import tempfile
+from collections import Counter
 
 from kafka_ref.sim import SimCluster
 from kafka_ref.sim.cluster import CLIENT
@@ -200,18 +201,27 @@ def analyse(spark, rows: list[tuple]) -> tuple[list, list, list]:
         .orderBy("setting")
         .collect()
     )
-    outcomes = (
-        writes.groupBy("setting", "outcome")
+    # one pass for both tables: per (setting, outcome, condition), summed here each way
+    cells = (
+        writes.groupBy("setting", "outcome", "condition")
         .agg(F.count("*").alias("writes"), F.sum(F.col("in_log").cast("int")).alias("in_log"))
         .collect()
     )
-    conditions = (
-        writes.groupBy("setting", "condition")
-        .agg(F.count("*").alias("writes"), F.sum(ok.cast("int")).alias("acked"))
-        .collect()
-    )
     writes.unpersist()
-    return settings, outcomes, conditions
+    outcomes, in_log, conditions, acked = Counter(), Counter(), Counter(), Counter()
+    for c in cells:
+        outcome, condition = (c["setting"], c["outcome"]), (c["setting"], c["condition"])
+        outcomes[outcome] += c["writes"]
+        in_log[outcome] += c["in_log"]
+        conditions[condition] += c["writes"]
+        acked[condition] += c["writes"] if c["outcome"] == "acknowledged" else 0
+    return (
+        settings,
+        [{"setting": s, "outcome": o, "writes": n, "in_log": in_log[s, o]}
+         for (s, o), n in outcomes.items()],
+        [{"setting": s, "condition": k, "writes": n, "acked": acked[s, k]}
+         for (s, k), n in conditions.items()],
+    )  # fmt: skip
 
 
 def pivot(rows: list, key: str, settings: list[str], cell) -> list[list]:

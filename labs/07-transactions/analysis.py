@@ -175,18 +175,23 @@ def analyse(spark, bootstrap: str, data_dir: str, broker, samples: list) -> dict
         .otherwise("open")
     )
     log = records.select(
-        "offset", "baseOffset", "batchSize", "producerId", F.col("value").cast("string"),
-        kind.alias("kind"),
+        "offset", "baseOffset", "batchSize", "recordCount", "producerId",
+        F.col("value").cast("string"), kind.alias("kind"),
     ).cache()  # fmt: skip
+    # A batch's records all have the same kind; each record carries its share of its
+    # batch's bytes, so that the sum per kind counts every batch once.
     kinds = log.groupBy("kind").agg(
         F.count("*").alias("records"),
         F.countDistinct("baseOffset").alias("batches"),
+        F.round(F.sum(F.col("batchSize") / F.col("recordCount"))).cast("long").alias("bytes"),
+        F.min(F.when(F.col("kind").endswith("markers"), F.col("offset"))).alias("first_marker"),
+        F.max(F.when(F.col("value") == "forgotten", F.col("offset"))).alias("forgotten"),
     )
-    # bytes: every batch once (a batch's records all have the same kind)
-    sizes = (
-        log.dropDuplicates(["baseOffset"]).groupBy("kind").agg(F.sum("batchSize").alias("bytes"))
+    per_kind = {r["kind"]: r.asDict() for r in kinds.collect()}
+    first_marker = min(
+        k["first_marker"] for k in per_kind.values() if k["first_marker"] is not None
     )
-    per_kind = {r["kind"]: r.asDict() for r in kinds.join(sizes, "kind").collect()}
+    [forgotten] = [k["forgotten"] for k in per_kind.values() if k["forgotten"] is not None]
 
     # When could each record be read? The first sample whose HW is past it
     # (read_uncommitted), and the first whose LSO is (read_committed).
@@ -201,8 +206,7 @@ def analyse(spark, bootstrap: str, data_dir: str, broker, samples: list) -> dict
         )
         .where(F.col("lso_ms").isNotNull())
     )
-    [forgotten] = log.where(F.col("value") == "forgotten").select("offset").collect()
-    phase = F.when(F.col("offset") > forgotten["offset"], "after the forgotten transaction")
+    phase = F.when(F.col("offset") > forgotten, "after the forgotten transaction")
     lag = F.col("lso_ms") - F.col("hw_ms")
     lags = (
         readable.groupBy(phase.otherwise("steady").alias("phase"), "kind")
@@ -215,9 +219,8 @@ def analyse(spark, bootstrap: str, data_dir: str, broker, samples: list) -> dict
         .collect()
     )
     # the log around its first marker: where markers land among interleaved transactions
-    [first] = log.where(F.col("kind").endswith("markers")).agg(F.min("offset")).collect()
-    head = log.where(F.col("offset").between(first[0] - 12, first[0] + 12)).orderBy("offset")
-    head = head.collect()
+    head = log.where(F.col("offset").between(first_marker - 12, first_marker + 12))
+    head = head.orderBy("offset").collect()
     log.unpersist()
     counts = {r["kind"]: r["count"] for r in returned}
     return {"kinds": per_kind, "returned": counts, "lags": lags, "head": head}
