@@ -120,10 +120,11 @@ def test_lab02_gives_the_hottest_key_the_sticky_batches_and_the_wait_in_a_batch(
     assert hottest["zipf"] > 5 * hottest["uniform"], spread
     [keyless] = rows_of(section(table, "Keyless records"))
     assert int(keyless[1]) > 1 and keyless[-1] == "0", keyless
+    # Lingering longest makes records wait longer and batches fewer than not lingering at
+    # all; the exact waits depend on the machine's load, so only the two ends are compared.
     batching = rows_of(section(table, "Batching"))
-    waits = [float(r[5]) for r in batching]
-    assert waits == sorted(waits) and waits[0] < 1 < waits[-1], batching
-    assert [int(r[3]) for r in batching] == sorted((int(r[3]) for r in batching), reverse=True)
+    (first, *_, last) = batching
+    assert float(last[5]) > float(first[5]) and int(last[3]) < int(first[3]), batching
 
 
 # ---------------------------------------------------------------------------- lab 05
