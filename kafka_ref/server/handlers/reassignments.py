@@ -161,7 +161,6 @@ def _list_response(error: ErrorCode, moves: dict) -> Any:
         )
     return R(
         throttle_time_ms=0,
-        allow_replication_factor_change=allow_rf_change,
         error_code=error,
         error_message=None if error == ErrorCode.NO_ERROR else error.name,
         topics=[R.OngoingTopicReassignment(name=t, partitions=p) for t, p in topics.items()],
@@ -211,7 +210,6 @@ def _elect_response(error: ErrorCode, results: Results) -> Any:
         )
     return R(
         throttle_time_ms=0,
-        allow_replication_factor_change=allow_rf_change,
         error_code=error,
         replica_election_results=[
             R.ReplicaElectionResult(topic=t, partition_result=p) for t, p in topics.items()
