@@ -42,7 +42,7 @@ from kafka_ref.protocol.messages import DescribeConfigsResponse
 from kafka_ref.server.broker_configs import BROKER_CONFIGS, PASSWORD_KEYS
 from kafka_ref.server.dynamic_config import (
     DEFAULT_CONFIG,
-    DYNAMIC_CONFIGS,
+    KAFKA_DYNAMIC_CONFIGS,
     SourcedValue,
 )
 from kafka_ref.server.handlers.authz import Op, Res, require
@@ -159,7 +159,7 @@ def _broker_configs(apis: ApiContext, name: str, keys: set[str] | None, describe
             config,
             config_string(value),
             dynamic.chain(config),
-            config not in DYNAMIC_CONFIGS,
+            config not in KAFKA_DYNAMIC_CONFIGS,
             described,
         )
         for config, value, _ in apis.config.describe()
