@@ -339,8 +339,9 @@ class Broker:
         except ConfigError as err:  # checked before it was accepted; a stored one at start
             logger.error("listener security not reconfigured: %s", err)
             return
-        for running, new in zip(listeners, rebuilt, strict=True):
-            running.take(new)
+        by_name = {new.name: new for new in rebuilt}
+        for running in listeners:
+            running.take(by_name[running.name])
 
     async def _leave_cluster(self) -> None:
         if self.zk_mode is not None:

@@ -269,6 +269,9 @@ APPLIED_CONFIGS = frozenset(LOG_DEFAULTS) | {
     "transaction.partition.verification.enable",
     "cordoned.log.dirs",
 }
+# Dynamic in Kafka, which adds and removes listeners; kafka-ref binds its listeners once, so
+# it stores these but reads them only at start.
+STORED_ONLY = frozenset({"listeners", "listener.security.protocol.map"})
 # The keys of a listener's security, plain or per listener (rebuilt together).
 LISTENER_SECURITY_KEYS = DYNAMIC_SECURITY_CONFIGS | {
     "sasl.enabled.mechanisms",
@@ -364,6 +367,8 @@ def is_listener_security_key(key: str) -> bool:
 def understood(key: str) -> bool:
     """Whether kafka-ref's `KafkaConfig` reads this key; a stored key it does not read
     (Kafka's `background.threads`, an unknown key) is kept but changes nothing."""
+    if key in STORED_ONLY:
+        return False
     if key.startswith(LISTENER_PREFIX):
         try:
             listener_key(key)
