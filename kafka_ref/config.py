@@ -129,7 +129,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "message.timestamp.after.max.ms",
             "long",
-            LONG_MAX,
+            3_600_000,  # one hour since Kafka 4.0 (KIP-1030); unbounded before
             "How far in the future a CreateTime timestamp may be.",
             0,
         ),
@@ -200,7 +200,7 @@ class LogConfig:
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3_600_000
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"

@@ -205,8 +205,9 @@ class MessageTooLargeError(KafkaError):
     code = ErrorCode.MESSAGE_TOO_LARGE
 
 
-class InvalidTimestampError(KafkaError):
-    """A timestamp is out of the range `message.timestamp.*.max.ms` allows."""
+class InvalidTimestampError(InvalidRecordError):
+    """A timestamp is out of the range `message.timestamp.*.max.ms` allows; the records at
+    fault are named, as for an invalid record (KIP-467)."""
 
     code = ErrorCode.INVALID_TIMESTAMP
 

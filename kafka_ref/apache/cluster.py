@@ -114,12 +114,17 @@ class KafkaNode(ServerProcess):
         with open(self.properties, "w") as out:
             out.writelines(f"{key}={value}\n" for key, value in props.items())
 
-    def format(self, cluster: str, standalone: bool) -> subprocess.Popen:
+    def format(
+        self, cluster: str, standalone: bool, features: Mapping[str, int] | None = None
+    ) -> subprocess.Popen:
         """kafka-storage.sh format, started (the caller waits): meta.properties and the
-        bootstrap metadata in this node's log directory."""
+        bootstrap metadata in this node's log directory, with `features` finalized at the
+        levels given (`--feature NAME=LEVEL`), the others at the release's defaults."""
         args = ["format", "-t", cluster, "-c", self.properties]
         if standalone:
             args.append("--standalone")
+        for name, level in (features or {}).items():
+            args += ["--feature", f"{name}={level}"]
         with open(self.log_path, "ab") as log:
             return subprocess.Popen(
                 self.java_command("kafka.tools.StorageTool", *args),
@@ -148,6 +153,7 @@ class ApacheKafka:
         workdir: str | None = None,
         quick: bool = True,
         port: int | None = None,
+        features: Mapping[str, int] | None = None,
     ) -> None:
         if brokers not in (1, 3):
             raise ValueError(
@@ -172,6 +178,10 @@ class ApacheKafka:
             **(configs or {}),
         }
         self.cluster_id = cluster_id()
+        # Feature levels to format with (e.g. eligible.leader.replicas.version=0: a cluster
+        # formatted with eligible leader replicas also gets min.insync.replicas as a dynamic
+        # cluster default, KIP-966).
+        self.features = dict(features or {})
 
     @property
     def bootstrap(self) -> str:
@@ -192,7 +202,9 @@ class ApacheKafka:
         for node in self.nodes:
             if not os.path.exists(os.path.join(node.data_dir, "meta.properties")):
                 node.write_properties({**quorum, **self.configs})
-                formatting.append((node, node.format(self.cluster_id, len(self.nodes) == 1)))
+                formatting.append(
+                    (node, node.format(self.cluster_id, len(self.nodes) == 1, self.features))
+                )
         for node, proc in formatting:
             if proc.wait(READY_SECONDS) != 0:
                 raise RuntimeError(

@@ -31,6 +31,7 @@ Rules: REBAL-3, REBAL-4, REBAL-5, REBAL-6, REBAL-12, REBAL-20, REBAL-22 (spec/re
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.group_metadata import (
@@ -48,6 +49,14 @@ from kafka_ref.group.sync_round import SyncGroupResult
 logger = logging.getLogger("kafka_ref.group.rebalance")
 
 OK = ErrorCode.NO_ERROR
+
+
+class LeavingMember(NamedTuple):
+    """One member a LeaveGroup names: by member id, or (an admin) by instance id alone."""
+
+    member_id: str | None
+    instance_id: str | None = None
+    reason: str | None = None  # LeaveGroup v5+: only logged (REBAL-20)
 
 
 class MemberSessions:
@@ -78,24 +87,24 @@ class MemberSessions:
         return OK
 
     def leave_group(
-        self, group_id: str, members: list[tuple[str | None, ...]]
-    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        self, group_id: str, members: list[LeavingMember]
+    ) -> tuple[ErrorCode, list[tuple[str | None, str | None, ErrorCode]]]:
         """Members leave now instead of at their session timeout (KIP-345: by instance id).
 
-        Each member is (member id, instance id) or, from LeaveGroup v5, (member id, instance
-        id, reason): the reason is only logged (REBAL-20). Each gets its own answer
-        (REBAL-22)."""
+        The reason a member gives (LeaveGroup v5+) is only logged (REBAL-20). Each member
+        gets its own answer (REBAL-22)."""
+        members = [LeavingMember(*m) for m in members]
         error = self.group_status(group_id)
         if error != OK:
             return error, []
         group = self.manager.get_group(group_id)
         if group is None:
-            return OK, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in members]
+            return OK, [(m.member_id, m.instance_id, ErrorCode.UNKNOWN_MEMBER_ID) for m in members]
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         results = []
-        for member_id, instance_id, *reason in members:
-            why = reason[0] if reason and reason[0] else "not provided"
+        for member_id, instance_id, reason in members:
+            why = reason or "not provided"
             logger.info(
                 "member %r (instance %r) leaves group %s; client reason: %s",
                 member_id,

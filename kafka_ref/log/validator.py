@@ -31,7 +31,11 @@ to check that it parses and has a key (LOG-17): compaction works by key. Elsewhe
 records stay opaque bytes, a deliberate departure from Kafka, which walks every record of
 every produced batch: on the hot path kafka-ref moves bytes and reads only headers.
 
-Rules: LOG-1, LOG-8..LOG-12, LOG-17, SEG-6.
+A CreateTime batch must also carry timestamps within the topic's bounds (INVALID_TIMESTAMP,
+LOG-18): its header's first and largest timestamps are checked, and only a batch outside
+them is decoded, to name its records.
+
+Rules: LOG-1, LOG-8..LOG-12, LOG-17, LOG-18, SEG-6.
 """
 
 from __future__ import annotations
@@ -39,7 +43,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_ref.config import LogConfig
-from kafka_ref.errors import ErrorCode, InvalidRecordError, MessageTooLargeError
+from kafka_ref.errors import (
+    ErrorCode,
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageTooLargeError,
+)
 from kafka_ref.record.batch import (
     MAGIC_OFFSET,
     MAGIC_V2,
@@ -74,25 +83,43 @@ class AppendInfo:
     batches: tuple[tuple[int, BatchHeader], ...] = ()
 
 
-def _check_keyed_records(view: memoryview, pos: int) -> None:
-    """On a compacted topic every record needs a key, so its records are decoded (LOG-17).
+def _check_records(
+    view: memoryview, pos: int, header: BatchHeader, config: LogConfig, now: int
+) -> None:
+    """The record-level checks of a producer's batch (Kafka: `LogValidator.validateRecord`):
+    on a compacted topic every record needs a key (LOG-17: compaction works by key, and a
+    record that does not parse would stop the cleaner for good); with CreateTime, every
+    timestamp must lie within [now - message.timestamp.before.max.ms, now +
+    message.timestamp.after.max.ms] (LOG-18).
 
-    This is the one place the append path decodes records: compaction keys by them, and a
-    record that does not parse would stop the cleaner for good. Every keyless record is
-    named, by its index in the batch (Kafka: `LogValidator`'s `RecordError`s, KIP-467).
-    """
-    keyless = tuple(
-        (index, "Compacted topic cannot accept message without key.")
-        for index, record in enumerate(RecordBatch(view, pos).records())
-        if record.key is None
+    This is the one place the append path decodes records, and only when it must: always on
+    a compacted topic, else only for a batch whose header's first and largest timestamps
+    fall outside the range (they bound the records of a well-formed batch). Each record at
+    fault is named by its index in the batch (KIP-467), its key checked before its
+    timestamp; the append fails with INVALID_TIMESTAMP if any timestamp is out of range,
+    else INVALID_RECORD, as Kafka's `processRecordErrors` decides."""
+    check_time = config.message_timestamp_type == "CreateTime"
+    low = now - config.message_timestamp_before_max_ms
+    high = now + config.message_timestamp_after_max_ms
+    in_range = low <= header.base_timestamp and header.max_timestamp <= high
+    if not (config.compact or (check_time and not in_range)):
+        return
+    keyless, out_of_range = [], []
+    for index, record in enumerate(RecordBatch(view, pos).records()):
+        if config.compact and record.key is None:
+            keyless.append((index, "Compacted topic cannot accept message without key."))
+        elif check_time and record.timestamp != -1 and not low <= record.timestamp <= high:
+            out_of_range.append((index, f"Timestamp {record.timestamp} is out of [{low}, {high}]"))
+    errors = tuple(sorted(keyless + out_of_range))
+    if not errors:
+        return
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    message = (
+        f"One or more records have been rejected due to {len(errors)} record errors in "
+        f"total, and only showing the first three errors at most: [{shown}]"
     )
-    if keyless:
-        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in keyless[:3])
-        raise InvalidRecordError(
-            f"One or more records have been rejected due to {len(keyless)} record errors in "
-            f"total, and only showing the first three errors at most: [{shown}]",
-            record_errors=keyless,
-        )
+    error = InvalidTimestampError if out_of_range else InvalidRecordError
+    raise error(message, record_errors=errors)
 
 
 def validate_and_assign(
@@ -122,8 +149,8 @@ def validate_and_assign(
             raise MessageTooLargeError(
                 f"batch of {header.size} bytes exceeds max.message.bytes {config.max_message_bytes}"
             )
-        if assign_offsets and config.compact and not header.is_control:
-            _check_keyed_records(view, pos)
+        if assign_offsets and not header.is_control:
+            _check_records(view, pos, header, config, now)
         batches.append((pos, header))
         pos += header.size
     if size > config.segment_bytes:

@@ -23,6 +23,7 @@ from kafka_ref.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
+    JoinGroupRequest,
     LeaveGroupRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
@@ -142,6 +143,24 @@ def test_v9_answers_group_id_not_found_where_v8_answers_illegal_generation(
     assert commit(w, 8, group, topic, {0: 1}, generation=1, member="m") == {0: E.ILLEGAL_GENERATION}
     assert commit(w, 9, group, topic, {0: 1}, generation=1, member="m") == {0: E.GROUP_ID_NOT_FOUND}
     assert fetch(w, 5, group, topic, [0])[0].committed_offset == -1
+
+
+@pytest.mark.spec("REBAL-27")
+def test_a_join_answer_without_a_protocol_names_none_from_v7(target, connect, group):
+    target.require_versions((ApiKey.JOIN_GROUP, 7))
+    w = connect()
+    body = JoinGroupRequest(
+        group_id=group,
+        session_timeout_ms=10000,
+        rebalance_timeout_ms=10000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"m")],
+    )
+    for version, expected in ((6, ""), (7, None)):
+        answer = w.request(ApiKey.JOIN_GROUP, version, body)
+        assert answer.error_code == E.MEMBER_ID_REQUIRED, (version, answer)
+        assert answer.protocol_name == expected, (version, answer.protocol_name)
 
 
 @pytest.mark.spec("OFFSET-12", "REBAL-11")

@@ -21,6 +21,7 @@ from kafka_ref.protocol.messages import ApiKey, DeleteRecordsRequest
 
 OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE = 1, 2, 10
 UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION, INVALID_RECORD = 3, 35, 87
+INVALID_TIMESTAMP = 32
 
 
 def values(n: int, tag: str = "v") -> list[bytes]:
@@ -142,6 +143,30 @@ def test_a_batch_above_max_message_bytes_is_refused(target, wire):
     assert wire.create_topic(name, **{"max.message.bytes": "1000"}) == 0
     assert wire.produce(name, 0, batch([b"y" * 2000])).error_code == MESSAGE_TOO_LARGE
     assert wire.produce(name, 0, batch([b"y" * 100])).base_offset == 0
+
+
+@pytest.mark.spec("LOG-18")
+def test_a_create_time_timestamp_too_far_ahead_is_refused(target, wire):
+    target.require("create-topics")
+    name = target.topic_name("future")
+    assert wire.create_topic(name, **{"message.timestamp.after.max.ms": "60000"}) == 0
+    now = int(time.time() * 1000)
+    late = batch(values(3), ts=now - 365 * 86_400_000)  # a year ago: no bound before
+    assert wire.produce(name, 0, late).error_code == 0
+    # timestamps now, now+1, now+2 minutes: two records beyond the minute allowed
+    ahead = raw_batch(
+        [RawRecord(None, b"v", [], timestamp_delta=d) for d in (0, 60_000 + 5_000, 120_000)],
+        base_timestamp=now,
+    )
+    refused = wire.produce(name, 0, ahead, version=8)  # record errors from v8 (KIP-467)
+    assert refused.error_code == INVALID_TIMESTAMP
+    assert sorted(e.batch_index for e in refused.record_errors) == [1, 2]
+    assert wire.list_offset(name, 0, -1).offset == 3, "nothing of it was appended"
+    # a LogAppendTime topic takes the broker's clock instead and checks nothing
+    stamped = target.topic_name("future-lat")
+    configs = {"message.timestamp.type": "LogAppendTime", "message.timestamp.after.max.ms": "1"}
+    assert wire.create_topic(stamped, **configs) == 0
+    assert wire.produce(stamped, 0, ahead).error_code == 0
 
 
 @pytest.mark.spec("LOG-11", "BROKER-28", "BATCH-9")

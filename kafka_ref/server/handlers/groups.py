@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.coordinator import GroupSummary
 from kafka_ref.group.group_metadata import DEAD
+from kafka_ref.group.member_sessions import LeavingMember
 from kafka_ref.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
@@ -71,6 +72,13 @@ SKIP_ASSIGNMENT_VERSION = 9  # JoinGroup: a static leader may skip the assignmen
 BATCHED_MEMBERS_VERSION = 3  # LeaveGroup: a batch of members (KIP-345)
 GROUP_ID_NOT_FOUND_VERSION = 6  # DescribeGroups: an unknown group is an error (KIP-1043)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # Kafka: Integer.MIN_VALUE, "not asked for"
+
+
+def no_protocol(version: int) -> str | None:
+    """A JoinGroup answer without a chosen protocol (an error, or MEMBER_ID_REQUIRED): null
+    from v7, where the field is nullable, else "" (Kafka: `JoinGroupRequest.getErrorResponse`,
+    REBAL-27)."""
+    return None if version >= 7 else NO_PROTOCOL
 
 
 def _deferred() -> Any:
@@ -173,7 +181,8 @@ def handle_join_group(apis: ApiContext, request: Request) -> Any:
         ]
         _answer(apis, request, JoinGroupResponse(
             throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
-            protocol_type=result.protocol_type, protocol_name=result.protocol_name or NO_PROTOCOL,
+            protocol_type=result.protocol_type,
+            protocol_name=result.protocol_name or no_protocol(version),
             leader=result.leader_id, skip_assignment=result.skip_assignment,
             member_id=result.member_id, members=members,
         ))  # fmt: skip
@@ -235,9 +244,9 @@ def handle_leave_group(apis: ApiContext, request: Request) -> Any:
     version < 3); from v3 a batch of members, each answered alone (REBAL-22)."""
     body, version = request.body, request.api_version
     if version < BATCHED_MEMBERS_VERSION:
-        members: list[tuple[str | None, ...]] = [(body.member_id, None)]
+        members = [LeavingMember(body.member_id)]
     else:
-        members = [(m.member_id, m.group_instance_id, m.reason) for m in body.members]
+        members = [LeavingMember(m.member_id, m.group_instance_id, m.reason) for m in body.members]
     if _group_refused(apis, request):
         return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     rebalance = apis.group_coordinator.rebalance

@@ -24,6 +24,7 @@ from kafka_ref.group.group_metadata import (
     IllegalGroupStateError,
 )
 from kafka_ref.group.group_metadata_manager import java_string_hashcode, partition_for
+from kafka_ref.group.member_sessions import LeavingMember
 from kafka_ref.record.batch import RecordBatch
 
 OK = ErrorCode.NO_ERROR
@@ -226,6 +227,12 @@ def test_unknown_members_are_unknown_member_id():
     assert h.commit({TP0: om(1)}, "ghost", gen) == {TP0: E.UNKNOWN_MEMBER_ID}
     assert h.coordinator.rebalance.leave_group(G, [("ghost", None)]) == (
         OK, [("ghost", None, E.UNKNOWN_MEMBER_ID)])  # fmt: skip
+    # LeaveGroup v5 gives a reason; a group that does not exist answers each member the same
+    leaving = [LeavingMember("ghost", "i-1", "shutting down")]
+    assert h.coordinator.rebalance.leave_group("no-such-group", leaving) == (
+        OK,
+        [("ghost", "i-1", E.UNKNOWN_MEMBER_ID)],
+    )
 
 
 @pytest.mark.spec("REBAL-5")

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ref.clock import ManualClock
-from kafka_ref.config import LogConfig
+from kafka_ref.config import LONG_MAX, LogConfig
 from kafka_ref.errors import OffsetOutOfRangeError
 from kafka_ref.log.log import Log
 from kafka_ref.log.log_read import EARLIEST_TIMESTAMP
@@ -23,7 +23,9 @@ HOUR = 3_600_000
 
 def build(path, segments: list[list[int]], clock: ManualClock | None = None, **config) -> Log:
     """A log whose segments hold records with these timestamps; the last list is the
-    active segment. Every record is its own batch with a 20-byte value."""
+    active segment. Every record is its own batch with a 20-byte value. Timestamps may lie
+    far ahead of the clock (message.timestamp.after.max.ms unbounded, as before Kafka 4)."""
+    config.setdefault("message_timestamp_after_max_ms", LONG_MAX)
     log = Log.open(path, LogConfig(**config), clock or ManualClock(T0))
     for i, timestamps in enumerate(segments):
         if i:
