@@ -243,7 +243,12 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
         self._to_controller(ApiKey.CREATE_TOPICS, request, "topics", "create topic")
 
     def delete_topics(self, names: Iterable[str]) -> None:
-        request = DeleteTopicsRequest(topic_names=list(names), timeout_ms=self.request_timeout_ms)
+        names = list(names)
+        request = DeleteTopicsRequest(  # v6+ names topics in `topics`, older in `topic_names`
+            topic_names=names,
+            topics=[DeleteTopicsRequest.DeleteTopicState(name=name) for name in names],
+            timeout_ms=self.request_timeout_ms,
+        )
         self._to_controller(ApiKey.DELETE_TOPICS, request, "responses", "delete topic")
 
     def create_partitions(

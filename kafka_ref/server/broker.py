@@ -314,7 +314,10 @@ class Broker:
 
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""
-        InterBrokerSecurity.from_config(self.config)  # its mistakes refuse the start too
+        try:  # the inter-broker login's mistakes refuse the start too
+            InterBrokerSecurity.from_config(self.config)
+        except (ListenerError, SslConfigError) as err:
+            raise ConfigError(str(err)) from None
         return self._build_listeners(self.config)
 
     def _build_listeners(self, config: KafkaConfig) -> list[ListenerSecurity]:
