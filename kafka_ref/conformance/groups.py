@@ -17,7 +17,7 @@ import select
 import time
 from typing import Any
 
-from kafka_ref.conformance.wire import Wire
+from kafka_ref.conformance.wire import Wire, retrying
 from kafka_ref.protocol.messages import (
     ApiKey,
     DeleteGroupsRequest,
@@ -37,9 +37,10 @@ JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V, FETCH_V = 5, 3, 3, 1, 3, 3
 
 
 def coordinator(wire: Wire, group: str) -> tuple[str, int]:
-    """(host, port) of the group's coordinator, by FindCoordinator v1."""
+    """(host, port) of the group's coordinator, by FindCoordinator v1 (retried while the
+    broker is still creating or loading `__consumer_offsets`)."""
     body = FindCoordinatorRequest(key=group, key_type=0)
-    resp = wire.request(ApiKey.FIND_COORDINATOR, 1, body)
+    resp = retrying(lambda: wire.request(ApiKey.FIND_COORDINATOR, 1, body))
     if resp.error_code != 0:
         raise RuntimeError(f"FindCoordinator({group}) failed with {resp.error_code}")
     return resp.host, resp.port

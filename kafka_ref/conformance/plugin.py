@@ -32,7 +32,7 @@ from kafka_ref.conformance import matrix as matrix_mod
 from kafka_ref.conformance import report as report_mod
 from kafka_ref.conformance import targets
 from kafka_ref.conformance.capabilities import CAPABILITIES
-from kafka_ref.conformance.cluster import Brokers, SuiteCluster
+from kafka_ref.conformance.cluster import ApacheKafkaCluster, Brokers, SuiteCluster
 from kafka_ref.conformance.security import SaslProfile
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # a checkout: spec/ lives here
@@ -249,9 +249,9 @@ def secured(target, _secured_broker) -> SaslProfile:
 
 @pytest.fixture(scope="session")
 def _suite_cluster():
-    started: dict[str, SuiteCluster | targets.TargetError] = {}
+    started: dict[str, SuiteCluster | ApacheKafkaCluster | targets.TargetError] = {}
     yield started
-    if isinstance(started.get("cluster"), SuiteCluster):
+    if isinstance(started.get("cluster"), SuiteCluster | ApacheKafkaCluster):
         started["cluster"].close()
 
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from kafka_ref.conformance.transactions import negotiate
-from kafka_ref.conformance.wire import batch, decode_batches
+from kafka_ref.conformance.wire import batch, decode_batches, retrying
 from kafka_ref.protocol.messages import ApiKey, FindCoordinatorRequest, InitProducerIdRequest
 
 OUT_OF_ORDER_SEQUENCE, INVALID_PRODUCER_EPOCH, INVALID_RECORD = 45, 47, 87
@@ -22,7 +22,7 @@ OUT_OF_ORDER_SEQUENCE, INVALID_PRODUCER_EPOCH, INVALID_RECORD = 45, 47, 87
 
 def init_producer_id(wire) -> tuple[int, int]:
     body = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
-    resp = wire.request(ApiKey.INIT_PRODUCER_ID, 1, body)
+    resp = retrying(lambda: wire.request(ApiKey.INIT_PRODUCER_ID, 1, body))
     assert resp.error_code == 0
     return resp.producer_id, resp.producer_epoch
 
