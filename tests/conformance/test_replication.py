@@ -160,7 +160,11 @@ def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(cluster, 
         )
         assert refused.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
         assert produce(w, topic, 0, b"acks-1", acks=1).error_code == 0
-        assert values(w, topic, 0) == [b"committed", b"acks-1"]
+        # appended, but not committed while the ISR is under min.insync.replicas
+        assert values(w, topic, 0) == [b"committed"]
+        cluster.start_broker(followers[0])  # back in the ISR: the HW moves on
+        got = read_committed_by_now(w, topic, 0, {b"acks-1"}, timeout=30)
+        assert [r.value for r in got] == [b"committed", b"acks-1"]
 
 
 @pytest.mark.spec("ISR-6", "CTRL-6", "CTRL-11")
