@@ -31,7 +31,7 @@ from kafka_ref.conformance.records import (
 )
 
 CORRUPT_MESSAGE, INVALID_RECORD = 2, 87
-UNSUPPORTED_FOR_MESSAGE_FORMAT, UNSUPPORTED_COMPRESSION_TYPE = 43, 76
+UNSUPPORTED_COMPRESSION_TYPE = 76
 
 
 @pytest.fixture
@@ -98,14 +98,14 @@ def test_attributes_carry_the_timestamp_type_and_nothing_unused(target, wire):
 
 
 @pytest.mark.spec("BATCH-1", "BROKER-27")
-def test_a_legacy_message_set_is_unsupported_for_message_format(wire, topic):
+def test_a_legacy_message_set_is_invalid_record(wire, topic):
     # magic 1 (KIP-32): offset, size, crc (zlib CRC-32 from magic on), magic, attributes,
     # timestamp, key, value; its magic byte too sits at byte 16
     body = struct.pack(">bbqi", 1, 0, 1_700_000_000_000, -1) + struct.pack(">i", 5) + b"value"
     message = struct.pack(">I", zlib.crc32(body)) + body
     legacy = struct.pack(">qi", 0, len(message)) + message
     assert legacy[16] == 1
-    assert refused(wire, topic, legacy) == UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert refused(wire, topic, legacy) == INVALID_RECORD
 
 
 @pytest.mark.spec("BROKER-27")
@@ -136,9 +136,10 @@ def test_batch_length_must_fit_the_batch(wire, topic):
         CORRUPT_MESSAGE,
         INVALID_RECORD,  # Kafka's reader stops at a negative size: "no batch", BROKER-27
     ), "batchLength -1"
+    # no whole batch in the Produce: INVALID_RECORD (BROKER-27)
     too_long = raw_batch(records(2), batch_length=len(good) - 12 + 10)
-    assert refused(wire, topic, too_long) == CORRUPT_MESSAGE, "runs past the bytes sent"
-    assert refused(wire, topic, good[:-3]) == CORRUPT_MESSAGE, "cut short"
+    assert refused(wire, topic, too_long) == INVALID_RECORD, "runs past the bytes sent"
+    assert refused(wire, topic, good[:-3]) == INVALID_RECORD, "cut short"
     assert wire.produce(topic, 0, good).error_code == 0
 
 
@@ -150,12 +151,19 @@ def test_the_crc_is_crc32c_from_the_attributes_on(wire, topic):
     flipped = bytearray(plain)
     flipped[25] ^= 0x01  # lastOffsetDelta: inside the CRC
     assert refused(wire, topic, bytes(flipped)) == CORRUPT_MESSAGE
-    # base offset and leader epoch lie outside the CRC: changing them keeps it valid
-    outside = raw_batch(records(2), base_offset=12345, leader_epoch=77)
+    # the leader epoch lies outside the CRC: changing it keeps the batch valid
+    outside = raw_batch(records(2), leader_epoch=77)
     assert outside[17:] == plain[17:]
     assert wire.produce(topic, 0, outside).error_code == 0
     _, (got,) = fetched(wire, topic)
     assert got.crc == crc32c(got.raw[21:]), "the stored CRC is CRC-32C over bytes 21.."
+
+
+@pytest.mark.spec("BATCH-4")
+def test_a_produced_batch_starts_at_base_offset_zero(wire, topic):
+    # the base offset lies outside the CRC too, but a producer sends 0: the broker numbers
+    assert refused(wire, topic, raw_batch(records(2), base_offset=12345)) == INVALID_RECORD
+    assert wire.produce(topic, 0, raw_batch(records(2))).error_code == 0
 
 
 def section(recs: list[bytes]) -> bytes:

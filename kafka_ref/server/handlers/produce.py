@@ -7,9 +7,9 @@ the producer built it (possibly compressed). The broker's path (Kafka:
 1. `acks` must be 0, 1 or -1 (all); anything else answers every partition with
    INVALID_REQUIRED_ACKS (BROKER-13).
 2. Per partition, the batch's header is checked as `ProduceRequest.validateRecords` does:
-   exactly one batch, magic 2 (magic 0/1 is UNSUPPORTED_FOR_MESSAGE_FORMAT: kafka-ref stores
-   only v2 batches and does not convert), zstd only from v7 (UNSUPPORTED_COMPRESSION_TYPE,
-   BROKER-27).
+   exactly one whole batch (none, one cut short or more than one are INVALID_RECORD),
+   magic 2 (magic 0/1 is INVALID_RECORD too: Kafka 4 stores only v2 batches and converts
+   nothing), zstd only from v7 (UNSUPPORTED_COMPRESSION_TYPE, BROKER-27).
    An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: produce never creates
    topics, Metadata does (BROKER-11).
 3. The log validates the batch (length, CRC-32C, record count, `max.message.bytes` ->
@@ -79,12 +79,14 @@ def check_records(records: Any, version: int) -> tuple[ErrorCode, str]:
         return ErrorCode.CORRUPT_MESSAGE, f"{len(records)} bytes cannot hold a batch"
     magic = records[MAGIC_OFFSET]
     if magic < MAGIC_V2:
-        return ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"magic {magic}: only v2 batches"
+        return ErrorCode.INVALID_RECORD, f"magic {magic}: only record batches of magic 2"
     if magic != MAGIC_V2:
         return ErrorCode.CORRUPT_MESSAGE, f"unknown magic {magic}"
     size = _LENGTH.unpack_from(records, 8)[0] + LOG_OVERHEAD
-    if size > len(records) or size < LOG_OVERHEAD:
-        return ErrorCode.CORRUPT_MESSAGE, "the batch length runs past the records"
+    if size < LOG_OVERHEAD:
+        return ErrorCode.CORRUPT_MESSAGE, "a negative batch length"
+    if size > len(records):  # Kafka's batch iterator finds no whole batch
+        return ErrorCode.INVALID_RECORD, "the batch length runs past the records: no batch"
     if size < len(records):
         return ErrorCode.INVALID_RECORD, "exactly one record batch per partition is allowed"
     if len(records) >= 23 and version < MIN_VERSION_WITH_ZSTD:
