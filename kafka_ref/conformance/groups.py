@@ -17,7 +17,7 @@ import select
 import time
 from typing import Any
 
-from kafka_ref.conformance.wire import Wire, retrying
+from kafka_ref.conformance.wire import COORDINATOR_NOT_READY, Wire, retrying
 from kafka_ref.protocol.messages import (
     ApiKey,
     DeleteGroupsRequest,
@@ -32,7 +32,7 @@ from kafka_ref.protocol.messages import (
     SyncGroupRequest,
 )
 
-MEMBER_ID_REQUIRED = 79
+MEMBER_ID_REQUIRED, NOT_COORDINATOR = 79, 16
 JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V, FETCH_V = 5, 3, 3, 1, 3, 3
 
 
@@ -82,9 +82,13 @@ class Member:
         """The first JoinGroup with an empty id: MEMBER_ID_REQUIRED hands us one (KIP-394).
 
         Returns the error code (0 if the broker does not use KIP-394 and let us in at once;
-        the answer is then pending in a full join, which the caller finishes)."""
-        self.wire.send(ApiKey.JOIN_GROUP, JOIN_V, self._join_body(b"m"))
-        resp = self.wire.receive()
+        the answer is then pending in a full join, which the caller finishes). Retried while
+        a new coordinator is not ready: it answers NOT_COORDINATOR until it has started
+        loading its partition, COORDINATOR_LOAD_IN_PROGRESS while it loads."""
+        resp = retrying(
+            lambda: self.wire.request(ApiKey.JOIN_GROUP, JOIN_V, self._join_body(b"m")),
+            COORDINATOR_NOT_READY | {NOT_COORDINATOR},
+        )
         if resp.error_code == MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
         else:
@@ -221,8 +225,17 @@ def commit(
             for t, p in topics.items()
         ],
     )
-    resp = wire.request(ApiKey.OFFSET_COMMIT, COMMIT_V, body)
-    return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+    # retried while every partition says the coordinator is not ready (a new broker's
+    # coordinator answers NOT_COORDINATOR until it has loaded its partition)
+    not_ready = COORDINATOR_NOT_READY | {NOT_COORDINATOR}
+    deadline = time.monotonic() + 20
+    while True:
+        resp = wire.request(ApiKey.OFFSET_COMMIT, COMMIT_V, body)
+        errors = {(t.name, p.partition_index): p.error_code
+                  for t in resp.topics for p in t.partitions}  # fmt: skip
+        if not set(errors.values()) <= not_ready or time.monotonic() > deadline:
+            return errors
+        time.sleep(0.05)
 
 
 def fetch_offsets(wire: Wire, group: str, parts: list[tuple[str, int]]) -> dict[tuple, Any]:
@@ -237,7 +250,9 @@ def fetch_offsets(wire: Wire, group: str, parts: list[tuple[str, int]]) -> dict[
             for t, p in topics.items()
         ],
     )
-    resp = wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body)
+    # retried while the coordinator loads its partition (a restarted broker answers
+    # COORDINATOR_LOAD_IN_PROGRESS at the top level, with no partitions)
+    resp = retrying(lambda: wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body))
     return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}
 
 

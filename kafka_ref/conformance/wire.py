@@ -34,7 +34,10 @@ from kafka_ref.record.record import Record
 T0 = 1_700_000_000_000
 # Errors that say "not yet, ask again" of a coordinator: its partition of the internal topic
 # is still being created or loaded (the protocol calls them retriable; clients retry them).
-COORDINATOR_NOT_READY = frozenset({14, 15})  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+COORDINATOR_NOT_READY = frozenset({14, 15})
+INVALID_CONFIG = 40
+SMALLEST_SEGMENT_BYTES = 1024 * 1024  # Apache Kafka 4's least segment.bytes
 
 
 def retrying(
@@ -132,7 +135,23 @@ class Wire:
     def create_topic(
         self, name: str, partitions: int = 1, replication_factor: int = 1, **configs: str
     ) -> int:
-        """The CreateTopics error code (0 = created); configs by Kafka's names."""
+        """The CreateTopics error code (0 = created); configs by Kafka's names.
+
+        Tests roll segments every few batches with a small `segment.bytes`. Apache Kafka 4
+        refuses one below 1 MiB (INVALID_CONFIG) and takes the same size, for tests, as
+        `internal.segment.bytes` (Kafka's `LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG`): a
+        refused small `segment.bytes` is asked again under that name."""
+        code = self._create_topic(name, partitions, replication_factor, configs)
+        small = int(configs.get("segment.bytes", SMALLEST_SEGMENT_BYTES)) < SMALLEST_SEGMENT_BYTES
+        if code == INVALID_CONFIG and small:
+            configs = dict(configs)
+            configs["internal.segment.bytes"] = configs.pop("segment.bytes")
+            code = self._create_topic(name, partitions, replication_factor, configs)
+        return code
+
+    def _create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> int:
         body = CreateTopicsRequest(
             topics=[
                 CreateTopicsRequest.CreatableTopic(

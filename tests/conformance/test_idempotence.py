@@ -36,7 +36,10 @@ def topic(target, wire):
 
 
 def send(wire, topic, pid, epoch, seq, n=2, tag="x"):
-    records = batch([f"{tag}{seq + i}".encode() for i in range(n)],
+    """An idempotent batch stamped now, as a producer stamps it: Kafka ages a producer's
+    state by its batches' CreateTime timestamps (IDEM-14), so a batch of long ago is a
+    producer idle for that long, forgotten at the next expiration check."""
+    records = batch([f"{tag}{seq + i}".encode() for i in range(n)], ts=int(time.time() * 1000),
                     producer_id=pid, producer_epoch=epoch, base_sequence=seq)  # fmt: skip
     return wire.produce(topic, 0, records)
 
@@ -95,8 +98,10 @@ def test_a_client_batch_with_a_producer_id_needs_a_sequence(wire, topic):
     pid, epoch = init_producer_id(wire)
     records = batch([b"a"], producer_id=pid, producer_epoch=epoch, base_sequence=-1)
     assert wire.produce(topic, 0, records).error_code == INVALID_RECORD
+    # not transactional: a transactional batch in a Produce without a transactional id is
+    # refused before any validation (Kafka: TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     control = batch([b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-                    is_control=True, is_transactional=True)  # fmt: skip
+                    is_control=True)  # fmt: skip
     assert wire.produce(topic, 0, control).error_code == INVALID_RECORD
     assert not decode_batches(wire.fetch(topic, 0, 0).records)
 

@@ -309,7 +309,13 @@ def test_produce_v0_to_v2_is_advertised_and_answered_unsupported(target, wire, t
         body = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
             ProduceRequest.TopicProduceData(name=topic, partition_data=[
                 ProduceRequest.PartitionProduceData(index=0, records=legacy)])])  # fmt: skip
-        resp = wire.request(ApiKey.PRODUCE, version, body)
+        # refused either way: an UNSUPPORTED_VERSION answer, or (Apache Kafka 4, which
+        # has no schema left to read them) the connection closed (BROKER-16)
+        with target.wire() as w:
+            try:
+                resp = w.request(ApiKey.PRODUCE, version, body)
+            except ConnectionError:
+                continue
         codes = [p.error_code for t in resp.responses for p in t.partition_responses]
         assert codes == [UNSUPPORTED_VERSION], f"Produce v{version}: {codes}"
     assert wire.fetch(topic, 0, 0).high_watermark == 0
