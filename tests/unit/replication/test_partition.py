@@ -151,9 +151,7 @@ def test_min_insync_replicas_is_capped_at_the_replication_factor(tmp_path, clock
 
 
 @pytest.mark.spec("REPL-6")
-def test_an_isr_that_shrank_after_the_append_is_not_enough_replicas_after_append(
-    tmp_path, clock
-):
+def test_an_isr_that_shrank_after_the_append_is_not_enough_replicas_after_append(tmp_path, clock):
     leader = replica(tmp_path, 0, clock, min_insync_replicas=2)
     leader.make_leader(state(0, 0, isr=(0, 1)))
     leader.append_records_to_leader(batch(b"a"), -1)
