@@ -251,8 +251,11 @@ def fetch_offsets(wire: Wire, group: str, parts: list[tuple[str, int]]) -> dict[
         ],
     )
     # retried while the coordinator loads its partition (a restarted broker answers
-    # COORDINATOR_LOAD_IN_PROGRESS at the top level, with no partitions)
-    resp = retrying(lambda: wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body))
+    # COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR at the top level, with no partitions)
+    resp = retrying(
+        lambda: wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body),
+        COORDINATOR_NOT_READY | {NOT_COORDINATOR},
+    )
     return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}
 
 

@@ -244,8 +244,25 @@ class ApacheKafkaNode:
             else:
                 self.node.start()
                 self.kafka.wait_ready()
+                self.wait_leading()
         except (RuntimeError, ApacheKafkaUnavailable) as err:
             raise TargetError(f"Apache Kafka did not start: {err}") from err
+
+    def wait_leading(self, timeout: float = 60.0) -> None:
+        """Until every partition the node leads answers ListOffsets as its leader: a
+        restarted KRaft broker lists its partitions' leaders from the metadata log before
+        it has become their leader again (clients retry NOT_LEADER_OR_FOLLOWER meanwhile)."""
+        deadline = time.monotonic() + timeout
+        with Wire("127.0.0.1", self.node.port) as w:
+            while True:
+                meta = w.metadata(None)
+                led = [(t.name, p.partition_index) for t in meta.topics for p in t.partitions
+                       if p.leader_id == self.node.node_id]  # fmt: skip
+                if all(w.list_offset(t, i, -1).error_code == 0 for t, i in led):
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"partitions not led again within {timeout:g}s")
+                time.sleep(0.1)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         self.node.stop(sig)

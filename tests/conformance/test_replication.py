@@ -204,7 +204,10 @@ def test_a_partition_whose_isr_is_dead_waits_offline_for_an_isr_member(cluster, 
         what="the partition to go offline",
     )
     assert offline.error_code == ErrorCode.LEADER_NOT_AVAILABLE  # CTRL-11
-    assert offline.isr_nodes == [last]  # the last ISR member is remembered
+    # the last ISR member is remembered: in the ISR, or (Kafka 4, KIP-966) in the
+    # eligible leader replicas, which Metadata v7 does not show, with an empty ISR
+    recorded = offline.isr_nodes
+    assert recorded in ([last], [])
     cluster.start_broker(follower)
     wait_for(lambda: follower in {b.node_id for b in cluster.metadata([], witness).brokers},
              what="the follower to register again")  # fmt: skip
@@ -212,7 +215,7 @@ def test_a_partition_whose_isr_is_dead_waits_offline_for_an_isr_member(cluster, 
     # return has a leader, the controller has seen the follower come back.
     assert cluster.create_topic(target.topic_name("after"), 1, 1) == 0
     still = cluster.partition(topic, 0, via=witness)
-    assert (still.leader_id, still.isr_nodes) == (-1, [last]), "a replica outside the ISR led"
+    assert (still.leader_id, still.isr_nodes) == (-1, recorded), "a replica outside the ISR led"
     cluster.start_broker(last)
     back = cluster.wait_leader(topic, 0)
     assert back.leader_id == last and back.leader_epoch > part.leader_epoch
