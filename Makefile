@@ -62,7 +62,7 @@ test: $(STAMP) system-packages apache-kafka
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	$(BIN)/python -m pytest tests/conformance -q -p no:cacheprovider -n 0 \
-		--target apache_kafka --capabilities -cluster
+		--target apache_kafka --capabilities=-cluster
 
 # The long forms of the campaigns (tests/conftest.py `campaign`): run on demand, not in CI.
 test-long: $(STAMP) system-packages apache-kafka
