@@ -87,9 +87,9 @@ class Target:
     process: ServerProcess | ApacheKafkaNode | None = None
     workdir: str | None = None
     capabilities: caps.Capabilities | None = None
-    # kafka-ref targets: builds a sibling broker with extra broker configs (configurable-broker)
+    # built-in targets: builds a sibling broker with extra broker configs (configurable-broker)
     sibling: Callable[[dict[str, object]], Target] | None = None
-    # kafka-ref targets: builds a 3-broker cluster of the same kind (cluster)
+    # built-in targets: builds a 3-broker cluster of the same kind (cluster)
     cluster_maker: Callable[[], SuiteCluster | ApacheKafkaCluster] | None = None
     # builds, starts and describes a broker of this kind that requires SASL (sasl)
     secured_maker: Callable[[], SaslProfile] | None = None
@@ -131,8 +131,9 @@ class Target:
         return other
 
     def cluster(self) -> SuiteCluster | ApacheKafkaCluster:
-        """A ZooKeeper and 3 brokers of this target's kind, started, for the replication
-        rules (cluster.py). The caller closes it; the plugin starts one per session."""
+        """3 brokers of this target's kind and what coordinates them (a ZooKeeper, a KRaft
+        controller), started, for the replication rules (cluster.py). The caller closes
+        it; the plugin starts one per session."""
         if self.cluster_maker is None or "cluster" not in self.declared:
             raise TargetError(f"target {self.spec} cannot start a cluster of its kind")
         cluster = self.cluster_maker()
