@@ -4,7 +4,7 @@ A conformance test is an ordinary pytest test that takes the `target` fixture (o
 a connection to it) and cites the rules it checks with `@pytest.mark.spec("LOG-3")`. This
 plugin adds, for any directory whose conftest.py imports it (tests/conformance does):
 
-    --target kafka_ref | kafka_ref:mutant=NAME | tansu | bootstrap=HOST:PORT
+    --target kafka_ref | kafka_ref:mutant=NAME | apache_kafka | tansu | bootstrap=HOST:PORT
     --capabilities +compaction,-groups     adjust what the target is taken to support
     --conformance-report DIR               where <target>.json/.md go (build/conformance)
     --spec-filter LOG-3,REBAL-1            run only the tests citing these rules
@@ -51,7 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add(
         "--target",
         default="kafka_ref",
-        help="broker to judge: kafka_ref, kafka_ref:mutant=NAME, tansu, bootstrap=HOST:PORT",
+        help="broker to judge: kafka_ref, kafka_ref:mutant=NAME, apache_kafka, tansu, "
+        "bootstrap=HOST:PORT",
     )
     add(
         "--capabilities",
