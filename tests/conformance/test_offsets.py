@@ -62,6 +62,19 @@ def test_an_explicit_retention_expires_a_simple_groups_offset(quick):
         assert committed(w, group, [(topic, 1)]) == {(topic, 1): 9}
 
 
+def join_alone(member: Member, attempts: int = 5) -> None:
+    """A member id (KIP-394), then the join. Between the two the group is Empty with no
+    offsets, which the offsets expiration (every 200 ms here) may remove, the pending
+    member with it (Apache Kafka does): the join is then UNKNOWN_MEMBER_ID, and a client
+    starts again without an id."""
+    for _ in range(attempts):
+        member.member_id = ""
+        member.get_member_id()
+        if member.join().error_code == 0:
+            return
+    raise AssertionError(f"no join in {attempts} attempts")
+
+
 @pytest.mark.spec("OFFSET-6")
 def test_offsets_do_not_expire_while_the_group_has_members(quick):
     topic, group = quick.topic_name("members"), quick.group_name("live")
@@ -70,8 +83,7 @@ def test_offsets_do_not_expire_while_the_group_has_members(quick):
         _, port = coordinator(w, group)
     member = Member(Wire(quick.host, port), group)
     try:
-        member.get_member_id()
-        assert member.join().error_code == 0
+        join_alone(member)
         assert member.sync({member.member_id: b""}).error_code == 0
         codes = commit(member.wire, group, {(topic, 0): 3}, generation=member.generation,
                        member_id=member.member_id, retention_ms=300)  # fmt: skip
