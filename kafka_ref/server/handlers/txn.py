@@ -127,17 +127,19 @@ def _may_write_txn(apis: ApiContext, request: Request, transactional_id: str) ->
 def _denied_partitions(
     apis: ApiContext, request: Request, transactional_id: str, partitions: set[tuple[str, int]]
 ) -> dict[tuple[str, int], ErrorCode]:
-    """Refusals before the coordinator is asked (SEC-17): every partition when the id may
-    not be written, else those of topics that may not be written (Kafka answers the others
-    OPERATION_NOT_ATTEMPTED)."""
+    """Refusals before the coordinator is asked: every partition when the id may not be
+    written (SEC-17), else those of topics that may not be written (SEC-17) and those that
+    do not exist (TXN-87). Kafka answers the others OPERATION_NOT_ATTEMPTED."""
     if not _may_write_txn(apis, request, transactional_id):
         return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return {
-        tp: refused
-        for tp in partitions
-        if not authorized(apis, request, Op.WRITE, Res.TOPIC, tp[0])
-    }
+    denied = {}
+    for topic, index in partitions:
+        meta = apis.controller.topic(topic)
+        if not authorized(apis, request, Op.WRITE, Res.TOPIC, topic):
+            denied[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif meta is None or not 0 <= index < meta.partitions:
+            denied[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return denied
 
 
 def _init_response(

@@ -108,7 +108,7 @@ def test_produce_v0_to_v2_is_unsupported(wire, version):
 
 
 @pytest.mark.spec("BROKER-27")
-def test_legacy_magic_is_invalid_record(wire):
+def test_legacy_magic_is_an_invalid_record(wire):
     wire.create_topic("legacy")
     message_set = build_message_set([Record(b"k", b"v")], magic=1)
     assert wire.produce("legacy", 0, message_set).error_code == ErrorCode.INVALID_RECORD
