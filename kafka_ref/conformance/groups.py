@@ -176,6 +176,12 @@ def form_group(members: list[Member], timeout: float = 30.0) -> None:
     for m in members:
         if m.get_member_id() not in (0, MEMBER_ID_REQUIRED):
             raise RuntimeError("JoinGroup refused a new member")
+    join_together(members, timeout)
+
+
+def join_together(members: list[Member], timeout: float = 30.0) -> None:
+    """Members that have their ids join until all are answered in one generation (see
+    form_group: a join round may complete before every JoinGroup has arrived)."""
     deadline = time.monotonic() + timeout
     for m in members:
         m.send_join()
@@ -281,9 +287,5 @@ def sync_generation(members: list[Member]) -> None:
 def form_group_again(members: list[Member]) -> None:
     """Sync the current generation, then all rejoin together into the next one."""
     sync_generation(members)
-    for m in members:
-        m.send_join()
-    for m in members:
-        m.finish_join()
-    assert len({m.generation for m in members}) == 1
+    join_together(members)  # a round may close before every rejoin arrived: again, then
     sync_generation(members)

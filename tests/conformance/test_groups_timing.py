@@ -21,6 +21,7 @@ from kafka_ref.conformance.groups import (
     coordinator,
     describe,
     form_group,
+    join_together,
     list_groups,
     two_members,
 )
@@ -164,10 +165,7 @@ def test_a_static_member_rejoins_without_a_rebalance_and_fences_its_old_id(targe
     assert old.join().error_code == 0  # a static member needs no MEMBER_ID_REQUIRED round
     other = Member(connect(), group)
     assert other.get_member_id() == MEMBER_ID_REQUIRED
-    other.send_join()
-    old.send_join()
-    old.finish_join(), other.finish_join()
-    assert old.generation == other.generation
+    join_together([old, other])
     leader, follower = (old, other) if old.is_leader else (other, old)
     plan = {old.member_id: b"old's partitions", other.member_id: b"other's partitions"}
     sync_all(leader, [follower], plan)
@@ -286,7 +284,7 @@ def test_a_group_lives_on_the_partition_its_java_hash_names(target, wire, make_t
     groups = [target.group_name(hint) for hint in ("plain", "ünïcödé", "clef-\U0001d11e")]
     # an id of negative hash for which `hash & 0x7fffffff` (toPositive) names another partition
     if n > 1:
-        candidates = (target.group_name("negative") for _ in range(1000))
+        candidates = (target.group_name(f"n{i}") for i in range(1000))
         groups.append(next(g for g in candidates if misread_by_to_positive(g, n)))
     for group in groups:
         want = utils_abs(java_hash(group)) % n
