@@ -45,11 +45,17 @@ MEMBER_VERSIONS = {
 
 def coordinator(wire: Wire, group: str) -> tuple[str, int]:
     """(host, port) of the group's coordinator, by FindCoordinator v1 (retried while the
-    broker is still creating or loading `__consumer_offsets`)."""
+    broker is still creating or loading `__consumer_offsets`).
+
+    When that is the broker `wire` talks to, also until it answers for the group: a new
+    KRaft broker names itself coordinator before it has loaded the partition, and answers
+    NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS meanwhile (clients retry those)."""
     body = FindCoordinatorRequest(key=group, key_type=0)
     resp = retrying(lambda: wire.request(ApiKey.FIND_COORDINATOR, 1, body))
     if resp.error_code != 0:
         raise RuntimeError(f"FindCoordinator({group}) failed with {resp.error_code}")
+    if (resp.host, resp.port) == wire.address:
+        retrying(lambda: describe(wire, group), COORDINATOR_NOT_READY | {NOT_COORDINATOR})
     return resp.host, resp.port
 
 
