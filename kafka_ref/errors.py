@@ -116,7 +116,8 @@ class ErrorCode(IntEnum):
     INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
     UNKNOWN_TOPIC_ID = 100  # a topic id the broker does not know (OffsetCommit v10+)
     TRANSACTIONAL_ID_NOT_FOUND = 105  # DescribeTransactions for an unknown id
-    UNSUPPORTED_ENDPOINT_TYPE = 115  # DescribeCluster of controllers (KIP-919)
+    MISMATCHED_ENDPOINT_TYPE = 114  # DescribeCluster of controllers sent to a broker (KIP-919)
+    UNSUPPORTED_ENDPOINT_TYPE = 115  # DescribeCluster of an unknown endpoint type (KIP-919)
     INVALID_REGULAR_EXPRESSION = 128  # ListTransactions v2's transactional id pattern
 
     @property

@@ -2,16 +2,15 @@
 
 For every lab: its grader fails every test on the skeleton as handed out and passes every
 test on the reference (LAB-3), fails every wrong solution of `labs/NN-name/wrong/` (LAB-6),
-marks what lab.toml says (LAB-7, LAB-8), and its analysis writes a plot and a table
-(LAB-4). A solution that reaches the reference is refused (LAB-5), and a student edition
-has no reference for its labs yet grades a correct solution as the repository does (LAB-9).
+and marks what lab.toml says (LAB-7, LAB-8). A solution that reaches the reference is
+refused (LAB-5), and a student edition has no reference for its labs yet grades a correct
+solution as the repository does (LAB-9). The analyses (LAB-4) are test_lab_analyses.py's.
 """
 
 from __future__ import annotations
 
 import ast
 import gc
-import importlib.util
 import json
 import os
 import pathlib
@@ -597,38 +596,3 @@ def install_in_a_fresh_venv(clone: pathlib.Path) -> str:
     ).stdout
     assert where.startswith(str(clone)), where
     return python
-
-
-# ---------------------------------------------------------------------- analyses (LAB-4)
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    """One Spark session for every analysis below: each would otherwise start its own JVM
-    (`spark_for` leaves a session it did not start running)."""
-    from pyspark import SparkContext
-
-    from kafka_ref.tools.lab_analysis import spark_session
-
-    running = SparkContext._active_spark_context is not None
-    session = spark_session("local[2]", str(tmp_path_factory.mktemp("lab-spark")))
-    yield session
-    if not running:
-        session.stop()
-
-
-@pytest.mark.spec("LAB-4")
-@pytest.mark.parametrize("lab", sorted(LABS))
-def test_the_analysis_writes_a_plot_and_a_table(lab, tmp_path, spark, monkeypatch, capsys):
-    """Each analysis, on small data, in this process (as `main(argv)`, the command line's
-    entry point) with the reference: it writes its PNG and its Markdown table."""
-    monkeypatch.delenv("KAFKA_REF_SOLUTION", raising=False)
-    path = LABS[lab].path / "analysis.py"
-    spec = importlib.util.spec_from_file_location(f"lab{lab}_analysis", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = tmp_path / "out"
-    assert module.main(["--out", str(out), "--scale", "0.2", "--master", "local[2]"]) == 0
-    pngs = list(out.glob("*.png"))
-    tables = list(out.glob("*.md"))
-    assert pngs and pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert tables and "|" in tables[0].read_text()
-    assert "|" in capsys.readouterr().out  # the table, printed for the student

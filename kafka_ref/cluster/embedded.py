@@ -309,7 +309,7 @@ class EmbeddedController(TopicAdministration):
             raise TopicDeletionDisabledError("Topic deletion is disabled.")
         meta = self._topics.get(name)
         if meta is None:
-            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+            raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
         del self._topics[name]
         self._deleting[name] = meta.partitions
         self._persist()

@@ -24,10 +24,14 @@ leader from ORS, as in phase 2), the added replicas are stopped and deleted (CTR
 Because the moves are in ZooKeeper, a new controller reads them and carries on (it
 restarts phase 1, which is idempotent, then waits for the ISR as before).
 
+A target may hold more or fewer replicas than ORS: that changes the partition's replication
+factor. Since KIP-860 a request (v1+) can forbid it: with `allow_replication_factor_change`
+false such a target is INVALID_REPLICATION_FACTOR (CTRL-33).
+
 This module is a part of the controller (a mixin of `KafkaController`): its methods run on
 the controller's event thread like the rest. Elections are decided in election.py.
 
-Rules: CTRL-24, CTRL-25, CTRL-26.
+Rules: CTRL-24, CTRL-25, CTRL-26, CTRL-33.
 """
 
 from __future__ import annotations
@@ -93,6 +97,15 @@ def validate_target(target: tuple[int, ...], live: Collection[int]) -> str | Non
     return None
 
 
+def replication_factor_change(original: tuple[int, ...], target: tuple[int, ...]) -> str | None:
+    """Why a target changes the replication factor, or None (Kafka:
+    `ReplicationControlManager.validatePartitionReplicationFactorUnchanged`): its size
+    against ORS, the replicas before any pending move (CTRL-33)."""
+    if len(target) == len(original):
+        return None
+    return f"The replication factor is changed from {len(original)} to {len(target)}"
+
+
 class PartitionReassignment:
     """The controller's reassignment events, mixed into `KafkaController`: they use its
     `zk`, `states`, `assignments`, `reassignments`, `live`, `batch` and `_announce`."""
@@ -142,20 +155,26 @@ class PartitionReassignment:
         self.zk.set_reassignment(topic, topic_id or "", assignment, moves, self.epoch_zk_version)
 
     # ------------------------------------------------------------------ AlterPartitionReassignments
-    def alter_reassignments(self, items: list[ReassignItem], reply: ReassignReply) -> None:
-        self._put("alter_reassignments", items, reply)
+    def alter_reassignments(
+        self, items: list[ReassignItem], reply: ReassignReply, allow_rf_change: bool = True
+    ) -> None:
+        self._put("alter_reassignments", items, reply, allow_rf_change)
 
-    def _handle_alter_reassignments(self, items: list[ReassignItem], reply: ReassignReply) -> None:
+    def _handle_alter_reassignments(
+        self, items: list[ReassignItem], reply: ReassignReply, allow_rf_change: bool
+    ) -> None:
         if not self.active:
             reply(None)
             return
         results = {}
         for topic, partition, target in items:
             tp = TopicPartition(topic, partition)
-            results[tp] = self._reassign(tp, target)
+            results[tp] = self._reassign(tp, target, allow_rf_change)
         reply(results)
 
-    def _reassign(self, tp: TopicPartition, target: tuple[int, ...] | None) -> ReassignResult:
+    def _reassign(
+        self, tp: TopicPartition, target: tuple[int, ...] | None, allow_rf_change: bool
+    ) -> ReassignResult:
         if tp not in self.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}."
         pending = self.reassignments.get(tp)
@@ -168,6 +187,8 @@ class PartitionReassignment:
         if problem is not None:
             return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, problem
         original = pending.original if pending else self._current(tp).replicas
+        if not allow_rf_change and (problem := replication_factor_change(original, target)):
+            return ErrorCode.INVALID_REPLICATION_FACTOR, problem
         if pending is None and target == original:
             return ErrorCode.NO_ERROR, None  # already there: nothing to move
         if pending is not None:  # a new target replaces the pending one (Kafka does so too)

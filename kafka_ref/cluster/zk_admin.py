@@ -123,7 +123,7 @@ class ZkTopicAdministration(TopicAdministration):
         if not self.delete_topic_enable:
             raise TopicDeletionDisabledError("Topic deletion is disabled.")
         if name not in self._topics:
-            raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+            raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
         self.zk.request_topic_deletion(name)
 
     def finish_deletion(self, name: str) -> None:

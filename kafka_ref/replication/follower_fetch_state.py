@@ -14,7 +14,10 @@ sends OffsetsForLeaderEpoch for its latest epoch and applies `truncation_step` t
 answer until the logs share a prefix (TRUNC-5, TRUNC-6); it fetches nothing before that
 (TRUNC-8). While fetching it sends the epoch of its last batch, and a leader that finds
 the logs diverged answers with a diverging epoch instead of records: the same truncation
-rule applies (KIP-595's check, TRUNC-5).
+rule applies (KIP-595's check, TRUNC-5). Kafka's followers do so from 2.7 on
+(`ReplicaFetcherThread.isTruncationOnFetchSupported`); `truncate_on_fetch=False` is the
+follower of Kafka 2.0 to 2.6, which truncates only on OffsetsForLeaderEpoch answers, so
+that their repeated question (TRUNC-6) is all that makes the logs meet.
 
 The fetcher only builds requests and takes answers; the driver (broker or simulator) sends
 them, keeps one request in flight, and backs off after an answer that brought nothing.
@@ -59,6 +62,7 @@ class PartitionFetcher:
         rule: TruncationRule | str = TruncationRule.LEADER_EPOCH,
         *,
         max_bytes: int = 1 << 20,
+        truncate_on_fetch: bool = True,
     ) -> None:
         if partition.is_leader or partition.leader_id is None:
             raise ValueError(f"{partition!r} has no leader to fetch from")
@@ -67,6 +71,7 @@ class PartitionFetcher:
         self.leader_id: int = partition.leader_id
         self.leader_epoch = partition.leader_epoch
         self.max_bytes = max_bytes
+        self.truncate_on_fetch = truncate_on_fetch
         self.state = FetchState.TRUNCATING
         if self.rule is TruncationRule.HIGH_WATERMARK:
             self._truncate(high_watermark_truncation(partition.high_watermark, self._leo))
@@ -100,7 +105,7 @@ class PartitionFetcher:
             )
         if self.state is FetchState.FETCHING:
             last_epoch = UNDEFINED_EPOCH
-            if self.rule is TruncationRule.LEADER_EPOCH:
+            if self.rule is TruncationRule.LEADER_EPOCH and self.truncate_on_fetch:
                 last_epoch = p.cache.latest_epoch
             return FetchRequest(
                 p.topic,

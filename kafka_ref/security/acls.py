@@ -6,11 +6,14 @@ is ALLOWED (or DENIED) operation O on resources matching R*. For example
 `User:alice from * is ALLOWED READ on TOPIC LITERAL clicks`. The pieces, with Kafka's codes
 (they travel as int8 in CreateAcls, DescribeAcls and DeleteAcls):
 
-* resource types: TOPIC, GROUP, CLUSTER (one resource, `kafka-cluster`), TRANSACTIONAL_ID;
+* resource types: TOPIC, GROUP, CLUSTER (one resource, `kafka-cluster`), TRANSACTIONAL_ID,
+  DELEGATION_TOKEN and USER (a user's delegation tokens, KIP-373; the ACL APIs' v3 names
+  it, though Kafka accepts it in every version: SEC-27);
 * pattern types: LITERAL (the name itself; the name `*` matches every resource of the
   type) and PREFIXED (every name that starts with it, KIP-290);
 * operations: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION,
-  DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, and ALL (every operation);
+  DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS, and ALL
+  (every operation);
 * permissions: ALLOW and DENY;
 * principal `User:name` or `User:*` (everyone), host an IP address or `*`.
 
@@ -19,7 +22,7 @@ ANY / MATCH values and None for "any name") select ACLs for DescribeAcls and Del
 (SEC-18). Kafka's ZooKeeper layout and JSON for ACLs are here too, shared by the embedded
 file and ZooKeeper (SEC-19).
 
-Rules: SEC-13, SEC-14, SEC-15, SEC-16, SEC-18, SEC-19.
+Rules: SEC-13, SEC-14, SEC-15, SEC-16, SEC-18, SEC-19, SEC-27.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class ResourceType(IntEnum):
     GROUP = 3
     CLUSTER = 4
     TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7  # a user's delegation tokens (KIP-373)
 
 
 class PatternType(IntEnum):
@@ -65,6 +70,8 @@ class AclOperation(IntEnum):
     DESCRIBE_CONFIGS = 10
     ALTER_CONFIGS = 11
     IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13  # for a USER: create delegation tokens on its behalf
+    DESCRIBE_TOKENS = 14  # for a USER: describe its delegation tokens
 
 
 class AclPermissionType(IntEnum):
@@ -231,7 +238,7 @@ def validate(binding: AclBinding) -> str | None:
     """Why this ACL cannot be created (Kafka answers INVALID_REQUEST), or None."""
     p, e = binding.pattern, binding.entry
     if p.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
-        return "the resource type must be TOPIC, GROUP, CLUSTER or TRANSACTIONAL_ID"
+        return "the resource type must be a concrete type"
     if p.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
         return "the pattern type must be LITERAL or PREFIXED"
     if e.operation in (Op.ANY, Op.UNKNOWN) or e.permission not in (
@@ -257,6 +264,8 @@ ZK_TYPE_NAMES = {
     ResourceType.GROUP: "Group",
     ResourceType.CLUSTER: "Cluster",
     ResourceType.TRANSACTIONAL_ID: "TransactionalId",
+    ResourceType.DELEGATION_TOKEN: "DelegationToken",
+    ResourceType.USER: "User",
 }
 ZK_ROOTS = {PatternType.LITERAL: "/kafka-acl", PatternType.PREFIXED: "/kafka-acl-extended/prefixed"}
 

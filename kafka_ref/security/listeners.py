@@ -120,6 +120,30 @@ class ListenerSecurity:
     def sasl(self) -> bool:
         return self.endpoint.protocol.startswith("SASL_")
 
+    def take(self, new: ListenerSecurity) -> None:
+        """Put a rebuilt listener's settings in force for the connections that come next
+        (CONFIG-10, Kafka's `ChannelBuilder.reconfigure`): the SASL mechanisms and their
+        users, the re-authentication period, and the TLS keystore and truststore; an
+        established connection keeps what it authenticated with. The socket server keeps
+        the first TLS context, whose handshake switches each new connection to the latest
+        one (`_switch_context`)."""
+        assert new.endpoint == self.endpoint, "a listener's settings, not another's"
+        self.mechanisms = new.mechanisms
+        self.reauth_ms = new.reauth_ms
+        self.max_receive_size = new.max_receive_size
+        if self.ssl_context is not None and new.ssl_context is not None:
+            self.ssl_context.sni_callback = _switch_context(new.ssl_context)
+
+
+def _switch_context(latest: ssl.SSLContext) -> Callable[..., None]:
+    """A TLS server name callback, called at every handshake, that hands the connection
+    the latest context: certificate rotation without restarting the listener."""
+
+    def switch(connection: Any, _server_name: str | None, _context: ssl.SSLContext) -> None:
+        connection.context = latest
+
+    return switch
+
 
 def build_listener_security(
     endpoint: EndPoint,

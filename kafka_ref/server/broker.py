@@ -99,7 +99,11 @@ from kafka_ref.security.listeners import (
 from kafka_ref.security.ssl_config import SslConfigError
 from kafka_ref.server.broker_tasks import BrokerTasks
 from kafka_ref.server.connection_quotas import connection_quotas
-from kafka_ref.server.dynamic_config import DynamicBrokerConfig, follow_broker
+from kafka_ref.server.dynamic_config import (
+    DynamicBrokerConfig,
+    follow_broker,
+    is_listener_security_key,
+)
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
@@ -264,6 +268,11 @@ class Broker:
             self.dynamic_config, controller, self.log_manager, self.handler_pool,
             self.apis.add_partitions, self.tasks.restart_cleaner,
         )  # fmt: skip
+        self.dynamic_config.add_reconfigurable(
+            is_listener_security_key,
+            lambda _old, new: self._reconfigure_listeners(listeners, new),
+            validate=self._build_listeners,
+        )
         self.started = True
         logger.info(
             "broker %d started: cluster id %s, listeners %s, advertised as %s, "
@@ -305,9 +314,13 @@ class Broker:
 
     def _listeners(self) -> list[ListenerSecurity]:
         """Each listener's security settings (Kafka: its ChannelBuilder)."""
-        config = self.config
+        InterBrokerSecurity.from_config(self.config)  # its mistakes refuse the start too
+        return self._build_listeners(self.config)
+
+    def _build_listeners(self, config: KafkaConfig) -> list[ListenerSecurity]:
+        """The listeners' security settings under `config`; ConfigError if one cannot work
+        (at start, and to check a dynamic change before it is accepted: CONFIG-10)."""
         try:
-            InterBrokerSecurity.from_config(config)  # its mistakes refuse the start too
             return [
                 build_listener_security(
                     e, functools.partial(config.listener_get, e.listener), self.credentials
@@ -316,6 +329,19 @@ class Broker:
             ]
         except (ListenerError, SslConfigError) as err:
             raise ConfigError(str(err)) from None
+
+    def _reconfigure_listeners(
+        self, listeners: list[ListenerSecurity], config: KafkaConfig
+    ) -> None:
+        """A listener's security keys changed: new connections use the rebuilt settings."""
+        try:
+            rebuilt = self._build_listeners(config)
+        except ConfigError as err:  # checked before it was accepted; a stored one at start
+            logger.error("listener security not reconfigured: %s", err)
+            return
+        by_name = {new.name: new for new in rebuilt}
+        for running in listeners:
+            running.take(by_name[running.name])
 
     async def _leave_cluster(self) -> None:
         if self.zk_mode is not None:

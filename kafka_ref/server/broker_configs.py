@@ -79,6 +79,7 @@ _BROKER_DEFS = [
     ConfigDef("security.inter.broker.protocol", "string", "PLAINTEXT", "Its default, by protocol."),
     ConfigDef("log.dirs", "list", (), "The data directories (overrides log.dir)."),
     ConfigDef("log.dir", "string", "/tmp/kafka-logs", "The data directory if log.dirs is unset."),
+    ConfigDef("cordoned.log.dirs", "list", (), "Log dirs that take no new partition, or *."),
     ConfigDef("num.partitions", "int", 1, "Partitions of an auto-created topic.", 1),
     ConfigDef("default.replication.factor", "int", 1, "Replicas of an auto-created topic.", 1),
     ConfigDef("auto.create.topics.enable", "boolean", True, "Create topics on Metadata."),

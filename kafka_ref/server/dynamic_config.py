@@ -19,10 +19,26 @@ as synonyms when asked. A layer that sets a key also hides that key's *synonyms*
 `log.retention.ms` set dynamically wins over a static `log.retention.hours` (Kafka:
 `DynamicBrokerConfig.overrideProps`, `brokerConfigSynonyms`).
 
-Only some keys may change while the broker runs: those Kafka marks dynamically updatable
-(`DynamicBrokerConfig.AllDynamicConfigs`) *and* that kafka-ref applies live
-(`DYNAMIC_CONFIGS` below); any other key is refused with INVALID_REQUEST, "Cannot update
-these configs dynamically", as Kafka refuses its read-only keys (CONFIG-5):
+Which keys may be set, and where, is Kafka's decision, checked in Kafka's order
+(`DynamicBrokerConfig.validateConfigs`; CONFIG-5, CONFIG-9):
+
+1. a key Kafka knows as a broker config that is not dynamically updatable
+   (`num.partitions`, `log.dirs`, ...) is INVALID_REQUEST "Cannot update these configs
+   dynamically: [num.partitions]";
+2. a keystore or truststore key without a listener prefix (`ssl.keystore.location`) is
+   "These security configs can be dynamically updated only per-listener using the listener
+   prefix: [...]": a store belongs to one listener, `listener.name.<listener>.ssl.*`;
+3. a value of a key kafka-ref knows must parse as its type;
+4. at the cluster default (resource name ""), the keys Kafka keeps per broker (listeners,
+   `sasl.*`, `ssl.*`, `cordoned.log.dirs`, and every `listener.name.<l>.<key>` but the
+   connection limits) are "Cannot update these configs at default cluster level, broker id
+   must be specified: [...]".
+
+Every other key is accepted and stored: Kafka's other dynamic keys (`AllDynamicConfigs`,
+below as `KAFKA_DYNAMIC_CONFIGS`), every `listener.name.<listener>.<key>` (a listener's SASL
+JAAS config `listener.name.sasl_plaintext.plain.sasl.jaas.config`, its keystore, its
+`sasl.enabled.mechanisms`), and keys Kafka does not know, which Kafka stores too. kafka-ref
+*applies* those it has (CONFIG-6, CONFIG-10):
 
 * every topic config's broker default (`log.retention.ms`, `log.segment.bytes`,
   `min.insync.replicas`, `message.max.bytes`, ...; Kafka's `DynamicLogConfig`): every
@@ -31,7 +47,18 @@ these configs dynamically", as Kafka refuses its read-only keys (CONFIG-5):
 * `log.cleaner.backoff.ms` (Kafka's `LogCleaner` reconfigurable): the cleaner restarts with
   the new pause;
 * `producer.id.expiration.ms` and `transaction.partition.verification.enable` (Kafka's
-  `DynamicProducerStateManagerConfig`): read at their next use.
+  `DynamicProducerStateManagerConfig`): read at their next use;
+* a listener's security (Kafka's `DynamicListenerConfig` and the channel builders'
+  reconfiguration): `sasl.enabled.mechanisms`, the SASL JAAS configs (PLAIN's users),
+  `connections.max.reauth.ms` and the keystore and truststore of a listener, plain or
+  under `listener.name.<listener>.`; new connections authenticate with the new settings,
+  established ones keep theirs, as in Kafka. A change that would leave a listener unusable
+  (a keystore that does not load, PLAIN without users) is INVALID_REQUEST and nothing
+  changes;
+* `cordoned.log.dirs` (KIP-1066): the log directories that take no new partition.
+
+The other stored keys (`background.threads`, `num.network.threads`, the SSL cipher
+settings, ...) are kept and described, but change nothing in kafka-ref.
 
 `DynamicBrokerConfig` holds the layers and the broker's live `KafkaConfig`, which it
 updates *in place* (Kafka: `KafkaConfig.updateCurrentConfig`), so that every part holding
@@ -40,7 +67,7 @@ the logs' configs) register a *reconfigurable* for their keys. A stored layer th
 longer validates (a key kafka-ref cannot change, a bad value) is logged and skipped key by
 key, as Kafka's `fromPersistentProps` does: a broker never fails to start over it.
 
-Rules: CONFIG-4, CONFIG-5, CONFIG-6.
+Rules: CONFIG-4, CONFIG-5, CONFIG-6, CONFIG-9, CONFIG-10.
 """
 
 from __future__ import annotations
@@ -54,8 +81,20 @@ from kafka_ref.cluster.topic_requests import TopicAdministration
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.log_manager import LogManager
 from kafka_ref.server.add_partitions_manager import AddPartitionsToTxnManager
-from kafka_ref.server.broker_configs import BROKER_CONFIGS, LOG_DEFAULTS, PASSWORD_KEYS
-from kafka_ref.server.kafka_config import ConfigError, KafkaConfig, config_string, parse_value
+from kafka_ref.server.broker_configs import (
+    BROKER_CONFIGS,
+    IGNORED_KEYS,
+    LOG_DEFAULTS,
+    PASSWORD_KEYS,
+)
+from kafka_ref.server.kafka_config import (
+    LISTENER_PREFIX,
+    ConfigError,
+    KafkaConfig,
+    config_string,
+    listener_key,
+    parse_value,
+)
 from kafka_ref.server.request_channel import RequestHandlerPool
 
 logger = logging.getLogger("kafka_ref.server.dynamic_config")
@@ -64,11 +103,181 @@ logger = logging.getLogger("kafka_ref.server.dynamic_config")
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 
-DYNAMIC_CONFIGS = frozenset(LOG_DEFAULTS) | {
+# Kafka's dynamically updatable broker keys (`DynamicBrokerConfig.AllDynamicConfigs`,
+# Kafka 4.4): the other keys Kafka knows are refused (CONFIG-5).
+KAFKA_DYNAMIC_CONFIGS = frozenset(
+    [
+        "background.threads",
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.type",
+        "compression.zstd.level",
+        "config.providers",
+        "cordoned.log.dirs",
+        "errors.deadletterqueue.auto.create.topics.enable",
+        "errors.deadletterqueue.topic.name.prefix",
+        "follower.fetch.last.tiered.offset.enable",
+        "follower.replication.throttled.rate",
+        "group.consumer.assignment.interval.ms",
+        "group.consumer.assignor.offload.enable",
+        "group.coordinator.cached.buffer.max.bytes",
+        "group.share.assignment.interval.ms",
+        "group.share.assignor.offload.enable",
+        "group.streams.assignment.interval.ms",
+        "group.streams.assignor.offload.enable",
+        "leader.replication.throttled.rate",
+        "listener.security.protocol.map",
+        "listeners",
+        "log.cleaner.backoff.ms",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.cleaner.min.cleanable.ratio",
+        "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.threads",
+        "log.cleanup.policy",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.index.interval.bytes",
+        "log.index.size.max.bytes",
+        "log.local.retention.bytes",
+        "log.local.retention.ms",
+        "log.message.timestamp.after.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.type",
+        "log.preallocate",
+        "log.remote.copy.lag.bytes",
+        "log.remote.copy.lag.ms",
+        "log.retention.bytes",
+        "log.retention.ms",
+        "log.roll.jitter.ms",
+        "log.roll.ms",
+        "log.segment.bytes",
+        "log.segment.delete.delay.ms",
+        "max.connection.creation.rate",
+        "max.connections",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.decompressed.message.bytes",
+        "message.max.bytes",
+        "metric.reporters",
+        "min.insync.replicas",
+        "num.io.threads",
+        "num.network.threads",
+        "num.recovery.threads.per.data.dir",
+        "num.replica.fetchers",
+        "principal.builder.class",
+        "producer.id.expiration.ms",
+        "remote.fetch.max.wait.ms",
+        "remote.list.offsets.request.timeout.ms",
+        "remote.log.index.file.cache.total.size.bytes",
+        "remote.log.manager.copier.thread.pool.size",
+        "remote.log.manager.copy.max.bytes.per.second",
+        "remote.log.manager.expiration.thread.pool.size",
+        "remote.log.manager.fetch.max.bytes.per.second",
+        "remote.log.manager.follower.thread.pool.size",
+        "remote.log.reader.threads",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        "sasl.enabled.mechanisms",
+        "sasl.jaas.config",
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.principal.to.local.rules",
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.login.refresh.buffer.seconds",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.mechanism.inter.broker.protocol",
+        "share.coordinator.cached.buffer.max.bytes",
+        "ssl.cipher.suites",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.engine.factory.class",
+        "ssl.key.password",
+        "ssl.keymanager.algorithm",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.protocol",
+        "ssl.provider",
+        "ssl.secure.random.implementation",
+        "ssl.trustmanager.algorithm",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+        "transaction.partition.verification.enable",
+        "unclean.leader.election.enable",
+    ]
+)
+# A listener's stores: only ever per listener (Kafka: `DYNAMIC_SECURITY_CONFIGS`).
+DYNAMIC_SECURITY_CONFIGS = frozenset(
+    [
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+    ]
+)
+# Never at the cluster default (Kafka: `PER_BROKER_CONFIGS`); every `listener.name.*` key
+# too, but the connection limits (`CLUSTER_LEVEL_LISTENER_CONFIGS`).
+PER_BROKER_CONFIGS = (
+    DYNAMIC_SECURITY_CONFIGS
+    | frozenset(
+        [
+            "cordoned.log.dirs",
+            "listener.security.protocol.map",
+            "listeners",
+            "principal.builder.class",
+            "ssl.cipher.suites",
+            "ssl.client.auth",
+            "ssl.enabled.protocols",
+            "ssl.endpoint.identification.algorithm",
+            "ssl.engine.factory.class",
+            "ssl.keymanager.algorithm",
+            "ssl.protocol",
+            "ssl.provider",
+            "ssl.secure.random.implementation",
+            "ssl.trustmanager.algorithm",
+        ]
+    )
+    | {k for k in KAFKA_DYNAMIC_CONFIGS if k.startswith("sasl.")}
+)
+CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset(
+    {"max.connection.creation.rate", "max.connections", "num.network.threads"}
+)
+# What kafka-ref applies live (CONFIG-6, CONFIG-10); a listener's security keys: below.
+APPLIED_CONFIGS = frozenset(LOG_DEFAULTS) | {
     "num.io.threads",
     "log.cleaner.backoff.ms",
     "producer.id.expiration.ms",
     "transaction.partition.verification.enable",
+    "cordoned.log.dirs",
+}
+# Dynamic in Kafka, which adds and removes listeners; kafka-ref binds its listeners once, so
+# it stores these but reads them only at start.
+STORED_ONLY = frozenset({"listeners", "listener.security.protocol.map"})
+# The keys of a listener's security, plain or per listener (rebuilt together).
+LISTENER_SECURITY_KEYS = DYNAMIC_SECURITY_CONFIGS | {
+    "sasl.enabled.mechanisms",
+    "sasl.jaas.config",
+    "ssl.client.auth",
+    "connections.max.reauth.ms",
 }
 # Keys that name one setting in several units, most precise first (Kafka:
 # `DynamicBrokerConfig.brokerConfigSynonyms`).
@@ -105,13 +314,68 @@ class SourcedValue:
     source: int
 
 
-def check_dynamic(props: Mapping[str, str]) -> None:
-    """CONFIG-5: every key dynamically updatable, every value of its type."""
-    refused = sorted(k for k in props if k not in DYNAMIC_CONFIGS)
-    if refused:
-        raise ConfigError(f"Cannot update these configs dynamically: {', '.join(refused)}")
+def _listener_base(key: str) -> str | None:
+    """`listener.name.<listener>.<key>` -> `<key>` (Kafka's `LISTENER_CONFIG_REGEX`)."""
+    if not key.startswith(LISTENER_PREFIX):
+        return None
+    _listener, dot, base = key[len(LISTENER_PREFIX) :].partition(".")
+    return base if dot else None
+
+
+def _listed(keys: Iterable[str]) -> str:
+    return f"[{', '.join(sorted(keys))}]"  # Java's Set.toString
+
+
+def check_dynamic(props: Mapping[str, str], per_broker: bool = True) -> None:
+    """CONFIG-5, CONFIG-9: may these keys be set dynamically, for one broker (`per_broker`)
+    or as the cluster default; raise ConfigError with Kafka's words if not."""
+    known = set(BROKER_CONFIGS) | IGNORED_KEYS  # keys Kafka knows as broker configs
+    fixed = [k for k in props if k in known and k not in KAFKA_DYNAMIC_CONFIGS]
+    if fixed:
+        raise ConfigError(f"Cannot update these configs dynamically: {_listed(fixed)}")
+    stores = [k for k in props if k in DYNAMIC_SECURITY_CONFIGS]
+    if stores:
+        raise ConfigError(
+            "These security configs can be dynamically updated only per-listener using the "
+            f"listener prefix: {_listed(stores)}"
+        )
     for key, value in props.items():
-        parse_value(BROKER_CONFIGS[key], value)
+        name = _listener_base(key) or key
+        if name in BROKER_CONFIGS:
+            parse_value(BROKER_CONFIGS[name], value)
+    if not per_broker:
+        own = [
+            k
+            for k in props
+            if k in PER_BROKER_CONFIGS
+            or (_listener_base(k) or "") not in ("", *CLUSTER_LEVEL_LISTENER_CONFIGS)
+        ]
+        if own:
+            raise ConfigError(
+                "Cannot update these configs at default cluster level, broker id must be "
+                f"specified: {_listed(own)}"
+            )
+
+
+def is_listener_security_key(key: str) -> bool:
+    """A key whose change rebuilds the listeners' security (CONFIG-10): plain, or under
+    `listener.name.<listener>.`, with a mechanism prefix for a JAAS config."""
+    base = _listener_base(key) or key
+    return base in LISTENER_SECURITY_KEYS or base.endswith(".sasl.jaas.config")
+
+
+def understood(key: str) -> bool:
+    """Whether kafka-ref's `KafkaConfig` reads this key; a stored key it does not read
+    (Kafka's `background.threads`, an unknown key) is kept but changes nothing."""
+    if key in STORED_ONLY:
+        return False
+    if key.startswith(LISTENER_PREFIX):
+        try:
+            listener_key(key)
+        except ConfigError:
+            return False
+        return True
+    return key in BROKER_CONFIGS
 
 
 class DynamicBrokerConfig:
@@ -123,12 +387,23 @@ class DynamicBrokerConfig:
         self.static = dict(config.originals)  # server.properties and --override
         self.per_broker: dict[str, str] = {}
         self.default: dict[str, str] = {}
-        self._reconfigurables: list[tuple[frozenset[str], Reconfigure]] = []
+        self._reconfigurables: list[tuple[Callable[[str], bool], Reconfigure]] = []
+        self._validators: list[Callable[[KafkaConfig], None]] = []
 
-    def add_reconfigurable(self, keys: Iterable[str], reconfigure: Reconfigure) -> None:
-        """Call `reconfigure(old, new)` after a change of any of `keys` (Kafka:
-        `BrokerReconfigurable`)."""
-        self._reconfigurables.append((frozenset(keys), reconfigure))
+    def add_reconfigurable(
+        self,
+        keys: Iterable[str] | Callable[[str], bool],
+        reconfigure: Reconfigure,
+        validate: Callable[[KafkaConfig], None] | None = None,
+    ) -> None:
+        """Call `reconfigure(old, new)` after a change of any of `keys` (a set, or a test of
+        a key), and `validate(new)` before any change is accepted: it raises ValueError for
+        a configuration this part could not take (Kafka: `BrokerReconfigurable`,
+        `validateReconfiguration`)."""
+        matches = keys if callable(keys) else frozenset(keys).__contains__
+        self._reconfigurables.append((matches, reconfigure))
+        if validate is not None:
+            self._validators.append(validate)
 
     def _build(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> KafkaConfig:
         """The configuration of the layers: each one's keys replace the lower layers' keys
@@ -136,6 +411,8 @@ class DynamicBrokerConfig:
         merged = dict(self.static)
         for layer in (default, per_broker):
             for key, value in layer.items():
+                if not understood(key):
+                    continue
                 for synonym in synonyms(key):
                     merged.pop(synonym, None)
                 merged[key] = value
@@ -145,12 +422,14 @@ class DynamicBrokerConfig:
         """Check a new set of dynamic configs for `entity` (a broker id or DEFAULT_ENTITY):
         the keys and values (CONFIG-5), then the whole configuration they make."""
         try:
-            check_dynamic(props)
+            check_dynamic(props, per_broker=entity != DEFAULT_ENTITY)
             if entity == DEFAULT_ENTITY:
-                self._build(props, self.per_broker)
+                new = self._build(props, self.per_broker)
             else:
-                self._build(self.default, props)
-        except ConfigError as err:
+                new = self._build(self.default, props)
+            for check in self._validators:
+                check(new)
+        except (ConfigError, ValueError) as err:
             raise DynamicConfigError(str(err)) from None
 
     def _usable(self, entity: str, props: Mapping[str, str]) -> dict[str, str]:
@@ -159,7 +438,7 @@ class DynamicBrokerConfig:
         kept = {}
         for key, value in props.items():
             try:
-                check_dynamic({key: value})
+                check_dynamic({key: value}, per_broker=entity != DEFAULT_ENTITY)
                 kept[key] = value
             except ConfigError as err:
                 logger.error("dynamic config of %s ignored: %s", entity, err)
@@ -178,14 +457,28 @@ class DynamicBrokerConfig:
             return
         self.default, self.per_broker = dict(default), dict(per_broker)
         old = dataclasses.replace(
-            self.config, values=dict(self.config.values), overrides=dict(self.config.overrides)
+            self.config,
+            values=dict(self.config.values),
+            overrides=dict(self.config.overrides),
+            listener_overrides=dict(self.config.listener_overrides),
         )
         self.config.values, self.config.overrides = new.values, new.overrides
+        self.config.listener_overrides = new.listener_overrides
         changed = {k for k in new.values if new.values[k] != old.values.get(k)}
+        changed |= {
+            f"{LISTENER_PREFIX}{listener.lower()}.{key}"
+            for listener in {*new.listener_overrides, *old.listener_overrides}
+            for key in {
+                **new.listener_overrides.get(listener, {}),
+                **old.listener_overrides.get(listener, {}),
+            }
+            if new.listener_overrides.get(listener, {}).get(key)
+            != old.listener_overrides.get(listener, {}).get(key)
+        }
         if changed:
             logger.info("dynamic broker configs changed: %s", ", ".join(sorted(changed)))
-        for keys, reconfigure in self._reconfigurables:
-            if keys & changed:
+        for matches, reconfigure in self._reconfigurables:
+            if any(matches(k) for k in changed):
                 reconfigure(old, self.config)
 
     # ------------------------------------------------------------------ describing

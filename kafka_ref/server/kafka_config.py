@@ -85,7 +85,7 @@ def _split_property(line: str) -> tuple[str, str]:
     return key, rest
 
 
-def _listener_key(key: str) -> tuple[str, str, ConfigDef]:
+def listener_key(key: str) -> tuple[str, str, ConfigDef]:
     """`listener.name.<listener>.<key>` -> (LISTENER, key, its definition); the key may
     carry a mechanism prefix (`plain.sasl.jaas.config`)."""
     listener, _, rest = key[len(LISTENER_PREFIX) :].partition(".")
@@ -125,7 +125,7 @@ class KafkaConfig:
                 ignored.append(key)
                 continue
             if key.startswith(LISTENER_PREFIX):  # listener.name.<listener>.<key>
-                listener, rest, definition = _listener_key(key)
+                listener, rest, definition = listener_key(key)
                 per_listener.setdefault(listener, {})[rest] = parse_value(definition, raw)
                 continue
             definition = BROKER_CONFIGS.get(key)

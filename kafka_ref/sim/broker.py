@@ -12,6 +12,10 @@ own data directory, and turns messages from the simulated network into calls on 
 * fetch and OffsetsForLeaderEpoch requests from followers, and their answers;
 * `AlterIsrResult` from the controller.
 
+Every cut of a follower's log goes into the cluster's history (`truncate`), with the LEO
+before and after and what decided it: the HW rule, an OffsetsForLeaderEpoch answer, or a
+fetch answered with a diverging epoch.
+
 A timer every `tick_ms` does the periodic work: followers send their next request (one in
 flight, resent after `fetch_timeout_ms`, a backoff after an empty answer), leaders check
 for lagging followers every `replica.lag.time.max.ms / 2` and send AlterIsr, logs flush
@@ -35,7 +39,7 @@ from kafka_ref.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from kafka_ref.log.log import Log
-from kafka_ref.replication.follower_fetch_state import PartitionFetcher
+from kafka_ref.replication.follower_fetch_state import FetchState, PartitionFetcher
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
     AlterIsrResult,
@@ -221,8 +225,12 @@ class SimBroker:
                 p.make_follower(state)
                 self.fetchers.pop(state.tp, None)
                 if state.leader is not None:
-                    fetcher = PartitionFetcher(p, self.config.truncation)
+                    leo = p.log_end_offset
+                    fetcher = PartitionFetcher(
+                        p, self.config.truncation, truncate_on_fetch=self.config.truncate_on_fetch
+                    )
                     self.fetchers[state.tp] = _FetcherSlot(fetcher)
+                    self._record_truncation(p, leo, f"to its HW {p.high_watermark}")
         except KafkaError as err:  # a stale LeaderAndIsr (FENCED_LEADER_EPOCH): ignored
             logger.debug("broker %d ignores %s: %s", self.broker_id, state, err)
             return
@@ -283,14 +291,31 @@ class SimBroker:
             return  # the fetcher changed, or this answer timed out already
         slot.in_flight = None
         now = self.clock.milliseconds()
+        p, leo = slot.fetcher.partition, slot.fetcher.partition.log_end_offset
         if isinstance(request, EpochRequest):
             slot.fetcher.on_epoch_result(request, result)
             progressed = result.error == ErrorCode.NO_ERROR
+            again = ", asks again" if slot.fetcher.state is FetchState.TRUNCATING else ""
+            why = f"OffsetsForLeaderEpoch({request.leader_epoch}): epoch {result.leader_epoch}"
+            self._record_truncation(p, leo, f"{why} ends at {result.end_offset}{again}")
         else:
             progressed = slot.fetcher.on_fetch_result(request, result) > 0
+            why = (
+                f"fetch at {request.fetch_offset}: the leader's log ends at {result.log_end_offset}"
+            )
             if result.diverging_epoch is not None:
                 progressed = True
+                epoch, end = result.diverging_epoch
+                why = f"fetch at {request.fetch_offset}: diverging epoch {epoch} ends at {end}"
+            self._record_truncation(p, leo, why)
         slot.next_ms = now if progressed else now + self.config.replica_fetch_backoff_ms
+
+    def _record_truncation(self, p: Partition, log_end_offset: int, why: str) -> None:
+        """Put a truncation in the cluster's history: the replica's LEO before and after."""
+        if p.log_end_offset < log_end_offset:
+            self.cluster.record(
+                "truncate", self.broker_id, f"{log_end_offset} -> {p.log_end_offset}", f"({why})"
+            )
 
     # ------------------------------------------------------------------ periodic work
     def _tick(self) -> None:

@@ -64,6 +64,10 @@ class SimConfig:
     replica_fetch_backoff_ms: int = 20  # an empty answer: wait before fetching again
     fetch_timeout_ms: int = 200  # no answer: send again
     tick_ms: int = 10
+    # Followers send the epoch of their last batch and truncate on a diverging epoch in the
+    # answer (Kafka 2.7+, KIP-595's check); False: only on OffsetsForLeaderEpoch answers, as
+    # Kafka 2.0 to 2.6 did (inter.broker.protocol.version below 2.7).
+    truncate_on_fetch: bool = True
 
 
 @dataclass

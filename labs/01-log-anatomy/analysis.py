@@ -9,7 +9,8 @@ PySpark then reads the segment files (`kafka_ref_segments`: a row per record, wi
 batch's position) and the `.index` entries (read from the files into rows), finds for every
 offset the index entry a lookup starts from (the greatest entry at or below it, found with
 a window over both, in offset order) and measures the bytes of batch headers a read scans
-from there. `lab01.png` and `lab01.md` answer the handout's questions.
+from there, and the largest batch, to compare with the interval. `lab01.png` and `lab01.md`
+answer the handout's questions.
 """
 
 from __future__ import annotations
@@ -80,13 +81,15 @@ def analyse(spark, data_dir: str, entries: list) -> list[tuple]:
         F.sum("batchSize").alias("bytes"),
         F.avg("scanned").alias("avg_scanned"),
         F.max("scanned").alias("max_scanned"),
+        F.max("batchSize").alias("largest_batch"),
     )
     counts = index.groupBy("topic", "interval").count()
     rows = stats.join(counts, "topic").orderBy("interval").collect()
     return [
-        (r["interval"], r["count"], r["count"] * 8, r["bytes"], r["avg_scanned"], r["max_scanned"])
+        (r["interval"], r["count"], r["count"] * 8, r["bytes"], r["avg_scanned"], r["max_scanned"],
+         r["largest_batch"])
         for r in rows
-    ]
+    ]  # fmt: skip
 
 
 def report(out: str, rows: list[tuple]) -> None:
@@ -101,9 +104,10 @@ def report(out: str, rows: list[tuple]) -> None:
                   ylabel="bytes", xscale="log", yscale="log")  # fmt: skip
         right.legend()
     table = markdown_table(
-        ["index.interval.bytes", "entries", "index bytes", "log bytes", "avg scanned",
-         "worst scanned"],
-        [[i, n, b, log, f"{avg:.0f}", worst] for i, n, b, log, avg, worst in rows],
+        ["index.interval.bytes", "entries", "index bytes", "log bytes",
+         "index per GiB of log (MiB)", "avg scanned", "worst scanned", "largest batch"],
+        [[i, n, b, log, f"{b / log * 1024:.2f}", f"{avg:.0f}", worst, largest]
+         for i, n, b, log, avg, worst, largest in rows],
     )  # fmt: skip
     with open(os.path.join(out, "lab01.md"), "w") as f:
         f.write("# Lab 01: the sparse index\n\n" + table)

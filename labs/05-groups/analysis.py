@@ -166,6 +166,7 @@ def rebalances(decoded: list[tuple]) -> dict[str, list[dict]]:
                 "generation": generation, "members": len(members), "who": frozenset(members),
                 "moved": moved, "stopped": stopped,
                 "busiest": max(counts, default=0), "idlest": min(counts, default=0),
+                "owners": dict(owners),
             })  # fmt: skip
             last_owner.update(owners)
             previous = owners
@@ -185,6 +186,20 @@ def membership_changes(gens: list[dict]) -> list[dict]:
         else:
             changes.append({**g, "generations": 1})
     return changes
+
+
+def last_full(gens: list[dict]) -> list[dict]:
+    """The last generation with every member in, as a list of at most one."""
+    return [g for g in gens if g["members"] == MEMBERS][-1:]
+
+
+def member_name(member_id: str) -> str:
+    """A member id is `<client id>-<UUID>` (36 characters): the client id."""
+    return member_id[:-37] if len(member_id) > 37 else member_id
+
+
+def partitions_of(owners: dict, member: str, topic: str) -> str:
+    return ", ".join(str(p) for (t, p), m in sorted(owners.items()) if m == member and t == topic)
 
 
 def report(out: str, steps: dict[str, list[dict]]) -> None:
@@ -218,6 +233,16 @@ def report(out: str, steps: dict[str, list[dict]]) -> None:
         ["assignor", "generations", "partitions moved", "partitions stopped",
          f"busiest / idlest member with {MEMBERS} members"],
         summary,
+    )  # fmt: skip
+    text += (
+        f"\n## Who owns what with {MEMBERS} members\n\nThe last generation with {MEMBERS} "
+        "members; members in the order of their member ids (the client id, then a UUID), the "
+        "order range and round-robin deal in.\n\n"
+    )
+    text += markdown_table(
+        ["assignor", "member", *TOPICS],
+        [[s, member_name(m), *(partitions_of(g["owners"], m, t) for t in TOPICS)]
+         for s in ASSIGNORS for g in last_full(steps.get(s, [])) for m in sorted(g["who"])],
     )  # fmt: skip
     text += "\n## Per change of membership\n\n" + markdown_table(
         ["assignor", "members after", "generations", "moved", "stopped"],

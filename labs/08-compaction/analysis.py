@@ -6,20 +6,30 @@
 A real broker runs its cleaner every 100 ms, which calls your `build_offset_map` and
 `should_retain` (KAFKA_REF_SOLUTION). Our producer sends the same keyed update workload to
 two topics: `changelog` (cleanup.policy=compact, 16 KB segments, min.cleanable.dirty.ratio
-0.3, delete.retention.ms 3000) and `updates` (cleanup.policy=delete, nothing expires, one
-segment), so `updates` is the log as it would be without compaction. Updates go to random
+0.3, delete.retention.ms 3000), `changelog-lazy` (the same with min.cleanable.dirty.ratio
+0.75) and `updates` (cleanup.policy=delete, nothing expires, one segment), so `updates` is
+the log as it would be without compaction. The cleaner's rounds are counted from its log,
+with the bytes each freed; `changelog-lazy` is compared by its rounds and its size on disk
+(its segment files' sizes at each snapshot). Updates go to random
 keys; after two thirds of them a quarter of the keys are deleted (tombstones), and the
-updates go on to the other keys. Between bursts the two topics' partition directories are copied, on
-the broker's own thread (no cleaning round is half done), into a snapshot.
+updates go on to the other keys; at the end, a few more rounds of updates to the live keys,
+spaced by half of delete.retention.ms, keep the cleaner working past the tombstones'
+horizon. Between bursts the two topics' partition directories and the cleaner's checkpoint
+(`cleaner-offset-checkpoint`: where the dirty part of the log starts) are copied, on the
+broker's own thread (no cleaning round is half done), into a snapshot.
 
 PySpark then reads every snapshot's segment files with `kafka_ref_segments` (one row per
 record, with its batch) and counts, per snapshot and topic: records, bytes on disk (the
-batches' sizes), distinct keys, and tombstones. `lab08.png` and `lab08.md` answer the
-handout's questions.
+batches' sizes), distinct keys, tombstones, and for the compacted log the records in its
+active segment (which the cleaner never touches) and in its dirty part (above the
+checkpoint, not cleaned yet). `lab08.png` and `lab08.md` answer the handout's questions,
+with when the tombstones were written and the first snapshot without them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import random
 import shutil
@@ -29,6 +39,8 @@ import time
 
 from kafka_ref.client.admin import Admin, NewTopic
 from kafka_ref.client.producer import Producer
+from kafka_ref.log.checkpoints import OffsetCheckpointFile
+from kafka_ref.log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from kafka_ref.tools.lab_analysis import (
     local_broker,
     markdown_table,
@@ -38,7 +50,7 @@ from kafka_ref.tools.lab_analysis import (
 )
 from kafka_ref.tools.plots import figure
 
-COMPACTED, RAW = "changelog", "updates"
+COMPACTED, LAZY, RAW = "changelog", "changelog-lazy", "updates"
 DELETE_RETENTION_MS = 3000
 COMPACTED_CONFIGS = {
     "cleanup.policy": "compact",
@@ -46,58 +58,115 @@ COMPACTED_CONFIGS = {
     "min.cleanable.dirty.ratio": "0.3",
     "delete.retention.ms": str(DELETE_RETENTION_MS),
 }
+# The same, cleaned only once three quarters of it are dirty: what the ratio trades.
+LAZY_CONFIGS = COMPACTED_CONFIGS | {"min.cleanable.dirty.ratio": "0.75"}
 # One big segment: the uncompacted log costs Spark one task per snapshot.
 RAW_CONFIGS = {"cleanup.policy": "delete", "segment.bytes": "16777216", "retention.ms": "-1"}
 
 
-def snapshot(broker, data_dir: str, root: str, number: int, started: float) -> None:
-    """Copy both topics' partition directories, between two cleaner rounds."""
+class CleaningRounds(logging.Handler):
+    """The cleaner's rounds, from its log: the bytes each freed, per partition."""
 
-    def copy() -> None:
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.freed: dict[str, list[int]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith("%s: cleaned up to"):
+            self.freed.setdefault(record.args[0], []).append(record.args[-1])
+
+
+@contextlib.contextmanager
+def cleaning_rounds():
+    """Count the cleaner's rounds meanwhile: its logger at INFO, to this handler only, for
+    the time being."""
+    log, handler = logging.getLogger("kafka_ref.log.cleaner_manager"), CleaningRounds()
+    level, propagate = log.level, log.propagate
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    log.addHandler(handler)
+    try:
+        yield handler.freed
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
+
+
+def snapshot(broker, data_dir: str, root: str, number: int, started: float) -> int:
+    """Copy the partition directories of `changelog` and `updates` and the cleaner's
+    checkpoint, between two cleaner rounds; returns the bytes of `changelog-lazy`'s
+    segment files then (only its size is compared: Spark need not read it)."""
+
+    def copy() -> int:
         target = os.path.join(root, f"{number:03d}-{time.monotonic() - started:.1f}")
         for topic in (COMPACTED, RAW):
             shutil.copytree(os.path.join(data_dir, f"{topic}-0"),
                             os.path.join(target, f"{topic}-0"))  # fmt: skip
+        checkpoint = os.path.join(data_dir, CLEANER_OFFSET_CHECKPOINT)
+        if os.path.exists(checkpoint):
+            shutil.copy(checkpoint, target)
+        lazy = os.path.join(data_dir, f"{LAZY}-0")
+        return sum(os.path.getsize(os.path.join(lazy, f)) for f in os.listdir(lazy)
+                   if f.endswith(".log"))  # fmt: skip
 
-    broker.call(copy)
+    return broker.call(copy)
 
 
-def workload(broker, data_dir: str, root: str, updates: int, keys: int, bursts: int) -> None:
+def first_dirty_offset(snapshot_dir: str) -> int:
+    """Where the compacted log's dirty part starts in a snapshot (0: never cleaned)."""
+    path = os.path.join(snapshot_dir, CLEANER_OFFSET_CHECKPOINT)
+    if not os.path.exists(path):
+        return 0
+    return OffsetCheckpointFile(path).read().get((COMPACTED, 0), 0)
+
+
+def workload(
+    broker, data_dir: str, root: str, updates: int, keys: int, bursts: int
+) -> tuple[float, list[int]]:
+    """The updates, the deletes and the snapshots; returns when the tombstones were sent
+    (seconds from the start), and the size of `changelog-lazy` at each snapshot."""
     with Admin(broker.bootstrap) as admin:
         admin.create_topics([NewTopic(COMPACTED, 1, 1, COMPACTED_CONFIGS),
+                             NewTopic(LAZY, 1, 1, LAZY_CONFIGS),
                              NewTopic(RAW, 1, 1, RAW_CONFIGS)])  # fmt: skip
     rng = random.Random(8)
     names = [b"key-%04d" % i for i in range(keys)]
     deleted = set(rng.sample(names, keys // 4))
-    started, number = time.monotonic(), 0
+    started, number, lazy_bytes = time.monotonic(), 0, []
     per_burst = max(1, updates // bursts)
     with Producer(broker.bootstrap, linger_ms=5, batch_size=4096) as producer:
 
         def send(key: bytes, value: bytes | None) -> None:
-            for topic in (COMPACTED, RAW):
+            for topic in (COMPACTED, LAZY, RAW):
                 producer.send(topic, value, key=key)
 
         for burst in range(bursts):
             live = names if burst < 2 * bursts // 3 else [k for k in names if k not in deleted]
             if burst == 2 * bursts // 3:
+                deleted_at = time.monotonic() - started
                 for key in sorted(deleted):
                     send(key, None)  # tombstones
             for _ in range(per_burst):
                 send(rng.choice(live), os.urandom(50))
             producer.flush()
             time.sleep(0.4)
-            snapshot(broker, data_dir, root, number, started)
+            lazy_bytes.append(snapshot(broker, data_dir, root, number, started))
             number += 1
-        for _ in range(3):  # the end: no more updates, the cleaner catches up
+        live = [k for k in names if k not in deleted]
+        for _ in range(3):  # the end: past the horizon, enough dirty data for a round
             time.sleep(DELETE_RETENTION_MS / 2000)
-            for _ in range(20):  # a little dirty data, so that rounds run (and drop tombstones)
-                send(b"heartbeat", b"x")
+            for key in live[: len(live) // 2]:
+                send(key, os.urandom(50))
             producer.flush()
-            snapshot(broker, data_dir, root, number, started)
+            time.sleep(0.3)
+            lazy_bytes.append(snapshot(broker, data_dir, root, number, started))
             number += 1
+    return deleted_at, lazy_bytes
 
 
 def analyse(spark, root: str) -> list[dict]:
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     frames = []
@@ -105,14 +174,20 @@ def analyse(spark, root: str) -> list[dict]:
         number, seconds = name.split("-")
         frame = spark.read.format("kafka_ref_segments").load(os.path.join(root, name))
         frames.append(frame.withColumn("snapshot", F.lit(int(number)))
-                      .withColumn("seconds", F.lit(float(seconds))))  # fmt: skip
+                      .withColumn("seconds", F.lit(float(seconds)))
+                      .withColumn("dirty_from", F.lit(first_dirty_offset(
+                          os.path.join(root, name)))))  # fmt: skip
     rows = frames[0]
     for frame in frames[1:]:
         rows = rows.unionByName(frame)
+    active = F.max("segment").over(Window.partitionBy("snapshot", "topic"))
+    rows = rows.withColumn("active", F.col("segment") == active)
     per_record = rows.groupBy("snapshot", "seconds", "topic").agg(
         F.count("*").alias("records"),
         F.countDistinct("key").alias("keys"),
         F.sum(F.col("value").isNull().cast("int")).alias("tombstones"),
+        F.sum(F.col("active").cast("int")).alias("active"),
+        F.sum((F.col("offset") >= F.col("dirty_from")).cast("int")).alias("dirty"),
     )
     per_batch = (
         rows.select("snapshot", "topic", "segment", "baseOffset", "batchSize")
@@ -124,7 +199,30 @@ def analyse(spark, root: str) -> list[dict]:
     return [row.asDict() for row in joined.collect()]
 
 
-def report(out: str, rows: list[dict]) -> None:
+def tombstones_line(rows: list[dict], deleted_at: float) -> str:
+    """When the tombstones were written, and the first snapshot after that without them."""
+    compacted = sorted((r for r in rows if r["topic"] == COMPACTED), key=lambda r: r["seconds"])
+    seen = [r for r in compacted if r["tombstones"]]
+    gone = [r for r in compacted if seen and r["seconds"] > seen[0]["seconds"]
+            and not r["tombstones"]]  # fmt: skip
+    text = (
+        f"The tombstones were written at {deleted_at:.1f} s (delete.retention.ms "
+        f"{DELETE_RETENTION_MS}: their horizon is {deleted_at + DELETE_RETENTION_MS / 1000:.1f} s"
+        " at the earliest, counted from the cleaning round that first kept them); "
+    )
+    if not gone:
+        return text + "they were still in the log at the last snapshot."
+    last = max((r for r in seen if r["seconds"] < gone[0]["seconds"]), key=lambda r: r["seconds"])
+    return text + (
+        f"the last snapshot with them is at {last['seconds']:.1f} s, the first without them at "
+        f"{gone[0]['seconds']:.1f} s: {gone[0]['seconds'] - deleted_at:.1f} s after they were "
+        "written, at most."
+    )
+
+
+def report(
+    out: str, rows: list[dict], deleted_at: float, lazy_bytes: list[int], rounds: dict
+) -> None:
     by = {(r["snapshot"], r["topic"]): r for r in rows}
     snapshots = sorted({r["snapshot"] for r in rows})
     seconds = [by[(s, RAW)]["seconds"] for s in snapshots]
@@ -137,6 +235,8 @@ def report(out: str, rows: list[dict]) -> None:
                   label="without compaction (updates)")  # fmt: skip
         left.plot(seconds, [b / 1024 for b in series(COMPACTED, "bytes")], marker=".",
                   label="compacted (changelog)")  # fmt: skip
+        left.plot(seconds, [b / 1024 for b in lazy_bytes], marker=".",
+                  label="compacted, dirty ratio 0.75 (changelog-lazy)")  # fmt: skip
         left.set(title="Log size on disk", xlabel="seconds", ylabel="KiB")
         left.legend()
         right.plot(seconds, series(COMPACTED, "records"), marker=".", label="records")
@@ -152,12 +252,22 @@ def report(out: str, rows: list[dict]) -> None:
             continue
         saved = 1 - compacted["bytes"] / raw["bytes"] if raw["bytes"] else 0.0
         table.append([s, f"{raw['seconds']:.1f}", raw["records"], compacted["records"],
-                      raw["bytes"], compacted["bytes"], f"{saved:.0%}", compacted["keys"],
-                      compacted["tombstones"]])  # fmt: skip
+                      compacted["active"], compacted["dirty"], raw["bytes"], compacted["bytes"],
+                      f"{saved:.0%}", compacted["keys"], compacted["tombstones"]])  # fmt: skip
     text = "# Lab 08: compaction over time\n\n" + markdown_table(
-        ["snapshot", "seconds", "records (updates)", "records (changelog)", "bytes (updates)",
-         "bytes (changelog)", "space saved", "keys (changelog)", "tombstones (changelog)"],
+        ["snapshot", "seconds", "records (updates)", "records (changelog)",
+         "in its active segment", "in its dirty part", "bytes (updates)", "bytes (changelog)",
+         "space saved", "keys (changelog)", "tombstones (changelog)"],
         table,
+    )  # fmt: skip
+    text += "\n" + tombstones_line(rows, deleted_at) + "\n"
+    text += "\n## min.cleanable.dirty.ratio: cleaning rounds against log size\n\n" + markdown_table(
+        ["topic", "min.cleanable.dirty.ratio", "cleaning rounds", "bytes freed",
+         "bytes on disk, average over the snapshots", "at most"],
+        [[topic, configs["min.cleanable.dirty.ratio"], len(rounds.get(f"{topic}-0", [])),
+          sum(rounds.get(f"{topic}-0", [])), f"{sum(sizes) / len(sizes):.0f}", max(sizes)]
+         for topic, configs, sizes in ((COMPACTED, COMPACTED_CONFIGS, series(COMPACTED, "bytes")),
+                                       (LAZY, LAZY_CONFIGS, lazy_bytes))],
     )  # fmt: skip
     with open(os.path.join(out, "lab08.md"), "w") as f:
         f.write(text)
@@ -167,13 +277,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
     with tempfile.TemporaryDirectory() as scratch:
         data_dir, root = os.path.join(scratch, "data"), os.path.join(scratch, "snapshots")
-        with local_broker(data_dir, **{"log.cleaner.backoff.ms": 100}) as broker:
+        with (
+            cleaning_rounds() as rounds,
+            local_broker(data_dir, **{"log.cleaner.backoff.ms": 100}) as broker,
+        ):
             # 12 bursts at full scale; fewer snapshots for Spark to read on a small run
             bursts = max(6, min(12, round(12 * args.scale)))
-            workload(broker, data_dir, root, int(12_000 * args.scale), 400, bursts)
+            deleted_at, lazy_bytes = workload(
+                broker, data_dir, root, int(12_000 * args.scale), 400, bursts
+            )
         with spark_for(args.master, scratch) as spark:
             rows = analyse(spark, root)
-    report(args.out, rows)
+    report(args.out, rows, deleted_at, lazy_bytes, rounds)
     print_table(args.out, "lab08.md")
     return 0
 

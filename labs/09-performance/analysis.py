@@ -6,10 +6,11 @@
 Our producer (so your `estimate_size`, which decides how many records a batch holds) sends
 the same records, log lines of about 200 bytes, to a real kafka-ref broker again and
 again: once per `batch.size` (1, 4, 16 and 64 KiB, no compression) and once per codec the
-broker and producer support (none, gzip, snappy, lz4, zstd, batch.size 16 KiB), each run
-to a topic of its own, and times each run from the first send to the last
-acknowledgement. PySpark then reads the broker's segment files with `kafka_ref_segments`
-and counts per topic the batches, the records per batch and the bytes on disk (the
+broker and producer support (none, gzip, snappy, lz4, zstd, batch.size 16 KiB), and once
+with gzip on 1 KiB batches, each run to a topic of its own, and times each run from the
+first send to the last acknowledgement. PySpark then reads the broker's segment files with
+`kafka_ref_segments` and counts per topic the batches, the records per batch, the largest
+batch (to compare with batch.size) and the bytes on disk (the
 batches' sizes: what the broker wrote, what a consumer fetches and what `sendfile` copies
 from the page cache, compressed as the producer sent it).
 
@@ -72,7 +73,13 @@ def log_lines(count: int) -> list[bytes]:
 def runs() -> list[tuple[str, int, str]]:
     """(topic, batch.size, compression.type) of every run."""
     by_size = [(f"batch-{size}", size, "none") for size in BATCH_SIZES]
-    return by_size + [(f"codec-{codec}", 16384, codec) for codec in CODECS]
+    by_codec = [(f"codec-{codec}", 16384, codec) for codec in CODECS]
+    return [*by_size, *by_codec, ("batch-1024-gzip", 1024, "gzip")]  # gzip on small batches
+
+
+def uncompressed(topic: str, batch_size: int) -> str:
+    """The run with the same batch.size and no compression, to compare a codec with."""
+    return "codec-none" if topic.startswith("codec-") else f"batch-{batch_size}"
 
 
 def workload(bootstrap: str, records: list[bytes]) -> dict[str, float]:
@@ -163,6 +170,7 @@ def analyse(spark, data_dir: str) -> list[dict]:
         F.sum("recordCount").alias("records"),
         F.sum("batchSize").alias("bytes"),
         F.avg("batchSize").alias("avg_batch_bytes"),
+        F.max("batchSize").alias("largest_batch"),
     )
     return [r.asDict() for r in rows.orderBy("topic").collect()]
 
@@ -196,14 +204,19 @@ def report(out: str, rows: list[dict], rates: dict[str, float], costs: dict[str,
         )
         fetch.set(title=f"Broker CPU per MB fetched ({FETCHED_TOPIC}, 10 reads)",
                   ylabel="ms of the broker thread's CPU per MB")  # fmt: skip
-    raw = by.get("codec-none", {}).get("bytes") or 1
+
+    def against_none(topic: str, size: int, codec: str) -> str:
+        raw = by.get(uncompressed(topic, size), {}).get("bytes")
+        return f"{by[topic]['bytes'] / raw:.0%}" if codec != "none" and raw else ""
+
     table = markdown_table(
         ["topic", "batch.size", "compression", "records/s", "batches", "records per batch",
-         "bytes on disk", "bytes per record", "size against none"],
+         "largest batch (bytes)", "bytes on disk", "bytes per record",
+         "size against no compression"],
         [[topic, size, codec, f"{rates[topic]:,.0f}", by[topic]["batches"],
-          f"{by[topic]['records'] / by[topic]['batches']:.1f}", by[topic]["bytes"],
-          f"{by[topic]['bytes'] / by[topic]['records']:.1f}",
-          f"{by[topic]['bytes'] / raw:.0%}" if topic.startswith("codec-") else ""]
+          f"{by[topic]['records'] / by[topic]['batches']:.1f}", by[topic]["largest_batch"],
+          by[topic]["bytes"], f"{by[topic]['bytes'] / by[topic]['records']:.1f}",
+          against_none(topic, size, codec)]
          for topic, size, codec in runs() if topic in by],
     )  # fmt: skip
     fetches = markdown_table(["measure", "value"], [[k, f"{v:,.2f}"] for k, v in costs.items()])

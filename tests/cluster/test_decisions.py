@@ -14,7 +14,7 @@ from kafka_ref.cluster.assignment import assign_replicas_to_brokers, rack_altern
 from kafka_ref.cluster.election import next_state, preferred_leader, reassignment_leader
 from kafka_ref.cluster.leader_balance import imbalanced_partitions
 from kafka_ref.cluster.metadata import InvalidReplicationFactorError, PartitionState
-from kafka_ref.cluster.reassignment import Reassignment, validate_target
+from kafka_ref.cluster.reassignment import Reassignment, replication_factor_change, validate_target
 from kafka_ref.cluster.zk_data import split_connect
 from kafka_ref.cluster.zk_metadata import is_stale
 
@@ -150,3 +150,11 @@ def test_the_imbalance_check_is_per_broker_and_above_the_percentage():
     assert imbalanced_partitions(preferred, leaders, 9) == [("t", 0)]
     leaders[("t", 1)] = 3  # 20 % now
     assert imbalanced_partitions(preferred, leaders, 10) == [("t", 0), ("t", 1)]
+
+
+@pytest.mark.spec("CTRL-33")
+def test_a_target_of_another_size_changes_the_replication_factor():
+    assert replication_factor_change((1, 2), (2, 3)) is None
+    assert replication_factor_change((1, 2), (1, 2, 3)) == (
+        "The replication factor is changed from 2 to 3"
+    )

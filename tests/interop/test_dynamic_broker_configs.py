@@ -120,15 +120,14 @@ def test_per_broker_beats_cluster_default_beats_static_beats_default(admin):
 def test_only_dynamic_keys_with_valid_values_for_this_broker_are_accepted(admin, broker):
     for entries in (
         [("num.partitions", "3", SET)],  # read-only in Kafka too
-        [("listeners", "PLAINTEXT://127.0.0.1:1", SET)],  # dynamic in Kafka, not here
+        [("log.dirs", "/elsewhere", SET)],
         [("log.retention.ms", "soon", SET)],
         [("num.io.threads", "0", SET)],
     ):
         error = refusal(lambda e=entries: alter(admin, "0", *e))
         assert error.code() == KafkaError.INVALID_REQUEST, entries
-        assert "Invalid config value for resource" in error.str()
     error = refusal(lambda: alter(admin, "0", ("num.partitions", "3", SET)))
-    assert "Cannot update these configs dynamically: num.partitions" in error.str()
+    assert "Cannot update these configs dynamically: [num.partitions]" in error.str()
     alter(admin, "0", ("log.retention.ms", "1000", SET), validate_only=True)
     assert in_force(admin, "log.retention.ms")[1] == STATIC, "validate_only changes nothing"
     alter(admin, "0", ("log.segment.bytes", "3000000", SET))

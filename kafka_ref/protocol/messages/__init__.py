@@ -10,24 +10,24 @@ in a message module is all it takes to offer a new version (PROTO-11).
 The ranges follow one rule: the floor is Kafka 4.x's floor (KIP-896 removed the older
 versions), the ceiling the smallest maximum among the common clients, so that librdkafka,
 kafka-python, aiokafka and KafkaJS all pick the same versions and every version a client
-may send is declared. The group and transaction APIs go as high as Kafka 4.4, each version
-with its semantics, except the versions of transactions v2 (KIP-890 part 2: EndTxn v5,
+may send is declared. The group, transaction and admin APIs go as high as Kafka 4.4, each
+version with its semantics, except the versions of transactions v2 (KIP-890 part 2: EndTxn v5,
 TxnOffsetCommit v5-v6), which clients send only to a Kafka whose `transaction.version` is 2:
 
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
-    Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
-    DeleteRecords 0-1   InitProducerId 0-5   OffsetForLeaderEpoch 2-3 (followers)
+    Fetch 4-10   ListOffsets 1-3   CreateTopics 2-7   DeleteTopics 1-6
+    DeleteRecords 0-2   InitProducerId 0-5   OffsetForLeaderEpoch 2-3 (followers)
     transactions: AddPartitionsToTxn 0-5   AddOffsetsToTxn 0-4   EndTxn 0-4
     WriteTxnMarkers 1-2 (brokers)
     from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
     to it: AlterPartition 0   TxnOffsetCommit 0-4   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-2
-    DescribeConfigs 1-2   CreatePartitions 0-1   DescribeLogDirs 1-4
+    DescribeConfigs 1-4   CreatePartitions 0-3   DescribeLogDirs 1-5
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     SCRAM users: DescribeUserScramCredentials 0   AlterUserScramCredentials 0 (KIP-554)
-    ACLs: DescribeAcls 1   CreateAcls 1   DeleteAcls 1
+    ACLs: DescribeAcls 1-3   CreateAcls 1-3   DeleteAcls 1-3   DescribeCluster 0-2
     client quotas: DescribeClientQuotas 0-1   AlterClientQuotas 0-1
-    replicas (to the controller): ElectLeaders 0-2   AlterPartitionReassignments 0
+    replicas (to the controller): ElectLeaders 0-2   AlterPartitionReassignments 0-1
     ListPartitionReassignments 0
     consumer groups: FindCoordinator 0-6   JoinGroup 0-9   SyncGroup 0-5   Heartbeat 0-4
     LeaveGroup 0-5   OffsetCommit 2-10   OffsetFetch 1-10   DescribeGroups 0-6

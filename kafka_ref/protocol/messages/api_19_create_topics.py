@@ -22,7 +22,8 @@ and configs; v7 returns the new topic id.
 Version history (Kafka's JSON comments): v1 validate_only and error messages; v2 throttle
 time; v3 throttle before response; v4 optional partitions/replication factor (KIP-464); v5
 flexible plus configs in the response (KIP-525); v6 THROTTLING_QUOTA_EXCEEDED (KIP-599); v7
-topic ids. Versions 0-1 were removed in Kafka 4.0. kafka-ref declares 2-4.
+topic ids. Versions 0-1 were removed in Kafka 4.0. kafka-ref declares 2-7, as Kafka 4.4
+(BROKER-73); it has no controller mutation quota, so never THROTTLING_QUOTA_EXCEEDED.
 
 Kafka's definitions: CreateTopicsRequest.json, CreateTopicsResponse.json.
 """
@@ -32,7 +33,7 @@ from kafka_ref.protocol.schema import Field, Message
 CreateTopicsRequest = Message(
     "CreateTopicsRequest",
     api_key=19,
-    valid_versions="2-4",
+    valid_versions="2-7",
     flexible_versions="5+",
     fields=[
         Field(
@@ -96,7 +97,7 @@ CreateTopicsRequest = Message(
 CreateTopicsResponse = Message(
     "CreateTopicsResponse",
     api_key=19,
-    valid_versions="2-4",
+    valid_versions="2-7",
     flexible_versions="5+",
     fields=[
         Field("ThrottleTimeMs", "int32", "2+", about="The quota throttle time in ms, or zero."),

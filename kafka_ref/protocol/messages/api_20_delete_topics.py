@@ -17,7 +17,8 @@ request as `topics` entries that carry a name *or* a topic id (KIP-516), which i
 
 Version history (Kafka's JSON comments): v1 throttle time; v2 throttle before response; v3
 TOPIC_DELETION_DISABLED; v4 flexible; v5 error messages; v6 topic ids. v0 was removed in
-Kafka 4.0. kafka-ref declares 1-3.
+Kafka 4.0. kafka-ref declares 1-6, as Kafka 4.4 (BROKER-74); it has no controller mutation
+quota, so never THROTTLING_QUOTA_EXCEEDED.
 
 Kafka's definitions: DeleteTopicsRequest.json, DeleteTopicsResponse.json.
 """
@@ -27,7 +28,7 @@ from kafka_ref.protocol.schema import Field, Message
 DeleteTopicsRequest = Message(
     "DeleteTopicsRequest",
     api_key=20,
-    valid_versions="1-3",
+    valid_versions="1-6",
     flexible_versions="4+",
     fields=[
         Field(
@@ -60,7 +61,7 @@ DeleteTopicsRequest = Message(
 DeleteTopicsResponse = Message(
     "DeleteTopicsResponse",
     api_key=20,
-    valid_versions="1-3",
+    valid_versions="1-6",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -18,7 +18,7 @@ and an error code (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, OFFSET_OU
 POLICY_VIOLATION for compacted topics...).
 
 Version history (Kafka's JSON comments): v1 = v0 (throttle before response); v2 is flexible.
-kafka-ref declares 0-1.
+kafka-ref declares 0-2, as Kafka 4.4.
 
 Kafka's definitions: DeleteRecordsRequest.json, DeleteRecordsResponse.json.
 """
@@ -28,7 +28,7 @@ from kafka_ref.protocol.schema import Field, Message
 DeleteRecordsRequest = Message(
     "DeleteRecordsRequest",
     api_key=21,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="2+",
     fields=[
         Field(
@@ -62,7 +62,7 @@ DeleteRecordsRequest = Message(
 DeleteRecordsResponse = Message(
     "DeleteRecordsResponse",
     api_key=21,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

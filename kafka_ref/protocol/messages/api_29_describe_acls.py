@@ -7,8 +7,9 @@ permission ANY (1). The answer groups the ACLs by resource pattern. Needs DESCRI
 cluster (else CLUSTER_AUTHORIZATION_FAILED); SECURITY_DISABLED without an authorizer.
 
 Version history (Kafka's JSON comments): v1 adds the pattern types; v2 flexible; v3 adds
-the USER resource type. kafka-ref declares 1, Kafka 4's floor and the common clients'
-ceiling. Codes of the int8 fields: security/acls.py.
+the USER resource type. kafka-ref declares 1-3, as Kafka 4.4:
+the USER type (7) and its operations CREATE_TOKENS and DESCRIBE_TOKENS are valid in every
+version, as Kafka does not check the version (SEC-26). Codes of the int8 fields: security/acls.py.
 
 Kafka's definitions: DescribeAclsRequest.json, DescribeAclsResponse.json.
 """
@@ -18,7 +19,7 @@ from kafka_ref.protocol.schema import Field, Message
 DescribeAclsRequest = Message(
     "DescribeAclsRequest",
     api_key=29,
-    valid_versions="1",
+    valid_versions="1-3",
     flexible_versions="2+",
     fields=[
         Field("ResourceTypeFilter", "int8", "0+", about="The resource type."),
@@ -34,7 +35,7 @@ DescribeAclsRequest = Message(
 DescribeAclsResponse = Message(
     "DescribeAclsResponse",
     api_key=29,
-    valid_versions="1",
+    valid_versions="1-3",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

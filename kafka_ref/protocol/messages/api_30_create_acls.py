@@ -7,8 +7,9 @@ MATCH) or a bad name, CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster,
 SECURITY_DISABLED when the broker has no authorizer.
 
 Version history (Kafka's JSON comments): v1 adds the pattern type; v2 flexible; v3 adds
-the USER resource type. kafka-ref declares 1, Kafka 4's floor and the common clients'
-ceiling.
+the USER resource type. kafka-ref declares 1-3, as Kafka 4.4:
+the USER type (7) and its operations CREATE_TOKENS and DESCRIBE_TOKENS are valid in every
+version, as Kafka does not check the version (SEC-26).
 
 Kafka's definitions: CreateAclsRequest.json, CreateAclsResponse.json.
 """
@@ -18,7 +19,7 @@ from kafka_ref.protocol.schema import Field, Message
 CreateAclsRequest = Message(
     "CreateAclsRequest",
     api_key=30,
-    valid_versions="1",
+    valid_versions="1-3",
     flexible_versions="2+",
     fields=[
         Field(
@@ -42,7 +43,7 @@ CreateAclsRequest = Message(
 CreateAclsResponse = Message(
     "CreateAclsResponse",
     api_key=30,
-    valid_versions="1",
+    valid_versions="1-3",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

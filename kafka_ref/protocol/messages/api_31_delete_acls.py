@@ -5,8 +5,9 @@ that apply to a name); each filter's result lists the ACLs it removed. Needs ALT
 cluster (else CLUSTER_AUTHORIZATION_FAILED); SECURITY_DISABLED without an authorizer.
 
 Version history (Kafka's JSON comments): v1 adds the pattern type; v2 flexible; v3 adds
-the USER resource type. kafka-ref declares 1, Kafka 4's floor and the common clients'
-ceiling.
+the USER resource type. kafka-ref declares 1-3, as Kafka 4.4:
+the USER type (7) and its operations CREATE_TOKENS and DESCRIBE_TOKENS are valid in every
+version, as Kafka does not check the version (SEC-26).
 
 Kafka's definitions: DeleteAclsRequest.json, DeleteAclsResponse.json.
 """
@@ -16,7 +17,7 @@ from kafka_ref.protocol.schema import Field, Message
 DeleteAclsRequest = Message(
     "DeleteAclsRequest",
     api_key=31,
-    valid_versions="1",
+    valid_versions="1-3",
     flexible_versions="2+",
     fields=[
         Field(
@@ -40,7 +41,7 @@ DeleteAclsRequest = Message(
 DeleteAclsResponse = Message(
     "DeleteAclsResponse",
     api_key=31,
-    valid_versions="1",
+    valid_versions="1-3",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

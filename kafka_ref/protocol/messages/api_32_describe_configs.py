@@ -20,7 +20,7 @@ set), and librdkafka's tests failed against a broker that returned an empty list
 
 Version history (Kafka's JSON comments): v1 adds include_synonyms, config_source and synonyms,
 and drops is_default; v2 = v1 (throttle before response); v3 documentation and config types;
-v4 flexible. v0 was removed in Kafka 4.0. kafka-ref declares 1-2.
+v4 flexible. v0 was removed in Kafka 4.0. kafka-ref declares 1-4, as Kafka 4.4 (BROKER-75).
 
 Kafka's definitions: DescribeConfigsRequest.json, DescribeConfigsResponse.json.
 """
@@ -30,7 +30,7 @@ from kafka_ref.protocol.schema import Field, Message
 DescribeConfigsRequest = Message(
     "DescribeConfigsRequest",
     api_key=32,
-    valid_versions="1-2",
+    valid_versions="1-4",
     flexible_versions="4+",
     fields=[
         Field(
@@ -64,7 +64,7 @@ DescribeConfigsRequest = Message(
 DescribeConfigsResponse = Message(
     "DescribeConfigsResponse",
     api_key=32,
-    valid_versions="1-2",
+    valid_versions="1-4",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

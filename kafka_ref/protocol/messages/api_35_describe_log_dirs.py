@@ -11,8 +11,9 @@ usable bytes of its volume. `kafka-log-dirs.sh --describe` prints this answer as
 Topics null asks for every partition; an empty list for none.
 
 Version history (Kafka's JSON comments): v1 is v0 (KIP-896 removed v0), v2 flexible, v3
-adds the top-level error code, v4 the volume's TotalBytes and UsableBytes (KIP-827).
-kafka-ref declares 1-4.
+adds the top-level error code, v4 the volume's TotalBytes and UsableBytes (KIP-827), v5
+IsCordoned (KIP-1066: a directory named in `cordoned.log.dirs` takes no new partitions).
+kafka-ref declares 1-5, as Kafka 4.4 (BROKER-76).
 
 Kafka's definitions: DescribeLogDirsRequest.json, DescribeLogDirsResponse.json.
 """
@@ -22,7 +23,7 @@ from kafka_ref.protocol.schema import Field, Message
 DescribeLogDirsRequest = Message(
     "DescribeLogDirsRequest",
     api_key=35,
-    valid_versions="1-4",
+    valid_versions="1-5",
     flexible_versions="2+",
     fields=[
         Field(
@@ -42,7 +43,7 @@ DescribeLogDirsRequest = Message(
 DescribeLogDirsResponse = Message(
     "DescribeLogDirsResponse",
     api_key=35,
-    valid_versions="1-4",
+    valid_versions="1-5",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),
@@ -110,7 +111,7 @@ DescribeLogDirsResponse = Message(
                     "bool",
                     "5+",
                     default=False,
-                    about="Whether the directory is cordoned (v5, not declared here).",
+                    about="Whether the directory is cordoned (KIP-1066).",
                 ),
             ],
         ),

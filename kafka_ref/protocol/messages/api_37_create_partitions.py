@@ -16,7 +16,8 @@ INVALID_REPLICA_ASSIGNMENT (39), UNKNOWN_TOPIC_OR_PARTITION (3), REASSIGNMENT_IN
 (60), each with an `error_message`.
 
 Version history (Kafka's JSON comments): v1 = v0 (throttle before response); v2 is flexible;
-v3 may return THROTTLING_QUOTA_EXCEEDED (KIP-599). kafka-ref declares 0-1.
+v3 may return THROTTLING_QUOTA_EXCEEDED (KIP-599). kafka-ref declares 0-3, as Kafka 4.4; it
+has no controller mutation quota, so never answers that error.
 
 Kafka's definitions: CreatePartitionsRequest.json, CreatePartitionsResponse.json.
 """
@@ -26,7 +27,7 @@ from kafka_ref.protocol.schema import Field, Message
 CreatePartitionsRequest = Message(
     "CreatePartitionsRequest",
     api_key=37,
-    valid_versions="0-1",
+    valid_versions="0-3",
     flexible_versions="2+",
     fields=[
         Field(
@@ -62,7 +63,7 @@ CreatePartitionsRequest = Message(
 CreatePartitionsResponse = Message(
     "CreatePartitionsResponse",
     api_key=37,
-    valid_versions="0-1",
+    valid_versions="0-3",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

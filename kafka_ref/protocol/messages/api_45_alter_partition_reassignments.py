@@ -13,8 +13,9 @@ Before KIP-455 the tool wrote `/admin/reassign_partitions` and the controller wa
 that znode allowed one batch at a time and no cancel.
 
 Version history (Kafka's JSON comments): v0 (Kafka 2.4), flexible; v1 adds
-AllowReplicationFactorChange (KIP-860): declared below, but kafka-ref serves v0 only, so
-a target may change a partition's replication factor, as before KIP-860.
+AllowReplicationFactorChange (KIP-860): false refuses a target whose number of replicas
+differs from the partition's (INVALID_REPLICATION_FACTOR, CTRL-33); v0 always allows it.
+kafka-ref declares 0-1, as Kafka 4.4.
 
 Kafka's definitions: AlterPartitionReassignmentsRequest.json,
 AlterPartitionReassignmentsResponse.json.
@@ -25,7 +26,7 @@ from kafka_ref.protocol.schema import Field, Message
 AlterPartitionReassignmentsRequest = Message(
     "AlterPartitionReassignmentsRequest",
     api_key=45,
-    valid_versions="0",
+    valid_versions="0-1",
     flexible_versions="0+",
     fields=[
         Field("TimeoutMs", "int32", "0+", default=60000, about="The time in ms to wait."),
@@ -68,7 +69,7 @@ AlterPartitionReassignmentsRequest = Message(
 AlterPartitionReassignmentsResponse = Message(
     "AlterPartitionReassignmentsResponse",
     api_key=45,
-    valid_versions="0",
+    valid_versions="0-1",
     flexible_versions="0+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The throttle time in ms, or zero."),

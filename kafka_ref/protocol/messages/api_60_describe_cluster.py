@@ -4,12 +4,13 @@ Admin clients used to learn the cluster from a Metadata request for no topics. K
 them their own request, which the admin clients of Kafka 2.8+ and librdkafka
 (`describe_cluster`) send: it answers the cluster id, the controller id and every live
 broker with its advertised endpoint and rack, and, when asked, the operations the caller
-may perform on the cluster (KIP-430's bitfield; kafka-ref has no authorizer, so it answers
-Kafka's "not requested" value, -2147483648, or every operation).
+may perform on the cluster (KIP-430's bitfield of ACL operation codes, as the authorizer
+answers; -2147483648 when not asked for; SEC-26).
 
 Version history (Kafka's JSON comments): v0 flexible; v1 adds EndpointType (KIP-919: 1 the
 brokers, 2 the controllers of a KRaft quorum); v2 adds IncludeFencedBrokers and IsFenced
-(KIP-1073). kafka-ref declares 0-1: it has only brokers to describe.
+(KIP-1073). kafka-ref declares 0-2, as Kafka 4.4 (BROKER-50): it describes brokers only, and
+none of them is ever fenced.
 
 Kafka's definitions: DescribeClusterRequest.json, DescribeClusterResponse.json.
 """
@@ -19,7 +20,7 @@ from kafka_ref.protocol.schema import Field, Message
 DescribeClusterRequest = Message(
     "DescribeClusterRequest",
     api_key=60,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="0+",
     fields=[
         Field(
@@ -36,7 +37,7 @@ DescribeClusterRequest = Message(
 DescribeClusterResponse = Message(
     "DescribeClusterResponse",
     api_key=60,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="0+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", default=0, about="Throttle time, or zero."),

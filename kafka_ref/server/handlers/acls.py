@@ -5,9 +5,10 @@ Each translates between the messages' int8 codes and security/acls.py's values a
 the broker's `Authorizer`, which stores the change durably (and, in ZooKeeper mode, tells
 the other brokers) before it counts. Without an authorizer each answers
 SECURITY_DISABLED; DescribeAcls needs DESCRIBE on the cluster, the others ALTER, else
-CLUSTER_AUTHORIZATION_FAILED, as in Kafka.
+CLUSTER_AUTHORIZATION_FAILED, as in Kafka. Versions 2-3 are flexible; v3 names the USER
+resource type, which every version accepts, as Kafka's do (SEC-27).
 
-Rules: SEC-18.
+Rules: SEC-18, SEC-27.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
 
 
+# Kafka's words for the two refusals of the whole request (DescribeAcls' error message).
+REFUSAL_MESSAGES = {
+    ErrorCode.SECURITY_DISABLED: "No Authorizer is configured on the broker",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+}
+
+
 def _refusal(apis: ApiContext, request: Request, operation: AclOperation) -> ErrorCode | None:
     if apis.authorizer is None:
         return ErrorCode.SECURITY_DISABLED
@@ -55,7 +63,7 @@ def _filter(f: Any) -> AclBindingFilter:
 def handle_describe_acls(apis: ApiContext, request: Request) -> Any:
     refused = _refusal(apis, request, Op.DESCRIBE)
     if refused is not None:
-        return DescribeAclsResponse(error_code=refused, error_message=refused.name)
+        return DescribeAclsResponse(error_code=refused, error_message=REFUSAL_MESSAGES[refused])
     try:
         found = apis.authorizer.describe(_filter(request.body))
     except ValueError as err:

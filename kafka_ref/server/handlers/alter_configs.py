@@ -17,14 +17,15 @@ ZooKeeper) and makes every broker apply it to the topic's live logs (CTRL-15):
 Resource type 2 is a topic; type 4 (BROKER) is a dynamic broker config (KIP-226,
 server/dynamic_config.py): named by this broker's id, its own layer, named "" the
 cluster-wide default. The operations apply the same way to the layer's stored set; the
-result must hold only dynamically updatable keys with valid values, else the resource is
-INVALID_REQUEST ("Invalid config value for resource ...", as Kafka's `ZkAdminManager`
-answers a ConfigException), as is another broker's id (CONFIG-5). The controller stores the
-set (the metadata file, or `/config/brokers/<id|<default>>` in ZooKeeper) and every broker
-applies it (CONFIG-6). Any other type is INVALID_REQUEST. `validate_only` checks and
+result must pass Kafka's checks of dynamic broker configs (dynamic_config.py: no key Kafka
+cannot update dynamically, stores only per listener, per-broker keys not at the cluster
+default, values of their type), else the resource is INVALID_REQUEST with Kafka's message,
+as is another broker's id (CONFIG-5, CONFIG-9). The controller stores the set (the metadata
+file, or `/config/brokers/<id|<default>>` in ZooKeeper) and every broker applies what it
+can (CONFIG-6, CONFIG-10). Any other type is INVALID_REQUEST. `validate_only` checks and
 changes nothing. Each resource gets its own error code and message.
 
-Rules: CONFIG-1, CONFIG-2, CONFIG-5, CONFIG-6, CTRL-15.
+Rules: CONFIG-1, CONFIG-2, CONFIG-5, CONFIG-6, CONFIG-9, CONFIG-10, CTRL-15.
 """
 
 from __future__ import annotations
@@ -121,13 +122,7 @@ def _alter_broker(apis: ApiContext, resource: Any, plan: Callable, validate_only
     """A dynamic broker config (CONFIG-5, CONFIG-6): check the layer's new set, store it."""
     entity = _broker_entity(apis, resource.resource_name)
     new = plan(apis, resource, apis.controller.broker_configs(entity), resource.configs)
-    try:
-        apis.dynamic_config.validate(entity, new)
-    except KafkaError as err:
-        raise _request_error(
-            f"Invalid config value for resource ConfigResource(type=BROKER, "
-            f"name='{resource.resource_name}'): {err.args[0]}"
-        ) from None
+    apis.dynamic_config.validate(entity, new)  # INVALID_REQUEST in Kafka's words
     if not validate_only:
         apis.controller.alter_broker_configs(entity, new)
 

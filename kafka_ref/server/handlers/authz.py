@@ -6,7 +6,7 @@ broker has no authorizer (`authorizer.class.name` empty) or the request's princi
 its host, may do it (security/acls.py). What a refusal answers is the
 handler's business: each API has its own error code, as in Kafka's `KafkaApis`.
 
-Rules: SEC-17, REBAL-23.
+Rules: SEC-17, SEC-26, REBAL-23.
 """
 
 from __future__ import annotations
@@ -53,15 +53,25 @@ def authorized_any(
 # Kafka `AclEntry.supportedOperations`: what can be granted on a resource of each type.
 SUPPORTED_OPERATIONS = {
     Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    Res.CLUSTER: (
+        Op.CREATE,
+        Op.CLUSTER_ACTION,
+        Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS,
+        Op.IDEMPOTENT_WRITE,
+        Op.ALTER,
+        Op.DESCRIBE,
+    ),
 }
 
 
 def authorized_operations(
-    apis: ApiContext, request: Request, rtype: ResourceType, name: str
+    apis: ApiContext, request: Request, rtype: ResourceType, name: str = CLUSTER_NAME
 ) -> int:
     """The operations the request's principal may do on the resource, as a bitfield of
     their codes (Kafka `AuthHelper.authorizedOperations`, `Utils.to32BitField`): every
-    supported one without an authorizer (DescribeGroups v3+, REBAL-23)."""
+    supported one without an authorizer (DescribeGroups v3+, REBAL-23; DescribeCluster,
+    SEC-26)."""
     supported = SUPPORTED_OPERATIONS[rtype]
     return sum(1 << op for op in supported if authorized(apis, request, op, rtype, name))
 

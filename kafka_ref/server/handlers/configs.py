@@ -20,21 +20,29 @@ DescribeConfigs (key 32; Kafka: `ConfigHelper.describeConfigs`) shows each layer
 UNKNOWN_TOPIC_OR_PARTITION, another broker's id or an unsupported resource type
 INVALID_REQUEST, per resource.
 
-Rules: BROKER-37, BROKER-38, CONFIG-4.
+From v3 every entry also says its type (`config_type`: Kafka's `ConfigDef.Type` as
+DescribeConfigsResponse numbers it, 1 BOOLEAN .. 9 PASSWORD) and, when the request sets
+`include_documentation`, the key's one line of documentation; null otherwise (BROKER-75).
+
+CreateTopics v5+ answers a new topic's configs with the same entries (`topic_config_entries`,
+BROKER-73).
+
+Rules: BROKER-37, BROKER-38, BROKER-73, BROKER-75, CONFIG-4.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.cluster.metadata import validate_topic_name
-from kafka_ref.config import TOPIC_CONFIGS, LogConfig, broker_name
+from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, LogConfig, broker_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import DescribeConfigsResponse
-from kafka_ref.server.broker_configs import PASSWORD_KEYS
+from kafka_ref.server.broker_configs import BROKER_CONFIGS, PASSWORD_KEYS
 from kafka_ref.server.dynamic_config import (
     DEFAULT_CONFIG,
-    DYNAMIC_CONFIGS,
+    KAFKA_DYNAMIC_CONFIGS,
     SourcedValue,
 )
 from kafka_ref.server.handlers.authz import Op, Res, require
@@ -46,12 +54,39 @@ if TYPE_CHECKING:
 
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource.Type
 DYNAMIC_TOPIC_CONFIG = 1  # ConfigSource; the broker's layers: dynamic_config.py
+# Kafka's ConfigDef.Type as DescribeConfigsResponse numbers it (`ConfigType`): UNKNOWN 0,
+# BOOLEAN 1, STRING 2, INT 3, SHORT 4, LONG 5, DOUBLE 6, LIST 7, CLASS 8, PASSWORD 9.
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+PASSWORD_TYPE = 9
 
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _entry(name: str, value: str | None, chain: list, read_only: bool, synonyms: bool) -> Entry:
+@dataclasses.dataclass(frozen=True)
+class Described:
+    """What a request asks to see of each config: its synonyms (v1+), its documentation
+    (v3+); the resource's definitions give each key's type and documentation."""
+
+    synonyms: bool = False
+    documentation: bool = False
+
+
+def config_type(definition: ConfigDef | None) -> int:
+    """The `config_type` of a key (v3+): UNKNOWN (0) for a key without a definition."""
+    if definition is None:
+        return 0
+    return PASSWORD_TYPE if definition.name in PASSWORD_KEYS else CONFIG_TYPES[definition.type]
+
+
+def _entry(
+    definition: ConfigDef | None,
+    name: str,
+    value: str | None,
+    chain: list,
+    read_only: bool,
+    described: Described,
+) -> Entry:
     """One config; its source is the first layer of its chain (DEFAULT_CONFIG if none)."""
     source = chain[0].source if chain else DEFAULT_CONFIG
     return Entry(
@@ -62,36 +97,54 @@ def _entry(name: str, value: str | None, chain: list, read_only: bool, synonyms:
         is_default=source == DEFAULT_CONFIG,
         is_sensitive=name in PASSWORD_KEYS,  # its value is None: never shown
         synonyms=[Synonym(name=c.name, value=c.value, source=c.source) for c in chain]
-        if synonyms
+        if described.synonyms
         else [],
+        config_type=config_type(definition),
+        documentation=definition.doc if described.documentation and definition else None,
     )
 
 
-def _topic_configs(apis: ApiContext, name: str, keys: set[str] | None, synonyms: bool) -> list:
+def topic_config_entries(
+    apis: ApiContext, configs: dict[str, str], keys: set[str] | None, described: Described
+) -> list[Entry]:
+    """Every topic config (or those in `keys`) of a topic whose overrides are `configs`:
+    its value in force and the layer it comes from (BROKER-37; CreateTopics v5+ too)."""
+    effective = LogConfig.from_properties(configs, apis.controller.log_defaults)
+    values = effective.to_properties()
+    entries = []
+    for config, definition in TOPIC_CONFIGS.items():
+        if keys is not None and config not in keys:
+            continue
+        chain = apis.dynamic_config.chain(broker_name(config))  # the broker's layers
+        if config in configs:
+            chain.insert(0, SourcedValue(config, configs[config], DYNAMIC_TOPIC_CONFIG))
+        value = config_string(values[config])
+        entries.append(_entry(definition, config, value, chain, False, described))
+    return entries
+
+
+def _topic_configs(apis: ApiContext, name: str, keys: set[str] | None, described: Described):
     validate_topic_name(name)
     meta = apis.controller.topic(name)
     if meta is None:
         raise KafkaError(f"Topic {name} does not exist", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    effective = LogConfig.from_properties(meta.configs, apis.controller.log_defaults)
-    values = effective.to_properties()
-    entries = []
-    for config in TOPIC_CONFIGS:
-        if keys is not None and config not in keys:
-            continue
-        chain = apis.dynamic_config.chain(broker_name(config))  # the broker's layers
-        if config in meta.configs:
-            chain.insert(0, SourcedValue(config, meta.configs[config], DYNAMIC_TOPIC_CONFIG))
-        entries.append(_entry(config, config_string(values[config]), chain, False, synonyms))
-    return entries
+    return topic_config_entries(apis, meta.configs, keys, described)
 
 
-def _broker_configs(apis: ApiContext, name: str, keys: set[str] | None, synonyms: bool) -> list:
+def _broker_configs(apis: ApiContext, name: str, keys: set[str] | None, described: Described):
     """This broker's configs (named by its id), or the cluster-wide dynamic defaults
     (named ""), as Kafka's `ZkAdminManager.describeConfigs` lists them (CONFIG-4)."""
     dynamic = apis.dynamic_config
     if name == "":
         return [
-            _entry(config, value, dynamic.chain(config, per_broker=False), False, synonyms)
+            _entry(
+                BROKER_CONFIGS.get(config),
+                config,
+                value,
+                dynamic.chain(config, per_broker=False),
+                False,
+                described,
+            )
             for config, value in sorted(dynamic.default.items())
             if keys is None or config in keys
         ]
@@ -102,11 +155,12 @@ def _broker_configs(apis: ApiContext, name: str, keys: set[str] | None, synonyms
         )
     return [
         _entry(
+            BROKER_CONFIGS[config],
             config,
             config_string(value),
             dynamic.chain(config),
-            config not in DYNAMIC_CONFIGS,
-            synonyms,
+            config not in KAFKA_DYNAMIC_CONFIGS,
+            described,
         )
         for config, value, _ in apis.config.describe()
         if keys is None or config in keys
@@ -115,7 +169,7 @@ def _broker_configs(apis: ApiContext, name: str, keys: set[str] | None, synonyms
 
 def handle_describe_configs(apis: ApiContext, request: Request) -> Any:
     body = request.body
-    synonyms = bool(body.include_synonyms)
+    described = Described(bool(body.include_synonyms), bool(body.include_documentation))
     results = []
     for resource in body.resources:
         keys = None if resource.configuration_keys is None else set(resource.configuration_keys)
@@ -129,10 +183,10 @@ def handle_describe_configs(apis: ApiContext, request: Request) -> Any:
         try:
             if resource.resource_type == TOPIC:
                 require(apis, request, Op.DESCRIBE_CONFIGS, Res.TOPIC, resource.resource_name)
-                result.configs = _topic_configs(apis, resource.resource_name, keys, synonyms)
+                result.configs = _topic_configs(apis, resource.resource_name, keys, described)
             elif resource.resource_type == BROKER:
                 require(apis, request, Op.DESCRIBE_CONFIGS, Res.CLUSTER)  # SEC-17
-                result.configs = _broker_configs(apis, resource.resource_name, keys, synonyms)
+                result.configs = _broker_configs(apis, resource.resource_name, keys, described)
             else:
                 raise KafkaError(
                     f"Unsupported resource type {resource.resource_type}",

@@ -13,14 +13,18 @@ log directory in `log.dirs` order (BROKER-52):
   segments, the offset lag (`ReplicaManager.describe_log_dirs`) and `is_future_key` false
   (kafka-ref cannot move a replica between directories: no AlterReplicaLogDirs).
 
+Since v5 each directory also says whether it is *cordoned* (KIP-1066): named in this
+broker's `cordoned.log.dirs` (or that is `*`), a dynamic per-broker config (BROKER-76).
+
 Describing needs DESCRIBE on the cluster (SEC-17); without it the answer lists no
 directory, and v3+ says CLUSTER_AUTHORIZATION_FAILED at the top, as Kafka does.
 
-Rules: BROKER-52, DUR-16.
+Rules: BROKER-52, BROKER-76, DUR-16.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import TYPE_CHECKING, Any
 
@@ -37,12 +41,17 @@ Topic = DescribeLogDirsResponse.DescribeLogDirsTopic
 Partition = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
+def _cordoned(log_dir: str, cordoned: set[str]) -> bool:
+    return "*" in cordoned or any(os.path.abspath(d) == log_dir for d in cordoned)
+
+
 def handle_describe_log_dirs(apis: ApiContext, request: Request) -> Any:
     if not authorized(apis, request, Op.DESCRIBE, Res.CLUSTER):
         return DescribeLogDirsResponse(
             throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[]
         )
     topics = request.body.topics
+    cordoned = set(apis.config["cordoned.log.dirs"])
     asked = None if topics is None else {(t.topic, p) for t in topics for p in t.partitions}
     results = []
     for log_dir, partitions in apis.replica_manager.describe_log_dirs(
@@ -56,6 +65,7 @@ def handle_describe_log_dirs(apis: ApiContext, request: Request) -> Any:
                     topics=[],
                     total_bytes=-1,
                     usable_bytes=-1,
+                    is_cordoned=_cordoned(log_dir, cordoned),
                 )
             )
             continue
@@ -74,6 +84,7 @@ def handle_describe_log_dirs(apis: ApiContext, request: Request) -> Any:
                 topics=[Topic(name=t, partitions=p) for t, p in by_topic.items()],
                 total_bytes=usage.total,
                 usable_bytes=usage.free,
+                is_cordoned=_cordoned(log_dir, cordoned),
             )
         )
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)

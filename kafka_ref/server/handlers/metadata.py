@@ -57,7 +57,7 @@ from kafka_ref.protocol.frames import api_versions_body, unsupported_api_version
 from kafka_ref.protocol.messages import DescribeClusterResponse, MetadataResponse
 from kafka_ref.security.acls import AclOperation
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, ensure_offsets_topic
-from kafka_ref.server.handlers.authz import Op, Res, authorized
+from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_operations
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
 
@@ -127,27 +127,39 @@ def handle_metadata(apis: ApiContext, request: Request) -> Any:
 
 def handle_describe_cluster(apis: ApiContext, request: Request) -> Any:
     """DescribeCluster (KIP-700): what Metadata says of the cluster, without topics (BROKER-50).
-    Only brokers can be described (EndpointType 1); controllers (2, a KRaft quorum's) are
-    UNSUPPORTED_ENDPOINT_TYPE."""
-    controller = apis.controller
-    if request.api_version >= 1 and request.body.endpoint_type != 1:
+    Only brokers can be described (EndpointType 1): a broker asked for a KRaft quorum's
+    controllers (2) answers MISMATCHED_ENDPOINT_TYPE, any other type
+    UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker does. No kafka-ref broker is ever fenced,
+    so v2's `include_fenced_brokers` adds none and every `is_fenced` is false. Asked for
+    them, the operations the principal may do on the cluster (SEC-26)."""
+    controller, body = apis.controller, request.body
+    if body.endpoint_type != 1:  # always 1 before v1
+        mismatched = body.endpoint_type == 2
         return DescribeClusterResponse(
-            error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-            error_message="kafka-ref describes brokers only (endpoint type 1)",
-            endpoint_type=request.body.endpoint_type, cluster_id=controller.cluster_id,
-            controller_id=-1, brokers=[],
-        )  # fmt: skip
-    return DescribeClusterResponse(
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            if mismatched
+            else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="The request was sent to an endpoint of type BROKER, but we wanted "
+            "an endpoint of type CONTROLLER"
+            if mismatched
+            else f"Unsupported endpoint type {body.endpoint_type}",
+            controller_id=-1,
+            brokers=[],
+        )
+    response = DescribeClusterResponse(
         error_code=ErrorCode.NO_ERROR,
         cluster_id=controller.cluster_id,
         controller_id=controller.controller_id,
         brokers=[
             DescribeClusterResponse.DescribeClusterBroker(
-                broker_id=b.node_id, host=h, port=p, rack=b.rack
+                broker_id=b.node_id, host=h, port=p, rack=b.rack, is_fenced=False
             )
             for b, h, p in listener_view(live_brokers(controller), request)
         ],
-    )
+    )  # cluster_authorized_operations: "not asked for" (-2147483648) unless asked
+    if body.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authorized_operations(apis, request, Res.CLUSTER)
+    return response
 
 
 def live_brokers(controller: Any) -> list[BrokerEndpoint]:

@@ -14,7 +14,7 @@
 A negative target is a selector, and each selector came with a version of the request: a
 partition asked for one its request's version does not know (-3, the max timestamp, below
 v7; any other negative value) answers UNSUPPORTED_VERSION, before the broker even looks
-for the partition, as Kafka's `ReplicaManager.fetchOffset` does (BROKER-61). The
+for the partition, as Kafka's `ReplicaManager.fetchOffset` does (BROKER-77). The
 partitions are checked in Kafka's order: authorization, a partition named twice
 (INVALID_REQUEST), the selector's version, then the lookup.
 
@@ -24,7 +24,7 @@ wholly below it are deleted (LOG-14). An offset above the high watermark is
 OFFSET_OUT_OF_RANGE; a compacted topic refuses with POLICY_VIOLATION, as Kafka does. The
 answer is the new low watermark (BROKER-26).
 
-Rules: BROKER-24, BROKER-25, BROKER-26, BROKER-61.
+Rules: BROKER-24, BROKER-25, BROKER-26, BROKER-77.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ SELECTOR_MIN_VERSION = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11}
 
 
 def selector_unsupported(target: int, version: int) -> bool:
-    """A negative target this request's version does not know (BROKER-61)."""
+    """A negative target this request's version does not know (BROKER-77)."""
     return target < 0 and version < SELECTOR_MIN_VERSION.get(target, 1 << 15)
 
 
@@ -88,7 +88,7 @@ def handle_list_offsets(apis: ApiContext, request: Request) -> Any:
                 elif seen[(topic.name, p.partition_index)] > 1:
                     result.error_code = ErrorCode.INVALID_REQUEST
                 elif selector_unsupported(p.timestamp, request.api_version):
-                    result.error_code = ErrorCode.UNSUPPORTED_VERSION  # BROKER-61
+                    result.error_code = ErrorCode.UNSUPPORTED_VERSION  # BROKER-77
                 else:
                     partition = apis.replica_manager.get_partition(topic.name, p.partition_index)
                     result.timestamp, result.offset = offset_for_target(

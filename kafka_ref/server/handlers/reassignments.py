@@ -16,7 +16,9 @@ ELECTION_NOT_NEEDED.
 All three need ALTER (the reassignments and the elections) or DESCRIBE (the list) on the
 cluster when authorization is on (Kafka: `KafkaApis.handleAlterPartitionReassignmentsRequest`).
 
-Rules: CTRL-24..CTRL-29.
+A v1 request may forbid a target that changes a partition's replication factor (CTRL-33).
+
+Rules: CTRL-24..CTRL-29, CTRL-33.
 """
 
 from __future__ import annotations
@@ -68,23 +70,24 @@ def _embedded_known(apis: ApiContext, tp: TopicPartition) -> bool:
 
 # ---------------------------------------------------------------------- AlterPartitionReassignments
 def handle_alter_partition_reassignments(apis: ApiContext, request: Request) -> Any:
+    allow = request.body.allow_replication_factor_change  # true before v1 (CTRL-33)
     items = [
         (t.name, p.partition_index, None if p.replicas is None else tuple(p.replicas))
         for t in request.body.topics
         for p in t.partitions
     ]
     if not authorized(apis, request, Op.ALTER, Res.CLUSTER):
-        return _alter_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
+        return _alter_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {}, allow)
     controller = _controller(apis)
     if controller is False:
-        return _alter_response(ErrorCode.NOT_CONTROLLER, {})
+        return _alter_response(ErrorCode.NOT_CONTROLLER, {}, allow)
     if controller is None:
         return _alter_response(ErrorCode.NO_ERROR, {
             TopicPartition(t, p): _embedded_reassign(apis, TopicPartition(t, p), target)
             for t, p, target in items
-        })  # fmt: skip
-    reply = _answer_later(apis, request, lambda r: _alter_response(_top(r), r or {}))
-    controller.alter_reassignments(items, reply)
+        }, allow)  # fmt: skip
+    reply = _answer_later(apis, request, lambda r: _alter_response(_top(r), r or {}, allow))
+    controller.alter_reassignments(items, reply, allow)
     return DEFERRED
 
 
@@ -102,7 +105,8 @@ def _embedded_reassign(
     return ErrorCode.NO_ERROR, None
 
 
-def _alter_response(error: ErrorCode, results: Results) -> Any:
+def _alter_response(error: ErrorCode, results: Results, allow_rf_change: bool) -> Any:
+    """The answer, echoing whether the request allowed replication factor changes (v1+)."""
     R = AlterPartitionReassignmentsResponse
     topics: dict[str, list[Any]] = {}
     for (topic, partition), (code, message) in sorted(results.items()):
@@ -113,6 +117,7 @@ def _alter_response(error: ErrorCode, results: Results) -> Any:
         )
     return R(
         throttle_time_ms=0,
+        allow_replication_factor_change=allow_rf_change,
         error_code=error,
         error_message=None if error == ErrorCode.NO_ERROR else error.name,
         responses=[R.ReassignableTopicResponse(name=t, partitions=p) for t, p in topics.items()],

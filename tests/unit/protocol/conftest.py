@@ -234,8 +234,15 @@ class KafkaPython:
         classes = getattr(old, name + kind, ())
         found = classes[version] if version < len(classes) else None
         # kafka-python's list AlterConfigsResponse holds AlterConfigsRequest_v1 as its v1:
-        # a class of the other direction is no oracle.
-        return None if found is not None and kind not in found.__name__ else found
+        # a class of the other direction is no oracle. Nor is a class of a flexible version
+        # that kafka-python left with a classic schema (DescribeAclsRequest_v2 says "Enable
+        # flexible version" but reuses v1's SCHEMA and FLEXIBLE_VERSION False).
+        if found is None or kind not in found.__name__:
+            return None
+        flexible = APIS[api_key].request if kind == "Request" else APIS[api_key].response
+        if flexible.is_flexible(version) and not found.FLEXIBLE_VERSION:
+            return None
+        return found
 
     @staticmethod
     def new_class(api_key: int, kind: str) -> Any:

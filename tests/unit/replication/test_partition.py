@@ -327,6 +327,33 @@ def test_a_follower_truncates_by_epoch_before_fetching(tmp_path, clock):
 
 
 @pytest.mark.spec("TRUNC-5")
+@pytest.mark.parametrize("on_fetch", [True, False])
+def test_a_follower_sends_its_last_epoch_only_if_it_truncates_on_fetch(tmp_path, clock, on_fetch):
+    """Kafka 2.7+ followers send the epoch of their last batch with each fetch, and the
+    leader answers a divergence with a diverging epoch; `truncate_on_fetch=False` is a
+    2.0-2.6 follower: no epoch in its fetches, so no check, and the fetch goes on."""
+    leader = replica(tmp_path, 0, clock)
+    follower = replica(tmp_path, 1, clock)
+    leader.make_leader(state(0, 1, isr=(0,)))
+    for v in (b"a", b"b", b"c"):
+        leader.append_records_to_leader(batch(v), 1)
+    follower.make_leader(state(1, 0, isr=(1,)))
+    for v in (b"x", b"y"):
+        follower.append_records_to_leader(batch(v), 1)
+    follower.make_follower(state(0, 1, isr=(0,)))
+    fetcher = PartitionFetcher(follower, truncate_on_fetch=on_fetch)
+    fetcher.state = FetchState.FETCHING  # as if OffsetsForLeaderEpoch had stopped too early
+    request = fetcher.next_request()
+    assert request.last_fetched_epoch == (0 if on_fetch else -1)
+    result = leader.fetch(request)
+    fetcher.on_fetch_result(request, result)
+    if on_fetch:
+        assert result.diverging_epoch == (0, 0) and follower.log_end_offset == 0
+    else:  # x, y, c: diverged from a, b, c at offsets 0 and 1
+        assert result.diverging_epoch is None and follower.log_end_offset == 3
+
+
+@pytest.mark.spec("TRUNC-5")
 def test_a_fetch_with_a_diverging_last_epoch_gets_a_diverging_epoch(tmp_path, clock):
     leader = replica(tmp_path, 0, clock)
     leader.make_leader(state(0, 0))

@@ -34,9 +34,9 @@ ADVERTISED = {
     16: (0, 5),
     17: (0, 1),  # SaslHandshake, SaslAuthenticate (SEC-6)
     18: (0, 3),
-    19: (2, 4),
-    20: (1, 3),
-    21: (0, 1),
+    19: (2, 7),
+    20: (1, 6),
+    21: (0, 2),
     22: (0, 5),  # InitProducerId: v3+ for the KIP-360 epoch bump (TXN-18)
     23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
     24: (0, 5),  # AddPartitionsToTxn (v4+: brokers, TXN-23)
@@ -44,18 +44,18 @@ ADVERTISED = {
     26: (0, 4),
     27: (1, 2),  # WriteTxnMarkers: the coordinator to partition leaders
     28: (0, 4),  # TxnOffsetCommit (TXN-16, TXN-83)
-    29: (1, 1),  # DescribeAcls, CreateAcls, DeleteAcls (SEC-18)
-    30: (1, 1),
-    31: (1, 1),
-    32: (1, 2),
+    29: (1, 3),  # DescribeAcls, CreateAcls, DeleteAcls (SEC-18)
+    30: (1, 3),
+    31: (1, 3),
+    32: (1, 4),
     33: (0, 2),
-    35: (1, 4),  # DescribeLogDirs (BROKER-52)
+    35: (1, 5),  # DescribeLogDirs (BROKER-52)
     36: (0, 2),
-    37: (0, 1),
+    37: (0, 3),
     42: (0, 3),  # DeleteGroups
     43: (0, 2),  # ElectLeaders (CTRL-27)
     44: (0, 1),
-    45: (0, 0),  # AlterPartitionReassignments (CTRL-24)
+    45: (0, 1),  # AlterPartitionReassignments (CTRL-24)
     46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete (OFFSET-15)
     48: (0, 1),  # DescribeClientQuotas (QUOTA-9)
@@ -63,7 +63,7 @@ ADVERTISED = {
     50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)
     51: (0, 0),
     56: (0, 0),  # AlterPartition: to the controller (CTRL-22)
-    60: (0, 1),  # DescribeCluster (BROKER-50)
+    60: (0, 2),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
     66: (0, 2),  # ListTransactions: v2 transactional id pattern (TXN-86)
