@@ -17,6 +17,13 @@ One node is combined (broker and controller, `--standalone`: a quorum of one). T
 are three combined nodes: three brokers, and a quorum of three controllers that survives the
 loss of one. Replication factors of Kafka's internal topics follow the number of brokers.
 
+`dedicated_controller=True` runs the quorum apart instead, as production clusters do: one
+controller-only node (`process.roles=controller`, a static quorum of one) and broker-only
+nodes. Then any number of brokers may be killed while the controller keeps fencing them and
+electing leaders, as a ZooKeeper does for kafka-ref's brokers. `scram_users` are written at
+format time (`kafka-storage.sh format --add-scram`, KIP-900): the first SCRAM users a
+cluster that requires authentication can have, before any client can log in to add more.
+
     kafka-ref reference-kafka --brokers 1          # bootstrap printed; Ctrl-C stops it
     kafka-ref reference-kafka --brokers 3 --config group.initial.rebalance.delay.ms=0
 
@@ -75,16 +82,29 @@ class KafkaNode(ServerProcess):
     """One Apache Kafka process (a combined broker and controller) and its files."""
 
     def __init__(
-        self, node_id: int, workdir: str, jvm_opts: list[str], port: int | None = None
+        self,
+        node_id: int,
+        workdir: str,
+        jvm_opts: list[str],
+        port: int | None = None,
+        roles: str = "broker,controller",
     ) -> None:
+        assert roles in ("broker,controller", "broker", "controller"), roles
         self.node_id = node_id
-        self.controller_port = free_port()
+        self.roles = roles
+        self.controller_port = free_port() if "controller" in roles else None
         self.dir = os.path.join(workdir, f"node-{node_id}")
         self.data_dir = os.path.join(self.dir, "data")
         self.properties = os.path.join(self.dir, "server.properties")
         self.jvm_opts = jvm_opts
         log_path = os.path.join(workdir, f"node-{node_id}.log")
-        super().__init__(f"Apache Kafka node {node_id}", [], port or free_port(), log_path)
+        # A controller-only node has no client listener: it is up when its quorum port is.
+        port = self.controller_port if roles == "controller" else (port or free_port())
+        super().__init__(f"Apache Kafka node {node_id}", [], port, log_path)
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
 
     def java_command(self, main: str, *args: str) -> list[str]:
         return [
@@ -99,30 +119,42 @@ class KafkaNode(ServerProcess):
 
     def write_properties(self, configs: Mapping[str, object]) -> None:
         os.makedirs(self.dir, exist_ok=True)
-        props = {
-            "process.roles": "broker,controller",
+        listeners = []
+        if self.is_broker:
+            listeners.append(f"PLAINTEXT://127.0.0.1:{self.port}")
+        if self.controller_port is not None:
+            listeners.append(f"CONTROLLER://127.0.0.1:{self.controller_port}")
+        props: dict[str, object] = {
+            "process.roles": self.roles,
             "node.id": self.node_id,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
-            f"CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": self.data_dir,
-            **configs,
         }
+        if self.is_broker:
+            props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
+            props["inter.broker.listener.name"] = "PLAINTEXT"
+        props.update(configs)
         with open(self.properties, "w") as out:
             out.writelines(f"{key}={value}\n" for key, value in props.items())
 
     def format(
-        self, cluster: str, standalone: bool, features: Mapping[str, int] | None = None
+        self,
+        cluster: str,
+        standalone: bool,
+        scram: tuple[str, ...] = (),
+        features: Mapping[str, int] | None = None,
     ) -> subprocess.Popen:
         """kafka-storage.sh format, started (the caller waits): meta.properties and the
-        bootstrap metadata in this node's log directory, with `features` finalized at the
+        bootstrap metadata in this node's log directory, with `scram` credentials
+        (`SCRAM-SHA-256=[name=alice,password=...]`) in it and `features` finalized at the
         levels given (`--feature NAME=LEVEL`), the others at the release's defaults."""
         args = ["format", "-t", cluster, "-c", self.properties]
         if standalone:
             args.append("--standalone")
+        for credential in scram:
+            args += ["--add-scram", credential]
         for name, level in (features or {}).items():
             args += ["--feature", f"{name}={level}"]
         with open(self.log_path, "ab") as log:
@@ -153,6 +185,8 @@ class ApacheKafka:
         workdir: str | None = None,
         quick: bool = True,
         port: int | None = None,
+        dedicated_controller: bool = False,
+        scram_users: Mapping[str, str] | None = None,
         features: Mapping[str, int] | None = None,
     ) -> None:
         if brokers not in (1, 3):
@@ -163,11 +197,23 @@ class ApacheKafka:
         self.workdir = workdir or tempfile.mkdtemp(prefix="apache-kafka-")
         os.makedirs(self.workdir, exist_ok=True)
         jvm_opts = QUICK_JVM_OPTS if quick else JVM_OPTS
+        roles = "broker" if dedicated_controller else "broker,controller"
         # `port`, if given, is the first node's client port; the others take free ports.
         self.nodes = [
-            KafkaNode(i, self.workdir, jvm_opts, port if i == 1 else None)
+            KafkaNode(i, self.workdir, jvm_opts, port if i == 1 else None, roles)
             for i in range(1, brokers + 1)
         ]
+        # The dedicated controller's id follows the brokers' (ids share one namespace).
+        self.controllers = (
+            [KafkaNode(brokers + 1, self.workdir, jvm_opts, roles="controller")]
+            if dedicated_controller
+            else []
+        )
+        self.scram = tuple(
+            f"{mechanism}=[name={user},password={password}]"
+            for user, password in (scram_users or {}).items()
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+        )
         internal_rf = min(brokers, 3)
         self.configs: dict[str, object] = {
             "offsets.topic.replication.factor": internal_rf,
@@ -189,22 +235,23 @@ class ApacheKafka:
 
     def start(self) -> ApacheKafka:
         """Format every node (first start only), start them, wait until all are brokers."""
-        # One node: a dynamic quorum it bootstraps alone (`format --standalone`, as Kafka's
-        # quickstart does); three: a static quorum whose voters every node names.
-        if len(self.nodes) == 1:
+        # One combined node: a dynamic quorum it bootstraps alone (`format --standalone`, as
+        # Kafka's quickstart does); otherwise a static quorum whose voters every node names.
+        voters = self.controllers or self.nodes
+        standalone = len(self.nodes) == 1 and not self.controllers
+        if standalone:
             quorum = {
                 "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.nodes[0].controller_port}"
             }
         else:
-            voters = (f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
-            quorum = {"controller.quorum.voters": ",".join(voters)}
+            names = (f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in voters)
+            quorum = {"controller.quorum.voters": ",".join(names)}
         formatting = []
-        for node in self.nodes:
+        for node in [*self.controllers, *self.nodes]:
             if not os.path.exists(os.path.join(node.data_dir, "meta.properties")):
                 node.write_properties({**quorum, **self.configs})
-                formatting.append(
-                    (node, node.format(self.cluster_id, len(self.nodes) == 1, self.features))
-                )
+                proc = node.format(self.cluster_id, standalone, self.scram, self.features)
+                formatting.append((node, proc))
         for node, proc in formatting:
             if proc.wait(READY_SECONDS) != 0:
                 raise RuntimeError(
@@ -212,8 +259,9 @@ class ApacheKafka:
                 )
         # All at once: a broker opens its listener only once the controller quorum has a
         # leader, and a quorum of three elects one only when two of its voters run.
-        with ThreadPoolExecutor(len(self.nodes)) as pool:
-            for started in [pool.submit(node.start) for node in self.nodes]:
+        everyone = [*self.controllers, *self.nodes]
+        with ThreadPoolExecutor(len(everyone)) as pool:
+            for started in [pool.submit(node.start) for node in everyone]:
                 started.result()
         self.wait_ready()
         return self
@@ -240,7 +288,7 @@ class ApacheKafka:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        for node in self.nodes:
+        for node in [*self.nodes, *self.controllers]:  # the brokers first: they deregister
             node.stop()
         if self.owns_workdir and not os.environ.get("KAFKA_REF_KEEP_APACHE_KAFKA"):
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -35,8 +35,8 @@ CAPABILITIES: dict[str, str] = {
     "short-sessions": "group session timeouts of 1 s and no initial rebalance delay",
     "configurable-broker": "the suite can start another broker of the target's kind with the "
     "broker-level configs a test asks for (e.g. producer.id.expiration.ms=1000)",
-    "cluster": "the suite can start a 3-broker cluster of the target's kind on a ZooKeeper and "
-    "kill, pause and restart its brokers",
+    "cluster": "the suite can start a 3-broker cluster of the target's kind (on a ZooKeeper, or "
+    "a KRaft controller) and kill, pause and restart its brokers",
     "sasl": "the suite can start a broker of the target's kind that requires SASL "
     "authentication, and the target declares its mechanisms",
     "sasl-users": "that broker accepts users and passwords the target declares",

@@ -11,8 +11,11 @@ brokers in one of two ways:
   suite can talk to each broker, but it cannot kill one;
 * the target can start a cluster of its own kind (the declared capability `cluster`). The
   kafka_ref targets start, once per pytest session, Debian's ZooKeeper and three kafka-ref
-  brokers (for `kafka_ref:mutant=NAME` all three run the mutant) with a ZooKeeper session
-  timeout of 3 s, so that a crashed broker leaves the ISR within seconds. Tests may kill
+  brokers (`SuiteCluster`; for `kafka_ref:mutant=NAME` all three run the mutant) with a
+  ZooKeeper session timeout of 3 s, so that a crashed broker leaves the ISR within seconds.
+  The apache_kafka target starts three Apache Kafka brokers and one KRaft controller of
+  their own (`ApacheKafkaCluster`), with a broker session of 3 s at the controller: the
+  controller plays ZooKeeper's part, fencing a broker whose heartbeats stop. Tests may kill
   (SIGKILL: a crash), stop (SIGTERM) or pause (SIGSTOP: alive, but silent) brokers;
   `heal()` brings every broker back before the next test.
 
@@ -34,11 +37,21 @@ from typing import Any
 
 from kafka_ref.conformance.wire import Wire
 from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer, zookeeper_installed
+from kafka_ref.tools.server_process import ServerProcess
 
 SIZE = 3
 # zookeeper.session.timeout.ms: a killed or paused broker is dropped after 3 s (ZooKeeper's
 # tickTime is 500 ms, so it allows sessions of 1-10 s).
 SESSION_TIMEOUT_MS = 3000
+# The same for Apache Kafka in KRaft: the controller fences a broker whose heartbeats
+# (every 500 ms) stop for 3 s, and takes it out of every ISR (Kafka's
+# ReplicationControlManager.handleBrokerFenced); a follower alive but 3 s behind leaves the
+# ISR at its leader (replica.lag.time.max.ms, Kafka's Partition.maybeShrinkIsr).
+KRAFT_SESSION_CONFIGS: dict[str, object] = {
+    "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
+    "broker.heartbeat.interval.ms": 500,
+    "replica.lag.time.max.ms": SESSION_TIMEOUT_MS,
+}
 METADATA_VERSION = 7  # the first with leader epochs (KIP-320)
 
 
@@ -58,7 +71,7 @@ class Brokers:
     """The brokers of one cluster, as the suite sees them; `processes` when it started them."""
 
     def __init__(
-        self, bootstrap: list[tuple[str, int]], processes: dict[int, BrokerProcess] | None = None
+        self, bootstrap: list[tuple[str, int]], processes: dict[int, ServerProcess] | None = None
     ) -> None:
         self.bootstrap_addresses = bootstrap
         self.processes = processes or {}
@@ -170,7 +183,7 @@ class Brokers:
         not register again in time is killed and restarted."""
         for i in list(self.paused):
             self.resume(i)
-        _each(BrokerProcess.start, [b for b in self.processes.values() if not b.alive])
+        _each(_start, [b for b in self.processes.values() if not b.alive])
         try:
             self.wait_registered(timeout=15)
         except AssertionError:
@@ -178,7 +191,7 @@ class Brokers:
             lost = [i for i in self.ids() if sum(i not in v for v in views) * 2 > len(views)]
             for i in lost:
                 self.kill(i)
-            _each(BrokerProcess.start, [self.processes[i] for i in lost])
+            _each(_start, [self.processes[i] for i in lost])
             self.wait_registered()
 
     def registered(self, via: int) -> set[int]:
@@ -199,12 +212,20 @@ class Brokers:
         wait_for(all_see_all, timeout, f"brokers {sorted(everyone)} to see each other")
 
 
-def _each(action: Callable[[BrokerProcess], object], processes: list[BrokerProcess]) -> None:
+def _start(process: ServerProcess) -> None:
+    process.start()
+
+
+def _stop(process: ServerProcess) -> None:
+    process.stop()
+
+
+def _each(action: Callable[[ServerProcess], object], processes: list[ServerProcess]) -> None:
     """Start or stop brokers side by side: each start waits for its port, each stop for
     the process to exit, so three in a row would cost three times as long."""
     errors: list[Exception] = []
 
-    def run(process: BrokerProcess) -> None:
+    def run(process: ServerProcess) -> None:
         try:
             action(process)
         except Exception as err:  # reported below, in the caller's thread
@@ -239,13 +260,42 @@ class SuiteCluster(Brokers):
         if not zookeeper_installed():
             raise RuntimeError("ZooKeeper is not installed: apt-get install zookeeper")
         self.zookeeper.start()
-        _each(BrokerProcess.start, list(self.processes.values()))
+        _each(_start, list(self.processes.values()))
         self.wait_registered()
 
     def close(self) -> None:
         for i in list(self.paused):
             self.resume(i)
-        _each(BrokerProcess.stop, list(self.processes.values()))
+        _each(_stop, list(self.processes.values()))
         self.zookeeper.stop()
+        if not os.environ.get("KAFKA_REF_CONFORMANCE_KEEP"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class ApacheKafkaCluster(Brokers):
+    """SIZE Apache Kafka brokers and one KRaft controller of their own, in a temporary
+    directory. The controller is never killed: like the kafka-ref cluster's ZooKeeper, it
+    outlives any broker, so a test may kill two brokers and still see the third's view."""
+
+    def __init__(self, configs: dict[str, object]) -> None:
+        from kafka_ref.apache.cluster import ApacheKafka
+
+        self.workdir = tempfile.mkdtemp(prefix="apache-kafka-conformance-cluster-")
+        self.kafka = ApacheKafka(
+            brokers=SIZE,
+            configs={**configs, **KRAFT_SESSION_CONFIGS},
+            workdir=self.workdir,
+            dedicated_controller=True,
+        )
+        super().__init__([], {node.node_id: node for node in self.kafka.nodes})
+
+    def start(self) -> None:
+        self.kafka.start()
+        self.wait_registered()
+
+    def close(self) -> None:
+        for i in list(self.paused):
+            self.resume(i)
+        self.kafka.stop()
         if not os.environ.get("KAFKA_REF_CONFORMANCE_KEEP"):
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -17,7 +17,7 @@ import select
 import time
 from typing import Any
 
-from kafka_ref.conformance.wire import Wire
+from kafka_ref.conformance.wire import COORDINATOR_NOT_READY, Wire, retrying
 from kafka_ref.protocol.messages import (
     ApiKey,
     DeleteGroupsRequest,
@@ -32,7 +32,7 @@ from kafka_ref.protocol.messages import (
     SyncGroupRequest,
 )
 
-MEMBER_ID_REQUIRED = 79
+MEMBER_ID_REQUIRED, NOT_COORDINATOR = 79, 16
 JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V, FETCH_V = 5, 3, 3, 1, 3, 3
 # The versions a `Member` speaks unless told others (the newer ones: test_group_versions.py)
 MEMBER_VERSIONS = {
@@ -44,11 +44,18 @@ MEMBER_VERSIONS = {
 
 
 def coordinator(wire: Wire, group: str) -> tuple[str, int]:
-    """(host, port) of the group's coordinator, by FindCoordinator v1."""
+    """(host, port) of the group's coordinator, by FindCoordinator v1 (retried while the
+    broker is still creating or loading `__consumer_offsets`).
+
+    When that is the broker `wire` talks to, also until it answers for the group: a new
+    KRaft broker names itself coordinator before it has loaded the partition, and answers
+    NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS meanwhile (clients retry those)."""
     body = FindCoordinatorRequest(key=group, key_type=0)
-    resp = wire.request(ApiKey.FIND_COORDINATOR, 1, body)
+    resp = retrying(lambda: wire.request(ApiKey.FIND_COORDINATOR, 1, body))
     if resp.error_code != 0:
         raise RuntimeError(f"FindCoordinator({group}) failed with {resp.error_code}")
+    if (resp.host, resp.port) == wire.address:
+        retrying(lambda: describe(wire, group), COORDINATOR_NOT_READY | {NOT_COORDINATOR})
     return resp.host, resp.port
 
 
@@ -95,9 +102,15 @@ class Member:
         """The first JoinGroup with an empty id: MEMBER_ID_REQUIRED hands us one (KIP-394).
 
         Returns the error code (0 if the broker does not use KIP-394 and let us in at once;
-        the answer is then pending in a full join, which the caller finishes)."""
-        self.wire.send(ApiKey.JOIN_GROUP, self.versions[ApiKey.JOIN_GROUP], self._join_body(b"m"))
-        resp = self.wire.receive()
+        the answer is then pending in a full join, which the caller finishes). Retried while
+        a new coordinator is not ready: it answers NOT_COORDINATOR until it has started
+        loading its partition, COORDINATOR_LOAD_IN_PROGRESS while it loads."""
+        resp = retrying(
+            lambda: self.wire.request(
+                ApiKey.JOIN_GROUP, self.versions[ApiKey.JOIN_GROUP], self._join_body(b"m")
+            ),
+            COORDINATOR_NOT_READY | {NOT_COORDINATOR},
+        )
         if resp.error_code == MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
         else:
@@ -193,6 +206,12 @@ def form_group(members: list[Member], timeout: float = 30.0) -> None:
     for m in members:
         if m.get_member_id() not in (0, MEMBER_ID_REQUIRED):
             raise RuntimeError("JoinGroup refused a new member")
+    join_together(members, timeout)
+
+
+def join_together(members: list[Member], timeout: float = 30.0) -> None:
+    """Members that have their ids join until all are answered in one generation (see
+    form_group: a join round may complete before every JoinGroup has arrived)."""
     deadline = time.monotonic() + timeout
     for m in members:
         m.send_join()
@@ -242,8 +261,17 @@ def commit(
             for t, p in topics.items()
         ],
     )
-    resp = wire.request(ApiKey.OFFSET_COMMIT, COMMIT_V, body)
-    return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+    # retried while every partition says the coordinator is not ready (a new broker's
+    # coordinator answers NOT_COORDINATOR until it has loaded its partition)
+    not_ready = COORDINATOR_NOT_READY | {NOT_COORDINATOR}
+    deadline = time.monotonic() + 20
+    while True:
+        resp = wire.request(ApiKey.OFFSET_COMMIT, COMMIT_V, body)
+        errors = {(t.name, p.partition_index): p.error_code
+                  for t in resp.topics for p in t.partitions}  # fmt: skip
+        if not set(errors.values()) <= not_ready or time.monotonic() > deadline:
+            return errors
+        time.sleep(0.05)
 
 
 def fetch_offsets(wire: Wire, group: str, parts: list[tuple[str, int]]) -> dict[tuple, Any]:
@@ -258,7 +286,12 @@ def fetch_offsets(wire: Wire, group: str, parts: list[tuple[str, int]]) -> dict[
             for t, p in topics.items()
         ],
     )
-    resp = wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body)
+    # retried while the coordinator loads its partition (a restarted broker answers
+    # COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR at the top level, with no partitions)
+    resp = retrying(
+        lambda: wire.request(ApiKey.OFFSET_FETCH, FETCH_V, body),
+        COORDINATOR_NOT_READY | {NOT_COORDINATOR},
+    )
     return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}
 
 
@@ -284,9 +317,5 @@ def sync_generation(members: list[Member]) -> None:
 def form_group_again(members: list[Member]) -> None:
     """Sync the current generation, then all rejoin together into the next one."""
     sync_generation(members)
-    for m in members:
-        m.send_join()
-    for m in members:
-        m.finish_join()
-    assert len({m.generation for m in members}) == 1
+    join_together(members)  # a round may close before every rejoin arrived: again, then
     sync_generation(members)

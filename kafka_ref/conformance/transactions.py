@@ -29,7 +29,7 @@ from typing import Any
 from kafka_ref.client.connection import CLIENT_VERSIONS
 from kafka_ref.client.consumer_fetch import CompletedFetch
 from kafka_ref.common import TopicPartition
-from kafka_ref.conformance.wire import Wire, batch
+from kafka_ref.conformance.wire import Wire, batch, retrying
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import (
     AddPartitionsToTxnRequest,
@@ -56,14 +56,9 @@ def negotiate(wire: Wire) -> dict[int, int]:
     return {key: min(ours[key], theirs.get(key, 0)) for key in TXN_APIS}
 
 
-def _retrying(send, deadline_s: float = 20.0) -> Any:
+def _retrying(send) -> Any:
     """Call `send()` until its answer's error is not retriable or the deadline passes."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        answer = send()
-        if answer.error_code not in RETRIABLE or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.05)
+    return retrying(send, RETRIABLE)
 
 
 class TxnProducer:

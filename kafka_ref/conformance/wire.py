@@ -32,12 +32,32 @@ from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, RecordBatch, build_
 from kafka_ref.record.record import Record
 
 T0 = 1_700_000_000_000
+# Errors that say "not yet, ask again" of a coordinator: its partition of the internal topic
+# is still being created or loaded (the protocol calls them retriable; clients retry them).
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+COORDINATOR_NOT_READY = frozenset({14, 15})
+INVALID_CONFIG = 40
+SMALLEST_SEGMENT_BYTES = 1024 * 1024  # Apache Kafka 4's least segment.bytes
+
+
+def retrying(
+    send: Any, retriable: frozenset[int] = COORDINATOR_NOT_READY, deadline_s: float = 20.0
+) -> Any:
+    """Call `send()` until its answer's error_code is not retriable or the deadline passes,
+    as clients do: a new broker creates and loads its coordinators' topics on first use."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        answer = send()
+        if answer.error_code not in retriable or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
 
 
 class Wire:
     """One Kafka connection: send requests, read responses in order."""
 
     def __init__(self, host: str, port: int, timeout: float = 15.0) -> None:
+        self.address = (host, port)
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.correlation = 0
@@ -115,7 +135,23 @@ class Wire:
     def create_topic(
         self, name: str, partitions: int = 1, replication_factor: int = 1, **configs: str
     ) -> int:
-        """The CreateTopics error code (0 = created); configs by Kafka's names."""
+        """The CreateTopics error code (0 = created); configs by Kafka's names.
+
+        Tests roll segments every few batches with a small `segment.bytes`. Apache Kafka 4
+        refuses one below 1 MiB (INVALID_CONFIG) and takes the same size, for tests, as
+        `internal.segment.bytes` (Kafka's `LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG`): a
+        refused small `segment.bytes` is asked again under that name."""
+        code = self._create_topic(name, partitions, replication_factor, configs)
+        small = int(configs.get("segment.bytes", SMALLEST_SEGMENT_BYTES)) < SMALLEST_SEGMENT_BYTES
+        if code == INVALID_CONFIG and small:
+            configs = dict(configs)
+            configs["internal.segment.bytes"] = configs.pop("segment.bytes")
+            code = self._create_topic(name, partitions, replication_factor, configs)
+        return code
+
+    def _create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> int:
         body = CreateTopicsRequest(
             topics=[
                 CreateTopicsRequest.CreatableTopic(
@@ -138,16 +174,22 @@ class Wire:
         return code
 
     def wait_for_leader(self, topic: str, partitions: int, timeout: float = 10.0) -> None:
-        """Until every partition has a leader that serves it: Metadata names one (a broker
-        may create topics lazily), and ListOffsets answers without an error (a KRaft broker
-        names a leader in Metadata a moment before that broker acts as one)."""
+        """Until every partition has a leader, and those led by this connection's broker
+        answer ListOffsets as leader.
+
+        CreateTopics answers once the topic is decided, not once it is served: a broker may
+        create partitions lazily, and Apache Kafka's brokers learn new topics from the
+        metadata log a moment later, its Metadata answer (`KRaftMetadataCache`) before its
+        partitions (`ReplicaManager.applyDelta`). A client retries NOT_LEADER_OR_FOLLOWER
+        until then; a test waits here instead."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             meta = self.metadata([topic], auto=False)
             parts = meta.topics[0].partitions if meta.topics else []
             if len(parts) == partitions and all(p.leader_id >= 0 for p in parts):
-                serving = [self.list_offset(topic, p.partition_index, -1) for p in parts]
-                if all(answer.error_code == 0 for answer in serving):
+                mine = {b.node_id for b in meta.brokers if (b.host, b.port) == self.address}
+                led = [p.partition_index for p in parts if p.leader_id in mine]
+                if all(self.list_offset(topic, i, -1).error_code == 0 for i in led):
                     return
             time.sleep(0.05)
 

@@ -58,10 +58,16 @@ def java_string_hashcode(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+def java_abs(n: int) -> int:
+    """Kafka's `Utils.abs` of an int32: `Math.abs`, except that Integer.MIN_VALUE (whose
+    `Math.abs` stays negative) maps to 0. Not `n & 0x7fffffff` (`Utils.toPositive`, the
+    producer's partitioner): the two differ for every other negative hash."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
 def partition_for(group_id: str, num_partitions: int) -> int:
-    """Kafka `partitionFor`: `Utils.abs(groupId.hashCode) % partitions` (abs = & 0x7fffffff,
-    so Integer.MIN_VALUE maps to 0 instead of staying negative)."""
-    return (java_string_hashcode(group_id) & 0x7FFFFFFF) % num_partitions
+    """Kafka `partitionFor`: `Utils.abs(groupId.hashCode) % partitions` (REBAL-16)."""
+    return java_abs(java_string_hashcode(group_id)) % num_partitions
 
 
 def _store_error(error: ErrorCode, *, for_offsets: bool) -> ErrorCode:

@@ -186,6 +186,7 @@ class Log:
             leader_epoch=leader_epoch,
             now=now,
             assign_offsets=assign_offsets,
+            from_client=assign_offsets and origin == AppendOrigin.CLIENT,
         )
         origin = origin if assign_offsets else AppendOrigin.REPLICATION
         markers = read_markers(view, info.batches)  # the transaction markers, if any

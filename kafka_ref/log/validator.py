@@ -8,9 +8,9 @@ batches need no conversion:
 
 * **validate** each batch: the header is whole, the magic byte (position 16) is 2, the
   batch fits in the buffer, the CRC-32C over [attributes, end) matches, and a producer's
-  batch has recordsCount == lastOffsetDelta + 1 (LOG-8). Any failure rejects the whole
-  append before a byte is written: CORRUPT_MESSAGE for damage, INVALID_RECORD for a wrong
-  magic or count;
+  batch has recordsCount == lastOffsetDelta + 1 (LOG-8) and baseOffset 0 (BATCH-4: the
+  broker numbers it). Any failure rejects the whole append before a byte is written:
+  CORRUPT_MESSAGE for damage, INVALID_RECORD for a wrong magic, count or base offset;
 * **limit** each batch to `max.message.bytes` (MESSAGE_TOO_LARGE, LOG-9) and the whole
   append to `segment.bytes` (RECORD_LIST_TOO_LARGE, SEG-6): no segment could hold it;
 * **assign** offsets: batch after batch, base offset = the log end offset so far, written
@@ -131,8 +131,12 @@ def validate_and_assign(
     leader_epoch: int,
     now: int,
     assign_offsets: bool,
+    from_client: bool = False,
 ) -> AppendInfo:
     """Validate every batch in `view`, then stamp offsets in place (if `assign_offsets`).
+
+    `from_client`: a producer's append, whose batches must start at base offset 0 (Kafka
+    `UnifiedLog.analyzeAndValidateRecords`, for AppendOrigin.CLIENT only).
 
     `view` must be writable when `assign_offsets` is set. Raises CorruptRecordError,
     InvalidRecordError or MessageTooLargeError without having changed `view`.
@@ -145,6 +149,11 @@ def validate_and_assign(
             magic = view[pos + MAGIC_OFFSET]
             raise InvalidRecordError(f"batch at byte {pos} has magic {magic}; this log takes 2")
         header = validate_batch(view, pos, check_count=assign_offsets)
+        if from_client and header.base_offset != 0:
+            raise InvalidRecordError(
+                f"the baseOffset of a produced record batch should be 0, but it is "
+                f"{header.base_offset}"
+            )
         if assign_offsets and header.size > config.max_message_bytes:
             raise MessageTooLargeError(
                 f"batch of {header.size} bytes exceeds max.message.bytes {config.max_message_bytes}"

@@ -11,7 +11,9 @@ answers are values (messages.py), time comes in as `now`, nothing here does I/O 
 
 * a produce is appended with the leader epoch stamped into each batch (REPL-9). With
   acks=all it is refused with NOT_ENOUGH_REPLICAS, before anything is written, while the
-  ISR is smaller than `min.insync.replicas` (REPL-5);
+  ISR is smaller than the effective `min.insync.replicas`: the topic's, capped at the
+  number of replicas (REPL-5). While the ISR is that small the HW does not move either, so
+  what acks=1 appends then is committed only once the ISR is large enough again (KIP-966);
 * a follower's fetch from offset `o` tells the leader the follower's LEO is `o`. The leader
   then may add the follower to the ISR (it has reached the HW and the start of this epoch,
   ISR-2) and advance the **high watermark**: the smallest LEO over the ISR, never lower
@@ -182,7 +184,15 @@ class Partition(ConsumerReads):
 
     @property
     def min_insync_replicas(self) -> int:
-        return self.log.config.min_insync_replicas
+        """The effective min.insync.replicas: the topic's, but never more than the replicas
+        it has (Kafka `Partition.effectiveMinIsr`), so that a topic of replication factor 1
+        with min.insync.replicas=2 still takes acks=all."""
+        return min(self.log.config.min_insync_replicas, max(len(self.replicas), 1))
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        """Kafka `Partition.isUnderMinIsr`: the ISR is smaller than the effective minimum."""
+        return len(self.isr) < self.min_insync_replicas
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
@@ -350,8 +360,10 @@ class Partition(ConsumerReads):
 
     # ------------------------------------------------------------------ leader: HW and ISR
     def _maybe_increment_high_watermark(self) -> bool:
-        """Apply the HW rule (`leader_high_watermark`) over the maximal ISR (ISR-5)."""
-        if not self.is_leader:
+        """Apply the HW rule (`leader_high_watermark`) over the maximal ISR (ISR-5); not
+        while the ISR is under min.insync.replicas (REPL-5, Kafka's `maybeIncrementLeaderHW`
+        since KIP-966: a record only the leader and too few followers hold is not yet safe)."""
+        if not self.is_leader or self.is_under_min_isr:
             return False
         followers = [self.remote[r].log_end_offset if r in self.remote else UNKNOWN_OFFSET
                      for r in self.maximal_isr if r != self.broker_id]  # fmt: skip

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafka_ref.group.group_metadata_manager import java_string_hashcode
+from kafka_ref.group.group_metadata_manager import java_abs, java_string_hashcode
 from kafka_ref.protocol.schema import Field, Message
 from kafka_ref.txn.transaction_metadata import TransactionMetadata, TransactionState
 
@@ -90,7 +90,7 @@ class UnknownTxnRecordVersionError(ValueError):
 
 def partition_for(transactional_id: str, num_partitions: int) -> int:
     """The `__transaction_state` partition that is the id's home (TXN-9)."""
-    return (java_string_hashcode(transactional_id) & 0x7FFFFFFF) % num_partitions
+    return java_abs(java_string_hashcode(transactional_id)) % num_partitions
 
 
 def _version(data: bytes | memoryview) -> tuple[int, memoryview]:

@@ -221,9 +221,7 @@ def test_unclean_election_only_when_enabled(cluster, topic_name):
 
 
 @pytest.mark.spec("BROKER-11")
-def test_a_zookeeper_broker_answers_an_auto_created_topic_leader_not_available(
-    cluster, topic_name
-):
+def test_a_zookeeper_broker_answers_an_auto_created_topic_leader_not_available(cluster, topic_name):
     """A ZooKeeper-era broker wrote the new topic itself and said LEADER_NOT_AVAILABLE until
     the controller had elected its leaders (a KRaft broker says UNKNOWN_TOPIC_OR_PARTITION)."""
     broker = cluster.live()[0]

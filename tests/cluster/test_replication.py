@@ -258,12 +258,17 @@ def test_a_restarted_leader_keeps_its_topics_min_insync_replicas(cluster, topic_
 
 @pytest.mark.spec("CTRL-15", "CONFIG-2")
 def test_a_config_change_in_zookeeper_reaches_the_live_log(cluster, topic_name):
-    """min.insync.replicas raised above the replication factor with IncrementalAlterConfigs
-    (stored in `/config/topics/<t>` with a /config/changes notice): the leader's open log
-    takes it, and acks=all is refused from then on; lowered again in the znode, taken."""
+    """One follower stopped (an ISR of two, enough for min.insync.replicas=2), the config
+    raised to 3 with IncrementalAlterConfigs (stored in `/config/topics/<t>` with a
+    /config/changes notice): the leader's open log takes it, and acks=all is refused from
+    then on; lowered again in the znode, taken. (Raising it above the replication factor
+    would show nothing: the leader caps it at the number of replicas, REPL-5.)"""
     create_topic(cluster, topic_name, partitions=1, rf=3, configs=STRICT)
     leader = cluster.state(topic_name, 0).leader
     wait_full_isr(cluster, topic_name, 1)
+    follower = next(b for b in (1, 2, 3) if b != leader and b != cluster.controller()[0])
+    cluster.stop(follower)
+    wait_for(lambda: follower not in cluster.state(topic_name, 0).isr, what="the ISR to shrink")
 
     def produce(value: bytes) -> int:
         body = produce_body(topic_name, 0, batch([value]), acks=-1, timeout_ms=5000)
@@ -272,11 +277,11 @@ def test_a_config_change_in_zookeeper_reaches_the_live_log(cluster, topic_name):
 
     assert produce(b"before") == ErrorCode.NO_ERROR
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap()})  # IncrementalAlterConfigs
-    entry = ConfigEntry("min.insync.replicas", "4", incremental_operation=AlterConfigOpType.SET)
+    entry = ConfigEntry("min.insync.replicas", "3", incremental_operation=AlterConfigOpType.SET)
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic_name, incremental_configs=[entry])
     admin.incremental_alter_configs([resource])[resource].result(15)
     path = f"{CONFIG_TOPICS}/{topic_name}"
-    assert decode_topic_config(cluster.zk.zk.get(path)[0]) == {"min.insync.replicas": "4"}
+    assert decode_topic_config(cluster.zk.zk.get(path)[0]) == {"min.insync.replicas": "3"}
     notices = [cluster.zk.zk.get(f"{CONFIG_CHANGES}/{n}")[0] for n in
                cluster.zk.zk.get_children(CONFIG_CHANGES)]  # fmt: skip
     assert any(f"topics/{topic_name}".encode() in n for n in notices), "Kafka's notification"

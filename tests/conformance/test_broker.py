@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kafka_ref.conformance.wire import batch, decode_batches, fetch_body
+from kafka_ref.conformance.wire import batch, decode_batches, fetch_body, retrying
 from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import (
     ApiKey,
@@ -214,7 +214,7 @@ def test_create_partitions_only_grows(target, wire, topic):
 def test_find_coordinator_answers_a_broker_of_the_cluster(target, wire):
     target.require("groups")
     body = FindCoordinatorRequest(key=target.group_name(), key_type=0)
-    resp = wire.request(ApiKey.FIND_COORDINATOR, 1, body)
+    resp = retrying(lambda: wire.request(ApiKey.FIND_COORDINATOR, 1, body))
     assert resp.error_code == 0
     brokers = {(b.node_id, b.port) for b in wire.metadata([]).brokers}
     assert (resp.node_id, resp.port) in brokers

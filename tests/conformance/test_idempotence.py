@@ -14,7 +14,7 @@ import time
 import pytest
 
 from kafka_ref.conformance.transactions import negotiate
-from kafka_ref.conformance.wire import batch, decode_batches
+from kafka_ref.conformance.wire import batch, decode_batches, retrying
 from kafka_ref.protocol.messages import ApiKey, FindCoordinatorRequest, InitProducerIdRequest
 
 OUT_OF_ORDER_SEQUENCE, INVALID_PRODUCER_EPOCH, INVALID_RECORD = 45, 47, 87
@@ -22,7 +22,7 @@ OUT_OF_ORDER_SEQUENCE, INVALID_PRODUCER_EPOCH, INVALID_RECORD = 45, 47, 87
 
 def init_producer_id(wire) -> tuple[int, int]:
     body = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
-    resp = wire.request(ApiKey.INIT_PRODUCER_ID, 1, body)
+    resp = retrying(lambda: wire.request(ApiKey.INIT_PRODUCER_ID, 1, body))
     assert resp.error_code == 0
     return resp.producer_id, resp.producer_epoch
 
@@ -36,7 +36,10 @@ def topic(target, wire):
 
 
 def send(wire, topic, pid, epoch, seq, n=2, tag="x"):
-    records = batch([f"{tag}{seq + i}".encode() for i in range(n)],
+    """An idempotent batch stamped now, as a producer stamps it: Kafka ages a producer's
+    state by its batches' CreateTime timestamps (IDEM-14), so a batch of long ago is a
+    producer idle for that long, forgotten at the next expiration check."""
+    records = batch([f"{tag}{seq + i}".encode() for i in range(n)], ts=int(time.time() * 1000),
                     producer_id=pid, producer_epoch=epoch, base_sequence=seq)  # fmt: skip
     return wire.produce(topic, 0, records)
 

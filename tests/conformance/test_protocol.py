@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import time
+from typing import Any
 
 import pytest
 
@@ -302,18 +303,37 @@ def test_malformed_requests_close_only_their_connection_fast(target, wire):
     assert wire.metadata([]).brokers, "other connections are unharmed"
 
 
-@pytest.mark.spec("BROKER-16", "PROTO-18")
-def test_produce_v0_to_v2_is_advertised_and_answered_unsupported(target, wire, topic):
-    assert target.capabilities.api_versions[ApiKey.PRODUCE][0] == 0, "advertised from v0"
+def produce_v0_to_v2(topic: str) -> list[tuple[int, Any]]:
+    """(version, a Produce body of one legacy message set) for v0, v1 and v2."""
     legacy = legacy_message(b"old")
-    for version in (0, 1, 2):
-        body = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
-            ProduceRequest.TopicProduceData(name=topic, partition_data=[
-                ProduceRequest.PartitionProduceData(index=0, records=legacy)])])  # fmt: skip
-        resp = wire.request(ApiKey.PRODUCE, version, body)
+    body = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=legacy)])])  # fmt: skip
+    return [(version, body) for version in (0, 1, 2)]
+
+
+@pytest.mark.spec("BROKER-16")
+def test_produce_v0_to_v2_is_advertised_and_refused(target, wire, topic):
+    assert target.capabilities.api_versions[ApiKey.PRODUCE][0] == 0, "advertised from v0"
+    for version, body in produce_v0_to_v2(topic):
+        # refused either way: an UNSUPPORTED_VERSION answer, or the connection closed
+        with target.wire() as w:
+            try:
+                resp = w.request(ApiKey.PRODUCE, version, body)
+            except ConnectionError:
+                continue
         codes = [p.error_code for t in resp.responses for p in t.partition_responses]
         assert codes == [UNSUPPORTED_VERSION], f"Produce v{version}: {codes}"
     assert wire.fetch(topic, 0, 0).high_watermark == 0
+
+
+@pytest.mark.spec("PROTO-18")
+def test_produce_v0_to_v2_decode_and_get_an_answer(target, topic):
+    for version, body in produce_v0_to_v2(topic):
+        with target.wire() as w:
+            resp = w.request(ApiKey.PRODUCE, version, body)
+        codes = [p.error_code for t in resp.responses for p in t.partition_responses]
+        assert codes == [UNSUPPORTED_VERSION], f"Produce v{version}: {codes}"
 
 
 def legacy_message(value: bytes) -> bytes:

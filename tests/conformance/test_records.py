@@ -153,12 +153,19 @@ def test_the_crc_is_crc32c_from_the_attributes_on(wire, topic):
     flipped = bytearray(plain)
     flipped[25] ^= 0x01  # lastOffsetDelta: inside the CRC
     assert refused(wire, topic, bytes(flipped)) == CORRUPT_MESSAGE
-    # base offset and leader epoch lie outside the CRC: changing them keeps it valid
-    outside = raw_batch(records(2), base_offset=12345, leader_epoch=77)
+    # the leader epoch lies outside the CRC: changing it keeps the batch valid
+    outside = raw_batch(records(2), leader_epoch=77)
     assert outside[17:] == plain[17:]
     assert wire.produce(topic, 0, outside).error_code == 0
     _, (got,) = fetched(wire, topic)
     assert got.crc == crc32c(got.raw[21:]), "the stored CRC is CRC-32C over bytes 21.."
+
+
+@pytest.mark.spec("BATCH-4")
+def test_a_produced_batch_starts_at_base_offset_zero(wire, topic):
+    # the base offset lies outside the CRC too, but a producer sends 0: the broker numbers
+    assert refused(wire, topic, raw_batch(records(2), base_offset=12345)) == INVALID_RECORD
+    assert wire.produce(topic, 0, raw_batch(records(2))).error_code == 0
 
 
 def section(recs: list[bytes]) -> bytes:

@@ -55,24 +55,41 @@ def values(w: Wire, topic: str, partition: int) -> list[bytes]:
 def read_committed_by_now(w: Wire, topic: str, partition: int, wanted: set, timeout=15.0):
     """The records up to the HW once they hold `wanted`, or after `timeout` whatever they
     are: a new leader learns the HW from its followers' first fetches (ISR-4), so what the
-    old leader acknowledged becomes visible on it a moment after the election."""
+    old leader acknowledged becomes visible on it a moment after the election; and a
+    broker Metadata already names leader may not yet serve as one (NOT_LEADER_OR_FOLLOWER,
+    which clients retry)."""
     deadline = time.monotonic() + timeout
     while True:
-        records = w.read_all(topic, partition)
+        try:
+            records = w.read_all(topic, partition)
+        except AssertionError:  # a fetch error: not leader yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+            continue
         if wanted <= {r.value for r in records} or time.monotonic() > deadline:
             return records
         time.sleep(0.1)
 
 
-@pytest.mark.spec("CTRL-1", "CTRL-2", "CTRL-8", "CTRL-10", "CTRL-11", "REPL-8")
+@pytest.mark.spec("CTRL-2")
+def test_every_broker_names_the_same_controller(brokers):
+    # each broker asked five times: the same controller in every answer (a broker that
+    # named one at random would agree with the others only by chance, and not for long)
+    answers = [brokers.metadata([], via=i) for i in brokers.ids() for _ in range(5)]
+    assert len({m.controller_id for m in answers}) == 1, [m.controller_id for m in answers]
+    assert answers[0].controller_id in brokers.ids()
+
+
+@pytest.mark.spec("CTRL-1", "CTRL-8", "CTRL-10", "CTRL-11", "REPL-8")
 def test_every_broker_agrees_and_followers_refuse_clients(brokers, target):
     ids = brokers.ids()
     topic = target.topic_name("repl")
     assert brokers.create_topic(topic, len(ids), 3) == 0
-    # CTRL-1, CTRL-2: every broker lists every broker and names the same controller
+    # CTRL-1: every broker lists every broker
     answers = [brokers.metadata([topic], via=i) for i in ids]
     assert all(sorted(b.node_id for b in m.brokers) == ids for m in answers)
-    assert len({m.controller_id for m in answers}) == 1 and answers[0].controller_id in ids
+    assert all(m.controller_id in ids for m in answers)
     # CTRL-8, CTRL-11: three distinct replicas, all in sync, the same picture everywhere;
     # one partition per broker: the preferred leaders are spread evenly
     views = [{p.partition_index: (p.leader_id, p.replica_nodes, sorted(p.isr_nodes))
@@ -160,7 +177,11 @@ def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(cluster, 
         )
         assert refused.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
         assert produce(w, topic, 0, b"acks-1", acks=1).error_code == 0
-        assert values(w, topic, 0) == [b"committed", b"acks-1"]
+        # appended, but not committed while the ISR is under min.insync.replicas
+        assert values(w, topic, 0) == [b"committed"]
+        cluster.start_broker(followers[0])  # back in the ISR: the HW moves on
+        got = read_committed_by_now(w, topic, 0, {b"acks-1"}, timeout=30)
+        assert [r.value for r in got] == [b"committed", b"acks-1"]
 
 
 @pytest.mark.spec("ISR-6", "CTRL-6", "CTRL-11")
@@ -185,7 +206,10 @@ def test_a_partition_whose_isr_is_dead_waits_offline_for_an_isr_member(cluster, 
         what="the partition to go offline",
     )
     assert offline.error_code == ErrorCode.LEADER_NOT_AVAILABLE  # CTRL-11
-    assert offline.isr_nodes == [last]  # the last ISR member is remembered
+    # the last ISR member is remembered: in the ISR, or (Kafka 4, KIP-966) in the
+    # eligible leader replicas, which Metadata v7 does not show, with an empty ISR
+    recorded = offline.isr_nodes
+    assert recorded in ([last], [])
     cluster.start_broker(follower)
     wait_for(lambda: follower in {b.node_id for b in cluster.metadata([], witness).brokers},
              what="the follower to register again")  # fmt: skip
@@ -193,7 +217,7 @@ def test_a_partition_whose_isr_is_dead_waits_offline_for_an_isr_member(cluster, 
     # return has a leader, the controller has seen the follower come back.
     assert cluster.create_topic(target.topic_name("after"), 1, 1) == 0
     still = cluster.partition(topic, 0, via=witness)
-    assert (still.leader_id, still.isr_nodes) == (-1, [last]), "a replica outside the ISR led"
+    assert (still.leader_id, still.isr_nodes) == (-1, recorded), "a replica outside the ISR led"
     cluster.start_broker(last)
     back = cluster.wait_leader(topic, 0)
     assert back.leader_id == last and back.leader_epoch > part.leader_epoch
@@ -296,35 +320,51 @@ def test_no_acknowledged_write_is_lost_when_the_leader_is_killed_mid_stream(clus
     assert result.unseen == {}, f"acknowledged but not committed: {result.unseen}"
 
 
-@pytest.mark.spec("CTRL-13", "CTRL-3", "ISR-2")
-def test_a_broker_whose_session_expired_registers_again_and_stays_deposed(cluster, target):
-    """The controller's broker is paused (SIGSTOP) until the others stop listing it: its
-    ZooKeeper session expired. Resumed, it must come back as an ordinary broker."""
+@pytest.mark.spec("CTRL-1", "ISR-2")
+def test_a_broker_silent_past_its_session_is_dropped_and_comes_back(cluster, target):
+    """A follower is paused (SIGSTOP) until the others stop listing it: its session
+    expired. Resumed, it registers again and rejoins the ISR once caught up."""
     topic = target.topic_name("session")
     assert cluster.create_topic(topic, 1, 3) == 0
-    cluster.wait_leader(topic, 0)
+    leader = cluster.wait_leader(topic, 0).leader_id
+    frozen = next(i for i in cluster.ids() if i != leader)
+    others = [i for i in cluster.ids() if i != frozen]
+    cluster.pause(frozen)
+    try:
+        for i in others:  # CTRL-1: its registration ends with its session
+            wait_for(lambda i=i: frozen not in cluster.registered(i),
+                     what=f"broker {i} to drop broker {frozen}")  # fmt: skip
+        wait_for(lambda: frozen not in cluster.partition(topic, 0, via=leader).isr_nodes,
+                 what="the ISR to drop it")  # fmt: skip
+        with cluster.wire(leader) as w:
+            assert produce(w, topic, 0, b"while away").error_code == 0
+    finally:
+        cluster.resume(frozen)
+    everyone = set(cluster.ids())
+    for i in cluster.ids():
+        wait_for(lambda i=i: cluster.registered(i) == everyone, what=f"broker {i} to list all")
+    # ISR-2: it follows the leader again and rejoins the ISR once caught up
+    wait_for(lambda: frozen in cluster.partition(topic, 0, via=leader).isr_nodes,
+             what=f"broker {frozen} to rejoin the ISR")  # fmt: skip
+
+
+@pytest.mark.spec("CTRL-13")
+def test_a_controller_whose_session_expired_registers_again_and_stays_deposed(cluster):
+    """The controller's broker is paused (SIGSTOP) until the others stop listing it and
+    name a successor. Resumed, it must come back as an ordinary broker."""
     frozen = cluster.metadata([]).controller_id
     others = [i for i in cluster.ids() if i != frozen]
     cluster.pause(frozen)
     try:
-        # CTRL-3: the others drop it and elect a successor among themselves
         for i in others:
             wait_for(lambda i=i: frozen not in cluster.registered(i) and
                      cluster.metadata([], i).controller_id in others,
                      what=f"broker {i} to drop broker {frozen}")  # fmt: skip
         successor = cluster.metadata([], others[0]).controller_id
-        gone = wait_for(lambda: (p := cluster.partition(topic, 0, via=others[0])).isr_nodes
-                        and frozen not in p.isr_nodes and p, what="the ISR to drop it")  # fmt: skip
     finally:
         cluster.resume(frozen)
-    # CTRL-13: it registers again, every broker lists it, and nobody calls it controller
     everyone = set(cluster.ids())
     for i in cluster.ids():
         wait_for(lambda i=i: cluster.registered(i) == everyone, what=f"broker {i} to list all")
+    # every broker, the resumed one included, names the successor
     assert {cluster.metadata([], i).controller_id for i in cluster.ids()} == {successor}
-    # ISR-2: it follows the leader again and rejoins the ISR once caught up
-    with cluster.wire(gone.leader_id) as w:
-        assert produce(w, topic, 0, b"after").error_code == 0
-    wait_for(lambda: frozen in cluster.partition(topic, 0, via=gone.leader_id).isr_nodes,
-             what=f"broker {frozen} to rejoin the ISR")  # fmt: skip
-    assert cluster.metadata([], frozen).controller_id == successor

@@ -53,3 +53,24 @@ def test_several_brokers_come_from_either_capability_killing_needs_cluster():
     seen_as(1, {"cluster"}).require_any("cluster", "multi-broker")  # kafka_ref: no skip
     with pytest.raises(pytest.skip.Exception, match="target lacks cluster or multi-broker"):
         seen_as(1, set()).require_any("cluster", "multi-broker")  # tansu
+
+
+@pytest.mark.spec("CONF-4")
+def test_apache_kafkas_cluster_is_three_brokers_and_a_controller_of_their_own():
+    from kafka_ref.conformance.cluster import KRAFT_SESSION_CONFIGS
+
+    target = parse("apache_kafka")
+    cluster = target.cluster_maker()  # built, not started: nothing is fetched or run
+    try:
+        assert sorted(cluster.processes) == list(range(1, SIZE + 1))
+        assert all(node.roles == "broker" for node in cluster.processes.values())
+        (controller,) = cluster.kafka.controllers
+        assert controller.roles == "controller" and controller.node_id not in cluster.processes
+        configs = cluster.kafka.configs
+        assert SUITE_CONFIGS.items() <= configs.items()
+        assert KRAFT_SESSION_CONFIGS.items() <= configs.items()
+        assert configs["broker.session.timeout.ms"] == SESSION_TIMEOUT_MS
+        assert {"restart", "cluster", "sasl", "acls"} <= target.declared
+    finally:
+        cluster.close()
+        target.stop()

@@ -104,8 +104,9 @@ def test_the_matrix_has_a_column_per_report_and_a_row_per_covered_rule(reports):
 def test_the_summary_counts_each_report_and_rules_link_to_their_spec_heading(reports):
     out, spec = reports
     text = matrix.write_matrix(out, spec).read_text()
-    assert "| [kafka_ref](kafka_ref.md) | `kafka_ref` | 1 | 1 | 2 | 0 | 1 |" in text
-    assert "| [other](other.md) | `other` | 1 | 0 | 1 | 1 | 1 |" in text
+    # fail, xfail, diverges, pass, skipped, not covered
+    assert "| [kafka_ref](kafka_ref.md) | `kafka_ref` | 1 | 1 | 0 | 2 | 0 | 1 |" in text
+    assert "| [other](other.md) | `other` | 1 | 0 | 0 | 1 | 1 | 1 |" in text
     assert "[DEMO-5](../spec/demo.md#demo-5-fifth-rule-added-later)" in text
 
 

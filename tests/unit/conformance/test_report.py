@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 from kafka_ref.conformance import capabilities as caps
-from kafka_ref.conformance import report
-from kafka_ref.conformance.plugin import ConformanceTarget
+from kafka_ref.conformance import matrix, report
+from kafka_ref.conformance.plugin import ConformanceTarget, holds_to_divergent_rules
 from kafka_ref.conformance.targets import Target, TargetError, parse, parse_label
 
 SPEC = """# Demo
@@ -22,6 +22,11 @@ Observable: no
 Observable: yes
 ### DEMO-4 Fourth rule
 Observable: yes
+
+Kafka: diverges — Kafka does otherwise,
+for a reason that wraps.
+
+More text.
 """
 
 
@@ -53,6 +58,28 @@ def test_one_row_per_rule_folding_every_citing_test(rules, tmp_path):
     data = json.loads(paths[0].read_text())
     assert [r["id"] for r in data["rules"]] == ["DEMO-1", "DEMO-2", "DEMO-3", "DEMO-4"]
     assert data["summary"]["fail"] == 1 and "**DEMO-1**" in paths[1].read_text()
+
+
+@pytest.mark.spec("CONF-6")
+def test_a_divergent_rule_is_read_and_reported_diverges_only_off_kafka_ref(rules, tmp_path):
+    assert rules["DEMO-4"].divergence == "Kafka does otherwise, for a reason that wraps."
+    assert [r.divergence for r in rules.values()][:3] == [None, None, None]
+    results = {"a": ("diverges", "Kafka: diverges — DEMO-4: Kafka does otherwise"),
+               "b": ("pass", "")}  # fmt: skip
+    rows = {r.id: r for r in report.build_rows(rules, results, {"a": ["DEMO-4"], "b": ["DEMO-1"]})}
+    assert (rows["DEMO-4"].status, rows["DEMO-4"].divergence) == (
+        "diverges", "Kafka does otherwise, for a reason that wraps.")  # fmt: skip
+    assert report.fold([("diverges", "why"), ("fail", "boom")]) == ("fail", ["boom"])
+    assert report.fold([("diverges", "why"), ("pass", "")]) == ("diverges", ["why"])
+    paths = report.write(tmp_path / "out", "demo", {"target": "x"}, list(rows.values()))
+    assert "**DEMO-4** Fourth rule: Kafka does otherwise" in paths[1].read_text()
+    json_row = json.loads(paths[0].read_text())["rules"][3]
+    assert matrix.cell(json_row, "demo", ("", {})) == (
+        "diverges (Kafka does otherwise, for a reason that wraps.)")  # fmt: skip
+    assert holds_to_divergent_rules("kafka_ref")
+    assert holds_to_divergent_rules("kafka_ref:mutant=dedup-window-1")
+    for other in ("apache_kafka", "tansu", "bootstrap=127.0.0.1:9092"):
+        assert not holds_to_divergent_rules(other)
 
 
 @pytest.mark.spec("CONF-2")

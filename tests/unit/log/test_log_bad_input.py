@@ -108,8 +108,9 @@ def test_every_truncation_of_a_two_batch_append_is_rejected_whole(tmp_path):
 
 @pytest.mark.spec("LOG-8", "LOG-10", "BATCH-3", "BATCH-4")
 def test_every_flipped_byte_of_a_two_batch_append(tmp_path):
-    """A flip in the CRC-covered bytes or the length is CORRUPT_MESSAGE, in the magic
-    INVALID_RECORD; the base offset and leader epoch are the broker's to overwrite."""
+    """A flip in the CRC-covered bytes or the length is CORRUPT_MESSAGE, in the magic or
+    the base offset (a producer sends 0) INVALID_RECORD; the leader epoch is the broker's
+    to overwrite."""
     log = filled_log(tmp_path)
     first, second = batch(2), batch(4, codec=Compression.GZIP)
     data = first + second
@@ -119,7 +120,7 @@ def test_every_flipped_byte_of_a_two_batch_append(tmp_path):
         mutated[i] ^= 1 << (i % 8)
         before = snapshot(log) if i % 23 == 0 else None
         leo = log.log_end_offset
-        if pos < 8 or 12 <= pos < 16:  # baseOffset, partitionLeaderEpoch: not checked
+        if 12 <= pos < 16:  # partitionLeaderEpoch: not checked
             info = log.append(bytes(mutated), leader_epoch=3)
             assert (info.first_offset, info.last_offset) == (leo, leo + 5)
             stored = [raw for _, raw in read_everything(log)[-2:]]
@@ -128,7 +129,7 @@ def test_every_flipped_byte_of_a_two_batch_append(tmp_path):
             struct.pack_into(">qiib", expected, len(first), leo + 2, len(second) - 12, 3, 2)
             assert b"".join(stored) == bytes(expected)
             continue
-        code = ErrorCode.INVALID_RECORD if pos == 16 else ErrorCode.CORRUPT_MESSAGE
+        code = ErrorCode.INVALID_RECORD if pos < 8 or pos == 16 else ErrorCode.CORRUPT_MESSAGE
         assert_rejected(log, bytes(mutated), code)
         assert log.log_end_offset == leo
         if before is not None:

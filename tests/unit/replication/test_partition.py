@@ -125,14 +125,42 @@ def test_hw_is_the_smallest_leo_over_the_isr_and_never_goes_down(tmp_path, clock
     assert leader.high_watermark == 2
 
 
-@pytest.mark.spec("REPL-5", "REPL-6")
+@pytest.mark.spec("REPL-5")
 def test_min_insync_replicas(tmp_path, clock):
     leader = replica(tmp_path, 0, clock, min_insync_replicas=2)
     leader.make_leader(state(0, 0, isr=(0,)))
     with pytest.raises(NotEnoughReplicasError):
         leader.append_records_to_leader(batch(b"a"), -1)
     assert leader.log_end_offset == 0  # nothing written
-    leader.append_records_to_leader(batch(b"a"), 1)  # acks=1 is not refused
+    leader.append_records_to_leader(batch(b"a"), 1)  # acks=1 is not refused...
+    assert leader.log_end_offset == 1
+    assert leader.high_watermark == 0  # ...but not committed under min.insync.replicas
+    fetch(leader, 1, 1)  # follower 1 caught up: back in the ISR, then the HW moves
+    accept_alter(leader)
+    assert leader.isr == (0, 1)
+    fetch(leader, 1, 1)
+    assert leader.high_watermark == 1
+
+
+@pytest.mark.spec("REPL-5")
+def test_min_insync_replicas_is_capped_at_the_replication_factor(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock, min_insync_replicas=2)
+    leader.make_leader(LeaderAndIsr("t", 0, 0, 0, (0,), (0,), 0))  # one replica
+    leader.append_records_to_leader(batch(b"a"), -1)  # min(2, 1 replica) = 1 in the ISR
+    assert leader.high_watermark == 1
+
+
+@pytest.mark.spec("REPL-6")
+def test_an_isr_that_shrank_after_the_append_is_not_enough_replicas_after_append(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock, min_insync_replicas=2)
+    leader.make_leader(state(0, 0, isr=(0, 1)))
+    leader.append_records_to_leader(batch(b"a"), -1)
+    fetch(leader, 1, 1)
+    assert leader.high_watermark == 1  # committed, but the acks=all answer is not out yet
+    clock.advance(LAG + 1)  # follower 1 falls behind and leaves the ISR
+    leader.maybe_shrink_isr()
+    accept_alter(leader)
+    assert leader.isr == (0,)
     assert leader.check_enough_replicas_reach_offset(1) == (
         True,
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,

@@ -160,7 +160,9 @@ def test_delete_offsets_of_topics_no_member_reads(env, capsys):
     ]
     offsets = admin.list_consumer_group_offsets("g")
     assert {tp: o.offset for tp, o in offsets.items()} == {
-        TopicPartition("t", 0): 5, TopicPartition("t", 1): 2, TopicPartition("u", 1): 1
+        TopicPartition("t", 0): 5,
+        TopicPartition("t", 1): 2,
+        TopicPartition("u", 1): 1,
     }
     assert main(groups(bootstrap, "--delete-offsets", "--group", "g", "--topic", "u")) == 0
     out = capsys.readouterr().out

@@ -22,7 +22,8 @@ def kstring(s: str) -> bytes:
 @pytest.mark.spec("TXN-9")
 def test_a_transactional_id_lives_where_kafka_puts_it():
     # abs(hashCode) % 50, hashCode computed as Java's String.hashCode
-    assert tlog.partition_for("my-txn", 50) == (hash_java("my-txn") & 0x7FFFFFFF) % 50
+    assert tlog.partition_for("my-txn", 50) == abs(hash_java("my-txn")) % 50
+    assert tlog.partition_for("my-group", 50) == 12  # a negative hash: Math.abs, not & 0x7fff..
     assert tlog.partition_for("", 50) == 0
     assert tlog.partition_for("a", 50) == 47  # "a".hashCode() == 97
     assert tlog.partition_for("ab", 50) == 5  # 97 * 31 + 98 == 3105
@@ -35,7 +36,7 @@ def hash_java(s: str) -> int:
     h = 0
     for ch in s:
         h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 @pytest.mark.spec("TXN-10")
