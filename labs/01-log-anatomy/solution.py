@@ -34,6 +34,7 @@ def largest_lower_bound(key_at: Callable[[int], int], target: int, lo: int, hi: 
     when every key in lo..hi is above `target`, or when the range is empty (hi = lo - 1).
 
     Read as few slots as you can: the index is a file, and every `key_at` may touch a page.
-    A binary search reads about log2(n) of them.
+    A binary search reads about log2(n) of them; the grader counts your calls of `key_at`
+    and allows 20 for 65,536 entries. Read no slot outside lo..hi.
     """
     raise NotImplementedError
