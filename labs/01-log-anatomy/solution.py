@@ -31,9 +31,10 @@ def largest_lower_bound(key_at: Callable[[int], int], target: int, lo: int, hi: 
 
     `key_at(slot)` reads the key of one slot of the index file: the entry's offset relative
     to the segment's base offset. Keys strictly increase with slots (INDEX-2). Return lo - 1
-    when every key in lo..hi is above `target`, or when the range is empty (hi < lo).
+    when every key in lo..hi is above `target`, or when the range is empty (hi = lo - 1).
 
     Read as few slots as you can: the index is a file, and every `key_at` may touch a page.
-    A binary search reads about log2(n) of them.
+    A binary search reads about log2(n) of them; the grader counts your calls of `key_at`
+    and allows 20 for 65,536 entries. Read no slot outside lo..hi.
     """
     raise NotImplementedError

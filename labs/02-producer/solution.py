@@ -49,7 +49,9 @@ def choose_sticky_partition(
     Called when the current sticky partition (`current`, None at the start) needs a new
     batch. Pick at random with `rng` among `available` (the partitions that have a leader),
     never `current` again if any other is available; with exactly one available, that
-    one; with none available, any partition in range(partition_count).
+    one; with none available, any partition in range(partition_count). Draw every random
+    choice from `rng` (not the `random` module's own generator): a producer or a
+    simulator seeded the same way then spreads its records the same way.
     """
     raise NotImplementedError
 

@@ -46,8 +46,9 @@ def out_of_sync_replicas(
 
     `isr`: the current ISR, the leader `leader_id` included. `last_caught_up_time_ms[r]`:
     the last time (ms) follower r held everything the leader had (there is an entry for
-    every follower). A follower leaves when that was *more than* `replica_lag_time_max_ms`
-    before `now`. The leader never leaves its own ISR.
+    every follower, in the ISR or not, and none for the leader). A follower of the ISR
+    leaves when that was *more than* `replica_lag_time_max_ms` before `now`. The leader
+    never leaves its own ISR.
     """
     raise NotImplementedError
 
@@ -67,11 +68,12 @@ def elect_leader(
     that are up. Return `Election(leader, isr, unclean)`:
 
     - clean: the first replica in assignment order that is live and in the ISR leads; the
-      new ISR is the live ISR members, in assignment order;
+      new ISR is the live ISR members, in assignment order (`unclean=False`);
     - otherwise, if `unclean_leader_election`: the first live replica leads alone
       (`isr=(leader,)`, `unclean=True`); it may lack acknowledged writes;
-    - otherwise no leader (`leader=None`): the ISR keeps its first member in assignment
-      order (or is empty if it had none), so that the partition comes back cleanly as
-      soon as that broker does.
+    - otherwise no leader (`leader=None`, `unclean=False`): the ISR keeps its first member
+      in assignment order (or is empty if it had none), so that the partition comes back
+      cleanly as soon as that broker does. This is also the answer when unclean election
+      is allowed but no replica is live.
     """
     raise NotImplementedError

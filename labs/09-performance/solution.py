@@ -36,9 +36,11 @@ def estimate_size(key: bytes | None, value: bytes | None, headers: tuple[Header,
     of its zigzag-encoded value.
 
     It must be an upper bound for every record whose key, value, header keys and header
-    values are each under 8 KiB, with at most 63 headers, at an offset delta below 8192
-    and a timestamp delta between 0 and 2**27 ms; and at most 16 bytes + 8 bytes per
-    header above the real size of any such record (Kafka's bound is within that).
+    values are each under 8 KiB (at most 8191 bytes), with at most 63 headers, at any
+    offset delta from 0 to 8191 and any timestamp delta from 0 to 2**27 - 1 ms (the
+    estimate does not know them: it must hold at the largest); and at most 16 bytes + 8
+    bytes per header above the real size of any such record at deltas 0 (Kafka's bound is
+    within that).
     `headers` is a tuple of `Header(key: str, value: bytes | None)`.
     """
     raise NotImplementedError

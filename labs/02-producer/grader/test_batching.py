@@ -21,7 +21,34 @@ from kafka_ref.record.record import Record
 @given(st.booleans(), st.integers(0, 10_000), st.integers(0, 10_000), st.booleans())
 def test_a_batch_leaves_when_full_lingered_or_forced(full, waited, linger, forced):
     expected = full or waited >= linger or forced
-    assert accumulator.batch_is_sendable(full, waited, linger, forced) is expected
+    got = accumulator.batch_is_sendable(full, waited, linger, forced)
+    assert got is expected, f"full={full}, waited {waited} ms, linger.ms {linger}, forced={forced}"
+
+
+# (full, waited ms, linger.ms, forced, may the batch leave?)
+SENDABLE_CASES = {
+    "full, just created": (True, 0, 100, False, True),
+    "not full, one ms short of linger.ms": (False, 99, 100, False, False),
+    "not full, waited exactly linger.ms": (False, 100, 100, False, True),
+    "not full, waited past linger.ms": (False, 101, 100, False, True),
+    "linger.ms 0, just created": (False, 0, 0, False, True),
+    "not full, just created, flush() in progress": (False, 0, 100, True, True),
+    "full, flush() in progress": (True, 0, 100, True, True),
+    "full and waited past linger.ms": (True, 500, 100, False, True),
+    "not full, just created, nothing forces it": (False, 0, 5, False, False),
+}
+
+
+@pytest.mark.spec("CLIENT-5")
+@pytest.mark.parametrize(
+    ("full", "waited", "linger", "forced", "expected"), SENDABLE_CASES.values(), ids=SENDABLE_CASES
+)
+def test_when_a_batch_may_leave_on_cases_worked_by_hand(full, waited, linger, forced, expected):
+    got = accumulator.batch_is_sendable(full, waited, linger, forced)
+    assert got is expected, (
+        f"full={full}, waited {waited} ms, linger.ms {linger}, forced={forced}: the batch "
+        f"{'may leave' if expected else 'must wait'}, got {got!r}"
+    )
 
 
 class OneLeader:

@@ -26,11 +26,75 @@ from tests.sim.test_replication_stateful import make_machine
 TP = ("t", 0)
 
 
+# (follower's LEO, leader's HW, where the leader's epoch began, may it join?)
+JOIN_CASES = [
+    pytest.param(10, 10, 8, True, id="at the HW 10, past the epoch's start 8: joins"),
+    pytest.param(9, 10, 8, False, id="one short of the HW 10: stays out"),
+    pytest.param(15, 10, 8, True, id="at the leader's LEO 15, past the HW 10: joins"),
+    pytest.param(10, 8, 10, True, id="at the epoch's start 10, past the HW 8: joins"),
+    pytest.param(9, 8, 10, False, id="past the HW 8, one short of the epoch's start 10: out"),
+    pytest.param(9, 10, 5, False, id="past the epoch's start 5, short of the HW 10: out"),
+    pytest.param(10, 10, 10, True, id="at the HW and the epoch's start, both 10: joins"),
+    pytest.param(-1, 0, 0, False, id="LEO -1 (no fetch yet), HW 0, epoch from 0: out"),
+    pytest.param(-1, 5, 5, False, id="LEO -1 (no fetch yet), HW 5, epoch from 5: out"),
+    pytest.param(0, 0, 0, True, id="an empty log, HW 0, epoch from 0: joins"),
+]
+
+
+@pytest.mark.spec("ISR-2")
+@pytest.mark.parametrize(("leo", "hw", "epoch_start", "joins"), JOIN_CASES)
+def test_who_joins_the_isr_on_cases_worked_by_hand(leo, hw, epoch_start, joins):
+    got = isr.can_join_isr(leo, hw, epoch_start)
+    assert got is joins, (
+        f"a follower at LEO {leo}, the leader's HW {hw}, its epoch began at offset "
+        f"{epoch_start}: the follower {'joins' if joins else 'stays out'} (it joins when its "
+        f"LEO is at or past both), got {got!r}"
+    )
+
+
 @pytest.mark.spec("ISR-2")
 @given(st.integers(-1, 50), st.integers(0, 50), st.integers(0, 50))
 def test_a_follower_joins_at_the_hw_and_the_start_of_the_epoch(leo, hw, epoch_start):
     expected = leo >= hw and leo >= epoch_start
-    assert isr.can_join_isr(leo, hw, epoch_start) is expected
+    got = isr.can_join_isr(leo, hw, epoch_start)
+    assert got is expected, f"LEO {leo}, HW {hw}, epoch from {epoch_start}: got {got!r}"
+
+
+# (leader, ISR, last caught-up time of each follower (ms), now, replica.lag.time.max.ms,
+# who leaves); the leader has no caught-up time of its own, as in the broker
+LEAVE_CASES = [
+    pytest.param(
+        0, [0, 1, 2], {1: 4000, 2: 5000}, 5000, 1000, set(), id="caught up exactly 1000 ms ago"
+    ),
+    pytest.param(
+        0, [0, 1, 2], {1: 3999, 2: 5000}, 5000, 1000, {1}, id="caught up 1001 ms ago: leaves"
+    ),
+    pytest.param(0, [0, 1], {1: 5000}, 5000, 1000, set(), id="caught up just now: stays"),
+    pytest.param(0, [0, 1], {1: 5000}, 9000, 1000, {1}, id="long ago: leaves"),
+    pytest.param(
+        2, [0, 1, 2], {0: 100, 1: 200}, 5000, 1000, {0, 1}, id="both followers of leader 2 leave"
+    ),
+    pytest.param(0, [0], {1: 0, 2: 0}, 5000, 1000, set(), id="the leader alone: nobody leaves"),
+    pytest.param(
+        0, [0, 1], {1: 5000, 2: 0}, 5000, 1000, set(), id="follower 2, out of the ISR: not named"
+    ),
+    pytest.param(0, [0, 1], {1: 4999}, 5000, 0, {1}, id="lag 0, caught up 1 ms ago: leaves"),
+    pytest.param(0, [0, 1], {1: 5000}, 5000, 0, set(), id="lag 0, caught up now: stays"),
+    pytest.param(
+        1, [1, 0], {0: 30_000}, 30_500, 1000, set(), id="late in time, caught up 500 ms ago"
+    ),
+]
+
+
+@pytest.mark.spec("ISR-3")
+@pytest.mark.parametrize(("leader", "members", "caught_up", "now", "lag", "leaving"), LEAVE_CASES)
+def test_who_leaves_the_isr_on_cases_worked_by_hand(leader, members, caught_up, now, lag, leaving):
+    got = isr.out_of_sync_replicas(leader, members, caught_up, now, lag)
+    assert set(got) == leaving, (
+        f"leader {leader}, ISR {members}, followers last caught up at {caught_up} (ms), now "
+        f"{now}, replica.lag.time.max.ms {lag}: {sorted(leaving) or 'nobody'} must leave "
+        f"(caught up more than {lag} ms ago), got {sorted(got)}"
+    )
 
 
 @st.composite
@@ -47,7 +111,59 @@ def isrs(draw):
 def test_a_follower_leaves_after_more_than_the_lag_time(case):
     leader, members, caught_up, now, lag = case
     expected = {r for r, t in caught_up.items() if now - t > lag}
-    assert set(isr.out_of_sync_replicas(leader, members, caught_up, now, lag)) == expected
+    got = set(isr.out_of_sync_replicas(leader, members, caught_up, now, lag))
+    assert got == expected, f"leader {leader}, caught up at {caught_up}, now {now}, lag {lag}"
+
+
+# (assignment, ISR, live brokers, unclean election allowed, (leader, new ISR, unclean))
+ELECTION_CASES = {
+    "all live: the preferred replica leads, the ISR in assignment order": pytest.param(
+        [3, 1, 2], [1, 2, 3], {1, 2, 3}, False, (3, (3, 1, 2), False)
+    ),
+    "the preferred replica died: the next live ISR member leads, the dead one is out": (
+        pytest.param([1, 2, 3], [3, 2, 1], {2, 3}, False, (2, (2, 3), False))
+    ),
+    "the only ISR member is the last replica: it leads": pytest.param(
+        [0, 1, 2], [2], {0, 1, 2}, False, (2, (2,), False)
+    ),
+    "unclean allowed but an ISR member is alive: clean election first": pytest.param(
+        [0, 1, 2], [2], {0, 1, 2}, True, (2, (2,), False)
+    ),
+    "no live ISR member, unclean off: offline, the ISR keeps 1, first in assignment": (
+        pytest.param([0, 1, 2], [2, 1], {0}, False, (None, (1,), False))
+    ),
+    "the last ISR member died, unclean off: offline, the ISR keeps it": pytest.param(
+        [0, 1, 2], [0], {1, 2}, False, (None, (0,), False)
+    ),
+    "no live ISR member, unclean on: the first live replica in assignment order": (
+        pytest.param([2, 1, 0], [2], {0, 1}, True, (1, (1,), True))
+    ),
+    "unclean on, broker 0 alive but not a replica: replica 4 leads": pytest.param(
+        [3, 4], [3], {0, 4}, True, (4, (4,), True)
+    ),
+    "unclean on, no replica alive: offline, the ISR keeps its first member": pytest.param(
+        [0, 1, 2], [1, 2], {5}, True, (None, (1,), False)
+    ),
+    "an empty ISR and nobody alive: offline, the ISR stays empty": pytest.param(
+        [0, 1], [], set(), False, (None, (), False)
+    ),
+}
+
+
+@pytest.mark.spec("ISR-6", "CTRL-6")
+@pytest.mark.parametrize(
+    ("assignment", "in_sync", "live", "unclean", "expected"),
+    ELECTION_CASES.values(),
+    ids=ELECTION_CASES,
+)
+def test_the_election_on_cases_worked_by_hand(assignment, in_sync, live, unclean, expected):
+    got = election.elect_leader(assignment, in_sync, live, unclean_leader_election=unclean)
+    leader, new_isr, was_unclean = expected
+    assert (got.leader, tuple(got.isr), got.unclean) == expected, (
+        f"assignment {assignment}, ISR {in_sync}, live brokers {sorted(live)}, unclean "
+        f"election {'allowed' if unclean else 'off'}: expected Election(leader={leader}, "
+        f"isr={new_isr}, unclean={was_unclean}), got {tuple(got)}"
+    )
 
 
 @st.composite
@@ -63,15 +179,16 @@ def partitions(draw):
 def test_the_first_live_isr_member_leads_and_unclean_only_when_allowed(case):
     assignment, in_sync, live, unclean = case
     got = election.elect_leader(assignment, in_sync, live, unclean_leader_election=unclean)
+    got = (got.leader, tuple(got.isr), got.unclean)
     clean = [r for r in assignment if r in in_sync and r in live]
     if clean:
-        assert tuple(got) == (clean[0], tuple(clean), False)
+        expected = (clean[0], tuple(clean), False)
     elif unclean and any(r in live for r in assignment):
         first = next(r for r in assignment if r in live)
-        assert tuple(got) == (first, (first,), True)
+        expected = (first, (first,), True)
     else:
-        assert got.leader is None and tuple(got.isr) == tuple(r for r in assignment
-                                                              if r in in_sync)[:1]  # fmt: skip
+        expected = (None, tuple(r for r in assignment if r in in_sync)[:1], False)
+    assert got == expected, f"{assignment=}, ISR {sorted(in_sync)}, live {sorted(live)}"
 
 
 def isr_now(cluster: SimCluster) -> tuple[int, ...]:
@@ -145,7 +262,9 @@ def test_hypothesis_finds_no_lost_write_and_no_divergence():
     run_state_machine_as_test(
         make_machine("leader-epoch"),
         settings=settings(
-            max_examples=30, stateful_step_count=30, deadline=None,
+            max_examples=30,
+            stateful_step_count=30,
+            deadline=None,
             suppress_health_check=[HealthCheck.too_slow],
         ),
-    )  # fmt: skip
+    )

@@ -59,6 +59,62 @@ def test_the_estimate_is_never_below_the_real_size_and_not_far_above(
     assert estimate <= real + 16 + 8 * len(headers), f"estimate {estimate}, real size {real}"
 
 
+LARGEST_OFFSET_DELTA, LARGEST_TIMESTAMP_DELTA = 8191, 2**27 - 1
+KEY_8K, VALUE_8K = b"k" * (LIMIT - 1), b"v" * (LIMIT - 1)
+# Records at the contract's edges, by hand: each varint the estimate must bound at its size
+# boundary (a length of 63 takes 1 byte, of 64 takes 2), each special case of the layout.
+EDGE_RECORDS = {
+    "a null key and value, no headers": pytest.param(None, None, ()),
+    "an empty key and value (lengths 0)": pytest.param(b"", b"", ()),
+    "a 63-byte key and a 64-byte value (a length of 64 takes 2 bytes)": pytest.param(
+        b"k" * 63, b"v" * 64, ()
+    ),
+    "a null key and a 100-byte value (a record of more than 64 bytes)": pytest.param(
+        None, b"v" * 100, ()
+    ),
+    "an 8191-byte key and value, the longest": pytest.param(KEY_8K, VALUE_8K, ()),
+    "one header with a null value": pytest.param(b"k", b"v", (Header("h", None),)),
+    "one header with an empty key and an empty value": pytest.param(None, None, (Header("", b""),)),
+    "one header with a 64-byte value": pytest.param(None, None, (Header("h", b"x" * 64),)),
+    "a header key of 7 characters, 15 UTF-8 bytes": pytest.param(
+        None, b"v", (Header("ключ-日本", b"x"),)
+    ),
+    "63 headers with empty keys and null values": pytest.param(
+        None, None, (Header("", None),) * 63
+    ),
+    "the largest record: 8 KiB key, value and 63 headers of 8 KiB (a 4-byte length)": pytest.param(
+        KEY_8K, VALUE_8K, (Header("h" * (LIMIT - 1), VALUE_8K),) * 63
+    ),
+}
+
+
+@pytest.mark.spec("CLIENT-5")
+@pytest.mark.parametrize(("key", "value", "headers"), EDGE_RECORDS.values(), ids=EDGE_RECORDS)
+def test_the_estimate_bounds_records_at_the_edges_of_the_contract(key, value, headers):
+    """Never below the record's size at the largest deltas (offset delta 8191, timestamp
+    delta 2**27 - 1), and at most 16 bytes + 8 per header above its size at deltas 0."""
+    estimate = producer_batch.estimate_size(key, value, headers)
+    record = Record(key, value, 0, headers)
+    largest = len(encode_record(record, LARGEST_OFFSET_DELTA, LARGEST_TIMESTAMP_DELTA))
+    smallest = len(encode_record(record, 0, 0))
+    allowed = smallest + 16 + 8 * len(headers)
+    what = f"key {describe(key)}, value {describe(value)}, {len(headers)} headers"
+    if headers:
+        what += f" (the first: key {headers[0].key[:12]!r}, value {describe(headers[0].value)})"
+    assert estimate >= largest, (
+        f"{what}: at offset delta {LARGEST_OFFSET_DELTA} and timestamp delta 2**27 - 1 the "
+        f"record takes {largest} bytes; the estimate {estimate} is below it"
+    )
+    assert estimate <= allowed, (
+        f"{what}: at deltas 0 the record takes {smallest} bytes; the estimate {estimate} is "
+        f"more than 16 + 8 x {len(headers)} bytes above it (at most {allowed})"
+    )
+
+
+def describe(data: bytes | None) -> str:
+    return "None" if data is None else f"of {len(data)} bytes"
+
+
 def fill(capacity: int, records: list[Record]) -> tuple[list[list[Record]], list[int]]:
     """The accumulator's batches for `records`, one partition, batch.size `capacity`."""
     batches, current = [], None

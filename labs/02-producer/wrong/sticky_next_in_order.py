@@ -1,0 +1,51 @@
+"""Moves to the next available partition in order instead of one at random (a
+round-robin), where CLIENT-4 chooses at random with `rng`."""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Sequence
+
+SEED, M, R, MASK = 0x9747B28C, 0x5BD1E995, 24, 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    length = len(data)
+    h = (SEED ^ length) & MASK
+    whole = length & ~3
+    for (k,) in struct.iter_unpack("<I", data[:whole]):
+        k = (k * M) & MASK
+        k ^= k >> R
+        k = (k * M) & MASK
+        h = (h * M) & MASK
+        h ^= k
+    rest = length & 3
+    if rest == 3:
+        h ^= data[whole + 2] << 16
+    if rest >= 2:
+        h ^= data[whole + 1] << 8
+    if rest >= 1:
+        h ^= data[whole]
+        h = (h * M) & MASK
+    h ^= h >> 13
+    h = (h * M) & MASK
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key_bytes: bytes, num_partitions: int) -> int:
+    return (murmur2(key_bytes) & 0x7FFFFFFF) % num_partitions
+
+
+def choose_sticky_partition(
+    available: Sequence[int], partition_count: int, current: int | None, rng: random.Random
+) -> int:
+    if not available:
+        return 0 if current is None else (current + 1) % partition_count
+    later = [p for p in available if current is None or p > current]
+    return later[0] if later else available[0]
+
+
+def batch_is_sendable(full: bool, waited_ms: int, linger_ms: int, forced: bool) -> bool:
+    return full or waited_ms >= linger_ms or forced
