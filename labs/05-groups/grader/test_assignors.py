@@ -185,6 +185,27 @@ def test_roundrobin_agrees_with_kafka_python(group):
     assert got == kafka_python(RoundRobinPartitionAssignor, cluster, subscriptions)
 
 
+def dealt(cluster, subscriptions):
+    """ASSIGN-5 as the handout states it: the sorted cards dealt in Kafka's member order,
+    the turn skipping members not subscribed, and passing to the member after the taker."""
+    order = kafka_order(subscriptions)
+    hands, turn = {m: [] for m in order}, 0
+    for tp in sorted(subscribed(cluster, subscriptions)):
+        while tp.topic not in subscriptions[order[turn % len(order)]].topics:
+            turn += 1
+        hands[order[turn % len(order)]].append(tp)
+        turn += 1
+    return hands
+
+
+@pytest.mark.spec("ASSIGN-5")
+@given(group=groups())
+def test_roundrobin_skips_members_not_subscribed_and_the_turn_carries_on(group):
+    cluster, subscriptions = group
+    got = normalised(roundrobin_module.roundrobin_assign(cluster, subscriptions))
+    assert got == dealt(cluster, subscriptions)
+
+
 # ------------------------------------------------------------------ cases worked out by hand
 def group_of(*members: str) -> dict[str, Subscription]:
     """group_of("c1: t1 t2", "z=a: t1"): members in this (arrival) order, with their topics;
