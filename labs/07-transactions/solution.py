@@ -55,7 +55,7 @@ def read_committed_batches(
     `aborted`: the answer's aborted transactions, `(producer id, first offset)`, in no
     particular order; they are exactly the aborted transactions the answer overlaps.
 
-    Return (or yield) the batches to return, unchanged, in their order:
+    Yield the batches to return, unchanged, in their order:
     - a marker is never returned;
     - a transactional batch of producer P is dropped when one of P's listed aborted
       transactions starts at or before its last offset, and P's ABORT marker has not
@@ -63,6 +63,8 @@ def read_committed_batches(
       transaction: P's later transactions may commit);
     - every other batch is returned.
 
-    Read `batches` as you go (an iterator: our consumer decodes the answer lazily).
+    Read `batches` as you go, one at a time, and yield each batch you return before you
+    read the next (an iterator: our consumer decodes the answer lazily and may stop in the
+    middle of it).
     """
     raise NotImplementedError

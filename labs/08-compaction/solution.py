@@ -33,14 +33,16 @@ def build_offset_map(
 
     - `offsets[key]` is the offset of the key's last record at or after `start` (a record
       before `start` is already clean; a record with no key (None) is not mapped);
-    - `latest` is the last offset the map covers, -1 if it covers nothing: after each whole
-      batch, that batch's last offset (so the gaps a batch may have, and markers, are covered).
+    - `latest` is the last offset the map covers, -1 if it covers nothing: it moves to the
+      offset of each record mapped and, after each whole batch, to that batch's last offset
+      (so the gaps a batch may have, and markers, are covered).
 
-    The map holds at most `max_keys` keys. Before mapping each keyed record, if the map
-    already holds `max_keys` keys, stop at once (even if that key is mapped already, as
-    Kafka does) and return what was mapped, with `latest` the offset of the last record
-    mapped: the round cleans only up to there, the rest waits for the next round. Read
-    `batches` lazily, one at a time: a full map must not read the rest of the log.
+    The map holds at most `max_keys` keys. Before mapping each keyed record at or after
+    `start`, if the map already holds `max_keys` keys, stop at once (even if that key is
+    mapped already, as Kafka does) and return what was mapped, with `latest` as it stands
+    then: the round cleans only up to there, the rest waits for the next round. A full map
+    does not stop at a record without a key: only a keyed record that would need room does.
+    Read `batches` lazily, one at a time: a full map must not read the rest of the log.
     """
     raise NotImplementedError
 
@@ -67,7 +69,9 @@ def should_retain(
     2. Otherwise a record without a key is dropped: it cannot be compacted.
     3. A record that a later record of its key supersedes (its offset is below `latest`)
        is dropped.
-    4. The key's latest record is kept, unless it is a tombstone whose delete horizon has
-       come (`now >= delete_horizon`): then the key is gone for good.
+    4. Any other record is its key's latest (the map holds no later one, or nothing for its
+       key, as for a key last written before the dirty section) and is kept, unless it is
+       a tombstone whose delete horizon has come (`now >= delete_horizon`): then the key is
+       gone for good.
     """
     raise NotImplementedError

@@ -42,24 +42,30 @@ def create_topics(broker):
 
 @pytest.fixture
 def group_assignment(broker):
-    """`group_assignment(group, strategy, topics, instances, expected_partitions)`."""
+    """`group_assignment(group, strategy, topics, instances)`: see `settled_assignment`."""
 
     def run(*args, **kwargs):
-        return settled_assignment(broker.bootstrap, *args, broker=broker, **kwargs)
+        return settled_assignment(broker, *args, **kwargs)
 
     return run
 
 
 def settled_assignment(
-    bootstrap: str, group: str, strategy: str | dict[str, list[str]], topics: list[str],
-    instances: list[str], expected_partitions: int, timeout: float = 60.0,
-    broker: LabBroker | None = None,
-) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
+    broker: LabBroker,
+    group: str,
+    strategy: str | dict[str, list[str]],
+    topics: list[str],
+    instances: list[str],
+    timeout: float = 60.0,
+) -> dict[str, list[tuple[str, int]]]:
     """Start one consumer per static instance id in `group`, each polling in its own thread,
-    and return instance id -> its sorted partitions once the group is stable: every one of
-    the `expected_partitions` owned by exactly one member, the same for a whole second.
+    and return instance id -> its sorted partitions once the group has settled: the
+    coordinator says it is Stable with exactly these members, each consumer holds what the
+    coordinator gave it, and so for a whole second. Settled is not right: a wrong assignor
+    settles too, and the test then says how its assignment differs from the expected one.
     `strategy`: the assignor of every member, or instance id -> its assignors in order of
-    preference. Raises what a consumer raised (the leader runs the assignor in poll())."""
+    preference. Raises what a consumer raised (the leader runs the assignor in poll()), or
+    what the coordinator raised running the student's code."""
     if isinstance(strategy, dict):
         preferences = strategy
     else:
@@ -68,7 +74,7 @@ def settled_assignment(
     errors: list[BaseException] = []
     consumers = {
         instance: Consumer(
-            bootstrap,
+            broker.bootstrap,
             group_id=group,
             group_instance_id=instance,
             client_id=instance,
@@ -93,27 +99,37 @@ def settled_assignment(
     for t in threads:
         t.start()
         time.sleep(0.2)  # members join one after the other
+    admin = Admin(broker.bootstrap)
     try:
-        deadline, stable_since, last = time.monotonic() + timeout, None, None
+        deadline, settled_since, last = time.monotonic() + timeout, None, None
         while time.monotonic() < deadline:
             if errors:
                 raise errors[0]
-            if broker is not None:  # the coordinator failed running your code
-                broker.raise_if_failed()
-            now = {i: sorted(tuple(tp) for tp in c.assignment()) for i, c in consumers.items()}
-            owned = [tp for tps in now.values() for tp in tps]
-            if len(owned) == len(set(owned)) == expected_partitions and now == last:
-                if stable_since and time.monotonic() - stable_since >= 1.0:
-                    return now
-                stable_since = stable_since or time.monotonic()
+            broker.raise_if_failed()  # the coordinator failed running your code
+            held = {i: sorted(tuple(tp) for tp in c.assignment()) for i, c in consumers.items()}
+            if held == last and held == coordinators_assignment(admin, group):
+                settled_since = settled_since or time.monotonic()
+                if time.monotonic() - settled_since >= 1.0:
+                    return held
             else:
-                stable_since = None
-            last = now
+                settled_since = None
+            last = held
             time.sleep(0.1)
         raise AssertionError(f"the group did not settle in {timeout:.0f} s: last seen {last}")
     finally:
+        admin.close()
         stop.set()
         for t in threads:
             t.join(5)
         for c in consumers.values():
             c.close()
+
+
+def coordinators_assignment(admin: Admin, group: str) -> dict[str, list[tuple[str, int]]] | None:
+    """Instance id -> its partitions as the coordinator gave them; None unless Stable.
+    (Each consumer's client id is its instance id: DescribeGroups before v4 has no
+    instance id.)"""
+    description = admin.describe_groups([group])[group]
+    if description.state != "Stable":
+        return None
+    return {m.client_id: sorted(tuple(tp) for tp in m.assignment) for m in description.members}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given
@@ -162,47 +163,6 @@ def tps(*names):
     return [TopicPartition(n.rsplit("-", 1)[0], int(n.rsplit("-", 1)[1])) for n in names]
 
 
-def subs(**topics):
-    return {m: Subscription(tuple(ts.split())) for m, ts in topics.items()}
-
-
-KAFKA_RANGE_EXAMPLES = [  # Kafka's RangeAssignorTest (consumer1 = c1, topic1 = t1, ...)
-    ({"t1": 3}, subs(c1=""), {"c1": []}),  # testOneConsumerNoTopic
-    ({}, subs(c1="t1"), {"c1": []}),  # testOneConsumerNonexistentTopic
-    ({"t1": 3, "t2": 3}, subs(c1="t1"), {"c1": tps("t1-0", "t1-1", "t1-2")}),
-    ({"t1": 1}, subs(c1="t1", c2="t1"), {"c1": tps("t1-0"), "c2": []}),
-    ({"t1": 2}, subs(c1="t1", c2="t1"), {"c1": tps("t1-0"), "c2": tps("t1-1")}),
-    (  # testMultipleConsumersMixedTopicSubscriptions
-        {"t1": 3, "t2": 2}, subs(c1="t1", c2="t1 t2", c3="t1"),
-        {"c1": tps("t1-0"), "c2": tps("t1-1", "t2-0", "t2-1"), "c3": tps("t1-2")},
-    ),
-    (  # testTwoConsumersTwoTopicsSixPartitions
-        {"t1": 3, "t2": 3}, subs(c1="t1 t2", c2="t1 t2"),
-        {"c1": tps("t1-0", "t1-1", "t2-0", "t2-1"), "c2": tps("t1-2", "t2-2")},
-    ),
-]  # fmt: skip
-
-
-@pytest.mark.spec("ASSIGN-4")
-def test_range_matches_kafkas_examples():
-    for cluster, subscriptions, expected in KAFKA_RANGE_EXAMPLES:
-        got = normalised(range_module.range_assign(cluster, subscriptions))
-        assert got == expected, f"cluster {cluster}, subscriptions {subscriptions}"
-
-
-@pytest.mark.spec("ASSIGN-4", "ASSIGN-1")
-def test_range_puts_static_members_first():
-    """A static member (group.instance.id) comes before every dynamic one, whatever its
-    member id: "z" with instance "a" is first, then "b" and "c" by member id."""
-    subscriptions = {
-        "b": Subscription(("t",)),
-        "z": Subscription(("t",), group_instance_id="a"),
-        "c": Subscription(("t",)),
-    }
-    got = normalised(range_module.range_assign({"t": 4}, subscriptions))
-    assert got == {"z": tps("t-0", "t-1"), "b": tps("t-2"), "c": tps("t-3")}
-
-
 # ------------------------------------------------------------------ round-robin
 @pytest.mark.spec("ASSIGN-5")
 @given(group=groups(identical=True))
@@ -225,26 +185,279 @@ def test_roundrobin_agrees_with_kafka_python(group):
     assert got == kafka_python(RoundRobinPartitionAssignor, cluster, subscriptions)
 
 
-KAFKA_ROUNDROBIN_EXAMPLES = [  # Kafka's RoundRobinAssignorTest
-    ({"t1": 3}, subs(c1="t1"), {"c1": tps("t1-0", "t1-1", "t1-2")}),
-    ({"t1": 1}, subs(c1="t1", c2="t1"), {"c1": tps("t1-0"), "c2": []}),
-    (  # testMultipleConsumersMixedTopics: the deal skips c1 and c3 for t2
-        {"t1": 3, "t2": 2}, subs(c1="t1", c2="t1 t2", c3="t1"),
-        {"c1": tps("t1-0"), "c2": tps("t1-1", "t2-0", "t2-1"), "c3": tps("t1-2")},
-    ),
-    (  # testTwoConsumersTwoTopicsSixPartitions
-        {"t1": 3, "t2": 3}, subs(c1="t1 t2", c2="t1 t2"),
-        {"c1": tps("t1-0", "t1-2", "t2-1"), "c2": tps("t1-1", "t2-0", "t2-2")},
-    ),
-    (  # the turn carries on across topics: t2-0 goes to c2, whose turn it is after t1-0
-        {"t1": 1, "t2": 3}, subs(c1="t1 t2", c2="t2", c3="t2"),
-        {"c1": tps("t1-0", "t2-2"), "c2": tps("t2-0"), "c3": tps("t2-1")},
-    ),
-]  # fmt: skip
+def dealt(cluster, subscriptions):
+    """ASSIGN-5 as the handout states it: the sorted cards dealt in Kafka's member order,
+    the turn skipping members not subscribed, and passing to the member after the taker."""
+    order = kafka_order(subscriptions)
+    hands, turn = {m: [] for m in order}, 0
+    for tp in sorted(subscribed(cluster, subscriptions)):
+        while tp.topic not in subscriptions[order[turn % len(order)]].topics:
+            turn += 1
+        hands[order[turn % len(order)]].append(tp)
+        turn += 1
+    return hands
 
 
 @pytest.mark.spec("ASSIGN-5")
-def test_roundrobin_matches_kafkas_examples_with_skipping():
-    for cluster, subscriptions, expected in KAFKA_ROUNDROBIN_EXAMPLES:
-        got = normalised(roundrobin_module.roundrobin_assign(cluster, subscriptions))
-        assert got == expected, f"cluster {cluster}, subscriptions {subscriptions}"
+@given(group=groups())
+def test_roundrobin_skips_members_not_subscribed_and_the_turn_carries_on(group):
+    cluster, subscriptions = group
+    got = normalised(roundrobin_module.roundrobin_assign(cluster, subscriptions))
+    assert got == dealt(cluster, subscriptions)
+
+
+# ------------------------------------------------------------------ cases worked out by hand
+def group_of(*members: str) -> dict[str, Subscription]:
+    """group_of("c1: t1 t2", "z=a: t1"): members in this (arrival) order, with their topics;
+    "z=a" is member z with group.instance.id a (a static member)."""
+    subscriptions = {}
+    for member in members:
+        name, topics = member.split(":")
+        member_id, _, instance = name.partition("=")
+        subscriptions[member_id] = Subscription(
+            tuple(topics.split()), group_instance_id=instance or None
+        )
+    return subscriptions
+
+
+def described_group(cluster, subscriptions) -> str:
+    topics = ", ".join(f"{t} {n}" for t, n in cluster.items()) or "none"
+    members = []
+    for member_id, s in subscriptions.items():
+        static = f"={s.group_instance_id}" if s.group_instance_id is not None else ""
+        members.append(f"{member_id}{static}: {' '.join(s.topics) or '-'}")
+    return f"partitions {topics}; members {'; '.join(members)}"
+
+
+def described_assignment(assignment) -> str:
+    if not isinstance(assignment, dict):
+        return repr(assignment)
+    return "; ".join(
+        f"{m}: {' '.join(f'{t}-{p}' for t, p in tps) or '-'}" for m, tps in assignment.items()
+    )
+
+
+class AssignCase(NamedTuple):
+    why: str
+    cluster: dict[str, int]
+    subscriptions: dict[str, Subscription]
+    expected: dict[str, str]  # member -> "t1-0 t1-1"
+
+
+def check_assignment(name: str, case: AssignCase) -> None:
+    inputs = described_group(case.cluster, case.subscriptions)
+    try:
+        got = normalised(assign(name, case.cluster, case.subscriptions))
+    except Exception as e:  # the student's code raised: say on what, below
+        error = f"{type(e).__name__}: {e}"
+    else:
+        expected = {m: tps(*t.split()) for m, t in case.expected.items()}
+        assert got == expected, (
+            f"{inputs}: {case.why}; expected {described_assignment(expected)}, "
+            f"got {described_assignment(got)}"
+        )
+        return
+    pytest.fail(f"{inputs}: raised {error}")
+
+
+RANGE_CASES = {  # ASSIGN-4; Kafka's RangeAssignorTest first (consumer1 = c1, topic1 = t1)
+    "kafka-two-members-two-partitions": AssignCase(
+        "one partition each", {"t1": 2}, group_of("c1: t1", "c2: t1"), {"c1": "t1-0", "c2": "t1-1"}
+    ),
+    "kafka-mixed-subscriptions": AssignCase(
+        "t2 is split among its only subscriber, c2",
+        {"t1": 3, "t2": 2},
+        group_of("c1: t1", "c2: t1 t2", "c3: t1"),
+        {"c1": "t1-0", "c2": "t1-1 t2-0 t2-1", "c3": "t1-2"},
+    ),
+    "kafka-two-topics-the-extras-to-the-first": AssignCase(
+        "the extra partition of each topic goes to the first member",
+        {"t1": 3, "t2": 3},
+        group_of("c1: t1 t2", "c2: t1 t2"),
+        {"c1": "t1-0 t1-1 t2-0 t2-1", "c2": "t1-2 t2-2"},
+    ),
+    "remainder-to-the-first-members": AssignCase(
+        "5 = 2 + 2 + 1, the extras to the first members",
+        {"t": 5},
+        group_of("c1: t", "c2: t", "c3: t"),
+        {"c1": "t-0 t-1", "c2": "t-2 t-3", "c3": "t-4"},
+    ),
+    "sizes-are-n-over-m-plus-one": AssignCase(
+        "4 = 2 + 1 + 1: n // m, one more for the first n % m",
+        {"t": 4},
+        group_of("c1: t", "c2: t", "c3: t"),
+        {"c1": "t-0 t-1", "c2": "t-2", "c3": "t-3"},
+    ),
+    "fewer-partitions-than-members": AssignCase(
+        "2 = 1 + 1 + 0",
+        {"t": 2},
+        group_of("c1: t", "c2: t", "c3: t"),
+        {"c1": "t-0", "c2": "t-1", "c3": ""},
+    ),
+    "each-topic-among-its-own-subscribers": AssignCase(
+        "each topic is split among the members subscribed to it",
+        {"t1": 3, "t2": 3},
+        group_of("c1: t1", "c2: t1 t2", "c3: t2"),
+        {"c1": "t1-0 t1-1", "c2": "t1-2 t2-0 t2-1", "c3": "t2-2"},
+    ),
+    "extras-of-every-topic-pile-up": AssignCase(
+        "per topic, the extras go to the first members, topic after topic",
+        {"t1": 3, "t2": 3, "t3": 1},
+        group_of("c1: t1 t2 t3", "c2: t1 t2 t3"),
+        {"c1": "t1-0 t1-1 t2-0 t2-1 t3-0", "c2": "t1-2 t2-2"},
+    ),
+    "a-topic-without-partitions": AssignCase(
+        "a topic with no partition gives nothing",
+        {"t1": 0, "t2": 2},
+        group_of("c1: t1 t2", "c2: t1 t2"),
+        {"c1": "t2-0", "c2": "t2-1"},
+    ),
+}
+ROUNDROBIN_CASES = {  # ASSIGN-5; Kafka's RoundRobinAssignorTest first
+    "kafka-one-member": AssignCase(
+        "all to the only member", {"t1": 3}, group_of("c1: t1"), {"c1": "t1-0 t1-1 t1-2"}
+    ),
+    "kafka-mixed-subscriptions": AssignCase(
+        "the deal skips c3 and c1 for t2",
+        {"t1": 3, "t2": 2},
+        group_of("c1: t1", "c2: t1 t2", "c3: t1"),
+        {"c1": "t1-0", "c2": "t1-1 t2-0 t2-1", "c3": "t1-2"},
+    ),
+    "kafka-two-topics-the-turn-carries-on": AssignCase(
+        "t1-0 c1, t1-1 c2, t1-2 c1, then t2-0 to c2: the turn carries on",
+        {"t1": 3, "t2": 3},
+        group_of("c1: t1 t2", "c2: t1 t2"),
+        {"c1": "t1-0 t1-2 t2-1", "c2": "t1-1 t2-0 t2-2"},
+    ),
+    "the-turn-carries-on-to-the-next-topic": AssignCase(
+        "after t1-0 to c1 it is c2's turn: t2-0 to c2, not to c1",
+        {"t1": 1, "t2": 3},
+        group_of("c1: t1 t2", "c2: t2", "c3: t2"),
+        {"c1": "t1-0 t2-2", "c2": "t2-0", "c3": "t2-1"},
+    ),
+    "after-a-skip-the-turn-passes-the-taker": AssignCase(
+        "y-0: a is skipped, b takes it, and the turn passes to c (after b)",
+        {"x": 3, "y": 3},
+        group_of("a: x", "b: x y", "c: x y"),
+        {"a": "x-0", "b": "x-1 y-0 y-2", "c": "x-2 y-1"},
+    ),
+    "sorted-by-topic-then-partition": AssignCase(
+        "dealt in the order t1-0, t1-1, t2-0, whatever the cluster's order",
+        {"t2": 1, "t1": 2},
+        group_of("c1: t1 t2", "c2: t1 t2"),
+        {"c1": "t1-0 t2-0", "c2": "t1-1"},
+    ),
+    "fewer-partitions-than-members": AssignCase(
+        "one card for two members",
+        {"t1": 1},
+        group_of("c1: t1", "c2: t1"),
+        {"c1": "t1-0", "c2": ""},
+    ),
+}
+ORDER_CASES = {  # ASSIGN-1: (range's expected, round-robin's expected)
+    "members-by-member-id-not-arrival": (
+        "members are ordered by member id, not as they arrive",
+        {"t": 3},
+        group_of("c3: t", "c1: t", "c2: t"),
+        {"c1": "t-0", "c2": "t-1", "c3": "t-2"},
+        {"c1": "t-0", "c2": "t-1", "c3": "t-2"},
+    ),
+    "static-members-first-by-instance-id": (
+        "static members first, by instance id (z=a, y=b), then dynamic ones by member id",
+        {"t": 6},
+        group_of("b: t", "z=a: t", "c: t", "y=b: t"),
+        {"z": "t-0 t-1", "y": "t-2 t-3", "b": "t-4", "c": "t-5"},
+        {"z": "t-0 t-4", "y": "t-1 t-5", "b": "t-2", "c": "t-3"},
+    ),
+    "every-member-appears": (
+        "every member is in the assignment, even one that gets nothing",
+        {"t1": 2},
+        group_of("c1: t1", "c2: gone"),
+        {"c1": "t1-0 t1-1", "c2": ""},
+        {"c1": "t1-0 t1-1", "c2": ""},
+    ),
+}
+SUBSCRIBER_CASES = {  # ASSIGN-3: (range's expected, round-robin's expected)
+    "kafka-a-member-subscribed-to-nothing": (
+        "a member subscribed to nothing gets nothing",
+        {"t1": 3},
+        group_of("c1:"),
+        {"c1": ""},
+        {"c1": ""},
+    ),
+    "kafka-a-topic-the-cluster-does-not-know": (
+        "a topic the cluster does not know is skipped",
+        {},
+        group_of("c1: t1"),
+        {"c1": ""},
+        {"c1": ""},
+    ),
+    "kafka-a-topic-no-member-subscribes-to": (
+        "only subscribed topics are assigned",
+        {"t1": 3, "t2": 3},
+        group_of("c1: t1"),
+        {"c1": "t1-0 t1-1 t1-2"},
+        {"c1": "t1-0 t1-1 t1-2"},
+    ),
+    "an-unknown-topic-beside-a-known-one": (
+        "the unknown topic is skipped, the known one assigned",
+        {"t1": 2},
+        group_of("c1: gone t1", "c2: t1"),
+        {"c1": "t1-0", "c2": "t1-1"},
+        {"c1": "t1-0", "c2": "t1-1"},
+    ),
+    "only-to-subscribers": (
+        "t2 goes only to c2, its one subscriber",
+        {"t1": 2, "t2": 2},
+        group_of("c1: t1", "c2: t1 t2"),
+        {"c1": "t1-0", "c2": "t1-1 t2-0 t2-1"},
+        {"c1": "t1-0", "c2": "t1-1 t2-0 t2-1"},
+    ),
+}
+
+
+def both(cases: dict, which: int) -> dict[str, AssignCase]:
+    """The cases of a table for both assignors, for range (which=0) or round-robin (1)."""
+    return {
+        k: AssignCase(why, c, s, expected[which]) for k, (why, c, s, *expected) in cases.items()
+    }
+
+
+@pytest.mark.spec("ASSIGN-4")
+@pytest.mark.parametrize("case", RANGE_CASES.values(), ids=RANGE_CASES.keys())
+def test_range_by_hand(case):
+    check_assignment("range", case)
+
+
+@pytest.mark.spec("ASSIGN-5")
+@pytest.mark.parametrize("case", ROUNDROBIN_CASES.values(), ids=ROUNDROBIN_CASES.keys())
+def test_roundrobin_by_hand(case):
+    check_assignment("roundrobin", case)
+
+
+@pytest.mark.spec("ASSIGN-1")
+@pytest.mark.parametrize(
+    "name, case",
+    [
+        (name, case)
+        for which, name in enumerate(ASSIGNOR_NAMES)
+        for case in both(ORDER_CASES, which).values()
+    ],
+    ids=[f"{name}-{key}" for name in ASSIGNOR_NAMES for key in ORDER_CASES],
+)
+def test_members_in_kafkas_order_every_one_present(name, case):
+    check_assignment(name, case)
+
+
+@pytest.mark.spec("ASSIGN-3")
+@pytest.mark.parametrize(
+    "name, case",
+    [
+        (name, case)
+        for which, name in enumerate(ASSIGNOR_NAMES)
+        for case in both(SUBSCRIBER_CASES, which).values()
+    ],
+    ids=[f"{name}-{key}" for name in ASSIGNOR_NAMES for key in SUBSCRIBER_CASES],
+)
+def test_only_subscribers_get_a_topic_and_unknown_topics_are_skipped(name, case):
+    check_assignment(name, case)

@@ -13,6 +13,7 @@ broker while our read_committed consumer must get every committed record and no 
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given
@@ -81,7 +82,9 @@ def answers(draw):
             keep.append(False)
             offset += 1
         elif op == "plain":  # an idempotent (or plain) batch outside any transaction
-            pid = draw(st.sampled_from([-1, 10 + producer]))
+            # none, an idempotent producer's, or the id of a transactional producer (whose
+            # transaction may be aborting): a non-transactional batch is always returned
+            pid = draw(st.sampled_from([-1, 10 + producer, producer]))
             batches.append(FetchedBatch(offset, offset, pid, False, False, False,
                                         len(batches)))  # fmt: skip
             keep.append(True)
@@ -100,6 +103,269 @@ def test_read_committed_returns_exactly_the_committed_and_plain_batches(case):
     batches, listed, expected = case
     got = list(isolation.read_committed_batches(iter(batches), listed))
     assert got == expected
+
+
+# ------------------------------------------------------------------ the LSO, by hand
+class LsoCase(NamedTuple):
+    why: str
+    open: tuple[int, ...]
+    finished: tuple[tuple[int, int], ...]
+    hw: int
+    log_start: int
+    expected: int
+
+
+LSO_CASES = {
+    "no-transaction-the-hw": LsoCase("no transaction at all: the LSO is the HW", (), (), 10, 0, 10),
+    "no-transaction-log-start-above-0": LsoCase(
+        "no transaction: the LSO is the HW, not the log start", (), (), 10, 4, 10
+    ),
+    "empty-log": LsoCase("an empty log: 0", (), (), 0, 0, 0),
+    "one-open": LsoCase(
+        "an open transaction holds the LSO at its first offset", (4,), (), 10, 0, 4
+    ),
+    "oldest-of-several-open": LsoCase(
+        "the oldest open transaction, whatever the order given", (7, 4, 9), (), 10, 0, 4
+    ),
+    "open-above-the-hw": LsoCase(
+        "a transaction opened above the HW: the LSO is capped at the HW", (12,), (), 10, 0, 10
+    ),
+    "open-at-the-hw": LsoCase("a transaction opened at the HW: the HW", (10,), (), 10, 0, 10),
+    "marker-below-the-hw": LsoCase(
+        "marker at 9, below the HW 10: finished, the LSO is the HW", (), ((3, 9),), 10, 0, 10
+    ),
+    "marker-at-the-hw": LsoCase(
+        "marker at 10, not below the HW 10: unfinished, its first offset", (), ((3, 10),), 10, 0, 3
+    ),
+    "marker-above-the-hw": LsoCase(
+        "marker above the HW: unfinished, its first offset counts", (), ((3, 15),), 10, 0, 3
+    ),
+    "unfinished-older-than-open": LsoCase(
+        "the unfinished one (marker at the HW) is older than the open", (6,), ((2, 10),), 10, 0, 2
+    ),
+    "finished-older-than-open": LsoCase(
+        "a finished transaction (marker below the HW) holds nothing", (6,), ((2, 5),), 10, 0, 6
+    ),
+    "log-start-above-open": LsoCase(
+        "an open transaction below the log start: the log start", (3,), (), 10, 5, 5
+    ),
+    "log-start-above-unfinished": LsoCase(
+        "an unfinished transaction below the log start: the log start", (), ((1, 12),), 10, 4, 4
+    ),
+    "log-start-below-open": LsoCase(
+        "the log start below the oldest open transaction changes nothing", (6,), (), 10, 2, 6
+    ),
+}
+
+
+@pytest.mark.spec("TXN-4")
+@pytest.mark.parametrize("case", LSO_CASES.values(), ids=LSO_CASES.keys())
+def test_the_lso_by_hand(case):
+    inputs = (
+        f"open transactions at {list(case.open)}, finished (first, marker) "
+        f"{list(case.finished)}, HW {case.hw}, log start {case.log_start}"
+    )
+    got = call(
+        inputs,
+        isolation.last_stable_offset,
+        list(case.open),
+        list(case.finished),
+        case.hw,
+        case.log_start,
+    )
+    assert got == case.expected, f"{inputs}: {case.why}; expected LSO {case.expected}, got {got}"
+
+
+# ------------------------------------------------------------------ read_committed, by hand
+def txn(producer: int, base: int, last: int | None = None) -> FetchedBatch:
+    """A transactional batch of `producer` at offsets base..last."""
+    return FetchedBatch(
+        base, base if last is None else last, producer, True, False, False, 100 * base
+    )
+
+
+def plain(producer_id: int, base: int) -> FetchedBatch:
+    """A batch outside any transaction (producer id -1: not idempotent)."""
+    return FetchedBatch(base, base, producer_id, False, False, False, 100 * base)
+
+
+def commit(producer: int, at: int) -> FetchedBatch:
+    return FetchedBatch(at, at, producer, True, True, False, 100 * at)
+
+
+def abort(producer: int, at: int) -> FetchedBatch:
+    return FetchedBatch(at, at, producer, True, True, True, 100 * at)
+
+
+def described(batch: FetchedBatch) -> str:
+    """A batch in words: "P1 batch 0-1", "COMMIT of P1 at 5", "plain batch 4 (no id)"."""
+    span = f"{batch.base_offset}" + (
+        f"-{batch.last_offset}" if batch.last_offset != batch.base_offset else ""
+    )
+    if batch.is_control:
+        kind = "ABORT" if batch.is_abort_marker else "COMMIT"
+        return f"{kind} of P{batch.producer_id} at {span}"
+    if batch.is_transactional:
+        return f"P{batch.producer_id} batch {span}"
+    who = "no id" if batch.producer_id < 0 else f"id {batch.producer_id}"
+    return f"plain batch {span} ({who})"
+
+
+class FilterCase(NamedTuple):
+    why: str
+    batches: tuple[FetchedBatch, ...]
+    aborted: tuple[tuple[int, int], ...]
+    expected: tuple[int, ...]  # base offsets of the batches returned
+
+
+FILTER_CASES = {
+    "committed-transaction": FilterCase(
+        "a committed transaction is returned, its marker is not",
+        (txn(1, 0, 1), txn(1, 2), commit(1, 3)),
+        (),
+        (0, 2),
+    ),
+    "aborted-transaction": FilterCase(
+        "every batch of an aborted transaction is dropped, the first and the later ones",
+        (txn(1, 0), txn(1, 1, 2), abort(1, 3)),
+        ((1, 0),),
+        (),
+    ),
+    "markers-alone": FilterCase("markers are never returned", (commit(1, 0), commit(2, 1)), (), ()),
+    "plain-batches-between": FilterCase(
+        "batches outside any transaction are returned",
+        (txn(1, 0), plain(-1, 1), txn(1, 2), abort(1, 3), plain(-1, 4)),
+        ((1, 0),),
+        (1, 4),
+    ),
+    "plain-batch-of-an-aborting-producer-id": FilterCase(
+        "a non-transactional batch is returned even with the id of a producer whose "
+        "transaction is aborted",
+        (txn(1, 0), plain(1, 1), abort(1, 2)),
+        ((1, 0),),
+        (1,),
+    ),
+    "plain-batch-before-the-aborted-transaction": FilterCase(
+        "a non-transactional batch with the id of a producer that aborts later is returned",
+        (plain(1, 0), txn(1, 1), abort(1, 2)),
+        ((1, 1),),
+        (0,),
+    ),
+    "abort-marker-ends-the-aborted-transaction": FilterCase(
+        "the ABORT marker ends the aborted transaction: the producer's next one commits",
+        (txn(1, 0), abort(1, 1), txn(1, 2), commit(1, 3)),
+        ((1, 0),),
+        (2,),
+    ),
+    "answer-starts-at-the-abort-marker": FilterCase(
+        "the aborted transaction began at 3, before the answer: offset 6 is committed",
+        (abort(1, 5), txn(1, 6), commit(1, 7)),
+        ((1, 3),),
+        (6,),
+    ),
+    "answer-starts-mid-aborted-transaction": FilterCase(
+        "the answer starts inside P1's aborted transaction (begun at 3): its batches go",
+        (txn(1, 5), txn(1, 6), abort(1, 7), txn(2, 8), commit(2, 9)),
+        ((1, 3),),
+        (8,),
+    ),
+    "answer-ends-before-the-abort-marker": FilterCase(
+        "the aborted list decides, even before the ABORT marker is in the answer",
+        (txn(1, 0), txn(1, 1)),
+        ((1, 0),),
+        (),
+    ),
+    "answer-ends-before-the-commit-marker": FilterCase(
+        "a transaction not in the aborted list is returned, its marker still to come",
+        (txn(1, 0), txn(1, 1)),
+        (),
+        (0, 1),
+    ),
+    "single-record-aborted-batch": FilterCase(
+        "an aborted transaction starts at the batch's offset: at or before its last offset",
+        (txn(1, 4), abort(1, 5)),
+        ((1, 4),),
+        (),
+    ),
+    "other-producer-inside-an-aborted-transaction": FilterCase(
+        "only P1's batches are aborted: P2's committed ones in between are returned",
+        (txn(1, 0), txn(2, 1), txn(1, 2), abort(1, 3), txn(2, 4), commit(2, 5)),
+        ((1, 0),),
+        (1, 4),
+    ),
+    "an-abort-marker-ends-only-its-producer": FilterCase(
+        "P1's ABORT marker does not end P2's aborted transaction",
+        (txn(1, 0), txn(2, 1), abort(1, 2), txn(2, 3), abort(2, 4)),
+        ((1, 0), (2, 1)),
+        (),
+    ),
+    "committed-before-aborted-same-producer": FilterCase(
+        "P1's transaction is aborted only from its first offset 2: the one before commits",
+        (txn(1, 0), commit(1, 1), txn(1, 2), abort(1, 3)),
+        ((1, 2),),
+        (0,),
+    ),
+    "two-aborted-transactions-of-one-producer": FilterCase(
+        "P1 aborts twice and commits in between",
+        (txn(1, 0), abort(1, 1), txn(1, 2), commit(1, 3), txn(1, 4), abort(1, 5)),
+        ((1, 0), (1, 4)),
+        (2,),
+    ),
+    "aborted-list-not-sorted": FilterCase(
+        "the aborted list comes in no particular order",
+        (txn(1, 0), abort(1, 1), txn(2, 2), abort(2, 3), txn(3, 4), commit(3, 5)),
+        ((2, 2), (1, 0)),
+        (4,),
+    ),
+}
+
+
+def offsets(batches) -> list[int]:
+    return [b.base_offset for b in batches]
+
+
+@pytest.mark.spec("CLIENT-14")
+@pytest.mark.parametrize("case", FILTER_CASES.values(), ids=FILTER_CASES.keys())
+def test_read_committed_by_hand(case):
+    inputs = f"{', '.join(map(described, case.batches))}; aborted {list(case.aborted)}"
+    got = call(
+        inputs,
+        lambda *a: list(isolation.read_committed_batches(*a)),
+        iter(case.batches),
+        list(case.aborted),
+    )
+    expected = [b for b in case.batches if b.base_offset in case.expected]
+    unchanged = "" if offsets(got) != offsets(expected) else " (return them unchanged)"
+    assert got == expected, (
+        f"{inputs}: {case.why}; expected the batches at {offsets(expected)}, got "
+        f"{offsets(got)}{unchanged}"
+    )
+
+
+@pytest.mark.spec("CLIENT-14")
+def test_read_committed_reads_the_answer_one_batch_at_a_time():
+    """Each batch is yielded before the next one is read: our consumer decodes an answer
+    lazily and may stop taking records in the middle of it."""
+    batches = [txn(1, 0), txn(2, 1), abort(1, 2), plain(-1, 3), txn(2, 4), commit(2, 5)]
+    read = []
+
+    def answer():
+        for batch in batches:
+            read.append(batch.base_offset)
+            yield batch
+
+    inputs = f"{', '.join(map(described, batches))}; aborted [(1, 0)]"
+    returned = iter(call(inputs, isolation.read_committed_batches, answer(), [(1, 0)]))
+    for expected in (1, 3, 4):
+        got = call(inputs, next, returned, None)
+        assert got is not None and got.base_offset == expected, (
+            f"{inputs}: expected the batch at {expected} next, got "
+            f"{None if got is None else got.base_offset}"
+        )
+        assert read[-1] == expected, (
+            f"the batch at {expected} was returned after reading the answer up to offset "
+            f"{read[-1]}: yield each batch before reading the next"
+        )
 
 
 @pytest.mark.spec("CLIENT-14")
@@ -134,3 +400,14 @@ def test_a_real_broker_and_our_consumer_read_committed_records_only(kafka_ref_br
             got += [r.value for r in consumer.poll(0.5)]
         got += [r.value for r in consumer.poll(0.5)]  # nothing else may come
     assert sorted(got) == sorted(committed)
+
+
+def call(inputs: str, function, *args):
+    """function(*args); an exception it raises fails the test, naming the inputs."""
+    try:
+        return function(*args)
+    except Exception as e:  # the student's code raised: say on what, below
+        error = e
+    # Outside the `except`, so that the report's first line is this one, not the traceback.
+    message = f": {error}" if str(error) else ""
+    pytest.fail(f"{inputs}: raised {type(error).__name__}{message}")

