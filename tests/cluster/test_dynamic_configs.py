@@ -37,7 +37,7 @@ def in_force(cluster, broker_id: int, key: str) -> tuple[str | None, int]:
 
 def produce(cluster, broker_id: int, topic: str) -> int:
     with Wire("127.0.0.1", cluster.brokers[broker_id].port) as wire:
-        return wire.produce(topic, 0, batch([b"v"]), acks=-1).error_code
+        return wire.produce(topic, 0, batch([b"v" * 1000]), acks=-1).error_code
 
 
 @pytest.mark.spec("CONFIG-6")
@@ -45,29 +45,29 @@ def test_a_cluster_default_reaches_every_broker_and_a_restarted_one(cluster, top
     create_topic(cluster, topic_name, assignment=[[3]])  # one replica, on broker 3
     assert produce(cluster, 3, topic_name) == ErrorCode.NO_ERROR
     try:
-        alter(cluster, 1, "", ("min.insync.replicas", "2", SET))
+        alter(cluster, 1, "", ("message.max.bytes", "500", SET))
         zk = cluster.zk.zk
-        assert read_broker_config(zk, "<default>") == {"min.insync.replicas": "2"}
+        assert read_broker_config(zk, "<default>") == {"message.max.bytes": "500"}
         notices = [
             json.loads(zk.get(f"{CONFIG_CHANGES}/{c}")[0]) for c in zk.get_children(CONFIG_CHANGES)
         ]
         assert {"version": 2, "entity_path": "brokers/<default>"} in notices
         for b in (1, 2, 3):
             wait_for(
-                lambda b=b: in_force(cluster, b, "min.insync.replicas") == ("2", DYNAMIC_DEFAULT),
+                lambda b=b: in_force(cluster, b, "message.max.bytes") == ("500", DYNAMIC_DEFAULT),
                 what=f"broker {b} to apply the cluster default",
             )
-        wait_for(lambda: produce(cluster, 3, topic_name) == ErrorCode.NOT_ENOUGH_REPLICAS,
-                 what="broker 3's live log to refuse acks=all with an ISR of one")  # fmt: skip
+        wait_for(lambda: produce(cluster, 3, topic_name) == ErrorCode.MESSAGE_TOO_LARGE,
+                 what="broker 3's live log to refuse a 1 kB batch")  # fmt: skip
         cluster.stop(3)
         cluster.ensure_running()
         wait_for(  # the controller's LeaderAndIsr, then its UpdateMetadata, reached broker 3
             lambda: leaders_in_metadata(cluster, 3, topic_name)[0][0] == 3,
             what="broker 3 leading again",
         )
-        assert produce(cluster, 3, topic_name) == ErrorCode.NOT_ENOUGH_REPLICAS, "read at start"
+        assert produce(cluster, 3, topic_name) == ErrorCode.MESSAGE_TOO_LARGE, "read at start"
     finally:
-        alter(cluster, 1, "", ("min.insync.replicas", None, DELETE))
+        alter(cluster, 1, "", ("message.max.bytes", None, DELETE))
     wait_for(lambda: produce(cluster, 3, topic_name) == ErrorCode.NO_ERROR, what="the default gone")
 
 

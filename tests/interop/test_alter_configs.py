@@ -2,9 +2,9 @@
 
 `incremental_alter_configs` (IncrementalAlterConfigs, KIP-339) and `alter_configs`
 (AlterConfigs) against a kafka-ref broker process: DescribeConfigs shows the new overrides,
-the topic's live log applies them at once (an acks=all produce is refused with
-NOT_ENOUGH_REPLICAS as soon as `min.insync.replicas` exceeds the ISR; a raw Produce shows
-the code, where librdkafka would retry it), and they survive a restart of the broker.
+the topic's live log applies them at once (a batch is refused with MESSAGE_TOO_LARGE as soon
+as `max.message.bytes` is below its size; a raw Produce shows the code), and they survive a
+restart of the broker.
 """
 
 from __future__ import annotations
@@ -102,19 +102,21 @@ def test_alter_configs_replaces_the_whole_set(admin, topic):
 def test_the_live_log_takes_the_new_config_and_keeps_it_across_a_restart(
     admin, topic, kafka_ref_broker
 ):
-    def produce() -> int:  # one acks=all produce, its partition's error code
+    def produce() -> int:  # one 1 kB record, its partition's error code
         wire = Wire("127.0.0.1", kafka_ref_broker.port)
         try:
-            return wire.produce(topic, 0, batch([b"v"]), acks=-1).error_code
+            return wire.produce(topic, 0, batch([b"v" * 1000]), acks=-1).error_code
         finally:
             wire.close()
 
+    # max.message.bytes, because one broker shows it: min.insync.replicas is capped at the
+    # replication factor (Kafka's Partition.effectiveMinIsr), so one replica shows nothing
     assert produce() == KafkaError.NO_ERROR
-    incremental(admin, topic, ("min.insync.replicas", "2", SET))
-    assert produce() == KafkaError.NOT_ENOUGH_REPLICAS  # one broker: an ISR of one
+    incremental(admin, topic, ("max.message.bytes", "500", SET))
+    assert produce() == KafkaError.MSG_SIZE_TOO_LARGE
     kafka_ref_broker.restart()
     admin = AdminClient({"bootstrap.servers": kafka_ref_broker.bootstrap})
-    assert overrides(admin, topic) == {"min.insync.replicas": "2"}
-    assert produce() == KafkaError.NOT_ENOUGH_REPLICAS
-    incremental(admin, topic, ("min.insync.replicas", None, DELETE))
+    assert overrides(admin, topic) == {"max.message.bytes": "500"}
+    assert produce() == KafkaError.MSG_SIZE_TOO_LARGE
+    incremental(admin, topic, ("max.message.bytes", None, DELETE))
     assert produce() == KafkaError.NO_ERROR

@@ -3,8 +3,8 @@
 A broker process of its own (broker id 0, `log.retention.hours=5` in its static
 configuration): per-broker and cluster-default layers set with IncrementalAlterConfigs
 and AlterConfigs on resource type BROKER, DescribeConfigs naming each layer, the refusals,
-and the live effect of a new log default on a running topic (a raw acks=all Produce shows
-NOT_ENOUGH_REPLICAS as soon as the broker's `min.insync.replicas` default exceeds the ISR).
+and the live effect of a new log default on a running topic (a raw Produce shows
+MESSAGE_TOO_LARGE as soon as the broker's `message.max.bytes` default is below its batch).
 """
 
 from __future__ import annotations
@@ -151,19 +151,19 @@ def test_only_dynamic_keys_with_valid_values_for_this_broker_are_accepted(admin,
 
 @pytest.mark.spec("CONFIG-6")
 def test_a_new_log_default_reaches_the_live_logs_and_survives_a_restart(admin, broker):
-    topic = "dynamic-min-isr"
+    topic = "dynamic-max-bytes"
     admin.create_topics([NewTopic(topic, 1)])[topic].result(10)
 
-    def produce() -> int:
+    def produce() -> int:  # one 1 kB record, its partition's error code
         with Wire("127.0.0.1", broker.port) as wire:
-            return wire.produce(topic, 0, batch([b"v"]), acks=-1).error_code
+            return wire.produce(topic, 0, batch([b"v" * 1000]), acks=-1).error_code
 
     assert produce() == KafkaError.NO_ERROR
-    alter(admin, "", ("min.insync.replicas", "2", SET))
-    assert produce() == KafkaError.NOT_ENOUGH_REPLICAS  # one broker: an ISR of one
+    alter(admin, "", ("message.max.bytes", "500", SET))
+    assert produce() == KafkaError.MSG_SIZE_TOO_LARGE
     broker.restart()
     admin = Clients(broker.bootstrap)
-    assert in_force(admin, "min.insync.replicas") == ("2", DYNAMIC_DEFAULT)
-    assert produce() == KafkaError.NOT_ENOUGH_REPLICAS, "the stored default, read at start"
-    alter(admin, "", ("min.insync.replicas", None, DELETE))
+    assert in_force(admin, "message.max.bytes") == ("500", DYNAMIC_DEFAULT)
+    assert produce() == KafkaError.MSG_SIZE_TOO_LARGE, "the stored default, read at start"
+    alter(admin, "", ("message.max.bytes", None, DELETE))
     assert produce() == KafkaError.NO_ERROR

@@ -246,7 +246,9 @@ def test_kafka_python_group_consumers_share_and_commit(group_broker):
             owned = [c.assignment() for c in (a, b)]
             if len(got) >= len(produced) and all(owned) and not owned[0] & owned[1]:
                 break
-        assert sorted(r.value for r in got) == sorted(v for _, v in produced)
+        # Every record read; some maybe twice: with no commit before the second member's
+        # rebalance, a partition that moves is read again from the start (at least once).
+        assert {r.value for r in got} == {v for _, v in produced}
         assert len(a.assignment() | b.assignment()) == PARTITIONS
         assert not a.assignment() & b.assignment()
         for c in (a, b):
