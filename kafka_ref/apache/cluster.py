@@ -19,6 +19,7 @@ loss of one. Replication factors of Kafka's internal topics follow the number of
 
     kafka-ref reference-kafka --brokers 1          # bootstrap printed; Ctrl-C stops it
     kafka-ref reference-kafka --brokers 3 --config group.initial.rebalance.delay.ms=0
+    kafka-ref reference-kafka --feature transaction.version=1   # a feature's level (KIP-584)
 
 A stopped node restarts on its data (`node.restart()`, or `kill=True` for a crash). Each
 node's output goes to `<workdir>/node-N.log`.
@@ -114,12 +115,17 @@ class KafkaNode(ServerProcess):
         with open(self.properties, "w") as out:
             out.writelines(f"{key}={value}\n" for key, value in props.items())
 
-    def format(self, cluster: str, standalone: bool) -> subprocess.Popen:
+    def format(
+        self, cluster: str, standalone: bool, features: Mapping[str, int]
+    ) -> subprocess.Popen:
         """kafka-storage.sh format, started (the caller waits): meta.properties and the
-        bootstrap metadata in this node's log directory."""
+        bootstrap metadata in this node's log directory, with `features` finalized at the
+        given levels (`--feature transaction.version=1`)."""
         args = ["format", "-t", cluster, "-c", self.properties]
         if standalone:
             args.append("--standalone")
+        for name, level in features.items():
+            args += ["--feature", f"{name}={level}"]
         with open(self.log_path, "ab") as log:
             return subprocess.Popen(
                 self.java_command("kafka.tools.StorageTool", *args),
@@ -148,6 +154,7 @@ class ApacheKafka:
         workdir: str | None = None,
         quick: bool = True,
         port: int | None = None,
+        features: Mapping[str, int] | None = None,
     ) -> None:
         if brokers not in (1, 3):
             raise ValueError(
@@ -172,6 +179,9 @@ class ApacheKafka:
             **(configs or {}),
         }
         self.cluster_id = cluster_id()
+        # Feature levels finalized when formatting, else the release's defaults (KIP-584):
+        # e.g. transaction.version=1 keeps transactions v1 (Produce v12, KIP-890 part 2, off).
+        self.features = dict(features or {})
 
     @property
     def bootstrap(self) -> str:
@@ -192,7 +202,9 @@ class ApacheKafka:
         for node in self.nodes:
             if not os.path.exists(os.path.join(node.data_dir, "meta.properties")):
                 node.write_properties({**quorum, **self.configs})
-                formatting.append((node, node.format(self.cluster_id, len(self.nodes) == 1)))
+                formatting.append(
+                    (node, node.format(self.cluster_id, len(self.nodes) == 1, self.features))
+                )
         for node, proc in formatting:
             if proc.wait(READY_SECONDS) != 0:
                 raise RuntimeError(

@@ -79,9 +79,10 @@ log = logging.getLogger("kafka_ref.client")
 RECEIVE_BYTES = 1 << 20
 
 # The versions our clients can speak: the protocol registry, except that the producer
-# builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets), and
-# AddPartitionsToTxn v4+ is the brokers' own form (KIP-890): clients send at most v3.
-_CLIENT_MAX = {ApiKey.ADD_PARTITIONS_TO_TXN: 3}
+# builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets),
+# AddPartitionsToTxn v4+ is the brokers' own form (KIP-890): clients send at most v3, and
+# our consumer names the topics it fetches, which Fetch v13+ does by topic id (KIP-516).
+_CLIENT_MAX = {ApiKey.ADD_PARTITIONS_TO_TXN: 3, ApiKey.FETCH: 12}
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     key: (
         max(api.min_version, 3 if key == ApiKey.PRODUCE else 0),

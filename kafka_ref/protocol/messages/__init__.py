@@ -199,6 +199,10 @@ from kafka_ref.protocol.messages.api_66_list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from kafka_ref.protocol.messages.api_75_describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from kafka_ref.protocol.schema import Message
 
 
@@ -298,6 +302,11 @@ APIS: dict[int, Api] = {
         _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
         _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
         _api("ListTransactions", ListTransactionsRequest, ListTransactionsResponse),
+        _api(
+            "DescribeTopicPartitions",
+            DescribeTopicPartitionsRequest,
+            DescribeTopicPartitionsResponse,
+        ),
     )
 }
 
@@ -355,6 +364,8 @@ __all__ = [
     "DescribeLogDirsResponse",
     "DescribeProducersRequest",
     "DescribeProducersResponse",
+    "DescribeTopicPartitionsRequest",
+    "DescribeTopicPartitionsResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
     "DescribeUserScramCredentialsRequest",

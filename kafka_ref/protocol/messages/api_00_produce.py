@@ -35,7 +35,7 @@ from kafka_ref.protocol.schema import Field, Message
 ProduceRequest = Message(
     "ProduceRequest",
     api_key=0,
-    valid_versions="0-8",
+    valid_versions="0-11",
     flexible_versions="9+",
     fields=[
         Field(
@@ -94,7 +94,7 @@ _NODE_ENDPOINT = [
 ProduceResponse = Message(
     "ProduceResponse",
     api_key=0,
-    valid_versions="0-8",
+    valid_versions="0-11",
     flexible_versions="9+",
     fields=[
         Field(

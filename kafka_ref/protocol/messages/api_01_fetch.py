@@ -36,7 +36,7 @@ from kafka_ref.protocol.schema import Field, Message
 FetchRequest = Message(
     "FetchRequest",
     api_key=1,
-    valid_versions="4-10",
+    valid_versions="4-18",
     flexible_versions="12+",
     fields=[
         Field(
@@ -156,7 +156,7 @@ FetchRequest = Message(
 FetchResponse = Message(
     "FetchResponse",
     api_key=1,
-    valid_versions="4-10",
+    valid_versions="4-18",
     flexible_versions="12+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

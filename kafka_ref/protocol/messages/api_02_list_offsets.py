@@ -33,7 +33,7 @@ from kafka_ref.protocol.schema import Field, Message
 ListOffsetsRequest = Message(
     "ListOffsetsRequest",
     api_key=2,
-    valid_versions="1-3",
+    valid_versions="1-11",
     flexible_versions="6+",
     fields=[
         Field("ReplicaId", "int32", "0+", about="The requester's broker ID, or -1 for a consumer."),
@@ -88,7 +88,7 @@ ListOffsetsRequest = Message(
 ListOffsetsResponse = Message(
     "ListOffsetsResponse",
     api_key=2,
-    valid_versions="1-3",
+    valid_versions="1-11",
     flexible_versions="6+",
     fields=[
         Field("ThrottleTimeMs", "int32", "2+", about="The quota throttle time in ms, or zero."),

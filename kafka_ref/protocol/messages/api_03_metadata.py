@@ -34,7 +34,7 @@ from kafka_ref.protocol.schema import Field, Message
 MetadataRequest = Message(
     "MetadataRequest",
     api_key=3,
-    valid_versions="0-7",
+    valid_versions="0-13",
     flexible_versions="9+",
     fields=[
         Field(
@@ -79,7 +79,7 @@ MetadataRequest = Message(
 MetadataResponse = Message(
     "MetadataResponse",
     api_key=3,
-    valid_versions="0-7",
+    valid_versions="0-13",
     flexible_versions="9+",
     fields=[
         Field("ThrottleTimeMs", "int32", "3+", about="The quota throttle time in ms, or zero."),

@@ -30,7 +30,7 @@ from kafka_ref.protocol.schema import Field, Message
 OffsetsForLeaderEpochRequest = Message(
     "OffsetForLeaderEpochRequest",
     api_key=23,
-    valid_versions="2-3",
+    valid_versions="2-4",
     flexible_versions="4+",
     fields=[
         Field(
@@ -77,7 +77,7 @@ OffsetsForLeaderEpochRequest = Message(
 OffsetsForLeaderEpochResponse = Message(
     "OffsetForLeaderEpochResponse",
     api_key=23,
-    valid_versions="2-3",
+    valid_versions="2-4",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "2+", about="The quota throttle time in ms, or zero."),

@@ -6,7 +6,7 @@ broker has no authorizer (`authorizer.class.name` empty) or the request's princi
 its host, may do it (security/acls.py). What a refusal answers is the
 handler's business: each API has its own error code, as in Kafka's `KafkaApis`.
 
-Rules: SEC-17.
+Rules: SEC-17, BROKER-62.
 """
 
 from __future__ import annotations
@@ -48,6 +48,46 @@ def authorized_any(
     if authorizer is None:
         return True
     return authorizer.authorize_any(request.principal, request.host, operation, rtype)
+
+
+# The operations of each resource type (Kafka: `AclEntry.supportedOperations`): what an
+# authorized-operations field can name.
+SUPPORTED_OPERATIONS = {
+    Res.TOPIC: (
+        Op.READ,
+        Op.WRITE,
+        Op.CREATE,
+        Op.DESCRIBE,
+        Op.DELETE,
+        Op.ALTER,
+        Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS,
+    ),
+    Res.CLUSTER: (
+        Op.CREATE,
+        Op.CLUSTER_ACTION,
+        Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS,
+        Op.IDEMPOTENT_WRITE,
+        Op.ALTER,
+        Op.DESCRIBE,
+    ),
+    Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE),
+    Res.TRANSACTIONAL_ID: (Op.DESCRIBE, Op.WRITE),
+}
+
+
+def authorized_operations(
+    apis: ApiContext, request: Request, rtype: ResourceType, name: str = CLUSTER_NAME
+) -> int:
+    """The operations the request's principal may do on the resource, as the 32-bit field
+    of Metadata v8+ and DescribeTopicPartitions: bit n set for the operation of code n
+    (Kafka: `AuthHelper.authorizedOperations`, `Utils.to32BitField`, KIP-430). Without an
+    authorizer every operation of the resource type."""
+    allowed = (
+        op for op in SUPPORTED_OPERATIONS[rtype] if authorized(apis, request, op, rtype, name)
+    )
+    return sum(1 << op for op in allowed)
 
 
 def require(

@@ -56,6 +56,7 @@ from kafka_ref.protocol.messages import ProduceResponse
 from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, BatchHeader
 from kafka_ref.record.compression import Compression
 from kafka_ref.server.handlers.authz import Op, Res, authorized
+from kafka_ref.server.handlers.leader_hints import LeaderHints
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
@@ -69,6 +70,8 @@ _LENGTH = struct.Struct(">i")  # batchLength at offset 8
 _ATTRIBUTES = struct.Struct(">h")  # attributes at offset 21
 MIN_VERSION_WITH_BATCHES = 3
 MIN_VERSION_WITH_ZSTD = 7
+MIN_VERSION_WITH_LEADER_HINTS = 10
+MIN_VERSION_WITH_TRANSACTION_ABORTABLE = 11
 
 
 def check_records(records: Any, version: int) -> tuple[ErrorCode, str]:
@@ -111,7 +114,7 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
         if acks == 0:
             request.close_connection(f"Produce v{version} acks=0 refused: {error.name}")
             return None
-        return _response(body, {}, error, apis)
+        return _response(apis, request, {}, error)
 
     entries: dict[tuple[str, int], Any] = {}
     failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
@@ -132,6 +135,16 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
     if body.transactional_id is not None and _verify_first(apis, request, entries, failed):
         return DEFERRED
     return _append(apis, request, entries, failed)
+
+
+def not_in_transaction(version: int, message: str) -> tuple[ErrorCode, str]:
+    """The answer for a partition the coordinator says is not in the producer's transaction:
+    from v11 TRANSACTION_ABORTABLE, on which the producer aborts and carries on; before, the
+    older INVALID_TXN_STATE with its message (KIP-890; Kafka: `AddPartitionsToTxnManager`,
+    BROKER-72)."""
+    if version >= MIN_VERSION_WITH_TRANSACTION_ABORTABLE:
+        return ErrorCode.TRANSACTION_ABORTABLE, ""
+    return ErrorCode.INVALID_TXN_STATE, message
 
 
 def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dict) -> bool:
@@ -160,6 +173,9 @@ def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dic
     guards = {tp: manager.start(tp, producer_id) for tp in need}
 
     def verified(errors: dict[tuple[str, int], tuple[ErrorCode, str]]) -> None:
+        for tp, (code, message) in errors.items():
+            if code == ErrorCode.INVALID_TXN_STATE:  # the partition is not in the transaction
+                errors[tp] = not_in_transaction(request.api_version, message)
         for tp, guard in guards.items():
             if tp not in errors and not manager.may_append(tp, producer_id, guard, ongoing_now(tp)):
                 errors[tp] = (ErrorCode.INVALID_TXN_STATE, "the transaction ended meanwhile")
@@ -188,7 +204,7 @@ def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dic
 
 
 def _append(apis: ApiContext, request: Request, entries: dict, failed: dict) -> Any:
-    body, acks = request.body, request.body.acks
+    acks = request.body.acks
     results = apis.replica_manager.append_records(entries, acks)
     outcome: dict[tuple[str, int], Any] = dict(results)
     for tp, (code, message) in failed.items():
@@ -206,7 +222,7 @@ def _append(apis: ApiContext, request: Request, entries: dict, failed: dict) -> 
         if delayed.waiting:  # not yet on the whole ISR: wait in the purgatory (REPL-4)
             apis.replica_manager.produce_purgatory.try_complete_else_watch(delayed, delayed.waiting)
             return DEFERRED
-    return _response(body, outcome, ErrorCode.NO_ERROR, apis)
+    return _response(apis, request, outcome)
 
 
 class DelayedProduce(DelayedOperation):
@@ -248,7 +264,7 @@ class DelayedProduce(DelayedOperation):
         if self.request.connection_closed():
             self.apis.send(self.request, None)
             return
-        self.apis.send(self.request, _response(self.request.body, self.outcome, 0, self.apis))
+        self.apis.send(self.request, _response(self.apis, self.request, self.outcome))
 
 
 def _error_of(result: Any) -> tuple[ErrorCode, str]:
@@ -257,17 +273,29 @@ def _error_of(result: Any) -> tuple[ErrorCode, str]:
     return result.error, result.message
 
 
-def _response(body: Any, outcome: dict, error: ErrorCode, apis: ApiContext) -> Any:
+def _response(
+    apis: ApiContext, request: Request, outcome: dict, error: ErrorCode = ErrorCode.NO_ERROR
+) -> Any:
     # Every field is given, so no default values are built per partition (the hot path).
     make = ProduceResponse.PartitionProduceResponse
+    hints = None  # v10+: leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951)
     topics = []
-    for topic in body.topic_data:
+    for topic in request.body.topic_data:
         partitions = []
         for data in topic.partition_data:
             result = outcome.get((topic.name, data.index))
             code, message = (error, "") if result is None else _error_of(result)
             info = None if result is None or isinstance(result, tuple) else result.info
             ok = code == ErrorCode.NO_ERROR and info is not None
+            current_leader = _NO_LEADER
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and (
+                request.api_version >= MIN_VERSION_WITH_LEADER_HINTS
+            ):
+                hints = hints or LeaderHints(apis, request)
+                leader_id, leader_epoch = hints.current_leader(topic.name, data.index)
+                current_leader = ProduceResponse.LeaderIdAndEpoch(
+                    leader_id=leader_id, leader_epoch=leader_epoch
+                )
             partitions.append(
                 make(
                     index=data.index,
@@ -277,13 +305,14 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: ApiContext) -> A
                     log_start_offset=info.log_start_offset if ok else -1,
                     record_errors=_NO_RECORD_ERRORS if ok else _record_errors(result),
                     error_message=None if ok else message or None,  # v8+ (KIP-467)
-                    current_leader=None,  # tagged, v10+: never on the wire here
+                    current_leader=current_leader,  # tagged, v10+: only when not the leader
                 )
             )
         topics.append(
             ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
         )
-    return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=_NO_ENDPOINTS)
+    endpoints = hints.node_endpoints(ProduceResponse.NodeEndpoint) if hints else _NO_ENDPOINTS
+    return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=endpoints)
 
 
 def _record_errors(result: Any) -> list:
@@ -295,3 +324,4 @@ def _record_errors(result: Any) -> list:
 
 _NO_RECORD_ERRORS: list = []  # v8+ fields, empty and shared (never mutated)
 _NO_ENDPOINTS: list = []
+_NO_LEADER = ProduceResponse.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)  # the default
