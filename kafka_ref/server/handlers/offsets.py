@@ -23,8 +23,8 @@ From v4 a partition carries the client's `current_leader_epoch`, fenced like a f
 the answer's `leader_epoch`: the epoch of the batch found, the leader's current epoch for
 `-1`, the epoch that wrote the log start for `-2`/`-4`. A leader that has just been elected
 and whose high watermark has not yet reached the start of its epoch does not know the
-committed end yet: `-1`, and a timestamp whose record lies above the high watermark, are
-OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before), which the client retries
+committed end yet: `-1`, and a timestamp with no record that recent below the high
+watermark, are OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before), which the client retries
 (BROKER-70). v10's `timeout_ms` bounds lookups in tiered storage; every answer here is
 local and immediate.
 
@@ -105,11 +105,9 @@ def offset_for_target(
     if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
         return NOT_FOUND  # no tiered storage: nothing tiered, nothing waiting to be
     found = partition.log.offset_for_timestamp(target)  # a timestamp, or MAX_TIMESTAMP
-    if found is None:
-        return NOT_FOUND
-    if found.offset >= bound:
+    if found is None or found.offset >= bound:
         if lagging:
-            raise OffsetNotAvailableError("the record found is above the high watermark")
+            raise OffsetNotAvailableError("no record that recent below the high watermark")
         return NOT_FOUND
     return TimestampAndOffset(found.timestamp, found.offset, max(found.leader_epoch, -1))
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import APIS, ApiKey, supported_api_versions
 from kafka_ref.protocol.schema import Field, Message, parse_versions
+from tests.version_divergences import divergences
 
 
 def kafka_json(name: str) -> dict:
@@ -235,6 +236,17 @@ def test_registry_declares_exactly_the_advertised_ranges():
     for key, api in APIS.items():
         assert api.request.api_key == api.response.api_key == key
         assert api.versions == api.request.valid_versions == api.response.valid_versions
+
+
+@pytest.mark.spec("PROTO-19")
+def test_the_divergence_table_names_the_ranges_kafka_ref_serves():
+    # The kafka-ref column of PROTO-19's table is the registry's range (tests/apache compares
+    # the Kafka column with Apache Kafka itself).
+    for key, row in divergences().items():
+        api = APIS.get(key)
+        assert row.kafka_ref == (api and (api.min_version, api.max_version)), row.name
+        assert api is None or row.name == api.name, f"key {key} is {api.name}, not {row.name}"
+        assert row.kafka_ref != row.kafka and row.why, row.name
 
 
 @pytest.mark.spec("PROTO-18")
