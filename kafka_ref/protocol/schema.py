@@ -29,8 +29,12 @@ the wire in Kafka's order, each with the codec from `types` for that version. Va
 instances of small generated classes with `__slots__` (one per struct, named like Kafka's
 generated `ProduceRequestData.TopicProduceData`), fast to build and easy to read.
 
+A struct may be nullable (DescribeTopicPartitions' `Cursor`): an INT8 marker, -1 for null,
+else 1 and the struct (`types.NullableStruct`).
+
 Spec rules: PROTO-6 (versions and defaults), PROTO-7 (flexible versions), PROTO-8 (tagged
-fields), PROTO-10 (exact consumption), PROTO-11 (widening a declaration).
+fields), PROTO-10 (exact consumption), PROTO-11 (widening a declaration), PROTO-20 (nullable
+structs).
 """
 
 from __future__ import annotations

@@ -7,16 +7,17 @@ the schema of the rest of the request and of its response. This module maps
 exactly what the broker advertises in its ApiVersions response, so declaring a wider range
 in a message module is all it takes to offer a new version (PROTO-11).
 
-The ranges follow one rule: the floor is Kafka 4.x's floor (KIP-896 removed the older
-versions), the ceiling the smallest maximum among the common clients, so that librdkafka,
-kafka-python, aiokafka and KafkaJS all pick the same versions and every version a client
-may send is declared. Two ceilings are higher because a feature lives only there: KIP-447's
-member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
+The ranges follow one rule: every version Apache Kafka 4.4 serves of each API kafka-ref
+implements, with its meaning (PROTO-19), so that a client negotiates what it would with
+Kafka. The exceptions, each with its reason, are one table in spec/protocol.md that the
+tests read: ZooKeeper mode's controller APIs, which Kafka 4 no longer has; Produce v12-13,
+which need transactions v2; and the ranges still being widened.
 
-    ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
-    Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
-    DeleteRecords 0-1   InitProducerId 0-4   OffsetForLeaderEpoch 2-3 (followers)
-    transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
+    ApiVersions 0-5   Metadata 0-13   DescribeTopicPartitions 0
+    Produce 0-11 (0-2 answered UNSUPPORTED_VERSION)   Fetch 4-18   ListOffsets 1-11
+    OffsetForLeaderEpoch 2-4   CreateTopics 2-4   DeleteTopics 1-3
+    DeleteRecords 0-1   InitProducerId 0-4
+    transactions: AddPartitionsToTxn 0-4   AddOffsetsToTxn 0-2   EndTxn 0-2
     WriteTxnMarkers 1 (brokers)
     from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
     to it: AlterPartition 0   TxnOffsetCommit 0-4   DescribeProducers 0

@@ -22,8 +22,10 @@ ApiVersions is special in three ways, all consequences of being the first reques
   answers with a v0 body, error UNSUPPORTED_VERSION (35) and its supported ranges, and the
   client retries at a version it finds there (KIP-511, `frames.unsupported_api_versions_response`).
 
-Kafka's definitions: ApiVersionsRequest.json, ApiVersionsResponse.json (valid 0-4; v4 only
-fixes how SupportedFeatures with MinVersion 0 are reported). kafka-ref declares 0-3.
+Kafka's definitions: ApiVersionsRequest.json, ApiVersionsResponse.json (v4 only fixes how
+SupportedFeatures with MinVersion 0 are reported; v5, Kafka 4.4, adds the request's
+`ClusterId` and `NodeId`: the cluster and broker the client meant to reach, KIP-1242,
+BROKER-61). kafka-ref declares 0-5.
 """
 
 from kafka_ref.protocol.schema import Field, Message

@@ -27,11 +27,18 @@ records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
 `session_id` 0 and lists every requested partition, which tells the client to keep sending
 full fetches (BROKER-21). An incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
 
-A fetch with `replica_id` >= 0 comes from a follower and is served by follower_fetch.py.
-A consumer under a `consumer_byte_rate` quota gets at most what the quota lets through in
-one burst: `max_bytes` is capped (server/throttling.py, QUOTA-7).
+Newer versions (fetch_partitions.py reads their differences): from v12 a partition may name
+`last_fetched_epoch`, the epoch of the fetcher's last record; if that epoch ends here before
+the fetch offset, the answer is a `diverging_epoch` instead of records, at once, and the
+consumer validates its position (KIP-320, BROKER-66); from v13 topics travel by id
+(UNKNOWN_TOPIC_ID for one not known, BROKER-67); from v16 a partition refused with
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its leader (KIP-951, BROKER-69).
 
-Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10, TXN-8, QUOTA-7.
+A fetch from a broker id (`replica_id`, from v15 `ReplicaState`) comes from a follower and is
+served by follower_fetch.py. A consumer under a `consumer_byte_rate` quota gets at most what
+the quota lets through in one burst: `max_bytes` is capped (server/throttling.py, QUOTA-7).
+
+Rules: BROKER-5, BROKER-17..BROKER-23, BROKER-66, BROKER-67, CTRL-10, TXN-8, QUOTA-7.
 """
 
 from __future__ import annotations

@@ -20,16 +20,17 @@ leader neither reads them into Python nor copies them into the response. A small
 produces) is read and written instead: one `pread` and one `write` cost less than a
 response with slices, which duplicates a descriptor per slice and is sent by a task.
 
-Fetch v4-10 has no `last_fetched_epoch` (v12, KIP-595), so the leader cannot answer a
-diverging epoch; the follower finds where its log diverges with OffsetsForLeaderEpoch
-before its first fetch in each epoch instead (the KIP-101 protocol, TRUNC-4..TRUNC-6).
+kafka-ref's followers fetch at v10, without `last_fetched_epoch` (v12, KIP-595): they find
+where their log diverges with OffsetsForLeaderEpoch before their first fetch in each epoch
+(the KIP-101 protocol, TRUNC-4..TRUNC-6). A follower that sends it (v12+) is answered a
+diverging epoch as a consumer is (BROKER-66).
 
 A follower's fetch that finds nothing new waits in the fetch purgatory like a consumer's,
 up to `replica.fetch.wait.max.ms`, and completes on the next append (BROKER-22). Both
 handlers reach the partition through the replication core: `Partition.fetch` and
 `Partition.last_offset_for_leader_epoch`.
 
-Rules: REPL-3, REPL-7, REPL-8, ISR-2, TRUNC-4.
+Rules: REPL-3, REPL-7, REPL-8, ISR-2, TRUNC-4, BROKER-66, BROKER-68.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ request at a version the broker does not know still gets an answer (KIP-511): a 
 with UNSUPPORTED_VERSION and the supported ranges, so the client can retry lower
 (Kafka: `KafkaApis.handleApiVersionsRequest`, PROTO-14). v3 requests carry the client's
 software name and version, which must look like names (`[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*
-[a-zA-Z0-9])?`) or the answer is INVALID_REQUEST (BROKER-7).
+[a-zA-Z0-9])?`) or the answer is INVALID_REQUEST (BROKER-7). From v5 it may name the cluster
+and the broker the client meant to reach (KIP-1242): another cluster or broker answers
+REBOOTSTRAP_REQUIRED, and the client starts again from its bootstrap servers (BROKER-61).
 
 **Metadata** (key 3) tells a client the brokers (id, host, port: the *advertised*
 address of the listener the client came in on, SEC-2; a broker without that listener is
@@ -31,14 +33,17 @@ elected, or offline) is LEADER_NOT_AVAILABLE with leader -1, so clients wait and
 every leader reported is among them (CTRL-14). From v7 each partition carries its leader
 epoch (0 forever on one broker), which never goes backwards on a broker (CTRL-12); clients
 use it to drop stale metadata and to validate their positions after a leader change (KIP-320).
+From v8 a client may ask for the operations the ACLs allow it on each topic and on the
+cluster (BROKER-62); from v10 each topic carries its id, and from v12 topics may be asked for
+by id: an unknown id is UNKNOWN_TOPIC_ID and is never created (KIP-516, BROKER-63).
 **DescribeCluster** (key 60, KIP-700) is Metadata's cluster half alone: the cluster id, the
 controller and the same brokers, for admin clients (BROKER-50).
 `__consumer_offsets` and `__transaction_state` are *internal* topics (`is_internal`, Kafka:
 `Topic.isInternal`); asking for `__consumer_offsets` creates it with the group
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
-Rules: BROKER-6, BROKER-7, BROKER-10..BROKER-12, BROKER-45, BROKER-50, CTRL-11, CTRL-12,
-CTRL-14, SEC-2.
+Rules: BROKER-6, BROKER-7, BROKER-10..BROKER-12, BROKER-45, BROKER-50, BROKER-61..BROKER-63,
+CTRL-11, CTRL-12, CTRL-14, SEC-2.
 """
 
 from __future__ import annotations

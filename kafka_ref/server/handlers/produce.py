@@ -39,10 +39,13 @@ server/add_partitions_manager.py): the request then answers later, like an acks=
 
 Produce v0-2 (magic 0/1 message sets) are advertised only so that old librdkafka enables
 compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per partition
-(BROKER-16).
+(BROKER-16). From v10 a partition refused with NOT_LEADER_OR_FOLLOWER names its leader and
+the response its address (KIP-951, BROKER-69); from v11 a transactional batch for a
+partition outside the transaction is TRANSACTION_ABORTABLE rather than INVALID_TXN_STATE
+(KIP-890, BROKER-72).
 
-Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, REPL-4, REPL-6,
-REPL-11, TXN-23.
+Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, BROKER-69,
+BROKER-72, REPL-4, REPL-6, REPL-11, TXN-23.
 """
 
 from __future__ import annotations
