@@ -14,7 +14,7 @@ import pytest
 
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol import frames
-from kafka_ref.protocol.errors import UnsupportedVersionError
+from kafka_ref.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
 from kafka_ref.protocol.messages import (
     APIS,
     ApiKey,
@@ -45,6 +45,23 @@ KAFKA_PYTHON_API_VERSIONS = bytes.fromhex(
     "0000002c0012000400000001000c6b61666b612d707974686f6e000d6b61666b612d707974686f6e0733"
     "2e302e313200"
 )
+
+
+@pytest.mark.spec("PROTO-10")
+def test_librdkafkas_metadata_for_every_topic_decodes_as_kafka_reads_it():
+    # confluent-kafka 2.16.1's Metadata v13 for every topic (AdminClient.list_topics): a null
+    # array in the 4 bytes reserved for its count, then AllowAutoTopicCreation (true),
+    # IncludeTopicAuthorizedOperations (false) and the tag buffer, past the body's end
+    frame = bytes.fromhex("0003000d00000003000772646b61666b610000000000010000")
+    header, body = frames.decode_request(frame)
+    assert (header.request_api_version, body.topics) == (13, None)
+    assert (body.allow_auto_topic_creation, body.include_topic_authorized_operations) == (
+        False,
+        False,
+    )  # read from the reserved zeros, as Kafka reads them
+    for other in ("0000000001000001", "00000000010000ff", "000000000100"):  # anything else
+        with pytest.raises(ProtocolDecodeError):
+            frames.decode_request(bytes.fromhex("0003000d00000003000772646b61666b6100" + other))
 
 
 @pytest.mark.spec("PROTO-17", "PROTO-12", "PROTO-7")
