@@ -97,7 +97,9 @@ def read_partitions(
             data = empty_partition(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         else:
             data = _read(apis, fp, max(min(fp.max_bytes, limit), 0), min_one, params)
-            apis.replica_manager.topic_stats.fetched(fp.topic, data.error_code != 0)
+            apis.replica_manager.topic_stats.fetched(
+                fp.topic, data.error_code != ErrorCode.NO_ERROR
+            )
             if data.records.size:
                 total += data.records.size
                 limit = max(limit - data.records.size, 0)
