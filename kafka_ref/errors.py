@@ -114,11 +114,13 @@ class ErrorCode(IntEnum):
     DUPLICATE_RESOURCE = 92
     UNACCEPTABLE_CREDENTIAL = 93
     INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
-    UNKNOWN_TOPIC_ID = 100  # a topic id the broker does not know (OffsetCommit v10+)
+    UNKNOWN_TOPIC_ID = 100  # a topic id the broker does not know (KIP-516)
     TRANSACTIONAL_ID_NOT_FOUND = 105  # DescribeTransactions for an unknown id
     MISMATCHED_ENDPOINT_TYPE = 114  # DescribeCluster of controllers sent to a broker (KIP-919)
     UNSUPPORTED_ENDPOINT_TYPE = 115  # DescribeCluster of an unknown endpoint type (KIP-919)
+    TRANSACTION_ABORTABLE = 120  # the producer must abort its transaction (KIP-890)
     INVALID_REGULAR_EXPRESSION = 128  # ListTransactions v2's transactional id pattern
+    REBOOTSTRAP_REQUIRED = 129  # a connection reached the wrong cluster or broker (KIP-1242)
 
     @property
     def retriable(self) -> bool:
@@ -144,6 +146,7 @@ _RETRIABLE = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.OFFSET_NOT_AVAILABLE,
         ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.UNKNOWN_TOPIC_ID,
     }
 )
 

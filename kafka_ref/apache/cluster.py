@@ -26,6 +26,7 @@ cluster that requires authentication can have, before any client can log in to a
 
     kafka-ref reference-kafka --brokers 1          # bootstrap printed; Ctrl-C stops it
     kafka-ref reference-kafka --brokers 3 --config group.initial.rebalance.delay.ms=0
+    kafka-ref reference-kafka --feature transaction.version=1   # a feature's level (KIP-584)
 
 A stopped node restarts on its data (`node.restart()`, or `kill=True` for a crash). Each
 node's output goes to `<workdir>/node-N.log`.
@@ -224,9 +225,11 @@ class ApacheKafka:
             **(configs or {}),
         }
         self.cluster_id = cluster_id()
-        # Feature levels to format with (e.g. eligible.leader.replicas.version=0: a cluster
-        # formatted with eligible leader replicas also gets min.insync.replicas as a dynamic
-        # cluster default, KIP-966).
+        # Feature levels finalized when formatting, else the release's defaults (KIP-584):
+        # e.g. transaction.version=1 keeps transactions v1 (Produce v12, KIP-890 part 2, off),
+        # eligible.leader.replicas.version=0 keeps min.insync.replicas a topic's or broker's
+        # config only (formatting with eligible leader replicas sets it as a dynamic cluster
+        # default, KIP-966).
         self.features = dict(features or {})
 
     @property

@@ -84,9 +84,11 @@ RECEIVE_BYTES = 1 << 20
 # our clients build the group requests of one group, one coordinator key and one leaving
 # member, by topic name, in the classic protocol: FindCoordinator before its batches (v4),
 # LeaveGroup before its batches (v3), OffsetFetch before its groups (v8), OffsetCommit
-# before the KIP-848 consumer's v9 (GROUP_ID_NOT_FOUND) and v10 (topic ids).
+# before the KIP-848 consumer's v9 (GROUP_ID_NOT_FOUND) and v10 (topic ids); our consumer
+# names the topics it fetches, which Fetch v13+ does by topic id (KIP-516).
 _CLIENT_MAX = {
     ApiKey.ADD_PARTITIONS_TO_TXN: 3,
+    ApiKey.FETCH: 12,
     ApiKey.FIND_COORDINATOR: 3,
     ApiKey.LEAVE_GROUP: 2,
     ApiKey.OFFSET_FETCH: 7,

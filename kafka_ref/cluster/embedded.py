@@ -63,6 +63,7 @@ from kafka_ref.cluster.metadata import (
     PartitionState,
     TopicDeletionDisabledError,
     TopicMetadata,
+    TopicsImage,
     UnknownTopicOrPartitionError,
     validate_topic_name,
 )
@@ -145,7 +146,7 @@ class EmbeddedController(TopicAdministration):
         self.default_replication_factor = default_replication_factor
         self.delete_topic_enable = delete_topic_enable
         self.listeners: list[MetadataListener] = []
-        self._topics: dict[str, TopicMetadata] = {}
+        self._topics = TopicsImage()
         self._deleting: dict[str, int] = {}  # topic -> partitions whose logs may remain
         self._next_producer_id = 0  # the first id of the next producer id block
         self._broker_configs: dict[str, dict[str, str]] = {}
@@ -185,9 +186,9 @@ class EmbeddedController(TopicAdministration):
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
-            self._topics = {
-                name: TopicMetadata.from_json(name, t) for name, t in data["topics"].items()
-            }
+            self._topics = TopicsImage(
+                {name: TopicMetadata.from_json(name, t) for name, t in data["topics"].items()}
+            )
             self._deleting = {str(k): int(v) for k, v in data.get("deleting", {}).items()}
             self._next_producer_id = int(data.get("producer_ids", {}).get("next_producer_id", 0))
             self._broker_configs = {

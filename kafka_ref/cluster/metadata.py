@@ -160,6 +160,38 @@ class TopicMetadata:
         )
 
 
+class TopicsImage(dict[str, TopicMetadata]):
+    """The topics by name, with an index by topic id (Kafka: `TopicsImage`, whose
+    `topicsByName` and `topicsById` answer Metadata v12 and Fetch v13+ lookups by id).
+
+    A dict of name -> TopicMetadata whose every write keeps the index in step."""
+
+    def __init__(self, topics: Mapping[str, TopicMetadata] | None = None) -> None:
+        super().__init__()
+        self.by_id: dict[uuid.UUID, TopicMetadata] = {}
+        for name, meta in (topics or {}).items():
+            self[name] = meta
+
+    def __setitem__(self, name: str, meta: TopicMetadata) -> None:
+        assert name == meta.name, f"{meta.name} stored as {name}"
+        old = self.get(name)
+        if old is not None:
+            del self.by_id[old.topic_id]
+        super().__setitem__(name, meta)
+        self.by_id[meta.topic_id] = meta
+
+    def __delitem__(self, name: str) -> None:
+        del self.by_id[self[name].topic_id]
+        super().__delitem__(name)
+
+    def pop(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        if name not in self:
+            return default
+        meta = self[name]
+        del self[name]
+        return meta
+
+
 @dataclasses.dataclass(frozen=True)
 class PartitionState:
     """Leader, replicas and ISR of one partition (Kafka: `PartitionRegistration`)."""
@@ -235,6 +267,10 @@ class ClusterMetadataApi(Protocol):
     def topics(self) -> list[TopicMetadata]: ...
 
     def topic(self, name: str) -> TopicMetadata | None: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        """The topic with this id (Kafka: `MetadataCache.getTopicName`), or None."""
+        ...
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None: ...
 

@@ -38,6 +38,7 @@ from kafka_ref.cluster.metadata import (
     InvalidTopicError,
     TopicExistsError,
     TopicMetadata,
+    TopicsImage,
     UnknownTopicOrPartitionError,
     resolve_partitions,
     resolve_replication_factor,
@@ -165,7 +166,7 @@ class TopicAdministration:
     broker configs (CONFIG-6): per entity (a broker id, or `<default>` for the cluster)
     the stored set, handed to `on_broker_config` whenever it changes."""
 
-    _topics: dict[str, TopicMetadata]
+    _topics: TopicsImage
     _broker_configs: dict[str, dict[str, str]]  # entity -> its dynamic broker configs
     on_broker_config: Callable[[str, dict[str, str]], None]
     log_defaults: LogConfig
@@ -174,6 +175,10 @@ class TopicAdministration:
 
     def _live(self) -> list[tuple[int, str | None]]:
         raise NotImplementedError
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        """The topic with this id (Kafka: `MetadataCache.getTopicName`), or None."""
+        return self._topics.by_id.get(topic_id)
 
     def log_config(self, topic: str) -> LogConfig | None:
         """The topic's LogConfig: broker defaults with the topic's overrides on top."""

@@ -97,7 +97,12 @@ from kafka_ref.cluster.embedded import (
     new_cluster_id,
     read_meta_properties,
 )
-from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState, TopicMetadata
+from kafka_ref.cluster.metadata import (
+    BrokerEndpoint,
+    PartitionState,
+    TopicMetadata,
+    TopicsImage,
+)
 from kafka_ref.cluster.zk_admin import ZkTopicAdministration
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
@@ -157,7 +162,7 @@ class ZkClusterMetadata(ZkTopicAdministration):
         self.dispatch: Callable[[Callable[[], None]], None] = lambda fn: fn()
         self._brokers: dict[int, BrokerEndpoint] = {}
         self._controller_id = -1
-        self._topics: dict[str, TopicMetadata] = {}
+        self._topics = TopicsImage()
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self._states: dict[tuple[str, int], PartitionState] = {}
         # Requests waiting for the controller's first UpdateMetadata (CTRL-32); None once

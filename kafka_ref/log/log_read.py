@@ -105,18 +105,20 @@ def lookup_timestamp(
 ) -> TimestampAndOffset | None:
     """ListOffsets: the first offset whose record timestamp is >= `timestamp` (LOG-15).
 
-    -2 (earliest) and -1 (latest) give the log start and end offsets; -3 the offset of
-    the largest timestamp (KIP-734). None when no record is that recent.
+    -2 (earliest) and -1 (latest) give the log start and end offsets; -3 the first record
+    carrying the largest timestamp (KIP-734): in the segment that reached it first, the first
+    batch whose max timestamp it is (Kafka: `UnifiedLog.fetchOffsetByTimestamp`,
+    `RecordBatch.offsetOfMaxTimestamp`). None when no record is that recent.
     """
     if timestamp == EARLIEST_TIMESTAMP:
         return TimestampAndOffset(-1, log_start, -1)
     if timestamp == LATEST_TIMESTAMP:
         return TimestampAndOffset(-1, log_end, -1)
     if timestamp == MAX_TIMESTAMP:
-        best = max((s.max_timestamp_so_far for s in segments), default=None)
-        if best is None or best.timestamp < 0:
+        latest = max(segments, key=lambda s: s.max_timestamp_so_far.timestamp, default=None)
+        if latest is None or latest.max_timestamp_so_far.timestamp < 0:
             return None
-        return TimestampAndOffset(best.timestamp, best.offset, -1)
+        return latest.find_offset_by_timestamp(latest.max_timestamp_so_far.timestamp, 0)
     for segment in segments:
         largest = segment.largest_record_timestamp
         if largest is not None and largest >= timestamp:

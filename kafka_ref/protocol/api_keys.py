@@ -12,7 +12,8 @@ to another API, even after the API it named is gone. kafka-ref declares the keys
 implements; the gaps below are Kafka APIs it does not (7 ControlledShutdown,
 34 AlterReplicaLogDirs, 38..41 the delegation tokens, 52..55 and 59
 KRaft's quorum, 57 UpdateFeatures, 58 Envelope, 62..64 KRaft's broker lifecycle,
-67 AllocateProducerIds, 68 the new consumer group protocol, ...). A key that is not
+67 AllocateProducerIds, 68 the new consumer group protocol, 69..74 and 76..
+the share groups and streams groups, ...). A key that is not
 declared is refused with the header in hand (`UnknownApiKeyError`, PROTO-13).
 
 Rules: PROTO-13.
@@ -77,3 +78,4 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    DESCRIBE_TOPIC_PARTITIONS = 75

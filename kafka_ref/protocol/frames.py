@@ -164,11 +164,22 @@ def encode_request(
     return _framed(out)
 
 
-# PROTO-10's one exception, a real client's quirk: librdkafka (2.2 and later) writes the
-# top-level tagged fields of AlterUserScramCredentials v0 twice, once itself and once when
-# it finalizes every flexible request; Kafka, which never checks for trailing bytes,
-# accepts it, and so does kafka-ref, for exactly that byte after exactly that request.
-_TOLERATED_TRAILERS = {51: b"\x00"}  # api key -> the trailer accepted after its body
+# PROTO-10's exceptions, two real clients' quirks that Kafka, which never checks for
+# trailing bytes, accepts; so does kafka-ref, for exactly those bytes after those requests:
+# * librdkafka (2.2 and later) writes the top-level tagged fields of AlterUserScramCredentials
+#   v0 twice, once itself and once when it finalizes every flexible request: one 0x00 more;
+# * librdkafka's Metadata v9+ for every topic (a null array) leaves the 4 bytes it reserved
+#   for the array's count: the null (0x00) and three more zeros, which a reader takes for the
+#   fields that follow (AllowAutoTopicCreation, IncludeTopicAuthorizedOperations, false; no
+#   tags), so the fields librdkafka meant come after the body: v11+ two booleans and 0x00.
+def _tolerated_trailer(api_key: int, api_version: int, body: Any, trailer: bytes) -> bool:
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        return trailer == b"\x00"
+    if api_key == ApiKey.METADATA and api_version >= 11 and body.topics is None:
+        return (
+            len(trailer) == 3 and trailer[0] in (0, 1) and trailer[1] in (0, 1) and not trailer[2]
+        )
+    return False
 
 
 def decode_request(payload: bytes | bytearray | memoryview) -> tuple[Any, Any]:
@@ -192,7 +203,7 @@ def decode_request(payload: bytes | bytearray | memoryview) -> tuple[Any, Any]:
             header=header,
         )
     body, pos = api.request.decode_from(api_version, view, pos)
-    if pos != len(view) and bytes(view[pos:]) != _TOLERATED_TRAILERS.get(api_key):
+    if pos != len(view) and not _tolerated_trailer(api_key, api_version, body, bytes(view[pos:])):
         raise ProtocolDecodeError(
             f"{len(view) - pos} bytes left over after {api.name} request v{api_version}", pos=pos
         )

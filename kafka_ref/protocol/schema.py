@@ -10,7 +10,7 @@ Every field says in which versions it exists, and more:
 
 * `versions` - "3+" (3 and later), "0-12", "5" or "none". A field outside its versions is not
   on the wire; encoding skips it and decoding fills in its default.
-* `nullableVersions` - where a string, bytes, records or array may be null.
+* `nullableVersions` - where a string, bytes, records, array or struct may be null.
 * `default` - the value of an absent field (Kafka's implicit defaults: 0, false, "", empty).
 * `flexibleVersions` (per message) - from which version the message is *flexible* (KIP-482):
   strings, bytes and arrays switch to their COMPACT_ forms and every struct ends with a
@@ -29,8 +29,12 @@ the wire in Kafka's order, each with the codec from `types` for that version. Va
 instances of small generated classes with `__slots__` (one per struct, named like Kafka's
 generated `ProduceRequestData.TopicProduceData`), fast to build and easy to read.
 
+A struct may be nullable (DescribeTopicPartitions' `Cursor`): an INT8 marker, -1 for null,
+else 1 and the struct (`types.NullableStruct`).
+
 Spec rules: PROTO-6 (versions and defaults), PROTO-7 (flexible versions), PROTO-8 (tagged
-fields), PROTO-10 (exact consumption), PROTO-11 (widening a declaration).
+fields), PROTO-10 (exact consumption), PROTO-11 (widening a declaration), PROTO-20 (nullable
+structs).
 """
 
 from __future__ import annotations
@@ -119,9 +123,6 @@ class Field:
             raise ValueError(f"{name}: a tagged field needs both tag and tagged_versions")
         if self.nullable_versions and self.element_type in _FIXED and not self.is_array:
             raise ValueError(f"{name}: {type} cannot be nullable")
-        if self.nullable_versions and self.struct is not None and not self.is_array:
-            # Kafka encodes these with an int8 presence marker; no declared API needs one yet.
-            raise ValueError(f"{name}: nullable structs are not supported yet")
         self.default = default
 
     def make_default(self) -> Any:
@@ -147,6 +148,8 @@ class Field:
         nullable = version in self.nullable_versions
         if self.struct is not None:
             element: types.Codec = self.struct.codec(version, flexible)
+            if nullable and not self.is_array:  # an INT8 marker, then the struct
+                element = types.NullableStruct(element)
         elif self.element_type in _FIXED:
             element = _FIXED[self.element_type]
         else:
@@ -394,7 +397,8 @@ class Message(StructSchema):
     def _describe(self, codec: StructCodec, lines: list[str], indent: str) -> None:
         for attr, field_codec in codec.wire:
             lines.append(f"{indent}{attr} => {field_codec.name}")
-            inner = getattr(field_codec, "element", field_codec)
+            inner = getattr(field_codec, "element", field_codec)  # an array's element
+            inner = getattr(inner, "struct", inner)  # a nullable struct's struct
             if isinstance(inner, StructCodec):
                 self._describe(inner, lines, indent + "  ")
         for attr, tag, field_codec, _ in codec.tagged:

@@ -17,7 +17,9 @@ Every Kafka request and response is a sequence of a few primitive types (Kafka's
   (KIP-482): the prefix is an unsigned varint holding length + 1, so 0 means null and a short
   string costs one length byte instead of two or four;
 * TAG_BUFFER, which ends every struct in a flexible version: an unsigned varint count, then
-  (tag, size, bytes) per tagged field. Optional fields can be added without a version bump.
+  (tag, size, bytes) per tagged field. Optional fields can be added without a version bump;
+* a nullable struct (DescribeTopicPartitions' `Cursor`): an INT8 marker, -1 for null or 1
+  followed by the struct (Kafka's `NullableSchema`).
 
 Each codec has `encode(value) -> bytes`, `encode_into(out, value)` (appends to a bytearray, so
 a message is built in one buffer) and `decode(buf, pos) -> (value, new_pos)`. Decoding reads a
@@ -395,6 +397,30 @@ class Array(Codec):
                 raise
             append(item)
         return items, pos
+
+
+class NullableStruct(Codec):
+    """A struct that may be null: INT8 -1 for null, else 1 and the struct (Kafka's
+    `NullableSchema`; a generated reader takes any negative marker as null)."""
+
+    min_size = 1
+
+    def __init__(self, struct: Codec):
+        self.struct = struct
+        self.name = f"NULLABLE_{struct.name}"
+
+    def encode_into(self, out: bytearray, value: Any) -> None:
+        if value is None:
+            INT8.encode_into(out, -1)
+            return
+        INT8.encode_into(out, 1)
+        self.struct.encode_into(out, value)
+
+    def decode(self, buf: Any, pos: int) -> tuple[Any, int]:
+        marker, pos = INT8.decode(buf, pos)
+        if marker < 0:
+            return None, pos
+        return self.struct.decode(buf, pos)
 
 
 class TaggedFields(Codec):

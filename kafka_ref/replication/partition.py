@@ -60,7 +60,11 @@ from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
 from kafka_ref.record.batch import LOG_OVERHEAD
 from kafka_ref.replication.isr import can_join_isr, out_of_sync_replicas
-from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH, LeaderEpochFileCache
+from kafka_ref.replication.leader_epoch import (
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    LeaderEpochFileCache,
+)
 from kafka_ref.replication.messages import (
     AlterIsr,
     AlterIsrResult,
@@ -248,7 +252,10 @@ class Partition(ConsumerReads):
         self.leader_epoch_start_offset = -1
         logger.info("%r: became follower", self)
 
-    def _check_leader_request(self, current_leader_epoch: int) -> None:
+    def check_leader_request(self, current_leader_epoch: int) -> None:
+        """A client's request to the leader, in the leader epoch it believes current (REPL-8;
+        Kafka `Partition.localLogWithEpochOrThrow`): raise if this replica does not lead, or
+        leads in another epoch; -1 skips the epoch check."""
         if not self.is_leader:
             raise NotLeaderOrFollowerError(
                 f"broker {self.broker_id} is not the leader of {self.topic}-{self.index}"
@@ -270,7 +277,7 @@ class Partition(ConsumerReads):
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendInfo:
         """Kafka `Partition.appendRecordsToLeader` (REPL-5, REPL-9)."""
-        self._check_leader_request(UNDEFINED_EPOCH)
+        self.check_leader_request(UNDEFINED_EPOCH)
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the "
@@ -318,21 +325,20 @@ class Partition(ConsumerReads):
     def _fetch(
         self, request: FetchRequest, records_of: Callable[[LogReadInfo], Any]
     ) -> FetchResult:
-        self._check_leader_request(request.current_leader_epoch)
+        self.check_leader_request(request.current_leader_epoch)
         now, leo = self.clock.milliseconds(), self.log_end_offset
         is_follower = request.replica_id != CONSUMER_REPLICA_ID
         if is_follower and request.replica_id not in self.remote:
             raise NotLeaderOrFollowerError(f"broker {request.replica_id} is not a replica")
-        if is_follower and request.last_fetched_epoch != UNDEFINED_EPOCH:
-            # KIP-595's check: does the follower's last epoch end, here, before its offset?
-            epoch, end = self.cache.end_offset_for(request.last_fetched_epoch, leo)
-            if epoch < request.last_fetched_epoch or end < request.fetch_offset:
+        if request.last_fetched_epoch != UNDEFINED_EPOCH:
+            diverging = self.diverging_epoch(request.last_fetched_epoch, request.fetch_offset)
+            if diverging is not None:
                 return FetchResult(
                     ErrorCode.NO_ERROR,
                     high_watermark=self.high_watermark,
                     log_start_offset=self.log_start_offset,
                     log_end_offset=leo,
-                    diverging_epoch=(epoch, end),
+                    diverging_epoch=diverging,
                 )
         bound = None if is_follower else self.high_watermark  # consumers: committed only
         info = self.log.read(request.fetch_offset, request.max_bytes, max_offset=bound)
@@ -348,11 +354,33 @@ class Partition(ConsumerReads):
             leo,
         )
 
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """KIP-595's check of a fetch that names the epoch of its last record (Fetch v12+;
+        Kafka `Partition.readRecords`, for followers and consumers alike): (epoch, end offset)
+        when that epoch ends here before the fetch offset, or this leader knows only older
+        epochs: the fetcher's log has diverged (BROKER-66). None when the logs agree.
+        OFFSET_OUT_OF_RANGE when this leader knows no such epoch or the offset is below
+        the log start."""
+        epoch, end = self.cache.end_offset_for(last_fetched_epoch, self.log_end_offset)
+        if epoch == UNDEFINED_EPOCH or end == UNDEFINED_EPOCH_OFFSET:
+            raise OffsetOutOfRangeError(
+                f"the end offset of epoch {last_fetched_epoch} of {self.topic}-{self.index}"
+                " is not known here"
+            )
+        if fetch_offset < self.log_start_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {fetch_offset} of {self.topic}-{self.index} is below the log start"
+                f" offset {self.log_start_offset}"
+            )
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
+
     def last_offset_for_leader_epoch(self, request: EpochRequest) -> EpochResult:
         """OffsetsForLeaderEpoch (KIP-101/279, TRUNC-4): where does the requested epoch end
         here? The largest epoch <= it that this leader knows, and its end offset."""
         try:
-            self._check_leader_request(request.current_leader_epoch)
+            self.check_leader_request(request.current_leader_epoch)
         except KafkaError as err:
             return EpochResult(err.code)
         epoch, end = self.cache.end_offset_for(request.leader_epoch, self.log_end_offset)

@@ -84,6 +84,13 @@ _BROKER_DEFS = [
     ConfigDef("default.replication.factor", "int", 1, "Replicas of an auto-created topic.", 1),
     ConfigDef("auto.create.topics.enable", "boolean", True, "Create topics on Metadata."),
     ConfigDef("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+    ConfigDef(
+        "max.request.partition.size.limit",
+        "int",
+        2000,
+        "Most partitions one DescribeTopicPartitions answer describes.",
+        1,
+    ),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame.", 1),
     ConfigDef("num.io.threads", "int", 8, "Request handler workers.", 1),
     ConfigDef("queued.max.requests", "int", 500, "Requests queued for the handlers.", 1),

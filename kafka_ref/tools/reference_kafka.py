@@ -3,6 +3,7 @@
     kafka-ref reference-kafka --brokers 1                 # one KRaft node (broker and controller)
     kafka-ref reference-kafka --brokers 3 --port 9192     # three brokers, a quorum of three
     kafka-ref reference-kafka --config group.initial.rebalance.delay.ms=0
+    kafka-ref reference-kafka --feature transaction.version=1   # transactions v1 (KIP-890)
     kafka-ref reference-kafka --fetch                     # only fetch the jars (Maven), then exit
 
 The pinned Apache Kafka (kafka_ref/apache/pom.xml) is fetched from Maven Central on first use
@@ -10,8 +11,11 @@ and cached (kafka_ref/apache/classpath.py); each node's storage is formatted as
 `kafka-storage.sh format` does, then started on loopback (kafka_ref/apache/cluster.py). The
 command prints the bootstrap address and each node's pid and log, and waits; Ctrl-C or
 SIGTERM stops every node cleanly and removes the data unless `--data-dir` was given.
-`--config KEY=VALUE` passes a broker config to every node. `--jvm kafka` runs the JVM with
-the options of kafka-server-start.sh (for benchmarks) instead of the quicker test settings.
+`--config KEY=VALUE` passes a broker config to every node; `--feature NAME=LEVEL` formats the
+cluster with that feature finalized at that level (`kafka-storage.sh format --feature`,
+KIP-584), e.g. transaction.version=1, the transactions kafka-ref speaks. `--jvm kafka` runs
+the JVM with the options of kafka-server-start.sh (for benchmarks) instead of the quicker test
+settings.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--config", action="append", default=[], metavar="KEY=VALUE", help="a broker config"
     )
     parser.add_argument(
+        "--feature", action="append", default=[], metavar="NAME=LEVEL", help="a feature level"
+    )
+    parser.add_argument(
         "--jvm", choices=["quick", "kafka"], default="quick", help="JVM options (default quick)"
     )
     parser.add_argument("--fetch", action="store_true", help="fetch the jars and exit")
@@ -49,6 +56,18 @@ def parse_configs(pairs: list[str]) -> dict[str, str]:
     return configs
 
 
+def parse_features(pairs: list[str]) -> dict[str, int]:
+    from kafka_ref.cli import UsageError
+
+    features = {}
+    for pair in pairs:
+        name, sep, level = pair.partition("=")
+        if not sep or not name or not level.strip().isdigit():
+            raise UsageError(f"--feature {pair!r}: NAME=LEVEL expected, LEVEL a number")
+        features[name.strip()] = int(level)
+    return features
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_ref.cli import UsageError
 
@@ -57,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             f"--brokers {args.brokers}: 1 (one combined node) or 3 (a quorum of three)"
         )
     configs = parse_configs(args.config)
+    features = parse_features(args.feature)
     try:
         jars = classpath()
     except ApacheKafkaUnavailable as err:
@@ -66,7 +86,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"Apache Kafka {version()}: {len(jars.split(':'))} jars")
         return 0
     kafka = ApacheKafka(
-        args.brokers, configs, workdir=args.data_dir, quick=args.jvm == "quick", port=args.port
+        args.brokers,
+        configs,
+        workdir=args.data_dir,
+        quick=args.jvm == "quick",
+        port=args.port,
+        features=features,
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

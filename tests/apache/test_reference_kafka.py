@@ -89,3 +89,19 @@ def test_the_command_fetches_and_refuses_a_bad_broker_count():
     assert fetched.returncode == 0 and f"Apache Kafka {version()}" in fetched.stdout
     bad = subprocess.run([*cmd, "--brokers", "2"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+
+
+@pytest.mark.spec("TOOLS-34")
+def test_a_feature_level_is_formatted_in_and_a_bad_one_refused():
+    cmd = [sys.executable, "-m", "kafka_ref.cli", "reference-kafka"]
+    for bad in ("transaction.version", "transaction.version=two", "=1"):
+        refused = subprocess.run([*cmd, "--feature", bad], capture_output=True, text=True)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    with ApacheKafka(1, features={"transaction.version": 1}) as kafka:
+        from kafka_ref.conformance.wire import Wire
+
+        with Wire("127.0.0.1", kafka.nodes[0].port) as wire:
+            finalized = {
+                f.name: f.max_version_level for f in wire.api_versions(3).finalized_features
+            }
+    assert finalized["transaction.version"] == 1  # the default of Kafka 4.4 is 2

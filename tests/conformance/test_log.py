@@ -223,7 +223,7 @@ def test_list_offsets_earliest_and_latest(target, wire, topic):
     assert wire.list_offset(topic, 0, -1).offset == 5
 
 
-@pytest.mark.spec("BROKER-77")
+@pytest.mark.spec("BROKER-71")
 def test_a_selector_newer_than_the_request_is_unsupported(target, wire, topic):
     """ListOffsets v2 (what Wire.list_offset sends) knows -1 and -2 only: -3 (max timestamp,
     v7) and any other negative target answer UNSUPPORTED_VERSION, before any lookup."""

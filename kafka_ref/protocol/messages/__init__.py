@@ -7,21 +7,22 @@ the schema of the rest of the request and of its response. This module maps
 exactly what the broker advertises in its ApiVersions response, so declaring a wider range
 in a message module is all it takes to offer a new version (PROTO-11).
 
-The ranges follow one rule: the floor is Kafka 4.x's floor (KIP-896 removed the older
-versions), the ceiling the smallest maximum among the common clients, so that librdkafka,
-kafka-python, aiokafka and KafkaJS all pick the same versions and every version a client
-may send is declared. The group, transaction and admin APIs go as high as Kafka 4.4, each
-version with its semantics, except the versions of transactions v2 (KIP-890 part 2: EndTxn v5,
-TxnOffsetCommit v5-v6), which clients send only to a Kafka whose `transaction.version` is 2:
+The ranges follow one rule: every version Apache Kafka 4.4 serves of each API kafka-ref
+implements, with its meaning (PROTO-19), so that a client negotiates what it would with
+Kafka. The exceptions, each with its reason, are one table in spec/protocol.md that the
+tests read: ZooKeeper mode's controller APIs, which Kafka 4 no longer has, and the versions
+of transactions v2 (KIP-890 part 2: Produce v12-13, EndTxn v5, TxnOffsetCommit v5-v6),
+which clients send only to a Kafka whose `transaction.version` is 2:
 
-    ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
-    Fetch 4-10   ListOffsets 1-3   CreateTopics 2-7   DeleteTopics 1-6
-    DeleteRecords 0-2   InitProducerId 0-5   OffsetForLeaderEpoch 2-3 (followers)
+    ApiVersions 0-5   Metadata 0-13   DescribeTopicPartitions 0
+    Produce 0-11 (0-2 answered UNSUPPORTED_VERSION)   Fetch 4-18   ListOffsets 1-11
+    OffsetForLeaderEpoch 2-4   CreateTopics 2-7   DeleteTopics 1-6
+    DeleteRecords 0-2   InitProducerId 0-5
     transactions: AddPartitionsToTxn 0-5   AddOffsetsToTxn 0-4   EndTxn 0-4
-    WriteTxnMarkers 1-2 (brokers)
-    from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
-    to it: AlterPartition 0   TxnOffsetCommit 0-4   DescribeProducers 0
+    TxnOffsetCommit 0-4   WriteTxnMarkers 1-2 (brokers)   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-2
+    from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
+    to it: AlterPartition 0
     DescribeConfigs 1-4   CreatePartitions 0-3   DescribeLogDirs 1-5
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     SCRAM users: DescribeUserScramCredentials 0   AlterUserScramCredentials 0 (KIP-554)
@@ -204,6 +205,10 @@ from kafka_ref.protocol.messages.api_66_list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from kafka_ref.protocol.messages.api_75_describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from kafka_ref.protocol.schema import Message
 
 
@@ -304,6 +309,11 @@ APIS: dict[int, Api] = {
         _api("DescribeProducers", DescribeProducersRequest, DescribeProducersResponse),
         _api("DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse),
         _api("ListTransactions", ListTransactionsRequest, ListTransactionsResponse),
+        _api(
+            "DescribeTopicPartitions",
+            DescribeTopicPartitionsRequest,
+            DescribeTopicPartitionsResponse,
+        ),
     )
 }
 
@@ -361,6 +371,8 @@ __all__ = [
     "DescribeLogDirsResponse",
     "DescribeProducersRequest",
     "DescribeProducersResponse",
+    "DescribeTopicPartitionsRequest",
+    "DescribeTopicPartitionsResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
     "DescribeUserScramCredentialsRequest",

@@ -25,8 +25,10 @@ preferred_read_replica (KIP-392); v12 is flexible and adds last_fetched_epoch an
 hints; v13 uses topic ids; v15 ReplicaState; v17 directory ids; v18 high-watermark hints.
 Versions 0-3 were removed in Kafka 4.0, whose baseline is v4 (KIP-896).
 
-Note `throttle_time_ms` comes *first* in the Fetch response. kafka-ref declares 4-10; keeping
-10 in range matters (kafka-python infers broker 2.1 from FetchRequest v10, which unlocks zstd).
+Note `throttle_time_ms` comes *first* in the Fetch response. kafka-ref declares 4-18, all of
+Kafka 4.4's (server/handlers/fetch_partitions.py reads the versions' differences: BROKER-65..
+BROKER-69); keeping 10 in range matters (kafka-python infers broker 2.1 from FetchRequest
+v10, which unlocks zstd).
 
 Kafka's definitions: FetchRequest.json, FetchResponse.json.
 """
@@ -36,7 +38,7 @@ from kafka_ref.protocol.schema import Field, Message
 FetchRequest = Message(
     "FetchRequest",
     api_key=1,
-    valid_versions="4-10",
+    valid_versions="4-18",
     flexible_versions="12+",
     fields=[
         Field(
@@ -156,7 +158,7 @@ FetchRequest = Message(
 FetchResponse = Message(
     "FetchResponse",
     api_key=1,
-    valid_versions="4-10",
+    valid_versions="4-18",
     flexible_versions="12+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

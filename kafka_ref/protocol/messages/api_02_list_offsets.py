@@ -22,8 +22,9 @@ removed in Kafka 4.0.
 
 Version history: v1 single offset with its timestamp; v2 isolation_level and throttle time;
 v3 = v2; v4 current_leader_epoch (fencing, KIP-320) and leader_epoch; v5 OFFSET_NOT_AVAILABLE;
-v6 flexible; v10 timeout_ms for tiered storage. kafka-ref declares 1-3 (librdkafka needs v1
-in range to enable offsets-for-times).
+v6 flexible; v7-v9 and v11 the targets -3..-6; v10 timeout_ms for tiered storage. kafka-ref
+declares 1-11, all of Kafka 4.4's (BROKER-70, BROKER-71; librdkafka needs v1 in range to
+enable offsets-for-times).
 
 Kafka's definitions: ListOffsetsRequest.json, ListOffsetsResponse.json.
 """
@@ -33,7 +34,7 @@ from kafka_ref.protocol.schema import Field, Message
 ListOffsetsRequest = Message(
     "ListOffsetsRequest",
     api_key=2,
-    valid_versions="1-3",
+    valid_versions="1-11",
     flexible_versions="6+",
     fields=[
         Field("ReplicaId", "int32", "0+", about="The requester's broker ID, or -1 for a consumer."),
@@ -88,7 +89,7 @@ ListOffsetsRequest = Message(
 ListOffsetsResponse = Message(
     "ListOffsetsResponse",
     api_key=2,
-    valid_versions="1-3",
+    valid_versions="1-11",
     flexible_versions="6+",
     fields=[
         Field("ThrottleTimeMs", "int32", "2+", about="The quota throttle time in ms, or zero."),

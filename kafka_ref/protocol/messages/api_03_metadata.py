@@ -20,11 +20,11 @@ Version history (Kafka's JSON comments): v1 rack, controller id, is_internal, nu
 v2 cluster_id; v3 throttle time; v4 allow_auto_topic_creation; v5 offline_replicas; v6 throttle
 before response; v7 leader_epoch; v8 authorized operations; v9 flexible; v10 topic ids; v11
 drops cluster authorized operations; v12 topic ids in requests; v13 top-level error code.
-kafka-ref declares 0-7. v6 changes nothing on the wire; v7's `leader_epoch` is what a
-client needs for KIP-320: librdkafka then sends its Fetch `current_leader_epoch` and checks
-its position with OffsetForLeaderEpoch (key 23, which kafka-ref serves for its followers)
-after a leader change. The epochs a broker reports never go backwards (CTRL-12). v8 would
-add authorized operations (no ACLs here) and v9 flexible encoding.
+kafka-ref declares 0-13, all of Kafka 4.4's. v6 changes nothing on the wire; v7's
+`leader_epoch` is what a client needs for KIP-320: librdkafka then sends its Fetch
+`current_leader_epoch` and checks its position with OffsetForLeaderEpoch (key 23) after a
+leader change. The epochs a broker reports never go backwards (CTRL-12). v8's authorized
+operations come from the ACLs (BROKER-62); v10's topic ids and v12's lookups by id, BROKER-63.
 
 Kafka's definitions: MetadataRequest.json, MetadataResponse.json.
 """
@@ -34,7 +34,7 @@ from kafka_ref.protocol.schema import Field, Message
 MetadataRequest = Message(
     "MetadataRequest",
     api_key=3,
-    valid_versions="0-7",
+    valid_versions="0-13",
     flexible_versions="9+",
     fields=[
         Field(
@@ -79,7 +79,7 @@ MetadataRequest = Message(
 MetadataResponse = Message(
     "MetadataResponse",
     api_key=3,
-    valid_versions="0-7",
+    valid_versions="0-13",
     flexible_versions="9+",
     fields=[
         Field("ThrottleTimeMs", "int32", "3+", about="The quota throttle time in ms, or zero."),

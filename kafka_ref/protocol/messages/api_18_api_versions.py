@@ -22,8 +22,10 @@ ApiVersions is special in three ways, all consequences of being the first reques
   answers with a v0 body, error UNSUPPORTED_VERSION (35) and its supported ranges, and the
   client retries at a version it finds there (KIP-511, `frames.unsupported_api_versions_response`).
 
-Kafka's definitions: ApiVersionsRequest.json, ApiVersionsResponse.json (valid 0-4; v4 only
-fixes how SupportedFeatures with MinVersion 0 are reported). kafka-ref declares 0-3.
+Kafka's definitions: ApiVersionsRequest.json, ApiVersionsResponse.json (v4 only fixes how
+SupportedFeatures with MinVersion 0 are reported; v5, Kafka 4.4, adds the request's
+`ClusterId` and `NodeId`: the cluster and broker the client meant to reach, KIP-1242,
+BROKER-61). kafka-ref declares 0-5.
 """
 
 from kafka_ref.protocol.schema import Field, Message
@@ -31,19 +33,34 @@ from kafka_ref.protocol.schema import Field, Message
 ApiVersionsRequest = Message(
     "ApiVersionsRequest",
     api_key=18,
-    valid_versions="0-3",
+    valid_versions="0-5",
     flexible_versions="3+",
     about="Versions 0 through 2 are empty; v3 adds who the client is (KIP-511).",
     fields=[
         Field("ClientSoftwareName", "string", "3+", about="The name of the client."),
         Field("ClientSoftwareVersion", "string", "3+", about="The version of the client."),
+        Field(
+            "ClusterId",
+            "string",
+            "5+",
+            nullable_versions="5+",
+            default=None,
+            about="The cluster the client expects to reach, or null (KIP-1242).",
+        ),
+        Field(
+            "NodeId",
+            "int32",
+            "5+",
+            default=-1,
+            about="The broker the client expects to reach, or -1 (KIP-1242).",
+        ),
     ],
 )
 
 ApiVersionsResponse = Message(
     "ApiVersionsResponse",
     api_key=18,
-    valid_versions="0-3",
+    valid_versions="0-5",
     flexible_versions="3+",
     about="v1 adds throttle time; v3 is flexible. The header is always response header v0.",
     fields=[

@@ -11,8 +11,8 @@ logs share a prefix (spec/hw-truncation.md, TRUNC-4..TRUNC-6). This replaces the
 rule "truncate to your high watermark", which loses acknowledged writes (TRUNC-1).
 
 Consumers use it too (KIP-320): after a leader change, a consumer with a leader epoch from
-Metadata v7+ checks that its position is still on the leader's log. kafka-ref's Metadata
-stops at v5, so clients have no epochs to check with; followers are the users here.
+Metadata v7+ checks that its position is still on the leader's log (librdkafka does, after a
+leader change).
 
 Per partition the request gives `current_leader_epoch` (fencing: an older one is
 FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH) and the `leader_epoch` to look up.
@@ -20,7 +20,7 @@ The response gives the error code, `leader_epoch` and `end_offset` (-1, -1 when 
 
 Version history (Kafka's JSON comments): v1 adds leader_epoch to the response; v2 adds
 current_leader_epoch and the throttle time; v3 adds replica_id (the follower's broker id;
--2 for a debug consumer); v4 is flexible. Kafka 4 removed v0-1. kafka-ref declares 2-3.
+-2 for a debug consumer); v4 is flexible. Kafka 4 removed v0-1. kafka-ref declares 2-4.
 
 Kafka's definitions: OffsetForLeaderEpochRequest.json, OffsetForLeaderEpochResponse.json.
 """
@@ -30,7 +30,7 @@ from kafka_ref.protocol.schema import Field, Message
 OffsetsForLeaderEpochRequest = Message(
     "OffsetForLeaderEpochRequest",
     api_key=23,
-    valid_versions="2-3",
+    valid_versions="2-4",
     flexible_versions="4+",
     fields=[
         Field(
@@ -77,7 +77,7 @@ OffsetsForLeaderEpochRequest = Message(
 OffsetsForLeaderEpochResponse = Message(
     "OffsetForLeaderEpochResponse",
     api_key=23,
-    valid_versions="2-3",
+    valid_versions="2-4",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "2+", about="The quota throttle time in ms, or zero."),

@@ -6,12 +6,15 @@ decoded request, calls the broker's core objects (`ReplicaManager`, the controll
 log), and turns their results and typed errors into the response message. It contains no
 storage logic of its own. kafka-ref keeps the same split, with one module per family:
 
-    metadata.py   ApiVersions (18), Metadata (3)
+    metadata.py   ApiVersions (18), Metadata (3), DescribeCluster (60)
+    describe_topic_partitions.py  DescribeTopicPartitions (75): Metadata's partitions, paged
     controller_requests.py  LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6) from the
                   controller, AlterPartition (56) to it: ZooKeeper mode's inter-broker APIs
     produce.py    Produce (0)
-    fetch.py      Fetch (1) and its DelayedFetch
+    fetch.py      Fetch (1) and its DelayedFetch; fetch_partitions.py: what a Fetch asks
+                  for across its versions (topic ids, ReplicaState) and its answer
     follower_fetch.py  followers' Fetch (replica_id >= 0), OffsetsForLeaderEpoch (23)
+    leader_hints.py  where a partition's leader is now, in Produce and Fetch errors (KIP-951)
     offsets.py    ListOffsets (2), DeleteRecords (21)
     admin.py      CreateTopics (19), DeleteTopics (20), CreatePartitions (37)
     configs.py    DescribeConfigs (32)
@@ -62,6 +65,7 @@ from kafka_ref.server.handlers import (
     client_quotas,
     configs,
     controller_requests,
+    describe_topic_partitions,
     fetch,
     follower_fetch,
     group_offsets,
@@ -89,7 +93,7 @@ Handler = Callable[[ApiContext, Request], Any]
 # Answered from the picture of the cluster: held until it is complete (CTRL-32).
 FROM_THE_PICTURE = frozenset({
     ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR,
-    ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS,
+    ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
 })  # fmt: skip
 
 
@@ -114,6 +118,9 @@ class KafkaApis(ApiContext):
             ApiKey.ALTER_PARTITION: controller_requests.handle_alter_partition,
             ApiKey.API_VERSIONS: metadata.handle_api_versions,
             ApiKey.DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: (
+                describe_topic_partitions.handle_describe_topic_partitions
+            ),
             ApiKey.CREATE_TOPICS: admin.handle_create_topics,
             ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
             ApiKey.DELETE_RECORDS: offsets.handle_delete_records,

@@ -6,7 +6,7 @@ broker has no authorizer (`authorizer.class.name` empty) or the request's princi
 its host, may do it (security/acls.py). What a refusal answers is the
 handler's business: each API has its own error code, as in Kafka's `KafkaApis`.
 
-Rules: SEC-17, SEC-26, REBAL-23.
+Rules: SEC-17, SEC-26, REBAL-23, BROKER-62.
 """
 
 from __future__ import annotations
@@ -50,9 +50,19 @@ def authorized_any(
     return authorizer.authorize_any(request.principal, request.host, operation, rtype)
 
 
-# Kafka `AclEntry.supportedOperations`: what can be granted on a resource of each type.
+# The operations of each resource type (Kafka: `AclEntry.supportedOperations`): what an
+# authorized-operations field can name.
 SUPPORTED_OPERATIONS = {
-    Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    Res.TOPIC: (
+        Op.READ,
+        Op.WRITE,
+        Op.CREATE,
+        Op.DESCRIBE,
+        Op.DELETE,
+        Op.ALTER,
+        Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS,
+    ),
     Res.CLUSTER: (
         Op.CREATE,
         Op.CLUSTER_ACTION,
@@ -62,18 +72,23 @@ SUPPORTED_OPERATIONS = {
         Op.ALTER,
         Op.DESCRIBE,
     ),
+    Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    Res.TRANSACTIONAL_ID: (Op.DESCRIBE, Op.WRITE),
 }
 
 
 def authorized_operations(
     apis: ApiContext, request: Request, rtype: ResourceType, name: str = CLUSTER_NAME
 ) -> int:
-    """The operations the request's principal may do on the resource, as a bitfield of
-    their codes (Kafka `AuthHelper.authorizedOperations`, `Utils.to32BitField`): every
-    supported one without an authorizer (DescribeGroups v3+, REBAL-23; DescribeCluster,
-    SEC-26)."""
-    supported = SUPPORTED_OPERATIONS[rtype]
-    return sum(1 << op for op in supported if authorized(apis, request, op, rtype, name))
+    """The operations the request's principal may do on the resource, as the 32-bit field
+    of Metadata v8+, DescribeTopicPartitions, DescribeGroups v3+ (REBAL-23) and
+    DescribeCluster (SEC-26): bit n set for the operation of code n (Kafka:
+    `AuthHelper.authorizedOperations`, `Utils.to32BitField`, KIP-430). Without an
+    authorizer every operation of the resource type."""
+    allowed = (
+        op for op in SUPPORTED_OPERATIONS[rtype] if authorized(apis, request, op, rtype, name)
+    )
+    return sum(1 << op for op in allowed)
 
 
 def require(

@@ -28,11 +28,18 @@ records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
 `session_id` 0 and lists every requested partition, which tells the client to keep sending
 full fetches (BROKER-21). An incremental fetch (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND.
 
-A fetch with `replica_id` >= 0 comes from a follower and is served by follower_fetch.py.
-A consumer under a `consumer_byte_rate` quota gets at most what the quota lets through in
-one burst: `max_bytes` is capped (server/throttling.py, QUOTA-7).
+Newer versions (fetch_partitions.py reads their differences): from v12 a partition may name
+`last_fetched_epoch`, the epoch of the fetcher's last record; if that epoch ends here before
+the fetch offset, the answer is a `diverging_epoch` instead of records, at once, and the
+consumer validates its position (KIP-320, BROKER-66); from v13 topics travel by id
+(UNKNOWN_TOPIC_ID for one not known, BROKER-67); from v16 a partition refused with
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its leader (KIP-951, BROKER-69).
 
-Rules: BROKER-5, BROKER-17..BROKER-23, CTRL-10, TXN-8, QUOTA-7.
+A fetch from a broker id (`replica_id`, from v15 `ReplicaState`) comes from a follower and is
+served by follower_fetch.py. A consumer under a `consumer_byte_rate` quota gets at most what
+the quota lets through in one burst: `max_bytes` is capped (server/throttling.py, QUOTA-7).
+
+Rules: BROKER-5, BROKER-17..BROKER-23, BROKER-66, BROKER-67, CTRL-10, TXN-8, QUOTA-7.
 """
 
 from __future__ import annotations
@@ -44,6 +51,13 @@ from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import FetchResponse
 from kafka_ref.server.handlers import follower_fetch
 from kafka_ref.server.handlers.authz import Op, Res, authorized
+from kafka_ref.server.handlers.fetch_partitions import (
+    FetchPartition,
+    empty_partition,
+    fetch_partitions,
+    replica_id,
+    respond,
+)
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
@@ -56,17 +70,6 @@ READ_COMMITTED = 1
 
 
 @dataclass(frozen=True, slots=True)
-class FetchPartition:
-    """One partition of a fetch (Kafka: `FetchRequest.PartitionData`)."""
-
-    topic: str
-    partition: int
-    fetch_offset: int
-    max_bytes: int
-    leader_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
 class FetchParams:
     """The request-wide knobs (Kafka: `FetchParams`)."""
 
@@ -76,77 +79,73 @@ class FetchParams:
     read_committed: bool
 
 
-def empty_partition(index: int, error: ErrorCode = ErrorCode.NO_ERROR) -> Any:
-    return FetchResponse.PartitionData(
-        partition_index=index,
-        error_code=error,
-        high_watermark=-1,
-        last_stable_offset=-1,
-        log_start_offset=-1,
-        aborted_transactions=[],
-        records=FileRecordsValue([]),
-    )
-
-
 def read_partitions(
-    apis: ApiContext, partitions: list[FetchPartition], params: FetchParams
-) -> tuple[list[Any], int, bool]:
-    """Read every partition (Kafka: `readFromLocalLog`): (PartitionData list, bytes, error?)."""
-    limit, min_one, total, any_error = params.max_bytes, True, 0, False
+    apis: ApiContext,
+    partitions: list[FetchPartition],
+    params: FetchParams,
+    denied: frozenset[str] = frozenset(),
+) -> tuple[list[tuple[FetchPartition, Any]], int, bool]:
+    """Read every partition (Kafka: `readFromLocalLog`): ((partition, PartitionData) list,
+    bytes read, answer now?). A partition of an unknown topic id (v13+) or of a topic in
+    `denied` (SEC-17) is answered with its error, unread. An error or a diverging epoch
+    answers the fetch at once."""
+    limit, min_one, total, answer_now = params.max_bytes, True, 0, False
     out = []
     for fp in partitions:
-        data = empty_partition(fp.partition)
-        try:
-            partition = apis.replica_manager.get_partition(fp.topic, fp.partition)
-            data.high_watermark = partition.high_watermark
-            data.last_stable_offset = partition.last_stable_offset
-            data.log_start_offset = partition.log_start_offset
-            if fp.leader_epoch >= 0 and fp.leader_epoch != partition.leader_epoch:
-                data.error_code = (
-                    ErrorCode.FENCED_LEADER_EPOCH
-                    if fp.leader_epoch < partition.leader_epoch
-                    else ErrorCode.UNKNOWN_LEADER_EPOCH
-                )
-            else:
-                budget = max(min(fp.max_bytes, limit), 0)
-                info = partition.read(
-                    fp.fetch_offset,
-                    budget,
-                    min_one_batch=min_one,
-                    read_committed=params.read_committed,
-                )
-                if params.read_committed:  # TXN-8
-                    data.aborted_transactions = [
-                        FetchResponse.AbortedTransaction(
-                            producer_id=t.producer_id, first_offset=t.first_offset
-                        )
-                        for t in partition.aborted_transactions(info)
-                    ]
-                if info.slices:
-                    data.records = FileRecordsValue(info.slices)
-                    size = data.records.size
-                    total += size
-                    limit = max(limit - size, 0)
-                    min_one = False
-        except KafkaError as err:
-            data.error_code = err.code
-        if data.error_code != ErrorCode.NO_ERROR:
-            # An error carries no offsets: -1 as Kafka's `createLogReadResult(e)` (BROKER-17).
-            data = empty_partition(fp.partition, data.error_code)
-            any_error = True
-        apis.replica_manager.topic_stats.fetched(fp.topic, data.error_code != ErrorCode.NO_ERROR)
-        out.append((fp.topic, data))
-    return out, total, any_error
+        if fp.topic is None:
+            data = empty_partition(fp.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        elif fp.topic in denied:
+            data = empty_partition(fp.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        else:
+            data = _read(apis, fp, max(min(fp.max_bytes, limit), 0), min_one, params)
+            apis.replica_manager.topic_stats.fetched(
+                fp.topic, data.error_code != ErrorCode.NO_ERROR
+            )
+            if data.records.size:
+                total += data.records.size
+                limit = max(limit - data.records.size, 0)
+                min_one = False
+        if data.error_code != ErrorCode.NO_ERROR or data.diverging_epoch.epoch >= 0:
+            answer_now = True
+        out.append((fp, data))
+    return out, total, answer_now
 
 
-def build_response(read: list[Any], error: ErrorCode = ErrorCode.NO_ERROR) -> Any:
-    """Group the partitions by topic, in request order; session_id is always 0."""
-    topics: list[Any] = []
-    for topic, data in read:
-        if not topics or topics[-1].topic != topic:
-            topics.append(FetchResponse.FetchableTopicResponse(topic=topic, partitions=[]))
-        topics[-1].partitions.append(data)
-    return FetchResponse(throttle_time_ms=0, error_code=error, session_id=0, responses=topics)
+def _read(
+    apis: ApiContext, fp: FetchPartition, budget: int, min_one: bool, params: FetchParams
+) -> Any:
+    """One partition's answer: its offsets, and its records, a diverging epoch or an error."""
+    data = empty_partition(fp.partition)
+    try:
+        partition = apis.replica_manager.get_partition(fp.topic, fp.partition)
+        partition.check_leader_request(fp.leader_epoch)  # KIP-320's fencing (REPL-8)
+        data.high_watermark = partition.high_watermark
+        data.last_stable_offset = partition.last_stable_offset
+        data.log_start_offset = partition.log_start_offset
+        if fp.last_fetched_epoch >= 0:  # v12+ (BROKER-66)
+            diverging = partition.diverging_epoch(fp.last_fetched_epoch, fp.fetch_offset)
+            if diverging is not None:
+                epoch, end_offset = diverging
+                data.diverging_epoch = FetchResponse.EpochEndOffset(
+                    epoch=epoch, end_offset=end_offset
+                )
+                return data
+        info = partition.read(
+            fp.fetch_offset, budget, min_one_batch=min_one, read_committed=params.read_committed
+        )
+        if params.read_committed:  # TXN-8
+            data.aborted_transactions = [
+                FetchResponse.AbortedTransaction(
+                    producer_id=t.producer_id, first_offset=t.first_offset
+                )
+                for t in partition.aborted_transactions(info)
+            ]
+        if info.slices:
+            data.records = FileRecordsValue(info.slices)
+    except KafkaError as err:
+        # An error carries no offsets: -1 as Kafka's `createLogReadResult(e)` (BROKER-17).
+        return empty_partition(fp.partition, err.code)
+    return data
 
 
 class DelayedFetch(DelayedOperation):
@@ -177,6 +176,8 @@ class DelayedFetch(DelayedOperation):
             )
             if not partition.log_start_offset <= fp.fetch_offset <= partition.log.log_end_offset:
                 return self.force_complete()  # case B: the offset is now out of range
+            if fp.last_fetched_epoch >= 0 and self._diverged(partition, fp):
+                return self.force_complete()  # case H: the fetcher's log diverged
             if fp.fetch_offset < bound:
                 if self.params.min_bytes <= 1:
                     return self.force_complete()  # any new byte will do
@@ -187,19 +188,27 @@ class DelayedFetch(DelayedOperation):
             return self.force_complete()  # case C: enough bytes
         return False
 
+    @staticmethod
+    def _diverged(partition: Any, fp: FetchPartition) -> bool:
+        try:
+            return partition.diverging_epoch(fp.last_fetched_epoch, fp.fetch_offset) is not None
+        except KafkaError:
+            return True  # the answer is an error now
+
     def on_complete(self) -> None:
         if self.request.connection_closed():
             self.apis.send(self.request, None)
             return
         read, _, _ = read_partitions(self.apis, self.partitions, self.params)
-        self.apis.replica_manager.topic_stats.bytes_sent(read)
-        self.apis.send(self.request, build_response(read))
+        self.apis.replica_manager.topic_stats.bytes_sent([(fp.topic, data) for fp, data in read])
+        self.apis.send(self.request, respond(self.apis, self.request, read))
 
 
 def handle_fetch(apis: ApiContext, request: Request) -> Any:
     body = request.body
-    if body.replica_id >= 0:  # a follower replicating (handlers/follower_fetch.py)
-        return follower_fetch.handle_follower_fetch(apis, request)
+    partitions = fetch_partitions(apis, request)
+    if replica_id(request) >= 0:  # a follower replicating (handlers/follower_fetch.py)
+        return follower_fetch.handle_follower_fetch(apis, request, partitions)
     cap = max_fetch_bytes(apis.quotas, request)  # no bigger than the quota allows (QUOTA-7)
     params = FetchParams(
         max_wait_ms=body.max_wait_ms,
@@ -209,25 +218,13 @@ def handle_fetch(apis: ApiContext, request: Request) -> Any:
     )
     if request.api_version >= 7 and body.session_epoch > 0:
         # An incremental fetch on a session we never created (we always answer session 0).
-        return build_response([], ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
-    partitions = [
-        FetchPartition(
-            t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch
-        )
-        for t in body.topics
-        for p in t.partitions
-    ]
-    topics = {p.topic for p in partitions}
-    denied = {t for t in topics if not authorized(apis, request, Op.READ, Res.TOPIC, t)}
-    if denied:  # answered at once, the refused topics' partitions with their error (SEC-17)
-        read, _, _ = read_partitions(apis, [p for p in partitions if p.topic not in denied], params)
-        refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        return build_response(read + [(p.topic, empty_partition(p.partition, refused))
-                                      for p in partitions if p.topic in denied])  # fmt: skip
-    read, total, any_error = read_partitions(apis, partitions, params)
-    if params.max_wait_ms <= 0 or not partitions or total >= params.min_bytes or any_error:
-        apis.replica_manager.topic_stats.bytes_sent(read)
-        return build_response(read)
+        return respond(apis, request, [], ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    topics = {fp.topic for fp in partitions if fp.topic is not None}
+    denied = frozenset(t for t in topics if not authorized(apis, request, Op.READ, Res.TOPIC, t))
+    read, total, answer_now = read_partitions(apis, partitions, params, denied)
+    if params.max_wait_ms <= 0 or not partitions or total >= params.min_bytes or answer_now:
+        apis.replica_manager.topic_stats.bytes_sent([(fp.topic, data) for fp, data in read])
+        return respond(apis, request, read)
     delayed = DelayedFetch(apis, request, partitions, params)
     keys = {(fp.topic, fp.partition) for fp in partitions}
     apis.fetch_purgatory.try_complete_else_watch(delayed, keys)

@@ -20,20 +20,22 @@ leader neither reads them into Python nor copies them into the response. A small
 produces) is read and written instead: one `pread` and one `write` cost less than a
 response with slices, which duplicates a descriptor per slice and is sent by a task.
 
-Fetch v4-10 has no `last_fetched_epoch` (v12, KIP-595), so the leader cannot answer a
-diverging epoch; the follower finds where its log diverges with OffsetsForLeaderEpoch
-before its first fetch in each epoch instead (the KIP-101 protocol, TRUNC-4..TRUNC-6).
+kafka-ref's followers fetch at v10, without `last_fetched_epoch` (v12, KIP-595): they find
+where their log diverges with OffsetsForLeaderEpoch before their first fetch in each epoch
+(the KIP-101 protocol, TRUNC-4..TRUNC-6). A follower that sends it (v12+) is answered a
+diverging epoch as a consumer is (BROKER-66).
 
 A follower's fetch that finds nothing new waits in the fetch purgatory like a consumer's,
 up to `replica.fetch.wait.max.ms`, and completes on the next append (BROKER-22). Both
 handlers reach the partition through the replication core: `Partition.fetch` and
 `Partition.last_offset_for_leader_epoch`.
 
-Rules: REPL-3, REPL-7, REPL-8, ISR-2, TRUNC-4.
+Rules: REPL-3, REPL-7, REPL-8, ISR-2, TRUNC-4, BROKER-66, BROKER-68.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode
@@ -41,6 +43,7 @@ from kafka_ref.log.file_records import LogReadInfo
 from kafka_ref.protocol.messages import FetchResponse, OffsetsForLeaderEpochResponse
 from kafka_ref.replication.messages import EpochRequest, FetchRequest, FetchResult
 from kafka_ref.server.handlers.authz import Op, Res, authorized
+from kafka_ref.server.handlers.fetch_partitions import FetchPartition, replica_id, respond
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED, FileRecordsValue
@@ -58,37 +61,38 @@ def _records(info: LogReadInfo) -> bytes | FileRecordsValue:
     return info.read_bytes()
 
 
-def _requests(body: Any) -> list[FetchRequest]:
+def _requests(partitions: list[FetchPartition], replica_id: int) -> list[FetchRequest]:
     return [
         FetchRequest(
-            t.topic,
-            p.partition,
-            body.replica_id,
-            p.fetch_offset,
-            current_leader_epoch=p.current_leader_epoch,
-            max_bytes=p.partition_max_bytes,
+            fp.topic or "",
+            fp.partition,
+            replica_id,
+            fp.fetch_offset,
+            current_leader_epoch=fp.leader_epoch,
+            last_fetched_epoch=fp.last_fetched_epoch,
+            max_bytes=fp.max_bytes,
         )
-        for t in body.topics
-        for p in t.partitions
+        for fp in partitions
     ]
 
 
-def _fetch_all(apis: ApiContext, requests: list[FetchRequest], max_bytes: int) -> list[Any]:
+def _fetch_all(
+    apis: ApiContext, partitions: list[FetchPartition], replica_id: int, max_bytes: int
+) -> list[tuple[FetchPartition, FetchResult]]:
     """Serve each partition through the leader's `Partition.fetch`, within `max_bytes`
-    (the first partition with data may exceed it, as for consumers: KIP-74)."""
+    (the first partition with data may exceed it, as for consumers: KIP-74). A topic id
+    this broker does not know (v13+) is UNKNOWN_TOPIC_ID."""
     out, budget = [], max_bytes
-    for request in requests:
-        if budget <= 0 and out:
+    for fp, request in zip(partitions, _requests(partitions, replica_id), strict=True):
+        if fp.topic is None:
+            result = FetchResult(ErrorCode.UNKNOWN_TOPIC_ID)
+        elif budget <= 0 and out:
             result = _unread(apis, request)
         else:
-            limited = FetchRequest(
-                request.topic, request.partition, request.replica_id, request.fetch_offset,
-                request.current_leader_epoch, request.last_fetched_epoch,
-                max(min(request.max_bytes, budget), 1),
-            )  # fmt: skip
+            limited = dataclasses.replace(request, max_bytes=max(min(request.max_bytes, budget), 1))
             result = apis.replica_manager.fetch_as_leader(limited, _records)
             budget -= len(result.records)
-        out.append((request, result))
+        out.append((fp, result))
     return out
 
 
@@ -100,47 +104,49 @@ def _unread(apis: ApiContext, request: FetchRequest) -> FetchResult:
                        partition.log_start_offset, partition.log_end_offset)  # fmt: skip
 
 
-def _response(results: list[Any]) -> Any:
-    topics: list[Any] = []
-    for request, result in results:
-        if not topics or topics[-1].topic != request.topic:
-            topics.append(FetchResponse.FetchableTopicResponse(topic=request.topic, partitions=[]))
-        topics[-1].partitions.append(
-            FetchResponse.PartitionData(
-                partition_index=request.partition,
-                error_code=result.error,
-                high_watermark=result.high_watermark,
-                last_stable_offset=result.high_watermark,
-                log_start_offset=result.log_start_offset,
-                aborted_transactions=[],
-                records=result.records,
-            )
+def _response(apis: ApiContext, request: Request, results: list[Any]) -> Any:
+    answered = []
+    for fp, result in results:
+        data = FetchResponse.PartitionData(
+            partition_index=fp.partition,
+            error_code=result.error,
+            high_watermark=result.high_watermark,
+            last_stable_offset=result.high_watermark,
+            log_start_offset=result.log_start_offset,
+            aborted_transactions=[],
+            records=result.records,
         )
-    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+        if result.diverging_epoch is not None:  # v12+: truncate first (BROKER-66)
+            epoch, end_offset = result.diverging_epoch
+            data.diverging_epoch = FetchResponse.EpochEndOffset(epoch=epoch, end_offset=end_offset)
+        answered.append((fp, data))
+    return respond(apis, request, answered)
 
 
 class DelayedReplicaFetch(DelayedOperation):
     """A follower's fetch waiting for new data at the leader (Kafka: `DelayedFetch` for a
     replica: its bound is the log end, not the HW)."""
 
-    def __init__(self, apis: ApiContext, request: Request, fetches: list[FetchRequest]) -> None:
+    def __init__(
+        self, apis: ApiContext, request: Request, partitions: list[FetchPartition], replica: int
+    ) -> None:
         body = request.body
         super().__init__(body.max_wait_ms)
-        self.apis, self.request, self.fetches = apis, request, fetches
+        self.apis, self.request, self.partitions, self.replica = apis, request, partitions, replica
         self.min_bytes, self.max_bytes = body.min_bytes, body.max_bytes
 
     def try_complete(self) -> bool:
         available = 0
-        for f in self.fetches:
-            partition = self.apis.replica_manager.partitions.get(f.tp)
+        for fp in self.partitions:
+            partition = self.apis.replica_manager.partitions.get((fp.topic, fp.partition))
             if partition is None or not partition.is_leader:
                 return self.force_complete()  # the answer is an error now
-            if f.fetch_offset > partition.log_end_offset:
+            if fp.fetch_offset > partition.log_end_offset:
                 return self.force_complete()
-            if f.fetch_offset < partition.log_end_offset:
+            if fp.fetch_offset < partition.log_end_offset:
                 if self.min_bytes <= 1:
                     return self.force_complete()  # any new byte will do: no need to count
-                available += partition.log.read(f.fetch_offset, f.max_bytes).size
+                available += partition.log.read(fp.fetch_offset, fp.max_bytes).size
         if available >= max(self.min_bytes, 1):  # replica.fetch.min.bytes
             return self.force_complete()
         return False
@@ -149,22 +155,27 @@ class DelayedReplicaFetch(DelayedOperation):
         if self.request.connection_closed():
             self.apis.send(self.request, None)
             return
-        self.apis.send(self.request, _response(_fetch_all(self.apis, self.fetches, self.max_bytes)))
+        results = _fetch_all(self.apis, self.partitions, self.replica, self.max_bytes)
+        self.apis.send(self.request, _response(self.apis, self.request, results))
 
 
-def handle_follower_fetch(apis: ApiContext, request: Request) -> Any:
-    """Fetch from a follower (`replica_id` >= 0)."""
-    body = request.body
-    fetches = _requests(body)
+def handle_follower_fetch(
+    apis: ApiContext, request: Request, partitions: list[FetchPartition]
+) -> Any:
+    """Fetch from a follower (its replica id >= 0: `ReplicaId`, from v15 `ReplicaState`)."""
+    body, replica = request.body, replica_id(request)
     if not authorized(apis, request, Op.CLUSTER_ACTION, Res.CLUSTER):  # brokers only (SEC-17)
-        return _response([(f, FetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for f in fetches])
-    results = _fetch_all(apis, fetches, body.max_bytes)
+        refused = FetchResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return _response(apis, request, [(fp, refused) for fp in partitions])
+    results = _fetch_all(apis, partitions, replica, body.max_bytes)
     got = sum(len(r.records) for _, r in results)
-    errors = any(r.error != ErrorCode.NO_ERROR for _, r in results)
-    if body.max_wait_ms <= 0 or not fetches or errors or got >= max(body.min_bytes, 1):
-        return _response(results)
-    delayed = DelayedReplicaFetch(apis, request, fetches)
-    apis.fetch_purgatory.try_complete_else_watch(delayed, {f.tp for f in fetches})
+    answer_now = any(r.error != ErrorCode.NO_ERROR or r.diverging_epoch for _, r in results)
+    if body.max_wait_ms <= 0 or not partitions or answer_now or got >= max(body.min_bytes, 1):
+        return _response(apis, request, results)
+    delayed = DelayedReplicaFetch(apis, request, partitions, replica)
+    apis.fetch_purgatory.try_complete_else_watch(
+        delayed, {(fp.topic, fp.partition) for fp in partitions}
+    )
     return DEFERRED
 
 

@@ -10,7 +10,9 @@ request at a version the broker does not know still gets an answer (KIP-511): a 
 with UNSUPPORTED_VERSION and the supported ranges, so the client can retry lower
 (Kafka: `KafkaApis.handleApiVersionsRequest`, PROTO-14). v3 requests carry the client's
 software name and version, which must look like names (`[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*
-[a-zA-Z0-9])?`) or the answer is INVALID_REQUEST (BROKER-7).
+[a-zA-Z0-9])?`) or the answer is INVALID_REQUEST (BROKER-7). From v5 it may name the cluster
+and the broker the client meant to reach (KIP-1242): another cluster or broker answers
+REBOOTSTRAP_REQUIRED, and the client starts again from its bootstrap servers (BROKER-61).
 
 **Metadata** (key 3) tells a client the brokers (id, host, port: the *advertised*
 address of the listener the client came in on, SEC-2; a broker without that listener is
@@ -36,25 +38,34 @@ elected, or offline) is LEADER_NOT_AVAILABLE with leader -1, so clients wait and
 every leader reported is among them (CTRL-14). From v7 each partition carries its leader
 epoch (0 forever on one broker), which never goes backwards on a broker (CTRL-12); clients
 use it to drop stale metadata and to validate their positions after a leader change (KIP-320).
+From v8 a client may ask for the operations the ACLs allow it on each topic and on the
+cluster (BROKER-62); from v10 each topic carries its id, and from v12 topics may be asked for
+by id: an unknown id is UNKNOWN_TOPIC_ID and is never created (KIP-516, BROKER-63).
 **DescribeCluster** (key 60, KIP-700) is Metadata's cluster half alone: the cluster id, the
 controller and the same brokers, for admin clients (BROKER-50).
 `__consumer_offsets` and `__transaction_state` are *internal* topics (`is_internal`, Kafka:
 `Topic.isInternal`); asking for `__consumer_offsets` creates it with the group
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
-Rules: BROKER-6, BROKER-7, BROKER-10..BROKER-12, BROKER-45, BROKER-50, CTRL-11, CTRL-12,
-CTRL-14, SEC-2.
+Rules: BROKER-6, BROKER-7, BROKER-10..BROKER-12, BROKER-45, BROKER-50, BROKER-61..BROKER-63,
+CTRL-11, CTRL-12, CTRL-14, SEC-2.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.cluster.metadata import BrokerEndpoint, InvalidTopicError, validate_topic_name
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.frames import api_versions_body, unsupported_api_versions_response
-from kafka_ref.protocol.messages import DescribeClusterResponse, MetadataResponse
+from kafka_ref.protocol.messages import (
+    ApiVersionsResponse,
+    DescribeClusterResponse,
+    MetadataResponse,
+)
+from kafka_ref.protocol.types import ZERO_UUID
 from kafka_ref.security.acls import AclOperation
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, ensure_offsets_topic
 from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_operations
@@ -67,6 +78,13 @@ if TYPE_CHECKING:
 _PARTITION = MetadataResponse.MetadataResponsePartition  # looked up once, built per partition
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka: Topic.INTERNAL_TOPICS
 
+MIN_VERSION_WITH_TOPIC_ID_LOOKUP = 12
+MIN_VERSION_WITH_EXPECTED_NODE = 5  # ApiVersions (KIP-1242)
+NO_NODE_ID = -1
+AUTHORIZED_OPERATIONS_NOT_ASKED = -2147483648  # the schema's default: the field's "null"
+# Topics whose authorized operations a Metadata answer leaves out: those it does not describe.
+_UNDESCRIBED = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_ID)
+
 # Kafka's ApiVersionsRequest.isValid: a software name/version looks like this.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -74,15 +92,39 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 def handle_api_versions(apis: ApiContext, request: Request) -> Any:
     if request.body is None:  # a version we do not know (KIP-511): v0 body, error 35
         return Response.of_bytes(unsupported_api_versions_response(request.correlation_id))
-    if request.api_version >= 3:
-        body = request.body
+    body, version = request.body, request.api_version
+    if version >= 3:
         for value in (body.client_software_name, body.client_software_version):
             if not _SOFTWARE.fullmatch(value or ""):
-                return api_versions_body(ErrorCode.INVALID_REQUEST)
+                return _api_versions_error(ErrorCode.INVALID_REQUEST)
+    if version >= MIN_VERSION_WITH_EXPECTED_NODE:
+        error = _misrouted(apis, body.cluster_id, body.node_id)
+        if error != ErrorCode.NO_ERROR:
+            return _api_versions_error(error)
     return api_versions_body()
 
 
-def _requested_topics(request: Request) -> list[str] | None:
+def _misrouted(apis: ApiContext, cluster_id: str | None, node_id: int) -> ErrorCode:
+    """KIP-1242 (ApiVersions v5): the client names the cluster and the broker it meant to
+    reach, both or neither; a connection that reached another one is told so, and the
+    client goes back to its bootstrap servers (BROKER-61; Kafka:
+    `KafkaApis.handleApiVersionsRequest`)."""
+    if (cluster_id is None) != (node_id == NO_NODE_ID):
+        return ErrorCode.INVALID_REQUEST  # a cluster without a broker, or the other way
+    if cluster_id is not None and (
+        cluster_id != apis.controller.cluster_id or node_id != apis.broker_id
+    ):
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return ErrorCode.NO_ERROR
+
+
+def _api_versions_error(error: ErrorCode) -> Any:
+    """A refused ApiVersions request: the error alone, no API listed (Kafka:
+    `ApiVersionsRequest.getErrorResponse`)."""
+    return ApiVersionsResponse(error_code=error, api_keys=[], throttle_time_ms=0)
+
+
+def _requested_topics(request: Request) -> list[str | None] | None:
     """The topic names asked for, in order without repeats; None means all topics."""
     topics = request.body.topics
     if topics is None or (request.api_version == 0 and not topics):
@@ -91,38 +133,86 @@ def _requested_topics(request: Request) -> list[str] | None:
 
 
 def handle_metadata(apis: ApiContext, request: Request) -> Any:
-    controller = apis.controller
-    names = _requested_topics(request)
-    allow_auto_create = apis.config["auto.create.topics.enable"] and (
-        request.api_version < 4 or request.body.allow_auto_topic_creation
-    )
-    brokers = live_brokers(controller)
-    live = {b.node_id for b in brokers}
-    topics = []
-    if names is None:  # topics the principal may not describe are left out (SEC-17)
-        visible = [m.name for m in controller.topics()]
-        topics = [_describe(apis, n, live) for n in visible if _may(apis, request, Op.DESCRIBE, n)]
+    body, version = request.body, request.api_version
+    requested = body.topics or []
+    # Topics by id from v12 (KIP-516); before, a topic id or a missing name is refused.
+    by_id = [t.topic_id for t in requested if t.topic_id != ZERO_UUID]
+    unnamed = any(t.name is None for t in requested)
+    if version < MIN_VERSION_WITH_TOPIC_ID_LOOKUP and (by_id or unnamed):
+        topics = [
+            _error_topic(t.name or "", ErrorCode.INVALID_REQUEST, t.topic_id) for t in requested
+        ]
+    elif by_id:  # names, if any, are ignored (Kafka: `useTopicId`)
+        topics = [_by_id(apis, request, topic_id) for topic_id in dict.fromkeys(by_id)]
     else:
-        for name in names:
-            if not _may(apis, request, Op.DESCRIBE, name):
-                topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-            elif controller.topic(name) is not None:
-                topics.append(_describe(apis, name, live))
-            else:  # creating it needs CREATE on the cluster or on the topic
-                may_create = authorized(apis, request, Op.CREATE, Res.CLUSTER) or _may(
-                    apis, request, Op.CREATE, name
-                )
-                topics.append(_missing(apis, name, allow_auto_create and may_create))
+        topics = _by_name(apis, request)
+    cluster_operations = AUTHORIZED_OPERATIONS_NOT_ASKED
+    if version >= 8:  # authorized operations, when asked (BROKER-62)
+        if body.include_topic_authorized_operations:
+            for topic in topics:
+                if topic.error_code not in _UNDESCRIBED:
+                    topic.topic_authorized_operations = authorized_operations(
+                        apis, request, Res.TOPIC, topic.name
+                    )
+        if version <= 10 and body.include_cluster_authorized_operations:
+            cluster_operations = (
+                authorized_operations(apis, request, Res.CLUSTER)
+                if authorized(apis, request, Op.DESCRIBE, Res.CLUSTER)
+                else 0
+            )
+    controller = apis.controller
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
             MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=h, port=p, rack=b.rack)
-            for b, h, p in listener_view(brokers, request)
+            for b, h, p in listener_view(live_brokers(controller), request)
         ],
         cluster_id=controller.cluster_id,
         controller_id=controller.controller_id,
         topics=topics,
+        cluster_authorized_operations=cluster_operations,
+        error_code=ErrorCode.NO_ERROR,  # v13+: Kafka's brokers never set it (BROKER-63)
     )
+
+
+def _by_name(apis: ApiContext, request: Request) -> list[Any]:
+    """The topics asked for by name (every topic for null, or v0's empty list)."""
+    controller = apis.controller
+    names = _requested_topics(request)
+    live = {b.node_id for b in live_brokers(controller)}
+    if names is None:  # topics the principal may not describe are left out (SEC-17)
+        visible = [m.name for m in controller.topics()]
+        return [_describe(apis, n, live) for n in visible if _may(apis, request, Op.DESCRIBE, n)]
+    allow_auto_create = apis.config["auto.create.topics.enable"] and (
+        request.api_version < 4 or request.body.allow_auto_topic_creation
+    )
+    topics = []
+    for name in names:
+        if name is None:  # v12+: neither a name nor an id
+            topics.append(_error_topic("", ErrorCode.INVALID_REQUEST))
+        elif not _may(apis, request, Op.DESCRIBE, name):
+            topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        elif controller.topic(name) is not None:
+            topics.append(_describe(apis, name, live))
+        else:  # creating it needs CREATE on the cluster or on the topic
+            may_create = authorized(apis, request, Op.CREATE, Res.CLUSTER) or _may(
+                apis, request, Op.CREATE, name
+            )
+            topics.append(_missing(apis, name, allow_auto_create and may_create))
+    return topics
+
+
+def _by_id(apis: ApiContext, request: Request, topic_id: uuid.UUID) -> Any:
+    """A topic asked for by id (v12+): UNKNOWN_TOPIC_ID for an id this broker does not
+    know, which is never created; an id is not secret, so a topic the principal may not
+    describe is refused by id, without its name (BROKER-63)."""
+    meta = apis.controller.topic_by_id(topic_id)
+    if meta is None:
+        return _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id)
+    if not _may(apis, request, Op.DESCRIBE, meta.name):
+        return _error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id)
+    live = {b.node_id for b in live_brokers(apis.controller)}
+    return _describe(apis, meta.name, live)
 
 
 def handle_describe_cluster(apis: ApiContext, request: Request) -> Any:
@@ -217,6 +307,7 @@ def _describe(apis: ApiContext, name: str, live: set[int]) -> Any:
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NO_ERROR,
         name=name,
+        topic_id=meta.topic_id,
         is_internal=meta.internal or name in INTERNAL_TOPICS,
         partitions=partitions,
     )
@@ -268,9 +359,13 @@ def _missing(apis: ApiContext, name: str, allow_auto_create: bool) -> Any:
     return _error_topic(name, error)
 
 
-def _error_topic(name: str, error: ErrorCode) -> Any:
+def _error_topic(name: str | None, error: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> Any:
     return MetadataResponse.MetadataResponseTopic(
-        error_code=error, name=name, is_internal=name in INTERNAL_TOPICS, partitions=[]
+        error_code=error,
+        name=name,
+        topic_id=topic_id,
+        is_internal=name in INTERNAL_TOPICS,
+        partitions=[],
     )
 
 

@@ -48,10 +48,13 @@ server/add_partitions_manager.py): the request then answers later, like an acks=
 
 Produce v0-2 (magic 0/1 message sets) are advertised only so that old librdkafka enables
 compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per partition
-(BROKER-16).
+(BROKER-16). From v10 a partition refused with NOT_LEADER_OR_FOLLOWER names its leader and
+the response its address (KIP-951, BROKER-69); from v11 a transactional batch for a
+partition outside the transaction is TRANSACTION_ABORTABLE rather than INVALID_TXN_STATE
+(KIP-890, BROKER-72).
 
-Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, REPL-4, REPL-6,
-REPL-11, TXN-23, TXN-88.
+Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, BROKER-69,
+BROKER-72, REPL-4, REPL-6, REPL-11, TXN-23, TXN-88.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from kafka_ref.record.batch import (
 )
 from kafka_ref.record.compression import Compression
 from kafka_ref.server.handlers.authz import Op, Res, authorized
+from kafka_ref.server.handlers.leader_hints import LeaderHints
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
@@ -85,6 +89,8 @@ LEGACY_RECORD_OVERHEAD_V0 = 14  # the smallest record of any format (Kafka: RECO
 _ATTRIBUTES = struct.Struct(">h")  # attributes at offset 21
 MIN_VERSION_WITH_BATCHES = 3
 MIN_VERSION_WITH_ZSTD = 7
+MIN_VERSION_WITH_LEADER_HINTS = 10
+MIN_VERSION_WITH_TRANSACTION_ABORTABLE = 11
 
 
 class _CorruptBatch(Exception):
@@ -175,7 +181,7 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
         if acks == 0:
             request.close_connection(f"Produce v{version} acks=0 refused: {error.name}")
             return None
-        return _response(body, {}, error, apis)
+        return _response(apis, request, {}, error)
 
     entries: dict[tuple[str, int], Any] = {}
     failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
@@ -208,6 +214,16 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
     return _append(apis, request, entries, failed)
 
 
+def not_in_transaction(version: int, message: str) -> tuple[ErrorCode, str]:
+    """The answer for a partition the coordinator says is not in the producer's transaction:
+    from v11 TRANSACTION_ABORTABLE, on which the producer aborts and carries on; before, the
+    older INVALID_TXN_STATE with its message (KIP-890; Kafka: `AddPartitionsToTxnManager`,
+    BROKER-72)."""
+    if version >= MIN_VERSION_WITH_TRANSACTION_ABORTABLE:
+        return ErrorCode.TRANSACTION_ABORTABLE, ""
+    return ErrorCode.INVALID_TXN_STATE, message
+
+
 def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dict) -> bool:
     """Start the coordinator's verification of the partitions that need it (TXN-23);
     True when the request then answers later."""
@@ -234,6 +250,9 @@ def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dic
     guards = {tp: manager.start(tp, producer_id) for tp in need}
 
     def verified(errors: dict[tuple[str, int], tuple[ErrorCode, str]]) -> None:
+        for tp, (code, message) in errors.items():
+            if code == ErrorCode.INVALID_TXN_STATE:  # the partition is not in the transaction
+                errors[tp] = not_in_transaction(request.api_version, message)
         for tp, guard in guards.items():
             if tp not in errors and not manager.may_append(tp, producer_id, guard, ongoing_now(tp)):
                 errors[tp] = (ErrorCode.INVALID_TXN_STATE, "the transaction ended meanwhile")
@@ -262,7 +281,7 @@ def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dic
 
 
 def _append(apis: ApiContext, request: Request, entries: dict, failed: dict) -> Any:
-    body, acks = request.body, request.body.acks
+    acks = request.body.acks
     results = apis.replica_manager.append_records(entries, acks)
     outcome: dict[tuple[str, int], Any] = dict(results)
     for tp, (code, message) in failed.items():
@@ -280,7 +299,7 @@ def _append(apis: ApiContext, request: Request, entries: dict, failed: dict) -> 
         if delayed.waiting:  # not yet on the whole ISR: wait in the purgatory (REPL-4)
             apis.replica_manager.produce_purgatory.try_complete_else_watch(delayed, delayed.waiting)
             return DEFERRED
-    return _response(body, outcome, ErrorCode.NO_ERROR, apis)
+    return _response(apis, request, outcome)
 
 
 class DelayedProduce(DelayedOperation):
@@ -322,7 +341,7 @@ class DelayedProduce(DelayedOperation):
         if self.request.connection_closed():
             self.apis.send(self.request, None)
             return
-        self.apis.send(self.request, _response(self.request.body, self.outcome, 0, self.apis))
+        self.apis.send(self.request, _response(self.apis, self.request, self.outcome))
 
 
 def _log_start(result: Any) -> int:
@@ -337,17 +356,29 @@ def _error_of(result: Any) -> tuple[ErrorCode, str]:
     return result.error, result.message
 
 
-def _response(body: Any, outcome: dict, error: ErrorCode, apis: ApiContext) -> Any:
+def _response(
+    apis: ApiContext, request: Request, outcome: dict, error: ErrorCode = ErrorCode.NO_ERROR
+) -> Any:
     # Every field is given, so no default values are built per partition (the hot path).
     make = ProduceResponse.PartitionProduceResponse
+    hints = None  # v10+: leaders named in NOT_LEADER_OR_FOLLOWER answers (KIP-951)
     topics = []
-    for topic in body.topic_data:
+    for topic in request.body.topic_data:
         partitions = []
         for data in topic.partition_data:
             result = outcome.get((topic.name, data.index))
             code, message = (error, "") if result is None else _error_of(result)
             info = None if result is None or isinstance(result, tuple) else result.info
             ok = code == ErrorCode.NO_ERROR and info is not None
+            current_leader = _NO_LEADER
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and (
+                request.api_version >= MIN_VERSION_WITH_LEADER_HINTS
+            ):
+                hints = hints or LeaderHints(apis, request)
+                leader_id, leader_epoch = hints.current_leader(topic.name, data.index)
+                current_leader = ProduceResponse.LeaderIdAndEpoch(
+                    leader_id=leader_id, leader_epoch=leader_epoch
+                )
             partitions.append(
                 make(
                     index=data.index,
@@ -357,13 +388,14 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: ApiContext) -> A
                     log_start_offset=info.log_start_offset if ok else _log_start(result),
                     record_errors=_NO_RECORD_ERRORS if ok else _record_errors(result),
                     error_message=None if ok else message or None,  # v8+ (KIP-467)
-                    current_leader=None,  # tagged, v10+: never on the wire here
+                    current_leader=current_leader,  # tagged, v10+: only when not the leader
                 )
             )
         topics.append(
             ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
         )
-    return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=_NO_ENDPOINTS)
+    endpoints = hints.node_endpoints(ProduceResponse.NodeEndpoint) if hints else _NO_ENDPOINTS
+    return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=endpoints)
 
 
 def _record_errors(result: Any) -> list:
@@ -375,3 +407,4 @@ def _record_errors(result: Any) -> list:
 
 _NO_RECORD_ERRORS: list = []  # v8+ fields, empty and shared (never mutated)
 _NO_ENDPOINTS: list = []
+_NO_LEADER = ProduceResponse.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)  # the default

@@ -84,7 +84,7 @@ def test_an_older_apiversions_is_retried_at_the_version_the_broker_lists(fake_br
     broker.answer = answer
     conn = connect(broker)
     versions = [h.request_api_version for h, _ in broker.requests]
-    assert versions == [3, 2]
+    assert versions == [CLIENT_VERSIONS[ApiKey.API_VERSIONS][1], 2]  # ours first, then theirs
     assert conn.api_versions[ApiKey.METADATA] == CLIENT_VERSIONS[ApiKey.METADATA][1]
     conn.close()
 

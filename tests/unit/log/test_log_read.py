@@ -122,8 +122,9 @@ def test_offset_for_timestamp_is_the_first_record_at_or_after(stamps, target):
         assert (got and (got.offset, got.timestamp)) == (want or None)
         assert log.offset_for_timestamp(-2).offset == 0
         assert log.offset_for_timestamp(-1).offset == log.log_end_offset
-        best = max(records, key=lambda r: r[1])[1]
-        assert log.offset_for_timestamp(-3).timestamp == best
+        best = max(records, key=lambda r: r[1])  # the first record with the largest (KIP-734)
+        found = log.offset_for_timestamp(-3)
+        assert (found.offset, found.timestamp) == best
         log.close()
 
 

@@ -191,13 +191,23 @@ _OLD = {
     50: ("", "DescribeUserScramCredentials"),  # no hand-written 2.x classes for these two
     51: ("", "AlterUserScramCredentials"),
     47: ("", "OffsetDelete"),  # no hand-written 2.x class
+    75: ("", "DescribeTopicPartitions"),  # newer than kafka-python 2.x
 }
-# Fields kafka-python 3.x renames (its `json_patch`), and decodes as a set of bit numbers.
+# Fields kafka-python 3.x renames (its `json_patch`), and decodes as a set of bit numbers
+# (DescribeTopicPartitions' keeps its name and is an int).
 _RENAMED = {
     "cluster_authorized_operations": "authorized_operations",
     "topic_authorized_operations": "authorized_operations",
     "authorized_operations": "authorized_operations",  # DescribeGroups v3+
 }
+
+
+def bitfield(bits: set[int] | None) -> int:
+    """kafka-python's set of bit numbers (None: the -2^31 "not asked") as our signed int32."""
+    value = sum(1 << bit for bit in ({31} if bits is None else bits))
+    return value - ((value >> 31) << 32)
+
+
 _NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadata", 22: "producer"}
 _NEW.update(dict.fromkeys((8, 9, 11, 12, 13, 14), "consumer.group"))  # Heartbeat is not exported
 _NEW[10] = "metadata"
@@ -213,12 +223,6 @@ with warnings.catch_warnings():
     for _module in ("producer", "consumer", "metadata", "admin"):
         with contextlib.suppress(ImportError):  # kafka-python 2.x has no such modules
             importlib.import_module(f"kafka.protocol.{_module}")
-
-
-def bits_to_int32(bits: set[int]) -> int:
-    """kafka-python's set of bit numbers back to the signed int32 bitfield on the wire."""
-    value = sum(1 << bit for bit in bits)
-    return value - ((value >> 31) << 32)
 
 
 class KafkaPython:
@@ -287,21 +291,27 @@ class KafkaPython:
         return out
 
     @staticmethod
-    def their_leaves(value: Any, out: list) -> list:
-        """An old kafka-python object flattened the same way (tag dicts carry no fields)."""
+    def their_leaves(value: Any, out: list, kind: Any = None) -> list:
+        """An old kafka-python object flattened the same way (tag dicts carry no fields),
+        walked with its schema's types so that a BitField (authorized operations) reads
+        as our int32."""
+        from kafka.protocol.old import types as old_types
+
         schema = getattr(value, "SCHEMA", None)
-        if schema is not None:
-            for name in schema.names:
-                KafkaPython.their_leaves(getattr(value, name), out)
-        elif isinstance(value, tuple):
-            for item in value:
-                KafkaPython.their_leaves(item, out)
+        if schema is None:
+            schema = kind
+        if isinstance(schema, old_types.Schema):
+            items = [getattr(value, n) for n in schema.names] if kind is None else value
+            # strict=False: a decoded tuple may lack its trailing tag buffer
+            for item, field in zip(items, schema.fields, strict=False):
+                KafkaPython.their_leaves(item, out, field)
         elif isinstance(value, list):
+            element = getattr(kind, "array_of", None)
             out.append(("len", len(value)))
             for item in value:
-                KafkaPython.their_leaves(item, out)
-        elif isinstance(value, set):  # a bitfield (authorized operations) as its bits
-            out.append(bits_to_int32(value))
+                KafkaPython.their_leaves(item, out, element)
+        elif kind is old_types.BitField:  # a set of bit numbers; None is -2^31
+            out.append(bitfield(value))
         elif not isinstance(value, dict):
             out.append(value)
         return out
@@ -312,9 +322,10 @@ class KafkaPython:
         if isinstance(codec, StructCodec):
             fields = [(a, c) for a, c in codec.wire] + [(a, c) for a, _, c, _ in codec.tagged]
             for attr, field_codec in fields:
-                their_value = getattr(theirs, _RENAMED.get(attr, attr))
-                if attr in _RENAMED:  # kafka-python decodes these bitfields as a set of bits
-                    their_value = bits_to_int32({31} if their_value is None else their_value)
+                name = attr if hasattr(theirs, attr) else _RENAMED.get(attr, attr)
+                their_value = getattr(theirs, name)
+                if attr in _RENAMED and not isinstance(their_value, int):
+                    their_value = bitfield(their_value)  # decoded as a set of bit numbers
                 KafkaPython.assert_same_values(
                     field_codec, getattr(ours, attr), their_value, f"{path}.{attr}"
                 )
@@ -322,6 +333,10 @@ class KafkaPython:
             assert theirs is not None and len(ours) == len(theirs), path
             for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
                 KafkaPython.assert_same_values(codec.element, a, b, f"{path}[{i}]")
+        elif isinstance(codec, types.NullableStruct):
+            assert (ours is None) == (theirs is None), f"{path}: null on one side only"
+            if ours is not None:
+                KafkaPython.assert_same_values(codec.struct, ours, theirs, path)
         else:
             if codec is types.UUID and theirs is None:
                 theirs = types.ZERO_UUID  # kafka-python's name for Kafka's ZERO_UUID

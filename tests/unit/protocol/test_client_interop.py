@@ -14,7 +14,7 @@ import pytest
 
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol import frames
-from kafka_ref.protocol.errors import UnsupportedVersionError
+from kafka_ref.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
 from kafka_ref.protocol.messages import (
     APIS,
     ApiKey,
@@ -40,11 +40,28 @@ LIBRDKAFKA_API_VERSIONS = bytes.fromhex(
     "000000400012000300000001000772646b61666b610017636f6e666c75656e742d6b61666b612d707974"
     "686f6e16322e31362e312d72646b61666b612d322e31362e3000"
 )
-# kafka-python 3.0.12's first frame: ApiVersions v4, which kafka-ref does not declare.
+# kafka-python 3.0.12's first frame: ApiVersions v4 (v4 = v3 on the wire).
 KAFKA_PYTHON_API_VERSIONS = bytes.fromhex(
     "0000002c0012000400000001000c6b61666b612d707974686f6e000d6b61666b612d707974686f6e0733"
     "2e302e313200"
 )
+
+
+@pytest.mark.spec("PROTO-10")
+def test_librdkafkas_metadata_for_every_topic_decodes_as_kafka_reads_it():
+    # confluent-kafka 2.16.1's Metadata v13 for every topic (AdminClient.list_topics): a null
+    # array in the 4 bytes reserved for its count, then AllowAutoTopicCreation (true),
+    # IncludeTopicAuthorizedOperations (false) and the tag buffer, past the body's end
+    frame = bytes.fromhex("0003000d00000003000772646b61666b610000000000010000")
+    header, body = frames.decode_request(frame)
+    assert (header.request_api_version, body.topics) == (13, None)
+    assert (body.allow_auto_topic_creation, body.include_topic_authorized_operations) == (
+        False,
+        False,
+    )  # read from the reserved zeros, as Kafka reads them
+    for other in ("0000000001000001", "00000000010000ff", "000000000100"):  # anything else
+        with pytest.raises(ProtocolDecodeError):
+            frames.decode_request(bytes.fromhex("0003000d00000003000772646b61666b6100" + other))
 
 
 @pytest.mark.spec("PROTO-17", "PROTO-12", "PROTO-7")
@@ -61,10 +78,27 @@ def test_librdkafkas_first_request_decodes():
     assert again == LIBRDKAFKA_API_VERSIONS
 
 
+@pytest.mark.spec("PROTO-17", "PROTO-3", "PROTO-19")
+def test_kafka_pythons_first_request_at_v4_decodes_and_its_answer_reads_back():
+    header, body = frames.decode_request(KAFKA_PYTHON_API_VERSIONS[4:])
+    assert (header.request_api_version, header.correlation_id) == (4, 1)
+    assert (header.client_id, body.client_software_name) == ("kafka-python", "kafka-python")
+    answer = frames.encode_response(ApiKey.API_VERSIONS, 4, 1, frames.api_versions_body())
+
+    from kafka.protocol.metadata import ApiVersionsResponse  # kafka-python 3.x
+
+    decoded = ApiVersionsResponse.decode(answer, version=4, header=True, framed=True)
+    assert decoded.header.correlation_id == 1 and decoded.error_code == 0
+    versions = {k.api_key: (k.min_version, k.max_version) for k in decoded.api_keys}
+    assert versions[ApiKey.API_VERSIONS] == (0, 5) and versions[ApiKey.FETCH] == (4, 18)
+
+
 @pytest.mark.spec("PROTO-14", "PROTO-13", "PROTO-3")
-def test_kafka_python_asking_for_v4_gets_a_v0_answer_it_understands():
+def test_an_api_versions_request_above_ours_gets_a_v0_answer_kafka_python_understands():
+    frame = bytearray(KAFKA_PYTHON_API_VERSIONS)
+    frame[6:8] = (6).to_bytes(2, "big")  # the same request at v6, which no broker knows yet
     with pytest.raises(UnsupportedVersionError) as info:
-        frames.decode_request(KAFKA_PYTHON_API_VERSIONS[4:])
+        frames.decode_request(bytes(frame[4:]))
     header = info.value.header
     assert (header.correlation_id, header.client_id) == (1, "kafka-python")
     answer = frames.unsupported_api_versions_response(header.correlation_id)
@@ -75,12 +109,12 @@ def test_kafka_python_asking_for_v4_gets_a_v0_answer_it_understands():
     assert decoded.header.correlation_id == 1
     assert decoded.error_code == ErrorCode.UNSUPPORTED_VERSION
     versions = {k.api_key: (k.min_version, k.max_version) for k in decoded.api_keys}
-    assert versions[ApiKey.API_VERSIONS] == (0, 3)  # so it retries with v3
+    assert versions[ApiKey.API_VERSIONS] == (0, 5)  # so it retries with v5
 
     from kafka.protocol.old.api_versions import ApiVersionsResponse_v3  # kafka-python 2.x
 
     old = ApiVersionsResponse_v3.decode(answer, header=True, framed=True)
-    assert old.error_code == 35 and (18, 0, 3) in [tuple(k) for k in old.api_keys]
+    assert old.error_code == 35 and (18, 0, 5) in [tuple(k) for k in old.api_keys]
 
 
 def _old(module, name, version):

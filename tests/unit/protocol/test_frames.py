@@ -74,10 +74,12 @@ def test_unknown_api_key_is_refused_with_its_header():
 
 @pytest.mark.spec("PROTO-13")
 @pytest.mark.parametrize(
-    "key,version", [(ApiKey.FETCH, 3), (ApiKey.FETCH, 11), (ApiKey.METADATA, -1)]
+    "key,version,tags",
+    [(ApiKey.FETCH, 3, ""), (ApiKey.FETCH, 19, "00"), (ApiKey.METADATA, -1, "")],
 )
-def test_unsupported_version_is_refused_with_its_header(key, version):
-    payload = bytes.fromhex(f"{key:04x}{version & 0xFFFF:04x}00000009ffff")
+def test_unsupported_version_is_refused_with_its_header(key, version, tags):
+    # Fetch v19 would be flexible: its header is v2, with a tag buffer (PROTO-12)
+    payload = bytes.fromhex(f"{key:04x}{version & 0xFFFF:04x}00000009ffff{tags}")
     with pytest.raises(UnsupportedVersionError) as info:
         frames.decode_request(payload)
     assert info.value.header.correlation_id == 9
@@ -90,7 +92,7 @@ def test_unsupported_api_versions_gets_the_kip_511_answer():
     assert frame[4:8] == (12).to_bytes(4, "big")  # response header v0
     body = ApiVersionsResponse.decode(0, frame[8:])  # a v0 body: no throttle time, no tags
     assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert (ApiKey.API_VERSIONS, 0, 3) in [
+    assert (ApiKey.API_VERSIONS, 0, 5) in [
         (k.api_key, k.min_version, k.max_version) for k in body.api_keys
     ]
     # Our own client, having asked with v3, falls back to reading the body as v0.
@@ -157,7 +159,7 @@ def test_encode_request_refuses_what_it_cannot_describe():
     with pytest.raises(UnknownApiKeyError):
         frames.encode_request(9999, 0, 1, "c", None)
     with pytest.raises(UnsupportedVersionError):
-        frames.encode_request(ApiKey.METADATA, 8, 1, "c", MetadataRequest())
+        frames.encode_request(ApiKey.METADATA, 14, 1, "c", MetadataRequest())
     with pytest.raises(ProtocolDecodeError, match="at least 4 bytes"):
         frames.decode_request(b"\x00\x03")
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import APIS, ApiKey, supported_api_versions
 from kafka_ref.protocol.schema import Field, Message, parse_versions
+from tests.version_divergences import divergences
 
 
 def kafka_json(name: str) -> dict:
@@ -73,10 +74,20 @@ LATENT = settings(max_examples=max(3, settings().max_examples // 6))
 
 # Versions we declare that Kafka 4.x dropped from its JSON (KIP-896), with the reason.
 DROPPED_BY_KAFKA_4 = {"ProduceRequest": range(0, 3), "ProduceResponse": range(0, 3)}
-# Versions and fields Kafka 4.4 added after the JSON kafka-python bundles: DeleteGroups v3's
-# error message per group. (Their layout was checked against Kafka 4.4's own schemas.)
-NEWER_THAN_BUNDLED_JSON = {"DeleteGroupsRequest": range(3, 4), "DeleteGroupsResponse": range(3, 4)}
-ADDED_AFTER_BUNDLED_JSON = {"DeleteGroupsResponse.Results": {"ErrorMessage"}}
+# Versions and fields Kafka 4.4 added after the JSON kafka-python 3.0.12 bundles: DeleteGroups
+# v3's error message per group; ApiVersions v5 (KIP-1242: the request names the cluster and
+# the broker it expects). Their layout was checked against Kafka 4.4's own schemas, and
+# ApiVersions v5 is compared with Apache Kafka itself (tests/apache/test_api_versions.py).
+NEWER_THAN_BUNDLED_JSON = {
+    "DeleteGroupsRequest": range(3, 4),
+    "DeleteGroupsResponse": range(3, 4),
+    "ApiVersionsRequest": range(5, 6),
+    "ApiVersionsResponse": range(5, 6),
+}
+ADDED_AFTER_BUNDLED_JSON = {
+    "DeleteGroupsResponse.Results": {"ErrorMessage"},
+    "ApiVersionsRequest": {"ClusterId", "NodeId"},
+}
 ALL_MESSAGES = [m for api in APIS.values() for m in (api.request, api.response)]
 # The inter-broker APIs of ZooKeeper mode have no definition in kafka-python to compare with:
 # it bundles the client APIs only, and Kafka 4.0 removed LeaderAndIsr, StopReplica and
@@ -178,10 +189,10 @@ def test_widening_a_declaration_is_all_a_new_version_needs(
 @pytest.mark.spec("PROTO-11")
 def test_registry_declares_exactly_the_advertised_ranges():
     assert supported_api_versions() == [
-        (ApiKey.PRODUCE, 0, 8),
-        (ApiKey.FETCH, 4, 10),
-        (ApiKey.LIST_OFFSETS, 1, 3),
-        (ApiKey.METADATA, 0, 7),
+        (ApiKey.PRODUCE, 0, 11),
+        (ApiKey.FETCH, 4, 18),
+        (ApiKey.LIST_OFFSETS, 1, 11),
+        (ApiKey.METADATA, 0, 13),
         (ApiKey.LEADER_AND_ISR, 4, 4),
         (ApiKey.STOP_REPLICA, 3, 3),
         (ApiKey.UPDATE_METADATA, 6, 6),
@@ -237,6 +248,17 @@ def test_registry_declares_exactly_the_advertised_ranges():
     for key, api in APIS.items():
         assert api.request.api_key == api.response.api_key == key
         assert api.versions == api.request.valid_versions == api.response.valid_versions
+
+
+@pytest.mark.spec("PROTO-19")
+def test_the_divergence_table_names_the_ranges_kafka_ref_serves():
+    # The kafka-ref column of PROTO-19's table is the registry's range (tests/apache compares
+    # the Kafka column with Apache Kafka itself).
+    for key, row in divergences().items():
+        api = APIS.get(key)
+        assert row.kafka_ref == (api and (api.min_version, api.max_version)), row.name
+        assert api is None or row.name == api.name, f"key {key} is {api.name}, not {row.name}"
+        assert row.kafka_ref != row.kafka and row.why, row.name
 
 
 @pytest.mark.spec("PROTO-18")

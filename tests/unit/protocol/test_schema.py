@@ -205,3 +205,19 @@ def test_values_are_small_readable_structs():
 def test_declarations_are_checked_like_kafkas_generator(field, error):
     with pytest.raises(ValueError, match=error):
         field()
+
+
+@pytest.mark.spec("PROTO-20")
+def test_a_nullable_struct_is_an_int8_marker_then_the_struct():
+    from kafka_ref.protocol.messages import DescribeTopicPartitionsRequest as Request
+
+    present = Request(
+        topics=[Request.TopicRequest(name="a")],
+        cursor=Request.Cursor(topic_name="a", partition_index=3),
+    )
+    # The bytes Kafka 4.4's DescribeTopicPartitionsRequestData writes for the same values.
+    assert Request.encode(0, present).hex() == "02026100000007d0010261000000030000"
+    assert Request.encode(0, Request(topics=[])).hex() == "01000007d0ff00"  # null: -1
+    assert Request.decode(0, bytes.fromhex("01000007d0ff00")).cursor is None
+    assert Request.decode(0, bytes.fromhex("01000007d08000")).cursor is None  # any negative
+    assert Request.decode(0, Request.encode(0, present)) == present

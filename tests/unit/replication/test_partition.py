@@ -365,6 +365,21 @@ def test_a_fetch_with_a_diverging_last_epoch_gets_a_diverging_epoch(tmp_path, cl
     assert fetch(leader, 1, 1, last=0).diverging_epoch is None
 
 
+@pytest.mark.spec("BROKER-66")
+def test_a_consumer_naming_its_last_epoch_gets_the_same_answers(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 0, isr=(0,)))
+    leader.append_records_to_leader(batch(b"a"), 1)
+    leader.make_leader(state(0, 2, isr=(0,)))
+    leader.append_records_to_leader(batch(b"b"), 1)
+    consumer = -1
+    assert fetch(leader, consumer, 3, last=1).diverging_epoch == (0, 1)  # epoch 1 never was
+    assert fetch(leader, consumer, 1, last=0).diverging_epoch is None
+    assert fetch(leader, consumer, 1, last=3).error == ErrorCode.OFFSET_OUT_OF_RANGE  # unknown
+    leader.delete_records_before(1)
+    assert fetch(leader, consumer, 0, last=0).error == ErrorCode.OFFSET_OUT_OF_RANGE  # gone
+
+
 @pytest.mark.spec("REPL-10")
 def test_replication_offset_checkpoint(tmp_path, clock):
     p = replica(tmp_path, 0, clock)

@@ -235,3 +235,62 @@ def test_purgatory_expires_once():
     assert purgatory.check_and_complete("k") == 0 and op.completions == 1
     ready = Counter({"n": 5}, 1)
     assert purgatory.try_complete_else_watch(ready, ["k"]) and not timers.pending
+
+
+def fetch_v(wire, version: int, topic_id, *, replica: int = -1, epoch: int = -1):
+    """Fetch of partition 0 at v13+ (the topic by id), from `replica` (-1: a consumer)."""
+    from kafka_ref.protocol.messages import ApiKey, FetchRequest
+
+    body = FetchRequest(
+        replica_state=FetchRequest.ReplicaState(replica_id=replica, replica_epoch=-1),
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic_id=topic_id,
+                partitions=[
+                    FetchRequest.FetchPartition(
+                        partition=0,
+                        current_leader_epoch=epoch,
+                        fetch_offset=0,
+                        partition_max_bytes=1 << 20,
+                    )
+                ],
+            )
+        ],
+    )
+    return wire.request(ApiKey.FETCH, version, body)
+
+
+@pytest.mark.spec("BROKER-68")
+def test_from_v15_the_replica_is_named_in_replica_state(filled):
+    topic_id = filled.metadata(["f"], version=10).topics[0].topic_id
+    consumer = fetch_v(filled, 15, topic_id).responses[0].partitions[0]
+    assert consumer.error_code == 0 and len(consumer.records) > 0
+    # broker 7 is no replica of f-0: the leader refuses it as a follower (REPL-3)
+    follower = fetch_v(filled, 15, topic_id, replica=7).responses[0].partitions[0]
+    assert follower.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    # v14 has no ReplicaState: the same fields are a consumer's fetch there
+    assert fetch_v(filled, 14, topic_id, replica=7).responses[0].partitions[0].error_code == 0
+
+
+@pytest.mark.spec("BROKER-69")
+def test_from_v16_a_fenced_fetch_names_the_leader_and_its_endpoint(broker, filled):
+    topic_id = filled.metadata(["f"], version=10).topics[0].topic_id
+    # A leader epoch above 0 takes an election; set it as a LeaderAndIsr would.
+    broker.broker.replica_manager.partitions[("f", 0)].leader_epoch = 3
+    answer = fetch_v(filled, 16, topic_id, epoch=2)
+    (data,) = answer.responses[0].partitions
+    assert data.error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert (data.current_leader.leader_id, data.current_leader.leader_epoch) == (0, 3)
+    assert [(e.node_id, e.port) for e in answer.node_endpoints] == [(0, broker.port)]
+    older = fetch_v(filled, 15, topic_id, epoch=2)  # before v16: no hints
+    assert (
+        older.node_endpoints == []
+        and older.responses[0].partitions[0].current_leader.leader_id == -1
+    )
+    newer = fetch_v(filled, 16, topic_id, epoch=4)  # UNKNOWN_LEADER_EPOCH: no hint either
+    assert newer.node_endpoints == [] and newer.responses[0].partitions[0].error_code == (
+        ErrorCode.UNKNOWN_LEADER_EPOCH
+    )

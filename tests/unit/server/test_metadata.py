@@ -16,10 +16,10 @@ from tests.unit.server.conftest import Wire, assert_all_apis_have_handlers
 pytestmark = pytest.mark.timeout(60)
 
 ADVERTISED = {
-    0: (0, 8),
-    1: (4, 10),
-    2: (1, 3),
-    3: (0, 7),
+    0: (0, 11),
+    1: (4, 18),
+    2: (1, 11),
+    3: (0, 13),
     4: (4, 4),  # LeaderAndIsr, StopReplica, UpdateMetadata: from the controller (CTRL-19)
     5: (3, 3),
     6: (6, 6),
@@ -33,12 +33,12 @@ ADVERTISED = {
     15: (0, 6),
     16: (0, 5),
     17: (0, 1),  # SaslHandshake, SaslAuthenticate (SEC-6)
-    18: (0, 3),
+    18: (0, 5),
     19: (2, 7),
     20: (1, 6),
     21: (0, 2),
     22: (0, 5),  # InitProducerId: v3+ for the KIP-360 epoch bump (TXN-18)
-    23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
+    23: (2, 4),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
     24: (0, 5),  # AddPartitionsToTxn (v4+: brokers, TXN-23)
     25: (0, 4),  # AddOffsetsToTxn, EndTxn (TXN-12, TXN-13; EndTxn v5 is TV2, TXN-85)
     26: (0, 4),
@@ -67,6 +67,7 @@ ADVERTISED = {
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
     66: (0, 2),  # ListTransactions: v2 transactional id pattern (TXN-86)
+    75: (0, 0),  # DescribeTopicPartitions (BROKER-64)
 }
 
 
@@ -76,7 +77,7 @@ def api_versions(wire: Wire, version: int, name: str = "kafka-ref-test", ver: st
 
 
 @pytest.mark.spec("BROKER-6")
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_api_versions_lists_exactly_what_is_served(wire, broker, version):
     response = api_versions(wire, version)
     assert response.error_code == 0
@@ -88,13 +89,13 @@ def test_api_versions_lists_exactly_what_is_served(wire, broker, version):
 def test_unknown_api_versions_version_gets_a_v0_error_body(wire):
     body = ApiVersionsRequest(client_software_name="x", client_software_version="1")
     frame = bytearray(frames.encode_request(ApiKey.API_VERSIONS, 3, 77, "c", body))
-    struct.pack_into(">h", frame, 6, 4)  # claim v4 (kafka-python 3 sends it first)
+    struct.pack_into(">h", frame, 6, 6)  # claim v6, which no broker knows yet
     wire.send_raw(bytes(frame))
     payload = wire.read_frame()
     assert struct.unpack_from(">i", payload)[0] == 77
     decoded = ApiVersionsResponse.decode(0, payload[4:])
     assert decoded.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert (18, 0, 3) in [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys]
+    assert (18, 0, 5) in [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys]
 
 
 @pytest.mark.spec("BROKER-7")

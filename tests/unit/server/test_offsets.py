@@ -113,3 +113,27 @@ def test_delete_records_refuses_compacted_topics(wire):
     wire.create_topic("cmp", **{"cleanup.policy": "compact"})
     wire.produce("cmp", 0, batch(3))
     assert delete_records(wire, "cmp", 0, 1) == (ErrorCode.POLICY_VIOLATION, -1)
+
+
+@pytest.mark.spec("BROKER-70")
+def test_a_new_leader_behind_its_epochs_start_has_no_latest_offset_yet(broker, wire):
+    wire.create_topic("lagging")
+    for i in range(3):  # offsets 0-5, timestamps T0, T0+1, T0+10, T0+11, T0+20, T0+21
+        wire.produce("lagging", 0, batch(2, ts=T0 + 10 * i))
+    partition = broker.broker.replica_manager.partitions[("lagging", 0)]
+    # As a leader just elected whose followers have not yet told it their log ends: its
+    # epoch starts at its log end (6), its high watermark is still the old one.
+    partition.high_watermark, partition.leader_epoch_start_offset = 2, 6
+    latest, below, above, none = [(0, t) for t in (-1, T0 + 1, T0 + 20, T0 + 99)]
+    not_available = ErrorCode.OFFSET_NOT_AVAILABLE
+    assert list_offsets(wire, "lagging", [latest], version=5)[0][0] == not_available
+    assert (
+        list_offsets(wire, "lagging", [latest], version=4)[0][0] == ErrorCode.LEADER_NOT_AVAILABLE
+    )
+    assert list_offsets(wire, "lagging", [below], version=5)[0] == (0, T0 + 1, 1)
+    assert list_offsets(wire, "lagging", [above], version=5)[0][0] == not_available
+    assert list_offsets(wire, "lagging", [none], version=5)[0][0] == not_available
+    # a replica (or a debugging tool) may look up to the log end: no error for it
+    assert list_offsets(wire, "lagging", [latest], version=5, replica_id=1)[0] == (0, -1, 6)
+    partition.high_watermark = 6  # caught up
+    assert list_offsets(wire, "lagging", [latest], version=5)[0] == (0, -1, 6)
