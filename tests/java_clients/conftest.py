@@ -1,0 +1,35 @@
+"""Apache Kafka's Java clients, tools and Streams against kafka-ref brokers.
+
+`broker` is a kafka-ref broker process for one test module (no initial rebalance delay, short
+sessions allowed); `java` one harness JVM for the module (harness.py), its clients' warnings
+in a log beside the broker's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_ref.tools.server_process import free_port
+from tests.interop.conftest import GROUP_BROKER_CONFIGS, BrokerProcess
+from tests.java_clients.harness import JavaHarness, harness_jar
+
+
+@pytest.fixture(scope="session")
+def java_harness_jar() -> str:
+    return harness_jar()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    base = tmp_path_factory.mktemp("java-clients")
+    broker = BrokerProcess(str(base / "data"), free_port(), GROUP_BROKER_CONFIGS)
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="module")
+def java(java_harness_jar, tmp_path_factory):
+    harness = JavaHarness(str(tmp_path_factory.mktemp("java-harness") / "harness.log"))
+    yield harness
+    harness.close()
