@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import pathlib
 import queue
 import shutil
