@@ -7,8 +7,11 @@ in a log beside the broker's.
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
+from kafka_ref.apache.tools import tool_command
 from kafka_ref.tools.server_process import free_port
 from tests.interop.conftest import GROUP_BROKER_CONFIGS, BrokerProcess
 from tests.java_clients.harness import JavaHarness, harness_jar
@@ -33,3 +36,11 @@ def java(java_harness_jar, tmp_path_factory):
     harness = JavaHarness(str(tmp_path_factory.mktemp("java-harness") / "harness.log"))
     yield harness
     harness.close()
+
+
+def run_tool(name: str, *args: str, stdin: str | None = None, timeout: float = 120):
+    """Kafka's `bin/NAME.sh ARGS`, unmodified (kafka_ref.apache.tools): its exit code, stdout
+    and stderr."""
+    return subprocess.run(
+        tool_command(name, *args), input=stdin, capture_output=True, text=True, timeout=timeout
+    )

@@ -78,7 +78,8 @@ def _topic_configs(apis: ApiContext, name: str, keys: set[str] | None, synonyms:
     for config in TOPIC_CONFIGS:
         if keys is not None and config not in keys:
             continue
-        chain = apis.dynamic_config.chain(broker_name(config))  # the broker's layers
+        default = broker_name(config)  # the broker's layers, if the broker has a default
+        chain = apis.dynamic_config.chain(default) if default is not None else []
         if config in meta.configs:
             chain.insert(0, SourcedValue(config, meta.configs[config], DYNAMIC_TOPIC_CONFIG))
         entries.append(_entry(config, config_string(values[config]), chain, False, synonyms))

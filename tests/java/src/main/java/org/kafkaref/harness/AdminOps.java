@@ -321,21 +321,34 @@ final class AdminOps {
         return deleted;
     }
 
-    /** users: [...] (all if absent) -> {user: [[mechanism, iterations], ...]} */
+    /**
+     * users: [...] (all if absent) -> {user: [[mechanism, iterations], ...]}, or for a user
+     * asked by name whose description failed, its error (`all()` leaves unknown users out).
+     */
     private static Object describeScram(Admin admin, JsonNode request) throws Exception {
-        var result = request.has("users")
-                ? admin.describeUserScramCredentials(Clients.strings(request.get("users")))
-                : admin.describeUserScramCredentials();
         Map<String, Object> out = new TreeMap<>();
-        for (Map.Entry<String, UserScramCredentialsDescription> e : result.all().get().entrySet()) {
-            List<List<Object>> credentials = new ArrayList<>();
-            for (ScramCredentialInfo info : e.getValue().credentialInfos()) {
-                credentials.add(List.of(info.mechanism().mechanismName(), info.iterations()));
+        if (!request.has("users")) {
+            admin.describeUserScramCredentials().all().get().forEach((user, d) -> out.put(user, credentials(d)));
+            return out;
+        }
+        var result = admin.describeUserScramCredentials(Clients.strings(request.get("users")));
+        for (String user : Clients.strings(request.get("users"))) {
+            try {
+                out.put(user, credentials(result.description(user).get()));
+            } catch (Exception e) {
+                out.put(user, Clients.error(e));
             }
-            credentials.sort((a, b) -> a.get(0).toString().compareTo(b.get(0).toString()));
-            out.put(e.getKey(), credentials);
         }
         return out;
+    }
+
+    private static List<List<Object>> credentials(UserScramCredentialsDescription description) {
+        List<List<Object>> credentials = new ArrayList<>();
+        for (ScramCredentialInfo info : description.credentialInfos()) {
+            credentials.add(List.of(info.mechanism().mechanismName(), info.iterations()));
+        }
+        credentials.sort((a, b) -> a.get(0).toString().compareTo(b.get(0).toString()));
+        return credentials;
     }
 
     /** upserts: [[user, mechanism, iterations, password]], deletions: [[user, mechanism]] */
