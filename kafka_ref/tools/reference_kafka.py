@@ -4,6 +4,7 @@
     kafka-ref reference-kafka --brokers 3 --port 9192     # three brokers, a quorum of three
     kafka-ref reference-kafka --config group.initial.rebalance.delay.ms=0
     kafka-ref reference-kafka --fetch                     # only fetch the jars (Maven), then exit
+    kafka-ref reference-kafka --tool kafka-topics -- --bootstrap-server 127.0.0.1:9092 --list
 
 The pinned Apache Kafka (kafka_ref/apache/pom.xml) is fetched from Maven Central on first use
 and cached (kafka_ref/apache/classpath.py); each node's storage is formatted as
@@ -12,16 +13,22 @@ command prints the bootstrap address and each node's pid and log, and waits; Ctr
 SIGTERM stops every node cleanly and removes the data unless `--data-dir` was given.
 `--config KEY=VALUE` passes a broker config to every node. `--jvm kafka` runs the JVM with
 the options of kafka-server-start.sh (for benchmarks) instead of the quicker test settings.
+
+`--tool NAME -- ARGS` runs one of Kafka's command-line tools instead, as `bin/NAME.sh ARGS`
+would (kafka_ref/apache/tools.py), against any broker: kafka-ref's or Kafka's. Its exit code
+is the tool's.
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 import threading
 
 from kafka_ref.apache.classpath import ApacheKafkaUnavailable, classpath, version
 from kafka_ref.apache.cluster import ApacheKafka
+from kafka_ref.apache.tools import TOOLS, tool_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--jvm", choices=["quick", "kafka"], default="quick", help="JVM options (default quick)"
     )
     parser.add_argument("--fetch", action="store_true", help="fetch the jars and exit")
+    parser.add_argument(
+        "--tool", metavar="NAME", help="run Kafka's bin/NAME.sh with the ARGS after --"
+    )
+    parser.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
 
 
 def parse_configs(pairs: list[str]) -> dict[str, str]:
@@ -49,6 +60,21 @@ def parse_configs(pairs: list[str]) -> dict[str, str]:
     return configs
 
 
+def run_tool(name: str | None, tool_args: list[str]) -> int:
+    from kafka_ref.cli import UsageError
+
+    if name is None:
+        raise UsageError("arguments after -- need --tool NAME")
+    if name.removesuffix(".sh") not in TOOLS:
+        raise UsageError(f"--tool {name}: one of {', '.join(sorted(TOOLS))}")
+    try:
+        command = tool_command(name, *tool_args[1:] if tool_args[:1] == ["--"] else tool_args)
+    except ApacheKafkaUnavailable as err:
+        print(f"kafka-ref reference-kafka: {err}")
+        return 1
+    return subprocess.call(command)
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_ref.cli import UsageError
 
@@ -57,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
             f"--brokers {args.brokers}: 1 (one combined node) or 3 (a quorum of three)"
         )
     configs = parse_configs(args.config)
+    if args.tool is not None or args.tool_args:
+        return run_tool(args.tool, args.tool_args)
     try:
         jars = classpath()
     except ApacheKafkaUnavailable as err:

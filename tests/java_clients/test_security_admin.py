@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from kafka_ref.tools.server_process import ServerProcess, free_port
+from tests.java_clients.conftest import run_tool
 from tests.java_clients.harness import JavaError
 
 pytestmark = pytest.mark.timeout(120)
@@ -140,3 +141,35 @@ def test_scram_credentials_authenticate_at_once_and_stop_when_deleted(java, secu
     assert unknown.startswith("ResourceNotFoundException")
     gone = produce_as(java, sasl, topic, user, PASSWORD)
     assert gone and gone[0].startswith("SaslAuthenticationException")
+
+
+@pytest.mark.spec("JAVA-20")
+def test_kafka_acls_adds_lists_and_removes_acls(java, secured):
+    _, admin, _ = secured
+    user = f"User:tool-{uuid.uuid4().hex[:6]}"
+    prefix = f"events-{uuid.uuid4().hex[:6]}-"
+    bootstrap = ["--bootstrap-server", admin]
+    added = run_tool(
+        "kafka-acls", *bootstrap, "--add", "--allow-principal", user, "--operation", "Read",
+        "--operation", "Describe", "--topic", prefix, "--resource-pattern-type", "prefixed",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert f"Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name={prefix}, " \
+        "patternType=PREFIXED)`:" in added.stdout  # fmt: skip
+    bindings = java.call("describe-acls", bootstrap=admin, filter={"principal": user})
+    assert sorted((b["name"], b["pattern"], b["operation"]) for b in bindings) == [
+        (prefix, "PREFIXED", "DESCRIBE"), (prefix, "PREFIXED", "READ")
+    ]  # fmt: skip
+
+    listed = run_tool("kafka-acls", *bootstrap, "--list", "--principal", user)
+    assert listed.returncode == 0, listed.stderr
+    assert f"(principal={user}, host=*, operation=READ, permissionType=ALLOW)" in listed.stdout
+    assert f"(principal={user}, host=*, operation=DESCRIBE, permissionType=ALLOW)" in listed.stdout
+
+    removed = run_tool(
+        "kafka-acls", *bootstrap, "--remove", "--force", "--allow-principal", user,
+        "--operation", "Read", "--topic", prefix, "--resource-pattern-type", "prefixed",
+    )  # fmt: skip
+    assert removed.returncode == 0, removed.stderr
+    bindings = java.call("describe-acls", bootstrap=admin, filter={"principal": user})
+    assert [b["operation"] for b in bindings] == ["DESCRIBE"]
