@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -260,3 +261,44 @@ def test_the_perf_tests_write_and_read_every_record(java, broker):
     columns = dict(zip(header.split(", "), row.split(", "), strict=True))
     assert int(columns["data.consumed.in.nMsg"]) == records
     assert float(columns["data.consumed.in.MB"]) == pytest.approx(records * 100 / 2**20, rel=1e-3)
+
+
+@pytest.mark.spec("JAVA-26")
+def test_kafka_dump_log_reads_kafka_refs_segments_indexes_and_internal_topics(java, broker):
+    topic, group = topic_name("dump"), f"dump-{uuid.uuid4().hex[:6]}"
+    txn_id = f"dump-tx-{uuid.uuid4().hex[:6]}"
+    create_topic(java, broker, topic, 2)
+    java.call("produce", bootstrap=broker.bootstrap, topic=topic, count=2000, keys=2)
+    java.call("transactions", bootstrap=broker.bootstrap, topic=topic, group=group,
+              transactional_id=txn_id, records=10)  # fmt: skip
+    directory = os.path.join(broker.data_dir, f"{topic}-0")
+    segment = os.path.join(directory, "00000000000000000000")
+    files = ",".join(segment + suffix for suffix in (".log", ".index", ".timeindex", ".txnindex"))
+    dumped = ok(run_tool("kafka-dump-log", "--files", files)).splitlines()
+
+    batches = [dict(re.findall(r"(\w+): (\S+)", line)) for line in dumped
+               if line.startswith("baseOffset:")]  # fmt: skip
+    assert all(b["isvalid"] == "true" and b["magic"] == "2" for b in batches)
+    read = java.call("read", bootstrap=broker.bootstrap, topic=topic)["records"]["0"]
+    data = [b for b in batches if b["isControl"] == "false"]
+    assert sum(int(b["count"]) for b in data) == len(read)  # every record, aborted ones too
+    assert sum(b["isControl"] == "true" for b in batches) == 4  # c1, a (abort), c2, c3
+    positions = {b["position"] for b in batches}
+    index = [dict(re.findall(r"(\w+): (\S+)", line)) for line in dumped
+             if line.startswith("offset:")]  # fmt: skip
+    assert index and all(entry["position"] in positions for entry in index)
+    assert not [line for line in dumped if "mismatch" in line.lower()]
+    (aborted,) = [line for line in dumped if line.startswith("version: 0 producerId:")]
+    first_aborted = next(o for o, _, value, _ in read if value.startswith("a-"))
+    assert f"firstOffset: {first_aborted} " in aborted
+
+    # The transaction coordinator's records in __transaction_state, as Kafka decodes them.
+    state_logs = [
+        os.path.join(broker.data_dir, name, "00000000000000000000.log")
+        for name in os.listdir(broker.data_dir) if name.startswith("__transaction_state-")
+    ]  # fmt: skip
+    decoded = ok(run_tool("kafka-dump-log", "--transaction-log-decoder", "--files",
+                          ",".join(p for p in state_logs if os.path.getsize(p))))  # fmt: skip
+    mine = [line for line in decoded.splitlines() if f'"transactionalId":"{txn_id}"' in line]
+    states = [re.search(r'"transactionStatus":"(\w+)"', line).group(1) for line in mine]
+    assert states[-1] == "CompleteCommit" and "PrepareAbort" in states and "Ongoing" in states

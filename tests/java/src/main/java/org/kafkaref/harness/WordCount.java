@@ -27,6 +27,7 @@ import java.util.concurrent.CountDownLatch;
  * transactional producer; the records it sends, the changelog writes and the input offsets
  * commit or abort together. The record cache is off, so every input word yields one output
  * record: read read_committed, a word's counts are 1, 2, 3, ... whatever crashes happened.
+ * Processed records of the repartition topic are deleted every second (DeleteRecords).
  * The state directory is kept across restarts, so a restarted instance keeps its process id
  * (and its transactional ids). Each state change is sent to the test as an event.
  */
@@ -40,6 +41,9 @@ final class WordCount {
         defaults.put(StreamsConfig.STATE_DIR_CONFIG, args.get("state_dir").asText());
         defaults.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
         defaults.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
+        // Records of the repartition topic that are processed and committed are deleted
+        // (DeleteRecords) every second rather than every 30.
+        defaults.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, "1000");
         defaults.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), "6000");
         defaults.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), "1000");
         var props = Clients.props(args, defaults);
