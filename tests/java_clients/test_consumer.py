@@ -17,19 +17,30 @@ from tests.java_clients.test_producer import create_topic, topic_name
 pytestmark = pytest.mark.timeout(180)
 
 
+ASSIGNORS = {
+    "range": "org.apache.kafka.clients.consumer.RangeAssignor",
+    "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+}
+
+
 @pytest.mark.spec("JAVA-4")
-def test_a_classic_group_shares_partitions_and_reads_each_record_once(java, broker):
+@pytest.mark.parametrize("assignor", sorted(ASSIGNORS))
+def test_a_classic_group_shares_partitions_and_reads_each_record_once(java, broker, assignor):
+    """Eager rebalances (range: every member gives up everything, then gets its share) and
+    cooperative ones (cooperative-sticky, KIP-429: only the partitions that move are revoked,
+    in a second round)."""
     topic, group, partitions, records = topic_name("group"), f"g-{uuid.uuid4().hex[:6]}", 6, 600
     create_topic(java, broker, topic, partitions)
     seen = java.call(
         "group", bootstrap=broker.bootstrap, topic=topic, group=group,
         partitions=partitions, records=records,
+        props={"partition.assignment.strategy": ASSIGNORS[assignor]},
     )  # fmt: skip
     every = [f"{topic}-{p}" for p in range(partitions)]
     assert seen["alone"] == {"member-1": every}
     three = seen["three"]
     assert sorted(p for owned in three.values() for p in owned) == every
-    assert sorted(len(owned) for owned in three.values()) == [2, 2, 2]  # the range assignor
+    assert sorted(len(owned) for owned in three.values()) == [2, 2, 2]  # balanced
     assert sorted(p for owned in seen["two"].values() for p in owned) == every
     assert set(seen["two"]) == {"member-1", "member-2"}
 
@@ -40,7 +51,7 @@ def test_a_classic_group_shares_partitions_and_reads_each_record_once(java, brok
 
     description = seen["description"]
     assert description["state"] == "STABLE" and description["type"] == "CLASSIC"
-    assert description["assignor"] == "range"
+    assert description["assignor"] == assignor
     members = description["members"]
     assert [m["client_id"] for m in members] == ["member-1", "member-2"]
     assert sorted(p for m in members for p in m["assignment"]) == every
