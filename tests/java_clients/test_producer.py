@@ -1,7 +1,8 @@
-"""Apache Kafka's Java producer against kafka-ref: idempotent through a crash, transactional.
+"""Apache Kafka's Java producer against kafka-ref: idempotent through faults, transactional.
 
 The idempotent producer (acks=all, retries, five requests in flight) keeps sending while the
-broker is killed and restarted: every acknowledged record is in the log exactly once, each
+broker is paused past the request timeout (so that its retries are duplicates), then killed
+and restarted: every acknowledged record is in the log exactly once, each
 key's records in the order sent, and the broker's producer state (DescribeProducers) has
 one producer whose last sequence counts the partition's records. The transactional
 producer commits, aborts, leaves a transaction open while consumers look, and is fenced by
@@ -10,12 +11,15 @@ a successor with its transactional.id.
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 import uuid
 
 import pytest
 
 pytestmark = pytest.mark.timeout(180)
+REQUEST_TIMEOUT_MS = 3000
 
 
 def topic_name(prefix: str) -> str:
@@ -33,23 +37,34 @@ def values_by_partition(java, broker, topic: str, isolation: str) -> dict[int, l
 
 
 @pytest.mark.spec("JAVA-2")
-def test_the_idempotent_producer_writes_each_record_once_through_a_broker_crash(java, broker):
+def test_the_idempotent_producer_writes_each_record_once_through_a_pause_and_a_crash(java, broker):
+    """A quarter of the way, the broker is paused (SIGSTOP) longer than the producer's
+    request timeout: the producer gives up on its requests in flight and sends them again on
+    a new connection, while the broker, resumed, appends the ones it had already read, so
+    the retries are duplicates it must recognise. Halfway, the broker is killed (SIGKILL)
+    and restarted: it rebuilds its producer state from the log."""
     topic, count, keys = topic_name("idem"), 20_000, 10
     create_topic(java, broker, topic, 3)
-    crashed: list[int] = []
+    faults: list[tuple[str, int]] = []
 
-    def crash_once(event: dict) -> None:
-        if not crashed and event["acked"] >= count // 4:
-            crashed.append(event["acked"])
+    def pause_then_crash(event: dict) -> None:
+        if not faults and event["acked"] >= count // 4:
+            faults.append(("pause", event["acked"]))
+            os.kill(broker.pid, signal.SIGSTOP)
+            time.sleep(REQUEST_TIMEOUT_MS / 1000 + 2)
+            os.kill(broker.pid, signal.SIGCONT)
+        elif len(faults) == 1 and event["acked"] >= count // 2:
+            faults.append(("crash", event["acked"]))
             broker.restart(signal.SIGKILL)
 
     sent = java.call(
         "produce", bootstrap=broker.bootstrap, topic=topic, count=count, keys=keys,
-        event_every=1000, on_event=crash_once,
+        event_every=1000, on_event=pause_then_crash,
         props={"max.in.flight.requests.per.connection": 5, "batch.size": 4096,
-               "delivery.timeout.ms": 120_000, "request.timeout.ms": 10_000},
+               "delivery.timeout.ms": 120_000, "request.timeout.ms": REQUEST_TIMEOUT_MS},
     )  # fmt: skip
-    assert crashed and crashed[0] < count  # the broker died while records were in flight
+    assert [what for what, _ in faults] == ["pause", "crash"]
+    assert faults[-1][1] < count  # the broker died while records were in flight
     assert sent["errors"] == [] and sent["acked"] == count
 
     by_partition = values_by_partition(java, broker, topic, "read_uncommitted")
