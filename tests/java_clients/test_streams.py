@@ -14,7 +14,8 @@ number of occurrences in the input: a count missing or doubled by a crash shows 
 or a repeat.
 
 One instance, then two (the one killed drawn each time, the other taking over its tasks
-until it is back). CI runs two kills each; KAFKA_REF_LONG=1 runs ten. Kafka Streams leans
+until it is back). CI runs two kills each; KAFKA_REF_LONG=1 runs ten, and two instances
+that are static members of the group too. Kafka Streams leans
 on much of the broker: internal topics created with configs, the classic group with its
 own assignor, transactions with offsets, read_committed fetches, DeleteRecords on the
 repartition topic.
@@ -121,13 +122,21 @@ class StreamsApp:
             self.proc.wait(10)
 
 
+# (instances, static membership): the long form adds static members (KIP-345), each
+# restart taking its killed predecessor's place under the same group.instance.id.
+VARIANTS = {"one-instance": (1, False), "two-instances": (2, False)}
+if campaign(0, 1):
+    VARIANTS["two-static-instances"] = (2, True)
+
+
 @pytest.mark.spec("JAVA-27")
-@pytest.mark.parametrize("instances", [1, 2], ids=["one-instance", "two-instances"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
 def test_a_word_count_killed_and_restarted_counts_every_word_exactly_once(
-    java, broker, tmp_path, instances
+    java, broker, tmp_path, variant
 ):
     """With two instances, the one killed is drawn each time; the other takes over its tasks
     (a rebalance) until it is back."""
+    instances, static = VARIANTS[variant]
     rng = random.Random(SEED + instances)
     app_id = f"wordcount-{uuid.uuid4().hex[:6]}"
     source, sink = f"{app_id}-lines", f"{app_id}-counts"
@@ -137,10 +146,11 @@ def test_a_word_count_killed_and_restarted_counts_every_word_exactly_once(
     expected = collections.Counter(w for chunk in chunks for line in chunk for w in line.split())
 
     def start(i: int) -> StreamsApp:
+        static_member = {"consumer.group.instance.id": f"{app_id}-{i}"} if static else {}
         app = StreamsApp(
             str(tmp_path / f"wordcount-{i}.log"), application_id=app_id,
             bootstrap=broker.bootstrap, input=source, output=sink,
-            state_dir=str(tmp_path / f"state-{i}"),
+            state_dir=str(tmp_path / f"state-{i}"), props=static_member,
         )  # fmt: skip
         app.wait_running()
         return app
@@ -181,7 +191,7 @@ def test_a_word_count_killed_and_restarted_counts_every_word_exactly_once(
     assert not wrong, f"seed {SEED}, kills {kills}: {summarize(wrong, expected)}"
 
 
-def wait_open_transaction(port: int, topic: str, timeout: float = 10) -> bool:
+def wait_open_transaction(port: int, topic: str, timeout: float = 20) -> bool:
     """Waits until a transaction holds records on `topic` (a partition's last stable offset
     is below its high watermark); False if none did within `timeout`."""
     read_uncommitted, read_committed, latest = 0, 1, -1
