@@ -2,7 +2,8 @@
 
 `broker` is a kafka-ref broker process for one test module (no initial rebalance delay, short
 sessions allowed); `java` one harness JVM for the module (harness.py), its clients' warnings
-in a log beside the broker's.
+in a log beside the broker's; `cluster` a kafka-ref cluster for one module: ZooKeeper and
+three brokers (tests/cluster's `Cluster`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import subprocess
 import pytest
 
 from kafka_ref.apache.tools import tool_command
+from kafka_ref.tools.cluster import ZooKeeperServer, zookeeper_installed
 from kafka_ref.tools.server_process import free_port
+from tests.cluster.conftest import Cluster
 from tests.interop.conftest import GROUP_BROKER_CONFIGS, BrokerProcess
 from tests.java_clients.harness import JavaHarness, harness_jar
 
@@ -29,6 +32,20 @@ def broker(tmp_path_factory):
     broker.start()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    assert zookeeper_installed(), "ZooKeeper is missing: `make test` installs it"
+    base = tmp_path_factory.mktemp("java-cluster")
+    zookeeper = ZooKeeperServer(str(base / "zookeeper")).start()
+    cluster = Cluster(zookeeper, str(base))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
+        zookeeper.stop()
 
 
 @pytest.fixture(scope="module")

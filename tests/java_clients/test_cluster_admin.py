@@ -1,5 +1,5 @@
 """Apache Kafka's Java admin client and tools move partitions and elect leaders on a kafka-ref
-cluster: ZooKeeper and three brokers (tests/cluster's `Cluster`), for this module alone.
+cluster: ZooKeeper and three brokers (the `cluster` fixture), for this module alone.
 
 The Java admin client reassigns a partition and elects preferred and unclean leaders;
 Kafka's kafka-reassign-partitions generates, executes and verifies a plan, and
@@ -15,25 +15,9 @@ import uuid
 import pytest
 
 from kafka_ref.conformance.cluster import wait_for
-from kafka_ref.tools.cluster import ZooKeeperServer, zookeeper_installed
-from tests.cluster.conftest import Cluster
 from tests.java_clients.conftest import run_tool
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    assert zookeeper_installed(), "ZooKeeper is missing: `make test` installs it"
-    base = tmp_path_factory.mktemp("java-cluster")
-    zookeeper = ZooKeeperServer(str(base / "zookeeper")).start()
-    cluster = Cluster(zookeeper, str(base))
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.close()
-        zookeeper.stop()
 
 
 def create(java, cluster, topic: str, *assignment: list[int]) -> None:

@@ -15,7 +15,8 @@ or a repeat.
 
 One instance, then two (the one killed drawn each time, the other taking over its tasks
 until it is back). CI runs two kills each; KAFKA_REF_LONG=1 runs ten, and two instances
-that are static members of the group too. Kafka Streams leans
+that are static members of the group too. Last, over a three-broker cluster, the brokers
+are killed instead, each in turn (three kills; nine in the long form). Kafka Streams leans
 on much of the broker: internal topics created with configs, the classic group with its
 own assignor, transactions with offsets, read_committed fetches, DeleteRecords on the
 repartition topic.
@@ -224,3 +225,53 @@ def summarize(wrong: dict[str, list[int]], expected: collections.Counter) -> str
         lines.append(f"{word}: expected {expected[word]}, last {counts[-1] if counts else None}, "
                      f"repeated {repeats[:5]}, missing {missing[:5]}")  # fmt: skip
     return "; ".join(lines)
+
+
+BROKER_KILLS = campaign(3, 9)
+
+
+@pytest.mark.spec("JAVA-28")
+@pytest.mark.timeout(240 + 60 * BROKER_KILLS)
+def test_a_word_count_stays_exact_when_brokers_of_a_cluster_crash(java, cluster, tmp_path):
+    """The word count over a kafka-ref cluster of three brokers (every topic replicated
+    three times, min.insync.replicas 2, acks=all): while a chunk is written and counted, a
+    broker is killed with SIGKILL and then restarted; each broker in turn, in a seeded order,
+    so the coordinators of the application's group and transactions die too."""
+    rng = random.Random(SEED)
+    app_id = f"wordcount-{uuid.uuid4().hex[:6]}"
+    source, sink, bootstrap = f"{app_id}-lines", f"{app_id}-counts", cluster.bootstrap()
+    replicated = {"partitions": PARTITIONS, "replication_factor": 3,
+                  "configs": {"min.insync.replicas": "2"}}  # fmt: skip
+    topics = [{"name": name, **replicated} for name in (source, sink)]
+    assert java.call("create-topics", bootstrap=bootstrap, topics=topics) == {
+        source: "ok", sink: "ok"
+    }  # fmt: skip
+    chunks = input_chunks(rng, BROKER_KILLS + 1)
+    expected = collections.Counter(w for chunk in chunks for line in chunk for w in line.split())
+    victims = [rng.sample([1, 2, 3], 3) for _ in range(0, BROKER_KILLS, 3)]
+    victims = [v for order in victims for v in order][:BROKER_KILLS]
+    app = StreamsApp(
+        str(tmp_path / "wordcount.log"), application_id=app_id, bootstrap=bootstrap,
+        input=source, output=sink, state_dir=str(tmp_path / "state"),
+        props={"replication.factor": "3", "topic.min.insync.replicas": "2"},
+    )  # fmt: skip
+    try:
+        app.wait_running()
+        for run, chunk in enumerate(chunks):
+            writer = threading.Thread(target=write_lines, args=(bootstrap, source, chunk, 2))
+            writer.start()
+            if run < BROKER_KILLS:
+                time.sleep(round(rng.uniform(0.2, 1.8), 2))
+                cluster.stop(victims[run], signal.SIGKILL)
+            writer.join(120)
+            cluster.ensure_running()
+        wait_for_counts(cluster.bootstrap(), sink, expected)
+        running = app.proc.poll() is None  # throughout: every fault retried, none fatal
+    finally:
+        app.stop(signal.SIGTERM)
+    assert running, f"the word count exited with {app.proc.returncode}"
+
+    counts = counts_on_output(cluster.bootstrap(), sink)
+    assert set(counts) == set(expected), f"seed {SEED}"
+    wrong = {w: c for w, c in counts.items() if c != list(range(1, expected[w] + 1))}
+    assert not wrong, f"seed {SEED}, brokers killed {victims}: {summarize(wrong, expected)}"
