@@ -114,8 +114,10 @@ class ErrorCode(IntEnum):
     DUPLICATE_RESOURCE = 92
     UNACCEPTABLE_CREDENTIAL = 93
     INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
+    UNKNOWN_TOPIC_ID = 100  # a topic id the broker does not know (OffsetCommit v10+)
     TRANSACTIONAL_ID_NOT_FOUND = 105  # DescribeTransactions for an unknown id
     UNSUPPORTED_ENDPOINT_TYPE = 115  # DescribeCluster of controllers (KIP-919)
+    INVALID_REGULAR_EXPRESSION = 128  # ListTransactions v2's transactional id pattern
 
     @property
     def retriable(self) -> bool:

@@ -8,76 +8,163 @@ function is declared a *seam* with the `@seam` decorator. One setting chooses wh
 implements every seam:
 
     KAFKA_REF_SOLUTION=labs/02-producer/solution.py
+    KAFKA_REF_SOLUTION=labs/02-producer/solution.py:labs/07-transactions/solution.py
 
-names a Python file (a lab's `solution.py`, or any file a student writes). Each seam whose
-name that file defines runs the file's function instead of the reference, everywhere in
-the process: our producer, the broker, the simulator, the conformance suite's targets. A
-broker or a client started as a child process inherits the variable, so a whole cluster
-runs the student's code. Seams the file does not define keep the reference (a function it
-imports, from kafka-ref or elsewhere, does not count as defined).
+names Python files (a lab's `solution.py`, or any file a student writes), separated by
+`os.pathsep` (`:`; `;` on Windows) when there are several. Each seam whose name a file
+defines runs that file's function instead of the reference, everywhere in the process: our
+producer, the broker, the simulator, the conformance suite's targets; the first file that
+defines it wins. A broker or a client started as a child process inherits the variable, so a
+whole cluster runs the student's code. Seams no file defines keep the reference (a function
+a file imports, from kafka-ref or elsewhere, does not count as defined).
 
-Without the variable a seam *is* the reference function (the decorator returns it
-unchanged), so the hot paths pay nothing for being teachable. With it, the call goes
-through a small dispatcher that loads the file on first use: the file may import any
-kafka-ref module, including the one whose seam it replaces, without an import cycle.
+A *student edition* (`kafka-ref lab export`) has no reference for the seams of the labs it
+hands out: their bodies are gone, and `kafka_ref/edition.json` names, for each, the lab's
+`solution.py`. There a stripped seam runs the lab's solution without any setting (a file of
+KAFKA_REF_SOLUTION that defines it still comes first: that is how `lab check --solution`
+grades another file).
+
+Without the variable, and for a seam the edition keeps, a seam *is* the reference function
+(the decorator returns it unchanged), so the hot paths pay nothing for being teachable.
+Otherwise the call goes through a small dispatcher that loads the files on first use: a
+file may import any kafka-ref module, including the one whose seam it replaces, without an
+import cycle.
+
+The dispatcher does not expose the reference (no attribute leads to it), and once it has
+chosen a student's function it forgets the reference altogether: a solution cannot reach
+the code it replaces through the seam, and `kafka-ref lab check` refuses a file that imports
+it or the module holding it before grading (kafka_ref/tools/lab_guard.py).
 
     kafka-ref lab check 02                    # grade labs/02-producer/solution.py
     kafka-ref lab check 02 --reference        # the same tests on the reference: all pass
 
-Rules: LAB-1 (spec/labs.md).
+Rules: LAB-1, LAB-5, LAB-9 (spec/labs.md).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
+import json
 import os
+import pathlib
+import sys
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
 ENV = "KAFKA_REF_SOLUTION"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EDITION = ROOT / "kafka_ref" / "edition.json"
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Every seam this process has resolved to its implementation (seam key -> who): the labs'
+# batch grader checks it is empty before it forks one child per solution.
+RESOLVED: dict[str, str] = {}
+_resolving = threading.RLock()
 
 
 class SolutionLoadError(Exception):
     """The file named by KAFKA_REF_SOLUTION cannot be loaded."""
 
 
+def solution_files() -> list[str]:
+    """The files KAFKA_REF_SOLUTION names, in order (absolute paths)."""
+    value = os.environ.get(ENV, "")
+    return [os.path.abspath(path) for path in value.split(os.pathsep) if path]
+
+
+@functools.cache
+def edition_stripped() -> dict[str, str]:
+    """In a student edition: seam key -> the solution file of its lab (absolute)."""
+    if not EDITION.is_file():
+        return {}
+    stripped = json.loads(EDITION.read_text())["stripped"]
+    return {key: str(ROOT / lab["solution"]) for key, lab in stripped.items()}
+
+
 @functools.cache
 def solution_module(path: str) -> ModuleType:
-    """The solution file, loaded once per process."""
-    spec = importlib.util.spec_from_file_location("kafka_ref_solution", path)
+    """A solution file, loaded once per process, as a module of its own name (registered,
+    so that a dataclass or a pickle in it works as in any module)."""
+    name = "kafka_ref_solution_" + hashlib.sha1(path.encode()).hexdigest()[:10]
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None or not os.path.isfile(path):
         raise SolutionLoadError(f"{ENV}={path}: no such Python file")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-def implementation(reference: F) -> F:
-    """Who implements `reference`'s seam now: the solution's function of the same name if
-    KAFKA_REF_SOLUTION names a file that defines one, else the reference itself."""
-    path = os.environ.get(ENV)
-    if not path:
-        return reference
-    solution = solution_module(os.path.abspath(path))
-    candidate = getattr(solution, reference.__name__, None)
-    # Only a function the file defines counts: one it imported from kafka-ref (say, the
-    # reference murmur2, to build its partition_for_key on) is not a replacement.
-    if candidate is None or getattr(candidate, "__module__", None) != solution.__name__:
-        return reference
+def defined_in(path: str, name: str) -> Callable[..., Any] | None:
+    """The function `name` that the file at `path` defines itself, if it does. One it
+    imported (say, kafka-ref's murmur2, to build its partition_for_key on) is not a
+    replacement."""
+    module = solution_module(path)
+    candidate = getattr(module, name, None)
+    if candidate is None or getattr(candidate, "__module__", None) != module.__name__:
+        return None
     return candidate
+
+
+def unloadable(name: str, error: BaseException) -> Callable[..., Any]:
+    """What a seam runs when its solution file failed to load: the same error, every time."""
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise SolutionLoadError(f"{name}: the solution did not load: {error!r}") from error
+
+    return fail
+
+
+def seam_key(function: Callable[..., Any]) -> str:
+    return f"{function.__module__}.{function.__qualname__}"
 
 
 def seam(reference: F) -> F:
     """Declare `reference` a seam a lab's solution may replace (see the module docstring)."""
-    if not os.environ.get(ENV):
+    key = seam_key(reference)
+    stripped = edition_stripped().get(key)
+    if not os.environ.get(ENV) and stripped is None:
         return reference
+    name = reference.__name__
+    # The reference lives in this dict only until the seam is resolved: resolving pops it,
+    # and puts it back only when no solution defines the seam.
+    state: dict[str, Any] = {"reference": reference}
 
-    @functools.wraps(reference)
+    def resolve() -> Callable[..., Any]:
+        with _resolving:
+            if "chosen" in state:
+                return state["chosen"]
+            if "reference" not in state:
+                raise SolutionLoadError(f"the solution calls {name} while it is being loaded")
+            held = state.pop("reference")
+            try:
+                for path in solution_files() + ([stripped] if stripped else []):
+                    found = defined_in(path, name)
+                    if found is not None:
+                        state["chosen"], state["path"], RESOLVED[key] = found, path, path
+                        return found
+            except BaseException as error:
+                # A file that does not load never falls back to the reference.
+                state["chosen"] = unloadable(name, error)
+                raise
+            state["chosen"], RESOLVED[key] = held, "reference"
+            return held
+
     def dispatch(*args: Any, **kwargs: Any) -> Any:
-        return implementation(reference)(*args, **kwargs)
+        chosen = state.get("chosen") or resolve()
+        try:
+            return chosen(*args, **kwargs)
+        except NotImplementedError as error:
+            if error.args or "path" not in state:
+                raise
+            # a skeleton's bare `raise NotImplementedError`: say which function of which file
+            message = f"{name} in {state['path']} is not written yet"
+            raise NotImplementedError(message) from None
 
-    dispatch.reference = reference  # type: ignore[attr-defined]
+    functools.update_wrapper(dispatch, reference)
+    del dispatch.__wrapped__  # type: ignore[attr-defined]  # no way back to the reference
     return dispatch  # type: ignore[return-value]

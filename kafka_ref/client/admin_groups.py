@@ -10,15 +10,17 @@ goes there, found first with FindCoordinator (as the members find it):
 | list_consumer_group_offsets    | OffsetFetch (all partitions, v2+)     | the coordinator  |
 | alter_consumer_group_offsets   | OffsetCommit, generation -1, member ""| the coordinator  |
 | delete_groups                  | DeleteGroups                          | the coordinator  |
+| delete_consumer_group_offsets  | OffsetDelete                          | the coordinator  |
 
 A coordinator that moved (NOT_COORDINATOR), is not ready (COORDINATOR_NOT_AVAILABLE) or is
 still loading its groups (COORDINATOR_LOAD_IN_PROGRESS) is asked again after a new
 FindCoordinator, until `request.timeout.ms`. Altering offsets from outside the group is
 only allowed by the coordinator while the group has no members (else UNKNOWN_MEMBER_ID),
 and deleting a group only while it is empty (NON_EMPTY_GROUP): an active group owns its
-offsets.
+offsets. Deleting some of a group's offsets is allowed for topics no member subscribes to
+(else GROUP_SUBSCRIBED_TO_TOPIC per partition, OFFSET-15).
 
-Spec rules: CLIENT-30 (spec/client.md).
+Spec rules: CLIENT-30 (spec/client.md), OFFSET-15 (spec/offsets.md).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from kafka_ref.protocol.messages import (
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     ListGroupsRequest,
+    OffsetDeleteRequest,
 )
 
 RETRY_COORDINATOR = frozenset(
@@ -152,7 +155,8 @@ class GroupAdmin:
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, ConsumerGroupDescription]:
         """State, assignor and members (with decoded assignments) of each group. A group
-        that does not exist is described as Dead with no members, as Kafka does."""
+        that does not exist is described as Dead with no members, as DescribeGroups v0-v5
+        answer it (v6 answers GROUP_ID_NOT_FOUND instead)."""
         out = {}
         for group_id in group_ids:
             node, response = self._to_coordinator(
@@ -163,7 +167,9 @@ class GroupAdmin:
             )
             g = response.groups[0]
             code = error_code(g.error_code)
-            if code != ErrorCode.NO_ERROR:
+            if code == ErrorCode.GROUP_ID_NOT_FOUND:  # v6: no such group
+                g.group_state, g.protocol_type, g.protocol_data, g.members = "Dead", "", "", []
+            elif code != ErrorCode.NO_ERROR:
                 raise KafkaError(f"describe group {group_id}", code=code)
             consumer = g.protocol_type in ("consumer", "")
             out[group_id] = ConsumerGroupDescription(
@@ -239,3 +245,38 @@ class GroupAdmin:
             code = error_code(response.results[0].error_code)
             if code != ErrorCode.NO_ERROR:
                 raise KafkaError(f"delete group {group_id}", code=code)
+
+    def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Delete the group's committed offsets of these partitions (OffsetDelete, KIP-496):
+        {partition: error}, NO_ERROR where deleted (or nothing was committed),
+        GROUP_SUBSCRIBED_TO_TOPIC where a member subscribes to the topic. Raises for an
+        error of the whole group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...)."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = OffsetDeleteRequest(
+            group_id=group_id,
+            topics=[
+                OffsetDeleteRequest.OffsetDeleteRequestTopic(
+                    name=topic,
+                    partitions=[
+                        OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p)
+                        for p in indexes
+                    ],
+                )
+                for topic, indexes in by_topic.items()
+            ],
+        )
+        _, response = self._to_coordinator(
+            group_id, ApiKey.OFFSET_DELETE, request, lambda r: error_code(r.error_code)
+        )
+        code = error_code(response.error_code)
+        if code != ErrorCode.NO_ERROR:
+            raise KafkaError(f"delete offsets of group {group_id}", code=code)
+        return {
+            TopicPartition(t.name, p.partition_index): error_code(p.error_code)
+            for t in response.topics
+            for p in t.partitions
+        }

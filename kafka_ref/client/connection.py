@@ -79,9 +79,19 @@ log = logging.getLogger("kafka_ref.client")
 RECEIVE_BYTES = 1 << 20
 
 # The versions our clients can speak: the protocol registry, except that the producer
-# builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets), and
-# AddPartitionsToTxn v4+ is the brokers' own form (KIP-890): clients send at most v3.
-_CLIENT_MAX = {ApiKey.ADD_PARTITIONS_TO_TXN: 3}
+# builds record batch v2, which needs Produce v3+ (v0-v2 carry the old message sets),
+# AddPartitionsToTxn v4+ is the brokers' own form (KIP-890): clients send at most v3, and
+# our clients build the group requests of one group, one coordinator key and one leaving
+# member, by topic name, in the classic protocol: FindCoordinator before its batches (v4),
+# LeaveGroup before its batches (v3), OffsetFetch before its groups (v8), OffsetCommit
+# before the KIP-848 consumer's v9 (GROUP_ID_NOT_FOUND) and v10 (topic ids).
+_CLIENT_MAX = {
+    ApiKey.ADD_PARTITIONS_TO_TXN: 3,
+    ApiKey.FIND_COORDINATOR: 3,
+    ApiKey.LEAVE_GROUP: 2,
+    ApiKey.OFFSET_FETCH: 7,
+    ApiKey.OFFSET_COMMIT: 8,
+}
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     key: (
         max(api.min_version, 3 if key == ApiKey.PRODUCE else 0),

@@ -34,6 +34,13 @@ from kafka_ref.protocol.messages import (
 
 MEMBER_ID_REQUIRED = 79
 JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V, FETCH_V = 5, 3, 3, 1, 3, 3
+# The versions a `Member` speaks unless told others (the newer ones: test_group_versions.py)
+MEMBER_VERSIONS = {
+    ApiKey.JOIN_GROUP: JOIN_V,
+    ApiKey.SYNC_GROUP: SYNC_V,
+    ApiKey.HEARTBEAT: HEARTBEAT_V,
+    ApiKey.LEAVE_GROUP: LEAVE_V,
+}
 
 
 def coordinator(wire: Wire, group: str) -> tuple[str, int]:
@@ -56,8 +63,12 @@ class Member:
         *,
         rebalance_timeout_ms: int = 10000,
         instance_id: str | None = None,
+        versions: dict[int, int] | None = None,
+        protocols: list[tuple[str, bytes]] | None = None,
     ) -> None:
         self.wire, self.group = wire, group
+        self.versions = {**MEMBER_VERSIONS, **(versions or {})}
+        self.protocols = protocols  # (name, metadata); default: "range" with the join's bytes
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.instance_id = instance_id  # group.instance.id: a static member (KIP-345)
@@ -74,7 +85,10 @@ class Member:
             member_id=self.member_id,
             group_instance_id=self.instance_id,
             protocol_type="consumer",
-            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=metadata)],
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name=name, metadata=data)
+                for name, data in (self.protocols or [("range", metadata)])
+            ],
         )
 
     def get_member_id(self) -> int:
@@ -82,7 +96,7 @@ class Member:
 
         Returns the error code (0 if the broker does not use KIP-394 and let us in at once;
         the answer is then pending in a full join, which the caller finishes)."""
-        self.wire.send(ApiKey.JOIN_GROUP, JOIN_V, self._join_body(b"m"))
+        self.wire.send(ApiKey.JOIN_GROUP, self.versions[ApiKey.JOIN_GROUP], self._join_body(b"m"))
         resp = self.wire.receive()
         if resp.error_code == MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
@@ -91,7 +105,9 @@ class Member:
         return resp.error_code
 
     def send_join(self, metadata: bytes = b"m") -> None:
-        self.wire.send(ApiKey.JOIN_GROUP, JOIN_V, self._join_body(metadata))
+        self.wire.send(
+            ApiKey.JOIN_GROUP, self.versions[ApiKey.JOIN_GROUP], self._join_body(metadata)
+        )
 
     def finish_join(self) -> Any:
         resp = self.wire.receive()
@@ -122,7 +138,7 @@ class Member:
                 for m, a in (assignments or {}).items()
             ],
         )
-        self.wire.send(ApiKey.SYNC_GROUP, SYNC_V, body)
+        self.wire.send(ApiKey.SYNC_GROUP, self.versions[ApiKey.SYNC_GROUP], body)
 
     def sync(self, assignments: dict[str, bytes] | None = None, generation: int | None = None):
         self.send_sync(assignments, generation)
@@ -135,11 +151,17 @@ class Member:
             member_id=self.member_id if member_id is None else member_id,
             group_instance_id=self.instance_id,
         )
-        return self.wire.request(ApiKey.HEARTBEAT, HEARTBEAT_V, body).error_code
+        return self.wire.request(ApiKey.HEARTBEAT, self.versions[ApiKey.HEARTBEAT], body).error_code
 
     def leave(self) -> int:
-        body = LeaveGroupRequest(group_id=self.group, member_id=self.member_id)
-        return self.wire.request(ApiKey.LEAVE_GROUP, LEAVE_V, body).error_code
+        """LeaveGroup for this member alone: its error (the member's own from v3)."""
+        version = self.versions[ApiKey.LEAVE_GROUP]
+        identity = LeaveGroupRequest.MemberIdentity(
+            member_id=self.member_id, group_instance_id=self.instance_id
+        )
+        body = LeaveGroupRequest(group_id=self.group, member_id=self.member_id, members=[identity])
+        resp = self.wire.request(ApiKey.LEAVE_GROUP, version, body)
+        return resp.members[0].error_code if version >= 3 and resp.members else resp.error_code
 
 
 def describe(wire: Wire, group: str) -> Any:

@@ -34,6 +34,7 @@ from kafka_ref.conformance import targets
 from kafka_ref.conformance.capabilities import CAPABILITIES
 from kafka_ref.conformance.cluster import Brokers, SuiteCluster
 from kafka_ref.conformance.security import SaslProfile
+from kafka_ref.protocol.api_keys import ApiKey
 
 PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # a checkout: spec/ lives here
 _STATE: dict = {"results": {}, "cites": {}, "target": None}
@@ -160,6 +161,14 @@ class ConformanceTarget:
         if not any(self.has(n) for n in names):
             pytest.skip(f"target lacks {' or '.join(names)}: "
                         f"{'; '.join(CAPABILITIES[n] for n in names)}")  # fmt: skip
+
+    def require_versions(self, *api_versions: tuple[int, int]) -> None:
+        """Skip the calling test unless the target advertises each (API key, version): a
+        broker that stops below a version has not broken that version's rules (CONF-1)."""
+        missing = [(k, v) for k, v in api_versions if not self.capabilities.supports(k, v)]
+        if missing:
+            names = ", ".join(f"{ApiKey(k).name} v{v}" for k, v in missing)
+            pytest.skip(f"target does not advertise {names}")
 
     def topic_name(self, hint: str = "t") -> str:
         """A topic name no other test of this run (or earlier runs on the target) uses."""

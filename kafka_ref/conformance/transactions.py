@@ -107,6 +107,10 @@ class TxnProducer:
 
     def add(self, topic: str, *partitions: int) -> int:
         """AddPartitionsToTxn; the first error code of any partition, or 0."""
+        return next((code for code in self.add_each(topic, *partitions).values() if code), 0)
+
+    def add_each(self, topic: str, *partitions: int) -> dict[int, int]:
+        """AddPartitionsToTxn; each partition's error code."""
         body = AddPartitionsToTxnRequest(
             v3_and_below_transactional_id=self.transactional_id,
             v3_and_below_producer_id=self.producer_id,
@@ -115,9 +119,12 @@ class TxnProducer:
                 name=topic, partitions=list(partitions))],
         )  # fmt: skip
         version = self.versions[ApiKey.ADD_PARTITIONS_TO_TXN]
-        answer = _retrying(lambda: _add_error(self.coordinator.request(
-            ApiKey.ADD_PARTITIONS_TO_TXN, version, body)))  # fmt: skip
-        return answer.error_code
+        answer = _retrying(
+            lambda: _AddAnswer(
+                self.coordinator.request(ApiKey.ADD_PARTITIONS_TO_TXN, version, body)
+            )
+        )
+        return answer.codes
 
     def produce(self, topic: str, partition: int, values: list[bytes]) -> Any:
         """One transactional batch of `values`; the partition's produce response."""
@@ -148,15 +155,16 @@ class TxnProducer:
 
 
 class _AddAnswer:
-    def __init__(self, error_code: int) -> None:
-        self.error_code = error_code
+    """AddPartitionsToTxn answers per partition; the request fails together, so its error
+    (what `_retrying` looks at) is the first partition's error."""
 
-
-def _add_error(response: Any) -> _AddAnswer:
-    """AddPartitionsToTxn answers per partition; the request fails together."""
-    codes = [p.partition_error_code for t in response.results_by_topic_v3_and_below
-             for p in t.results_by_partition]  # fmt: skip
-    return _AddAnswer(next((c for c in codes if c != 0), 0))
+    def __init__(self, response: Any) -> None:
+        self.codes = {
+            p.partition_index: p.partition_error_code
+            for t in response.results_by_topic_v3_and_below
+            for p in t.results_by_partition
+        }
+        self.error_code = next((code for code in self.codes.values() if code), 0)
 
 
 def read_committed(wire: Wire, topic: str, partition: int, start: int = 0) -> tuple[list, int]:

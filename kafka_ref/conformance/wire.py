@@ -138,13 +138,17 @@ class Wire:
         return code
 
     def wait_for_leader(self, topic: str, partitions: int, timeout: float = 10.0) -> None:
-        """Metadata until every partition has a leader (a broker may create topics lazily)."""
+        """Until every partition has a leader that serves it: Metadata names one (a broker
+        may create topics lazily), and ListOffsets answers without an error (a KRaft broker
+        names a leader in Metadata a moment before that broker acts as one)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             meta = self.metadata([topic], auto=False)
             parts = meta.topics[0].partitions if meta.topics else []
             if len(parts) == partitions and all(p.leader_id >= 0 for p in parts):
-                return
+                serving = [self.list_offset(topic, p.partition_index, -1) for p in parts]
+                if all(answer.error_code == 0 for answer in serving):
+                    return
             time.sleep(0.05)
 
     def produce(

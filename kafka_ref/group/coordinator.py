@@ -5,7 +5,8 @@ A consumer asks any broker FindCoordinator(group) and is sent to the leader of p
 runs the group's rebalances (its `GroupRebalance`, rebalance.py) and keeps its committed
 offsets (Kafka: `GroupCoordinator`, `handleCommitOffsets`, `handleFetchOffsets`,
 `handleDescribeGroup`, `handleListGroups`, `handleDeleteGroups`, `onElection`,
-`onResignation`).
+`onResignation`; Kafka 4's `GroupMetadataManager` and `OffsetMetadataManager` for the newer
+versions' rules).
 
 **Committed offsets.** A commit says "the group has processed this partition up to here".
 Only a member of the group's current generation may commit, because after a rebalance its
@@ -21,9 +22,15 @@ have been Empty that long (KIP-211, OFFSET-6).
 offsets partition: the coordinator replays the records and re-arms the session timers of the
 loaded members (members that do not come back expire). `on_resigned` drops the partition's
 groups, answering waiting members NOT_COORDINATOR so they look for the new coordinator.
-A group is deleted only when Empty (OFFSET-7).
+A group is deleted only when Empty (OFFSET-7). Offsets of topics no member subscribes to
+can be deleted at any time (OffsetDelete, KIP-496, OFFSET-15).
 
-Rules: REBAL-16, OFFSET-1..OFFSET-9 (spec/rebalance.md, spec/offsets.md); rebalance.py and
+**Versions.** Newer versions of OffsetCommit change little here: v6 carries the leader epoch
+kept with the offset (OFFSET-10), v7 the static member's instance id, checked like the member
+id (OFFSET-12), and from v9 a member of a group that does not exist hears GROUP_ID_NOT_FOUND
+instead of ILLEGAL_GENERATION (OFFSET-11).
+
+Rules: REBAL-16, OFFSET-1..OFFSET-15 (spec/rebalance.md, spec/offsets.md); rebalance.py and
 its parts have REBAL-1..REBAL-13.
 """
 
@@ -69,6 +76,7 @@ __all__ = [
 ]
 
 CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
+OFFSET_COMMIT_GROUP_ID_NOT_FOUND_VERSION = 9  # the KIP-848 OffsetCommit (OFFSET-11)
 
 
 @dataclass
@@ -95,11 +103,17 @@ class GroupSummary:
     members: list[MemberSummary]
 
 
+CLASSIC_GROUP_TYPE = "classic"  # Kafka `Group.GroupType.CLASSIC`: the only type kafka-ref has
+
+
 @dataclass
 class GroupOverview:
+    """A group as ListGroups returns it (Kafka's `ListedGroup`)."""
+
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = CLASSIC_GROUP_TYPE
 
 
 class GroupCoordinator:
@@ -138,11 +152,14 @@ class GroupCoordinator:
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
         callback: CommitCallback,
+        api_version: int = 2,
     ) -> None:
         """Store offsets; `callback({partition: error})` once they are durable or refused.
 
         The coordinator stamps `commit_timestamp` with its clock (OffsetCommit v2+ carries no
-        timestamp); `expire_timestamp` is kept as given (set it from a v2-v4 retention time)."""
+        timestamp); `expire_timestamp` is kept as given (set it from a v2-v4 retention time).
+        `api_version` is the OffsetCommit version: from v9 a member of a group that does not
+        exist hears GROUP_ID_NOT_FOUND (OFFSET-11)."""
 
         def refuse(error: ErrorCode) -> None:
             callback(dict.fromkeys(offsets, error))
@@ -152,8 +169,14 @@ class GroupCoordinator:
             return refuse(error)
         group = self.manager.get_group(group_id)
         if group is None:
-            if generation_id >= 0:  # a member of a group that no longer exists
-                return refuse(ErrorCode.ILLEGAL_GENERATION)
+            if generation_id >= 0:  # a member of a group that no longer exists (OFFSET-11)
+                # Kafka `OffsetMetadataManager.validateOffsetCommit`: v9 answers what the
+                # KIP-848 consumer understands; older versions keep ILLEGAL_GENERATION.
+                return refuse(
+                    ErrorCode.GROUP_ID_NOT_FOUND
+                    if api_version >= OFFSET_COMMIT_GROUP_ID_NOT_FOUND_VERSION
+                    else ErrorCode.ILLEGAL_GENERATION
+                )
             group = self.manager.add_group(GroupMetadata(group_id, EMPTY, self._now()))
         error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if error != OK:
@@ -205,9 +228,11 @@ class GroupCoordinator:
     def _validate_offset_commit(
         self, group, generation_id, member_id, instance_id, *, transactional: bool = False
     ) -> ErrorCode:
-        """Kafka `validateOffsetCommit` (OFFSET-8, TXN-83)."""
+        """Kafka `ClassicGroup.validateOffsetCommit` (OFFSET-8, OFFSET-12, TXN-83)."""
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(EMPTY):
+            return OK  # from outside group management (admin tools, `assign()`): allowed
         if generation_id >= 0 or member_id or instance_id is not None:
             if instance_id is not None:
                 current = group.current_static_member_id(instance_id)
@@ -271,14 +296,70 @@ class GroupCoordinator:
             group_id, group.state.wire_name, group.protocol_type or "", protocol or "", members
         )
 
-    def list_groups(self) -> tuple[ErrorCode, list[GroupOverview]]:
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: list[TopicPartition],
+        callback: Callable[[ErrorCode, dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """OffsetDelete (Kafka `OffsetMetadataManager.deleteOffsets`, OFFSET-15): tombstones
+        for the group's offsets of partitions no member subscribes to; `callback(error,
+        {partition: error})` once they are durable. A partition of a topic a member
+        subscribes to is GROUP_SUBSCRIBED_TO_TOPIC and keeps its offset."""
+        error = self.rebalance.group_status(group_id)
+        group = self.manager.get_group(group_id) if error == OK else None
+        if error == OK:
+            error = self._validate_offset_delete(group)
+        if error != OK:
+            return callback(error, {})
+        assert group is not None
+        pending = set(self.txn_offsets.pending_partitions(group_id))
+        results: dict[TopicPartition, ErrorCode] = {}
+        doomed: list[TopicPartition] = []
+        for tp in partitions:
+            if group.is_subscribed_to_topic(tp.topic):
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            results[tp] = OK
+            # a tombstone where there is something to delete: committed or still pending
+            if tp in group.offsets or tp in pending:
+                doomed.append(tp)
+        self.txn_offsets.remove(group_id, doomed)
+
+        def deleted(error: ErrorCode) -> None:
+            callback(error, results if error == OK else {})
+
+        self.manager.delete_offsets(group, list(dict.fromkeys(doomed)), deleted)
+
+    @staticmethod
+    def _validate_offset_delete(group: GroupMetadata | None) -> ErrorCode:
+        """Kafka `ClassicGroup.validateOffsetDelete`: an unknown or Dead group is
+        GROUP_ID_NOT_FOUND; one with members that are not consumers NON_EMPTY_GROUP (what
+        they read cannot be told)."""
+        if group is None or group.is_(DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if not group.is_(EMPTY) and not group.uses_consumer_group_protocol():
+            return ErrorCode.NON_EMPTY_GROUP
+        return OK
+
+    def list_groups(
+        self, states_filter: list[str] = (), types_filter: list[str] = ()
+    ) -> tuple[ErrorCode, list[GroupOverview]]:
+        """The groups of the partitions this broker leads, Dead ones left out; with a states
+        filter (ListGroups v4+) only groups in one of those states, with a types filter
+        (v5+) only groups of one of those types, both compared ignoring case (Kafka
+        `GroupMetadataManager.listGroups`, REBAL-24)."""
         if not self.rebalance.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.manager.is_loading() else OK
+        states = {state.strip().lower() for state in states_filter}
+        types = {group_type.lower() for group_type in types_filter}
         overviews = [
             GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
             for g in self.manager.current_groups()
             if not g.is_(DEAD)
+            and (not states or g.state.wire_name.lower() in states)
+            and (not types or CLASSIC_GROUP_TYPE in types)
         ]
         return error, overviews
 

@@ -354,10 +354,19 @@ class GroupMetadata:
         ]
 
     # -- offsets --------------------------------------------------------------------
+    def uses_consumer_group_protocol(self) -> bool:
+        """Kafka `usesConsumerGroupProtocol`: the members are consumers ("consumer")."""
+        return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+
     def subscribed_topics(self) -> set[str] | None:
-        """Topics the members subscribe to, for a consumer group whose subscriptions decode;
-        None when unknown (KIP-496 then expires nothing while the group is Stable)."""
-        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+        """Topics the members subscribe to, for a consumer group whose subscriptions decode
+        (none for a consumer group without members); None when unknown (KIP-496 then
+        expires nothing while the group is Stable). Kafka `computeSubscribedTopics`."""
+        if not self.uses_consumer_group_protocol():
+            return None
+        if not self.members:
+            return set()
+        if self.protocol_name is None:
             return None
         topics: set[str] = set()
         try:
@@ -367,6 +376,13 @@ class GroupMetadata:
         except Exception:  # not the consumer protocol after all: be conservative
             return None
         return topics
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Kafka `isSubscribedToTopic`: may a member be reading `topic`? When the
+        subscriptions cannot be told, a consumer group is taken to read every topic
+        (OffsetDelete then deletes nothing of it, OFFSET-15)."""
+        topics = self.subscribed_topics()
+        return self.uses_consumer_group_protocol() if topics is None else topic in topics
 
     def remove_expired_offsets(
         self, now_ms: int, retention_ms: int

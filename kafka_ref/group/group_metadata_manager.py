@@ -10,7 +10,8 @@ partition as records (offsets_records.py):
   then), so a fetch never returns an offset that a coordinator failover would lose (OFFSET-2);
 * a **completed rebalance** appends the group's GroupMetadata record: generation, protocol,
   leader and every member with its subscription and assignment;
-* **deleting** a group or **expiring** offsets appends tombstones (OFFSET-5, OFFSET-7).
+* **deleting** a group or some of its offsets, or **expiring** offsets, appends tombstones
+  (OFFSET-5, OFFSET-7, OFFSET-15).
 
 When a broker becomes leader of an offsets partition it *loads* it: replays every record in
 offset order into groups and offsets (OFFSET-4); when it stops leading, it *unloads* the
@@ -19,7 +20,7 @@ groups. While a partition loads, its groups answer COORDINATOR_LOAD_IN_PROGRESS.
 Kafka: `GroupMetadataManager` (`storeGroup`, `storeOffsets`, `getOffsets`,
 `loadGroupsAndOffsets`, `removeGroupsForPartition`, `cleanupGroupMetadata`).
 
-Rules: REBAL-16, OFFSET-2, OFFSET-4, OFFSET-5, OFFSET-7.
+Rules: REBAL-16, OFFSET-2, OFFSET-4, OFFSET-5, OFFSET-7, OFFSET-15.
 """
 
 from __future__ import annotations
@@ -182,6 +183,27 @@ class GroupMetadataManager:
             callback({**{tp: code for tp in valid}, **errors})
 
         self._write(group.group_id, records, done)
+
+    def delete_offsets(
+        self, group: GroupMetadata, partitions: list[TopicPartition], callback: AppendCallback
+    ) -> None:
+        """Append a tombstone for each of these offsets of the group; they leave
+        `group.offsets` once the tombstones are durable (OffsetDelete, OFFSET-15). The group
+        itself stays, Empty or not: the next expiration removes an Empty group left without
+        offsets (OFFSET-6), as Kafka 4's periodic `cleanupGroupMetadata` does."""
+        if not partitions:
+            return callback(ErrorCode.NO_ERROR)
+        tombstones: list[tuple[bytes, bytes | None]] = [
+            (rec.offset_commit_key(group.group_id, tp), None) for tp in partitions
+        ]
+
+        def done(error: ErrorCode) -> None:
+            if error == ErrorCode.NO_ERROR:
+                for tp in partitions:
+                    group.offsets.pop(tp, None)
+            callback(_store_error(error, for_offsets=True))
+
+        self._write(group.group_id, tombstones, done)
 
     def get_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None

@@ -26,11 +26,16 @@ leader's id; only the leader's answer lists the members and their metadata (REBA
 
 A part of `GroupRebalance` (rebalance.py).
 
-Rules: REBAL-4, REBAL-9, REBAL-10, REBAL-11, REBAL-14 (spec/rebalance.md).
+Newer JoinGroup versions add little here: v8 a `reason`, only logged (REBAL-20); v9 lets a
+static leader that rejoins a Stable group learn the members without assigning (KIP-814,
+REBAL-21).
+
+Rules: REBAL-4, REBAL-9, REBAL-10, REBAL-11, REBAL-14, REBAL-20, REBAL-21 (spec/rebalance.md).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -45,6 +50,8 @@ from kafka_ref.group.group_metadata import (
     MemberMetadata,
 )
 from kafka_ref.group.sync_round import SyncGroupResult
+
+logger = logging.getLogger("kafka_ref.group.rebalance")
 
 OK = ErrorCode.NO_ERROR
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's NewMemberJoinTimeoutMs
@@ -66,6 +73,7 @@ class JoinGroupResult:
     leader_id: str = ""
     member_id: str = ""
     members: list[JoinedMember] = field(default_factory=list)  # the leader's answer only
+    skip_assignment: bool = False  # JoinGroup v9+: the leader must not assign (REBAL-21)
 
 
 JoinCallback = Callable[[JoinGroupResult], None]
@@ -87,8 +95,21 @@ class JoinRound:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         callback: JoinCallback,
+        *,
+        reason: str | None = None,
+        supports_skip_assignment: bool = False,
     ) -> None:
-        """Join (or rejoin); `callback` runs now or when the rebalance completes."""
+        """Join (or rejoin); `callback` runs now or when the rebalance completes.
+
+        `reason` (JoinGroup v8+) is only logged (REBAL-20); `supports_skip_assignment`
+        (v9+) changes the answer to a static leader that rejoins a Stable group (REBAL-21)."""
+        logger.info(
+            "member %r (instance %r) joins group %s; client reason: %s",
+            member_id,
+            group_instance_id,
+            group_id,
+            reason or "not provided",
+        )
         error = self.group_status(group_id)
         if error != OK:
             return callback(JoinGroupResult(error, member_id=member_id))
@@ -107,8 +128,15 @@ class JoinRound:
         if not self._accept_joining_member(group, member_id):
             return callback(JoinGroupResult(ErrorCode.GROUP_MAX_SIZE_REACHED))
         if not member_id:
-            self._join_new_member(group, group_instance_id, require_known_member_id, member,
-                                  protocols, callback)  # fmt: skip
+            self._join_new_member(
+                group,
+                group_instance_id,
+                require_known_member_id,
+                member,
+                protocols,
+                callback,
+                supports_skip_assignment,
+            )
         else:
             self._join_current_member(group, member_id, group_instance_id, member, protocols,
                                       callback)  # fmt: skip
@@ -123,7 +151,9 @@ class JoinRound:
             return group.num_awaiting_join() < self.config.group_max_size
         return len(group.members) < self.config.group_max_size
 
-    def _join_new_member(self, group, instance_id, require_known_id, member, protocols, callback):
+    def _join_new_member(
+        self, group, instance_id, require_known_id, member, protocols, callback, skip_assignment
+    ):
         if group.is_(DEAD):
             return callback(JoinGroupResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         if not group.supports_protocols(member[4], [n for n, _ in protocols]):
@@ -132,8 +162,16 @@ class JoinRound:
         if instance_id is not None:
             old_id = group.current_static_member_id(instance_id)
             if old_id is not None:
-                return self._replace_static_member(group, instance_id, old_id, new_id, member,
-                                                   protocols, callback)  # fmt: skip
+                return self._replace_static_member(
+                    group,
+                    instance_id,
+                    old_id,
+                    new_id,
+                    member,
+                    protocols,
+                    callback,
+                    skip_assignment,
+                )
             return self._add_member_and_rebalance(group, new_id, instance_id, member, protocols,
                                                   callback)  # fmt: skip
         if require_known_id:  # KIP-394: hand out the id, expect a second join with it
@@ -211,8 +249,12 @@ class JoinRound:
         self._update_member(group, current, member, protocols, callback)
         self._maybe_prepare_rebalance(group)
 
-    def _replace_static_member(self, group, instance_id, old_id, new_id, member, protocols, cb):
-        """A static member rejoins with a new member id (KIP-345, REBAL-11)."""
+    def _replace_static_member(
+        self, group, instance_id, old_id, new_id, member, protocols, cb, skip_assignment
+    ):
+        """A static member rejoins with a new member id (KIP-345, REBAL-11). In a Stable
+        group whose protocol does not change, a v9+ leader gets the members and
+        SkipAssignment (KIP-814, REBAL-21): it knows its group again without assigning."""
         current_leader = group.leader_id or ""
         old = group.get(old_id)
         # the old instance is a zombie now: answer what it waits for with FENCED_INSTANCE_ID
@@ -238,10 +280,29 @@ class JoinRound:
                     self.arm_heartbeat(group, replaced)
                     return cb(JoinGroupResult(error, generation, group.protocol_type,
                                               group.protocol_name, current_leader))  # fmt: skip
-                group.invoke_join(replaced, JoinGroupResult(
-                    OK, generation, group.protocol_type, group.protocol_name, current_leader,
-                    new_id,
-                ))  # fmt: skip
+                if skip_assignment:  # Kafka `JoinGroupRequest.supportsSkippingAssignment`
+                    is_leader = group.is_leader(new_id)
+                    members = [JoinedMember(*m) for m in group.current_member_metadata()]
+                    result = JoinGroupResult(
+                        OK,
+                        generation,
+                        group.protocol_type,
+                        group.protocol_name,
+                        group.leader_id or "",
+                        new_id,
+                        members if is_leader else [],
+                        skip_assignment=is_leader,
+                    )
+                else:
+                    result = JoinGroupResult(
+                        OK,
+                        generation,
+                        group.protocol_type,
+                        group.protocol_name,
+                        current_leader,
+                        new_id,
+                    )
+                group.invoke_join(replaced, result)
 
             assignment = {m.member_id: m.assignment for m in group.members.values()}
             self.manager.store_group(group, assignment, stored)

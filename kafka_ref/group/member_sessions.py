@@ -21,10 +21,16 @@ own: if it never comes back within its session timeout it is forgotten (REBAL-10
 
 A part of `GroupRebalance` (rebalance.py).
 
-Rules: REBAL-3, REBAL-4, REBAL-5, REBAL-6, REBAL-12 (spec/rebalance.md).
+Since LeaveGroup v3 one request removes a batch of members, each by member id and/or
+instance id and each with its own answer (REBAL-22); v5 adds a reason per member, logged
+(REBAL-20).
+
+Rules: REBAL-3, REBAL-4, REBAL-5, REBAL-6, REBAL-12, REBAL-20, REBAL-22 (spec/rebalance.md).
 """
 
 from __future__ import annotations
+
+import logging
 
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.group_metadata import (
@@ -38,6 +44,8 @@ from kafka_ref.group.group_metadata import (
 )
 from kafka_ref.group.join_round import JoinGroupResult
 from kafka_ref.group.sync_round import SyncGroupResult
+
+logger = logging.getLogger("kafka_ref.group.rebalance")
 
 OK = ErrorCode.NO_ERROR
 
@@ -70,9 +78,13 @@ class MemberSessions:
         return OK
 
     def leave_group(
-        self, group_id: str, members: list[tuple[str, str | None]]
+        self, group_id: str, members: list[tuple[str | None, ...]]
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
-        """Members leave now instead of at their session timeout (KIP-345: by instance id)."""
+        """Members leave now instead of at their session timeout (KIP-345: by instance id).
+
+        Each member is (member id, instance id) or, from LeaveGroup v5, (member id, instance
+        id, reason): the reason is only logged (REBAL-20). Each gets its own answer
+        (REBAL-22)."""
         error = self.group_status(group_id)
         if error != OK:
             return error, []
@@ -82,7 +94,15 @@ class MemberSessions:
         if group.is_(DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         results = []
-        for member_id, instance_id in members:
+        for member_id, instance_id, *reason in members:
+            why = reason[0] if reason and reason[0] else "not provided"
+            logger.info(
+                "member %r (instance %r) leaves group %s; client reason: %s",
+                member_id,
+                instance_id,
+                group_id,
+                why,
+            )
             if not member_id:  # an admin removing a static member by its instance id
                 current = group.current_static_member_id(instance_id)
                 if current is None:

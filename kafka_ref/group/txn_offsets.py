@@ -100,6 +100,16 @@ class TxnOffsetStore:
                     by_group = self.pending.setdefault(producer_id, {})
                     by_group.setdefault(k.group, {})[k.topic_partition] = om
 
+    def remove(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        """Tombstones for these offsets were written: open transactions drop them too, so
+        their commit markers do not bring them back (Kafka: `replay` of an OffsetCommit
+        tombstone, OFFSET-15)."""
+        gone = set(partitions)
+        for groups in self.pending.values():
+            offsets = groups.get(group_id, {})
+            for tp in gone & offsets.keys():
+                del offsets[tp]
+
     def forget_partition(self, partition: int) -> None:
         for groups in self.pending.values():
             for group_id in [g for g in groups if self.manager.partition_for(g) == partition]:

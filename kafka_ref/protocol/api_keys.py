@@ -10,7 +10,7 @@ id, and so knows which schema to read it with.
 Kafka numbers its APIs once and for all (Kafka's `ApiKeys` enum): a number is never given
 to another API, even after the API it named is gone. kafka-ref declares the keys it
 implements; the gaps below are Kafka APIs it does not (7 ControlledShutdown,
-34 AlterReplicaLogDirs, 38..41 the delegation tokens, 47 OffsetDelete, 52..55 and 59
+34 AlterReplicaLogDirs, 38..41 the delegation tokens, 52..55 and 59
 KRaft's quorum, 57 UpdateFeatures, 58 Envelope, 62..64 KRaft's broker lifecycle,
 67 AllocateProducerIds, 68 the new consumer group protocol, ...). A key that is not
 declared is refused with the header in hand (`UnknownApiKeyError`, PROTO-13).
@@ -67,6 +67,7 @@ class ApiKey(IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50

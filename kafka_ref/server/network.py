@@ -123,6 +123,7 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         self._mutes = 0  # quota throttles in force (KIP-219): no reading until they end
         self._held: list[Request] = []  # requests handled after the throttle ends
         self.closed = False
+        self.closed_by_broker = False  # the broker closed it, not the client (BROKER-15)
         self.requests = 0
 
     # ------------------------------------------------------------------ connection
@@ -167,10 +168,11 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         logger.debug("connection from %s closed after %d requests", self.name, self.requests)
 
     def close(self, reason: str) -> None:
-        """Close this connection only (after writing what is already buffered)."""
+        """Close this connection only (after writing what is already buffered); the requests
+        it still has queued are dropped (BROKER-15)."""
         if self.closed:
             return
-        self.closed = True
+        self.closed = self.closed_by_broker = True
         logger.info("closing connection from %s: %s", self.name, reason)
         if self.transport is not None:
             self.transport.close()

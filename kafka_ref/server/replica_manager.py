@@ -106,6 +106,23 @@ class PartitionAppendResult:
     info: AppendInfo | None = None
     message: str = ""
     record_errors: tuple[tuple[int, str], ...] = ()  # (index in batch, why): KIP-467
+    # A failed append reports the log start offset of the partition, except for the failures
+    # Kafka treats as known (_KNOWN_APPEND_FAILURES): -1 (BROKER-14).
+    log_start_offset: int = -1
+
+
+# The append failures Kafka's `ReplicaManager.appendToLocalLog` answers without the log start
+# offset (`UNKNOWN_LOG_APPEND_INFO`); every other one carries it (`processFailedRecord`).
+_KNOWN_APPEND_FAILURES = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
 
 
 class ReplicaManager:
@@ -311,7 +328,8 @@ class ReplicaManager:
             except KafkaError as err:
                 message = str(err.args[0]) if err.args else ""
                 record_errors = getattr(err, "record_errors", ())
-                results[tp] = PartitionAppendResult(err.code, None, message, record_errors)
+                start = -1 if err.code in _KNOWN_APPEND_FAILURES else self._log_start(tp)
+                results[tp] = PartitionAppendResult(err.code, None, message, record_errors, start)
                 self.topic_stats.produced(tp[0], 0, 0, True)
                 if err.code == ErrorCode.KAFKA_STORAGE_ERROR:
                     self.storage_failed(tp, err)
@@ -324,6 +342,10 @@ class ReplicaManager:
             if result.error == ErrorCode.NO_ERROR and result.info and result.info.size:
                 self.wake(tp)  # consumers' long polls, and followers' (new data to copy)
         return results
+
+    def _log_start(self, tp: TopicPartition) -> int:
+        partition = self.partitions.get(tp)
+        return partition.log_start_offset if partition is not None else -1
 
     def wake(self, key: Hashable) -> None:
         """New data (or a HW move) on a partition: let the waiting fetches re-check."""

@@ -28,7 +28,7 @@ its connection) gives that memory back, and a connection waiting for memory read
 (BROKER-53). Kafka releases a request's buffer once the handler returns; here it is held
 until the answer, since a waiting request (acks=all) still refers to its bytes.
 
-Rules: BROKER-2, BROKER-3, BROKER-53.
+Rules: BROKER-2, BROKER-3, BROKER-15, BROKER-53.
 """
 
 from __future__ import annotations
@@ -108,6 +108,10 @@ class Request:
     def connection_closed(self) -> bool:
         return bool(getattr(self.connection, "closed", False))
 
+    def refused_connection(self) -> bool:
+        """Whether the broker closed this request's connection (not the client)."""
+        return bool(getattr(self.connection, "closed_by_broker", False))
+
     @property
     def done(self) -> bool:
         return self.response is not _PENDING
@@ -165,9 +169,16 @@ class RequestChannel:
 
 
 async def handler_loop(channel: RequestChannel, handle: Callable[[Request], None]) -> None:
-    """One request handler worker (Kafka: `KafkaRequestHandler`): take, handle, repeat."""
+    """One request handler worker (Kafka: `KafkaRequestHandler`): take, handle, repeat.
+
+    A request whose connection the broker has closed is dropped unhandled (BROKER-15): the
+    client sent it after one the broker refused by closing, and Kafka, which reads a
+    connection's next request only once the previous one is answered, never reads it."""
     while True:
         request = await channel.queue.get()
+        if request.refused_connection():
+            request.release_buffer()
+            continue
         try:
             handle(request)
         except Exception:  # KafkaApis handles its own errors; this is the last resort

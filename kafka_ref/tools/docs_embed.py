@@ -73,8 +73,9 @@ def render_rules(words: list[str], page_dir: str, rules) -> str:
     return "\n".join(boxes)
 
 
-def source_of(relative: str, qualname: str) -> str:
-    path = ROOT / relative
+def source_of(relative: str, qualname: str, root: pathlib.Path = ROOT) -> str:
+    """The source of a class, method or function of `relative` (a path under `root`)."""
+    path = root / relative
     if not path.is_file():
         raise PluginError(f"{{{{ code }}}}: no file {relative}")
     source = path.read_text()

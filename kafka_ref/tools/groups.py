@@ -7,6 +7,8 @@
     kafka-ref groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group billing \\
         --topic clicks:0,1 --to-datetime 2024-05-01T10:00:00 --execute
     kafka-ref groups --bootstrap-server 127.0.0.1:9092 --delete --group billing
+    kafka-ref groups --bootstrap-server 127.0.0.1:9092 --delete-offsets --group billing \
+        --topic clicks:0,1
 
 --describe prints the group (coordinator, assignor, state, members) and then, as Kafka's
 `ConsumerGroupCommand`, one line per partition: the committed offset (CURRENT-OFFSET), the
@@ -19,10 +21,15 @@ time; ISO 8601, local time unless it names a zone; the log end if nothing is tha
 Without `--execute` it only prints the plan. Resetting (and deleting) needs an *inactive*
 group: while members consume, they own the offsets and would overwrite the reset.
 
+--delete-offsets deletes the group's committed offsets of the partitions named with
+`--topic TOPIC` (every partition) or `--topic TOPIC:P,P` (OffsetDelete, KIP-496). The
+coordinator keeps those of topics a member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); as
+Kafka's tool, it prints whether the request succeeded, then one line per partition.
+
 A bad argument is one line and exit code 2; a refused or failed operation one line and
 exit code 1.
 
-Spec rules: TOOLS-7, TOOLS-8, TOOLS-9, TOOLS-10 (spec/tools.md).
+Spec rules: TOOLS-7, TOOLS-8, TOOLS-9, TOOLS-10, TOOLS-35 (spec/tools.md).
 """
 
 from __future__ import annotations
@@ -34,11 +41,11 @@ import sys
 from kafka_ref.cli import UsageError
 from kafka_ref.client.admin import Admin
 from kafka_ref.common import TopicPartition
-from kafka_ref.errors import KafkaError
+from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.tools.command_config import add_command_config, command_security
 from kafka_ref.tools.topics import add_timeout_option, check_bootstrap, check_timeout
 
-ACTIONS = ("list", "describe", "reset_offsets", "delete")
+ACTIONS = ("list", "describe", "reset_offsets", "delete", "delete_offsets")
 TARGETS = ("to_earliest", "to_latest", "to_offset", "to_datetime")
 INACTIVE = ("Empty", "Dead")
 
@@ -52,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reset-offsets", action="store_true", help="reset a group's committed offsets"
     )
     parser.add_argument("--delete", action="store_true", help="delete a group and its offsets")
+    parser.add_argument(
+        "--delete-offsets",
+        action="store_true",
+        help="delete a group's offsets of some topics (those no member subscribes to)",
+    )
     parser.add_argument("--group", metavar="GROUP", help="the consumer group")
     parser.add_argument("--members", action="store_true", help="--describe: only the members")
     parser.add_argument("--state", action="store_true", help="--describe: only the state")
@@ -60,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="TOPIC[:P,P...]",
-        help="--reset-offsets: a topic, or some of its partitions; repeatable",
+        help="--reset-offsets, --delete-offsets: a topic, or some of its partitions; repeatable",
     )
     parser.add_argument(
         "--all-topics", action="store_true", help="--reset-offsets: every topic of the group"
@@ -112,17 +124,24 @@ def _validate(args: argparse.Namespace) -> None:
     chosen = [a for a in ACTIONS if getattr(args, a)]
     if len(chosen) != 1:
         raise UsageError(
-            "Command must include exactly one action: --list, --describe, --reset-offsets "
-            "or --delete"
+            "Command must include exactly one action: --list, --describe, --reset-offsets, "
+            "--delete or --delete-offsets"
         )
     if not args.list and not args.group:
         raise UsageError(f'--{chosen[0].replace("_", "-")} needs "[group]": add --group GROUP')
     check_timeout(args)
     if (args.members or args.state) and not args.describe:
         raise UsageError("--members and --state work with --describe only")
-    reset_only = args.topic or args.all_topics or args.execute or args.dry_run
+    if args.topic and not (args.reset_offsets or args.delete_offsets):
+        raise UsageError("--topic works with --reset-offsets or --delete-offsets")
+    reset_only = args.all_topics or args.execute or args.dry_run
     if not args.reset_offsets and (reset_only or any(getattr(args, t) for t in TARGETS)):
-        raise UsageError("--topic, --all-topics, --to-*, --execute work with --reset-offsets")
+        raise UsageError("--all-topics, --to-*, --execute work with --reset-offsets")
+    if args.delete_offsets:
+        if not args.topic:
+            raise UsageError("--delete-offsets needs --topic TOPIC[:P,P...]")
+        for spec in args.topic:
+            parse_topic(spec)
     if args.reset_offsets:
         if bool(args.topic) == args.all_topics:
             raise UsageError("--reset-offsets needs one scope: --topic TOPIC or --all-topics")
@@ -160,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
                 return _describe(admin, args)
             if args.reset_offsets:
                 return _reset(admin, args)
+            if args.delete_offsets:
+                return _delete_offsets(admin, args)
             return _delete(admin, args.group)
     except KafkaError as err:
         print(f"kafka-ref groups: {err}", file=sys.stderr)
@@ -290,3 +311,56 @@ def _delete(admin: Admin, group_id: str) -> int:
         return 1
     print(f"Deletion of requested consumer groups ('{group_id}') was successful.")
     return 0
+
+
+# Kafka `ConsumerGroupCommand.deleteOffsets`: what an error of the whole request says.
+_DELETE_OFFSETS_REFUSED = {
+    ErrorCode.INVALID_GROUP_ID: "'{group}' is not valid.",
+    ErrorCode.GROUP_ID_NOT_FOUND: "'{group}' does not exist.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Access to '{group}' is not authorized.",
+    ErrorCode.NON_EMPTY_GROUP: (
+        "Deleting offsets of a consumer group '{group}' is forbidden if the group is not empty."
+    ),
+}
+
+
+def _delete_offsets(admin: Admin, args: argparse.Namespace) -> int:
+    """OffsetDelete of the --topic partitions (a topic alone: all its partitions; one the
+    cluster does not have: its partition is "Not Provided"), printed as Kafka's tool does."""
+    wanted: list[TopicPartition] = []
+    results: dict[TopicPartition, ErrorCode] = {}
+    for spec in args.topic:
+        topic, partitions = parse_topic(spec)
+        if partitions is None:
+            try:
+                partitions = [p.partition for p in admin.describe_topics([topic])[0].partitions]
+            except KafkaError as err:
+                results[TopicPartition(topic, -1)] = err.code
+                continue
+        wanted += [TopicPartition(topic, p) for p in partitions]
+    refused = None
+    try:
+        results.update(admin.delete_consumer_group_offsets(args.group, dict.fromkeys(wanted)))
+    except KafkaError as err:
+        refused = err.code
+    succeeded = refused is None and all(e == ErrorCode.NO_ERROR for e in results.values())
+    if succeeded:
+        print(f"Request succeed for deleting offsets from group {args.group}.")
+    elif refused is None:
+        print(
+            "Error: Encounter some partition level error, see the follow-up details:",
+            file=sys.stderr,
+        )
+    else:
+        unknown = f"Encounter some unknown error: {refused.name}"
+        message = _DELETE_OFFSETS_REFUSED.get(refused, unknown)
+        print(f"Error: {message.format(group=args.group)}", file=sys.stderr)
+        return 1
+    rows = [["TOPIC", "PARTITION", "STATUS"]]
+    for tp in sorted(results):
+        error = results[tp]
+        status = "Successful" if error == ErrorCode.NO_ERROR else f"Error: {error.name}"
+        rows.append([tp.topic, tp.partition if tp.partition >= 0 else "Not Provided", status])
+    print()
+    print_table(rows)
+    return 0 if succeeded else 1

@@ -1,46 +1,47 @@
-"""Grade a lab and run its analysis: `kafka-ref lab list | check NN | analyse NN`.
+"""Grade a lab, run its analysis, hand the course out: `kafka-ref lab list | check | export`.
 
     kafka-ref lab list
     kafka-ref lab check 02                          # your labs/02-producer/solution.py
     kafka-ref lab check 02 --solution ~/my_lab2.py  # another file
+    kafka-ref lab check 02 --solution a.py --solution b.py   # several, in one grader process
     kafka-ref lab check 02 --reference              # kafka-ref's own code: all rules hold
+    kafka-ref lab check 02 --format gradescope --output results.json
     kafka-ref lab analyse 02 --out /tmp/lab02       # the PySpark analysis: a plot and a table
+    kafka-ref lab export --labs 03,07 /tmp/course   # a student edition of labs 03 and 07
 
 Each lab (`labs/NN-name/`) has a handout (`README.md`), a skeleton the student completes
-(`solution.py`), a grader (`grader/`, pytest tests that each cite the spec rules they check)
-and a PySpark analysis (`analysis.py`). `check` runs the grader in a child process with
-`KAFKA_REF_SOLUTION` naming the solution (kafka_ref/seams.py), so every seam the solution
-defines runs the student's code, in our clients, the broker and the simulator alike, and
-prints one line per test: the rules it checks, PASS or FAIL, and for a failure the reason
-(for a property test, the shrunk counter-example hypothesis found). It exits 0 only when
-every test passes. `make lab LAB=NN` runs `check` on the lab's own solution.
+(`solution.py`), a grader (`grader/`, pytest tests that each cite the spec rules they check),
+a PySpark analysis (`analysis.py`) and its marks (`lab.toml`). `check` refuses a solution
+that imports or calls kafka-ref's own code of the lab (lab_guard.py), then runs the grader
+in a child process with `KAFKA_REF_SOLUTION` naming the solution (kafka_ref/seams.py), so
+every seam the solution defines runs the student's code, in our clients, the broker and the
+simulator alike. It prints one line per test: the rules it checks, PASS or FAIL and for a
+failure the reason in words (for a property test, the shrunk counter-example hypothesis
+found); `--format json`, `gradescope` (Gradescope's results.json, one test per rule, the
+points of lab.toml) and `junit` write the same for programs (lab_report.py). It exits 0
+only when every test of every solution passes, 1 otherwise. `make lab LAB=NN` runs `check`
+on the lab's own solution. `export` writes a student edition (lab_export.py).
 
-Rules: LAB-1, LAB-2, LAB-3, LAB-4 (spec/labs.md).
+Rules: LAB-1..LAB-9 (spec/labs.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import subprocess
 import sys
 import tempfile
+import time
 
-from kafka_ref.seams import ENV
+from kafka_ref.seams import ENV, edition_stripped
+from kafka_ref.tools.lab_course import ROOT, Lab, ManifestError, labs
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 LABS = ROOT / "labs"
-REPORT_ENV = "KAFKA_REF_LAB_REPORT"
 
 
-def labs() -> dict[str, pathlib.Path]:
-    """Every lab folder by its number: {"02": labs/02-producer, ...}."""
-    return {p.name[:2]: p for p in sorted(LABS.glob("[0-9][0-9]-*")) if (p / "README.md").is_file()}
-
-
-def find_lab(number: str) -> pathlib.Path:
+def find_lab(number: str) -> Lab:
     from kafka_ref.cli import UsageError
 
     found = labs().get(number.zfill(2))
@@ -49,130 +50,115 @@ def find_lab(number: str) -> pathlib.Path:
     return found
 
 
-def title(lab: pathlib.Path) -> str:
-    first = (lab / "README.md").read_text().splitlines()[0]
-    return first.lstrip("# ").strip()
-
-
-# ---------------------------------------------------------------------- the pytest plugin
-# Loaded into the grader's pytest with `-p kafka_ref.tools.lab`: one JSON line per test.
-def pytest_runtest_logreport(report) -> None:  # pragma: no cover - runs inside pytest
-    path = os.environ.get(REPORT_ENV)
-    if not path or not (report.when == "call" or report.outcome == "failed"):
-        return
-    entry = {
-        "test": report.nodeid.split("::")[-1],
-        "rules": dict(report.user_properties).get("rules", []),
-        "passed": report.passed,
-        "reason": "" if report.passed else failure_reason(str(report.longrepr)),
-    }
-    with open(path, "a") as out:
-        out.write(json.dumps(entry) + "\n")
-
-
-def pytest_runtest_setup(item) -> None:  # pragma: no cover - runs inside pytest
-    rules = [r for mark in item.iter_markers("spec") for r in mark.args]
-    item.user_properties.append(("rules", rules))
-
-
-def failure_reason(longrepr: str) -> str:
-    """What a student needs from a failure: the error, and for a property test the shrunk
-    input hypothesis found (its "Failing test case" / "Falsifying example" note)."""
-    lines = [line[1:].strip() if line.startswith("E ") else line for line in longrepr.splitlines()]
-    errors = [line[2:].strip() for line in longrepr.splitlines() if line.startswith("E ")]
-    reason = (errors[0] if errors else lines[-1] if lines else "")[:300]
-    for i, line in enumerate(lines):
-        if line.startswith(("Failing test case", "Falsifying example")):
-            example = [line.split(":", 1)[1].strip()]
-            for more in lines[i + 1 :]:
-                example.append(more.strip())
-                if more.strip() == ")":
-                    break
-            return f"{reason}  on  {''.join(example).replace(',)', ')')}"
-    return reason
-
-
 # ---------------------------------------------------------------------- the command
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["list", "check", "analyse"], help="what to do")
-    parser.add_argument("lab", nargs="?", help="the lab's number, e.g. 02")
-    who = parser.add_mutually_exclusive_group()
-    who.add_argument("--solution", metavar="PATH", help="the solution file (the lab's own)")
+    from kafka_ref.tools.lab_report import FORMATS
+
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub.add_parser("list", help="list the labs")
+    check = sub.add_parser("check", help="grade solutions with a lab's grader")
+    check.add_argument("lab", help="the lab's number, e.g. 02")
+    who = check.add_mutually_exclusive_group()
+    who.add_argument(
+        "--solution",
+        metavar="PATH",
+        action="append",
+        help="a solution file (default: the lab's own); repeat for several",
+    )
     who.add_argument("--reference", action="store_true", help="kafka-ref's own code")
-    parser.add_argument("--json", action="store_true", help="check: one JSON object per test")
-    parser.add_argument("--out", metavar="DIR", help="analyse: where the plot and table go")
-    parser.add_argument("--master", metavar="URL", help="analyse: Spark master (local[*])")
+    check.add_argument("--format", choices=FORMATS, default="text", help="the report's format")
+    check.add_argument("--json", action="store_true", help="the same as --format json")
+    check.add_argument("--output", metavar="FILE", help="write the report there, not to stdout")
+    check.add_argument(
+        "--first-failure",
+        action="store_true",
+        help="stop grading a solution at its first failing test",
+    )
+    analyse = sub.add_parser("analyse", help="run a lab's PySpark analysis")
+    analyse.add_argument("lab", help="the lab's number, e.g. 02")
+    analysed = analyse.add_mutually_exclusive_group()
+    analysed.add_argument("--solution", metavar="PATH", help="the solution file (the lab's own)")
+    analysed.add_argument("--reference", action="store_true", help="kafka-ref's own code")
+    analyse.add_argument("--out", metavar="DIR", help="where the plot and table go")
+    analyse.add_argument("--master", metavar="URL", help="Spark master (local[*])")
+    export = sub.add_parser("export", help="write a student edition of some labs")
+    export.add_argument("directory", help="where to write it (a new or empty directory)")
+    export.add_argument("--labs", required=True, help="the labs handed out, e.g. 03,07")
+    export.add_argument(
+        "--with-reference",
+        metavar="LABS",
+        default="",
+        help="earlier labs that keep kafka-ref's code: 01,02 or 'earlier'",
+    )
+    export.add_argument(
+        "--gradescope",
+        action="store_true",
+        help="also write Gradescope's autograder bundle for each lab",
+    )
 
 
-def solution_env(lab: pathlib.Path, args: argparse.Namespace) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != ENV}
-    if not args.reference:
-        env[ENV] = str(pathlib.Path(args.solution or lab / "solution.py").resolve())
-    return env
+def solution_path(path: str) -> str:
+    from kafka_ref.cli import UsageError
+
+    if not os.path.isfile(path):
+        raise UsageError(f"--solution {path}: no such file")
+    return str(pathlib.Path(path).resolve())
 
 
-def check(lab: pathlib.Path, args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        report = pathlib.Path(tmp) / "report.jsonl"
-        env = solution_env(lab, args) | {REPORT_ENV: str(report)}
-        cmd = [
-            sys.executable, "-m", "pytest", str(lab / "grader"), "-q", "-p", "no:cacheprovider",
-            "-p", "kafka_ref.tools.lab", f"--rootdir={ROOT}", "--no-header",
-        ]  # fmt: skip
-        done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
-        results = (
-            [json.loads(line) for line in report.read_text().splitlines()]
-            if (report.exists())
-            else []
-        )
-    if not results:
-        print(f"kafka-ref lab: the grader of {lab.name} ran no test:\n{done.stdout}{done.stderr}")
-        return 1
-    who = "the reference" if args.reference else env.get(ENV, "")
-    if args.json:
-        for entry in results:
-            print(json.dumps(entry))
+def check(lab: Lab, args: argparse.Namespace) -> int:
+    from kafka_ref.cli import UsageError
+    from kafka_ref.tools.lab_grading import grade
+    from kafka_ref.tools.lab_report import render
+
+    fmt = "json" if args.json else args.format
+    if args.reference and no_reference(lab):
+        raise UsageError(f"this edition has no reference for lab {lab.number}")
+    solutions = None if args.reference else [solution_path(p) for p in args.solution or []]
+    if solutions == []:
+        solutions = [str(lab.skeleton)]
+    if fmt == "gradescope" and len(solutions or [None]) != 1:
+        raise UsageError("--format gradescope grades one solution")
+    started = time.monotonic()
+    gradings = grade(lab, solutions, first_failure=args.first_failure)
+    try:
+        report = render(gradings, fmt, time.monotonic() - started)
+    except ManifestError as error:  # the marks of a gradescope or junit report
+        raise UsageError(str(error)) from error
+    if args.output:
+        pathlib.Path(args.output).write_text(report)
     else:
-        print(f"{title(lab)}\nsolution: {who}\n")
-        for r in results:
-            verdict = "PASS" if r["passed"] else "FAIL"
-            print(f"{verdict}  {','.join(r['rules']):<22} {r['test']}")
-            if not r["passed"]:
-                print(f"      {r['reason']}")
-        holding = sorted({x for r in results for x in r["rules"]} - failing_rules(results))
-        print(
-            f"\n{sum(r['passed'] for r in results)} of {len(results)} tests pass; rules that "
-            f"hold: {', '.join(holding) or 'none'}; failing: "
-            f"{', '.join(sorted(failing_rules(results))) or 'none'}"
-        )
-    return 0 if all(r["passed"] for r in results) else 1
+        sys.stdout.write(report)
+    return 0 if all(g.passed for g in gradings) else 1
 
 
-def failing_rules(results: list[dict]) -> set[str]:
-    return {rule for r in results if not r["passed"] for rule in r["rules"]}
+def no_reference(lab: Lab) -> bool:
+    """In a student edition, a lab whose seams have lost their reference."""
+    stripped = edition_stripped()
+    return any(seam.key in stripped for seam in lab.seams)
 
 
-def analyse(lab: pathlib.Path, args: argparse.Namespace) -> int:
-    out = args.out or os.path.join(tempfile.gettempdir(), f"kafka-ref-{lab.name}")
-    cmd = [sys.executable, str(lab / "analysis.py"), "--out", out]
+def analyse(lab: Lab, args: argparse.Namespace) -> int:
+    out = args.out or os.path.join(tempfile.gettempdir(), f"kafka-ref-{lab.path.name}")
+    cmd = [sys.executable, str(lab.path / "analysis.py"), "--out", out]
     if args.master:
         cmd += ["--master", args.master]
-    code = subprocess.run(cmd, env=solution_env(lab, args), cwd=ROOT).returncode
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    if not args.reference:
+        env[ENV] = solution_path(args.solution) if args.solution else str(lab.skeleton)
+    code = subprocess.run(cmd, env=env, cwd=lab.root).returncode
     if code == 0:
         print(f"the plot and the table are in {out}")
     return code
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_ref.cli import UsageError
-
     if args.action == "list":
         for number, lab in labs().items():
-            print(f"{number}  {title(lab)}")
+            print(f"{number}  {lab.title}")
         return 0
-    if not args.lab:
-        raise UsageError(f"lab {args.action} needs the lab's number, e.g. 02")
+    if args.action == "export":
+        from kafka_ref.tools.lab_export import export_command
+
+        return export_command(args)
     lab = find_lab(args.lab)
-    if args.solution and not os.path.isfile(args.solution):
-        raise UsageError(f"--solution {args.solution}: no such file")
     return check(lab, args) if args.action == "check" else analyse(lab, args)

@@ -6,8 +6,10 @@ Replace each `raise NotImplementedError` with your code, then grade it:
 
 Every function here takes the place of kafka-ref's own, of the same name, in our producer
 (kafka_ref/client/partitioner.py and kafka_ref/client/accumulator.py), whenever
-KAFKA_REF_SOLUTION names this file: the grader sets it for you. You may import anything
-from kafka_ref, but the point is to write these yourself.
+KAFKA_REF_SOLUTION names this file: the grader sets it for you. From kafka_ref you may
+import anything but the modules that hold these functions (beyond the names this file
+imports from them): `kafka-ref lab check` refuses a solution that reaches kafka-ref's own
+code of them (LAB-5).
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ Replace each `raise NotImplementedError` with your code, then grade it:
 
 Each function takes the place of kafka-ref's own of the same name whenever
 KAFKA_REF_SOLUTION names this file (the grader sets it): `can_join_isr` and
-`out_of_sync_replicas` in kafka_ref/replication/isr.py, which every partition leader asks
-at each follower fetch and every replica.lag.time.max.ms / 2, and `elect_leader` in
+`out_of_sync_replicas` in kafka_ref/replication/isr.py, which every partition leader asks at
+each follower fetch and every replica.lag.time.max.ms / 2, and `elect_leader` in
 kafka_ref/cluster/election.py, which the controller (ZooKeeper mode) and the simulator's
-controller ask whenever a partition needs a leader. You may import anything from
-kafka_ref, but the point is to write these yourself.
+controller ask whenever a partition needs a leader. From kafka_ref you may import anything
+but the modules that hold these functions (beyond the names this file imports from them):
+`kafka-ref lab check` refuses a solution that reaches kafka-ref's own code of them (LAB-5).
 """
 
 from __future__ import annotations

@@ -9,9 +9,10 @@ KAFKA_REF_SOLUTION names this file (the grader sets it for you): `range_assign` 
 kafka_ref/client/assignors/range.py and `roundrobin_assign` in roundrobin.py, which our
 consumer's group leader runs when the coordinator picks "range" or "roundrobin"; and
 `select_protocol` and `elect_joined_leader` in kafka_ref/group/group_metadata.py, which the
-broker's group coordinator runs every time a join round completes. You may import anything
-from kafka_ref (the types below, and `member_order`), but the point is to write these
-yourself.
+broker's group coordinator runs every time a join round completes. The types below, and
+`member_order`, are yours to use. From kafka_ref you may import anything but the modules
+that hold these functions (beyond the names this file imports from them): `kafka-ref lab
+check` refuses a solution that reaches kafka-ref's own code of them (LAB-5).
 """
 
 from __future__ import annotations

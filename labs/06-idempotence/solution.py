@@ -5,11 +5,13 @@ Replace the `raise NotImplementedError` with your code, then grade it:
     kafka-ref lab check 06
 
 `check_client_batch` takes the place of kafka-ref's own of the same name in
-kafka_ref/log/producer_entry.py whenever KAFKA_REF_SOLUTION names this file (the grader
-sets it): every partition log, in a test and in a real broker, then asks your check of
-every batch an idempotent or transactional producer sends, before a byte is written. You
-may import anything from kafka_ref (the errors, `BatchMetadata`, the sequence helpers),
-but the point is to write the check yourself.
+kafka_ref/log/producer_entry.py whenever KAFKA_REF_SOLUTION names this file (the grader sets
+it): every partition log, in a test and in a real broker, then asks your check of every
+batch an idempotent or transactional producer sends, before a byte is written. The errors,
+`BatchMetadata` and the sequence helpers imported below are yours to use. From kafka_ref you
+may import anything but the modules that hold these functions (beyond the names this file
+imports from them): `kafka-ref lab check` refuses a solution that reaches kafka-ref's own
+code of them (LAB-5).
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from kafka_ref.errors import (  # noqa: F401  (the errors your check raises)
     OutOfOrderSequenceError,
     UnknownProducerIdError,
 )
-from kafka_ref.log.producer_entry import BatchMetadata, ProducerStateEntry
+from kafka_ref.log.producer_entry import (  # noqa: F401  (the sequence helpers are yours to use)
+    BatchMetadata,
+    ProducerStateEntry,
+    in_sequence,
+    increment_sequence,
+    last_sequence_of,
+)
 from kafka_ref.record.batch import BatchHeader
 
 

@@ -5,12 +5,13 @@ Replace each `raise NotImplementedError` with your code, then grade it:
     kafka-ref lab check 07
 
 Each function takes the place of kafka-ref's own of the same name in
-kafka_ref/log/isolation.py whenever KAFKA_REF_SOLUTION names this file (the grader sets
-it): every partition log, in a test and in a real broker, bounds read_committed fetches
-(and ListOffsets under read_committed) with your `last_stable_offset`, and our consumer
-with `isolation_level="read_committed"` skips aborted records with your
-`read_committed_batches`. You may import anything from kafka_ref, but the point is to
-write these yourself.
+kafka_ref/log/isolation.py whenever KAFKA_REF_SOLUTION names this file (the grader sets it):
+every partition log, in a test and in a real broker, bounds read_committed fetches (and
+ListOffsets under read_committed) with your `last_stable_offset`, and our consumer with
+`isolation_level="read_committed"` skips aborted records with your `read_committed_batches`.
+From kafka_ref you may import anything but the modules that hold these functions (beyond the
+names this file imports from them): `kafka-ref lab check` refuses a solution that reaches
+kafka-ref's own code of them (LAB-5).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ Replace the `raise NotImplementedError` with your code, then grade it:
 kafka_ref/client/producer_batch.py whenever KAFKA_REF_SOLUTION names this file (the grader
 sets it): our producer then decides with your estimate whether a record still fits in its
 partition's batch, so your function sets how full every batch is, and with it how many
-requests and bytes a workload costs. You may import anything from kafka_ref, but the point
-is to write the estimate yourself.
+requests and bytes a workload costs. From kafka_ref you may import anything but the modules
+that hold these functions (beyond the names this file imports from them): `kafka-ref lab
+check` refuses a solution that reaches kafka-ref's own code of them (LAB-5).
 """
 
 from __future__ import annotations

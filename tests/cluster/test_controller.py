@@ -22,7 +22,7 @@ from kafka_ref.cluster import zookeeper as zkdata
 from kafka_ref.cluster.zookeeper import ControllerMovedError
 from kafka_ref.conformance.wire import batch, fetch_body, produce_body
 from kafka_ref.errors import ErrorCode
-from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from tests.cluster.conftest import wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -218,6 +218,25 @@ def test_unclean_election_only_when_enabled(cluster, topic_name):
     cluster.ensure_running()
     s = wait_for(lambda: (s := cluster.state(clean, 0)).leader == a and s, what="a leads again")
     assert a in s.isr and s.leader_epoch == 3  # b may already have caught up and rejoined
+
+
+@pytest.mark.spec("BROKER-11")
+def test_a_zookeeper_broker_answers_an_auto_created_topic_leader_not_available(
+    cluster, topic_name
+):
+    """A ZooKeeper-era broker wrote the new topic itself and said LEADER_NOT_AVAILABLE until
+    the controller had elected its leaders (a KRaft broker says UNKNOWN_TOPIC_OR_PARTITION)."""
+    broker = cluster.live()[0]
+    body = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=topic_name)],
+        allow_auto_topic_creation=True,
+    )
+    first = cluster.request(broker, ApiKey.METADATA, body).topics[0]
+    assert first.error_code == ErrorCode.LEADER_NOT_AVAILABLE, first
+    wait_for(
+        lambda: cluster.metadata(broker, [topic_name]).topics[0].error_code == 0,
+        what=f"{topic_name} described",
+    )
 
 
 @pytest.mark.spec("CTRL-4")

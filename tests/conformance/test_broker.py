@@ -84,6 +84,8 @@ def test_acks_zero_gets_no_response(wire, topic):
 def test_acks_must_be_0_1_or_minus_1(wire, topic):
     assert wire.produce(topic, 0, batch([b"x"]), acks=2).error_code == INVALID_REQUIRED_ACKS
     assert wire.fetch(topic, 0, 0).high_watermark == 0
+    # A partition that does not exist says so first, whatever the acks.
+    assert wire.produce(topic, 7, batch([b"x"]), acks=2).error_code == UNKNOWN_TOPIC
 
 
 @pytest.mark.spec("BROKER-6", "PROTO-11", "PROTO-3")

@@ -95,8 +95,10 @@ def test_a_client_batch_with_a_producer_id_needs_a_sequence(wire, topic):
     pid, epoch = init_producer_id(wire)
     records = batch([b"a"], producer_id=pid, producer_epoch=epoch, base_sequence=-1)
     assert wire.produce(topic, 0, records).error_code == INVALID_RECORD
+    # A control batch is not a client's to write (the coordinator writes markers). Sent as a
+    # transactional one without a transactional id, it is refused for that first (TXN-88).
     control = batch([b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-                    is_control=True, is_transactional=True)  # fmt: skip
+                    is_control=True)  # fmt: skip
     assert wire.produce(topic, 0, control).error_code == INVALID_RECORD
     assert not decode_batches(wire.fetch(topic, 0, 0).records)
 

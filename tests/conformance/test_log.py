@@ -15,10 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_ref.conformance.records import RawRecord, raw_batch
 from kafka_ref.conformance.wire import T0, batch, decode_batches
 from kafka_ref.protocol.messages import ApiKey, DeleteRecordsRequest
 
 OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE = 1, 2, 10
+UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION, INVALID_RECORD = 3, 35, 87
 
 
 def values(n: int, tag: str = "v") -> list[bytes]:
@@ -78,8 +80,11 @@ def test_read_at_the_end_is_empty_and_beyond_is_out_of_range(wire, topic):
     produce_batches(wire, topic, [2])
     at_end = wire.fetch(topic, 0, 2)
     assert at_end.error_code == 0 and not decode_batches(at_end.records)
-    assert wire.fetch(topic, 0, 3).error_code == OFFSET_OUT_OF_RANGE
-    assert wire.fetch(topic, 0, -5).error_code == OFFSET_OUT_OF_RANGE
+    for beyond in (3, -5):
+        out = wire.fetch(topic, 0, beyond)
+        assert out.error_code == OFFSET_OUT_OF_RANGE
+        offsets = (out.high_watermark, out.last_stable_offset, out.log_start_offset)
+        assert offsets == (-1, -1, -1), f"an error carries no offsets, got {offsets}"
 
 
 @pytest.mark.spec("LOG-6", "BROKER-19")
@@ -121,7 +126,12 @@ def test_a_corrupt_batch_is_refused_whole(wire, topic):
     produce_batches(wire, topic, [1])
     damaged = bytearray(batch(values(3)))
     damaged[-1] ^= 0xFF  # a record byte: the CRC no longer matches
-    assert wire.produce(topic, 0, bytes(damaged)).error_code == CORRUPT_MESSAGE
+    refused = wire.produce(topic, 0, bytes(damaged))
+    assert (refused.error_code, refused.log_start_offset) == (CORRUPT_MESSAGE, -1)
+    # A broken record count is the log validator's refusal: it tells the log start offset.
+    miscounted = raw_batch([RawRecord(None, b"a", [])], records_count=2)
+    counted = wire.produce(topic, 0, miscounted)
+    assert (counted.error_code, counted.log_start_offset) == (INVALID_RECORD, 0)
     assert wire.fetch(topic, 0, 0).high_watermark == 1, "nothing of it was appended"
 
 
@@ -186,6 +196,19 @@ def test_list_offsets_earliest_and_latest(target, wire, topic):
     assert wire.list_offset(topic, 0, -2).offset == 0
     # latest is the log end offset: the offset the next record will get, not the last one's
     assert wire.list_offset(topic, 0, -1).offset == 5
+
+
+@pytest.mark.spec("BROKER-61")
+def test_a_selector_newer_than_the_request_is_unsupported(target, wire, topic):
+    """ListOffsets v2 (what Wire.list_offset sends) knows -1 and -2 only: -3 (max timestamp,
+    v7) and any other negative target answer UNSUPPORTED_VERSION, before any lookup."""
+    target.require("list-offsets")
+    assert wire.produce(topic, 0, batch(values(2), ts=T0)).error_code == 0
+    for selector in (-3, -4, -7):
+        assert wire.list_offset(topic, 0, selector).error_code == UNSUPPORTED_VERSION, selector
+        assert wire.list_offset(topic, 9, selector).error_code == UNSUPPORTED_VERSION, selector
+    assert wire.list_offset(topic, 0, -1).offset == 2
+    assert wire.list_offset(topic, 9, -1).error_code == UNKNOWN_TOPIC_OR_PARTITION
 
 
 @pytest.mark.spec("LOG-15", "BROKER-25")

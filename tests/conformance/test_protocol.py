@@ -20,7 +20,8 @@ import time
 import pytest
 
 from kafka_ref.conformance.records import uvarint
-from kafka_ref.conformance.wire import Wire, batch
+from kafka_ref.conformance.wire import Wire, batch, produce_body
+from kafka_ref.protocol import frames
 from kafka_ref.protocol.messages import ApiKey, ApiVersionsRequest, ProduceRequest
 
 kp_meta = pytest.importorskip("kafka.protocol.metadata")
@@ -325,8 +326,16 @@ def legacy_message(value: bytes) -> bytes:
 
 @pytest.mark.spec("BROKER-15")
 def test_a_failed_acks_zero_produce_closes_the_connection(target, wire, topic):
-    wire.produce(topic, 7, batch([b"to a partition that does not exist"]), acks=0)
+    failing = produce_body(topic, 7, batch([b"to a partition that does not exist"]), acks=0)
+    after = produce_body(topic, 0, batch([b"sent after the failed one"]), acks=0)
+    # Both in one write: the second is in the broker's hands before the first fails.
+    wire.send_raw(
+        frames.encode_request(ApiKey.PRODUCE, 7, 1, "c", failing)
+        + frames.encode_request(ApiKey.PRODUCE, 7, 2, "c", after)
+    )
     assert wire.is_closed(), "the only way to tell an acks=0 producer"
+    with target.wire() as check:
+        assert check.list_offset(topic, 0, -1).offset == 0, "nothing after it was handled"
     with target.wire() as other:
         other.produce(topic, 0, batch([b"fine"]), acks=0)
         assert not other.is_closed(timeout=0.5), "a successful acks=0 produce keeps it open"

@@ -31,7 +31,7 @@ from kafka_ref.conformance.records import (
 )
 
 CORRUPT_MESSAGE, INVALID_RECORD = 2, 87
-UNSUPPORTED_FOR_MESSAGE_FORMAT, UNSUPPORTED_COMPRESSION_TYPE = 43, 76
+UNSUPPORTED_COMPRESSION_TYPE = 76
 
 
 @pytest.fixture
@@ -98,14 +98,14 @@ def test_attributes_carry_the_timestamp_type_and_nothing_unused(target, wire):
 
 
 @pytest.mark.spec("BATCH-1", "BROKER-27")
-def test_a_legacy_message_set_is_unsupported_for_message_format(wire, topic):
+def test_a_legacy_message_set_is_an_invalid_record(wire, topic):
     # magic 1 (KIP-32): offset, size, crc (zlib CRC-32 from magic on), magic, attributes,
     # timestamp, key, value; its magic byte too sits at byte 16
     body = struct.pack(">bbqi", 1, 0, 1_700_000_000_000, -1) + struct.pack(">i", 5) + b"value"
     message = struct.pack(">I", zlib.crc32(body)) + body
     legacy = struct.pack(">qi", 0, len(message)) + message
     assert legacy[16] == 1
-    assert refused(wire, topic, legacy) == UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert refused(wire, topic, legacy) == INVALID_RECORD, "Produce v3+ takes magic 2 only"
 
 
 @pytest.mark.spec("BROKER-27")
@@ -113,7 +113,11 @@ def test_a_partition_holds_exactly_one_batch(wire, topic):
     one = raw_batch(records(1))
     assert refused(wire, topic, one + raw_batch(records(1))) == INVALID_RECORD, "two batches"
     assert refused(wire, topic, b"") == INVALID_RECORD, "no batch"
+    assert refused(wire, topic, one[:-3]) == INVALID_RECORD, "no whole batch"
+    # bytes after the batch that do not make a second one are dropped, not refused
+    assert wire.produce(topic, 0, one + b"\x00" * 7).error_code == 0
     assert wire.produce(topic, 0, one).error_code == 0
+    assert [len(b.raw) for b in fetched(wire, topic)[1]] == [len(one), len(one)]
 
 
 @pytest.mark.spec("BROKER-27")
@@ -132,13 +136,12 @@ def test_batch_length_must_fit_the_batch(wire, topic):
     # second batch, which BROKER-27 refuses first with INVALID_RECORD)
     short = raw_batch(records(2), batch_length=40)[: 40 + 12]
     assert refused(wire, topic, short) == CORRUPT_MESSAGE, "batchLength 40"
-    assert refused(wire, topic, raw_batch(records(2), batch_length=-1)) in (
-        CORRUPT_MESSAGE,
-        INVALID_RECORD,  # Kafka's reader stops at a negative size: "no batch", BROKER-27
-    ), "batchLength -1"
+    # below the smallest record of any format: corrupt before the batch is even read
+    assert refused(wire, topic, raw_batch(records(2), batch_length=-1)) == CORRUPT_MESSAGE
+    # longer than the bytes sent: no whole batch at all (BROKER-27)
     too_long = raw_batch(records(2), batch_length=len(good) - 12 + 10)
-    assert refused(wire, topic, too_long) == CORRUPT_MESSAGE, "runs past the bytes sent"
-    assert refused(wire, topic, good[:-3]) == CORRUPT_MESSAGE, "cut short"
+    assert refused(wire, topic, too_long) == INVALID_RECORD, "runs past the bytes sent"
+    assert refused(wire, topic, good[:-3]) == INVALID_RECORD, "cut short"
     assert wire.produce(topic, 0, good).error_code == 0
 
 

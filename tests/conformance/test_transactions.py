@@ -26,6 +26,9 @@ from kafka_ref.conformance.transactions import (
 )
 from kafka_ref.conformance.wire import batch
 
+UNKNOWN_TOPIC, INVALID_TXN_STATE, OPERATION_NOT_ATTEMPTED = 3, 48, 55
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
 
 @pytest.fixture
 def topic(target, wire):
@@ -86,6 +89,27 @@ def test_a_transaction_is_all_or_nothing_across_its_partitions(target, wire, top
         for partition, expected in ((0, [b"x-0"]), (1, [b"x-1", b"x-1b"])):
             decided(wire, topic, partition)
             assert values(read_committed(wire, topic, partition)[0]) == expected
+
+
+@pytest.mark.spec("TXN-87")
+def test_a_partition_that_does_not_exist_is_not_added_nor_are_the_others(target, wire, topic):
+    with producer(target, "nowhere") as p:
+        assert p.add_each(topic, 0, 7) == {0: OPERATION_NOT_ATTEMPTED, 7: UNKNOWN_TOPIC}
+        # partition 0 was not added: no transaction began, there is nothing to commit
+        assert p.end(commit=True) == INVALID_TXN_STATE
+        assert wire.list_offset(topic, 0, -1).offset == 0, "no marker was written"
+
+
+@pytest.mark.spec("TXN-88")
+def test_a_transactional_batch_without_a_transactional_id_is_refused_whole(wire, topic):
+    txn_batch = batch(
+        [b"t"], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    answer = wire.produce(topic, 0, txn_batch)
+    assert answer.error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    # ... before the partition's own checks: one that does not exist answers the same
+    assert wire.produce(topic, 9, txn_batch).error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert wire.list_offset(topic, 0, -1).offset == 0, "nothing was appended"
 
 
 @pytest.mark.spec("TXN-62")

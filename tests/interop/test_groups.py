@@ -277,3 +277,27 @@ def test_confluent_kafka_with_default_settings_closes_quickly(kafka_ref_broker):
         assert sum(tp.offset for tp in committed) == len(produced)  # auto-commit on close
     finally:
         again.close()
+
+
+@pytest.mark.spec("REBAL-23", "OFFSET-10")
+def test_librdkafka_sees_its_static_members_instance_id_and_keeps_its_leader_epoch(group_broker):
+    """librdkafka negotiates DescribeGroups v4+ (instance ids), OffsetCommit v6+ and
+    OffsetFetch v5+ (the leader epoch of a commit): what kafka-ref's v2 and v3 lost."""
+    bootstrap, topic, group = group_broker.bootstrap, "static-describe", "static-describe"
+    make_topic(bootstrap, topic, records=PARTITIONS)
+    member = group_consumer(bootstrap, group, **{"group.instance.id": "static-1",
+                                                 "enable.auto.commit": False})  # fmt: skip
+    member.subscribe([topic])
+    try:
+        messages: list = []
+        poll_until([member], lambda: len(messages) >= PARTITIONS, messages=messages)
+        last = messages[-1]
+        member.commit(message=last, asynchronous=False)
+        (committed,) = member.committed([TopicPartition(topic, last.partition())], timeout=10)
+        assert committed.offset == last.offset() + 1
+        assert committed.leader_epoch == last.leader_epoch() >= 0
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        assert [m.group_instance_id for m in described.members] == ["static-1"]
+    finally:
+        member.close()

@@ -186,7 +186,7 @@ def test_our_partitioner_agrees_with_kafka_pythons_producer(bootstrap, admin):
 
 @pytest.mark.spec("CLIENT-4", "CLIENT-10", "CLIENT-9")
 def test_auto_created_topic_acks_0_and_1_and_sticky_keyless(bootstrap, admin):
-    # the first Metadata answer is LEADER_NOT_AVAILABLE (being created): refresh and retry
+    # the first Metadata answer says the topic is not there yet (being created): retry
     with Producer(bootstrap, acks=0, linger_ms=20) as producer:
         zero = [producer.send("oc-auto", b"v%d" % i) for i in range(50)]
         producer.flush(30)

@@ -10,17 +10,18 @@ in a message module is all it takes to offer a new version (PROTO-11).
 The ranges follow one rule: the floor is Kafka 4.x's floor (KIP-896 removed the older
 versions), the ceiling the smallest maximum among the common clients, so that librdkafka,
 kafka-python, aiokafka and KafkaJS all pick the same versions and every version a client
-may send is declared. Two ceilings are higher because a feature lives only there: KIP-447's
-member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
+may send is declared. The group and transaction APIs go as high as Kafka 4.4, each version
+with its semantics, except the versions of transactions v2 (KIP-890 part 2: EndTxn v5,
+TxnOffsetCommit v5-v6), which clients send only to a Kafka whose `transaction.version` is 2:
 
     ApiVersions 0-3   Metadata 0-7   Produce 0-7 (0-2 answered UNSUPPORTED_VERSION)
     Fetch 4-10   ListOffsets 1-3   CreateTopics 2-4   DeleteTopics 1-3
-    DeleteRecords 0-1   InitProducerId 0-4   OffsetForLeaderEpoch 2-3 (followers)
-    transactions: AddPartitionsToTxn 0-2   AddOffsetsToTxn 0-2   EndTxn 0-2
-    WriteTxnMarkers 1 (brokers)
+    DeleteRecords 0-1   InitProducerId 0-5   OffsetForLeaderEpoch 2-3 (followers)
+    transactions: AddPartitionsToTxn 0-5   AddOffsetsToTxn 0-4   EndTxn 0-4
+    WriteTxnMarkers 1-2 (brokers)
     from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
     to it: AlterPartition 0   TxnOffsetCommit 0-4   DescribeProducers 0
-    DescribeTransactions 0   ListTransactions 0-1
+    DescribeTransactions 0   ListTransactions 0-2
     DescribeConfigs 1-2   CreatePartitions 0-1   DescribeLogDirs 1-4
     security: SaslHandshake 0-1   SaslAuthenticate 0-2
     SCRAM users: DescribeUserScramCredentials 0   AlterUserScramCredentials 0 (KIP-554)
@@ -28,9 +29,9 @@ member checks (TxnOffsetCommit v3+) and `require_stable` (OffsetFetch v7):
     client quotas: DescribeClientQuotas 0-1   AlterClientQuotas 0-1
     replicas (to the controller): ElectLeaders 0-2   AlterPartitionReassignments 0
     ListPartitionReassignments 0
-    consumer groups: FindCoordinator 0-2   JoinGroup 0-5   SyncGroup 0-3   Heartbeat 0-3
-    LeaveGroup 0-1   OffsetCommit 2-3   OffsetFetch 1-7   DescribeGroups 0-2
-    ListGroups 0-2   DeleteGroups 0-1
+    consumer groups: FindCoordinator 0-6   JoinGroup 0-9   SyncGroup 0-5   Heartbeat 0-4
+    LeaveGroup 0-5   OffsetCommit 2-10   OffsetFetch 1-10   DescribeGroups 0-6
+    ListGroups 0-5   DeleteGroups 0-3   OffsetDelete 0
 
 One module per API, named by key (`api_00_produce.py`), declares its request and response and
 explains what the API is for. Other APIs join by adding a module and one line below.
@@ -163,6 +164,10 @@ from kafka_ref.protocol.messages.api_46_list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafka_ref.protocol.messages.api_47_offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
 from kafka_ref.protocol.messages.api_48_describe_client_quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
@@ -281,6 +286,7 @@ APIS: dict[int, Api] = {
             ListPartitionReassignmentsRequest,
             ListPartitionReassignmentsResponse,
         ),
+        _api("OffsetDelete", OffsetDeleteRequest, OffsetDeleteResponse),
         _api("DescribeClientQuotas", DescribeClientQuotasRequest, DescribeClientQuotasResponse),
         _api("AlterClientQuotas", AlterClientQuotasRequest, AlterClientQuotasResponse),
         _api(
@@ -391,6 +397,8 @@ __all__ = [
     "MetadataResponse",
     "OffsetCommitRequest",
     "OffsetCommitResponse",
+    "OffsetDeleteRequest",
+    "OffsetDeleteResponse",
     "OffsetFetchRequest",
     "OffsetFetchResponse",
     "OffsetsForLeaderEpochRequest",

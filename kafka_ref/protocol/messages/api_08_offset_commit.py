@@ -25,9 +25,10 @@ timestamp; v2 `retention_time_ms` instead of the timestamp; v3 throttle time in 
 response; v4 = v3; v5 drops the retention time, now only the broker's
 `offsets.retention.minutes` (KIP-211); v6 the committed leader epoch; v7
 `group_instance_id` (KIP-345); v8 flexible; v9 the KIP-848 consumer protocol; v10 topic
-ids instead of names. Versions 0-1 were removed in Kafka 4.0. kafka-ref declares 2-3: the
-lowest version every common client speaks (aiokafka sends only 2-3), and the same request
-with or without a throttle time.
+ids instead of names. Versions 0-1 were removed in Kafka 4.0. kafka-ref declares 2-10, as
+Kafka 4.4: v6's leader epoch is kept and returned by OffsetFetch v5+ (OFFSET-10), v7's
+instance id is checked (OFFSET-12), v9 answers GROUP_ID_NOT_FOUND where older versions
+answer ILLEGAL_GENERATION (OFFSET-11), v10's topic ids are resolved to names (OFFSET-13).
 
 Kafka's definitions: OffsetCommitRequest.json, OffsetCommitResponse.json.
 """
@@ -37,7 +38,7 @@ from kafka_ref.protocol.schema import Field, Message
 OffsetCommitRequest = Message(
     "OffsetCommitRequest",
     api_key=8,
-    valid_versions="2-3",
+    valid_versions="2-10",
     flexible_versions="8+",
     fields=[
         Field("GroupId", "string", "0+", about="The unique group identifier."),
@@ -116,7 +117,7 @@ OffsetCommitRequest = Message(
 OffsetCommitResponse = Message(
     "OffsetCommitResponse",
     api_key=8,
-    valid_versions="2-3",
+    valid_versions="2-10",
     flexible_versions="8+",
     fields=[
         Field("ThrottleTimeMs", "int32", "3+", about="The quota throttle time in ms, or zero."),

@@ -16,10 +16,10 @@ Version history (Kafka's JSON comments): v0 read offsets from ZooKeeper; v1 from
 `__consumer_offsets`; v2 a top-level error code and null topics = all; v3 throttle time;
 v4 = v3; v5 the committed leader epoch; v6 flexible; v7 `require_stable`; v8 several groups
 per request; v9 the KIP-848 member id and epoch; v10 topic ids. Version 0 was removed in
-Kafka 4.0. kafka-ref declares 1-7: v7's `require_stable` is what read_committed consumers
-send (librdkafka up to v7, kafka-python 3 and the Java client when isolation.level is
-read_committed, KIP-447); v8's several groups per request and v9's KIP-848 fields are not
-served.
+Kafka 4.0. kafka-ref declares 1-10, as Kafka 4.4: v7's `require_stable` is what read_committed
+consumers send (KIP-447, TXN-84); v8 answers each group alone (OFFSET-14); v9's member id
+and epoch are not checked for a classic group, as in Kafka; v10 names topics by id
+(OFFSET-13).
 
 Kafka's definitions: OffsetFetchRequest.json, OffsetFetchResponse.json.
 """
@@ -29,7 +29,7 @@ from kafka_ref.protocol.schema import Field, Message
 OffsetFetchRequest = Message(
     "OffsetFetchRequest",
     api_key=9,
-    valid_versions="1-7",
+    valid_versions="1-10",
     flexible_versions="6+",
     fields=[
         Field("GroupId", "string", "0-7", about="The group to fetch offsets for."),
@@ -93,7 +93,7 @@ OffsetFetchRequest = Message(
 OffsetFetchResponse = Message(
     "OffsetFetchResponse",
     api_key=9,
-    valid_versions="1-7",
+    valid_versions="1-10",
     flexible_versions="6+",
     fields=[
         Field("ThrottleTimeMs", "int32", "3+", about="The quota throttle time in ms, or zero."),

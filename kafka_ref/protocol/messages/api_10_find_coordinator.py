@@ -19,9 +19,10 @@ unknown key type), GROUP_AUTHORIZATION_FAILED (30), TRANSACTIONAL_ID_AUTHORIZATI
 Version history (Kafka's JSON comments): v1 `key_type` in the request, throttle time and
 error message in the response; v2 = v1 (throttle before response); v3 flexible; v4 a batch
 of keys (`coordinator_keys`, KIP-699) with one result per key; v5 TRANSACTION_ABORTABLE
-(KIP-890); v6 share groups (KIP-932). kafka-ref declares 0-2: librdkafka turns on its group
-coordinator feature only if v0 is advertised (before 2.11.1), kafka-python 2.0.2 sends v0,
-aiokafka at most v1, and batching (v4) needs flexible versions.
+(KIP-890); v6 share groups (KIP-932). kafka-ref declares 0-6, as
+Kafka 4.4 (librdkafka turns on its group coordinator feature only if v0 is advertised,
+before 2.11.1): from v4 each key of the batch is answered alone (REBAL-25); key type 2
+(share groups) is INVALID_REQUEST, kafka-ref having no share groups.
 
 Kafka's definitions: FindCoordinatorRequest.json, FindCoordinatorResponse.json.
 """
@@ -33,7 +34,7 @@ GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 FindCoordinatorRequest = Message(
     "FindCoordinatorRequest",
     api_key=10,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="3+",
     fields=[
         Field("Key", "string", "0-3", about="The coordinator key: a group id or transactional id."),
@@ -51,7 +52,7 @@ FindCoordinatorRequest = Message(
 FindCoordinatorResponse = Message(
     "FindCoordinatorResponse",
     api_key=10,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -27,9 +27,9 @@ different protocol type), UNKNOWN_MEMBER_ID (25), INVALID_SESSION_TIMEOUT (26, o
 Version history (Kafka's JSON comments): v1 `rebalance_timeout_ms` (v0 uses the session
 timeout for both); v2 throttle time; v3 = v2; v4 the second join with an assigned member id;
 v5 `group_instance_id`; v6 flexible; v7 the protocol type in the response (KIP-559); v8 a
-`reason`; v9 `skip_assignment`. kafka-ref declares 0-5: every client can use them (aiokafka
-sends 0, 1, 2 or 5; kafka-python 2.0.2 sends 2), and nothing above v5 needs more than
-flexible encoding.
+`reason`; v9 `skip_assignment`. kafka-ref declares 0-9, as Kafka
+4.4: v7's protocol type in the answer (REBAL-19), v8's reason, logged (REBAL-20), v9's
+SkipAssignment for a static leader that rejoins a Stable group (REBAL-21).
 
 Kafka's definitions: JoinGroupRequest.json, JoinGroupResponse.json.
 """
@@ -39,7 +39,7 @@ from kafka_ref.protocol.schema import Field, Message
 JoinGroupRequest = Message(
     "JoinGroupRequest",
     api_key=11,
-    valid_versions="0-5",
+    valid_versions="0-9",
     flexible_versions="6+",
     fields=[
         Field("GroupId", "string", "0+", about="The group id."),
@@ -90,7 +90,7 @@ JoinGroupRequest = Message(
 JoinGroupResponse = Message(
     "JoinGroupResponse",
     api_key=11,
-    valid_versions="0-5",
+    valid_versions="0-9",
     flexible_versions="6+",
     fields=[
         Field("ThrottleTimeMs", "int32", "2+", about="The quota throttle time in ms, or zero."),

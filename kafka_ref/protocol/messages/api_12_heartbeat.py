@@ -11,8 +11,8 @@ Errors: COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR (16), COORDINATOR_LOAD_I
 REBALANCE_IN_PROGRESS (27), FENCED_INSTANCE_ID (82, v3+).
 
 Version history (Kafka's JSON comments): v1 throttle time; v2 = v1 (throttle before
-response); v3 `group_instance_id` (KIP-345); v4 flexible. kafka-ref declares 0-3, every
-non-flexible version (aiokafka sends 0-1, kafka-python 2.0.2 sends 1).
+response); v3 `group_instance_id` (KIP-345); v4 flexible. kafka-ref declares 0-4, as
+Kafka 4.4 (v4 only changes the encoding, REBAL-26).
 
 Kafka's definitions: HeartbeatRequest.json, HeartbeatResponse.json.
 """
@@ -22,7 +22,7 @@ from kafka_ref.protocol.schema import Field, Message
 HeartbeatRequest = Message(
     "HeartbeatRequest",
     api_key=12,
-    valid_versions="0-3",
+    valid_versions="0-4",
     flexible_versions="4+",
     fields=[
         Field("GroupId", "string", "0+", about="The group id."),
@@ -42,7 +42,7 @@ HeartbeatRequest = Message(
 HeartbeatResponse = Message(
     "HeartbeatResponse",
     api_key=12,
-    valid_versions="0-3",
+    valid_versions="0-4",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -11,8 +11,8 @@ FENCED_INSTANCE_ID (82).
 Version history (Kafka's JSON comments): v1 throttle time; v2 = v1 (throttle before
 response); v3 a batch of members, each by member id and `group_instance_id` (KIP-345: an
 admin can remove static members); v4 flexible; v5 a `reason` per member (KIP-800).
-kafka-ref declares 0-1: every client can send them (librdkafka and aiokafka stop at 1), and
-the v3 batch only matters for static membership.
+kafka-ref declares 0-5, as Kafka 4.4: from v3 a batch of members, each answered alone
+(REBAL-22); v5's reason is logged (REBAL-20).
 
 Kafka's definitions: LeaveGroupRequest.json, LeaveGroupResponse.json.
 """
@@ -22,7 +22,7 @@ from kafka_ref.protocol.schema import Field, Message
 LeaveGroupRequest = Message(
     "LeaveGroupRequest",
     api_key=13,
-    valid_versions="0-1",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("GroupId", "string", "0+", about="The id of the group to leave."),
@@ -58,7 +58,7 @@ LeaveGroupRequest = Message(
 LeaveGroupResponse = Message(
     "LeaveGroupResponse",
     api_key=13,
-    valid_versions="0-1",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -17,7 +17,7 @@ v5+ when the protocol type or name disagree with the group's).
 
 Version history (Kafka's JSON comments): v1 throttle time; v2 = v1 (throttle before
 response); v3 `group_instance_id` (KIP-345); v4 flexible; v5 protocol type and name in
-both directions (KIP-559). kafka-ref declares 0-3, every non-flexible version.
+both directions (KIP-559). kafka-ref declares 0-5, as Kafka 4.4 (REBAL-19).
 
 Kafka's definitions: SyncGroupRequest.json, SyncGroupResponse.json.
 """
@@ -27,7 +27,7 @@ from kafka_ref.protocol.schema import Field, Message
 SyncGroupRequest = Message(
     "SyncGroupRequest",
     api_key=14,
-    valid_versions="0-3",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("GroupId", "string", "0+", about="The group id."),
@@ -73,7 +73,7 @@ SyncGroupRequest = Message(
 SyncGroupResponse = Message(
     "SyncGroupResponse",
     api_key=14,
-    valid_versions="0-3",
+    valid_versions="0-5",
     flexible_versions="4+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

@@ -15,8 +15,9 @@ GROUP_ID_NOT_FOUND (69, v6+).
 
 Version history (Kafka's JSON comments): v1 throttle time; v2 = v1 (throttle before
 response); v3 authorized operations; v4 group instance ids of members; v5 flexible; v6
-GROUP_ID_NOT_FOUND and an error message. kafka-ref declares 0-2, what every client can send
-(KafkaJS stops at 2); authorized operations need an authorizer.
+GROUP_ID_NOT_FOUND and an error message. kafka-ref declares 0-6, as Kafka
+4.4 (REBAL-23): v3's authorized operations, every one a group supports without an
+authorizer; v4's instance ids; v6's GROUP_ID_NOT_FOUND.
 
 Kafka's definitions: DescribeGroupsRequest.json, DescribeGroupsResponse.json.
 """
@@ -26,7 +27,7 @@ from kafka_ref.protocol.schema import Field, Message
 DescribeGroupsRequest = Message(
     "DescribeGroupsRequest",
     api_key=15,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="5+",
     fields=[
         Field("Groups", "[]string", "0+", about="The ids of the groups to describe."),
@@ -42,7 +43,7 @@ DescribeGroupsRequest = Message(
 DescribeGroupsResponse = Message(
     "DescribeGroupsResponse",
     api_key=15,
-    valid_versions="0-2",
+    valid_versions="0-6",
     flexible_versions="5+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

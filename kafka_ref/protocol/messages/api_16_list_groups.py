@@ -9,8 +9,9 @@ listed so far are still returned), COORDINATOR_NOT_AVAILABLE (15).
 
 Version history (Kafka's JSON comments): v1 throttle time; v2 = v1 (throttle before
 response); v3 flexible; v4 a states filter and each group's state (KIP-518); v5 a types
-filter and each group's type (KIP-848). kafka-ref declares 0-2, every non-flexible version.
-kafka-python and aiokafka label their "v2" class with API version 1; harmless, since v1 = v2.
+filter and each group's type (KIP-848). kafka-ref declares 0-5, as Kafka 4.4
+(REBAL-24): every group is a "classic" one. kafka-python and aiokafka label their "v2"
+class with API version 1; harmless, since v1 = v2.
 
 Kafka's definitions: ListGroupsRequest.json, ListGroupsResponse.json.
 """
@@ -20,7 +21,7 @@ from kafka_ref.protocol.schema import Field, Message
 ListGroupsRequest = Message(
     "ListGroupsRequest",
     api_key=16,
-    valid_versions="0-2",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field(
@@ -41,7 +42,7 @@ ListGroupsRequest = Message(
 ListGroupsResponse = Message(
     "ListGroupsResponse",
     api_key=16,
-    valid_versions="0-2",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "1+", about="The quota throttle time in ms, or zero."),

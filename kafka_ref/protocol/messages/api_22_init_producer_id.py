@@ -17,8 +17,9 @@ it cannot hand out ids yet; INVALID_TRANSACTION_TIMEOUT (50); CONCURRENT_TRANSAC
 Version history (Kafka's JSON comments): v1 = v0 (throttle before response); v2 flexible;
 v3 adds `producer_id` and `producer_epoch`, so that a producer can bump its own epoch after
 an error (KIP-360); v4 PRODUCER_FENCED; v5 TRANSACTION_ABORTABLE (KIP-890); v6 two-phase
-commit (KIP-939). kafka-ref declares 0-4: librdkafka uses v3-v4 to bump a transactional
-producer's epoch after an abortable error instead of failing it (KIP-360).
+commit (KIP-939). kafka-ref declares 0-5, as Kafka 4.4 (v6 is not stable there):
+librdkafka uses v3-v4 to bump a transactional producer's epoch after an abortable error
+instead of failing it (KIP-360); v5 only allows an error kafka-ref never answers (TXN-85).
 
 Kafka's definitions: InitProducerIdRequest.json, InitProducerIdResponse.json.
 """
@@ -28,7 +29,7 @@ from kafka_ref.protocol.schema import Field, Message
 InitProducerIdRequest = Message(
     "InitProducerIdRequest",
     api_key=22,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="2+",
     fields=[
         Field(
@@ -78,7 +79,7 @@ InitProducerIdRequest = Message(
 InitProducerIdResponse = Message(
     "InitProducerIdResponse",
     api_key=22,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

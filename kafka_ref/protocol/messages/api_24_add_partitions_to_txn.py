@@ -15,11 +15,11 @@ INVALID_REQUEST (42).
 
 Version history (Kafka's JSON comments): v1 = v0 (throttle before response); v2 may
 answer PRODUCER_FENCED; v3 flexible; v4 batches several transactions, sent by brokers to
-verify a partition (KIP-890 part 1); v5 TRANSACTION_ABORTABLE. kafka-ref declares 0-4, as
-Kafka 3.6 did: librdkafka sends v0, kafka-python up to v2, the Java client v3 (clients send
-at most v3); v4 comes from a partition leader asking the coordinator whether a partition
-is in a transaction (`verify_only`, TXN-23), and its response has a top-level error and
-one result per transaction.
+verify a partition (KIP-890 part 1); v5 TRANSACTION_ABORTABLE. kafka-ref declares 0-5, as
+Kafka 4.4: librdkafka sends v0, kafka-python up to v2, the Java client v3 (clients send at
+most v3); v4 and v5 come from a partition leader asking the coordinator whether a
+partition is in a transaction (`verify_only`, TXN-23), and their response has a top-level
+error and one result per transaction (TXN-85).
 
 Kafka's definitions: AddPartitionsToTxnRequest.json, AddPartitionsToTxnResponse.json.
 """
@@ -29,7 +29,7 @@ from kafka_ref.protocol.schema import Field, Message
 AddPartitionsToTxnRequest = Message(
     "AddPartitionsToTxnRequest",
     api_key=24,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field(
@@ -73,7 +73,7 @@ AddPartitionsToTxnRequest = Message(
 AddPartitionsToTxnResponse = Message(
     "AddPartitionsToTxnResponse",
     api_key=24,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

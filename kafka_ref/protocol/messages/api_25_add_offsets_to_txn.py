@@ -10,7 +10,7 @@ then the producer sends TxnOffsetCommit to the group coordinator.
 Errors: as AddPartitionsToTxn (PRODUCER_FENCED from v2), plus INVALID_GROUP_ID (24).
 
 Version history (Kafka's JSON comments): v1 = v0; v2 may answer PRODUCER_FENCED; v3
-flexible; v4 TRANSACTION_ABORTABLE. kafka-ref declares 0-2.
+flexible; v4 TRANSACTION_ABORTABLE. kafka-ref declares 0-4, as Kafka 4.4 (TXN-85).
 
 Kafka's definitions: AddOffsetsToTxnRequest.json, AddOffsetsToTxnResponse.json.
 """
@@ -20,7 +20,7 @@ from kafka_ref.protocol.schema import Field, Message
 AddOffsetsToTxnRequest = Message(
     "AddOffsetsToTxnRequest",
     api_key=25,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("TransactionalId", "string", "0+", about="The transactional id."),
@@ -33,7 +33,7 @@ AddOffsetsToTxnRequest = Message(
 AddOffsetsToTxnResponse = Message(
     "AddOffsetsToTxnResponse",
     api_key=25,
-    valid_versions="0-2",
+    valid_versions="0-4",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

@@ -15,8 +15,9 @@ again; INVALID_PRODUCER_EPOCH (47) and TRANSACTION_COORDINATOR_FENCED (52) tell 
 coordinator to stop.
 
 Version history (Kafka's JSON comments): v1 flexible (v0 was removed in Kafka 4.0); v2
-adds the transaction version (KIP-890). kafka-ref declares and sends v1, the version every
-Kafka since 2.8 accepts and Kafka 4.0's baseline.
+adds the transaction version (KIP-890). kafka-ref declares 1-2, as Kafka 4.4,
+and sends v1: its transactions are all of `transaction.version` 1 or less, whose markers
+v2 labels with the version and writes as v1 does (TXN-85).
 
 Kafka's definitions: WriteTxnMarkersRequest.json, WriteTxnMarkersResponse.json.
 """
@@ -26,7 +27,7 @@ from kafka_ref.protocol.schema import Field, Message
 WriteTxnMarkersRequest = Message(
     "WriteTxnMarkersRequest",
     api_key=27,
-    valid_versions="1",
+    valid_versions="1-2",
     flexible_versions="1+",
     fields=[
         Field(
@@ -64,7 +65,7 @@ WriteTxnMarkersRequest = Message(
 WriteTxnMarkersResponse = Message(
     "WriteTxnMarkersResponse",
     api_key=27,
-    valid_versions="1",
+    valid_versions="1-2",
     flexible_versions="1+",
     fields=[
         Field(

@@ -20,8 +20,9 @@ with generation, member id and group instance id (KIP-447); v4 TRANSACTION_ABORT
 v5 KIP-890's implicit AddOffsetsToTxn. kafka-ref declares 0-4: librdkafka
 (`rd_kafka_txn_send_TxnOffsetCommitRequest`) and kafka-python 3 send at most v3 with the
 consumer's generation, member id and group instance id; the Java client 3.8+ sends v4
-(the same fields: v4 only allows an error kafka-ref never answers). v5 belongs to KIP-890
-part 2, which kafka-ref does not implement.
+(the same fields: v4 only allows an error kafka-ref never answers). v5 (and v6, topic ids)
+belong to KIP-890 part 2, transactions v2, which kafka-ref does not implement: a client
+sends them only to a Kafka whose `transaction.version` is 2 (TXN-85).
 
 Kafka's definitions: TxnOffsetCommitRequest.json, TxnOffsetCommitResponse.json.
 """

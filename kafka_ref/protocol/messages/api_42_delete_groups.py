@@ -11,7 +11,8 @@ COORDINATOR_NOT_AVAILABLE (15), NOT_COORDINATOR (16), COORDINATOR_LOAD_IN_PROGRE
 GROUP_AUTHORIZATION_FAILED (30).
 
 Version history (Kafka's JSON comments): v1 = v0 (throttle before response); v2 flexible.
-kafka-ref declares 0-1, the non-flexible versions every client can send.
+v3 an error message per group, which
+Kafka leaves null. kafka-ref declares 0-3, as Kafka 4.4.
 
 Kafka's definitions: DeleteGroupsRequest.json, DeleteGroupsResponse.json.
 """
@@ -21,7 +22,7 @@ from kafka_ref.protocol.schema import Field, Message
 DeleteGroupsRequest = Message(
     "DeleteGroupsRequest",
     api_key=42,
-    valid_versions="0-1",
+    valid_versions="0-3",
     flexible_versions="2+",
     fields=[Field("GroupsNames", "[]string", "0+", about="The ids of the groups to delete.")],
 )
@@ -29,7 +30,7 @@ DeleteGroupsRequest = Message(
 DeleteGroupsResponse = Message(
     "DeleteGroupsResponse",
     api_key=42,
-    valid_versions="0-1",
+    valid_versions="0-3",
     flexible_versions="2+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),
@@ -41,6 +42,14 @@ DeleteGroupsResponse = Message(
             fields=[
                 Field("GroupId", "string", "0+", about="The group id."),
                 Field("ErrorCode", "int16", "0+", about="The error code, or 0."),
+                Field(
+                    "ErrorMessage",
+                    "string",
+                    "3+",
+                    nullable_versions="3+",
+                    default=None,
+                    about="The error message, or null (v3+).",
+                ),
             ],
         ),
     ],

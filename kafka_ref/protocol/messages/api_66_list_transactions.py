@@ -7,7 +7,8 @@ hanging transaction. State names the broker does not know come back in
 `unknown_state_filters`.
 
 Version history (Kafka's JSON comments): v0 flexible; v1 `DurationFilter` (KIP-994); v2
-`TransactionalIdPattern` (KIP-1152). kafka-ref declares 0-1.
+`TransactionalIdPattern` (KIP-1152), matched against the whole id. kafka-ref declares 0-2,
+as Kafka 4.4 (TXN-86).
 
 Kafka's definitions: ListTransactionsRequest.json, ListTransactionsResponse.json.
 """
@@ -17,7 +18,7 @@ from kafka_ref.protocol.schema import Field, Message
 ListTransactionsRequest = Message(
     "ListTransactionsRequest",
     api_key=66,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="0+",
     fields=[
         Field("StateFilters", "[]string", "0+", about="Only these states (empty: all)."),
@@ -43,7 +44,7 @@ ListTransactionsRequest = Message(
 ListTransactionsResponse = Message(
     "ListTransactionsResponse",
     api_key=66,
-    valid_versions="0-1",
+    valid_versions="0-2",
     flexible_versions="0+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

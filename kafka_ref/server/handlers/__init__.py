@@ -25,8 +25,9 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
     acls.py       DescribeAcls (29), CreateAcls (30), DeleteAcls (31); authz.py: the
                   one call each handler makes to the authorizer
     groups.py     FindCoordinator (10), JoinGroup (11), SyncGroup (14), Heartbeat (12),
-                  LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15),
-                  ListGroups (16), DeleteGroups (42): the group coordinator's APIs
+                  LeaveGroup (13), DescribeGroups (15), ListGroups (16), DeleteGroups (42):
+                  the group coordinator's APIs
+    group_offsets.py  OffsetCommit (8), OffsetFetch (9), OffsetDelete (47): committed offsets
 
 A handler is a function `handler(apis, request)`, where `apis` is the `ApiContext`
 (context.py: the broker's core objects, what a handler may use), that returns the response body (a
@@ -63,6 +64,7 @@ from kafka_ref.server.handlers import (
     controller_requests,
     fetch,
     follower_fetch,
+    group_offsets,
     groups,
     log_dirs,
     metadata,
@@ -134,8 +136,9 @@ class KafkaApis(ApiContext):
             ApiKey.SYNC_GROUP: groups.handle_sync_group,
             ApiKey.HEARTBEAT: groups.handle_heartbeat,
             ApiKey.LEAVE_GROUP: groups.handle_leave_group,
-            ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
-            ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
+            ApiKey.OFFSET_COMMIT: group_offsets.handle_offset_commit,
+            ApiKey.OFFSET_FETCH: group_offsets.handle_offset_fetch,
+            ApiKey.OFFSET_DELETE: group_offsets.handle_offset_delete,
             ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
             ApiKey.LIST_GROUPS: groups.handle_list_groups,
             ApiKey.DELETE_GROUPS: groups.handle_delete_groups,

@@ -6,7 +6,7 @@ broker has no authorizer (`authorizer.class.name` empty) or the request's princi
 its host, may do it (security/acls.py). What a refusal answers is the
 handler's business: each API has its own error code, as in Kafka's `KafkaApis`.
 
-Rules: SEC-17.
+Rules: SEC-17, REBAL-23.
 """
 
 from __future__ import annotations
@@ -48,6 +48,22 @@ def authorized_any(
     if authorizer is None:
         return True
     return authorizer.authorize_any(request.principal, request.host, operation, rtype)
+
+
+# Kafka `AclEntry.supportedOperations`: what can be granted on a resource of each type.
+SUPPORTED_OPERATIONS = {
+    Res.GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+}
+
+
+def authorized_operations(
+    apis: ApiContext, request: Request, rtype: ResourceType, name: str
+) -> int:
+    """The operations the request's principal may do on the resource, as a bitfield of
+    their codes (Kafka `AuthHelper.authorizedOperations`, `Utils.to32BitField`): every
+    supported one without an authorizer (DescribeGroups v3+, REBAL-23)."""
+    supported = SUPPORTED_OPERATIONS[rtype]
+    return sum(1 << op for op in supported if authorized(apis, request, op, rtype, name))
 
 
 def require(

@@ -20,7 +20,8 @@ overall `max_bytes`, and `min_bytes` / `max_wait_ms`. The broker (Kafka:
 
 Per partition the answer has the error code (OFFSET_OUT_OF_RANGE for an offset outside
 [log start, log end], then the client resets via ListOffsets, BROKER-17;
-UNKNOWN_TOPIC_OR_PARTITION), the high watermark, the last stable offset (the bound of a
+UNKNOWN_TOPIC_OR_PARTITION; a partition in error carries no records and -1 for every
+offset, as in Kafka), the high watermark, the last stable offset (the bound of a
 read_committed fetch, TXN-4), the log start offset (v5+), the aborted transactions that
 overlap the records returned (read_committed only, TXN-8; empty otherwise), and the
 records. Fetch sessions (v7+, KIP-227) are not kept: the answer always has
@@ -130,6 +131,8 @@ def read_partitions(
         except KafkaError as err:
             data.error_code = err.code
         if data.error_code != ErrorCode.NO_ERROR:
+            # An error carries no offsets: -1 as Kafka's `createLogReadResult(e)` (BROKER-17).
+            data = empty_partition(fp.partition, data.error_code)
             any_error = True
         apis.replica_manager.topic_stats.fetched(fp.topic, data.error_code != ErrorCode.NO_ERROR)
         out.append((fp.topic, data))

@@ -1,9 +1,10 @@
-"""Consumer groups: FindCoordinator, the rebalance APIs, committed offsets, group admin.
+"""Consumer groups: FindCoordinator, the rebalance APIs, group administration.
 
 Each handler translates one request into one call on the `GroupCoordinator`
 (kafka_ref/group/coordinator.py, Kafka: `GroupCoordinator.handleJoinGroup`, ...) and its
-result into the response; the group logic lives in the coordinator. Kafka's
-`KafkaApis.handleJoinGroupRequest` and friends do the same.
+result into the response of the request's version; the group logic lives in the
+coordinator. Kafka's `KafkaApis.handleJoinGroupRequest` and friends do the same. Committed
+offsets (OffsetCommit, OffsetFetch, OffsetDelete) have their own module, group_offsets.py.
 
 * **FindCoordinator** (key 10): key type 0 (a group) makes sure `__consumer_offsets`
   exists (kafka_ref/server/group_adapter.py) and answers the broker that leads the group's
@@ -11,41 +12,36 @@ result into the response; the group logic lives in the coordinator. Kafka's
   whichever broker the controller made leader, and COORDINATOR_NOT_AVAILABLE while the
   partition has no leader (BROKER-44). Key type 1 (a transactional id) answers the
   leader of the id's `__transaction_state` partition, created on first use (TXN-9,
-  server/txn_adapter.py). Any other key type is INVALID_REQUEST.
+  server/txn_adapter.py). Any other key type, share groups' 2 included, is
+  INVALID_REQUEST. From v4 one request asks for a list of keys (REBAL-25).
 * **JoinGroup** (11) and **SyncGroup** (14) answer later: the coordinator calls back when
   the rebalance round completes, and the callback sends the response (the handler returns
   `DEFERRED`, like a waiting fetch). JoinGroup v0 has no rebalance timeout, so the session
   timeout serves as both (Kafka does the same); from v4 an unknown member joining with an
   empty member id gets MEMBER_ID_REQUIRED and its id (`require_known_member_id`, KIP-394);
-  v5 carries `group_instance_id`. The client host is the connection's address, as Kafka's
-  "/127.0.0.1".
+  v5 carries `group_instance_id`; v7 answers the protocol type, as SyncGroup v5 does,
+  which also checks it (REBAL-19); v8 a reason (REBAL-20); v9 SkipAssignment (REBAL-21).
+  The client host is the connection's address, as Kafka's "/127.0.0.1".
 * **Heartbeat** (12) and **LeaveGroup** (13) answer at once. LeaveGroup v0-v2 name one
   member; their single error is the top-level error, else the member's (Kafka:
-  `LeaveGroupResponse` for version < 3).
-* **OffsetCommit** (8) answers from the coordinator's callback, after the commit is
-  appended to `__consumer_offsets`. Partitions of topics the broker does not know get
-  UNKNOWN_TOPIC_OR_PARTITION and are not committed. The commit timestamp is the broker's
-  clock; `retention_time_ms` (v2-v4) of -1 means the broker default
-  (`offsets.retention.minutes` after the group becomes empty, KIP-211), and any other value
-  sets an explicit expiry `now + retention_time_ms`, as Kafka 2.1+ still does for v2-v4.
-  Null metadata is stored as "".
-* **OffsetFetch** (9): a partition never committed answers offset -1, metadata "" and no
-  error. v1 has no top-level error, so a group-level error is repeated on every requested
-  partition; v2+ answers it at the top with no partitions, and a null topic list (v2+)
-  means every partition the group has committed (Kafka: `OffsetFetchRequest.getErrorResponse`).
+  `LeaveGroupResponse` for version < 3); v3+ a batch of members (REBAL-22).
 * **DescribeGroups** (15), **ListGroups** (16), **DeleteGroups** (42): per group results
-  from the coordinator, in request order.
+  from the coordinator, in request order (REBAL-23, REBAL-24).
 
-Rules: BROKER-44, BROKER-45.
+The flexible versions (FindCoordinator v3, JoinGroup v6, Heartbeat v4, LeaveGroup v4,
+SyncGroup v4, DescribeGroups v5, ListGroups v3, DeleteGroups v2) change only the encoding
+(REBAL-26).
+
+Rules: BROKER-44, BROKER-45, REBAL-19..REBAL-26.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.coordinator import GroupSummary
+from kafka_ref.group.group_metadata import DEAD
 from kafka_ref.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
@@ -54,8 +50,6 @@ from kafka_ref.protocol.messages import (
     JoinGroupResponse,
     LeaveGroupResponse,
     ListGroupsResponse,
-    OffsetCommitResponse,
-    OffsetFetchResponse,
     SyncGroupResponse,
 )
 from kafka_ref.protocol.messages.api_10_find_coordinator import (
@@ -63,7 +57,7 @@ from kafka_ref.protocol.messages.api_10_find_coordinator import (
     TRANSACTION_KEY_TYPE,
 )
 from kafka_ref.server.group_adapter import coordinator_of, ensure_offsets_topic
-from kafka_ref.server.handlers.authz import Op, Res, authorized
+from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_operations
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 from kafka_ref.server.txn_adapter import coordinator_of as txn_coordinator_of
@@ -73,8 +67,10 @@ if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
 
 NO_PROTOCOL = ""  # Kafka: GroupCoordinator.NoProtocol, sent where a version has no null
-NO_OFFSET = -1  # Kafka: OffsetFetchResponse.INVALID_OFFSET
-DEFAULT_RETENTION_TIME = -1  # Kafka: OffsetCommitRequest.DEFAULT_RETENTION_TIME
+SKIP_ASSIGNMENT_VERSION = 9  # JoinGroup: a static leader may skip the assignment (KIP-814)
+BATCHED_MEMBERS_VERSION = 3  # LeaveGroup: a batch of members (KIP-345)
+GROUP_ID_NOT_FOUND_VERSION = 6  # DescribeGroups: an unknown group is an error (KIP-1043)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # Kafka: Integer.MIN_VALUE, "not asked for"
 
 
 def _deferred() -> Any:
@@ -97,6 +93,7 @@ _KEYS = {
     GROUP_KEY_TYPE: (Res.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
     TRANSACTION_KEY_TYPE: (Res.TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
 }
+BATCHED_KEYS_VERSION = 4  # FindCoordinator answers a list of keys from v4 (KIP-699)
 
 
 def _group_refused(apis: ApiContext, request: Request, operation: Any = Op.READ) -> bool:
@@ -105,9 +102,36 @@ def _group_refused(apis: ApiContext, request: Request, operation: Any = Op.READ)
 
 
 def handle_find_coordinator(apis: ApiContext, request: Request) -> Any:
-    key_type = request.body.key_type  # v0: 0 (a group)
-    if key_type in _KEYS and not authorized(apis, request, Op.DESCRIBE, _KEYS[key_type][0],
-                                            request.body.key):  # fmt: skip
+    """v0-v3 ask for one key; from v4 a list of keys of one type, each answered alone
+    (REBAL-25). Kafka: `handleFindCoordinatorRequestLessThanV4`, `...V4AndAbove`."""
+    body = request.body
+    if request.api_version < BATCHED_KEYS_VERSION:
+        error, node_id, host, port = _coordinator(apis, request, body.key_type, body.key)
+        return FindCoordinatorResponse(
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=None if error == ErrorCode.NO_ERROR else error.name,
+            node_id=node_id,
+            host=host,
+            port=port,
+        )
+    coordinators = []
+    for key in body.coordinator_keys:
+        error, node_id, host, port = _coordinator(apis, request, body.key_type, key)
+        coordinators.append(
+            FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node_id, host=host, port=port, error_code=error
+            )
+        )
+    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+
+
+def _coordinator(
+    apis: ApiContext, request: Request, key_type: int, key: str
+) -> tuple[ErrorCode, int, str, int]:
+    """(error, node id, host, port) of one key's coordinator (Kafka `getCoordinator`);
+    with an error, node -1, host "" and port -1 (Kafka `Node.noNode`)."""
+    if key_type in _KEYS and not authorized(apis, request, Op.DESCRIBE, _KEYS[key_type][0], key):
         error = _KEYS[key_type][1]  # SEC-17
     elif key_type == GROUP_KEY_TYPE:
         error = ensure_offsets_topic(apis.controller, apis.config)
@@ -118,28 +142,18 @@ def handle_find_coordinator(apis: ApiContext, request: Request) -> Any:
             if no_txn
             else ensure_transaction_topic(apis.controller, apis.config)
         )
-    else:
+    else:  # an unknown type, or 2 (share groups, KIP-932), which kafka-ref does not have
         error = ErrorCode.INVALID_REQUEST
     if error != ErrorCode.NO_ERROR:
-        return FindCoordinatorResponse(
-            throttle_time_ms=0, error_code=error, error_message=error.name, node_id=-1,
-            host="", port=-1,
-        )  # fmt: skip
+        return error, -1, "", -1
     if key_type == TRANSACTION_KEY_TYPE:
-        leader = txn_coordinator_of(apis.controller, apis.txn.coordinator, request.body.key)
+        leader = txn_coordinator_of(apis.controller, apis.txn.coordinator, key)
     else:
-        leader = coordinator_of(apis.controller, apis.group_coordinator, request.body.key)
+        leader = coordinator_of(apis.controller, apis.group_coordinator, key)
     address = leader.address(request.listener_name) if leader is not None else None
     if address is None:  # no leader for the group's partition yet: the client retries
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return FindCoordinatorResponse(
-            throttle_time_ms=0, error_code=error, error_message=error.name, node_id=-1,
-            host="", port=-1,
-        )  # fmt: skip
-    return FindCoordinatorResponse(
-        throttle_time_ms=0, error_code=error, error_message=None, node_id=leader.node_id,
-        host=address[0], port=address[1],  # the client's listener's address (SEC-2)
-    )  # fmt: skip
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return ErrorCode.NO_ERROR, leader.node_id, address[0], address[1]  # the listener's (SEC-2)
 
 
 # ---------------------------------------------------------------------- the rebalance
@@ -160,7 +174,8 @@ def handle_join_group(apis: ApiContext, request: Request) -> Any:
         _answer(apis, request, JoinGroupResponse(
             throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
             protocol_type=result.protocol_type, protocol_name=result.protocol_name or NO_PROTOCOL,
-            leader=result.leader_id, member_id=result.member_id, members=members,
+            leader=result.leader_id, skip_assignment=result.skip_assignment,
+            member_id=result.member_id, members=members,
         ))  # fmt: skip
 
     apis.group_coordinator.rebalance.join_group(
@@ -175,6 +190,8 @@ def handle_join_group(apis: ApiContext, request: Request) -> Any:
         body.protocol_type,
         [(p.name, bytes(p.metadata)) for p in body.protocols],
         done,
+        reason=body.reason,  # v8+, logged (REBAL-20)
+        supports_skip_assignment=version >= SKIP_ASSIGNMENT_VERSION,  # REBAL-21
     )
     return _deferred()
 
@@ -214,132 +231,38 @@ def handle_heartbeat(apis: ApiContext, request: Request) -> Any:
 
 
 def handle_leave_group(apis: ApiContext, request: Request) -> Any:
-    body = request.body
+    """v0-v2 name one member, whose error is the answer (Kafka: `LeaveGroupResponse` for
+    version < 3); from v3 a batch of members, each answered alone (REBAL-22)."""
+    body, version = request.body, request.api_version
+    if version < BATCHED_MEMBERS_VERSION:
+        members: list[tuple[str | None, ...]] = [(body.member_id, None)]
+    else:
+        members = [(m.member_id, m.group_instance_id, m.reason) for m in body.members]
     if _group_refused(apis, request):
         return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     rebalance = apis.group_coordinator.rebalance
-    error, members = rebalance.leave_group(body.group_id, [(body.member_id, None)])
-    if error == ErrorCode.NO_ERROR and members:
-        error = members[0][2]  # one member before v3: its error is the answer
-    return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
-
-
-# ---------------------------------------------------------------------- committed offsets
-def requested_offsets(
-    apis: ApiContext, request: Request, now: int, expire: int | None = None
-) -> tuple[list[TopicPartition], dict[TopicPartition, ErrorCode], dict]:
-    """The offsets of an OffsetCommit or TxnOffsetCommit: every partition in request order,
-    GROUP_AUTHORIZATION_FAILED on all without READ on the group, TOPIC_AUTHORIZATION_FAILED
-    for a topic without READ (SEC-17), UNKNOWN_TOPIC_OR_PARTITION for one the cluster does
-    not have, the rest stamped `now`."""
-    body, group_refused = request.body, _group_refused(apis, request)
-    order: list[TopicPartition] = []
-    errors: dict[TopicPartition, ErrorCode] = {}
-    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    for topic in body.topics:
-        for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
-            order.append(tp)
-            if group_refused:
-                errors[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED
-                continue
-            if not authorized(apis, request, Op.READ, Res.TOPIC, tp.topic):
-                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                continue
-            if apis.controller.partition_state(tp.topic, tp.partition) is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            offsets[tp] = OffsetAndMetadata(
-                offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch,
-                metadata=p.committed_metadata or "",
-                commit_timestamp=now,
-                expire_timestamp=expire,
-            )
-    return order, errors, offsets
-
-
-def handle_offset_commit(apis: ApiContext, request: Request) -> Any:
-    body = request.body
-    now = apis.clock.milliseconds()
-    retention = body.retention_time_ms
-    expire = None if retention == DEFAULT_RETENTION_TIME else now + retention  # KIP-211
-    order, errors, offsets = requested_offsets(apis, request, now, expire)
-
-    def done(results: dict[TopicPartition, ErrorCode]) -> None:
-        errors.update(results)
-        _answer(apis, request, _commit_response(order, errors))
-
-    if not offsets:
-        return _commit_response(order, errors)
-    apis.group_coordinator.commit_offsets(
-        body.group_id, body.member_id, None, body.generation_id_or_member_epoch, offsets, done
-    )
-    return _deferred()
-
-
-def _commit_response(order: list[TopicPartition], errors: dict[TopicPartition, Any]) -> Any:
-    topics: list[Any] = []
-    for tp in dict.fromkeys(order):
-        if not topics or topics[-1].name != tp.topic:
-            topics.append(OffsetCommitResponse.OffsetCommitResponseTopic(name=tp.topic))
-        topics[-1].partitions.append(
-            OffsetCommitResponse.OffsetCommitResponsePartition(
-                partition_index=tp.partition, error_code=errors[tp]
-            )
+    error, results = rebalance.leave_group(body.group_id, members)
+    if version < BATCHED_MEMBERS_VERSION:
+        if error == ErrorCode.NO_ERROR and results:
+            error = results[0][2]  # one member before v3: its error is the answer
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
+    answered = [
+        LeaveGroupResponse.MemberResponse(
+            member_id=member_id, group_instance_id=instance_id, error_code=member_error
         )
-    return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
-
-
-def handle_offset_fetch(apis: ApiContext, request: Request) -> Any:
-    body, version = request.body, request.api_version
-    requested = None
-    if body.topics is not None:
-        requested = [
-            TopicPartition(t.name, index) for t in body.topics for index in t.partition_indexes
-        ]
-    if _group_refused(apis, request, Op.DESCRIBE):
-        error, offsets = ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
-    else:
-        error, offsets = apis.group_coordinator.fetch_offsets(body.group_id, requested)
-    # A topic the principal may not describe: refused if named, left out if not (SEC-17).
-    hidden = {t for t in {tp.topic for tp in requested or offsets} if not authorized(
-        apis, request, Op.DESCRIBE, Res.TOPIC, t)}  # fmt: skip
-    if requested is None:
-        offsets = {tp: o for tp, o in offsets.items() if tp.topic not in hidden}
-    if error != ErrorCode.NO_ERROR:
-        if version >= 2:
-            return OffsetFetchResponse(throttle_time_ms=0, topics=[], error_code=error)
-        offsets = dict.fromkeys(requested or [])  # v1: the error goes on every partition
-    partitions = list(dict.fromkeys(requested)) if requested is not None else sorted(offsets)
-    unstable: set[TopicPartition] = set()
-    if version >= 7 and body.require_stable and error == ErrorCode.NO_ERROR:
-        unstable = apis.group_coordinator.unstable_offsets(body.group_id)  # KIP-447, TXN-84
-    topics: list[Any] = []
-    for tp in partitions:
-        committed = None if tp in unstable else offsets.get(tp)
-        if not topics or topics[-1].name != tp.topic:
-            topics.append(OffsetFetchResponse.OffsetFetchResponseTopic(name=tp.topic))
-        topics[-1].partitions.append(
-            OffsetFetchResponse.OffsetFetchResponsePartition(
-                partition_index=tp.partition,
-                committed_offset=NO_OFFSET if committed is None else committed.offset,
-                committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
-                metadata="" if committed is None else committed.metadata,
-                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                if tp.topic in hidden
-                else ErrorCode.UNSTABLE_OFFSET_COMMIT
-                if tp in unstable
-                else error,
-            )
-        )
-    return OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=error)
+        for member_id, instance_id, member_error in results
+    ]
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=answered)
 
 
 # ---------------------------------------------------------------------- group administration
 def handle_describe_groups(apis: ApiContext, request: Request) -> Any:
+    """Per group, in request order. v3+ may ask for the principal's authorized operations
+    on each group; v6 answers GROUP_ID_NOT_FOUND, with a message, for a group that does not
+    exist, which older versions describe as Dead without an error (REBAL-23)."""
+    body, version = request.body, request.api_version
     groups = []
-    for group_id in request.body.groups:
+    for group_id in body.groups:
         if authorized(apis, request, Op.DESCRIBE, Res.GROUP, group_id):
             error, group = apis.group_coordinator.describe_group(group_id)
         else:  # SEC-17
@@ -347,10 +270,20 @@ def handle_describe_groups(apis: ApiContext, request: Request) -> Any:
                 ErrorCode.GROUP_AUTHORIZATION_FAILED,
                 GroupSummary(group_id, "", "", "", []),
             )
+        message = None
+        if (
+            version >= GROUP_ID_NOT_FOUND_VERSION
+            and error == ErrorCode.NO_ERROR
+            and (group.state == DEAD.wire_name)
+        ):
+            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        operations = AUTHORIZED_OPERATIONS_OMITTED
+        if body.include_authorized_operations and error == ErrorCode.NO_ERROR:
+            operations = authorized_operations(apis, request, Res.GROUP, group_id)
         members = [
             DescribeGroupsResponse.DescribedGroupMember(
                 member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
+                group_instance_id=m.group_instance_id,  # v4+
                 client_id=m.client_id,
                 client_host=m.client_host,
                 member_metadata=m.metadata,
@@ -361,29 +294,41 @@ def handle_describe_groups(apis: ApiContext, request: Request) -> Any:
         groups.append(
             DescribeGroupsResponse.DescribedGroup(
                 error_code=error,
+                error_message=message,
                 group_id=group_id,
                 group_state=group.state,
                 protocol_type=group.protocol_type or "",
                 protocol_data=group.protocol_name or "",
                 members=members,
+                authorized_operations=operations,
             )
         )
     return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
 
 
 def handle_list_groups(apis: ApiContext, request: Request) -> Any:
-    error, overviews = apis.group_coordinator.list_groups()
+    """Every group this broker coordinates; v4+ may filter by state, v5+ by type, and
+    answer each group's state and type (REBAL-24)."""
+    body = request.body
+    error, overviews = apis.group_coordinator.list_groups(body.states_filter, body.types_filter)
     if not authorized(apis, request, Op.DESCRIBE, Res.CLUSTER):  # else only describable ones
-        overviews = [g for g in overviews if authorized(apis, request, Op.DESCRIBE, Res.GROUP,
-                                                        g.group_id)]  # fmt: skip
+        overviews = [
+            g for g in overviews if authorized(apis, request, Op.DESCRIBE, Res.GROUP, g.group_id)
+        ]
     groups = [
-        ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "")
+        ListGroupsResponse.ListedGroup(
+            group_id=g.group_id,
+            protocol_type=g.protocol_type or "",
+            group_state=g.state,  # v4+
+            group_type=g.group_type,  # v5+
+        )
         for g in overviews
     ]
     return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)
 
 
 def handle_delete_groups(apis: ApiContext, request: Request) -> Any:
+    """Per group; v3's error message stays null, as in Kafka (OFFSET-7)."""
     names = list(dict.fromkeys(request.body.groups_names))
     allowed = [n for n in names if authorized(apis, request, Op.DELETE, Res.GROUP, n)]
     results = dict.fromkeys(names, ErrorCode.GROUP_AUTHORIZATION_FAILED)  # SEC-17

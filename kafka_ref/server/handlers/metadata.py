@@ -18,9 +18,14 @@ left out), the cluster id, the controller id, and per topic its partitions with 
 replicas and ISR. Which topics (BROKER-10): v0 sends an empty list for "all topics"; from
 v1 a null list means all and an empty list means none. A requested topic that does not
 exist is created when `auto.create.topics.enable` is on and the request allows it (always
-below v4; the `allow_auto_topic_creation` flag from v4) - and reported as
-LEADER_NOT_AVAILABLE in this response, as Kafka does while a topic is being created; the
-client asks again and finds it (BROKER-11). Otherwise it is UNKNOWN_TOPIC_OR_PARTITION;
+below v4; the `allow_auto_topic_creation` flag from v4), and this answer reports it as not
+there yet; the client asks again and finds it (BROKER-11). How it says so depends on who
+creates topics, as in Kafka: with embedded metadata (KRaft's combined mode) the creation is
+the controller's business and the answer is UNKNOWN_TOPIC_OR_PARTITION, as a KRaft broker
+answers after forwarding CreateTopics to its controller quorum
+(`AutoTopicCreationManager.sendCreateTopicRequest`); in ZooKeeper mode it is
+LEADER_NOT_AVAILABLE, as a ZooKeeper-era broker answered after writing the topic itself
+(`createTopicsInZk`). Otherwise it is UNKNOWN_TOPIC_OR_PARTITION;
 an illegal name is INVALID_TOPIC_EXCEPTION. On one broker the controller, every leader and
 every replica is this broker (BROKER-12). In a ZooKeeper cluster the answer comes from the
 broker's picture of ZooKeeper (cluster/zk_metadata.py): every live broker, the controller,
@@ -224,18 +229,26 @@ def _replicas(apis: ApiContext, name: str, index: int) -> tuple[int, ...]:
     return replicas(name, index) if replicas else ()
 
 
+def _being_created(apis: ApiContext) -> ErrorCode:
+    """The answer for a topic this request has just had created (BROKER-11): KRaft's, or
+    ZooKeeper mode's (the broker runs a ZooKeeper-era controller)."""
+    if apis.kafka_controller is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ErrorCode.LEADER_NOT_AVAILABLE
+
+
 def _missing(apis: ApiContext, name: str, allow_auto_create: bool) -> Any:
     try:
         validate_topic_name(name)
         if name == OFFSETS_TOPIC:  # Kafka: createInternalTopic, not the auto-create settings
             error = ensure_offsets_topic(apis.controller, apis.config)
             if error == ErrorCode.NO_ERROR:
-                error = ErrorCode.LEADER_NOT_AVAILABLE  # created now: the client asks again
+                error = _being_created(apis)  # created now: the client asks again
         elif not allow_auto_create:
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             apis.controller.create_topic(name)  # num.partitions, default.replication.factor
-            error = ErrorCode.LEADER_NOT_AVAILABLE  # "being created": the client retries
+            error = _being_created(apis)  # the client asks again
     except InvalidTopicError:
         error = ErrorCode.INVALID_TOPIC
     except KafkaError as err:  # e.g. default.replication.factor above the broker count

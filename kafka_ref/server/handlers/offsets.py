@@ -11,13 +11,20 @@
   if no record that recent exists below the high watermark the answer is offset -1,
   timestamp -1 (BROKER-25).
 
+A negative target is a selector, and each selector came with a version of the request: a
+partition asked for one its request's version does not know (-3, the max timestamp, below
+v7; any other negative value) answers UNSUPPORTED_VERSION, before the broker even looks
+for the partition, as Kafka's `ReplicaManager.fetchOffset` does (BROKER-61). The
+partitions are checked in Kafka's order: authorization, a partition named twice
+(INVALID_REQUEST), the selector's version, then the lookup.
+
 **DeleteRecords** (key 21) raises a partition's log start offset to the given offset
 (-1 means the high watermark): records below it become unreadable at once, and segments
 wholly below it are deleted (LOG-14). An offset above the high watermark is
 OFFSET_OUT_OF_RANGE; a compacted topic refuses with POLICY_VIOLATION, as Kafka does. The
 answer is the new low watermark (BROKER-26).
 
-Rules: BROKER-24, BROKER-25, BROKER-26.
+Rules: BROKER-24, BROKER-25, BROKER-26, BROKER-61.
 """
 
 from __future__ import annotations
@@ -37,6 +44,15 @@ if TYPE_CHECKING:
 
 READ_COMMITTED = 1
 CONSUMER_REPLICA_ID = -1
+# The first ListOffsets version of each selector (Kafka: `timestampMinSupportedVersion`):
+# latest and earliest, max timestamp (KIP-734), earliest local and latest tiered (KIP-405),
+# earliest pending upload (KIP-1023).
+SELECTOR_MIN_VERSION = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11}
+
+
+def selector_unsupported(target: int, version: int) -> bool:
+    """A negative target this request's version does not know (BROKER-61)."""
+    return target < 0 and version < SELECTOR_MIN_VERSION.get(target, 1 << 15)
 
 
 def offset_for_target(partition: Partition, target: int, *, read_committed: bool, replica_id: int):
@@ -67,10 +83,12 @@ def handle_list_offsets(apis: ApiContext, request: Request) -> Any:
                 partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1
             )
             try:
-                if seen[(topic.name, p.partition_index)] > 1:
-                    result.error_code = ErrorCode.INVALID_REQUEST
-                elif not authorized(apis, request, Op.DESCRIBE, Res.TOPIC, topic.name):
+                if not authorized(apis, request, Op.DESCRIBE, Res.TOPIC, topic.name):
                     result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # SEC-17
+                elif seen[(topic.name, p.partition_index)] > 1:
+                    result.error_code = ErrorCode.INVALID_REQUEST
+                elif selector_unsupported(p.timestamp, request.api_version):
+                    result.error_code = ErrorCode.UNSUPPORTED_VERSION  # BROKER-61
                 else:
                     partition = apis.replica_manager.get_partition(topic.name, p.partition_index)
                     result.timestamp, result.offset = offset_for_target(

@@ -4,14 +4,19 @@ A ProduceRequest carries `acks`, a timeout, and per topic-partition one record b
 the producer built it (possibly compressed). The broker's path (Kafka:
 `KafkaApis.handleProduceRequest` -> `ReplicaManager.appendRecords`) never decodes a record:
 
-1. `acks` must be 0, 1 or -1 (all); anything else answers every partition with
-   INVALID_REQUIRED_ACKS (BROKER-13).
-2. Per partition, the batch's header is checked as `ProduceRequest.validateRecords` does:
-   exactly one batch, magic 2 (magic 0/1 is UNSUPPORTED_FOR_MESSAGE_FORMAT: kafka-ref stores
-   only v2 batches and does not convert), zstd only from v7 (UNSUPPORTED_COMPRESSION_TYPE,
-   BROKER-27).
-   An unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION: produce never creates
-   topics, Metadata does (BROKER-11).
+1. Per partition, in this order: the producer must be allowed to write to the topic
+   (TOPIC_AUTHORIZATION_FAILED); the partition must exist (UNKNOWN_TOPIC_OR_PARTITION:
+   produce never creates topics, Metadata does, BROKER-11); and the batch's header is
+   checked as `ProduceRequest.validateRecords` does: exactly one whole batch (INVALID_RECORD;
+   a length no format allows or an unknown magic is CORRUPT_MESSAGE), of magic 2 (magic 0/1
+   is INVALID_RECORD: kafka-ref stores only v2 batches and does not convert), zstd only from
+   v7 (UNSUPPORTED_COMPRESSION_TYPE, BROKER-27). Trailing bytes that do not make a second
+   batch are dropped, as Kafka's append trims them.
+2. Then, for the partitions that passed, `acks` must be 0, 1 or -1 (all); anything else
+   answers each of them with INVALID_REQUIRED_ACKS (BROKER-13). The order is Kafka's
+   (`KafkaApis.handleProduceRequest` sorts the partitions out before
+   `ReplicaManager.appendRecords` looks at acks), so a partition that does not exist says so
+   whatever the acks.
 3. The log validates the batch (length, CRC-32C, record count, `max.message.bytes` ->
    MESSAGE_TOO_LARGE), stamps base offset and leader epoch in place, and with
    `message.timestamp.type=LogAppendTime` the broker's time (then the response carries
@@ -32,6 +37,10 @@ the producer built it (possibly compressed). The broker's path (Kafka:
    (BROKER-4). If an acks=0 append failed, the broker closes the connection, Kafka's only
    way to tell such a producer (BROKER-15).
 
+A request whose batches are transactional must carry a transactional id its client may
+write: without one, or without the right, every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED before anything else is looked at (TXN-88; Kafka
+checks the first batch of each partition, `RequestUtils.hasTransactionalRecords`).
 A transactional batch (request with a transactional id) for a partition where its producer
 has no open transaction yet is appended only once the transaction coordinator confirms
 that the partition is in the producer's transaction (KIP-890, TXN-23,
@@ -42,7 +51,7 @@ compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per 
 (BROKER-16).
 
 Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, REPL-4, REPL-6,
-REPL-11, TXN-23.
+REPL-11, TXN-23, TXN-88.
 """
 
 from __future__ import annotations
@@ -53,7 +62,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import CorruptRecordError, ErrorCode
 from kafka_ref.protocol.messages import ProduceResponse
-from kafka_ref.record.batch import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, BatchHeader
+from kafka_ref.record.batch import (
+    ATTR_TRANSACTIONAL,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    BatchHeader,
+)
 from kafka_ref.record.compression import Compression
 from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.purgatory import DelayedOperation
@@ -66,32 +81,82 @@ if TYPE_CHECKING:
 logger = logging.getLogger("kafka_ref.server.handlers.produce")
 
 _LENGTH = struct.Struct(">i")  # batchLength at offset 8
+LEGACY_RECORD_OVERHEAD_V0 = 14  # the smallest record of any format (Kafka: RECORD_OVERHEAD_V0)
 _ATTRIBUTES = struct.Struct(">h")  # attributes at offset 21
 MIN_VERSION_WITH_BATCHES = 3
 MIN_VERSION_WITH_ZSTD = 7
 
 
-def check_records(records: Any, version: int) -> tuple[ErrorCode, str]:
-    """The per-partition header checks of Kafka's ProduceRequest.validateRecords."""
-    if records is None or len(records) == 0:
-        return ErrorCode.INVALID_RECORD, "at least one record batch per partition is required"
-    if len(records) <= MAGIC_OFFSET:
-        return ErrorCode.CORRUPT_MESSAGE, f"{len(records)} bytes cannot hold a batch"
-    magic = records[MAGIC_OFFSET]
-    if magic < MAGIC_V2:
-        return ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"magic {magic}: only v2 batches"
-    if magic != MAGIC_V2:
-        return ErrorCode.CORRUPT_MESSAGE, f"unknown magic {magic}"
-    size = _LENGTH.unpack_from(records, 8)[0] + LOG_OVERHEAD
-    if size > len(records) or size < LOG_OVERHEAD:
-        return ErrorCode.CORRUPT_MESSAGE, "the batch length runs past the records"
-    if size < len(records):
-        return ErrorCode.INVALID_RECORD, "exactly one record batch per partition is allowed"
-    if len(records) >= 23 and version < MIN_VERSION_WITH_ZSTD:
+class _CorruptBatch(Exception):
+    """A batch header no format allows (Kafka: CorruptRecordException while iterating)."""
+
+
+def _batch_end(records: Any, pos: int) -> int | None:
+    """Where the batch starting at `pos` ends, or None when no whole batch is there (Kafka:
+    `ByteBufferLogInputStream.nextBatch`, which stops at a partial batch without an error).
+    A length below the smallest record of any format, or an unknown magic, is corrupt."""
+    remaining = len(records) - pos
+    if remaining < LOG_OVERHEAD:
+        return None
+    length = _LENGTH.unpack_from(records, pos + 8)[0]
+    if length < LEGACY_RECORD_OVERHEAD_V0:
+        raise _CorruptBatch(
+            f"batch length {length} is below the smallest record's {LEGACY_RECORD_OVERHEAD_V0}"
+        )
+    if remaining <= MAGIC_OFFSET:
+        return None
+    magic = records[pos + MAGIC_OFFSET]
+    if magic > MAGIC_V2:  # a signed byte in Kafka: negative magics land here too
+        raise _CorruptBatch(f"invalid magic {magic}")
+    if remaining < length + LOG_OVERHEAD:
+        return None
+    return pos + length + LOG_OVERHEAD
+
+
+def check_records(records: Any, version: int) -> tuple[ErrorCode, str, int]:
+    """The per-partition checks of Kafka's `ProduceRequest.validateRecords` (BROKER-27):
+    (error, why, where the batch ends). Bytes after the one batch that do not make a whole
+    second batch are not an error: the append drops them, as Kafka's `trimInvalidBytes`."""
+    try:
+        end = None if records is None else _batch_end(records, 0)
+        if end is None:
+            return (
+                ErrorCode.INVALID_RECORD,
+                "at least one record batch per partition is required",
+                0,
+            )
+        magic = records[MAGIC_OFFSET]
+        if magic != MAGIC_V2:
+            return ErrorCode.INVALID_RECORD, f"magic {magic}: only v2 batches from Produce v3", 0
         codec = _ATTRIBUTES.unpack_from(records, 21)[0] & 0x07
-        if codec == Compression.ZSTD:
-            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7, got v{version}"
-    return ErrorCode.NO_ERROR, ""
+        if version < MIN_VERSION_WITH_ZSTD and codec == Compression.ZSTD:
+            return (
+                ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                f"zstd needs Produce v7, got v{version}",
+                0,
+            )
+        if _batch_end(records, end) is not None:
+            return ErrorCode.INVALID_RECORD, "exactly one record batch per partition is allowed", 0
+    except _CorruptBatch as err:
+        return ErrorCode.CORRUPT_MESSAGE, str(err), 0
+    return ErrorCode.NO_ERROR, "", end
+
+
+def has_transactional_records(body: Any) -> bool:
+    """Whether the first batch of any partition is transactional (Kafka:
+    `RequestUtils.hasTransactionalRecords`): such a request needs a transactional id its
+    client may write (TXN-88)."""
+    for topic in body.topic_data:
+        for data in topic.partition_data:
+            records = data.records
+            if (
+                records is not None
+                and len(records) >= 23
+                and records[MAGIC_OFFSET] == MAGIC_V2
+                and _ATTRIBUTES.unpack_from(records, 21)[0] & ATTR_TRANSACTIONAL
+            ):
+                return True
+    return False
 
 
 def handle_produce(apis: ApiContext, request: Request) -> Any:
@@ -99,12 +164,11 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
     acks = body.acks
     if version < MIN_VERSION_WITH_BATCHES:
         error = ErrorCode.UNSUPPORTED_VERSION  # BROKER-16, as Kafka 4
-    elif acks not in (0, 1, -1):
-        error = ErrorCode.INVALID_REQUIRED_ACKS  # BROKER-13
-    elif body.transactional_id is not None and not authorized(
-        apis, request, Op.WRITE, Res.TRANSACTIONAL_ID, body.transactional_id
+    elif has_transactional_records(body) and (
+        body.transactional_id is None
+        or not authorized(apis, request, Op.WRITE, Res.TRANSACTIONAL_ID, body.transactional_id)
     ):
-        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # SEC-17
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # SEC-17, TXN-88
     else:
         error = ErrorCode.NO_ERROR
     if error != ErrorCode.NO_ERROR:
@@ -116,19 +180,29 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
     entries: dict[tuple[str, int], Any] = {}
     failed: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
     for topic in body.topic_data:
+        allowed = authorized(apis, request, Op.WRITE, Res.TOPIC, topic.name)
+        meta = apis.controller.topic(topic.name)
         for data in topic.partition_data:
             tp = (topic.name, data.index)
             if tp in entries or tp in failed:
                 failed[tp] = (ErrorCode.INVALID_REQUEST, "partition listed twice")
                 entries.pop(tp, None)
                 continue
-            code, message = check_records(data.records, version)
-            if not authorized(apis, request, Op.WRITE, Res.TOPIC, topic.name):
+            if not allowed:
                 code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "not authorized"  # SEC-17
+            elif meta is None or not 0 <= data.index < meta.partitions:
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {tp}"
+            else:
+                code, message, end = check_records(data.records, version)
             if code != ErrorCode.NO_ERROR:
                 failed[tp] = (code, message)
-            else:
-                entries[tp] = data.records
+            else:  # the one batch, without trailing bytes that do not make another
+                records = data.records
+                entries[tp] = records if end == len(records) else memoryview(records)[:end]
+    if entries and acks not in (0, 1, -1):  # BROKER-13: only the partitions that passed
+        for tp in entries:
+            failed[tp] = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
+        return _response(body, failed, ErrorCode.NO_ERROR, apis)
     if body.transactional_id is not None and _verify_first(apis, request, entries, failed):
         return DEFERRED
     return _append(apis, request, entries, failed)
@@ -251,6 +325,12 @@ class DelayedProduce(DelayedOperation):
         self.apis.send(self.request, _response(self.request.body, self.outcome, 0, self.apis))
 
 
+def _log_start(result: Any) -> int:
+    """A failed partition's log start offset: known for a failed append to a partition
+    this broker leads (BROKER-14), -1 for one refused before the append."""
+    return -1 if result is None or isinstance(result, tuple) else result.log_start_offset
+
+
 def _error_of(result: Any) -> tuple[ErrorCode, str]:
     if isinstance(result, tuple):
         return result
@@ -274,7 +354,7 @@ def _response(body: Any, outcome: dict, error: ErrorCode, apis: ApiContext) -> A
                     error_code=code,
                     base_offset=info.first_offset if ok else -1,
                     log_append_time_ms=info.log_append_time if ok else -1,
-                    log_start_offset=info.log_start_offset if ok else -1,
+                    log_start_offset=info.log_start_offset if ok else _log_start(result),
                     record_errors=_NO_RECORD_ERRORS if ok else _record_errors(result),
                     error_message=None if ok else message or None,  # v8+ (KIP-467)
                     current_leader=None,  # tagged, v10+: never on the wire here

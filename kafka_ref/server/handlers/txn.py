@@ -45,7 +45,7 @@ from kafka_ref.protocol.messages import (
 from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, build_marker_batch
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, DelayedCoordinatorAppend
 from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_any
-from kafka_ref.server.handlers.groups import requested_offsets
+from kafka_ref.server.handlers.group_offsets import requested_offsets
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 
@@ -127,17 +127,19 @@ def _may_write_txn(apis: ApiContext, request: Request, transactional_id: str) ->
 def _denied_partitions(
     apis: ApiContext, request: Request, transactional_id: str, partitions: set[tuple[str, int]]
 ) -> dict[tuple[str, int], ErrorCode]:
-    """Refusals before the coordinator is asked (SEC-17): every partition when the id may
-    not be written, else those of topics that may not be written (Kafka answers the others
-    OPERATION_NOT_ATTEMPTED)."""
+    """Refusals before the coordinator is asked: every partition when the id may not be
+    written (SEC-17), else those of topics that may not be written (SEC-17) and those that
+    do not exist (TXN-87). Kafka answers the others OPERATION_NOT_ATTEMPTED."""
     if not _may_write_txn(apis, request, transactional_id):
         return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return {
-        tp: refused
-        for tp in partitions
-        if not authorized(apis, request, Op.WRITE, Res.TOPIC, tp[0])
-    }
+    denied = {}
+    for topic, index in partitions:
+        meta = apis.controller.topic(topic)
+        if not authorized(apis, request, Op.WRITE, Res.TOPIC, topic):
+            denied[(topic, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif meta is None or not 0 <= index < meta.partitions:
+            denied[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return denied
 
 
 def _init_response(
@@ -344,7 +346,8 @@ def handle_write_txn_markers(apis: ApiContext, request: Request) -> Any:
 def handle_txn_offset_commit(apis: ApiContext, request: Request) -> Any:
     """Offsets in a transaction: pending in the group coordinator until the marker (TXN-16)."""
     body = request.body
-    order, errors, offsets = requested_offsets(apis, request, apis.clock.milliseconds())
+    now = apis.clock.milliseconds()
+    order, errors, offsets = requested_offsets(apis, request, body.topics, now)
     if not _may_write_txn(apis, request, body.transactional_id):  # SEC-17
         errors = dict.fromkeys(order, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         offsets = {}
@@ -367,7 +370,8 @@ def handle_txn_offset_commit(apis: ApiContext, request: Request) -> Any:
 
     if not offsets:
         return respond()
-    member = (body.member_id, body.group_instance_id, body.generation_id)  # v3+ (KIP-447)
+    # v3+ (KIP-447): the consumer's member id, instance id and generation
+    member = (body.member_id, body.group_instance_id, body.generation_id)
     apis.group_coordinator.commit_txn_offsets(
         body.group_id, body.producer_id, body.producer_epoch, offsets, done, member
     )

@@ -7,18 +7,21 @@ with it. KIP-664 gives operators three requests to find such a *hanging transact
   producer id the epoch, last sequence and append time, the coordinator epoch of its last
   marker and the first offset of its open transaction (kafka_ref/log/producer_state.py);
 * **ListTransactions** (66) asks a transaction coordinator for the transactional ids it
-  coordinates, filtered by state, producer id and (v1) by how long they have been running;
+  coordinates, filtered by state, producer id, (v1) by how long they have been running
+  and (v2, KIP-1152) by a regular expression the whole transactional id must match
+  (TXN-86);
 * **DescribeTransactions** (65) asks the id's coordinator for its state, timeout, start
   time, producer id and epoch, and partitions (kafka_ref/txn/transaction_metadata.py).
 
 Kafka: `KafkaApis.handleDescribeProducersRequest`, `handleListTransactionsRequest`,
 `handleDescribeTransactionsRequest`, `TransactionStateManager.listTransactionStates`.
 
-Rules: TXN-19.
+Rules: TXN-19, TXN-86.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode, KafkaError
@@ -111,6 +114,15 @@ def handle_list_transactions(apis: ApiContext, request: Request) -> Any:
             wanted.add(state)
     pids = set(body.producer_id_filters)
     duration = body.duration_filter if request.api_version >= 1 else -1
+    pattern = None
+    if body.transactional_id_pattern:  # v2+; null or "" lists every id
+        try:
+            pattern = re.compile(body.transactional_id_pattern)
+        except re.error:  # Kafka: InvalidRegularExpression, the whole request
+            error = ErrorCode.INVALID_REGULAR_EXPRESSION
+            return ListTransactionsResponse(
+                throttle_time_ms=0, error_code=error, unknown_state_filters=unknown
+            )
     now = apis.clock.milliseconds()
     found = []
     for meta in apis.txn.coordinator.transactions() if apis.txn is not None else []:
@@ -120,6 +132,8 @@ def handle_list_transactions(apis: ApiContext, request: Request) -> Any:
             continue
         if duration >= 0 and now - meta.txn_start_timestamp < duration:
             continue
+        if pattern is not None and not pattern.fullmatch(meta.transactional_id):
+            continue  # Kafka: re2j `Matcher.matches`, the whole id
         if not authorized(apis, request, Op.DESCRIBE, Res.TRANSACTIONAL_ID, meta.transactional_id):
             continue  # only the ones it may describe (SEC-17)
         found.append(ListTransactionsResponse.TransactionState(

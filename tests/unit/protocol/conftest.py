@@ -190,6 +190,7 @@ _OLD = {
     49: ("admin", "AlterClientQuotas"),
     50: ("", "DescribeUserScramCredentials"),  # no hand-written 2.x classes for these two
     51: ("", "AlterUserScramCredentials"),
+    47: ("", "OffsetDelete"),  # no hand-written 2.x class
 }
 # Fields kafka-python 3.x renames (its `json_patch`), and decodes as a set of bit numbers.
 _RENAMED = {
@@ -200,6 +201,7 @@ _RENAMED = {
 _NEW = {0: "producer", 1: "consumer", 2: "consumer", 3: "metadata", 18: "metadata", 22: "producer"}
 _NEW.update(dict.fromkeys((8, 9, 11, 12, 13, 14), "consumer.group"))  # Heartbeat is not exported
 _NEW[10] = "metadata"
+_NEW[47] = "consumer"
 _NEW[23] = "consumer"
 _NEW[17] = _NEW[36] = "sasl"
 _NEW.update(dict.fromkeys((24, 25, 26, 27, 28), "producer"))  # kafka.protocol.producer
@@ -211,6 +213,12 @@ with warnings.catch_warnings():
     for _module in ("producer", "consumer", "metadata", "admin"):
         with contextlib.suppress(ImportError):  # kafka-python 2.x has no such modules
             importlib.import_module(f"kafka.protocol.{_module}")
+
+
+def bits_to_int32(bits: set[int]) -> int:
+    """kafka-python's set of bit numbers back to the signed int32 bitfield on the wire."""
+    value = sum(1 << bit for bit in bits)
+    return value - ((value >> 31) << 32)
 
 
 class KafkaPython:
@@ -255,7 +263,11 @@ class KafkaPython:
         """Our value flattened at a version: wire fields in order, arrays as ('len', n)."""
         if isinstance(codec, StructCodec):
             for attr, field_codec in codec.wire:
-                KafkaPython.our_leaves(field_codec, getattr(value, attr), out)
+                field_value = getattr(value, attr)
+                if attr.endswith("authorized_operations") and field_value == -(2**31):
+                    out.append(None)  # kafka-python's BitField reads "not asked for" as None
+                    continue
+                KafkaPython.our_leaves(field_codec, field_value, out)
         elif isinstance(codec, types.Array):
             if value is None:
                 out.append(None)
@@ -281,6 +293,8 @@ class KafkaPython:
             out.append(("len", len(value)))
             for item in value:
                 KafkaPython.their_leaves(item, out)
+        elif isinstance(value, set):  # a bitfield (authorized operations) as its bits
+            out.append(bits_to_int32(value))
         elif not isinstance(value, dict):
             out.append(value)
         return out
@@ -293,9 +307,7 @@ class KafkaPython:
             for attr, field_codec in fields:
                 their_value = getattr(theirs, _RENAMED.get(attr, attr))
                 if attr in _RENAMED:  # kafka-python decodes these bitfields as a set of bits
-                    bits = {31} if their_value is None else their_value
-                    their_value = sum(1 << bit for bit in bits)
-                    their_value -= (their_value >> 31) << 32  # back to a signed int32
+                    their_value = bits_to_int32({31} if their_value is None else their_value)
                 KafkaPython.assert_same_values(
                     field_codec, getattr(ours, attr), their_value, f"{path}.{attr}"
                 )

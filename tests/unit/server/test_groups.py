@@ -14,6 +14,7 @@ import pytest
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import (
     ApiKey,
+    ApiVersionsRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
@@ -207,7 +208,8 @@ def test_metadata_creates_the_offsets_topic_even_without_auto_creation(make_brok
     broker = make_broker(props={"auto.create.topics.enable": "false", **GROUP_PROPS})
     wire = connect(broker)
     first = wire.metadata([OFFSETS_TOPIC]).topics[0]
-    assert (first.error_code, first.is_internal) == (ErrorCode.LEADER_NOT_AVAILABLE, True)
+    # being created, as a KRaft broker answers (BROKER-11)
+    assert (first.error_code, first.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
     again = wire.metadata([OFFSETS_TOPIC]).topics[0]
     assert (again.error_code, len(again.partitions)) == (0, 5)  # offsets.topic.num.partitions
     other = wire.metadata(["plain"]).topics[0]
@@ -431,3 +433,43 @@ def test_describe_list_and_delete_groups(gbroker):
     assert list_groups(wire) == {"busy": "consumer"}
     assert fetch_offsets(wire, "idle", {"t": [0]})[1] == {("t", 0): (-1, "", 0)}
     assert delete_groups(wire, "") == {"": ErrorCode.GROUP_ID_NOT_FOUND}
+
+
+# ---------------------------------------------------------------------- newer versions
+@pytest.mark.spec("OFFSET-13")
+def test_v10_commits_and_fetches_name_topics_by_their_ids(gbroker):
+    wire = connect(gbroker)
+    wire.create_topic("t", partitions=2)
+    wire.create_topic("gone")
+    find_coordinator(wire, "c")
+    ids = {t.name: t.topic_id for t in gbroker.broker.controller.topics()}
+    partition = OffsetCommitRequest.OffsetCommitRequestPartition
+    body = OffsetCommitRequest(group_id="c", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(topic_id=ids["t"], partitions=[
+            partition(partition_index=1, committed_offset=9, committed_metadata="by id")]),
+    ])  # fmt: skip
+    answer = wire.request(ApiKey.OFFSET_COMMIT, 10, body)
+    assert [(t.topic_id, p.partition_index, p.error_code) for t in answer.topics
+            for p in t.partitions] == [(ids["t"], 1, 0)]  # fmt: skip
+    assert fetch_offsets(wire, "c", {"t": [1]})[1] == {("t", 1): (9, "by id", 0)}  # by name
+    assert commit(wire, "c", {("gone", 0): (3, "")}) == {("gone", 0): 0}
+    gbroker.broker.controller.delete_topic("gone")
+    # all of the group's offsets at v10: the deleted topic, without an id, is left out
+    body = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id="c")])
+    body.groups[0].topics = None
+    group = wire.request(ApiKey.OFFSET_FETCH, 10, body).groups[0]
+    assert [(t.topic_id, t.name, p.partition_index, p.committed_offset)
+            for t in group.topics for p in t.partitions] == [(ids["t"], "", 1, 9)]  # fmt: skip
+
+
+@pytest.mark.spec("TXN-85")
+def test_the_versions_of_transactions_v2_are_not_advertised(broker):
+    wire = connect(broker)
+    body = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    keys = {k.api_key: (k.min_version, k.max_version)
+            for k in wire.request(ApiKey.API_VERSIONS, 3, body).api_keys}  # fmt: skip
+    assert keys[ApiKey.END_TXN] == (0, 4)  # v5: KIP-890's epoch bump per transaction
+    assert keys[ApiKey.TXN_OFFSET_COMMIT] == (0, 4)  # v5: the implicit AddOffsetsToTxn
+    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5) and keys[ApiKey.ADD_OFFSETS_TO_TXN] == (0, 4)
+    assert keys[ApiKey.ADD_PARTITIONS_TO_TXN] == (0, 5)
+    assert keys[ApiKey.WRITE_TXN_MARKERS] == (1, 2)

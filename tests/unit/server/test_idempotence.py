@@ -124,8 +124,8 @@ def test_a_transactional_init_producer_id_goes_to_the_ids_coordinator(wire):
     body = ApiVersionsRequest(client_software_name="t", client_software_version="1")
     keys = {k.api_key: (k.min_version, k.max_version) for k in
             wire.request(ApiKey.API_VERSIONS, 3, body).api_keys}  # fmt: skip
-    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 4)
-    assert {24: (0, 4), 25: (0, 2), 26: (0, 2), 28: (0, 4)}.items() <= keys.items()
+    assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5)
+    assert {24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}.items() <= keys.items()  # TXN-85
     find = FindCoordinatorRequest(key="txn-1", key_type=1)
     answer = wire.request(ApiKey.FIND_COORDINATOR, 2, find)
     assert (answer.error_code, answer.node_id) == (ErrorCode.NO_ERROR, 0)

@@ -23,26 +23,26 @@ ADVERTISED = {
     4: (4, 4),  # LeaderAndIsr, StopReplica, UpdateMetadata: from the controller (CTRL-19)
     5: (3, 3),
     6: (6, 6),
-    8: (2, 3),
-    9: (1, 7),  # OffsetFetch; v7 require_stable (TXN-84)
-    10: (0, 2),
-    11: (0, 5),
-    12: (0, 3),
-    13: (0, 1),
-    14: (0, 3),
-    15: (0, 2),
-    16: (0, 2),
+    8: (2, 10),  # OffsetCommit: v6 leader epoch, v7 instance id, v10 topic ids (OFFSET-10..13)
+    9: (1, 10),  # OffsetFetch; v7 require_stable (TXN-84), v8 groups (OFFSET-14)
+    10: (0, 6),
+    11: (0, 9),
+    12: (0, 4),
+    13: (0, 5),
+    14: (0, 5),
+    15: (0, 6),
+    16: (0, 5),
     17: (0, 1),  # SaslHandshake, SaslAuthenticate (SEC-6)
     18: (0, 3),
     19: (2, 4),
     20: (1, 3),
     21: (0, 1),
-    22: (0, 4),  # InitProducerId: v3+ for the KIP-360 epoch bump (TXN-18)
+    22: (0, 5),  # InitProducerId: v3+ for the KIP-360 epoch bump (TXN-18)
     23: (2, 3),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
-    24: (0, 4),  # AddPartitionsToTxn (v4: brokers, TXN-23)
-    25: (0, 2),  # AddOffsetsToTxn, EndTxn (TXN-12, TXN-13)
-    26: (0, 2),
-    27: (1, 1),  # WriteTxnMarkers: the coordinator to partition leaders
+    24: (0, 5),  # AddPartitionsToTxn (v4+: brokers, TXN-23)
+    25: (0, 4),  # AddOffsetsToTxn, EndTxn (TXN-12, TXN-13; EndTxn v5 is TV2, TXN-85)
+    26: (0, 4),
+    27: (1, 2),  # WriteTxnMarkers: the coordinator to partition leaders
     28: (0, 4),  # TxnOffsetCommit (TXN-16, TXN-83)
     29: (1, 1),  # DescribeAcls, CreateAcls, DeleteAcls (SEC-18)
     30: (1, 1),
@@ -52,11 +52,12 @@ ADVERTISED = {
     35: (1, 4),  # DescribeLogDirs (BROKER-52)
     36: (0, 2),
     37: (0, 1),
-    42: (0, 1),
+    42: (0, 3),  # DeleteGroups
     43: (0, 2),  # ElectLeaders (CTRL-27)
     44: (0, 1),
     45: (0, 0),  # AlterPartitionReassignments (CTRL-24)
     46: (0, 0),  # ListPartitionReassignments
+    47: (0, 0),  # OffsetDelete (OFFSET-15)
     48: (0, 1),  # DescribeClientQuotas (QUOTA-9)
     49: (0, 1),  # AlterClientQuotas (QUOTA-10)
     50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)
@@ -65,7 +66,7 @@ ADVERTISED = {
     60: (0, 1),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
-    66: (0, 1),
+    66: (0, 2),  # ListTransactions: v2 transactional id pattern (TXN-86)
 }
 
 
@@ -115,11 +116,13 @@ def test_which_topics_metadata_describes(wire):
 
 @pytest.mark.spec("BROKER-11")
 @pytest.mark.parametrize("version", [1, 3, 4, 5])
-def test_auto_creation_answers_leader_not_available_then_exists(make_broker, version):
+def test_auto_creation_answers_unknown_as_kraft_then_exists(make_broker, version):
+    """Embedded metadata is KRaft's combined mode: the topic being created is not there yet
+    (ZooKeeper mode answers LEADER_NOT_AVAILABLE: tests/cluster)."""
     broker = make_broker(props={"num.partitions": 3})
     wire = Wire(broker.port)
     first = wire.metadata(["auto"], version=version).topics[0]
-    assert (first.error_code, first.partitions) == (ErrorCode.LEADER_NOT_AVAILABLE, [])
+    assert (first.error_code, first.partitions) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
     second = wire.metadata(["auto"], version=version).topics[0]
     assert second.error_code == 0 and len(second.partitions) == 3
 

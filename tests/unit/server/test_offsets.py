@@ -101,7 +101,8 @@ def test_by_timestamp_stays_below_the_high_watermark(timed, broker, monkeypatch)
 def test_delete_records(timed, version):
     assert delete_records(timed, "t", 0, 7, version) == (0, 7)
     low = timed.fetch_many([("t", 0, 6)]).responses[0].partitions[0]
-    assert (low.error_code, low.log_start_offset) == (ErrorCode.OFFSET_OUT_OF_RANGE, 7)
+    assert low.error_code == ErrorCode.OFFSET_OUT_OF_RANGE  # below the new log start
+    assert list_offsets(timed, "t", [(0, -2)]) == [(0, -1, 7)]
     assert delete_records(timed, "t", 0, 16, version) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
     assert delete_records(timed, "t", 0, -1, version) == (0, 15)
     assert delete_records(timed, "t", 3, 1, version)[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -108,14 +108,12 @@ def test_produce_v0_to_v2_is_unsupported(wire, version):
 
 
 @pytest.mark.spec("BROKER-27")
-def test_legacy_magic_is_unsupported_for_message_format(wire):
+def test_legacy_magic_is_an_invalid_record(wire):
     wire.create_topic("legacy")
     message_set = build_message_set([Record(b"k", b"v")], magic=1)
-    assert wire.produce("legacy", 0, message_set).error_code == (
-        ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
-    )
+    assert wire.produce("legacy", 0, message_set).error_code == ErrorCode.INVALID_RECORD
     v0 = build_message_set([Record(b"k", b"v")], magic=0)
-    assert wire.produce("legacy", 0, v0).error_code == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert wire.produce("legacy", 0, v0).error_code == ErrorCode.INVALID_RECORD
 
 
 @pytest.mark.spec("BROKER-27")
@@ -124,7 +122,7 @@ def test_exactly_one_batch_per_partition(wire):
     assert wire.produce("one", 0, batch(1) + batch(1)).error_code == ErrorCode.INVALID_RECORD
     assert wire.produce("one", 0, b"").error_code == ErrorCode.INVALID_RECORD
     assert wire.produce("one", 0, None).error_code == ErrorCode.INVALID_RECORD
-    assert wire.produce("one", 0, batch(2)[:-3]).error_code == ErrorCode.CORRUPT_MESSAGE
+    assert wire.produce("one", 0, batch(2)[:-3]).error_code == ErrorCode.INVALID_RECORD
 
 
 @pytest.mark.spec("BROKER-27")

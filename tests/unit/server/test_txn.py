@@ -95,7 +95,8 @@ def started(wire: Wire, topic: str) -> tuple[int, int]:
 def test_a_transaction_step_by_step_over_the_wire(wire):
     pid, epoch = started(wire, "t")
     assert add_partitions(wire, pid, epoch, "t", 0) == {0}
-    assert wire.produce("t", 0, txn_batch(pid, epoch, 0, b"a", b"b")).error_code == 0
+    produced = wire.produce("t", 0, txn_batch(pid, epoch, 0, b"a", b"b"), transactional_id=TXN)
+    assert produced.error_code == 0
     part = read_committed(wire, "t")
     assert (part.high_watermark, part.last_stable_offset) == (2, 0)
     assert wire.list_offset("t", 0, -1).offset == 2  # read_uncommitted: the HW
@@ -109,7 +110,8 @@ def test_a_transaction_step_by_step_over_the_wire(wire):
     assert read_marker(bytes(RecordBatch(bytes(part.records), first))).control_type == 0
     # the next transaction commits; its records are read, the aborted ones never
     assert add_partitions(wire, pid, epoch, "t", 0) == {0}
-    assert wire.produce("t", 0, txn_batch(pid, epoch, 2, b"c")).error_code == 0
+    produced = wire.produce("t", 0, txn_batch(pid, epoch, 2, b"c"), transactional_id=TXN)
+    assert produced.error_code == 0
     assert end(wire, pid, epoch, commit=True) == 0
     assert wait_until(lambda: read_committed(wire, "t").last_stable_offset == 5)
     assert read_committed(wire, "t", 3).aborted_transactions == []  # none overlaps 3..
@@ -133,7 +135,8 @@ def test_a_restarted_coordinator_writes_the_markers_of_a_logged_decision(make_br
     wire = Wire(broker.port)
     pid, epoch = started(wire, "r")
     assert add_partitions(wire, pid, epoch, "r", 0) == {0}
-    assert wire.produce("r", 0, txn_batch(pid, epoch, 0, b"x", b"y")).error_code == 0
+    produced = wire.produce("r", 0, txn_batch(pid, epoch, 0, b"x", b"y"), transactional_id=TXN)
+    assert produced.error_code == 0
     assert read_committed(wire, "r").last_stable_offset == 0
     home = broker.broker.txns.coordinator.partition_for(TXN)
     wire.close()
@@ -183,7 +186,9 @@ def test_init_producer_id_v4_over_the_wire_bumps_the_named_epoch(wire):
 def test_describe_and_list_transactions_and_producers_find_an_open_transaction(wire):
     pid, epoch = started(wire, "h")
     assert add_partitions(wire, pid, epoch, "h", 0) == {0}
-    assert wire.produce("h", 0, txn_batch(pid, epoch, 0, b"a", b"b", b"c")).error_code == 0
+    records = txn_batch(pid, epoch, 0, b"a", b"b", b"c")
+    produced = wire.produce("h", 0, records, transactional_id=TXN)
+    assert produced.error_code == 0
     body = DescribeProducersRequest(topics=[
         DescribeProducersRequest.TopicRequest(name="h", partition_indexes=[0, 7])])  # fmt: skip
     answer = wire.request(ApiKey.DESCRIBE_PRODUCERS, 0, body).topics[0]

@@ -142,6 +142,39 @@ def test_reset_offsets_dry_run_then_execute_only_when_inactive(env, capsys):
     assert admin.list_groups() == []
 
 
+@pytest.mark.spec("TOOLS-35", "OFFSET-15")
+def test_delete_offsets_of_topics_no_member_reads(env, capsys):
+    bootstrap, admin, member = env
+    admin.create_topics([NewTopic("u", 2, 1)])
+    member.commit_sync({TopicPartition("u", 0): 4, TopicPartition("u", 1): 1})
+    argv = groups(bootstrap, "--delete-offsets", "--group", "g", "--topic", "t", "--topic", "u:0")
+    assert main(argv) == 1  # the member subscribes to t
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "Error: Encounter some partition level error, see the follow-up details:\n"
+    )
+    assert table(captured.out, "TOPIC") == [
+        ["t", "0", "Error:", "GROUP_SUBSCRIBED_TO_TOPIC"],
+        ["t", "1", "Error:", "GROUP_SUBSCRIBED_TO_TOPIC"],
+        ["u", "0", "Successful"],
+    ]
+    offsets = admin.list_consumer_group_offsets("g")
+    assert {tp: o.offset for tp, o in offsets.items()} == {
+        TopicPartition("t", 0): 5, TopicPartition("t", 1): 2, TopicPartition("u", 1): 1
+    }
+    assert main(groups(bootstrap, "--delete-offsets", "--group", "g", "--topic", "u")) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Request succeed for deleting offsets from group g.\n")
+    assert table(out, "TOPIC") == [["u", "0", "Successful"], ["u", "1", "Successful"]]
+    assert set(admin.list_consumer_group_offsets("g")) == {TopicPartition("t", p) for p in (0, 1)}
+    assert main(groups(bootstrap, "--delete-offsets", "--group", "g", "--topic", "nope")) == 1
+    assert table(capsys.readouterr().out, "TOPIC") == [
+        ["nope", "Not", "Provided", "Error:", "UNKNOWN_TOPIC_OR_PARTITION"]
+    ]
+    assert main(groups(bootstrap, "--delete-offsets", "--group", "none", "--topic", "u")) == 1
+    assert capsys.readouterr().err == "Error: 'none' does not exist.\n"
+
+
 @pytest.mark.spec("TOOLS-10", "TOOLS-3")
 @pytest.mark.parametrize(
     "argv",
@@ -178,6 +211,14 @@ def test_reset_offsets_dry_run_then_execute_only_when_inactive(env, capsys):
             "--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t",
             "--to-latest", "--execute", "--dry-run",
         ],
+        ["--bootstrap-server", "h:1", "--delete-offsets", "--group", "g"],
+        ["--bootstrap-server", "h:1", "--delete-offsets", "--topic", "t"],
+        [
+            "--bootstrap-server", "h:1", "--delete-offsets", "--group", "g", "--topic", "t",
+            "--all-topics",
+        ],
+        ["--bootstrap-server", "h:1", "--delete-offsets", "--group", "g", "--topic", "t:-1"],
+        ["--bootstrap-server", "h:1", "--describe", "--group", "g", "--topic", "t"],
         ["--bootstrap-server", "h:1", "--describe", "--group", "g", "--to-latest"],
         ["--bootstrap-server", "h:1", "--describe", "--group", "g", "--to-offset", "soon"],
     ],
