@@ -126,8 +126,9 @@ def test_groups_are_listed_described_and_their_offsets_altered_and_deleted(java,
     java.call("seek", bootstrap=bootstrap, topic=topic, group=group, records=10, base=0)
 
     # No member ever joined: the group holds only commits, with no protocol type (as in
-    # Kafka's GroupMetadata of a group created by an offset commit).
-    assert java.call("list-groups", bootstrap=bootstrap)[group]["protocol"] == ""
+    # Kafka's GroupMetadata of a group created by an offset commit); a classic group.
+    listed = java.call("list-groups", bootstrap=bootstrap)[group]
+    assert listed == {"type": "CLASSIC", "protocol": "", "state": "EMPTY"}
     described = java.call("describe-groups", bootstrap=bootstrap, groups=[group])[group]
     assert described["state"] == "EMPTY" and described["members"] == []
     tp = f"{topic}-0"

@@ -23,6 +23,8 @@ from confluent_kafka import Producer
 
 from kafka_ref.apache.classpath import classpath
 from kafka_ref.apache.tools import PERF_JVM_OPTS, TOOLS, tool_command
+from kafka_ref.protocol.api_keys import ApiKey
+from kafka_ref.protocol.messages import APIS
 from tests.java_clients.conftest import run_tool
 from tests.java_clients.test_producer import create_topic, topic_name
 
@@ -53,7 +55,9 @@ def test_every_tool_is_a_main_class_of_the_pinned_kafka_and_runs_from_kafka_ref(
     # kafka-broker-api-versions prints the broker and each API with the versions it serves.
     assert listed.returncode == 0, listed.stderr
     assert f"{broker.bootstrap} (id: 0 rack: null" in listed.stdout
-    assert "Produce(0): 0 to 8 [usable: " in listed.stdout
+    for key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.END_TXN):
+        api = APIS[key]
+        assert f"({key}): {api.min_version} to {api.max_version} [usable: " in listed.stdout
     unknown = subprocess.run([*cli, "--tool", "kafka-nope"], capture_output=True, text=True)
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
 
@@ -124,6 +128,11 @@ def test_kafka_consumer_groups_lists_describes_resets_and_deletes(java, broker):
     assert reset.split()[-4:] == [group, topic, "0", "2"]
     offsets = java.call("list-group-offsets", bootstrap=broker.bootstrap, group=group)
     assert offsets[f"{topic}-0"][0] == 2
+    dropped = ok(run_tool("kafka-consumer-groups", *bootstrap, "--delete-offsets",
+                          "--group", group, "--topic", topic))  # fmt: skip
+    assert f"Request succeeded for deleting offsets from group {group}." in dropped
+    assert dropped.split()[-3:] == [topic, "0", "Successful"]
+    assert java.call("list-group-offsets", bootstrap=broker.bootstrap, group=group) == {}
     deleted = ok(run_tool("kafka-consumer-groups", *bootstrap, "--delete", "--group", group))
     assert f"Deletion of requested consumer groups ('{group}') was successful." in deleted
     assert group not in java.call("list-groups", bootstrap=broker.bootstrap)
