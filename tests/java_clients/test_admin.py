@@ -95,7 +95,7 @@ def test_client_quotas_are_described_removed_and_throttle_a_producer(java, broke
     create_topic(java, broker, topic, 1)
     client = f"slow-{uuid.uuid4().hex[:6]}"
     altered = java.call("alter-quotas", bootstrap=bootstrap, alterations=[
-        [{"client-id": client}, {"producer_byte_rate": 20_000}],
+        [{"client-id": client}, {"producer_byte_rate": 1024}],
         [{"user": "alice"}, {"producer_byte_rate": 1024, "consumer_byte_rate": 2048}],
         [{"user": None}, {"request_percentage": 50}],
     ])  # fmt: skip
@@ -105,11 +105,14 @@ def test_client_quotas_are_described_removed_and_throttle_a_producer(java, broke
     users = java.call("describe-quotas", bootstrap=bootstrap, components=[["user"]], strict=True)
     assert set(users) == {"{user=alice}", "{user=null}"}
 
+    # 40 kB in one batch, one request, at 1 kB/s: far over the quota whatever the length of
+    # its window. The answer says how long to wait; nothing is left to send after it.
     sent = java.call(
-        "produce", bootstrap=bootstrap, topic=topic, count=100, prefix="y" * 2000,
-        props={"client.id": client, "batch.size": 8192}, metrics=["produce-throttle-time-max"],
+        "produce", bootstrap=bootstrap, topic=topic, count=20, prefix="y" * 2000,
+        props={"client.id": client, "batch.size": 65536, "linger.ms": 200},
+        metrics=["produce-throttle-time-max"],
     )  # fmt: skip
-    assert sent["acked"] == 100 and sent["metrics"]["produce-throttle-time-max"] > 0
+    assert sent["acked"] == 20 and sent["metrics"]["produce-throttle-time-max"] > 0
 
     removed = java.call("alter-quotas", bootstrap=bootstrap, alterations=[
         [{"user": "alice"}, {"producer_byte_rate": None, "consumer_byte_rate": None}],
