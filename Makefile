@@ -23,15 +23,16 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kafka-ref demo --data-dir $${DATA_DIR:-/tmp/kafka-ref-demo}
 
-# What the tests need beyond Python, from Debian: a JRE (ZooKeeper, Spark and Apache Kafka run
-# on Java), zookeeper (tests/cluster runs a real ZooKeeper server), chromium
-# (tests/test_docs_build.py renders the site's diagrams headless) and maven (it fetches Apache
-# Kafka, the reference kafka-ref is checked against, from Maven Central). Installed quietly, only when missing, with `sudo -n`
+# What the tests need beyond Python, from Debian: a JDK (ZooKeeper, Spark and Apache Kafka run
+# on Java; tests/java, the harness of Kafka's Java clients, is compiled), zookeeper
+# (tests/cluster runs a real ZooKeeper server), chromium (tests/test_docs_build.py renders the
+# site's diagrams headless) and maven (it fetches Apache Kafka, the reference kafka-ref is
+# checked against, from Maven Central, and builds the harness). Installed quietly, only when missing, with `sudo -n`
 # when not root; when that cannot work, one line names the command to run. The tests that need
 # a missing part then fail, never skip.
 system-packages:
 	@missing=""; \
-	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
 	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
@@ -50,9 +51,11 @@ system-packages:
 # on two cores halve the time. PYTEST_ARGS="-n 0" runs it in one process.
 PYTEST_ARGS ?= -n 3 --dist loadfile
 
-# Apache Kafka's jars (kafka_ref/apache/pom.xml), fetched once with Maven and cached.
+# Apache Kafka's jars (kafka_ref/apache/pom.xml), fetched once with Maven and cached; the Java
+# harness of tests/java_clients built against them (cached too, by the hash of its sources).
 apache-kafka: $(STAMP) system-packages
 	$(BIN)/kafka-ref reference-kafka --fetch
+	$(BIN)/python -c 'from tests.java_clients.harness import harness_jar; print(harness_jar())'
 
 # The suite runs twice: everything against kafka-ref, then the conformance suite against
 # Apache Kafka itself, the judge of every rule (a one-node KRaft Kafka and the siblings some

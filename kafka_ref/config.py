@@ -12,6 +12,7 @@ The same table answers DescribeConfigs (value, default, source) once the broker 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,6 +32,8 @@ class ConfigDef:
     doc: str
     minimum: float | None = None
     choices: tuple[str, ...] | None = None
+    # what is wrong with a parsed value (None: nothing), beyond its type, range and choices
+    validator: Callable[[Any], str | None] | None = None
 
     def parse(self, raw: Any) -> Any:
         """Turn a raw value (a string from a properties file, or a Python value) into its type."""
@@ -47,6 +50,9 @@ class ConfigDef:
                     raise InvalidConfigError(
                         f"{self.name}: {item!r} is not one of {', '.join(self.choices)}"
                     )
+        problem = self.validator(value) if self.validator is not None else None
+        if problem is not None:
+            raise InvalidConfigError(f"{self.name}: {problem}")
         return value
 
 
@@ -63,6 +69,16 @@ def _parse_list(raw: Any) -> tuple[str, ...]:
     if isinstance(raw, (list, tuple)):
         return tuple(str(x).strip() for x in raw)
     return tuple(part.strip() for part in str(raw).split(",") if part.strip())
+
+
+def _throttled_replicas(replicas: tuple[str, ...]) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: the literal '*' alone, or partition:broker items."""
+    if replicas == ("*",) or all(re.fullmatch(r"[0-9]+:[0-9]+", r) for r in replicas):
+        return None
+    return (
+        "must be the literal '*' or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
 
 
 _PARSERS: dict[str, Callable[[Any], Any]] = {
@@ -148,8 +164,30 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
         ),
         ConfigDef("preallocate", "boolean", False, "Preallocate segment files."),
+        # Replication quotas (KIP-73): which replicas the leader's and the followers'
+        # throttle covers. kafka-ref knows them, so that Kafka's reassignment tool can set
+        # and clear them (CONFIG-8), but it has no replication quotas: nothing is throttled.
+        ConfigDef(
+            "leader.replication.throttled.replicas",
+            "list",
+            (),
+            "Replicas throttled on the leader side: '*' or partition:broker items.",
+            validator=_throttled_replicas,
+        ),
+        ConfigDef(
+            "follower.replication.throttled.replicas",
+            "list",
+            (),
+            "Replicas throttled on the follower side: '*' or partition:broker items.",
+            validator=_throttled_replicas,
+        ),
     )
 }
+# Topic configs without a broker default (Kafka: LogConfig.CONFIGS_WITH_NO_SERVER_DEFAULTS):
+# a topic's own override, else Kafka's default.
+NO_SERVER_DEFAULT = frozenset(
+    {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
 
 # Broker-level names that do not follow the `log.` + topic name rule.
 BROKER_NAMES: dict[str, str] = {
@@ -170,8 +208,11 @@ BROKER_NAMES: dict[str, str] = {
 }
 
 
-def broker_name(topic_name: str) -> str:
-    """The broker default's name of a topic config: `segment.bytes` -> `log.segment.bytes`."""
+def broker_name(topic_name: str) -> str | None:
+    """The broker default's name of a topic config: `segment.bytes` -> `log.segment.bytes`;
+    None for a config the broker has no default of."""
+    if topic_name in NO_SERVER_DEFAULT:
+        return None
     return BROKER_NAMES.get(topic_name, "log." + topic_name)
 
 
@@ -205,6 +246,8 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"
     preallocate: bool = False
+    leader_replication_throttled_replicas: tuple[str, ...] = ()
+    follower_replication_throttled_replicas: tuple[str, ...] = ()
 
     @classmethod
     def from_properties(

@@ -28,6 +28,8 @@ import tempfile
 
 POM = pathlib.Path(__file__).with_name("pom.xml")
 LOG4J_CONFIG = pathlib.Path(__file__).with_name("log4j2.properties")
+# The tools' logging (Kafka's config/tools-log4j2.yaml): warnings on stderr, stdout left alone.
+TOOLS_LOG4J_CONFIG = pathlib.Path(__file__).with_name("tools-log4j2.properties")
 
 
 class ApacheKafkaUnavailable(RuntimeError):
@@ -60,6 +62,19 @@ def java() -> str:
     if not found or not os.access(found, os.X_OK):
         raise ApacheKafkaUnavailable("Apache Kafka needs Java 17 or later: no `java` found")
     return found
+
+
+def jvm_command(
+    main: str,
+    *args: str,
+    jvm_opts: list[str],
+    log_config: pathlib.Path = TOOLS_LOG4J_CONFIG,
+    extra_classpath: tuple[str, ...] = (),
+) -> list[str]:
+    """The command line that runs `main` on the pinned Kafka's classpath, as
+    kafka-run-class.sh does: java, the JVM options, the logging config, -cp, the class."""
+    jars = os.pathsep.join((classpath(), *extra_classpath))
+    return [java(), *jvm_opts, f"-Dlog4j2.configurationFile={log_config}", "-cp", jars, main, *args]
 
 
 def classpath(fetch: bool = True) -> str:

@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from kafka_ref.apache.classpath import LOG4J_CONFIG, classpath, java
+from kafka_ref.apache.classpath import LOG4J_CONFIG, jvm_command
 from kafka_ref.tools.server_process import ServerProcess, free_port
 
 READY_SECONDS = 60.0
@@ -108,15 +108,7 @@ class KafkaNode(ServerProcess):
         return "broker" in self.roles
 
     def java_command(self, main: str, *args: str) -> list[str]:
-        return [
-            java(),
-            *self.jvm_opts,
-            f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
-            "-cp",
-            classpath(),
-            main,
-            *args,
-        ]
+        return jvm_command(main, *args, jvm_opts=self.jvm_opts, log_config=LOG4J_CONFIG)
 
     def write_properties(self, configs: Mapping[str, object]) -> None:
         os.makedirs(self.dir, exist_ok=True)

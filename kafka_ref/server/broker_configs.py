@@ -232,7 +232,9 @@ PASSWORD_KEYS = frozenset(
     {"ssl.keystore.key", "ssl.keystore.password", "ssl.key.password", "sasl.jaas.config"}
 )
 # topic config's broker name -> topic config name (log.segment.bytes -> segment.bytes)
-LOG_DEFAULTS: dict[str, str] = {broker_name(name): name for name in TOPIC_CONFIGS}
+LOG_DEFAULTS: dict[str, str] = {
+    default: name for name in TOPIC_CONFIGS if (default := broker_name(name)) is not None
+}
 for _name, _topic in LOG_DEFAULTS.items():
     _d = TOPIC_CONFIGS[_topic]
     BROKER_CONFIGS.setdefault(_name, dataclasses.replace(_d, name=_name))

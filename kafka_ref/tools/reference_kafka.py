@@ -5,6 +5,7 @@
     kafka-ref reference-kafka --config group.initial.rebalance.delay.ms=0
     kafka-ref reference-kafka --feature transaction.version=1   # transactions v1 (KIP-890)
     kafka-ref reference-kafka --fetch                     # only fetch the jars (Maven), then exit
+    kafka-ref reference-kafka --tool kafka-topics -- --bootstrap-server 127.0.0.1:9092 --list
 
 The pinned Apache Kafka (kafka_ref/apache/pom.xml) is fetched from Maven Central on first use
 and cached (kafka_ref/apache/classpath.py); each node's storage is formatted as
@@ -16,16 +17,22 @@ cluster with that feature finalized at that level (`kafka-storage.sh format --fe
 KIP-584), e.g. transaction.version=1, the transactions kafka-ref speaks. `--jvm kafka` runs
 the JVM with the options of kafka-server-start.sh (for benchmarks) instead of the quicker test
 settings.
+
+`--tool NAME -- ARGS` runs one of Kafka's command-line tools instead, as `bin/NAME.sh ARGS`
+would (kafka_ref/apache/tools.py), against any broker: kafka-ref's or Kafka's. Its exit code
+is the tool's.
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 import threading
 
 from kafka_ref.apache.classpath import ApacheKafkaUnavailable, classpath, version
 from kafka_ref.apache.cluster import ApacheKafka
+from kafka_ref.apache.tools import TOOLS, tool_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--jvm", choices=["quick", "kafka"], default="quick", help="JVM options (default quick)"
     )
     parser.add_argument("--fetch", action="store_true", help="fetch the jars and exit")
+    parser.add_argument(
+        "--tool", metavar="NAME", help="run Kafka's bin/NAME.sh with the ARGS after --"
+    )
+    parser.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
 
 
 def parse_configs(pairs: list[str]) -> dict[str, str]:
@@ -68,6 +79,21 @@ def parse_features(pairs: list[str]) -> dict[str, int]:
     return features
 
 
+def run_tool(name: str | None, tool_args: list[str]) -> int:
+    from kafka_ref.cli import UsageError
+
+    if name is None:
+        raise UsageError("arguments after -- need --tool NAME")
+    if name.removesuffix(".sh") not in TOOLS:
+        raise UsageError(f"--tool {name}: one of {', '.join(sorted(TOOLS))}")
+    try:
+        command = tool_command(name, *tool_args[1:] if tool_args[:1] == ["--"] else tool_args)
+    except ApacheKafkaUnavailable as err:
+        print(f"kafka-ref reference-kafka: {err}")
+        return 1
+    return subprocess.call(command)
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_ref.cli import UsageError
 
@@ -76,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
             f"--brokers {args.brokers}: 1 (one combined node) or 3 (a quorum of three)"
         )
     configs = parse_configs(args.config)
+    if args.tool is not None or args.tool_args:
+        return run_tool(args.tool, args.tool_args)
     features = parse_features(args.feature)
     try:
         jars = classpath()

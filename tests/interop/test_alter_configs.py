@@ -120,3 +120,21 @@ def test_the_live_log_takes_the_new_config_and_keeps_it_across_a_restart(
     assert produce() == KafkaError.MSG_SIZE_TOO_LARGE
     incremental(admin, topic, ("max.message.bytes", None, DELETE))
     assert produce() == KafkaError.NO_ERROR
+
+
+@pytest.mark.spec("CONFIG-8")
+def test_the_replication_throttle_lists_are_topic_configs_without_a_broker_default(admin, topic):
+    leader = "leader.replication.throttled.replicas"
+    follower = "follower.replication.throttled.replicas"
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    described = admin.describe_configs([resource])[resource].result(10)
+    for name in (leader, follower):  # Kafka's default, no broker layer behind it
+        assert (described[name].value, described[name].source) == ("", 5)
+    incremental(admin, topic, (leader, "0:1,1:2", SET), (follower, "*", SET))
+    assert overrides(admin, topic) == {leader: "0:1,1:2", follower: "*"}
+    for bad in ("0-1", "*,0:1", "x:1"):
+        assert error_of(lambda bad=bad: incremental(admin, topic, (leader, bad, SET))) == (
+            KafkaError.INVALID_CONFIG
+        )
+    incremental(admin, topic, (leader, None, DELETE), (follower, None, DELETE))
+    assert overrides(admin, topic) == {}

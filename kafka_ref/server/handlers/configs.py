@@ -115,7 +115,8 @@ def topic_config_entries(
     for config, definition in TOPIC_CONFIGS.items():
         if keys is not None and config not in keys:
             continue
-        chain = apis.dynamic_config.chain(broker_name(config))  # the broker's layers
+        default = broker_name(config)  # the broker's layers, if the broker has a default
+        chain = apis.dynamic_config.chain(default) if default is not None else []
         if config in configs:
             chain.insert(0, SourcedValue(config, configs[config], DYNAMIC_TOPIC_CONFIG))
         value = config_string(values[config])
