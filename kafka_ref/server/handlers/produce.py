@@ -208,7 +208,7 @@ def handle_produce(apis: ApiContext, request: Request) -> Any:
     if entries and acks not in (0, 1, -1):  # BROKER-13: only the partitions that passed
         for tp in entries:
             failed[tp] = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
-        return _response(body, failed, ErrorCode.NO_ERROR, apis)
+        return _response(apis, request, failed)
     if body.transactional_id is not None and _verify_first(apis, request, entries, failed):
         return DEFERRED
     return _append(apis, request, entries, failed)

@@ -274,11 +274,7 @@ class KafkaPython:
         """Our value flattened at a version: wire fields in order, arrays as ('len', n)."""
         if isinstance(codec, StructCodec):
             for attr, field_codec in codec.wire:
-                field_value = getattr(value, attr)
-                if attr.endswith("authorized_operations") and field_value == -(2**31):
-                    out.append(None)  # kafka-python's BitField reads "not asked for" as None
-                    continue
-                KafkaPython.our_leaves(field_codec, field_value, out)
+                KafkaPython.our_leaves(field_codec, getattr(value, attr), out)
         elif isinstance(codec, types.Array):
             if value is None:
                 out.append(None)

@@ -206,12 +206,12 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.DESCRIBE_GROUPS, 0, 6),
         (ApiKey.LIST_GROUPS, 0, 5),
         (ApiKey.SASL_HANDSHAKE, 0, 1),
-        (ApiKey.API_VERSIONS, 0, 3),
+        (ApiKey.API_VERSIONS, 0, 5),
         (ApiKey.CREATE_TOPICS, 2, 7),
         (ApiKey.DELETE_TOPICS, 1, 6),
         (ApiKey.DELETE_RECORDS, 0, 2),
         (ApiKey.INIT_PRODUCER_ID, 0, 5),
-        (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3),
+        (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4),
         (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5),
         (ApiKey.ADD_OFFSETS_TO_TXN, 0, 4),
         (ApiKey.END_TXN, 0, 4),
@@ -240,6 +240,7 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.DESCRIBE_PRODUCERS, 0, 0),
         (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0),
         (ApiKey.LIST_TRANSACTIONS, 0, 2),
+        (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0),
     ]
     body = frames.api_versions_body()
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == (
