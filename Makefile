@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test test-long system-packages apache-kafka lint bench docs clean conformance conformance-tansu lab
+.PHONY: run demo test test-long system-packages apache-kafka spark-connector franz-go lint bench docs clean conformance conformance-tansu lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,16 +25,19 @@ demo: $(STAMP)
 
 # What the tests need beyond Python, from Debian: a JRE (ZooKeeper, Spark and Apache Kafka run
 # on Java), zookeeper (tests/cluster runs a real ZooKeeper server), chromium
-# (tests/test_docs_build.py renders the site's diagrams headless) and maven (it fetches Apache
-# Kafka, the reference kafka-ref is checked against, from Maven Central). Installed quietly, only when missing, with `sudo -n`
-# when not root; when that cannot work, one line names the command to run. The tests that need
-# a missing part then fail, never skip.
+# (tests/test_docs_build.py renders the site's diagrams headless), maven (it fetches Apache
+# Kafka and Spark's Kafka connector, the references kafka-ref is checked against, from Maven
+# Central) and golang (it builds franz-go's kgo tests; an older Go fetches the toolchain
+# franz-go's go.mod asks for from the Go module proxy itself). Installed quietly, only when
+# missing, with `sudo -n` when not root; when that cannot work, one line names the command to
+# run. The tests that need a missing part then fail, never skip.
 system-packages:
 	@missing=""; \
 	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
 	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	command -v go >/dev/null 2>&1 || missing="$$missing golang"; \
 	if [ -n "$$missing" ]; then \
 		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo -n"; \
 		echo "installing Debian packages:$$missing"; \
@@ -54,12 +57,20 @@ PYTEST_ARGS ?= -n 3 --dist loadfile
 apache-kafka: $(STAMP) system-packages
 	$(BIN)/kafka-ref reference-kafka --fetch
 
-test: $(STAMP) system-packages apache-kafka
+# Spark's own Kafka connector (kafka_ref/spark/pom.xml), fetched once with Maven and cached.
+spark-connector: $(STAMP) system-packages
+	$(BIN)/python -m kafka_ref.spark.connector --fetch
+
+# franz-go's kgo tests: the module from the Go module proxy, its test binary built once, cached.
+franz-go: $(STAMP) system-packages
+	$(BIN)/python -m kafka_ref.conformance.franz_go --fetch
+
+test: $(STAMP) system-packages apache-kafka spark-connector franz-go
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The long forms of the campaigns (tests/conftest.py `campaign`): run on demand, not in CI.
-test-long: $(STAMP) system-packages apache-kafka
+test-long: $(STAMP) system-packages apache-kafka spark-connector franz-go
 	KAFKA_REF_LONG=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)

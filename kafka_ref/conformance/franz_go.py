@@ -29,6 +29,7 @@ test binary once into kafka-ref's cache (`$XDG_CACHE_HOME/kafka-ref`, keyed by t
 `go tool test2json` runs it from the package's directory, as `go test` would (one test
 reads its package's `config.go`), and reports each test as JSON.
 
+    python -m kafka_ref.conformance.franz_go --fetch        # what `make test` runs first
     python -m kafka_ref.conformance.franz_go --apache --report docs/conformance/franz-go.md
 """
 
@@ -385,7 +386,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--apache", action="store_true", help="also run against Apache Kafka 4.4 (a column)"
     )
+    parser.add_argument("--fetch", action="store_true", help="only fetch and build, then exit")
     args = parser.parse_args(argv)
+    if args.fetch:
+        try:
+            print(f"franz-go {VERSION}: {test_binary()}")
+        except FranzGoUnavailable as e:
+            print(e, file=sys.stderr)
+            return 2
+        return 0
     with tempfile.TemporaryDirectory() as base:
         outcomes = run_against_kafka_ref(base, args.records)
     apache = None
