@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test test-long system-packages apache-kafka lint bench docs clean conformance conformance-tansu conformance-kafka lab
+.PHONY: run demo test test-long system-packages apache-kafka spark-connector franz-go lint bench docs clean conformance conformance-tansu conformance-kafka lab
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -26,16 +26,19 @@ demo: $(STAMP)
 # What the tests need beyond Python, from Debian: a JDK (ZooKeeper, Spark and Apache Kafka run
 # on Java; tests/java, the harness of Kafka's Java clients, is compiled), zookeeper
 # (tests/cluster runs a real ZooKeeper server), chromium (tests/test_docs_build.py renders the
-# site's diagrams headless) and maven (it fetches Apache Kafka, the reference kafka-ref is
-# checked against, from Maven Central, and builds the harness). Installed quietly, only when missing, with `sudo -n`
-# when not root; when that cannot work, one line names the command to run. The tests that need
-# a missing part then fail, never skip.
+# site's diagrams headless), maven (it fetches Apache Kafka and Spark's Kafka connector, the
+# references kafka-ref is checked against, from Maven Central, and builds the harness) and
+# golang (it builds franz-go's kgo tests; an older Go fetches the toolchain franz-go's go.mod
+# asks for from the Go module proxy itself). Installed quietly, only when missing, with
+# `sudo -n` when not root; when that cannot work, one line names the command to run. The
+# tests that need a missing part then fail, never skip.
 system-packages:
 	@missing=""; \
 	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
 	[ -e /usr/share/java/zookeeper.jar ] || missing="$$missing zookeeper"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	command -v go >/dev/null 2>&1 || missing="$$missing golang"; \
 	if [ -n "$$missing" ]; then \
 		sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo -n"; \
 		echo "installing Debian packages:$$missing"; \
@@ -57,18 +60,26 @@ apache-kafka: $(STAMP) system-packages
 	$(BIN)/kafka-ref reference-kafka --fetch
 	$(BIN)/python -c 'from tests.java_clients.harness import harness_jar; print(harness_jar())'
 
+# Spark's own Kafka connector (kafka_ref/spark/pom.xml), fetched once with Maven and cached.
+spark-connector: $(STAMP) system-packages
+	$(BIN)/python -m kafka_ref.spark.connector --fetch
+
+# franz-go's kgo tests: the module from the Go module proxy, its test binary built once, cached.
+franz-go: $(STAMP) system-packages
+	$(BIN)/python -m kafka_ref.conformance.franz_go --fetch
+
 # The suite runs twice: everything against kafka-ref, then the conformance suite against
 # Apache Kafka itself, the judge of every rule (a one-node KRaft Kafka and the siblings some
 # rules ask for; the 3-node cluster is left to `make conformance-kafka`). It fails if Kafka
 # cannot be fetched or started, or if Kafka breaks a rule that claims to describe it.
-test: $(STAMP) system-packages apache-kafka
+test: $(STAMP) system-packages apache-kafka spark-connector franz-go
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	$(BIN)/python -m pytest tests/conformance -q -p no:cacheprovider -n 0 \
 		--target apache_kafka --capabilities=-cluster
 
 # The long forms of the campaigns (tests/conftest.py `campaign`): run on demand, not in CI.
-test-long: $(STAMP) system-packages apache-kafka
+test-long: $(STAMP) system-packages apache-kafka spark-connector franz-go
 	KAFKA_REF_LONG=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)

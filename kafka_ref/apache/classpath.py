@@ -4,27 +4,23 @@ kafka-ref runs the real Apache Kafka beside itself: as a peer in the benchmarks,
 the conformance suite, as the broker its own clients and tools are checked against. No jar is
 committed. The pinned version and its artifacts live in one small Maven file,
 `kafka_ref/apache/pom.xml` (the broker `kafka_2.13`, `kafka-tools`, `kafka-streams`, and the
-log4j 2 binding Kafka's distribution ships); Maven resolves its runtime classpath once:
-
-    mvn -q -B -f kafka_ref/apache/pom.xml dependency:build-classpath -Dmdep.outputFile=FILE
-
-The jars stay in Maven's local repository (`~/.m2/repository`); the classpath, one line, is
-cached under `$XDG_CACHE_HOME/kafka-ref` (or `~/.cache/kafka-ref`, or `KAFKA_REF_CACHE`), keyed
-by the pom's content, so changing the version fetches again. A cached classpath whose jars
-have gone is resolved again.
+log4j 2 binding Kafka's distribution ships); Maven resolves its runtime classpath once and
+kafka-ref caches it, named by the pom's content (kafka_ref/maven.py), so changing the version
+fetches again.
 
     kafka-ref reference-kafka --fetch      # what `make test` runs: fetch now, print the version
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
-import re
 import shutil
-import subprocess
-import tempfile
+
+from kafka_ref import maven
+from kafka_ref.maven import cache_dir
+
+__all__ = ["LOG4J_CONFIG", "POM", "ApacheKafkaUnavailable", "cache_dir", "classpath", "java"]
 
 POM = pathlib.Path(__file__).with_name("pom.xml")
 LOG4J_CONFIG = pathlib.Path(__file__).with_name("log4j2.properties")
@@ -38,21 +34,7 @@ class ApacheKafkaUnavailable(RuntimeError):
 
 def version() -> str:
     """The pinned Apache Kafka version (the pom's `kafka.version` property)."""
-    found = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
-    assert found, f"{POM} pins no kafka.version"
-    return found.group(1)
-
-
-def cache_dir() -> pathlib.Path:
-    base = os.environ.get("KAFKA_REF_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kafka-ref"
-    )
-    return pathlib.Path(base)
-
-
-def _cache_file() -> pathlib.Path:
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
-    return cache_dir() / f"apache-kafka-{version()}-{digest}.classpath"
+    return maven.pom_property(POM, "kafka.version")
 
 
 def java() -> str:
@@ -81,41 +63,5 @@ def classpath(fetch: bool = True) -> str:
     """The runtime classpath of the pinned Apache Kafka, resolved by Maven if not cached.
 
     With `fetch=False` only a cached, complete classpath is returned (else the error)."""
-    cached = _cache_file()
-    if cached.exists():
-        jars = cached.read_text().strip()
-        if jars and all(os.path.exists(jar) for jar in jars.split(os.pathsep)):
-            return jars
-    if not fetch:
-        raise ApacheKafkaUnavailable(f"Apache Kafka {version()} is not fetched yet")
-    return _resolve(cached)
-
-
-def _resolve(cached: pathlib.Path) -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ApacheKafkaUnavailable(
-            "fetching Apache Kafka needs Maven: apt-get install maven (or put mvn on PATH)"
-        )
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "classpath"
-        cmd = [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            "dependency:build-classpath",
-            f"-Dmdep.outputFile={out}",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0 or not out.exists():
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-            raise ApacheKafkaUnavailable(f"Maven could not fetch Apache Kafka {version()}:\n{tail}")
-        jars = out.read_text().strip()
-    # Written whole, then renamed: a reader never sees half a classpath.
-    partial = cached.with_suffix(".partial")
-    partial.write_text(jars + "\n")
-    partial.replace(cached)
-    return jars
+    jars = maven.classpath(POM, f"Apache Kafka {version()}", ApacheKafkaUnavailable, fetch)
+    return os.pathsep.join(jars)

@@ -10,14 +10,15 @@ and the user decodes them with `CAST(value AS STRING)` or `from_json`):
     offset         long
     timestamp      timestamp   the record's time (CreateTime or LogAppendTime), UTC
     timestampType  int         0 CreateTime, 1 LogAppendTime (the batch attribute bit 3)
-    headers        array<struct<key: string, value: binary>>   only with includeHeaders
+    headers        array<struct<key: string, value: binary>>   only with includeHeaders;
+                   null for a record without headers (not an empty array)
 
 A Python data source may yield tuples or Arrow record batches; batches are several times
 faster (one conversion per few thousand rows instead of one per row), so every reader here
 gathers columns in lists and yields `pyarrow.RecordBatch`es. Spark checks the Arrow types
 exactly: timestamps in microseconds with the UTC zone, list items named `element`.
 
-Spec rules: SPARK-3 (spec/spark.md).
+Spec rules: SPARK-3, SPARK-32 (spec/spark.md).
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ class ColumnBuilder:
         self.timestamps.append(timestamp_ms * 1000)  # Spark's timestamps are microseconds
         self.types.append(timestamp_type)
         if self.include_headers:
-            self.headers.append([{"key": k, "value": v} for k, v in headers])
+            # Spark's KafkaRecordToRowConverter gives null, not [], when there is no header.
+            self.headers.append([{"key": k, "value": v} for k, v in headers] if headers else None)
 
     def columns(self) -> list[pa.Array]:
         n = len(self.offsets)

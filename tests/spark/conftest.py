@@ -3,8 +3,11 @@
 A SparkSession costs seconds to start (a JVM, then the first Python data source query
 costs more), so the whole run shares one: `local[2]` for this 2-core CI machine, no UI, two
 shuffle partitions, UTC, and the workers on this interpreter (PYSPARK_PYTHON) so they
-import this checkout's kafka_ref. The broker is a `BrokerThread` on a free port; each test
-creates its own topics (`new_topic`) so tests never see each other's records.
+import this checkout's kafka_ref. Its `spark.jars` hold Spark's own Kafka connector
+(kafka_ref/spark/connector.py), so `format("kafka")` runs beside `format("kafka_ref")`;
+jars must be given before the JVM starts, so every Spark test's session has them.
+The broker is a `BrokerThread` on a free port; each test creates its own topics
+(`new_topic`) so tests never see each other's records.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     import kafka_ref.spark
+    from kafka_ref.spark import connector
 
     base = tmp_path_factory.mktemp("spark")
     session = (
@@ -45,6 +49,7 @@ def spark(tmp_path_factory):
         .config("spark.sql.warehouse.dir", str(base / "warehouse"))
         .config("spark.local.dir", str(base / "local"))
         .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.jars", connector.jars())
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -70,24 +75,21 @@ def bootstrap(kafka_broker) -> str:
     return kafka_broker.bootstrap
 
 
+def create_topic(bootstrap: str, partitions: int = 1, **configs) -> str:
+    """A fresh topic (configs with `_` for `.`: segment_bytes=...); returns its name."""
+    name = f"spark-{next(_topic_ids)}-{int(time.time() * 1000) % 100000}"
+    topic_configs = {k.replace("_", "."): str(v) for k, v in configs.items()}
+    with Admin(bootstrap) as admin:
+        admin.create_topics([NewTopic(name, partitions, 1, topic_configs)])
+    return name
+
+
 @pytest.fixture
 def new_topic(bootstrap):
     """new_topic(partitions, **configs) -> the name of a fresh topic."""
 
     def create(partitions: int = 1, **configs) -> str:
-        name = f"spark-{next(_topic_ids)}-{int(time.time() * 1000) % 100000}"
-        with Admin(bootstrap) as admin:
-            admin.create_topics(
-                [
-                    NewTopic(
-                        name,
-                        partitions,
-                        1,
-                        {k.replace("_", "."): str(v) for k, v in configs.items()},
-                    )
-                ]
-            )
-        return name
+        return create_topic(bootstrap, partitions, **configs)
 
     return create
 
