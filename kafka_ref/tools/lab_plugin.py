@@ -5,6 +5,11 @@ The batch file named by KAFKA_REF_LAB_BATCH lists the solutions and, for each, t
 file to write: first the collected tests with the spec rules each cites, then one line per
 test phase that fails and per test that passes, with the failure's reason in words.
 
+The tests run cheapest first: the hand-worked examples, then the property tests, then the
+tests on a real broker (those that use a `broker` fixture). A student reads the smallest
+failing case first, and `--first-failure` stops most wrong solutions within a second
+instead of after a broker's start and a real group's rebalances.
+
 With one solution the tests run as usual, in this process. With several, the plugin takes
 over pytest's loop: collected once, it forks one child per solution; the child sets
 KAFKA_REF_SOLUTION to its file, runs every collected test, tears its fixtures down and
@@ -24,6 +29,7 @@ import pathlib
 import sys
 
 import pytest
+from hypothesis import is_hypothesis_test
 
 from kafka_ref import seams
 from kafka_ref.tools.lab_grading import BATCH_ENV, failure_reason
@@ -36,6 +42,17 @@ def write(entry: dict) -> None:
     if _report:
         with open(_report[0], "a") as out:
             out.write(json.dumps(entry) + "\n")
+
+
+def cost(item: pytest.Item) -> int:
+    """0 for a hand-worked example, 1 for a property test, 2 for a test on a real broker."""
+    if "broker" in getattr(item, "fixturenames", ()):
+        return 2
+    return 1 if is_hypothesis_test(getattr(item, "obj", None)) else 0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=cost)  # stable: within a cost, the grader's own order
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
