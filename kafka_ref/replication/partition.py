@@ -252,11 +252,12 @@ class Partition(ConsumerReads):
         self.leader_epoch_start_offset = -1
         logger.info("%r: became follower", self)
 
-    def check_leader_request(self, current_leader_epoch: int) -> None:
+    def check_leader_request(self, current_leader_epoch: int, require_leader: bool = True) -> None:
         """A client's request to the leader, in the leader epoch it believes current (REPL-8;
         Kafka `Partition.localLogWithEpochOrThrow`): raise if this replica does not lead, or
-        leads in another epoch; -1 skips the epoch check."""
-        if not self.is_leader:
+        the leader's epoch is another; -1 skips the epoch check. `require_leader=False`: a
+        consumer's fetch, which a follower may serve too (KIP-392, BROKER-78)."""
+        if require_leader and not self.is_leader:
             raise NotLeaderOrFollowerError(
                 f"broker {self.broker_id} is not the leader of {self.topic}-{self.index}"
             )

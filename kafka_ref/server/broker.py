@@ -206,6 +206,8 @@ class Broker:
             config.broker_id, self.log_manager, purgatory, clock=self.clock,
             produce_purgatory=DelayedOperationPurgatory("Produce", loop.call_later),
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"], defer=loop.call_soon,
+            partition_known=lambda topic, index: (
+                controller.partition_state(topic, index) is not None),
         )  # fmt: skip
         self.groups = GroupCoordinatorAdapter(
             config, self.replica_manager, self.clock, loop.call_later

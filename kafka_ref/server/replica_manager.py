@@ -138,8 +138,12 @@ class ReplicaManager:
         produce_purgatory: DelayedOperationPurgatory | None = None,
         replica_lag_time_max_ms: int = 30_000,
         defer: Callable[[Callable[[], None]], Any] | None = None,
+        partition_known: Callable[[str, int], bool] | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # Whether the cluster's metadata has the partition (Kafka: `MetadataCache.contains`):
+        # a partition known there but not hosted here is NOT_LEADER_OR_FOLLOWER, not unknown.
+        self.partition_known = partition_known or (lambda topic, index: False)
         self.log_manager = log_manager
         self.clock = clock or SystemClock()
         self.fetch_purgatory = fetch_purgatory
@@ -287,15 +291,22 @@ class ReplicaManager:
             self.log_manager.handle_io_error(log.parent_dir, f"append to {tp[0]}-{tp[1]}", err)
 
     # ------------------------------------------------------------------ lookups
-    def get_partition(self, topic: str, index: int) -> Partition:
-        """The partition this broker *leads*; clients talk to leaders only."""
+    def get_partition(self, topic: str, index: int, require_leader: bool = True) -> Partition:
+        """The partition this broker *leads*: clients talk to leaders, but for a consumer's
+        fetch from v11, which a follower serves too (`require_leader=False`, BROKER-78).
+        A partition the metadata knows but this broker does not host is
+        NOT_LEADER_OR_FOLLOWER (Kafka: `ReplicaManager.getPartitionOrError`)."""
         self._check_online((topic, index))
         partition = self.partitions.get((topic, index))
         if partition is None:
+            if self.partition_known(topic, index):
+                raise NotLeaderOrFollowerError(
+                    f"Broker {self.broker_id} hosts no replica of {topic}-{index}"
+                )
             raise UnknownTopicOrPartitionError(
                 f"This server does not host this topic-partition {topic}-{index}"
             )
-        if not partition.is_leader:
+        if require_leader and not partition.is_leader:
             raise NotLeaderOrFollowerError(
                 f"Broker {self.broker_id} is not the leader of {topic}-{index}"
                 f" (leader {partition.leader_id}, epoch {partition.leader_epoch})"

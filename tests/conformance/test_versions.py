@@ -331,41 +331,72 @@ def test_fetch_v18_kraft_fields_change_nothing(target, wire):
 
 
 @pytest.mark.spec("BROKER-69")
-def test_a_follower_refusing_a_produce_or_a_fetch_names_the_leader(brokers, target):
+def test_a_broker_refusing_a_produce_or_a_fetch_names_the_leader(brokers, target):
+    """A produce to a follower, and a produce and a fetch to a broker without a replica
+    (a follower would serve the fetch, BROKER-78), name the leader and its address."""
     require_version(target, ApiKey.PRODUCE, 10)
     require_version(target, ApiKey.FETCH, 16)
+    if len(brokers.ids()) < 3:
+        pytest.skip("needs a follower and a broker without a replica: three brokers")
     topic = target.topic_name("hints")
-    assert brokers.create_topic(topic, 1, min(3, len(brokers.ids()))) == 0
+    assert brokers.create_topic(topic, 1, 2) == 0
     part = brokers.wait_leader(topic, 0)
-    follower = next((r for r in part.replica_nodes if r != part.leader_id), None)
-    if follower is None:
-        pytest.skip("the partition has no follower (a cluster of one)")
+    follower = next(r for r in part.replica_nodes if r != part.leader_id)
+    outsider = next(b for b in brokers.ids() if b not in part.replica_nodes)
     _, port = brokers.addresses()[part.leader_id]
-    with brokers.wire(follower) as w:
-        body = ProduceRequest(
-            transactional_id=None,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                ProduceRequest.TopicProduceData(
-                    name=topic,
-                    partition_data=[
-                        ProduceRequest.PartitionProduceData(index=0, records=batch([b"x"]))
-                    ],
-                )
-            ],
-        )
-        produced = w.request(ApiKey.PRODUCE, 10, body)
+    body = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=batch([b"x"]))
+                ],
+            )
+        ],
+    )
+    answers = []
+    for broker in (follower, outsider):
+        with brokers.wire(broker) as w:
+            produced = w.request(ApiKey.PRODUCE, 10, body)
+            answers.append((produced, produced.responses[0].partition_responses[0]))
+    with brokers.wire(outsider) as w:
         topic_id = metadata(w, 10, by_name([topic])).topics[0].topic_id
         fetched = fetch(w, 16, topic_id, 0)
-    for answer, data in (
-        (produced, produced.responses[0].partition_responses[0]),
-        (fetched, fetched.responses[0].partitions[0]),
-    ):
+        answers.append((fetched, fetched.responses[0].partitions[0]))
+    for answer, data in answers:
         assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         leader = data.current_leader
         assert (leader.leader_id, leader.leader_epoch) == (part.leader_id, part.leader_epoch)
         assert {e.node_id: e.port for e in answer.node_endpoints} == {part.leader_id: port}
+
+
+@pytest.mark.spec("BROKER-78")
+def test_a_follower_serves_a_consumers_fetch_from_v11(brokers, target):
+    require_version(target, ApiKey.FETCH, 11)
+    if len(brokers.ids()) < 2:
+        pytest.skip("the partition has no follower (a cluster of one)")
+    topic = target.topic_name("follower-reads")
+    assert brokers.create_topic(topic, 1, 2) == 0
+    part = brokers.wait_leader(topic, 0)
+    follower = next(r for r in part.replica_nodes if r != part.leader_id)
+    with brokers.wire(part.leader_id) as w:
+        assert w.produce(topic, 0, batch([b"a", b"b", b"c"]), acks=-1).error_code == 0
+    with brokers.wire(follower) as w:
+        refused = fetch(w, 10, topic, 0).responses[0].partitions[0]
+        assert refused.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, "below v11: leader only"
+
+        def served() -> Any:  # the follower's high watermark follows the leader's
+            data = fetch(w, 11, topic, 0).responses[0].partitions[0]
+            assert data.error_code == ErrorCode.NO_ERROR, data.error_code
+            return data if data.high_watermark == 3 else None
+
+        data = wait_for(served, what="the follower's high watermark at 3")
+        values = [r.value for b in decode_batches(data.records) for r in b.records]
+        assert values == [b"a", b"b", b"c"]
+        assert data.preferred_read_replica == -1
 
 
 @pytest.mark.spec("BROKER-72")

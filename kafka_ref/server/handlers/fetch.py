@@ -33,13 +33,18 @@ Newer versions (fetch_partitions.py reads their differences): from v12 a partiti
 the fetch offset, the answer is a `diverging_epoch` instead of records, at once, and the
 consumer validates its position (KIP-320, BROKER-66); from v13 topics travel by id
 (UNKNOWN_TOPIC_ID for one not known, BROKER-67); from v16 a partition refused with
-NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its leader (KIP-951, BROKER-69).
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its leader (KIP-951, BROKER-69). From
+v11, which carries the client's rack, a consumer may fetch from a follower as from the
+leader: the follower answers up to its own high watermark (KIP-392's fetch from follower,
+BROKER-78; no replica selector here, so no `preferred_read_replica` is ever named). Below
+v11 only the leader answers.
 
 A fetch from a broker id (`replica_id`, from v15 `ReplicaState`) comes from a follower and is
 served by follower_fetch.py. A consumer under a `consumer_byte_rate` quota gets at most what
 the quota lets through in one burst: `max_bytes` is capped (server/throttling.py, QUOTA-7).
 
-Rules: BROKER-5, BROKER-17..BROKER-23, BROKER-66, BROKER-67, CTRL-10, TXN-8, QUOTA-7.
+Rules: BROKER-5, BROKER-17..BROKER-23, BROKER-66, BROKER-67, BROKER-78, CTRL-10, TXN-8,
+QUOTA-7.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
 
 READ_COMMITTED = 1
+MIN_VERSION_FROM_FOLLOWERS = 11  # v11 adds the client's rack: fetch from follower (KIP-392)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,10 @@ class FetchParams:
     min_bytes: int
     max_bytes: int
     read_committed: bool
+    # Only the leader may answer (Kafka: `FetchParams.fetchOnlyLeader`): a consumer's fetch
+    # below v11, which carries no client metadata; from v11 a follower serves it too, up to
+    # its own high watermark (KIP-392, BROKER-78).
+    leader_only: bool = True
 
 
 def read_partitions(
@@ -117,8 +127,11 @@ def _read(
     """One partition's answer: its offsets, and its records, a diverging epoch or an error."""
     data = empty_partition(fp.partition)
     try:
-        partition = apis.replica_manager.get_partition(fp.topic, fp.partition)
-        partition.check_leader_request(fp.leader_epoch)  # KIP-320's fencing (REPL-8)
+        partition = apis.replica_manager.get_partition(
+            fp.topic, fp.partition, require_leader=params.leader_only
+        )
+        # KIP-320's fencing (REPL-8); a follower may serve a consumer from v11 (BROKER-78)
+        partition.check_leader_request(fp.leader_epoch, require_leader=params.leader_only)
         data.high_watermark = partition.high_watermark
         data.last_stable_offset = partition.last_stable_offset
         data.log_start_offset = partition.log_start_offset
@@ -167,7 +180,7 @@ class DelayedFetch(DelayedOperation):
         manager = self.apis.replica_manager
         for fp in self.partitions:
             partition = manager.partitions.get((fp.topic, fp.partition))
-            if partition is None or not partition.is_leader:
+            if partition is None or (self.params.leader_only and not partition.is_leader):
                 return self.force_complete()  # case A: gone, or this broker follows now
             bound = (
                 partition.last_stable_offset
@@ -215,6 +228,7 @@ def handle_fetch(apis: ApiContext, request: Request) -> Any:
         min_bytes=body.min_bytes,
         max_bytes=body.max_bytes if cap is None else min(body.max_bytes, cap),
         read_committed=body.isolation_level == READ_COMMITTED,
+        leader_only=request.api_version < MIN_VERSION_FROM_FOLLOWERS,
     )
     if request.api_version >= 7 and body.session_epoch > 0:
         # An incremental fetch on a session we never created (we always answer session 0).
