@@ -111,9 +111,10 @@ def secure_cluster(tmp_path_factory):
 
 
 def partition_state(admin: AdminClient) -> tuple[int, list[int]]:
-    """(leader, ISR) of the topic's one partition, as the brokers answer Metadata."""
-    partition = admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0]
-    return partition.leader, sorted(partition.isrs)
+    """(leader, ISR) of the topic's one partition, as the brokers answer Metadata; (-1, [])
+    while the answering broker does not know the new topic's partitions yet."""
+    partition = admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions.get(0)
+    return (-1, []) if partition is None else (partition.leader, sorted(partition.isrs))
 
 
 @pytest.mark.spec("SEC-21")
