@@ -124,6 +124,14 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
         ConfigDef(
             "min.compaction.lag.ms", "long", 0, "Minimum age before a record is compacted.", 0
         ),
+        ConfigDef(
+            "max.compaction.lag.ms",
+            "long",
+            LONG_MAX,
+            "Maximum age of an uncompacted record: past it the log is compacted whatever "
+            "its dirty ratio, and its active segment rolls (KIP-354).",
+            1,
+        ),
         ConfigDef("file.delete.delay.ms", "long", 60000, "Delay before a deleted file goes.", 0),
         ConfigDef("flush.messages", "long", LONG_MAX, "Messages between two fsyncs.", 1),
         ConfigDef("flush.ms", "long", LONG_MAX, "Milliseconds between two fsyncs.", 0),
@@ -200,6 +208,7 @@ BROKER_NAMES: dict[str, str] = {
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
     "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
     "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "min.insync.replicas": "min.insync.replicas",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
@@ -235,6 +244,7 @@ class LogConfig:
     delete_retention_ms: int = 86400000
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
     file_delete_delay_ms: int = 60000
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
@@ -262,6 +272,27 @@ class LogConfig:
                 raise InvalidConfigError(f"unknown topic config {name!r}")
             changes[_attr(name)] = definition.parse(raw)
         return dataclasses.replace(base, **changes)
+
+    def validate_values(self) -> LogConfig:
+        """Kafka's `LogConfig.validateValues`: the checks that involve two keys, run on a
+        topic's configs over the broker's defaults when the topic is created or altered,
+        and on the broker's defaults. Returns self; InvalidConfigError with Kafka's words."""
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise InvalidConfigError(
+                "conflict topic config setting min.compaction.lag.ms "
+                f"({self.min_compaction_lag_ms}) > max.compaction.lag.ms "
+                f"({self.max_compaction_lag_ms})"
+            )
+        return self
+
+    @property
+    def max_segment_ms(self) -> int:
+        """The age at which the active segment rolls (Kafka: `LogConfig.maxSegmentMs`): a
+        compacted log's records must become cleanable within max.compaction.lag.ms, and
+        the active segment never is (COMPACT-3), so it rolls by then (COMPACT-28)."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
 
     def to_properties(self) -> dict[str, Any]:
         """The Kafka-named view: {"segment.bytes": 1073741824, ...}."""

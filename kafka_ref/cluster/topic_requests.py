@@ -80,7 +80,7 @@ def check_configs(configs: Mapping[str, str | None], defaults: LogConfig) -> dic
         if value is None:
             raise InvalidRequestError(f"Null value not supported for topic config {key}")
     clean = {str(k): str(v) for k, v in configs.items()}
-    LogConfig.from_properties(clean, defaults=defaults)
+    LogConfig.from_properties(clean, defaults=defaults).validate_values()
     return clean
 
 
@@ -196,7 +196,8 @@ class TopicAdministration:
         controller stores them its own way and the live logs take them."""
         if name not in self._topics:
             raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
-        LogConfig.from_properties(configs, defaults=self.log_defaults)  # raises when invalid
+        # raises when invalid
+        LogConfig.from_properties(configs, defaults=self.log_defaults).validate_values()
         if not validate_only:
             self._store_topic_configs(name, dict(configs))
 

@@ -21,14 +21,18 @@ periodic call is `LogCleaner.clean(log, now)`, which does what one pass of Kafka
    the first dirty offset up to the first uncleanable one) / all those bytes plus the clean
    bytes (segments wholly below the first dirty offset). Clean only if the ratio is
    strictly greater than `min.cleanable.dirty.ratio` (COMPACT-4): compaction rewrites the
-   whole clean part too, so it pays only when enough of the log is garbage.
+   whole clean part too, so it pays only when enough of the log is garbage. One exception
+   (KIP-354, COMPACT-28): a dirty non-active segment whose first batch is older than
+   `max.compaction.lag.ms` makes the log due now (`max_compaction_delay`), whatever its
+   ratio, so that no record waits longer than that to be compacted.
 4. **Clean**, then write the round's end offset as the new checkpoint.
 
 Retention of `compact,delete` logs is not done here: the broker runs `LogRetention.run`
 on every log, and the two never run at the same time on one log (the core is called by
 one thread at a time; Kafka coordinates them with the manager's in-progress states).
 
-Rules: COMPACT-3, COMPACT-4, COMPACT-5, COMPACT-7, COMPACT-25 in spec/retention.md.
+Rules: COMPACT-3, COMPACT-4, COMPACT-5, COMPACT-7, COMPACT-25, COMPACT-28 in
+spec/retention.md.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ class LogToClean:
     first_uncleanable_offset: int
     clean_bytes: int
     cleanable_bytes: int
+    # a dirty record is older than max.compaction.lag.ms: clean whatever the ratio
+    need_compaction_now: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -98,7 +104,24 @@ def cleanable_offsets(
     return dirty, min(bounds)
 
 
-def log_to_clean(log: Log, first_dirty: int, uncleanable: int) -> LogToClean:
+def max_compaction_delay(log: Log, first_dirty: int, now: int) -> int:
+    """How long past max.compaction.lag.ms the oldest dirty record already is, 0 if none
+    is (Kafka: `LogCleanerManager.maxCompactionDelay`). A segment's age is that of its first
+    batch (its max timestamp); only the non-active segments from the one holding the first
+    dirty offset count, and batches without a timestamp (<= 0) are left out."""
+    active = log.active_segment
+    firsts = [
+        first
+        for segment in log.segments
+        if segment is not active and segment.next_offset > first_dirty
+        if (first := segment.first_batch_timestamp()) is not None and first > 0
+    ]
+    clean_until = now - max(log.config.max_compaction_lag_ms, 0)
+    earliest = min(firsts, default=None)
+    return clean_until - earliest if earliest is not None and earliest < clean_until else 0
+
+
+def log_to_clean(log: Log, first_dirty: int, uncleanable: int, now: int) -> LogToClean:
     """Measure the split; the uncleanable bound moves down to a segment's base offset."""
     holder = log.segment_for(uncleanable)
     first_uncleanable = holder.base_offset if holder is not None else log.segments[0].base_offset
@@ -109,7 +132,8 @@ def log_to_clean(log: Log, first_dirty: int, uncleanable: int) -> LogToClean:
         for s in log.segments
         if s.next_offset > first_dirty and s.base_offset < first_uncleanable
     )
-    return LogToClean(first_dirty, first_uncleanable, clean, cleanable)
+    due = max_compaction_delay(log, first_dirty, now) > 0
+    return LogToClean(first_dirty, first_uncleanable, clean, cleanable, due)
 
 
 @dataclass
@@ -169,14 +193,16 @@ class LogCleaner:
     def clean(
         self, log: Log, now: int, *, force: bool = False, max_offset: int | None = None
     ) -> CleanResult:
-        """Clean `log` if it is compacted and dirty enough (COMPACT-4); `force` skips the
-        ratio test (tools and tests). `max_offset` bounds the dirty section (the HW)."""
+        """Clean `log` if it is compacted and dirty enough (COMPACT-4) or holds a dirty
+        record older than max.compaction.lag.ms (COMPACT-28); `force` skips both tests
+        (tools and tests). `max_offset` bounds the dirty section (the HW)."""
         first_dirty, uncleanable = cleanable_offsets(log, self.checkpoint_of(log), now, max_offset)
-        to_clean = log_to_clean(log, first_dirty, uncleanable)
+        to_clean = log_to_clean(log, first_dirty, uncleanable, now)
         if not log.config.compact:
             return CleanResult(False, to_clean, reason="cleanup.policy has no compact")
         ratio, minimum = to_clean.cleanable_ratio, log.config.min_cleanable_dirty_ratio
-        if not force and not ratio > minimum:
+        due = to_clean.need_compaction_now and to_clean.cleanable_bytes > 0
+        if not force and not due and not ratio > minimum:
             return CleanResult(False, to_clean, reason=f"dirty ratio {ratio:.3f} <= {minimum}")
         if to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset:
             return CleanResult(False, to_clean, reason="nothing cleanable")

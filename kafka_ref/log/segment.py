@@ -205,10 +205,12 @@ class Segment:
         size = self.size
         if size > config.segment_bytes - messages_size:
             return "segment.bytes"
+        # segment.ms, or a compacted log's max.compaction.lag.ms when smaller (COMPACT-28)
+        max_age = config.max_segment_ms
         if size > 0 and self.time_waited_for_roll(now, max_timestamp) > (
-            config.segment_ms - self.roll_jitter_ms
+            max_age - self.roll_jitter_ms
         ):
-            return "segment.ms"
+            return "segment.ms" if max_age == config.segment_ms else "max.compaction.lag.ms"
         if self.offset_index.is_full():
             return "offset index full"
         if self.time_index.is_full():

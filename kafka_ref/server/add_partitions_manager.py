@@ -30,13 +30,23 @@ answer happens only if the very guard it started with is still there. (Kafka kee
 guard in `ProducerStateManager`'s `VerificationStateEntry`; one event loop here makes the
 check and the append one step.)
 
+**The order.** Kafka reads one request at a time per connection, so a producer's next
+batch reaches the leader only after the verified one was appended. kafka-ref handles a
+connection's pipelined requests at once, so the manager keeps that order itself (TXN-89):
+while a verification of (partition, producer) is in flight, every later transactional batch
+of that producer for the partition is verified too, even once an earlier batch has opened
+the transaction there; the answers come back in the order asked, so the batches are
+appended in the order they came. (Without it, a batch arriving after the first append but
+before its predecessors' answers would be appended ahead of them:
+OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for a transactional producer.)
+
 `transaction.partition.verification.enable` (default true, as in Kafka 3.6+) turns it off.
 Kafka batches the questions of many produce requests into one request per coordinator;
 kafka-ref sends one per produce request, over the same `InterBrokerChannel` kind as the
 markers. When the coordinator is this broker (always, on one broker) the question takes no
 socket and is answered before `verify` returns (server/loopback.py, TXN-24).
 
-Rules: TXN-23, TXN-24.
+Rules: TXN-23, TXN-24, TXN-89.
 """
 
 from __future__ import annotations
@@ -95,6 +105,8 @@ class AddPartitionsToTxnManager:
             controller, "add-partitions-to-txn-sender", security, loopback=loopback
         )
         self._guards: dict[tuple[TopicPartition, int], object] = {}
+        # verifications asked and not yet answered, per (partition, producer id) (TXN-89)
+        self._in_flight: dict[tuple[TopicPartition, int], int] = {}
 
     # ------------------------------------------------------------------ the guard
     def needs_verification(
@@ -103,12 +115,13 @@ class AddPartitionsToTxnManager:
         """A transactional batch of a producer without an open transaction here, or one
         behind a batch of the producer still being verified: it waits its turn, so the
         producer's batches are appended in the order they came (the channel answers in
-        order)."""
+        order; TXN-89)."""
+        key = (tp, header.producer_id)
         return (
             self.enabled
             and header.is_transactional
             and not header.is_control
-            and (header.producer_id not in ongoing or (tp, header.producer_id) in self._guards)
+            and (header.producer_id not in ongoing or key in self._guards or key in self._in_flight)
         )
 
     def start(self, tp: TopicPartition, producer_id: int) -> object:
@@ -137,10 +150,22 @@ class AddPartitionsToTxnManager:
         callback: Verified,
     ) -> None:
         """Ask the id's coordinator; `callback` gets the produce error of each partition
-        that failed (an empty dict: every partition is in the transaction)."""
+        that failed (an empty dict: every partition is in the transaction). Until it is
+        called, later batches of the producer for these partitions queue behind (TXN-89)."""
+        keys = [(tp, producer_id) for tp in partitions]
+        for key in keys:
+            self._in_flight[key] = self._in_flight.get(key, 0) + 1
+
+        def answered(errors: dict[TopicPartition, tuple[ErrorCode, str]]) -> None:
+            for key in keys:
+                left = self._in_flight.pop(key) - 1
+                if left:
+                    self._in_flight[key] = left
+            callback(errors)
+
         coordinator = self._coordinator(transactional_id)
         if coordinator is None:  # no topic, no leader: the transaction cannot have begun
-            return callback(dict.fromkeys(
+            return answered(dict.fromkeys(
                 partitions, producer_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)))  # fmt: skip
         body = AddPartitionsToTxnRequest(transactions=[
             AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
@@ -152,7 +177,7 @@ class AddPartitionsToTxnManager:
         ])  # fmt: skip
         self.channel.send(
             coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body,
-            lambda response: self._answered(coordinator, response, partitions, callback),
+            lambda response: self._answered(coordinator, response, partitions, answered),
         )  # fmt: skip
 
     def _coordinator(self, transactional_id: str) -> int | None:

@@ -255,7 +255,7 @@ class KafkaConfig:
         if "log.roll.jitter.ms" not in self.overrides and "log.roll.jitter.hours" in self.overrides:
             props["segment.jitter.ms"] = self["log.roll.jitter.hours"] * 3_600_000
         try:
-            return LogConfig.from_properties(props)
+            return LogConfig.from_properties(props).validate_values()
         except InvalidConfigError as err:
             raise ConfigError(str(err.args[0] if err.args else err)) from None
 

@@ -138,3 +138,25 @@ def test_the_replication_throttle_lists_are_topic_configs_without_a_broker_defau
         )
     incremental(admin, topic, (leader, None, DELETE), (follower, None, DELETE))
     assert overrides(admin, topic) == {}
+
+
+@pytest.mark.spec("COMPACT-28", "CONFIG-2")
+def test_max_compaction_lag_is_a_topic_config_with_a_broker_default(admin, topic):
+    lag, min_lag = "max.compaction.lag.ms", "min.compaction.lag.ms"
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    described = admin.describe_configs([resource])[resource].result(10)
+    assert (described[lag].value, described[lag].source) == (str(2**63 - 1), 5)  # DEFAULT_CONFIG
+    # a valid key on a topic that does not exist: the topic is what is wrong
+    missing = (("compression.type", "lz4", SET), (lag, "3600000", SET))
+    assert error_of(lambda: incremental(admin, "no-such-topic", *missing)) == (
+        KafkaError.UNKNOWN_TOPIC_OR_PART
+    )
+    incremental(admin, topic, ("cleanup.policy", "compact", SET), (lag, "3600000", SET))
+    assert overrides(admin, topic) == {"cleanup.policy": "compact", lag: "3600000"}
+    assert error_of(lambda: incremental(admin, topic, (min_lag, "7200000", SET))) == (
+        KafkaError.INVALID_CONFIG  # min.compaction.lag.ms above max.compaction.lag.ms
+    )
+    assert error_of(lambda: incremental(admin, topic, (lag, "0", SET))) == (
+        KafkaError.INVALID_CONFIG
+    )
+    assert overrides(admin, topic) == {"cleanup.policy": "compact", lag: "3600000"}

@@ -12,7 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ref.clock import ManualClock
+from kafka_ref.cluster.topic_requests import check_configs
 from kafka_ref.config import LogConfig
+from kafka_ref.errors import InvalidConfigError
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.cleaner import group_segments_by_size
 from kafka_ref.log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT, LogCleaner, cleanable_offsets
@@ -29,6 +31,7 @@ from kafka_ref.record.batch import (
 )
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Header, Record
+from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 from tests.unit.log.conftest import T0, read_everything, temp_dir
 
 COMPACT = ("compact",)
@@ -316,6 +319,96 @@ def test_records_younger_than_the_compaction_lag_stay(tmp_path):
     clock.advance(5_000)
     clean(log, clock)
     assert contents(log) == [(3, b"a", b"4"), (4, b"z", b"1")]
+
+
+# ---------------------------------------------------------------------- max.compaction.lag.ms
+def _clean_then_one_dirty_segment(path, clock: ManualClock, **config) -> Log:
+    """A log whose big clean part keeps the dirty ratio low: one small dirty segment,
+    written at T0 + 1000, then an active segment."""
+    log = open_log(path, clock, **config)
+    for i in range(20):
+        produce(log, clock, (b"k%d" % i, b"v" * 100))
+    log.roll()
+    clean(log, clock)  # all of it clean now
+    clock.advance(1_000)
+    produce(log, clock, (b"k0", b"new"))
+    log.roll()
+    produce(log, clock, (b"z", b"1"))
+    return log
+
+
+@pytest.mark.spec("COMPACT-28")
+def test_a_record_older_than_the_max_compaction_lag_is_compacted_whatever_the_ratio(tmp_path):
+    clock = ManualClock(T0)
+    log = _clean_then_one_dirty_segment(tmp_path / "t-0", clock, max_compaction_lag_ms=10_000)
+    first_dirty_at = T0 + 1_000
+    clock.set(first_dirty_at + 10_000)  # exactly the lag: not yet due
+    waiting = clean(log, clock, force=False)
+    assert not waiting.cleaned and not waiting.to_clean.need_compaction_now
+    assert waiting.to_clean.cleanable_ratio < 0.5 and "dirty ratio" in waiting.reason
+    clock.advance(1)
+    due = clean(log, clock, force=False)
+    assert due.cleaned and due.to_clean.need_compaction_now
+    assert due.to_clean.cleanable_ratio < 0.5  # the ratio alone would not have cleaned
+    assert (0, b"k0", b"v" * 100) not in contents(log)
+    assert (20, b"k0", b"new") in contents(log) and checkpoint(log) == 21
+    nothing = clean(log, clock, force=False)  # no dirty segment left: nothing is due
+    assert not nothing.cleaned and not nothing.to_clean.need_compaction_now
+
+
+@pytest.mark.spec("COMPACT-28")
+def test_without_a_max_compaction_lag_a_low_ratio_log_waits(tmp_path):
+    clock = ManualClock(T0)
+    log = _clean_then_one_dirty_segment(tmp_path / "t-0", clock)  # Kafka's default: none
+    clock.advance(365 * DAY)
+    result = clean(log, clock, force=False)
+    assert not result.cleaned and not result.to_clean.need_compaction_now
+    assert (0, b"k0", b"v" * 100) in contents(log)
+
+
+@pytest.mark.spec("COMPACT-28")
+def test_the_active_segment_of_a_compacted_log_rolls_after_the_max_compaction_lag(tmp_path):
+    clock = ManualClock(T0)
+    log = open_log(tmp_path / "t-0", clock, max_compaction_lag_ms=5_000)
+    assert log.config.max_segment_ms == 5_000 < log.config.segment_ms
+    produce(log, clock, (b"a", b"1"))
+    clock.advance(5_000)
+    produce(log, clock, (b"a", b"2"))  # exactly the lag: no roll
+    assert len(log.segments) == 1
+    clock.advance(1)
+    produce(log, clock, (b"a", b"3"))
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    deleting = open_log(
+        tmp_path / "d-0", clock, max_compaction_lag_ms=5_000, cleanup_policy=("delete",)
+    )
+    assert deleting.config.max_segment_ms == deleting.config.segment_ms  # not compacted
+
+
+@pytest.mark.spec("COMPACT-28")
+def test_a_min_compaction_lag_above_the_max_is_refused():
+    conflict = (
+        r"conflict topic config setting min.compaction.lag.ms \(5000\) > "
+        r"max.compaction.lag.ms \(4000\)"
+    )
+    with pytest.raises(InvalidConfigError, match=conflict):
+        LogConfig.from_properties(
+            {"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "4000"}
+        ).validate_values()
+    defaults = LogConfig.from_properties({"max.compaction.lag.ms": "4000"})
+    with pytest.raises(InvalidConfigError):  # the topic's min over the broker's max
+        check_configs({"min.compaction.lag.ms": "5000"}, defaults)
+    with pytest.raises(InvalidConfigError):
+        check_configs({"max.compaction.lag.ms": "0"}, LogConfig())  # at least 1
+    assert check_configs({"max.compaction.lag.ms": "4000"}, LogConfig()) == {
+        "max.compaction.lag.ms": "4000"
+    }
+    with pytest.raises(ConfigError, match="conflict topic config setting"):
+        KafkaConfig.from_props(
+            {
+                "log.cleaner.min.compaction.lag.ms": "5000",
+                "log.cleaner.max.compaction.lag.ms": "4000",
+            }
+        )
 
 
 # ---------------------------------------------------------------------- batches

@@ -279,6 +279,38 @@ def test_without_verification_a_stray_batch_hangs_the_partition(make_broker):
     wire.close()
 
 
+@pytest.mark.spec("TXN-89")
+def test_pipelined_batches_behind_a_verification_keep_their_order(broker, wire):
+    pid, epoch = started(wire, "p")
+    assert add_partitions(wire, pid, epoch, "p", 0) == {0}
+    manager = broker.broker.apis.add_partitions
+    channel = manager.channel
+    ask = channel.send  # the coordinator is this broker: it answers at once...
+    held: list[tuple] = []
+    broker.call(lambda: setattr(channel, "send", lambda *question: held.append(question)))
+
+    def answer(n: int) -> None:  # ...so hold its answers, as a remote coordinator's travel
+        broker.call(lambda: ask(*held[n]))
+
+    def send(seq: int) -> None:
+        body = produce_body("p", 0, txn_batch(pid, epoch, seq, b"v%d" % seq), acks=1)
+        body.transactional_id = TXN
+        wire.send(ApiKey.PRODUCE, 8, body)
+
+    send(0)
+    send(1)  # pipelined: no transaction is open yet, both wait for the coordinator
+    assert wait_until(lambda: len(held) == 2)
+    answer(0)  # batch 0 is appended: the transaction is open in the partition now
+    send(2)  # must not overtake batch 1, still waiting for its answer
+    assert wait_until(lambda: len(held) == 3), "batch 2 was not queued behind batch 1"
+    answer(1)
+    answer(2)
+    results = [wire.receive().responses[0].partition_responses[0] for _ in range(3)]
+    assert [(r.error_code, r.base_offset) for r in results] == [(0, 0), (0, 1), (0, 2)]
+    broker.call(lambda: delattr(channel, "send"))
+    assert not broker.call(lambda: manager._in_flight), "no verification left in flight"
+
+
 @pytest.mark.spec("TXN-23")
 def test_a_marker_voids_a_verification_in_flight(broker, wire):
     wire.create_topic("g")
