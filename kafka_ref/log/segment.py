@@ -264,8 +264,9 @@ class Segment:
             start = max(pos, self.offset_index.lookup_by_position(limit).position)
             if start > pos:  # one entry earlier, so the scan sees the batch that ends the slice
                 start = max(pos, self.offset_index.lookup_by_position(start - 1).position)
-        end, next_offset = pos, first.last_offset + 1
-        for batch in self.log.batch_positions(start, limit_position):
+        # The first batch fits and its header is read already: the scan starts after it.
+        end, next_offset = first.end, first.last_offset + 1
+        for batch in self.log.batch_positions(max(start, first.end), limit_position):
             if batch.end > limit:
                 break
             end, next_offset = batch.end, batch.last_offset + 1

@@ -164,9 +164,11 @@ class Struct:
     _schema: StructSchema
 
     def __init__(self, **values: Any):
-        for field in self._schema.fields:
-            value = values.pop(field.attr, _MISSING)
-            setattr(self, field.attr, field.make_default() if value is _MISSING else value)
+        for attr, shared, make_default in self._schema.defaults:
+            value = values.pop(attr, _MISSING)
+            if value is _MISSING:  # an immutable default is shared; a list or struct is not
+                value = shared if make_default is None else make_default()
+            setattr(self, attr, value)
         if values:
             raise TypeError(f"{type(self).__name__} has no field(s) {sorted(values)}")
 
@@ -210,6 +212,14 @@ class StructSchema:
         if len(set(tags)) != len(tags):
             raise ValueError(f"{name}: duplicate tags")
         self.cls: type[Struct] = type(name, (Struct,), {"__slots__": self.attrs, "_schema": self})
+        # Per field, what a value built without it gets: (attr, shared default, None) when
+        # the default is immutable, else (attr, None, the field's make_default).
+        self.defaults = tuple(
+            (f.attr, f.make_default(), None)
+            if f.default_is_shared
+            else (f.attr, None, f.make_default)
+            for f in self.fields
+        )
         self._codecs: dict[tuple[int, bool], StructCodec] = {}
 
     def codec(self, version: int, flexible: bool) -> StructCodec:

@@ -12,8 +12,10 @@ Ten benches, one entry point:
   (kafka_ref/tools/bench_broker.py); `--command-config FILE` gives the client's security
   settings (an SSL or SASL_SSL listener: `security.protocol=SASL_SSL`,
   `sasl.mechanism=SCRAM-SHA-512`, `sasl.username`, `sasl.password`, `ssl.ca.location`);
-* `kafka-ref bench compare`: starts kafka-ref and the Tansu broker and runs the broker bench
-  against both in one run, printing kafka-ref/Tansu ratios (kafka_ref/tools/bench_compare.py);
+* `kafka-ref bench compare`: starts kafka-ref, Apache Kafka and the Tansu broker
+  (`--peers`) and runs the broker bench against all of them in one run, printing each
+  broker's CPU per GB and per million records and kafka-ref's ratios to each peer
+  (kafka_ref/tools/bench_compare.py);
 * `kafka-ref bench cluster`: starts one broker and a 3-broker cluster on ZooKeeper and
   compares producing with acks=1 to the one against acks=all with replication factor 3 to
   the other, in one run (kafka_ref/tools/bench_cluster.py);
@@ -84,9 +86,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_options(broker, suppress=True)
     add_measure_options(broker, suppress=True)
     compare = sub.add_parser(
-        "compare", help="kafka-ref against Tansu in one run, with ratios", description=_doc(bc)
+        "compare",
+        help="kafka-ref against Apache Kafka and Tansu in one run, with ratios",
+        description=_doc(bc),
     )
     add_measure_options(compare, suppress=True)
+    compare.add_argument(
+        "--peers",
+        default=",".join(bc.PEERS),
+        help=f"the brokers kafka-ref is compared with (default {','.join(bc.PEERS)})",
+    )
     compare.add_argument(
         "--data-dir", default=argparse.SUPPRESS, help="kafka-ref's data dir (default: temporary)"
     )
@@ -262,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("choose storage, broker or compare, or give --bootstrap-server HOST:PORT")
     try:
         settings = settings_from_args(args)
+        peers = bc.peer_list(args.peers) if args.bench == "compare" else ()
     except BenchUsage as err:
         raise UsageError(str(err)) from None
     emit = _printer(args.json, table=True)
@@ -273,9 +283,8 @@ def run(args: argparse.Namespace) -> int:
             found = [r for r in rows if r["what"] == "cluster ratio"]
             rows = [r for r in rows if r["what"] != "cluster ratio"]
         elif args.bench == "compare":
-            rows, found = bc.compare(
-                settings, emit, getattr(args, "data_dir", None), getattr(args, "tansu_bin", None)
-            )
+            data_dir, tansu_bin = getattr(args, "data_dir", None), getattr(args, "tansu_bin", None)
+            rows, found = bc.compare(settings, emit, data_dir, tansu_bin, peers)
         else:
             if not args.bootstrap_server:
                 raise UsageError("bench broker needs --bootstrap-server HOST:PORT")

@@ -24,7 +24,8 @@ MB/s counts value bytes, with MB = 2**20 (as Kafka's `kafka-producer-perf-test` 
 Every measurement is one dict with the same keys (`FIELDS`); `--json` prints each as one
 JSON line, else a table follows the progress bar. Results from different brokers line up
 because the keys do; `kafka-ref bench compare` (kafka_ref/tools/bench_compare.py) relies on
-that to print kafka-ref/Tansu ratios. Every loop is bounded by a count and a deadline.
+that to print kafka-ref's ratios to Apache Kafka and Tansu. Every loop is bounded by a
+count and a deadline.
 """
 
 from __future__ import annotations
@@ -348,8 +349,9 @@ def run_cases(
     """Every case against every target, interleaved (case 1 on each broker, then case 2...).
 
     Interleaving keeps a slow drift of the machine (another process, a warm page cache)
-    from favouring the broker that happened to run first; with `repeat`, every run after
-    the first reverses the brokers' order of the one before. Returns every measurement.
+    from favouring the broker that happened to run first; with `repeat`, every run starts
+    with the next broker in turn (with two brokers, the order of the run before, reversed),
+    so over N runs of N brokers each has held each place once. Returns every measurement.
     """
     for target in targets:
         check_reachable(target)
@@ -359,7 +361,8 @@ def run_cases(
     total = len(cases) * len(targets) * phases * settings.repeat
     with Progress(total) as progress:
         for run in range(1, settings.repeat + 1):
-            order = targets if run % 2 else targets[::-1]
+            turn = (run - 1) % len(targets)
+            order = targets[turn:] + targets[:turn]
             for case in cases:
                 for target in order:
                     for row in measure_case(target, case, run, settings, progress):

@@ -53,7 +53,7 @@ from kafka_ref.tools.bench_broker import (
 )
 from kafka_ref.tools.bench_broker import process_rss as broker_rss
 from kafka_ref.tools.bench_partitions import create_topics, spread
-from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress, median_ratios
+from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress, median_ratios, ratio_key
 from kafka_ref.tools.bench_soak import raise_fd_limit
 from kafka_ref.tools.load_worker import Load, LoadError, Outcome, Plan
 from kafka_ref.tools.plots import cost_curves
@@ -229,7 +229,7 @@ def print_report(rows: list[dict], found: list[dict]) -> None:
         out.print(f"{row['broker']}: a group of {row['members']} members stable after "
                   f"{row['stable_s']} s ({row['rebalances']} revocations)")  # fmt: skip
     for r in found:
-        out.print(f"kafka-ref / Tansu {r['of']} {r['size']} {r['metric']}: {r['ratio']}")
+        out.print(f"kafka-ref / Tansu {r['of']} {r['size']} {r['metric']}: {r[ratio_key(TANSU)]}")
 
 
 def plot(rows: list[dict], path: str) -> None:

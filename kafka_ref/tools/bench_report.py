@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 Tick = Callable[[int], None]
-KAFKA_REF, TANSU = "kafka-ref", "tansu"
-BROKERS = (KAFKA_REF, TANSU)
+KAFKA_REF, KAFKA, TANSU = "kafka-ref", "kafka", "tansu"  # the brokers' labels in the rows
+# What a broker's CPU costs per unit moved (the rows' figures, `figure`); lower is better.
+CPU_PER_GB = "broker CPU s/GB"
+CPU_PER_MILLION = "broker CPU s/M records"
+THROUGHPUT_METRICS = ("msgs/s", "MB/s", CPU_PER_GB, CPU_PER_MILLION)
 
 
 class Progress:
@@ -58,15 +61,18 @@ def median_ratios(
     case: Callable[[dict], dict | None],
     metrics: Callable[[dict], Iterable[str]],
     value: Callable[[dict, str], float | None] = lambda row, metric: row[metric],
+    peers: Sequence[str] = (TANSU,),
 ) -> list[dict]:
-    """kafka-ref's figure over Tansu's, each the median of its runs, per case and metric:
+    """kafka-ref's figure over each peer's, each the median of its runs, per case and metric:
     the ratio rows every comparing bench reports.
 
     `case(row)` names the row's case as the fields the ratio row carries (None: the row
     is not compared); `metrics(row)` the metrics of a case, given its first kafka-ref
-    row; `value(row, metric)` a row's figure (None: not measured in that run). A case
-    that lacks either broker's runs has no ratio; a metric neither run measured has
-    medians and a ratio of None."""
+    row; `value(row, metric)` a row's figure (None: not measured in that run). A ratio
+    row holds every broker's median under its label and, per peer, kafka-ref's median
+    over the peer's under `ratio_key(peer)`. A case that lacks any broker's runs has no
+    ratio row; a metric no run measured has medians and ratios of None."""
+    brokers = (KAFKA_REF, *peers)
     cases: dict[tuple, dict[str, list[dict]]] = {}
     for row in rows:
         fields = case(row)
@@ -75,18 +81,26 @@ def median_ratios(
             cases.setdefault(key, {}).setdefault(row["broker"], []).append(row)
     out = []
     for key, runs in cases.items():
-        if KAFKA_REF not in runs or TANSU not in runs:
+        if any(broker not in runs for broker in brokers):
             continue
         for metric in metrics(runs[KAFKA_REF][0]):
-            ours, theirs = (
-                _median([value(r, metric) for r in runs[b]]) for b in (KAFKA_REF, TANSU)
-            )
-            out.append({
-                "what": "ratio", **dict(key), "metric": metric, "runs": len(runs[KAFKA_REF]),
-                KAFKA_REF: ours, TANSU: theirs,
-                "ratio": round(ours / theirs, 2) if ours is not None and theirs else None,
-            })  # fmt: skip
+            medians = {b: _median([value(r, metric) for r in runs[b]]) for b in brokers}
+            ours = medians[KAFKA_REF]
+            ratio = {"what": "ratio", **dict(key), "metric": metric}
+            ratio["runs"] = len(runs[KAFKA_REF])
+            ratio |= medians
+            ratio |= {ratio_key(p): _ratio(ours, medians[p]) for p in peers}
+            out.append(ratio)
     return out
+
+
+def ratio_key(peer: str) -> str:
+    """The key of kafka-ref's median over `peer`'s in a ratio row: `kafka-ref/tansu`."""
+    return f"{KAFKA_REF}/{peer}"
+
+
+def _ratio(ours: float | None, theirs: float | None) -> float | None:
+    return round(ours / theirs, 2) if ours is not None and theirs else None
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -115,7 +129,22 @@ def _number(value) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-SHORT = {"produce latency": "latency", "broker CPU s/GB": "CPU s/GB"}
+def figure(row: dict, metric: str) -> float | None:
+    """A measurement's figure for `metric`: a field of the row, or the broker's CPU seconds
+    (`broker_cpu_s`) per GB of values or per million records (None: CPU not measured)."""
+    if metric == CPU_PER_GB:
+        moved = row["messages"] * row["msg_size"] / 2**30
+    elif metric == CPU_PER_MILLION:
+        moved = row["messages"] / 1e6
+    else:
+        return row[metric]
+    if row["broker_cpu_s"] is None or not moved:
+        return None
+    return row["broker_cpu_s"] / moved
+
+
+SHORT = {"produce latency": "latency", CPU_PER_GB: "CPU s/GB", CPU_PER_MILLION: "CPU s/M rec"}
+NAMES = {KAFKA_REF: "kafka-ref", KAFKA: "Kafka", TANSU: "Tansu"}
 
 
 def print_table(rows: list[dict]) -> None:
@@ -125,18 +154,20 @@ def print_table(rows: list[dict]) -> None:
     headers = {
         "broker": "broker", "what": "what", "msg_size": "size", "acks": "acks",
         "partitions": "parts", "msgs/s": "msgs/s", "MB/s": "MB/s", "p50_ms": "p50",
-        "p99_ms": "p99", "broker_cpu_s": "cpu s",
+        "p99_ms": "p99", "broker_cpu_s": "cpu s", CPU_PER_GB: "cpu s/GB",
+        CPU_PER_MILLION: "cpu s/M",
     }  # fmt: skip
     repeated = any((row["run"] or 1) > 1 for row in measured)
     if repeated:
         headers = {"run": "#", **headers}
     for key, header in headers.items():
         table.add_column(header, justify="left" if key in ("broker", "what") else "right")
+    numbers = ("msgs/s", "MB/s", "p50_ms", "p99_ms", "broker_cpu_s", CPU_PER_GB, CPU_PER_MILLION)
     for row in measured:
         cells = [str(row[k]) for k in ("broker", "what", "msg_size", "acks", "partitions")]
         cells[1] = SHORT.get(cells[1], cells[1])
-        numbers = ("msgs/s", "MB/s", "p50_ms", "p99_ms", "broker_cpu_s")
-        table.add_row(*[str(row["run"])] * repeated, *cells, *(_number(row[k]) for k in numbers))
+        figures = (_number(figure(row, k)) for k in numbers)
+        table.add_row(*[str(row["run"])] * repeated, *cells, *figures)
     out = console()
     out.print(table)
     for row in measured:
@@ -149,7 +180,8 @@ def print_table(rows: list[dict]) -> None:
     if measured:
         out.print(
             f"client: {measured[0]['client']}; MB = 2**20 bytes of message values; "
-            "p50/p99: produce latency in ms; cpu s: the broker's CPU time in the phase"
+            "p50/p99: produce latency in ms; cpu s: the broker's CPU time in the phase, "
+            "also per GB of values and per million records"
         )
     for row in rows:
         if "rss_MB" in row:
@@ -159,20 +191,27 @@ def print_table(rows: list[dict]) -> None:
 
 
 def print_ratios(found: list[dict]) -> None:
-    table = _table("kafka-ref / Tansu, same run, same client (medians of the runs)")
-    headers = ("what", "size", "acks", "parts", "runs", "metric", KAFKA_REF, TANSU, "ratio")
+    """The ratio rows of `median_ratios` as one table: every broker's median, then
+    kafka-ref's over each peer's."""
+    prefix = ratio_key("")
+    peers = [key.removeprefix(prefix) for key in found[0] if key.startswith(prefix)]
+    names = [NAMES.get(b, b) for b in (KAFKA_REF, *peers)]
+    table = _table(f"{' / '.join(names)}, same run, same client (medians of the runs)")
+    headers = ("what", "size", "acks", "parts", "runs", "metric", *names)
+    headers += tuple(f"/{name}" for name in names[1:])
     for header in headers:
         table.add_column(header, justify="left" if header in ("what", "metric") else "right")
     for row in found:
         table.add_row(
             SHORT.get(row["of"], row["of"]), str(row["msg_size"]), row["acks"],
             str(row["partitions"]), str(row["runs"]), SHORT.get(row["metric"], row["metric"]),
-            *(_number(row[c]) for c in (KAFKA_REF, TANSU)),
-            "" if row["ratio"] is None else f"{row['ratio']:.2f}",
+            *(_number(row[b]) for b in (KAFKA_REF, *peers)),
+            *("" if row[ratio_key(p)] is None else f"{row[ratio_key(p)]:.2f}" for p in peers),
         )  # fmt: skip
     out = console()
     out.print(table)
     out.print(
-        "ratio = kafka-ref / Tansu. MB/s: above 1, kafka-ref is faster. Latency and CPU s/GB "
-        "(the broker's own CPU time per GB moved): below 1, kafka-ref needs less."
+        f"/{names[1]}: kafka-ref's median over {names[1]}'s (likewise each peer). msgs/s and "
+        "MB/s: above 1, kafka-ref is faster. Latency and CPU s/GB, CPU s/M rec (the broker's "
+        "own CPU time per GB of values, per million records): below 1, kafka-ref needs less."
     )

@@ -312,6 +312,36 @@ def test_announcing_a_large_frame_costs_nothing_until_its_bytes_arrive(broker):
 
 
 @pytest.mark.spec("BROKER-51")
+def test_a_frame_no_larger_than_one_already_sent_whole_gets_its_whole_buffer_at_once(broker):
+    """A producer's next 1 MB request is read into one buffer of its size; a connection that
+    has sent nothing that large still gets the small buffer that doubles."""
+    from kafka_ref.server.network import FIRST_FRAME_CHUNK
+
+    def frame_buffers() -> dict[int, int]:
+        """Each connection's partly read large frame: client port -> its buffer's size."""
+        connections = broker.broker.socket_server.connections
+        return broker.call(
+            lambda: {int(c.name.rsplit(":", 1)[1]): len(c._frame) for c in connections if c._frame}
+        )
+
+    producer, newcomer = Wire(broker.port), Wire(broker.port)
+    producer.create_topic("whole")
+    records = batch(3, value_size=300_000)  # a 900 KB frame, read whole
+    assert producer.produce("whole", 0, records).error_code == 0
+    announced = 800_000  # no larger than what the producer sent whole
+    for wire in (producer, newcomer):
+        wire.send_raw(struct.pack(">i", announced) + b"\0" * 100)
+    ports = {wire.sock.getsockname()[1]: wire for wire in (producer, newcomer)}
+    deadline = time.monotonic() + 5
+    while len(frame_buffers()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sizes = {ports[port]: size for port, size in frame_buffers().items() if port in ports}
+    assert sizes == {producer: announced, newcomer: FIRST_FRAME_CHUNK}
+    for wire in (producer, newcomer):
+        wire.close()
+
+
+@pytest.mark.spec("BROKER-51")
 def test_idle_connections_hold_no_receive_buffer(broker):
     """500 connections that each made one request and went quiet: with a 64 KB receive buffer
     each that is 32 MB; with the shared buffer they cost their bookkeeping only."""

