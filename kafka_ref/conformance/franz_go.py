@@ -316,11 +316,13 @@ def run_against_kafka_ref(
     records: int,
     run_pattern: str | None = None,
     mutant: str | None = None,
+    timeout: float = 1800,
 ) -> list[Outcome]:
-    """Start a kafka-ref broker in `base`, run the kgo tests against it, stop it."""
+    """Start a kafka-ref broker in `base`, run the kgo tests against it, stop it. `timeout`
+    is the Go test binary's own: a test still running then makes it panic and name it."""
     test_binary()  # built before the broker starts: the build takes minutes the first time
     with KafkaRefForFranzGo(base, mutant) as broker:
-        return run(broker.env(records), run_pattern=run_pattern)
+        return run(broker.env(records), timeout=timeout, run_pattern=run_pattern)
 
 
 # ------------------------------------------------------------------------------- the report

@@ -41,7 +41,10 @@ def test_the_tests_are_franz_go_s_own_from_the_module_proxy():
 
 @pytest.mark.spec("FRANZ-2")
 def test_every_kgo_test_passes_or_skips_for_a_stated_reason(tmp_path):
-    outcomes = franz_go.run_against_kafka_ref(tmp_path, records=campaign(2_000, 500_000))
+    # Go's own timeout before pytest's: a test that hangs is then named by the binary's panic
+    outcomes = franz_go.run_against_kafka_ref(
+        tmp_path, records=campaign(2_000, 500_000), timeout=campaign(420, 3000)
+    )
     findings = franz_go.unexplained(outcomes)
     assert not findings, "\n\n".join(f"{o.test}: {o.result}\n{o.output[-1500:]}" for o in findings)
     # Every test reached an outcome: a panic would stop the binary before the rest.
