@@ -209,6 +209,9 @@ def test_every_wrong_solution_fails_its_grader(lab):
         ("import pickle\n", 1),  # pickle.loads finds any object by module and name
         ("import runpy\n", 1),
         ("from pydoc import locate\n", 1),
+        ("import subprocess\n", 1),  # another process runs the reference untouched
+        ("import os\n\nos.system('python -c ...')\n", 3),
+        ("from os import execv\n", 1),
     ],
 )
 def test_a_solution_that_reaches_the_reference_is_refused(source, line):

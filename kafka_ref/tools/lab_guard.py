@@ -20,8 +20,10 @@ would pass every test and teach nothing. `kafka-ref lab check` reads the solutio
 * uses what could do the same out of sight: `importlib`, `__import__`, `eval`, `exec`,
   `compile`, `globals()`, `vars()`, `sys.modules`, frames, a function's closure, globals,
   code or wrapped function, `getattr` with a computed name or passed around as a value
-  (`g = getattr`), `operator.attrgetter` and `methodcaller`, or a module that finds an
-  object or runs code by its name (`pickle`, `marshal`, `runpy`, `pydoc`, `code`).
+  (`g = getattr`), `operator.attrgetter` and `methodcaller`, a module that finds an
+  object or runs code by its name (`pickle`, `marshal`, `runpy`, `pydoc`, `code`), or
+  another process, where the reference runs untouched (`subprocess`, `multiprocessing`,
+  `os.system`, `os.exec*`, `os.fork`, ...).
 
 The runtime half is in kafka_ref/seams.py: the seam's dispatcher exposes no attribute that
 leads to the reference, and forgets it once a student's function is chosen; under `lab
@@ -38,6 +40,13 @@ from dataclasses import dataclass
 
 from kafka_ref.tools.lab_course import Lab
 
+# Another process runs kafka-ref without the solution: a way to call the reference.
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty"}
+PROCESS_NAMES = set(
+    """system popen fork forkpty execl execle execlp execlpe execv execve execvp execvpe
+    spawnl spawnle spawnlp spawnlpe spawnv spawnve spawnvp spawnvpe posix_spawn posix_spawnp
+    create_subprocess_exec create_subprocess_shell ProcessPoolExecutor""".split()  # noqa: SIM905
+)
 FORBIDDEN_MODULES = {
     "importlib": "loads modules by name, out of the checker's sight",
     "imp": "loads modules by name, out of the checker's sight",
@@ -51,6 +60,7 @@ FORBIDDEN_MODULES = {
     "pydoc": "finds any object by its dotted name",
     "code": "compiles and runs source",
     "codeop": "compiles source",
+    **dict.fromkeys(PROCESS_MODULES, "starts processes, where kafka-ref's own code runs"),
 }
 # operator's ways to reach an attribute whose name is computed: getattr in disguise
 COMPUTED_ATTRIBUTE_GETTERS = {"attrgetter", "methodcaller"}
@@ -122,6 +132,8 @@ class Checker(ast.NodeVisitor):
                 self.refuse(node, f"imports sys.{alias.name}, which reaches modules and frames")
             elif module == "operator" and alias.name in COMPUTED_ATTRIBUTE_GETTERS:
                 self.refuse(node, f"imports operator.{alias.name}, a getattr with a computed name")
+            elif alias.name in PROCESS_NAMES:
+                self.refuse(node, f"imports {full}, which starts a process: write the code")
             elif module.split(".")[0] != "kafka_ref":
                 continue
             elif alias.name == "*":
@@ -145,6 +157,9 @@ class Checker(ast.NodeVisitor):
             return
         if node.attr in COMPUTED_ATTRIBUTE_GETTERS:
             self.refuse(node, f"uses .{node.attr}, a getattr with a computed name")
+            return
+        if node.attr in PROCESS_NAMES:
+            self.refuse(node, f"uses .{node.attr}, which starts a process: write the code")
             return
         if (why := self.reaches(node)) is not None:
             self.refuse(node, why)
