@@ -16,7 +16,8 @@ defines runs that file's function instead of the reference, everywhere in the pr
 producer, the broker, the simulator, the conformance suite's targets; the first file that
 defines it wins. A broker or a client started as a child process inherits the variable, so a
 whole cluster runs the student's code. Seams no file defines keep the reference (a function
-a file imports, from kafka-ref or elsewhere, does not count as defined).
+a file imports, from kafka-ref or elsewhere, does not count as defined), except the seams
+`kafka-ref lab check` is grading (below).
 
 A *student edition* (`kafka-ref lab export`) has no reference for the seams of the labs it
 hands out: their bodies are gone, and `kafka_ref/edition.json` names, for each, the lab's
@@ -34,6 +35,12 @@ The dispatcher does not expose the reference (no attribute leads to it), and onc
 chosen a student's function it forgets the reference altogether: a solution cannot reach
 the code it replaces through the seam, and `kafka-ref lab check` refuses a file that imports
 it or the module holding it before grading (kafka_ref/tools/lab_guard.py).
+
+**The seams being graded never hold their reference.** `kafka-ref lab check` names the
+lab's seams in KAFKA_REF_GRADED_SEAMS. Those are built without a reference at all: a seam
+the solution does not define raises NotImplementedError instead of running kafka-ref's
+code (leaving a function out must not earn its marks), and no frame, closure or registry of
+the process holds the reference for a solution to find.
 
     kafka-ref lab check 02                    # grade labs/02-producer/solution.py
     kafka-ref lab check 02 --reference        # the same tests on the reference: all pass
@@ -56,6 +63,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 ENV = "KAFKA_REF_SOLUTION"
+GRADED = "KAFKA_REF_GRADED_SEAMS"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EDITION = ROOT / "kafka_ref" / "edition.json"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,6 +82,11 @@ def solution_files() -> list[str]:
     """The files KAFKA_REF_SOLUTION names, in order (absolute paths)."""
     value = os.environ.get(ENV, "")
     return [os.path.abspath(path) for path in value.split(os.pathsep) if path]
+
+
+def graded_seams() -> set[str]:
+    """The seam keys `kafka-ref lab check` is grading (comma-separated in GRADED)."""
+    return {key for key in os.environ.get(GRADED, "").split(",") if key}
 
 
 @functools.cache
@@ -119,6 +132,16 @@ def unloadable(name: str, error: BaseException) -> Callable[..., Any]:
     return fail
 
 
+def not_defined(name: str, files: list[str]) -> Callable[..., Any]:
+    """What a graded seam runs when no solution file defines it: never the reference."""
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        where = ", ".join(files) or "the solution"
+        raise NotImplementedError(f"{name} is not defined in {where}: write it")
+
+    return fail
+
+
 def seam_key(function: Callable[..., Any]) -> str:
     return f"{function.__module__}.{function.__qualname__}"
 
@@ -130,29 +153,36 @@ def seam(reference: F) -> F:
     if not os.environ.get(ENV) and stripped is None:
         return reference
     name = reference.__name__
+    graded = key in graded_seams()
     # The reference lives in this dict only until the seam is resolved: resolving pops it,
-    # and puts it back only when no solution defines the seam.
-    state: dict[str, Any] = {"reference": reference}
+    # and puts it back only when no solution defines the seam. A graded seam never has it.
+    state: dict[str, Any] = {} if graded else {"reference": reference}
 
     def resolve() -> Callable[..., Any]:
         with _resolving:
             if "chosen" in state:
                 return state["chosen"]
-            if "reference" not in state:
+            if state.get("loading"):
                 raise SolutionLoadError(f"the solution calls {name} while it is being loaded")
-            held = state.pop("reference")
+            state["loading"] = True
+            files = solution_files() + ([stripped] if stripped and not graded else [])
             try:
-                for path in solution_files() + ([stripped] if stripped else []):
+                for path in files:
                     found = defined_in(path, name)
                     if found is not None:
+                        state.pop("reference", None)
                         state["chosen"], state["path"], RESOLVED[key] = found, path, path
                         return found
             except BaseException as error:
                 # A file that does not load never falls back to the reference.
+                state.pop("reference", None)
                 state["chosen"] = unloadable(name, error)
                 raise
-            state["chosen"], RESOLVED[key] = held, "reference"
-            return held
+            if graded:
+                state["chosen"], RESOLVED[key] = not_defined(name, files), "not defined"
+            else:
+                state["chosen"], RESOLVED[key] = state.pop("reference"), "reference"
+            return state["chosen"]
 
     def dispatch(*args: Any, **kwargs: Any) -> Any:
         chosen = state.get("chosen") or resolve()

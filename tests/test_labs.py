@@ -202,6 +202,16 @@ def test_every_wrong_solution_fails_its_grader(lab):
         ("def f(g):\n    return g.__closure__\n", 2),
         ("def f(g, name):\n    return getattr(g, name)\n", 2),
         ("from kafka_ref.log import log\n\nlog.isolation.last_stable_offset(1)\n", 3),
+        ("get = getattr\n", 1),  # a getattr out of sight: get(module, computed name)
+        ("import functools\n\nf = functools.reduce(getattr, ['a'], 1)\n", 3),
+        ("import operator\n\nfind = operator.attrgetter('a' + 'b')\n", 3),
+        ("from operator import methodcaller\n", 1),
+        ("import pickle\n", 1),  # pickle.loads finds any object by module and name
+        ("import runpy\n", 1),
+        ("from pydoc import locate\n", 1),
+        ("import subprocess\n", 1),  # another process runs the reference untouched
+        ("import os\n\nos.system('python -c ...')\n", 3),
+        ("from os import execv\n", 1),
     ],
 )
 def test_a_solution_that_reaches_the_reference_is_refused(source, line):
@@ -265,6 +275,39 @@ def test_a_seam_forgets_its_reference_once_a_solution_replaces_it(seam_in):
     assert dispatch(3) == 7  # the solution's
     gc.collect()
     assert alive() is None, "the reference is still reachable"
+
+
+@pytest.mark.spec("LAB-5", "LAB-1")
+def test_a_graded_seam_never_holds_its_reference(seam_in, monkeypatch):
+    """Under `lab check` the lab's seams are built without their reference: one the
+    solution leaves out raises NotImplementedError, and nothing of the process (a frame
+    while the solution loads, a closure before it is resolved) keeps the reference."""
+
+    def half(x):
+        return x // 2
+
+    alive = weakref.ref(half)
+    monkeypatch.setenv(seams.GRADED, seams.seam_key(half))
+    dispatch = seam_in(half, mine="def other(x):\n    return x\n")
+    del half
+    gc.collect()
+    assert alive() is None, "a graded seam keeps its reference"
+    with pytest.raises(NotImplementedError, match=r"half is not defined in .*mine\.py"):
+        dispatch(4)
+
+
+@pytest.mark.spec("LAB-5")
+def test_check_never_runs_the_reference_of_a_function_left_out(tmp_path):
+    """A lab 03 solution without `leader_high_watermark` fails REPL-3: the reference does
+    not stand in for it (it did, and earned the rule's marks)."""
+    skeleton = LABS["03"].skeleton.read_text()
+    without = skeleton[: skeleton.index("def leader_high_watermark(")]
+    without += skeleton[skeleton.index("def truncation_step(") :]
+    (tmp_path / "partial.py").write_text(without)
+    done = lab_command("check", "03", "--solution", str(tmp_path / "partial.py"), "--json")
+    hw = [e for e in results(done) if e["rules"] == ["REPL-3"]]
+    assert hw and not any(e["passed"] for e in hw), done.stdout + done.stderr
+    assert "leader_high_watermark is not defined in" in hw[0]["reason"], hw[0]
 
 
 @pytest.mark.spec("LAB-1")

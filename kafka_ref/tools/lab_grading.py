@@ -15,6 +15,10 @@ collects once, then forks one child per solution (lab_plugin.py).
 the inputs in words, or the error; for a property test, the counter-example hypothesis
 shrank to, as one call without hypothesis' comments (`# or any other generated value`).
 
+**Nothing of the lab falls back to the reference.** The grader runs with the lab's seams
+named in KAFKA_REF_GRADED_SEAMS (kafka_ref/seams.py): a function the solution leaves out
+raises NotImplementedError, so its rules fail, instead of running kafka-ref's own code.
+
 **First failure.** `first_failure=True` stops a solution's grading at its first failing
 test (pytest's `-x`): the verdict, FAIL, is known then. The tests not run are reported as
 such.
@@ -112,9 +116,12 @@ def grade(lab: Lab, solutions: list[str] | None, *, first_failure: bool = False)
         pairs = zip(to_run, reports, strict=True)
         entries = [{"solution": g.solution, "report": str(r)} for g, r in pairs]
         batch.write_text(json.dumps(entries))
-        env = {k: v for k, v in os.environ.items() if k != seams.ENV} | {BATCH_ENV: str(batch)}
+        drop = {seams.ENV, seams.GRADED}
+        env = {k: v for k, v in os.environ.items() if k not in drop} | {BATCH_ENV: str(batch)}
         if to_run[0].solution is not None:
             env[seams.ENV] = to_run[0].solution  # the seams dispatch; each child sets its own
+            # the lab's seams run the solution's functions or fail, never the reference
+            env[seams.GRADED] = ",".join(s.key for s in lab.seams)
         plugins = ["-p", "no:cacheprovider", "-p", "kafka_ref.tools.lab_plugin"]
         cmd = [sys.executable, "-m", "pytest", str(lab.path / "grader"), "-q", "--no-header"]
         cmd += [*plugins, f"--rootdir={lab.root}", *(["-x"] if first_failure else [])]

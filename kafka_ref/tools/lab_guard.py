@@ -19,10 +19,16 @@ would pass every test and teach nothing. `kafka-ref lab check` reads the solutio
   the seam's module) as an attribute of a kafka_ref module it imported;
 * uses what could do the same out of sight: `importlib`, `__import__`, `eval`, `exec`,
   `compile`, `globals()`, `vars()`, `sys.modules`, frames, a function's closure, globals,
-  code or wrapped function, or `getattr` with a computed name.
+  code or wrapped function, `getattr` with a computed name or passed around as a value
+  (`g = getattr`), `operator.attrgetter` and `methodcaller`, a module that finds an
+  object or runs code by its name (`pickle`, `marshal`, `runpy`, `pydoc`, `code`), or
+  another process, where the reference runs untouched (`subprocess`, `multiprocessing`,
+  `os.system`, `os.exec*`, `os.fork`, ...).
 
 The runtime half is in kafka_ref/seams.py: the seam's dispatcher exposes no attribute that
-leads to the reference, and forgets it once a student's function is chosen.
+leads to the reference, and forgets it once a student's function is chosen; under `lab
+check` the lab's seams hold no reference at all, so a function the solution leaves out
+fails instead of running kafka-ref's.
 
 Rules: LAB-5 (spec/labs.md).
 """
@@ -34,6 +40,13 @@ from dataclasses import dataclass
 
 from kafka_ref.tools.lab_course import Lab
 
+# Another process runs kafka-ref without the solution: a way to call the reference.
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty"}
+PROCESS_NAMES = set(
+    """system popen fork forkpty execl execle execlp execlpe execv execve execvp execvpe
+    spawnl spawnle spawnlp spawnlpe spawnv spawnve spawnvp spawnvpe posix_spawn posix_spawnp
+    create_subprocess_exec create_subprocess_shell ProcessPoolExecutor""".split()  # noqa: SIM905
+)
 FORBIDDEN_MODULES = {
     "importlib": "loads modules by name, out of the checker's sight",
     "imp": "loads modules by name, out of the checker's sight",
@@ -41,7 +54,16 @@ FORBIDDEN_MODULES = {
     "inspect": "reaches frames, closures and source",
     "gc": "reaches every object of the process",
     "ctypes": "reaches the interpreter's memory",
+    "pickle": "loads any object by its module and name",
+    "marshal": "loads code objects",
+    "runpy": "runs modules by name",
+    "pydoc": "finds any object by its dotted name",
+    "code": "compiles and runs source",
+    "codeop": "compiles source",
+    **dict.fromkeys(PROCESS_MODULES, "starts processes, where kafka-ref's own code runs"),
 }
+# operator's ways to reach an attribute whose name is computed: getattr in disguise
+COMPUTED_ATTRIBUTE_GETTERS = {"attrgetter", "methodcaller"}
 FORBIDDEN_CALLS = {"__import__", "eval", "exec", "compile", "globals", "vars", "breakpoint"}
 ATTRIBUTE_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
 # A function's way back to its module and wrapped code, a class's to every other class, a
@@ -72,6 +94,7 @@ class Checker(ast.NodeVisitor):
         self.seam_modules = {s.module for s in lab.seams}
         self.allowed = lab.allowed_imports
         self.bound: dict[str, str] = {}  # a name the file binds -> the kafka_ref module it is
+        self.called: set[int] = set()  # the ast.Name nodes that are the function of a call
         self.refusals: list[Refusal] = []
 
     def refuse(self, node: ast.AST, why: str) -> None:
@@ -107,6 +130,10 @@ class Checker(ast.NodeVisitor):
                 self.refuse(node, f"imports from {module}, {why}")
             elif module == "sys" and alias.name in SYS_ATTRIBUTES:
                 self.refuse(node, f"imports sys.{alias.name}, which reaches modules and frames")
+            elif module == "operator" and alias.name in COMPUTED_ATTRIBUTE_GETTERS:
+                self.refuse(node, f"imports operator.{alias.name}, a getattr with a computed name")
+            elif alias.name in PROCESS_NAMES:
+                self.refuse(node, f"imports {full}, which starts a process: write the code")
             elif module.split(".")[0] != "kafka_ref":
                 continue
             elif alias.name == "*":
@@ -127,6 +154,12 @@ class Checker(ast.NodeVisitor):
         sys_only = node.attr in SYS_ATTRIBUTES
         if node.attr in FORBIDDEN_ATTRIBUTES and (not sys_only or self.is_name(node.value, "sys")):
             self.refuse(node, f"uses .{node.attr}, which reaches code out of the checker's sight")
+            return
+        if node.attr in COMPUTED_ATTRIBUTE_GETTERS:
+            self.refuse(node, f"uses .{node.attr}, a getattr with a computed name")
+            return
+        if node.attr in PROCESS_NAMES:
+            self.refuse(node, f"uses .{node.attr}, which starts a process: write the code")
             return
         if (why := self.reaches(node)) is not None:
             self.refuse(node, why)
@@ -150,9 +183,13 @@ class Checker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
             self.refuse(node, "uses __builtins__, which reaches __import__ and eval")
+        elif node.id in ATTRIBUTE_CALLS and id(node) not in self.called:
+            self.refuse(node, f"uses {node.id} as a value: call it with the attribute written")
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Name):
+            self.called.add(id(func))
         if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS:
             self.refuse(node, f"calls {func.id}(), which runs code out of the checker's sight")
         if isinstance(func, ast.Name) and func.id in ATTRIBUTE_CALLS and len(node.args) >= 2:

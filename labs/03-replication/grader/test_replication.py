@@ -54,6 +54,16 @@ def test_the_hw_on_cases_worked_by_hand(leader, followers, hw, expected):
 
 
 @pytest.mark.spec("REPL-3")
+def test_the_hw_reads_the_followers_leos_once():
+    """`follower_log_end_offsets` is an Iterable: a generator can be read only once."""
+    got = partition.leader_high_watermark(12, iter([12, 8]), 5)
+    assert got == 8, (
+        "leader at LEO 12, ISR followers at LEOs 12 and 8 given as an iterator (the contract "
+        f"says Iterable: it can be read once), HW so far 5: the HW must be 8, got {got}"
+    )
+
+
+@pytest.mark.spec("REPL-3")
 @given(st.integers(0, 100), st.lists(st.integers(-1, 100), max_size=4), st.integers(0, 100))
 def test_the_hw_is_the_smallest_leo_over_the_isr_and_never_goes_down(leader, followers, hw):
     new = partition.leader_high_watermark(leader, followers, hw)
@@ -99,6 +109,17 @@ TRUNCATION_CASES = [
     pytest.param((), 7, 3, (2, 9), (7, True), id="no epoch here, ends past our LEO there"),
     # our latest epoch is the leader's latest too, longer there: nothing to cut
     pytest.param(((0, 0), (1, 4)), 9, 6, (1, 30), (9, True), id="our latest epoch, longer there"),
+    # the leader's log begins with epoch 1 at offset 0: asked about our epoch 0, it answers
+    # that epoch 0 ends at 0 there. 0 is an offset, not "no epoch" (-1): cut to 0, not the HW
+    pytest.param(((0, 0),), 5, 3, (0, 0), (0, True), id="our epoch ends at 0 there: cut to 0"),
+    # our cache ahead of our log (epoch 3 from 20, LEO 18): where our epoch 2 ends, 20, is
+    # past the LEO; capped at the LEO whether the leader shares the epoch or never had it
+    pytest.param(
+        ((0, 0), (2, 10), (3, 20)), 18, 12, (2, 30), (18, True), id="shared epoch ends past LEO"
+    ),
+    pytest.param(
+        ((0, 0), (1, 5), (3, 20)), 18, 11, (2, 14), (18, False), id="our epoch ends past LEO"
+    ),
     # KIP-101 scenario 2: epoch 0 ends at 1 on the new leader; cut to 1, below our HW 2
     pytest.param(((0, 0),), 2, 2, (0, 1), (1, True), id="KIP-101 scenario 2: below our HW"),
     # every epoch we know (3, from 5) is newer than the leader's 2, which ends at 4 there:

@@ -176,6 +176,24 @@ def test_the_lso_by_hand(case):
     assert got == case.expected, f"{inputs}: {case.why}; expected LSO {case.expected}, got {got}"
 
 
+@pytest.mark.spec("TXN-4")
+@pytest.mark.parametrize(
+    ("opened", "finished", "expected"),
+    [
+        pytest.param([4, 7], [(2, 5)], 4, id="the open transactions read once"),
+        pytest.param([7], [(2, 12)], 2, id="the finished transactions read once"),
+    ],
+)
+def test_the_lso_reads_each_list_of_transactions_once(opened, finished, expected):
+    """Both lists are Iterables: a generator can be read only once."""
+    inputs = (
+        f"open transactions at {opened} and finished (first, marker) {finished} given as "
+        "iterators (the contract says Iterable: each can be read once), HW 10, log start 0"
+    )
+    got = call(inputs, isolation.last_stable_offset, iter(opened), iter(finished), 10, 0)
+    assert got == expected, f"{inputs}: expected LSO {expected}, got {got}"
+
+
 # ------------------------------------------------------------------ read_committed, by hand
 def txn(producer: int, base: int, last: int | None = None) -> FetchedBatch:
     """A transactional batch of `producer` at offsets base..last."""
@@ -285,6 +303,12 @@ FILTER_CASES = {
         "an aborted transaction starts at the batch's offset: at or before its last offset",
         (txn(1, 4), abort(1, 5)),
         ((1, 4),),
+        (),
+    ),
+    "aborted-transaction-starts-inside-the-batch": FilterCase(
+        "the listed first offset 2 is inside P1's batch 0-4: at or before its last offset",
+        (txn(1, 0, 4), abort(1, 5)),
+        ((1, 2),),
         (),
     ),
     "other-producer-inside-an-aborted-transaction": FilterCase(

@@ -1,0 +1,43 @@
+"""Takes a leader's end offset of 0 for "no epoch" (`<= 0` instead of `== -1`) and keeps the
+log up to its HW: when the leader's log begins with a later epoch at offset 0, the follower
+keeps records the leader never had (TRUNC-5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
+
+
+class TruncationStep(NamedTuple):
+    offset: int
+    done: bool
+
+
+def leader_high_watermark(
+    leader_log_end_offset: int, follower_log_end_offsets: Iterable[int], high_watermark: int
+) -> int:
+    new = leader_log_end_offset
+    for leo in follower_log_end_offsets:
+        new = min(new, leo)
+    return max(high_watermark, new)
+
+
+def truncation_step(
+    cache: LeaderEpochFileCache,
+    log_end_offset: int,
+    high_watermark: int,
+    leader_epoch: int,
+    leader_end_offset: int,
+) -> TruncationStep:
+    if leader_end_offset <= 0:
+        return TruncationStep(high_watermark, True)
+    if leader_epoch == -1:
+        return TruncationStep(min(leader_end_offset, log_end_offset), True)
+    epoch, end = cache.end_offset_for(leader_epoch, log_end_offset)
+    if epoch == -1:
+        return TruncationStep(min(leader_end_offset, log_end_offset), True)
+    if epoch != leader_epoch:
+        return TruncationStep(min(end, log_end_offset), False)
+    return TruncationStep(min(leader_end_offset, end, log_end_offset), True)
