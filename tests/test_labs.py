@@ -109,6 +109,29 @@ def test_a_lab_that_does_not_exist_is_one_line_and_exit_code_2():
 
 
 @pytest.mark.spec("LAB-2")
+def test_a_test_out_of_time_fails_and_ends_that_solutions_grading(tmp_path):
+    """An HW rule that loops forever fails its first test when the time limit is up, and its
+    later tests are not run; the next solution of the batch is graded in full."""
+    looping = tmp_path / "looping.py"
+    source = (SOLUTIONS / "lab03.py").read_text()
+    looping.write_text(
+        source.replace("def leader_high_watermark(", "def _unused(", 1)
+        + "\n\ndef leader_high_watermark(leader, followers, hw):\n    while True:\n        pass\n"
+    )
+    solutions = ["--solution", str(looping), "--solution", str(SOLUTIONS / "lab03.py")]
+    done = lab_command("check", "03", *solutions, "--timeout", "20", "--json")
+    graded = by_solution(done)
+    looped, correct = graded[str(looping)], graded[str(SOLUTIONS / "lab03.py")]
+    failed = [e for e in looped if e["outcome"] == "failed"]
+    assert len(failed) == 1 and "ran out of time (20 s)" in failed[0]["reason"], looped
+    after = looped[looped.index(failed[0]) + 1 :]
+    assert after and all(e["outcome"] == "not run" for e in after), after
+    assert all(e["passed"] for e in correct), done.stdout + done.stderr
+    bad = lab_command("check", "03", "--timeout", "0")
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
+@pytest.mark.spec("LAB-2")
 def test_the_reason_of_a_failure_is_the_message_in_words_and_the_shrunk_input():
     """pytest's explanation is dropped after a message in words; hypothesis' comments
     (`# or any other generated value`) never get into the counter-example."""

@@ -37,6 +37,7 @@ import time
 
 from kafka_ref.seams import ENV, edition_stripped
 from kafka_ref.tools.lab_course import ROOT, Lab, ManifestError, labs
+from kafka_ref.tools.lab_grading import TIMEOUT
 
 LABS = ROOT / "labs"
 
@@ -73,6 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--first-failure",
         action="store_true",
         help="stop grading a solution at its first failing test",
+    )
+    check.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=TIMEOUT,
+        help=f"a hand-worked test's time limit ({TIMEOUT:g}; the others: 5 times as long); a "
+        "test out of time fails and ends the solution's grading",
     )
     analyse = sub.add_parser("analyse", help="run a lab's PySpark analysis")
     analyse.add_argument("lab", help="the lab's number, e.g. 02")
@@ -118,8 +127,10 @@ def check(lab: Lab, args: argparse.Namespace) -> int:
         solutions = [str(lab.skeleton)]
     if fmt == "gradescope" and len(solutions or [None]) != 1:
         raise UsageError("--format gradescope grades one solution")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout:g}: a number of seconds above 0")
     started = time.monotonic()
-    gradings = grade(lab, solutions, first_failure=args.first_failure)
+    gradings = grade(lab, solutions, first_failure=args.first_failure, timeout=args.timeout)
     try:
         report = render(gradings, fmt, time.monotonic() - started)
     except ManifestError as error:  # the marks of a gradescope or junit report

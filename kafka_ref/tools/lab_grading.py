@@ -23,6 +23,12 @@ raises NotImplementedError, so its rules fail, instead of running kafka-ref's ow
 test (pytest's `-x`): the verdict, FAIL, is known then. The tests not run are reported as
 such.
 
+**A solution that never returns.** Each test has a time limit (pytest-timeout; the plugin
+sets it): `timeout` seconds for a hand-worked example, five times that for a property test
+or a test on a real broker. A test that runs out of time fails, saying so, and ends that
+solution's grading, like a first failure: a function that loops forever would otherwise
+hold every later test for its whole limit, and may still be spinning in a broker's thread.
+
 Rules: LAB-2, LAB-6 (spec/labs.md).
 """
 
@@ -43,6 +49,8 @@ from kafka_ref.tools.lab_course import Lab
 from kafka_ref.tools.lab_guard import refusals
 
 BATCH_ENV = "KAFKA_REF_LAB_BATCH"
+TIMEOUT_ENV = "KAFKA_REF_LAB_TIMEOUT"
+TIMEOUT = 60.0  # seconds, for a hand-worked example (LAB-2); measured: 4 s at most, loaded
 NOT_RUN = "not run"
 
 
@@ -78,6 +86,7 @@ class Grading:
     refused: list[str] = field(default_factory=list)
     results: list[GradedTest] = field(default_factory=list)
     problem: str = ""  # the grader's output when it ran no test
+    timed_out: str = ""  # the test that ran out of time and ended the grading
 
     @property
     def passed(self) -> bool:
@@ -99,9 +108,15 @@ class Grading:
         return sorted(set(self.rules()) - self.failing_rules())
 
 
-def grade(lab: Lab, solutions: list[str] | None, *, first_failure: bool = False) -> list[Grading]:
+def grade(
+    lab: Lab,
+    solutions: list[str] | None,
+    *,
+    first_failure: bool = False,
+    timeout: float = TIMEOUT,
+) -> list[Grading]:
     """Grade each solution file (None: the reference) with the lab's grader, in one pytest
-    process. The solutions are absolute paths."""
+    process. The solutions are absolute paths; `timeout` is a hand-worked example's limit."""
     gradings = [Grading(lab, None)] if solutions is None else [Grading(lab, s) for s in solutions]
     for grading in gradings:
         if grading.solution is not None:
@@ -117,7 +132,8 @@ def grade(lab: Lab, solutions: list[str] | None, *, first_failure: bool = False)
         entries = [{"solution": g.solution, "report": str(r)} for g, r in pairs]
         batch.write_text(json.dumps(entries))
         drop = {seams.ENV, seams.GRADED}
-        env = {k: v for k, v in os.environ.items() if k not in drop} | {BATCH_ENV: str(batch)}
+        env = {k: v for k, v in os.environ.items() if k not in drop}
+        env |= {BATCH_ENV: str(batch), TIMEOUT_ENV: str(timeout)}
         if to_run[0].solution is not None:
             env[seams.ENV] = to_run[0].solution  # the seams dispatch; each child sets its own
             # the lab's seams run the solution's functions or fail, never the reference
@@ -140,10 +156,14 @@ def read_report(grading: Grading, report: pathlib.Path, first_failure: bool) -> 
         return
     outcomes: dict[str, dict] = {}
     for entry in lines[1:]:  # a test's setup, call and teardown: it fails if any fails
+        if "timed_out" in entry:
+            grading.timed_out = entry["timed_out"]
+            continue
         seen = outcomes.setdefault(entry["nodeid"], entry)
         if seen["passed"] and not entry["passed"]:
             outcomes[entry["nodeid"]] = entry
     stopped = first_failure and any(not e["passed"] for e in outcomes.values())
+    stopped = stopped or bool(grading.timed_out)
     for test in lines[0]["collected"]:
         entry = outcomes.get(test["nodeid"])
         if entry is not None:

@@ -10,6 +10,10 @@ tests on a real broker (those that use a `broker` fixture). A student reads the 
 failing case first, and `--first-failure` stops most wrong solutions within a second
 instead of after a broker's start and a real group's rebalances.
 
+Each test gets a time limit by its cost (KAFKA_REF_LAB_TIMEOUT seconds for a hand-worked
+example, five times that for the others), and a test that runs out of time stops the
+solution's grading: the report names it, and the tests after it are not run.
+
 With one solution the tests run as usual, in this process. With several, the plugin takes
 over pytest's loop: collected once, it forks one child per solution; the child sets
 KAFKA_REF_SOLUTION to its file, runs every collected test, tears its fixtures down and
@@ -32,7 +36,7 @@ import pytest
 from hypothesis import is_hypothesis_test
 
 from kafka_ref import seams
-from kafka_ref.tools.lab_grading import BATCH_ENV, failure_reason
+from kafka_ref.tools.lab_grading import BATCH_ENV, TIMEOUT, TIMEOUT_ENV, failure_reason
 
 _report: list[str] = []  # the report file of the solution graded in this process
 _collected: list[dict] = []
@@ -53,6 +57,9 @@ def cost(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=cost)  # stable: within a cost, the grader's own order
+    limit = float(os.environ.get(TIMEOUT_ENV, TIMEOUT))
+    for item in items:
+        item.add_marker(pytest.mark.timeout(limit if cost(item) == 0 else 5 * limit))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -107,6 +114,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     if call.excinfo is not None:
         outcome.get_result().kafka_ref_reason = failure_reason(call.excinfo.value)
+        if ran_out_of_time(call.excinfo.value):
+            # the solution may loop forever, here or in a broker's thread: grade no further
+            limit = item.get_closest_marker("timeout").args[0]
+            outcome.get_result().kafka_ref_reason = (
+                f"ran out of time ({limit:g} s): does the solution loop forever? The tests "
+                "after this one were not run"
+            )
+            write({"timed_out": item.name})
+            item.session.shouldstop = f"{item.name} ran out of time"
+
+
+def ran_out_of_time(error: BaseException) -> bool:
+    """pytest-timeout's failure (its signal method fails the test with this message)."""
+    return isinstance(error, pytest.fail.Exception) and "from pytest-timeout" in str(error)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

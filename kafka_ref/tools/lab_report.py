@@ -64,7 +64,8 @@ def text(grading: Grading) -> str:
         return "\n".join([*lines, f"\nnot graded; failing: {failing}"])
     passed = sum(r.passed for r in grading.results)
     not_run = sum(r.outcome == NOT_RUN for r in grading.results)
-    stopped = f" ({not_run} not run: stopped at the first failure)" if not_run else ""
+    why = f"{grading.timed_out} ran out of time" if grading.timed_out else "the first failure"
+    stopped = f" ({not_run} not run: stopped at {why})" if not_run else ""
     lines.append(
         f"\n{passed} of {len(grading.results)} tests pass{stopped}; rules that hold: "
         f"{', '.join(grading.holding_rules()) or 'none'}; failing: "
