@@ -80,8 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         type=float,
         default=TIMEOUT,
-        help=f"a hand-worked test's time limit ({TIMEOUT:g}; the others: 5 times as long); a "
-        "test out of time fails and ends the solution's grading",
+        help=f"each test's time limit ({TIMEOUT:g}); a test out of time fails and ends the "
+        "solution's grading",
     )
     analyse = sub.add_parser("analyse", help="run a lab's PySpark analysis")
     analyse.add_argument("lab", help="the lab's number, e.g. 02")

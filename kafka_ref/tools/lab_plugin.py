@@ -10,9 +10,8 @@ tests on a real broker (those that use a `broker` fixture). A student reads the 
 failing case first, and `--first-failure` stops most wrong solutions within a second
 instead of after a broker's start and a real group's rebalances.
 
-Each test gets a time limit by its cost (KAFKA_REF_LAB_TIMEOUT seconds for a hand-worked
-example, five times that for the others), and a test that runs out of time stops the
-solution's grading: the report names it, and the tests after it are not run.
+Each test gets a time limit (KAFKA_REF_LAB_TIMEOUT seconds), and a test that runs out of
+time stops the solution's grading: the report names it, and the tests after it are not run.
 
 With one solution the tests run as usual, in this process. With several, the plugin takes
 over pytest's loop: collected once, it forks one child per solution; the child sets
@@ -59,7 +58,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=cost)  # stable: within a cost, the grader's own order
     limit = float(os.environ.get(TIMEOUT_ENV, TIMEOUT))
     for item in items:
-        item.add_marker(pytest.mark.timeout(limit if cost(item) == 0 else 5 * limit))
+        item.add_marker(pytest.mark.timeout(limit))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
