@@ -64,9 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(module_name)
         # The docstring is the manual, laid out as written: examples one per line.
         cmd = sub.add_parser(
-            name, help=help_text, description=inspect.cleandoc(module.__doc__ or ""),
+            name,
+            help=help_text,
+            description=inspect.cleandoc(module.__doc__ or ""),
             formatter_class=argparse.RawDescriptionHelpFormatter,
-        )  # fmt: skip
+        )
         module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)
     return parser

@@ -85,10 +85,12 @@ def make_pki(directory: str) -> Pki:
         return ec.generate_private_key(ec.SECP256R1())
 
     ca_key, other_key = new_key(), new_key()
-    ca = _certificate(_name("kafka-ref test CA"), ca_key, _name("kafka-ref test CA"), ca_key,
-                      ca=True)  # fmt: skip
-    other = _certificate(_name("untrusted CA"), other_key, _name("untrusted CA"), other_key,
-                         ca=True)  # fmt: skip
+    ca = _certificate(
+        _name("kafka-ref test CA"), ca_key, _name("kafka-ref test CA"), ca_key, ca=True
+    )
+    other = _certificate(
+        _name("untrusted CA"), other_key, _name("untrusted CA"), other_key, ca=True
+    )
     broker_key, client_key, stranger_key = new_key(), new_key(), new_key()
     sans = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     broker = _certificate(_name("broker"), broker_key, ca.subject, ca_key, sans=sans)

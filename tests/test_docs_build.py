@@ -128,9 +128,11 @@ def test_every_concept_page_has_a_diagram_its_rules_and_its_code():
     pages = concept_pages()
     assert len(pages) >= 11, pages
     texts = {page: (ROOT / "docs" / page).read_text() for page in pages}
-    for part, what in [("```mermaid\n", "a mermaid diagram of a flow or states"),
-                       ("{{ rules ", "its spec rules embedded"),
-                       ("{{ code ", "its code embedded from the source")]:  # fmt: skip
+    for part, what in [
+        ("```mermaid\n", "a mermaid diagram of a flow or states"),
+        ("{{ rules ", "its spec rules embedded"),
+        ("{{ code ", "its code embedded from the source"),
+    ]:
         missing = [page for page, text in texts.items() if part not in text]
         assert not missing, f"concept pages without {what}: {missing}"
 
@@ -143,11 +145,21 @@ def test_mermaid_diagrams_render_in_headless_chromium(site, served, tmp_path):
     assert not unvisited, f"concept pages whose diagrams are not rendered: {unvisited}"
     for page in pages:
         dom = subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=15000",
-             "--dump-dom", served + page],
-            capture_output=True, text=True, timeout=120,
-        ).stdout  # fmt: skip
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--virtual-time-budget=15000",
+                "--dump-dom",
+                served + page,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
         expected = (site / page / "index.html").read_text().count('<div class="diagram">')
         rendered = len(re.findall(r'<div class="diagram" data-processed="true"><svg ', dom))
         assert rendered == expected, f"{page}: {rendered} of {expected} diagrams rendered"

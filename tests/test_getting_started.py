@@ -60,8 +60,11 @@ def wait_listening(port: int, proc: subprocess.Popen, log: Path, seconds: float 
 def run(command: str, address: str, timeout: float = 60) -> subprocess.CompletedProcess:
     done = subprocess.run(
         ["bash", "-c", command.replace(DOC_ADDRESS, address)],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, f"{command}\nexit {done.returncode}\n{done.stdout}{done.stderr}"
     return done
 
@@ -74,16 +77,23 @@ def test_make_run_serves_every_getting_started_command(tmp_path):
     env = dict(os.environ, LISTEN=address, DATA_DIR=str(tmp_path / "data"))
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            ["make", "--no-print-directory", "run"], cwd=ROOT, env=env, stdout=out,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            ["make", "--no-print-directory", "run"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         wait_listening(port, proc, log)
         page = (ROOT / "docs" / "index.md").read_text()
         commands = shell_commands(page, "in a second terminal")
         assert [c.split()[1] for c in commands if c.startswith(".venv/bin/kafka-ref")] == [
-            "topics", "consume", "groups",
-        ] and any("| .venv/bin/kafka-ref produce" in c for c in commands), commands  # fmt: skip
+            "topics",
+            "consume",
+            "groups",
+        ] and any("| .venv/bin/kafka-ref produce" in c for c in commands), commands
         printed = {}
         for command in commands:
             if " consume " in command:  # the page's consumer runs until stopped: bound it

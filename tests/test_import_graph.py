@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "kafka_ref"
 
@@ -98,6 +100,7 @@ def test_cycles_are_found():
     assert cycles(graph) == [frozenset({"a", "b", "c"})]
 
 
+@pytest.mark.spec("SRC-1")
 def test_no_import_cycles_between_files():
     found = [sorted(c) for c in cycles(import_graph())]
     assert not found, f"import cycles: {found}"

@@ -290,8 +290,11 @@ def test_lab07_gives_the_lso_lag_in_ms_and_offsets_and_the_bytes_fetched_for_not
     assert 0 <= p50 <= p99 <= most and most > 0, offsets
     in_time = section(table, "The LSO lag in time")
     assert "| lag p50 (ms) | p99 (ms) | max (ms) |" in in_time
-    lags = {r.split("|")[1].strip(): r.split("|")[2:-1] for r in in_time.splitlines()[6:]
-            if r.startswith("| ")}  # fmt: skip
+    lags = {
+        r.split("|")[1].strip(): r.split("|")[2:-1]
+        for r in in_time.splitlines()[6:]
+        if r.startswith("| ")
+    }
     committed = lags["steady: committed"]
     assert 0 <= int(committed[1]) <= int(committed[2]) <= int(committed[3]), in_time
     # The timeout runs from the transaction's start, a little before its record is in the

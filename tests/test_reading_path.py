@@ -61,8 +61,9 @@ def test_the_core_is_numbered_in_order_and_about_thirty_files_and_ten_thousand_l
 
 def test_line_counts_and_the_total_are_the_files_own():
     rows = core_rows()
-    wrong = {path: (said, line_count(path)) for _, path, said, _ in rows
-             if said != line_count(path)}  # fmt: skip
+    wrong = {
+        path: (said, line_count(path)) for _, path, said, _ in rows if said != line_count(path)
+    }
     assert not wrong, f"stale counts (said, actual): {wrong}; run python {__file__}"
     [(files, lines)] = TOTAL.findall(sections()[0])
     assert (int(files), int(lines)) == (len(rows), sum(line_count(p) for _, p, _, _ in rows))
@@ -77,13 +78,17 @@ def test_every_file_of_the_package_is_named_exactly_once():
     unknown = [p for p in named_files + directories if not (ROOT / p).exists()]
     assert not unknown, f"named but not in the tree: {unknown}"
     unnamed = [
-        f for f in package_files()
+        f
+        for f in package_files()
         if f not in named_files and not any(f.startswith(d) for d in directories)
-    ]  # fmt: skip
+    ]
     assert not unnamed, f"files the reading path does not name: {unnamed}"
     # A directory of the rest means its files the core does not list: it must have some.
-    empty = [d for d in directories
-             if not [f for f in package_files() if f.startswith(d) and f not in core]]  # fmt: skip
+    empty = [
+        d
+        for d in directories
+        if not [f for f in package_files() if f.startswith(d) and f not in core]
+    ]
     assert not empty, f"directories of the rest with only core files: {empty}"
 
 
@@ -94,8 +99,7 @@ def defined_names(path: str) -> set[str]:
         if isinstance(node, ast.ClassDef | ast.FunctionDef):
             names.add(node.name)
         if isinstance(node, ast.ClassDef):
-            names |= {f"{node.name}.{n.name}" for n in node.body
-                      if isinstance(n, ast.FunctionDef)}  # fmt: skip
+            names |= {f"{node.name}.{n.name}" for n in node.body if isinstance(n, ast.FunctionDef)}
     return names
 
 

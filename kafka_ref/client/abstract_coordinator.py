@@ -155,8 +155,12 @@ class AbstractCoordinator:
     def mark_coordinator_unknown(self, reason: str) -> None:
         with self.lock:
             if self.coordinator is not None:
-                log.info("group %s: coordinator %s unusable (%s)", self.group_id,
-                         self.coordinator.address, reason)  # fmt: skip
+                log.info(
+                    "group %s: coordinator %s unusable (%s)",
+                    self.group_id,
+                    self.coordinator.address,
+                    reason,
+                )
                 self.coordinator = None
 
     def ensure_coordinator_ready(self, deadline_ms: int) -> bool:
@@ -192,8 +196,13 @@ class AbstractCoordinator:
         self.client.add_node(node)
         with self.lock:
             self.coordinator = node
-        log.info("group %s: coordinator is node %d at %s:%d", self.group_id,
-                 response.node_id, response.host, response.port)  # fmt: skip
+        log.info(
+            "group %s: coordinator is node %d at %s:%d",
+            self.group_id,
+            response.node_id,
+            response.host,
+            response.port,
+        )
 
     # -- join and sync -------------------------------------------------------------------
 
@@ -313,9 +322,13 @@ class AbstractCoordinator:
             self.state = MemberState.COMPLETING_REBALANCE
         if response.leader == response.member_id:
             members = [(m.member_id, m.group_instance_id, m.metadata) for m in response.members]
-            log.info("group %s: leader of generation %d with %d members, assigning (%s)",
-                     self.group_id, generation.generation_id, len(members),
-                     generation.protocol_name)  # fmt: skip
+            log.info(
+                "group %s: leader of generation %d with %d members, assigning (%s)",
+                self.group_id,
+                generation.generation_id,
+                len(members),
+                generation.protocol_name,
+            )
             assignments = self.perform_assignment(generation.protocol_name, members)
         else:
             assignments = {}
@@ -345,8 +358,12 @@ class AbstractCoordinator:
             if self.generation == generation and self.state == MemberState.COMPLETING_REBALANCE:
                 self.state = MemberState.STABLE
         self.needs_join_prepare = True
-        log.info("group %s: joined generation %d as %s", self.group_id,
-                 generation.generation_id, generation.member_id)  # fmt: skip
+        log.info(
+            "group %s: joined generation %d as %s",
+            self.group_id,
+            generation.generation_id,
+            generation.member_id,
+        )
 
     # -- leave ---------------------------------------------------------------------------
 

@@ -376,18 +376,26 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
         out: dict[int, list[LogDirInfo]] = {}
         for broker in brokers:
             response = self.client.send_and_wait(
-                broker, ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest(topics=None),
+                broker,
+                ApiKey.DESCRIBE_LOG_DIRS,
+                DescribeLogDirsRequest(topics=None),
                 self.request_timeout_ms,
-            )  # fmt: skip
+            )
             _check(f"describe log dirs of broker {broker}", response.error_code)
             out[broker] = [
-                LogDirInfo(r.log_dir, error_code(r.error_code), {
-                    TopicPartition(t.name, p.partition_index):
-                        ReplicaInfo(p.partition_size, p.offset_lag, p.is_future_key)
-                    for t in r.topics for p in t.partitions
-                })
+                LogDirInfo(
+                    r.log_dir,
+                    error_code(r.error_code),
+                    {
+                        TopicPartition(t.name, p.partition_index): ReplicaInfo(
+                            p.partition_size, p.offset_lag, p.is_future_key
+                        )
+                        for t in r.topics
+                        for p in t.partitions
+                    },
+                )
                 for r in response.results
-            ]  # fmt: skip
+            ]
         return out
 
     def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:

@@ -42,20 +42,26 @@ def _check(what: str, code: int, message: str | None) -> None:
 
 def _filter_fields(f: AclBindingFilter) -> dict:
     return dict(
-        resource_type_filter=f.resource_type, resource_name_filter=f.name,
-        pattern_type_filter=f.pattern_type, principal_filter=f.principal,
-        host_filter=f.host, operation=f.operation, permission_type=f.permission,
-    )  # fmt: skip
+        resource_type_filter=f.resource_type,
+        resource_name_filter=f.name,
+        pattern_type_filter=f.pattern_type,
+        principal_filter=f.principal,
+        host_filter=f.host,
+        operation=f.operation,
+        permission_type=f.permission,
+    )
 
 
 def _binding(item: object, pattern: ResourcePattern) -> AclBinding:
     return AclBinding(
         pattern,
         AccessControlEntry(
-            item.principal, item.host, AclOperation(item.operation),
+            item.principal,
+            item.host,
+            AclOperation(item.operation),
             AclPermissionType(item.permission_type),
         ),
-    )  # fmt: skip
+    )
 
 
 class AclAdmin:
@@ -89,11 +95,15 @@ class AclAdmin:
         response = self._send(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest(**_filter_fields(selector)))
         _check("describe ACLs", response.error_code, response.error_message)
         return [
-            _binding(acl, ResourcePattern(
-                ResourceType(r.resource_type), r.resource_name, PatternType(r.pattern_type)))
+            _binding(
+                acl,
+                ResourcePattern(
+                    ResourceType(r.resource_type), r.resource_name, PatternType(r.pattern_type)
+                ),
+            )
             for r in response.resources
             for acl in r.acls
-        ]  # fmt: skip
+        ]
 
     def delete_acls(self, selectors: Iterable[AclBindingFilter]) -> list[AclBinding]:
         """Delete what the filters match; returns the ACLs deleted."""

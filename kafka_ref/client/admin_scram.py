@@ -37,9 +37,11 @@ class ScramAdmin:
         self, users: list[str] | None = None
     ) -> dict[str, dict[str, int]]:
         """user -> mechanism -> iterations, for `users` or (None) every user."""
-        names = None if users is None else [
-            DescribeUserScramCredentialsRequest.UserName(name=u) for u in users
-        ]  # fmt: skip
+        names = (
+            None
+            if users is None
+            else [DescribeUserScramCredentialsRequest.UserName(name=u) for u in users]
+        )
         response = self._send(
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, DescribeUserScramCredentialsRequest(users=names)
         )
@@ -70,10 +72,15 @@ class ScramAdmin:
                     if mechanism in MECHANISM_TYPES
                     else b"?"  # the broker answers UNSUPPORTED_SASL_MECHANISM
                 )
-                upserts.append(request.ScramCredentialUpsertion(
-                    name=user, mechanism=MECHANISM_TYPES.get(mechanism, 0),
-                    iterations=iterations or MIN_ITERATIONS, salt=salt, salted_password=salted,
-                ))  # fmt: skip
+                upserts.append(
+                    request.ScramCredentialUpsertion(
+                        name=user,
+                        mechanism=MECHANISM_TYPES.get(mechanism, 0),
+                        iterations=iterations or MIN_ITERATIONS,
+                        salt=salt,
+                        salted_password=salted,
+                    )
+                )
         deletes = [
             request.ScramCredentialDeletion(name=user, mechanism=MECHANISM_TYPES.get(m, 0))
             for user, mechanisms in (deletions or {}).items()

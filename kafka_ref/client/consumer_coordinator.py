@@ -226,9 +226,12 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._snapshot = dict(cluster)
         assignment = assignor.assign(cluster, subscriptions)
         for member_id, tps in sorted(assignment.items()):
-            log.info("group %s: assigning %s to %s", self.group_id,
-                     ", ".join(map(str, (TopicPartition(*tp) for tp in tps))) or "nothing",
-                     member_id)  # fmt: skip
+            log.info(
+                "group %s: assigning %s to %s",
+                self.group_id,
+                ", ".join(map(str, (TopicPartition(*tp) for tp in tps))) or "nothing",
+                member_id,
+            )
         return {m: encode_assignment(tps) for m, tps in assignment.items()}
 
     def _await_topics(self, topics: set[str]) -> dict[str, int]:

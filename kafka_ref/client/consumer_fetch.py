@@ -125,10 +125,14 @@ class CompletedFetch:
             abort = self._read_committed and header.is_control and header.has_producer_id
             self._fed_end = header.next_offset
             yield FetchedBatch(
-                header.base_offset, header.last_offset, header.producer_id,
-                header.is_transactional, header.is_control,
-                abort and self._is_abort_marker(buf, pos), pos,
-            )  # fmt: skip
+                header.base_offset,
+                header.last_offset,
+                header.producer_id,
+                header.is_transactional,
+                header.is_control,
+                abort and self._is_abort_marker(buf, pos),
+                pos,
+            )
             pos += header.size
 
     def _iterate(self) -> Iterator[ConsumerRecord]:

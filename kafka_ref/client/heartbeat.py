@@ -131,8 +131,11 @@ class HeartbeatThread(threading.Thread):
             if leave is not None:
                 node, body = leave
                 if body is not None:
-                    log.warning("group %s: poll() not called within max.poll.interval.ms; "
-                                "leaving the group", coord.group_id)  # fmt: skip
+                    log.warning(
+                        "group %s: poll() not called within max.poll.interval.ms; "
+                        "leaving the group",
+                        coord.group_id,
+                    )
                     self._request(node, ApiKey.LEAVE_GROUP, body)
                 continue
             body = HeartbeatRequest(

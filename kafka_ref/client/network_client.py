@@ -121,8 +121,12 @@ class NetworkClient:
             # wrong address tells its user at once, not when its timeout ends.
             log.warning(
                 "[%s] Connection to node %d (%s:%d) could not be established. Node may not "
-                "be available.", self.client_id, node_id, node.host, node.port,
-            )  # fmt: skip
+                "be available.",
+                self.client_id,
+                node_id,
+                node.host,
+                node.port,
+            )
             raise
         self._failures.pop(node_id, None)
         if self.metadata.auth_error is not None:

@@ -360,8 +360,12 @@ class OffsetCommitter:
                 continue  # the application seeked meanwhile
             committed = found.get(tp, (None, None))[1]
             if committed is not None:
-                log.info("group %s: %s starts at committed offset %d",
-                         self.coordinator.group_id, tp, committed.offset)  # fmt: skip
+                log.info(
+                    "group %s: %s starts at committed offset %d",
+                    self.coordinator.group_id,
+                    tp,
+                    committed.offset,
+                )
                 self.subscriptions.seek(tp, committed.offset)
             else:  # never committed: auto.offset.reset decides (OffsetFetcher)
                 state.committed_checked = True

@@ -132,8 +132,9 @@ class TransactionRequests(IdempotentProducerState):
         self.last_error = error if target in (State.ABORTABLE_ERROR, State.FATAL_ERROR) else None
         if target is State.FATAL_ERROR:
             self.fatal_error = error
-        log.debug("transactional id %s: %s -> %s", self.transactional_id,
-                  self.state.name, target.name)  # fmt: skip
+        log.debug(
+            "transactional id %s: %s -> %s", self.transactional_id, self.state.name, target.name
+        )
         self.state = target
 
     def _fail(self, error: KafkaError, *, abortable: bool) -> None:
@@ -214,8 +215,12 @@ class TransactionRequests(IdempotentProducerState):
             # Its own connection id, as the consumer's group coordinator (Kafka: MAX - id).
             node = Node(2**31 - 1 - response.node_id, response.host, response.port)
             self.coordinators[key_type] = node
-            log.info("%s coordinator for %s is node %d", "transaction" if key_type else "group",
-                     key, response.node_id)  # fmt: skip
+            log.info(
+                "%s coordinator for %s is node %d",
+                "transaction" if key_type else "group",
+                key,
+                response.node_id,
+            )
 
         body = FindCoordinatorRequest(key=key, key_type=key_type)
         request = TxnRequest(ApiKey.FIND_COORDINATOR, body, handle)

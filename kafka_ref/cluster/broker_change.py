@@ -69,8 +69,11 @@ class BrokerChangeHandling:
         if gone or born:
             logger.info(
                 "controller %d: brokers %s left, %s joined; live %s",
-                self.broker_id, sorted(gone), sorted(born), sorted(live),
-            )  # fmt: skip
+                self.broker_id,
+                sorted(gone),
+                sorted(born),
+                sorted(live),
+            )
         for broker_id in gone | born:  # a new registration's LeaderAndIsr answers anew
             self.offline_replicas.pop(broker_id, None)
         for broker_id in gone - born:
@@ -116,6 +119,11 @@ class BrokerChangeHandling:
             self.election_timer.observe((time.monotonic_ns() - started) / 1e6)
         logger.info(
             "controller %d: %s-%d leader %d -> %d, leader epoch %d, isr %s",
-            self.broker_id, tp[0], tp[1], state.leader, new.leader, new.leader_epoch,
+            self.broker_id,
+            tp[0],
+            tp[1],
+            state.leader,
+            new.leader,
+            new.leader_epoch,
             list(new.isr),
-        )  # fmt: skip
+        )

@@ -390,6 +390,12 @@ class KafkaController(
             return ErrorCode.INVALID_UPDATE_VERSION, None
         self.states[tp] = (new, written)
         self.batch.add_update_metadata(self.live, [self._current(tp)])
-        logger.info("controller %d: %s-%d isr %s (AlterPartition from %d)",
-                    self.broker_id, tp[0], tp[1], list(isr), leader)  # fmt: skip
+        logger.info(
+            "controller %d: %s-%d isr %s (AlterPartition from %d)",
+            self.broker_id,
+            tp[0],
+            tp[1],
+            list(isr),
+            leader,
+        )
         return ErrorCode.NO_ERROR, self._current(tp)

@@ -68,10 +68,14 @@ Request = tuple[int, int, Any]  # api key, version, body
 def _state_fields(s: PartitionState) -> dict:
     """A partition state as LeaderAndIsr and UpdateMetadata both carry it."""
     return dict(
-        partition_index=s.partition, controller_epoch=s.controller_epoch, leader=s.leader,
-        leader_epoch=s.leader_epoch, isr=list(s.isr), zk_version=s.zk_version,
+        partition_index=s.partition,
+        controller_epoch=s.controller_epoch,
+        leader=s.leader,
+        leader_epoch=s.leader_epoch,
+        isr=list(s.isr),
+        zk_version=s.zk_version,
         replicas=list(s.replicas),
-    )  # fmt: skip
+    )
 
 
 def _by_topic(states: Iterable[PartitionState]) -> dict[str, list[PartitionState]]:
@@ -286,8 +290,9 @@ class ControllerChannelManager:
                     continue
                 except Exception:  # a bug, not the network: the next requests still leave
                     name = ApiKey(api_key).name
-                    logger.exception("controller %d: %s to %d failed", self.controller_id, name,
-                                     broker_id)  # fmt: skip
+                    logger.exception(
+                        "controller %d: %s to %d failed", self.controller_id, name, broker_id
+                    )
                     response = None
                 break
             if self.on_response is not None:

@@ -85,14 +85,22 @@ def next_state(
             logger.warning(
                 "unclean leader election for %s-%d: broker %d leads without being in the ISR"
                 " %s; acknowledged writes may be lost",
-                state.topic, state.partition, leader, list(state.isr),
-            )  # fmt: skip
+                state.topic,
+                state.partition,
+                leader,
+                list(state.isr),
+            )
     if leader == state.leader and isr == state.isr:
         return None
     return PartitionState(
-        state.topic, state.partition, leader, state.leader_epoch + 1, state.replicas, isr,
+        state.topic,
+        state.partition,
+        leader,
+        state.leader_epoch + 1,
+        state.replicas,
+        isr,
         controller_epoch,
-    )  # fmt: skip
+    )
 
 
 def preferred_leader(state: PartitionState, live: Collection[int]) -> int | None:

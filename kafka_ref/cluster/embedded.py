@@ -260,9 +260,11 @@ class EmbeddedController(TopicAdministration):
         self._persist()
         logger.info(
             "created topic %s with %d partition(s), replication factor %d%s",
-            name, meta.partitions, meta.replication_factor,
+            name,
+            meta.partitions,
+            meta.replication_factor,
             f", configs {meta.configs}" if meta.configs else "",
-        )  # fmt: skip
+        )
         for listener in self.listeners:
             listener.on_partitions_created(name, range(meta.partitions))
         return meta

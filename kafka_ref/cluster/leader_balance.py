@@ -135,16 +135,24 @@ class LeaderBalance:
                 return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "No replica is alive."
             leader, isr = chosen.leader, chosen.isr
         new = dataclasses.replace(
-            state, leader=leader, leader_epoch=state.leader_epoch + 1, isr=isr,
+            state,
+            leader=leader,
+            leader_epoch=state.leader_epoch + 1,
+            isr=isr,
             controller_epoch=self.epoch,
-        )  # fmt: skip
+        )
         if not self._write_state(tp, new):
             return ErrorCode.NOT_CONTROLLER, "The partition state changed; retry."
         logger.info(
             "controller %d: %s election of %s-%d: leader %d -> %d, leader epoch %d",
-            self.broker_id, election.name.lower(), tp[0], tp[1], state.leader, leader,
+            self.broker_id,
+            election.name.lower(),
+            tp[0],
+            tp[1],
+            state.leader,
+            leader,
             new.leader_epoch,
-        )  # fmt: skip
+        )
         return ErrorCode.NO_ERROR, None
 
     # ------------------------------------------------------------------ auto rebalance (CTRL-28)

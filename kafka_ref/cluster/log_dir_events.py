@@ -129,8 +129,12 @@ class LogDirFailureHandling:
         if not self.active or broker not in self.live:
             return
         self.offline_replicas.setdefault(broker, set()).update(offline)
-        logger.info("controller %d: replicas on broker %d offline: %s",
-                    self.broker_id, broker, sorted(offline))  # fmt: skip
+        logger.info(
+            "controller %d: replicas on broker %d offline: %s",
+            self.broker_id,
+            broker,
+            sorted(offline),
+        )
         for tp in sorted(offline):
             if tp in self.states:
                 self._elect_if_needed(tp)

@@ -196,8 +196,12 @@ class PartitionReassignment:
         move = Reassignment(original, target)
         logger.info(
             "controller %d: reassigning %s-%d from %s to %s",
-            self.broker_id, tp[0], tp[1], list(original), list(target),
-        )  # fmt: skip
+            self.broker_id,
+            tp[0],
+            tp[1],
+            list(original),
+            list(target),
+        )
         self._grow(tp, move)
         self._maybe_complete_reassignment(tp)
         return ErrorCode.NO_ERROR, None
@@ -251,8 +255,13 @@ class PartitionReassignment:
         self._stop_replicas(tp, [r for r in move.replicas if r not in final])
         logger.info(
             "controller %d: %s-%d now on %s, leader %d, leader epoch %d",
-            self.broker_id, tp[0], tp[1], list(final), new.leader, new.leader_epoch,
-        )  # fmt: skip
+            self.broker_id,
+            tp[0],
+            tp[1],
+            list(final),
+            new.leader,
+            new.leader_epoch,
+        )
 
     def _stop_replicas(self, tp: TopicPartition, brokers: list[int]) -> None:
         epoch = self._current(tp).leader_epoch

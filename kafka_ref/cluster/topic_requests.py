@@ -227,9 +227,14 @@ class TopicAdministration:
         assignments: Mapping[int, Iterable[int]] | None,
     ) -> tuple[TopicMetadata, Assignment]:
         return plan_topic(
-            name, num_partitions, replication_factor, configs, assignments,
-            existing=self._topics, live=self._live(),
+            name,
+            num_partitions,
+            replication_factor,
+            configs,
+            assignments,
+            existing=self._topics,
+            live=self._live(),
             default_partitions=self.num_partitions,
             default_replication_factor=self.default_replication_factor,
             log_defaults=self.log_defaults,
-        )  # fmt: skip
+        )

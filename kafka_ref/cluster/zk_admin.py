@@ -111,8 +111,9 @@ class ZkTopicAdministration(TopicAdministration):
         """Write the overrides to ZooKeeper; every broker's config watch applies them to its
         live logs (CTRL-15), this one's at once."""
         self.zk.set_topic_config(name, configs)
-        self._apply_topic(dataclasses.replace(self._topics[name], configs=configs),
-                          self._assignments[name])  # fmt: skip
+        self._apply_topic(
+            dataclasses.replace(self._topics[name], configs=configs), self._assignments[name]
+        )
 
     def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """`/config/brokers/<entity>` and its notice; every broker's watch applies it."""

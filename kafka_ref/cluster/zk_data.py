@@ -79,8 +79,9 @@ def json_bytes(data: dict[str, Any]) -> bytes:
 def encode_broker(endpoint: BrokerEndpoint) -> bytes:
     """BrokerIdZNode.encode, JSON version 5: every listener's advertised endpoint and its
     security protocol (SEC-2); `host`/`port` are the inter-broker (PLAINTEXT) listener's."""
-    endpoints = endpoint.endpoints or (EndPoint("PLAINTEXT", "PLAINTEXT", endpoint.host,
-                                                endpoint.port),)  # fmt: skip
+    endpoints = endpoint.endpoints or (
+        EndPoint("PLAINTEXT", "PLAINTEXT", endpoint.host, endpoint.port),
+    )
     data: dict[str, Any] = {
         "version": 5,
         "host": endpoint.host,

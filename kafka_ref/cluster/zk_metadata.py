@@ -255,8 +255,10 @@ class ZkClusterMetadata(ZkTopicAdministration):
                 time.sleep(0.5)
         logger.info(
             "registered broker %d at %s, broker epoch %d",
-            self.endpoint.node_id, zkdata.BROKER_IDS, self.broker_epoch,
-        )  # fmt: skip
+            self.endpoint.node_id,
+            zkdata.BROKER_IDS,
+            self.broker_epoch,
+        )
         self.zk.zk.add_listener(self._on_session_state)
         DataWatch(self.zk.zk, zkdata.CONTROLLER, self._on_controller)
         ChildrenWatch(self.zk.zk, zkdata.TOPICS, self._on_topics)
@@ -286,8 +288,9 @@ class ZkClusterMetadata(ZkTopicAdministration):
                     self.broker_epoch = self.zk.register_broker(self.endpoint)
                     logger.info(
                         "registered broker %d again (new session), broker epoch %d",
-                        self.endpoint.node_id, self.broker_epoch,
-                    )  # fmt: skip
+                        self.endpoint.node_id,
+                        self.broker_epoch,
+                    )
 
         self._retrying(register)
 

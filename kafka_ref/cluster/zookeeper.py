@@ -107,8 +107,9 @@ class KafkaZkClient:
                 raise ConnectionError(f"closed while waiting for ZooKeeper at {self.hosts}")
             waited += 1
             if waited % 10 == 0:
-                logger.warning("ZooKeeper at %s has not answered for %d s; waiting", self.hosts,
-                               waited)  # fmt: skip
+                logger.warning(
+                    "ZooKeeper at %s has not answered for %d s; waiting", self.hosts, waited
+                )
 
     def close(self) -> None:
         """Close the session: ZooKeeper deletes our ephemeral znodes at once."""

@@ -63,15 +63,23 @@ class Options:
 class ChaosCluster:
     """ZooKeeper and brokers 1-3 behind proxies; what the nemesis does to them (its Target)."""
 
-    def __init__(self, base: str, configs: dict[str, object], session_timeout_ms: int,
-                 mutant: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        base: str,
+        configs: dict[str, object],
+        session_timeout_ms: int,
+        mutant: str | None = None,
+    ) -> None:
         self.base = base
         self.launcher = ("-m", "kafka_ref.cli")
         if mutant is not None:
             self.launcher = ("-m", "kafka_ref.conformance.mutant_broker", "--mutant", mutant)
         self.zookeeper = ZooKeeperServer(os.path.join(base, "zookeeper"))
-        self.configs = {**BROKER_CONFIGS, "zookeeper.session.timeout.ms": session_timeout_ms,
-                        **configs}  # fmt: skip
+        self.configs = {
+            **BROKER_CONFIGS,
+            "zookeeper.session.timeout.ms": session_timeout_ms,
+            **configs,
+        }
         self.brokers: dict[int, BrokerProcess] = {}
         self.proxies: dict[int, Proxy] = {}  # clients and peers -> broker i
         self.zk_proxies: dict[int, Proxy] = {}  # broker i -> ZooKeeper
@@ -90,10 +98,13 @@ class ChaosCluster:
             advertised = f"PLAINTEXT://127.0.0.1:{self.proxies[i].port}"
             configs = {**self.configs, "advertised.listeners": advertised}
             self.brokers[i] = BrokerProcess(
-                i, os.path.join(self.base, f"broker-{i}"),
-                f"127.0.0.1:{self.zk_proxies[i].port}", port=port, configs=configs,
+                i,
+                os.path.join(self.base, f"broker-{i}"),
+                f"127.0.0.1:{self.zk_proxies[i].port}",
+                port=port,
+                configs=configs,
                 launcher=self.launcher,
-            )  # fmt: skip
+            )
             self.brokers[i].start(timeout=90)
         liveness.wait_whole(lambda: self.zk.get_broker_ids() == list(BROKERS), 60)
         return self
@@ -231,13 +242,20 @@ def run(opts: Options, say=print) -> dict:
         history = History()
         nemesis = Nemesis(cluster, opts.seed, opts.kinds, now=now, say=say)
         sampler = liveness.WholeSampler(
-            whole, lambda: nemesis.active is None, now,
+            whole,
+            lambda: nemesis.active is None,
+            now,
             dead=lambda: liveness.dead_in_isr(cluster.zk, TOPIC, opts.partitions),
-        ).start()  # fmt: skip
-        producer = ProducerWorkload(cluster.bootstrap, TOPIC, opts.partitions, opts.rate,
-                                    history, now).start()  # fmt: skip
-        consumers = [GroupConsumer(f"consumer-{k}", cluster.bootstrap, TOPIC, f"{TOPIC}-group",
-                                   history).start() for k in (1, 2)]  # fmt: skip
+        ).start()
+        producer = ProducerWorkload(
+            cluster.bootstrap, TOPIC, opts.partitions, opts.rate, history, now
+        ).start()
+        consumers = [
+            GroupConsumer(
+                f"consumer-{k}", cluster.bootstrap, TOPIC, f"{TOPIC}-group", history
+            ).start()
+            for k in (1, 2)
+        ]
         if not liveness.wait_whole(lambda: producer.acks, 60):
             raise RuntimeError("no write was acknowledged in 60 s before any fault")
         say(f"chaos: workload running; nemesis: {', '.join(opts.kinds)}")
@@ -253,10 +271,10 @@ def run(opts: Options, say=print) -> dict:
         ends, read_all = final_read(cluster.bootstrap, TOPIC, opts.partitions, history)
         result = check(history)
         liveness.measure(nemesis.log, sampler, producer.acks)
-        gaps = liveness.gaps(producer.acks, sampler.samples, producer.first_send or 0.0,
-                             stopped)  # fmt: skip
-        report = _report(opts, base, history, result, nemesis.log, producer, consumers, gaps,
-                         ends, healed, now())  # fmt: skip
+        gaps = liveness.gaps(producer.acks, sampler.samples, producer.first_send or 0.0, stopped)
+        report = _report(
+            opts, base, history, result, nemesis.log, producer, consumers, gaps, ends, healed, now()
+        )
         report["stale_isr"] = liveness.stale_isr(sampler.dead_samples)
         if not read_all:
             report["valid"] = False
@@ -286,47 +304,75 @@ def _verdict(
         reasons.append(f"the final read is out of order {len(final_order)} times")
     for f in faults:
         if f.window is None:
-            reasons.append(f"fault {f.n} ({f.kind} {f.broker}): never whole again, or no "
-                           "acknowledgement after it was")  # fmt: skip
+            reasons.append(
+                f"fault {f.n} ({f.kind} {f.broker}): never whole again, or no "
+                "acknowledgement after it was"
+            )
         elif f.window > opts.max_window:
-            reasons.append(f"fault {f.n} ({f.kind} {f.broker}): no acknowledgement for "
-                           f"{f.window:.1f}s after the cluster was whole")  # fmt: skip
+            reasons.append(
+                f"fault {f.n} ({f.kind} {f.broker}): no acknowledgement for "
+                f"{f.window:.1f}s after the cluster was whole"
+            )
     for g in gaps:
         if g["whole_seconds"] > opts.max_window:
-            reasons.append(f"no acknowledgement from {g['from']:.0f}s to {g['to']:.0f}s, "
-                           f"{g['whole_seconds']:.0f}s of it whole and quiet")  # fmt: skip
+            reasons.append(
+                f"no acknowledgement from {g['from']:.0f}s to {g['to']:.0f}s, "
+                f"{g['whole_seconds']:.0f}s of it whole and quiet"
+            )
     if not healed:
         reasons.append("the cluster was not whole 120 s after the last fault")
     return reasons
 
 
-def _report(opts, base, history, result, faults, producer, consumers, gaps, ends, healed,
-            elapsed) -> dict:  # fmt: skip
-    final_values = {(k, v) for op in history.ops if isinstance(op, Poll) and op.process == "final"
-                    for k, pairs in op.reads.items() for _, v in pairs}  # fmt: skip
+def _report(
+    opts, base, history, result, faults, producer, consumers, gaps, ends, healed, elapsed
+) -> dict:
+    final_values = {
+        (k, v)
+        for op in history.ops
+        if isinstance(op, Poll) and op.process == "final"
+        for k, pairs in op.reads.items()
+        for _, v in pairs
+    }
     acked = [op for op in history.ops if getattr(op, "status", None) == "ok"]
     missing = sorted((op.key, op.value) for op in acked if (op.key, op.value) not in final_values)
     anomalies = {kind: len(found) for kind, found in result.anomalies.items() if found}
-    final_order = [a for kind in ("poll-skip", "nonmonotonic-poll")
-                   for a in result.anomalies.get(kind, []) if a["process"] == "final"]  # fmt: skip
+    final_order = [
+        a
+        for kind in ("poll-skip", "nonmonotonic-poll")
+        for a in result.anomalies.get(kind, [])
+        if a["process"] == "final"
+    ]
     windows = [f for f in faults if f.window is not None]
     worst = sorted(windows, key=lambda f: -f.window)[:5]
     reasons = _verdict(opts, anomalies, missing, final_order, faults, gaps, healed, producer.fatal)
     return {
-        "seed": opts.seed, "faults": len(faults), "kinds": list(opts.kinds),
-        "configs": opts.configs, "rate": opts.rate, "partitions": opts.partitions,
-        "session_timeout_ms": opts.session_timeout_ms, "elapsed_s": round(elapsed, 1),
-        "data_dir": base, "mutant": opts.mutant,
-        "sent": producer.sent, "acked": len(acked), "unknown": producer.unknown,
-        "unanswered": producer.unanswered, "producer_fatal": producer.fatal,
+        "seed": opts.seed,
+        "faults": len(faults),
+        "kinds": list(opts.kinds),
+        "configs": opts.configs,
+        "rate": opts.rate,
+        "partitions": opts.partitions,
+        "session_timeout_ms": opts.session_timeout_ms,
+        "elapsed_s": round(elapsed, 1),
+        "data_dir": base,
+        "mutant": opts.mutant,
+        "sent": producer.sent,
+        "acked": len(acked),
+        "unknown": producer.unknown,
+        "unanswered": producer.unanswered,
+        "producer_fatal": producer.fatal,
         "producer_errors": dict(producer.errors),
-        "high_watermarks": ends, "anomalies": anomalies,
+        "high_watermarks": ends,
+        "anomalies": anomalies,
         "examples": {k: [repr(a) for a in v[:5]] for k, v in result.anomalies.items() if v},
-        "lost": len(missing), "lost_examples": missing[:20],
+        "lost": len(missing),
+        "lost_examples": missing[:20],
         "group": _group_figures(history, consumers),
         "max_window_s": round(max((f.window for f in windows), default=0.0), 2),
         "worst_windows": [dataclasses.asdict(f) | {"window": round(f.window, 2)} for f in worst],
         "gaps": gaps[:10],
         "fault_log": [dataclasses.asdict(f) | {"window": f.window} for f in faults],
-        "valid": not reasons, "reasons": reasons,
-    }  # fmt: skip
+        "valid": not reasons,
+        "reasons": reasons,
+    }

@@ -58,9 +58,17 @@ PROBED_BY_API: dict[str, tuple[int, ...]] = {
 
 # The capabilities only a declaration can grant (no request reveals them).
 DECLARED_ONLY = frozenset(
-    {"restart", "compaction", "short-sessions", "configurable-broker", "cluster", "sasl",
-     "sasl-users", "acls"}
-)  # fmt: skip
+    {
+        "restart",
+        "compaction",
+        "short-sessions",
+        "configurable-broker",
+        "cluster",
+        "sasl",
+        "sasl-users",
+        "acls",
+    }
+)
 
 
 @dataclass(frozen=True)

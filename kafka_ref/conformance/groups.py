@@ -267,8 +267,9 @@ def commit(
     deadline = time.monotonic() + 20
     while True:
         resp = wire.request(ApiKey.OFFSET_COMMIT, COMMIT_V, body)
-        errors = {(t.name, p.partition_index): p.error_code
-                  for t in resp.topics for p in t.partitions}  # fmt: skip
+        errors = {
+            (t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions
+        }
         if not set(errors.values()) <= not_ready or time.monotonic() > deadline:
             return errors
         time.sleep(0.05)

@@ -126,13 +126,26 @@ class History:
     def __init__(self) -> None:
         self.ops: list[Send | Poll | Assign | EndTxn] = []
 
-    def send(self, process, key, value, offset: int | None = None, status: str | None = None,
-             txn: Hashable | None = None):  # fmt: skip
+    def send(
+        self,
+        process,
+        key,
+        value,
+        offset: int | None = None,
+        status: str | None = None,
+        txn: Hashable | None = None,
+    ):
         status = status or (ACKED if offset is not None else UNKNOWN)
         self.ops.append(Send(process, key, value, offset, status, txn))
 
-    def poll(self, process, reads: dict[Hashable, Iterable[tuple[int, Any]]], *,
-             read_committed: bool = False, txn: Hashable | None = None) -> None:  # fmt: skip
+    def poll(
+        self,
+        process,
+        reads: dict[Hashable, Iterable[tuple[int, Any]]],
+        *,
+        read_committed: bool = False,
+        txn: Hashable | None = None,
+    ) -> None:
         self.ops.append(Poll(process, {k: list(v) for k, v in reads.items()}, read_committed, txn))
 
     def end_txn(self, process, txn: Hashable, outcome: str) -> None:
@@ -184,8 +197,13 @@ def _version_order(history: History, result: Result, txns: _Transactions):
     """Per key: offset -> values seen there, and the dense index of each value, both over
     every value and over the values a read_committed poll may return."""
     log: dict[Hashable, dict[int, set]] = defaultdict(lambda: defaultdict(set))
-    read_values = {(k, v) for op in history.ops if isinstance(op, Poll)
-                   for k, pairs in op.reads.items() for _, v in pairs}  # fmt: skip
+    read_values = {
+        (k, v)
+        for op in history.ops
+        if isinstance(op, Poll)
+        for k, pairs in op.reads.items()
+        for _, v in pairs
+    }
     for op in history.ops:
         if isinstance(op, Poll):
             for key, pairs in op.reads.items():
@@ -211,11 +229,11 @@ def _version_order(history: History, result: Result, txns: _Transactions):
                 by_value.setdefault(value, i)
         for value, offs in where.items():
             if len(offs) > 1:  # HIST-2
-                result.anomalies["duplicate"].append({"key": key, "value": value,
-                                                      "offsets": offs})  # fmt: skip
+                result.anomalies["duplicate"].append({"key": key, "value": value, "offsets": offs})
         index[key] = by_value
-        visible = [o for o in sorted(offsets)
-                   if all(txns.committed_view(key, v) for v in offsets[o])]  # fmt: skip
+        visible = [
+            o for o in sorted(offsets) if all(txns.committed_view(key, v) for v in offsets[o])
+        ]
         committed_index[key] = {v: i for i, o in enumerate(visible) for v in offsets[o]}
     return log, index, committed_index
 
@@ -227,8 +245,9 @@ def _lost_writes(history: History, index, result: Result) -> None:
             for key, pairs in op.reads.items():
                 read[key].update(v for _, v in pairs)
     # transactional writes are judged by their transaction's outcome (HIST-17, HIST-18)
-    acked = [op for op in history.ops
-             if isinstance(op, Send) and op.status == ACKED and op.txn is None]  # fmt: skip
+    acked = [
+        op for op in history.ops if isinstance(op, Send) and op.status == ACKED and op.txn is None
+    ]
     for key in {op.key for op in acked}:
         by_value = index.get(key, {})
         bound = max((by_value[v] for v in read[key] if v in by_value), default=-1)
@@ -237,8 +256,9 @@ def _lost_writes(history: History, index, result: Result) -> None:
                 continue
             result.unseen.setdefault(key, set()).add(op.value)
             if by_value.get(op.value, bound + 1) <= bound:  # HIST-3
-                result.anomalies["lost-write"].append({"key": key, "value": op.value,
-                                                       "offset": op.offset})  # fmt: skip
+                result.anomalies["lost-write"].append(
+                    {"key": key, "value": op.value, "offset": op.offset}
+                )
 
 
 def _poll_order(history: History, index, committed_index, result: Result) -> None:
@@ -260,8 +280,9 @@ def _poll_order(history: History, index, committed_index, result: Result) -> Non
                     delta = by_value[value] - by_value[prev]
                     if delta != 1:  # HIST-4
                         kind = "poll-skip" if delta > 1 else "nonmonotonic-poll"
-                        result.anomalies[kind].append({"process": op.process, "key": key,
-                                                       "after": prev, "got": value})  # fmt: skip
+                        result.anomalies[kind].append(
+                            {"process": op.process, "key": key, "after": prev, "got": value}
+                        )
                 last[op.process][key] = value
 
 
@@ -278,8 +299,9 @@ def _send_order(history: History, result: Result) -> None:
 
 
 def _aborted_reads(history: History, aborted: set, txns: _Transactions, result: Result) -> None:
-    failed = {(op.key, op.value) for op in history.ops
-              if isinstance(op, Send) and op.status == FAILED}  # fmt: skip
+    failed = {
+        (op.key, op.value) for op in history.ops if isinstance(op, Send) and op.status == FAILED
+    }
     for op in history.ops:
         if isinstance(op, Poll):
             for key, pairs in op.reads.items():
@@ -288,14 +310,24 @@ def _aborted_reads(history: History, aborted: set, txns: _Transactions, result: 
                     of_aborted_txn = op.read_committed and txns.outcome.get(txn) == ABORTED
                     if value in aborted or (key, value) in failed or of_aborted_txn:  # HIST-6, 16
                         result.anomalies["aborted-read"].append(
-                            {"process": op.process, "key": key, "offset": offset,
-                             "value": value, "txn": txn})  # fmt: skip
+                            {
+                                "process": op.process,
+                                "key": key,
+                                "offset": offset,
+                                "value": value,
+                                "txn": txn,
+                            }
+                        )
 
 
 def _committed_reads(history: History, log, txns: _Transactions, result: Result) -> None:
     """HIST-17 and HIST-18: what each read_committed reader missed of committed transactions."""
-    offset_of = {(key, v): o for key, offsets in log.items()
-                 for o in sorted(offsets, reverse=True) for v in offsets[o]}  # fmt: skip
+    offset_of = {
+        (key, v): o
+        for key, offsets in log.items()
+        for o in sorted(offsets, reverse=True)
+        for v in offsets[o]
+    }
     reach: dict[Hashable, dict[Hashable, int]] = defaultdict(dict)  # reader -> key -> max offset
     seen: dict[Hashable, set] = defaultdict(set)  # reader -> (key, value) read
     for op in history.ops:
@@ -317,8 +349,13 @@ def _committed_reads(history: History, log, txns: _Transactions, result: Result)
                 )
             if len(past) == len(writes) and 0 < len(missing) < len(writes):  # HIST-17
                 result.anomalies["torn-transaction"].append(
-                    {"process": reader, "txn": txn, "missing": [(k, v) for k, v, _ in missing],
-                     "read": [(k, v) for k, v, _ in past if (k, v) in seen[reader]]})  # fmt: skip
+                    {
+                        "process": reader,
+                        "txn": txn,
+                        "missing": [(k, v) for k, v, _ in missing],
+                        "read": [(k, v) for k, v, _ in past if (k, v) in seen[reader]],
+                    }
+                )
 
 
 def _g1c(history: History, txns: _Transactions, result: Result) -> None:

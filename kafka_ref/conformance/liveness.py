@@ -68,9 +68,12 @@ class WholeSampler:
     """A thread that records (time, whole?, no fault under way?) every 200 ms."""
 
     def __init__(
-        self, whole: Callable[[], bool], quiet: Callable[[], bool], now: Callable[[], float],
+        self,
+        whole: Callable[[], bool],
+        quiet: Callable[[], bool],
+        now: Callable[[], float],
         dead: Callable[[], frozenset] = frozenset,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.whole, self.quiet, self.now, self.dead = whole, quiet, now, dead
         self.samples: list[tuple[float, bool, bool]] = []
         self.dead_samples: list[tuple[float, frozenset]] = []  # (time, dead ISR members)
@@ -116,8 +119,13 @@ def measure(faults: list[Fault], sampler: WholeSampler, acks: list[float]) -> No
             fault.next_ack = acks[i] if i < len(acks) else None
 
 
-def gaps(acks: list[float], samples: list[tuple[float, bool, bool]], start: float, end: float,
-         at_least: float = 1.0) -> list[dict]:  # fmt: skip
+def gaps(
+    acks: list[float],
+    samples: list[tuple[float, bool, bool]],
+    start: float,
+    end: float,
+    at_least: float = 1.0,
+) -> list[dict]:
     """Stretches of `at_least` seconds or more with no acknowledgement (from `start`, the
     first send, to `end`), longest first, each with its longest whole and quiet part."""
     found = []
@@ -131,8 +139,14 @@ def gaps(acks: list[float], samples: list[tuple[float, bool, bool]], start: floa
         for (t1, w1), (t2, _w2) in itertools.pairwise(inside):
             run = run + (t2 - t1) if w1 else 0.0
             longest = max(longest, run)
-        found.append({"from": round(a, 2), "to": round(b, 2), "seconds": round(b - a, 2),
-                      "whole_seconds": round(longest, 2)})  # fmt: skip
+        found.append(
+            {
+                "from": round(a, 2),
+                "to": round(b, 2),
+                "seconds": round(b - a, 2),
+                "whole_seconds": round(longest, 2),
+            }
+        )
     return sorted(found, key=lambda g: -g["seconds"])
 
 
@@ -144,8 +158,14 @@ def stale_isr(dead_samples: list[tuple[float, frozenset]], top: int = 5) -> list
         for member in set(since) - dead:
             start = since.pop(member)
             end = t if t != float("inf") else dead_samples[-1][0]
-            found.append({"partition": member[0], "broker": member[1], "from": round(start, 2),
-                          "seconds": round(end - start, 2)})  # fmt: skip
+            found.append(
+                {
+                    "partition": member[0],
+                    "broker": member[1],
+                    "from": round(start, 2),
+                    "seconds": round(end - start, 2),
+                }
+            )
         for member in dead:
             since.setdefault(member, t)
     return sorted(found, key=lambda x: -x["seconds"])[:top]

@@ -171,8 +171,10 @@ def render(
 
 def summary_table(reports: dict[str, dict]) -> list[str]:
     """One line per broker: how many of its rules have each status."""
-    lines = ["| broker | target | " + " | ".join(STATUS_ORDER) + " |",
-             "|---|---|" + "---|" * len(STATUS_ORDER)]  # fmt: skip
+    lines = [
+        "| broker | target | " + " | ".join(STATUS_ORDER) + " |",
+        "|---|---|" + "---|" * len(STATUS_ORDER),
+    ]
     for label, data in reports.items():
         counts = Counter(row["status"] for row in data["rules"])
         numbers = " | ".join(str(counts[status]) for status in STATUS_ORDER)
@@ -191,22 +193,29 @@ def group_table(
     by_label = {label: {r["id"]: r for r in data["rules"]} for label, data in reports.items()}
 
     def covered(rule_id: str) -> bool:
-        return any(rows.get(rule_id, {}).get("status", "not covered") != "not covered"
-                   for rows in by_label.values())  # fmt: skip
+        return any(
+            rows.get(rule_id, {}).get("status", "not covered") != "not covered"
+            for rows in by_label.values()
+        )
 
     lines = []
     shown = [rule_id for rule_id in rules if covered(rule_id)]
     if shown:
-        lines += ["", "| rule | title | " + " | ".join(reports) + " |",
-                  "|---|---|" + "---|" * len(reports)]  # fmt: skip
+        lines += [
+            "",
+            "| rule | title | " + " | ".join(reports) + " |",
+            "|---|---|" + "---|" * len(reports),
+        ]
     for rule_id in shown:
         rule = spec.get(rule_id)
         title = rule.title if rule else rules[rule_id]["title"]
         link = f"../spec/{spec_file}"
         if rule and rule.file == spec_file:
             link += "#" + slugify(f"{rule_id} {title}")
-        cells = [cell(rows.get(rule_id), label, notes.get(label, ("", {})))
-                 for label, rows in by_label.items()]  # fmt: skip
+        cells = [
+            cell(rows.get(rule_id), label, notes.get(label, ("", {})))
+            for label, rows in by_label.items()
+        ]
         lines.append(f"| [{rule_id}]({link}) | {_cell(title)} | {' | '.join(cells)} |")
     left = [rule_id for rule_id in rules if rule_id not in shown]
     if left:

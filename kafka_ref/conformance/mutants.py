@@ -39,17 +39,16 @@ def _fetch_skips_batch() -> None:
     original = Log.read
 
     def read(self, offset, max_bytes, *, max_offset=None, min_one_batch=True):
-        info = original(self, offset, max_bytes, max_offset=max_offset,
-                        min_one_batch=min_one_batch)  # fmt: skip
+        info = original(self, offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
         if info.first_offset < 0 or info.first_offset == offset:
             return info
         # the bug: "the batch starting before `offset` is not ours", skip past it
         one = original(self, offset, 1, max_offset=max_offset, min_one_batch=True)
         if one.next_offset >= (max_offset if max_offset is not None else self.log_end_offset):
-            return LogReadInfo(offset, -1, offset, [], info.log_start_offset,
-                               info.log_end_offset)  # fmt: skip
-        return original(self, one.next_offset, max_bytes, max_offset=max_offset,
-                        min_one_batch=min_one_batch)  # fmt: skip
+            return LogReadInfo(offset, -1, offset, [], info.log_start_offset, info.log_end_offset)
+        return original(
+            self, one.next_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch
+        )
 
     Log.read = read
 
@@ -114,8 +113,11 @@ def _hw_past_lagging_isr() -> None:
     def maybe_increment_high_watermark(self) -> bool:
         if not self.is_leader or self.is_under_min_isr:
             return False
-        followers = [self.remote[r].log_end_offset for r in self.maximal_isr
-                     if r != self.broker_id and r in self.remote]  # fmt: skip
+        followers = [
+            self.remote[r].log_end_offset
+            for r in self.maximal_isr
+            if r != self.broker_id and r in self.remote
+        ]
         # the bug: max, not min, so one follower having a record commits it
         new = min(self.log_end_offset, max(followers, default=self.log_end_offset))
         if new > self.high_watermark:
@@ -225,8 +227,9 @@ def _markers_before_decision_durable() -> None:
 
     def end(self, meta, partition, commit, callback):
         epoch, partitions = self._epochs[partition], frozenset(meta.partitions)
-        request = MarkerRequest(meta.transactional_id, meta.producer_id, meta.producer_epoch,
-                                commit, epoch, partitions)  # fmt: skip
+        request = MarkerRequest(
+            meta.transactional_id, meta.producer_id, meta.producer_epoch, commit, epoch, partitions
+        )
         self.send_markers(request, lambda errors: None)  # the bug: before the decision's write
         return original(self, meta, partition, commit, callback)
 
@@ -236,44 +239,95 @@ def _markers_before_decision_durable() -> None:
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
-        Mutant("fetch-skips-batch", "a fetch inside a batch starts at the next batch",
-               ("LOG-3", "BROKER-18"), _fetch_skips_batch),
-        Mutant("compaction-drops-latest", "compaction drops the latest value of a key",
-               ("COMPACT-1", "COMPACT-11"), _compaction_drops_latest),
-        Mutant("sync-gives-leaders-assignment",
-               "SyncGroup gives every member the leader's assignment: a partition, two owners",
-               ("REBAL-1",), _sync_gives_leaders_assignment),
-        Mutant("offsets-lost-at-restart", "the coordinator does not reload committed offsets",
-               ("OFFSET-4",), _offsets_lost_at_restart),
-        Mutant("dedup-window-1", "the idempotent dedup window is 1 batch instead of 5",
-               ("IDEM-3",), _dedup_window_one),
-        Mutant("hw-past-lagging-isr", "the high watermark advances past a lagging ISR member",
-               ("REPL-3",), _hw_past_lagging_isr),
-        Mutant("acks-all-without-isr", "acks=all is answered once the leader alone has the batch",
-               ("REPL-4",), _acks_all_without_isr),
-        Mutant("unclean-election-always",
-               "a replica outside the ISR is elected although unclean election is off",
-               ("ISR-6", "CTRL-6"), _unclean_election_always),
-        Mutant("no-roll-when-offset-index-full",
-               "a segment whose offset index is full does not roll",
-               ("SEG-5",), _no_roll_when_offset_index_full, suite="tests/unit"),
-        Mutant("no-grace-for-new-leaders-followers",
-               "a new leader drops ISR followers that have not fetched from it yet at once",
-               ("ISR-4",), _no_grace_for_new_leaders_followers, suite="tests/unit"),
-        Mutant("lso-ignores-open-transactions",
-               "the LSO is the high watermark: read_committed reads open transactions",
-               ("TXN-61", "TXN-63"), _lso_ignores_open_transactions),
-        Mutant("read-committed-returns-aborted",
-               "a read_committed fetch lists no aborted transactions: their records are read",
-               ("TXN-60",), _read_committed_returns_aborted),
-        Mutant("older-epoch-accepted-after-fencing",
-               "partitions take batches and markers of an older producer epoch",
-               ("TXN-62",), _older_epoch_accepted_after_fencing),
-        Mutant("markers-before-decision-durable",
-               "the coordinator writes markers before its PrepareCommit/PrepareAbort is durable",
-               ("TXN-12",), _markers_before_decision_durable, suite="tests/unit"),
+        Mutant(
+            "fetch-skips-batch",
+            "a fetch inside a batch starts at the next batch",
+            ("LOG-3", "BROKER-18"),
+            _fetch_skips_batch,
+        ),
+        Mutant(
+            "compaction-drops-latest",
+            "compaction drops the latest value of a key",
+            ("COMPACT-1", "COMPACT-11"),
+            _compaction_drops_latest,
+        ),
+        Mutant(
+            "sync-gives-leaders-assignment",
+            "SyncGroup gives every member the leader's assignment: a partition, two owners",
+            ("REBAL-1",),
+            _sync_gives_leaders_assignment,
+        ),
+        Mutant(
+            "offsets-lost-at-restart",
+            "the coordinator does not reload committed offsets",
+            ("OFFSET-4",),
+            _offsets_lost_at_restart,
+        ),
+        Mutant(
+            "dedup-window-1",
+            "the idempotent dedup window is 1 batch instead of 5",
+            ("IDEM-3",),
+            _dedup_window_one,
+        ),
+        Mutant(
+            "hw-past-lagging-isr",
+            "the high watermark advances past a lagging ISR member",
+            ("REPL-3",),
+            _hw_past_lagging_isr,
+        ),
+        Mutant(
+            "acks-all-without-isr",
+            "acks=all is answered once the leader alone has the batch",
+            ("REPL-4",),
+            _acks_all_without_isr,
+        ),
+        Mutant(
+            "unclean-election-always",
+            "a replica outside the ISR is elected although unclean election is off",
+            ("ISR-6", "CTRL-6"),
+            _unclean_election_always,
+        ),
+        Mutant(
+            "no-roll-when-offset-index-full",
+            "a segment whose offset index is full does not roll",
+            ("SEG-5",),
+            _no_roll_when_offset_index_full,
+            suite="tests/unit",
+        ),
+        Mutant(
+            "no-grace-for-new-leaders-followers",
+            "a new leader drops ISR followers that have not fetched from it yet at once",
+            ("ISR-4",),
+            _no_grace_for_new_leaders_followers,
+            suite="tests/unit",
+        ),
+        Mutant(
+            "lso-ignores-open-transactions",
+            "the LSO is the high watermark: read_committed reads open transactions",
+            ("TXN-61", "TXN-63"),
+            _lso_ignores_open_transactions,
+        ),
+        Mutant(
+            "read-committed-returns-aborted",
+            "a read_committed fetch lists no aborted transactions: their records are read",
+            ("TXN-60",),
+            _read_committed_returns_aborted,
+        ),
+        Mutant(
+            "older-epoch-accepted-after-fencing",
+            "partitions take batches and markers of an older producer epoch",
+            ("TXN-62",),
+            _older_epoch_accepted_after_fencing,
+        ),
+        Mutant(
+            "markers-before-decision-durable",
+            "the coordinator writes markers before its PrepareCommit/PrepareAbort is durable",
+            ("TXN-12",),
+            _markers_before_decision_durable,
+            suite="tests/unit",
+        ),
     )
-}  # fmt: skip
+}
 
 
 def apply(name: str) -> Mutant:

@@ -39,8 +39,13 @@ from typing import Protocol
 
 KINDS = ("kill", "term", "pause", "partition-zk", "partition-peers")
 INTERVAL_S = (3.0, 8.0)  # between faults
-DOWN_S = {"kill": (2.0, 10.0), "term": (2.0, 10.0), "pause": (2.0, 15.0),
-          "partition-zk": (2.0, 15.0), "partition-peers": (2.0, 15.0)}  # fmt: skip
+DOWN_S = {
+    "kill": (2.0, 10.0),
+    "term": (2.0, 10.0),
+    "pause": (2.0, 15.0),
+    "partition-zk": (2.0, 15.0),
+    "partition-peers": (2.0, 15.0),
+}
 PREFERRED = 0.75  # how often the target is the controller or a leader
 
 
@@ -127,6 +132,8 @@ class Nemesis:
             fault.healed = self.now()
             self.active = None
             fault.note = "; ".join(n for n in (fault.note, note) if n)
-            self.say(f"fault {fault.n}: {kind} broker {broker} at {fault.started:.1f}s, "
-                     f"healed at {fault.healed:.1f}s {fault.note}".rstrip())  # fmt: skip
+            self.say(
+                f"fault {fault.n}: {kind} broker {broker} at {fault.started:.1f}s, "
+                f"healed at {fault.healed:.1f}s {fault.note}".rstrip()
+            )
         return self.log

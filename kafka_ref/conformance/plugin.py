@@ -183,14 +183,16 @@ class ConformanceTarget:
         """Skip the calling test unless the target has every capability named (CONF-1)."""
         missing = self.capabilities.missing(*names)
         if missing:
-            pytest.skip(f"target lacks {', '.join(missing)}: "
-                        f"{'; '.join(CAPABILITIES[m] for m in missing)}")  # fmt: skip
+            pytest.skip(
+                f"target lacks {', '.join(missing)}: {'; '.join(CAPABILITIES[m] for m in missing)}"
+            )
 
     def require_any(self, *names: str) -> None:
         """Skip the calling test unless the target has at least one of these (CONF-1)."""
         if not any(self.has(n) for n in names):
-            pytest.skip(f"target lacks {' or '.join(names)}: "
-                        f"{'; '.join(CAPABILITIES[n] for n in names)}")  # fmt: skip
+            pytest.skip(
+                f"target lacks {' or '.join(names)}: {'; '.join(CAPABILITIES[n] for n in names)}"
+            )
 
     def require_versions(self, *api_versions: tuple[int, int]) -> None:
         """Skip the calling test unless the target advertises each (API key, version): a

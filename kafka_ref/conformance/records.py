@@ -110,8 +110,9 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == LZ4:
         import lz4.frame
 
-        return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                                  block_linked=False, content_checksum=False)  # fmt: skip
+        return lz4.frame.compress(
+            data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, content_checksum=False
+        )
     if codec == ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise ValueError(f"codec {codec}")
@@ -148,9 +149,20 @@ def raw_batch(
     if max_timestamp is None:
         max_timestamp = base_timestamp + max((r.timestamp_delta for r in records), default=0)
     count = len(records) if records_count is None else records_count
-    after_crc = struct.pack(">hiqqqhii", attributes, last_offset_delta, base_timestamp,
-                            max_timestamp, producer_id, producer_epoch, base_sequence,
-                            count) + records_section  # fmt: skip
+    after_crc = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        )
+        + records_section
+    )
     if crc is None:
         crc = crc32c(after_crc)
     length = 4 + 1 + 4 + len(after_crc) if batch_length is None else batch_length
@@ -228,11 +240,15 @@ def parse_batches(buf: bytes) -> list[ParsedBatch]:
                 data, rpos = _read_bytes(section, rpos)
                 headers.append((name.decode(), data))
             assert rpos == end, "a record's fields use exactly its declared length"
-            batch.records.append({
-                "offset": batch.base_offset + off_delta,
-                "timestamp": batch.base_timestamp + ts_delta,
-                "key": key, "value": value, "headers": headers,
-            })  # fmt: skip
+            batch.records.append(
+                {
+                    "offset": batch.base_offset + off_delta,
+                    "timestamp": batch.base_timestamp + ts_delta,
+                    "key": key,
+                    "value": value,
+                    "headers": headers,
+                }
+            )
         assert rpos == len(section), "the records use up the records section"
         out.append(batch)
         pos += size

@@ -114,8 +114,18 @@ def build_rows(
         runs = per_rule.get(rule.id, [])
         status, reasons = fold([(o, r) for _, o, r in runs])
         flag = {True: "yes", False: "no", None: "?"}[rule.observable]
-        rows.append(Row(rule.id, rule.title, flag, rule.file, status, reasons,
-                        sorted(t for t, _, _ in runs), rule.divergence))  # fmt: skip
+        rows.append(
+            Row(
+                rule.id,
+                rule.title,
+                flag,
+                rule.file,
+                status,
+                reasons,
+                sorted(t for t, _, _ in runs),
+                rule.divergence,
+            )
+        )
     return rows
 
 
@@ -172,8 +182,13 @@ def markdown(label: str, meta: dict, rows: list[Row]) -> str:
         lines += ["The broker does what Kafka does, not what kafka-ref does (CONF-6):", ""]
         for row in diverging:
             lines.append(f"* **{row.id}** {row.title}: {_cell(row.divergence or '')}")
-    lines += ["", "## Every rule", "", "| rule | title | observable | status | tests |",
-              "|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "## Every rule",
+        "",
+        "| rule | title | observable | status | tests |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
         status = row.status
         if row.status in ("skipped", "xfail", "diverges") and row.reasons:

@@ -130,16 +130,24 @@ def kafka_ref_secured(launcher: tuple[str, ...], configs: dict[str, Any]) -> Sas
     process = ServerProcess("kafka-ref", cmd, sasl, os.path.join(workdir, "broker.log"))
     process.start()
     return SaslProfile(
-        "127.0.0.1", sasl, MECHANISMS, dict(USERS), ("127.0.0.1", admin), process, workdir,
-    )  # fmt: skip
+        "127.0.0.1",
+        sasl,
+        MECHANISMS,
+        dict(USERS),
+        ("127.0.0.1", admin),
+        process,
+        workdir,
+    )
 
 
 def _listener_security(admin: int, sasl: int) -> dict[str, str]:
     """The configs of a PLAINTEXT admin listener and a SASL_PLAINTEXT one with PLAIN (its
     users in the JAAS config) and SCRAM, as both kafka-ref and Apache Kafka take them."""
-    plain = "org.apache.kafka.common.security.plain.PlainLoginModule required " + " ".join(
-        f'user_{u}="{p}"' for u, p in USERS.items()
-    ) + ";"  # fmt: skip
+    plain = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        + " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
+        + ";"
+    )
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:{admin},SASL_PLAINTEXT://127.0.0.1:{sasl}",
         "sasl.enabled.mechanisms": ",".join(MECHANISMS),
@@ -158,17 +166,20 @@ def apache_kafka_secured(configs: dict[str, Any]) -> SaslProfile:
     node = kafka.nodes[0]
     listeners = _listener_security(admin, sasl)
     scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-    kafka.configs.update({
-        **configs,
-        **listeners,
-        "listeners": f"{listeners['listeners']},CONTROLLER://127.0.0.1:{node.controller_port}",
-        "advertised.listeners": listeners["listeners"],
-        "listener.security.protocol.map":
-            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
-        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    })  # fmt: skip
+    kafka.configs.update(
+        {
+            **configs,
+            **listeners,
+            "listeners": f"{listeners['listeners']},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": listeners["listeners"],
+            "listener.security.protocol.map": (
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+            ),
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        }
+    )
     try:
         kafka.start()
     except RuntimeError:
@@ -176,8 +187,14 @@ def apache_kafka_secured(configs: dict[str, Any]) -> SaslProfile:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     return SaslProfile(
-        "127.0.0.1", sasl, MECHANISMS, dict(USERS), ("127.0.0.1", admin), kafka, workdir,
-    )  # fmt: skip
+        "127.0.0.1",
+        sasl,
+        MECHANISMS,
+        dict(USERS),
+        ("127.0.0.1", admin),
+        kafka,
+        workdir,
+    )
 
 
 def tansu_secured(binary: str) -> SaslProfile:
@@ -185,8 +202,17 @@ def tansu_secured(binary: str) -> SaslProfile:
     workdir = tempfile.mkdtemp(prefix="tansu-conformance-secured-")
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    cmd = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-           "--storage-engine", "memory://tansu/", "--authentication"]  # fmt: skip
+    cmd = [
+        binary,
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+        "--authentication",
+    ]
     process = ServerProcess("tansu", cmd, port, os.path.join(workdir, "tansu.log"))
     process.start()
     return SaslProfile(

@@ -58,9 +58,15 @@ SUITE_CONFIGS: dict[str, object] = {
 }
 
 KAFKA_REF_DECLARES = {
-    "restart", "compaction", "short-sessions", "configurable-broker", "cluster", "sasl",
-    "sasl-users", "acls",
-}  # fmt: skip
+    "restart",
+    "compaction",
+    "short-sessions",
+    "configurable-broker",
+    "cluster",
+    "sasl",
+    "sasl-users",
+    "acls",
+}
 # Apache Kafka started by the suite can do all kafka-ref can: restart a node on its data,
 # another node with other configs, a cluster of three brokers and a KRaft controller, and a
 # node with SASL (PLAIN and SCRAM users) and KRaft's StandardAuthorizer.
@@ -212,8 +218,17 @@ def _kafka_ref(spec: str, mutant: str | None, extra: dict[str, object] | None = 
     else:
         launcher = ["-m", "kafka_ref.cli"]
     data = os.path.join(workdir, "data")
-    cmd = [sys.executable, *launcher, "--log-level", "WARNING", "broker",
-           "--listen", f"127.0.0.1:{port}", "--data-dir", data]  # fmt: skip
+    cmd = [
+        sys.executable,
+        *launcher,
+        "--log-level",
+        "WARNING",
+        "broker",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--data-dir",
+        data,
+    ]
     for key, value in {**SUITE_CONFIGS, **(extra or {})}.items():
         cmd += ["--config", f"{key}={value}"]
     label = f"kafka_ref-mutant-{mutant}" if mutant else "kafka_ref"
@@ -257,8 +272,12 @@ class ApacheKafkaNode:
         with Wire("127.0.0.1", self.node.port) as w:
             while True:
                 meta = w.metadata(None)
-                led = [(t.name, p.partition_index) for t in meta.topics for p in t.partitions
-                       if p.leader_id == self.node.node_id]  # fmt: skip
+                led = [
+                    (t.name, p.partition_index)
+                    for t in meta.topics
+                    for p in t.partitions
+                    if p.leader_id == self.node.node_id
+                ]
                 if all(w.list_offset(t, i, -1).error_code == 0 for t, i in led):
                     return
                 if time.monotonic() > deadline:
@@ -275,8 +294,15 @@ def _apache_kafka(extra: dict[str, object] | None = None) -> Target:
     kafka = ApacheKafka(brokers=1, configs=configs, workdir=workdir)
     node = kafka.nodes[0]
     declared = set(APACHE_KAFKA_DECLARES)
-    target = Target("apache_kafka", "apache_kafka", "127.0.0.1", node.port, declared,
-                    ApacheKafkaNode(kafka), workdir)  # fmt: skip
+    target = Target(
+        "apache_kafka",
+        "apache_kafka",
+        "127.0.0.1",
+        node.port,
+        declared,
+        ApacheKafkaNode(kafka),
+        workdir,
+    )
     target.sibling = lambda more: _apache_kafka({**(extra or {}), **more})
     target.cluster_maker = lambda: ApacheKafkaCluster(configs)
     target.secured_maker = lambda: apache_kafka_secured(SUITE_CONFIGS)
@@ -300,8 +326,16 @@ def _tansu() -> Target:
     workdir = tempfile.mkdtemp(prefix="tansu-conformance-")
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    cmd = [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-           "--storage-engine", "memory://tansu/"]  # fmt: skip
+    cmd = [
+        tansu_binary(),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
     process = ServerProcess(cmd[0], cmd, port, os.path.join(workdir, "tansu.log"), TargetError)
     target = Target("tansu", "tansu", "127.0.0.1", port, set(TANSU_DECLARES), process, workdir)
     target.secured_maker = lambda: tansu_secured(cmd[0])

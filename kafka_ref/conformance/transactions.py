@@ -41,10 +41,19 @@ from kafka_ref.protocol.messages import (
 
 READ_COMMITTED = 1
 FENCED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED})
-RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                       ErrorCode.CONCURRENT_TRANSACTIONS})  # fmt: skip
-TXN_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
-            ApiKey.END_TXN)  # fmt: skip
+RETRIABLE = frozenset(
+    {
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+    }
+)
+TXN_APIS = (
+    ApiKey.FIND_COORDINATOR,
+    ApiKey.INIT_PRODUCER_ID,
+    ApiKey.ADD_PARTITIONS_TO_TXN,
+    ApiKey.END_TXN,
+)
 
 
 def negotiate(wire: Wire) -> dict[int, int]:
@@ -64,18 +73,24 @@ def _retrying(send) -> Any:
 class TxnProducer:
     """One instance of a transactional producer, over its own connections."""
 
-    def __init__(self, host: str, port: int, transactional_id: str,
-                 timeout_ms: int = 60000) -> None:  # fmt: skip
+    def __init__(
+        self, host: str, port: int, transactional_id: str, timeout_ms: int = 60000
+    ) -> None:
         self.transactional_id, self.timeout_ms = transactional_id, timeout_ms
         self.leader = Wire(host, port)
         self.versions = negotiate(self.leader)
-        found = _retrying(lambda: self.leader.request(
-            ApiKey.FIND_COORDINATOR, self.versions[ApiKey.FIND_COORDINATOR],
-            FindCoordinatorRequest(key=transactional_id, key_type=1)))  # fmt: skip
+        found = _retrying(
+            lambda: self.leader.request(
+                ApiKey.FIND_COORDINATOR,
+                self.versions[ApiKey.FIND_COORDINATOR],
+                FindCoordinatorRequest(key=transactional_id, key_type=1),
+            )
+        )
         if found.error_code != 0:
             raise RuntimeError(f"FindCoordinator({transactional_id}): error {found.error_code}")
-        self.coordinator = Wire(host if found.host in ("localhost", "127.0.0.1") else found.host,
-                                found.port)  # fmt: skip
+        self.coordinator = Wire(
+            host if found.host in ("localhost", "127.0.0.1") else found.host, found.port
+        )
         self.producer_id = self.epoch = -1
         self.sequences: dict[tuple[str, int], int] = {}
 
@@ -91,10 +106,14 @@ class TxnProducer:
 
     def init(self) -> int:
         """InitProducerId: this instance's producer id and (bumped) epoch; the error code."""
-        body = InitProducerIdRequest(transactional_id=self.transactional_id,
-                                     transaction_timeout_ms=self.timeout_ms)  # fmt: skip
-        answer = _retrying(lambda: self.coordinator.request(
-            ApiKey.INIT_PRODUCER_ID, self.versions[ApiKey.INIT_PRODUCER_ID], body))  # fmt: skip
+        body = InitProducerIdRequest(
+            transactional_id=self.transactional_id, transaction_timeout_ms=self.timeout_ms
+        )
+        answer = _retrying(
+            lambda: self.coordinator.request(
+                ApiKey.INIT_PRODUCER_ID, self.versions[ApiKey.INIT_PRODUCER_ID], body
+            )
+        )
         if answer.error_code == 0:
             self.producer_id, self.epoch = answer.producer_id, answer.producer_epoch
             self.sequences.clear()  # a new epoch starts every partition at sequence 0
@@ -110,9 +129,12 @@ class TxnProducer:
             v3_and_below_transactional_id=self.transactional_id,
             v3_and_below_producer_id=self.producer_id,
             v3_and_below_producer_epoch=self.epoch,
-            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
-                name=topic, partitions=list(partitions))],
-        )  # fmt: skip
+            v3_and_below_topics=[
+                AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
+                    name=topic, partitions=list(partitions)
+                )
+            ],
+        )
         version = self.versions[ApiKey.ADD_PARTITIONS_TO_TXN]
         answer = _retrying(
             lambda: _AddAnswer(
@@ -124,19 +146,28 @@ class TxnProducer:
     def produce(self, topic: str, partition: int, values: list[bytes]) -> Any:
         """One transactional batch of `values`; the partition's produce response."""
         seq = self.sequences.get((topic, partition), 0)
-        records = batch(values, producer_id=self.producer_id, producer_epoch=self.epoch,
-                        base_sequence=seq, is_transactional=True)  # fmt: skip
-        answer = self.leader.produce(topic, partition, records,
-                                     transactional_id=self.transactional_id)  # fmt: skip
+        records = batch(
+            values,
+            producer_id=self.producer_id,
+            producer_epoch=self.epoch,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+        answer = self.leader.produce(
+            topic, partition, records, transactional_id=self.transactional_id
+        )
         if answer.error_code == 0:
             self.sequences[(topic, partition)] = seq + len(values)
         return answer
 
     def end(self, commit: bool) -> int:
         """EndTxn: the error code (0 once the decision is durable)."""
-        body = EndTxnRequest(transactional_id=self.transactional_id,
-                             producer_id=self.producer_id, producer_epoch=self.epoch,
-                             committed=commit)  # fmt: skip
+        body = EndTxnRequest(
+            transactional_id=self.transactional_id,
+            producer_id=self.producer_id,
+            producer_epoch=self.epoch,
+            committed=commit,
+        )
         version = self.versions[ApiKey.END_TXN]
         return _retrying(lambda: self.coordinator.request(ApiKey.END_TXN, version, body)).error_code
 
@@ -174,8 +205,9 @@ def read_committed(wire: Wire, topic: str, partition: int, start: int = 0) -> tu
         lso = data.last_stable_offset
         if offset >= lso:
             return values, lso
-        fetched = CompletedFetch(TopicPartition(topic, partition), offset, data,
-                                 read_committed=True)  # fmt: skip
+        fetched = CompletedFetch(
+            TopicPartition(topic, partition), offset, data, read_committed=True
+        )
         values += [(r.offset, r.value) for r in fetched.take(1 << 30)]
         if fetched.next_fetch_offset <= offset:
             return values, lso  # nothing readable below the LSO at this offset
@@ -194,8 +226,9 @@ def settled(wire: Wire, topic: str, partition: int, timeout_s: float = 10.0) -> 
         time.sleep(0.05)
 
 
-def wait_for_lso(wire: Wire, topic: str, partition: int, at_least: int,
-                 timeout_s: float = 10.0) -> int:  # fmt: skip
+def wait_for_lso(
+    wire: Wire, topic: str, partition: int, at_least: int, timeout_s: float = 10.0
+) -> int:
     """ListOffsets latest under read_committed until it reaches `at_least` (EndTxn answers
     once the decision is durable; the markers follow); the last answer."""
     deadline = time.monotonic() + timeout_s

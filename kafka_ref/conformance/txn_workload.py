@@ -49,8 +49,7 @@ def plan(count: int, partitions: int, seed: int, tag: str) -> list[tuple[str, li
     return out
 
 
-def produce(library: str, bootstrap: str, topic: str, transactions: list,
-            history: History) -> None:  # fmt: skip
+def produce(library: str, bootstrap: str, topic: str, transactions: list, history: History) -> None:
     """Run `transactions` (from `plan`) with one transactional producer of `library`."""
     tid = f"workload-{uuid.uuid4().hex[:8]}"
     run = _produce_confluent if library == "confluent-kafka" else _produce_kafka_python
@@ -60,8 +59,9 @@ def produce(library: str, bootstrap: str, topic: str, transactions: list,
 def _produce_confluent(bootstrap, topic, tid, transactions, history) -> None:
     from confluent_kafka import KafkaException, Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
-                         "linger.ms": 1, "log_level": 3})  # fmt: skip
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 1, "log_level": 3}
+    )
     producer.init_transactions(30)
     for txn, values, commit in transactions:
         acked: dict[str, tuple[int, int | None]] = {}
@@ -74,8 +74,11 @@ def _produce_confluent(bootstrap, topic, tid, transactions, history) -> None:
         for partition, value in values:
             producer.produce(topic, value.encode(), partition=partition, on_delivery=delivered)
         producer.flush(30)
-        outcome = _end(producer.commit_transaction if commit else producer.abort_transaction,
-                       commit, KafkaException)  # fmt: skip
+        outcome = _end(
+            producer.commit_transaction if commit else producer.abort_transaction,
+            commit,
+            KafkaException,
+        )
         _record(history, tid, txn, values, acked, outcome)
     producer.flush(30)
 
@@ -89,11 +92,16 @@ def _produce_kafka_python(bootstrap, topic, tid, transactions, history) -> None:
     try:
         for txn, values, commit in transactions:
             producer.begin_transaction()
-            futures = {value: producer.send(topic, value.encode(), partition=partition)
-                       for partition, value in values}  # fmt: skip
+            futures = {
+                value: producer.send(topic, value.encode(), partition=partition)
+                for partition, value in values
+            }
             producer.flush(30)
-            outcome = _end(producer.commit_transaction if commit else producer.abort_transaction,
-                           commit, KafkaError)  # fmt: skip
+            outcome = _end(
+                producer.commit_transaction if commit else producer.abort_transaction,
+                commit,
+                KafkaError,
+            )
             acked = {}
             for value, future in futures.items():
                 meta = future.value if future.succeeded() else None
@@ -119,9 +127,16 @@ def _record(history: History, process, txn, values, acked, outcome: str) -> None
     history.end_txn(process, txn, outcome)
 
 
-def read_committed(library: str, bootstrap: str, topic: str, partitions: int,
-                   expected: set[str], history: History, timeout: float = 60.0,
-                   linger: float = 1.0) -> set[str]:  # fmt: skip
+def read_committed(
+    library: str,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: set[str],
+    history: History,
+    timeout: float = 60.0,
+    linger: float = 1.0,
+) -> set[str]:
     """Poll every partition from offset 0 with a read_committed consumer of `library` until
     `expected` (the committed values) has been read or `timeout` passed, then `linger`
     seconds more; every poll goes into `history`. Returns the values read."""
@@ -149,9 +164,15 @@ def _confluent_poller(bootstrap, topic, partitions) -> tuple:
     assigned `partitions` from offset 0."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "log_level": 3})  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "log_level": 3,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
 
     def poll() -> dict[int, list]:
@@ -167,8 +188,12 @@ def _confluent_poller(bootstrap, topic, partitions) -> tuple:
 def _kafka_python_poller(bootstrap, topic, partitions):
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
-                             enable_auto_commit=False, auto_offset_reset="earliest")  # fmt: skip
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
     tps = [TopicPartition(topic, p) for p in partitions]
     consumer.assign(tps)
     for tp in tps:
@@ -186,9 +211,14 @@ def _kafka_python_poller(bootstrap, topic, partitions):
 def ring(bootstrap: str, topic: str, count: int, history: History, seed: int) -> None:
     """Two workers on partitions 0 and 1 of `topic`, each running `count` transactions
     that poll the other's partition (read_committed) and write to their own."""
-    workers = [threading.Thread(target=_ring_worker, name=f"ring-{own}",
-                                args=(bootstrap, topic, own, count, history, seed + own))
-               for own in (0, 1)]  # fmt: skip
+    workers = [
+        threading.Thread(
+            target=_ring_worker,
+            name=f"ring-{own}",
+            args=(bootstrap, topic, own, count, history, seed + own),
+        )
+        for own in (0, 1)
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -200,8 +230,14 @@ def _ring_worker(bootstrap, topic, own, count, history, seed) -> None:
 
     rng, process = random.Random(seed), f"ring-{own}"
     poll, close = _confluent_poller(bootstrap, topic, [1 - own])
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "log_level": 3,
-                         "transactional.id": f"ring-{own}-{uuid.uuid4().hex[:6]}"})  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 1,
+            "log_level": 3,
+            "transactional.id": f"ring-{own}-{uuid.uuid4().hex[:6]}",
+        }
+    )
     producer.init_transactions(30)
     try:
         for i in range(count):

@@ -39,15 +39,27 @@ from confluent_kafka import (
 
 from kafka_ref.conformance.history import FAILED, History
 
-PRODUCER_CONFIG = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                   "message.timeout.ms": 300000, "log_level": 3}  # fmt: skip
+PRODUCER_CONFIG = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 5,
+    "message.timeout.ms": 300000,
+    "log_level": 3,
+}
 
 
 class ProducerWorkload:
     """Sends numbered values at `rate` a second until `stop`; records them in `history`."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float,
-                 history: History, now: Callable[[], float]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        rate: float,
+        history: History,
+        now: Callable[[], float],
+    ) -> None:
         self.bootstrap, self.topic, self.partitions, self.rate = bootstrap, topic, partitions, rate
         self.history, self.now = history, now
         self.acks: list[float] = []  # times of acknowledgements, in order
@@ -104,8 +116,12 @@ class ProducerWorkload:
             try:
                 while next_at <= now:
                     try:
-                        producer.produce(self.topic, b"%d" % i, partition=i % self.partitions,
-                                         on_delivery=self._on_delivery)  # fmt: skip
+                        producer.produce(
+                            self.topic,
+                            b"%d" % i,
+                            partition=i % self.partitions,
+                            on_delivery=self._on_delivery,
+                        )
                     except BufferError:  # librdkafka's queue is full: the cluster lags behind
                         break
                     i, self.sent, next_at = i + 1, self.sent + 1, next_at + 1 / self.rate
@@ -124,11 +140,18 @@ class GroupConsumer:
 
     def __init__(self, name: str, bootstrap: str, topic: str, group: str, history: History) -> None:
         self.name, self.history, self.topic = name, history, topic
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "isolation.level": "read_uncommitted",
-            "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000, "log_level": 3,
-        })  # fmt: skip
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_uncommitted",
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 1000,
+                "log_level": 3,
+            }
+        )
         self.rebalances = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -163,17 +186,24 @@ class GroupConsumer:
         self.consumer.close()
 
 
-def final_read(bootstrap: str, topic: str, partitions: int, history: History,
-               timeout: float = 180.0) -> tuple[dict[int, int], bool]:  # fmt: skip
+def final_read(
+    bootstrap: str, topic: str, partitions: int, history: History, timeout: float = 180.0
+) -> tuple[dict[int, int], bool]:
     """Read every partition from offset 0 to its high watermark as process "final";
     returns (partition -> high watermark, whether every end was reached in `timeout`)."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-final-read",
-         "enable.auto.commit": False, "isolation.level": "read_uncommitted"}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-final-read",
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+        }
+    )
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1]
-                for p in range(partitions)}  # fmt: skip
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1]
+            for p in range(partitions)
+        }
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         history.assign("final", range(partitions))
         position = {p: 0 for p in range(partitions)}

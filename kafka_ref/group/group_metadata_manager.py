@@ -171,8 +171,10 @@ class GroupMetadataManager:
             return
         for tp in valid:
             group.pending_offset_commits[tp] = group.pending_offset_commits.get(tp, 0) + 1
-        records = [(rec.offset_commit_key(group.group_id, tp), rec.offset_commit_value(om))
-                   for tp, om in valid.items()]  # fmt: skip
+        records = [
+            (rec.offset_commit_key(group.group_id, tp), rec.offset_commit_value(om))
+            for tp, om in valid.items()
+        ]
 
         def done(error: ErrorCode) -> None:
             for tp, om in valid.items():
@@ -269,8 +271,9 @@ class GroupMetadataManager:
         loaded = []
         for group_id in folded.groups.keys() | folded.offsets.keys():
             if self.partition_for(group_id) != partition:
-                logger.warning("group %r is in offsets partition %d, not its own", group_id,
-                               partition)  # fmt: skip
+                logger.warning(
+                    "group %r is in offsets partition %d, not its own", group_id, partition
+                )
             group = folded.groups.get(group_id) or GroupMetadata(group_id, EMPTY, now)
             group.offsets = dict(folded.offsets.get(group_id, {}))
             if group.group_id in self.groups:

@@ -138,8 +138,9 @@ class JoinRound:
                 supports_skip_assignment,
             )
         else:
-            self._join_current_member(group, member_id, group_instance_id, member, protocols,
-                                      callback)  # fmt: skip
+            self._join_current_member(
+                group, member_id, group_instance_id, member, protocols, callback
+            )
         if group.is_(PREPARING_REBALANCE):
             self._try_complete_join(group)
 
@@ -172,8 +173,9 @@ class JoinRound:
                     callback,
                     skip_assignment,
                 )
-            return self._add_member_and_rebalance(group, new_id, instance_id, member, protocols,
-                                                  callback)  # fmt: skip
+            return self._add_member_and_rebalance(
+                group, new_id, instance_id, member, protocols, callback
+            )
         if require_known_id:  # KIP-394: hand out the id, expect a second join with it
             group.pending_members.add(new_id)
             self._arm_pending_member(group, new_id, member[1])
@@ -190,8 +192,9 @@ class JoinRound:
             return error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group.is_pending_member(member_id):
             self._cancel_pending_timer(group, member_id)
-            return self._add_member_and_rebalance(group, member_id, instance_id, member,
-                                                  protocols, callback)  # fmt: skip
+            return self._add_member_and_rebalance(
+                group, member_id, instance_id, member, protocols, callback
+            )
         if group.is_static_member_fenced(member_id, instance_id):
             return error(ErrorCode.FENCED_INSTANCE_ID)
         if not group.has(member_id) or (
@@ -223,14 +226,27 @@ class JoinRound:
         if with_members and group.is_leader(member.member_id):
             members = [JoinedMember(*m) for m in group.current_member_metadata()]
         return JoinGroupResult(
-            OK, group.generation_id, group.protocol_type, group.protocol_name,
-            group.leader_id or "", member.member_id, members,
-        )  # fmt: skip
+            OK,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id or "",
+            member.member_id,
+            members,
+        )
 
     def _add_member_and_rebalance(self, group, member_id, instance_id, member, protocols, cb):
         rebalance_timeout, session_timeout, client_id, client_host, protocol_type = member
-        new = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout,
-                             session_timeout, protocol_type, protocols)  # fmt: skip
+        new = MemberMetadata(
+            member_id,
+            instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout,
+            session_timeout,
+            protocol_type,
+            protocols,
+        )
         new.is_new = True
         if group.is_(PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True  # extends the initial delay
@@ -278,8 +294,15 @@ class JoinRound:
                     if group.members.get(new_id) is replaced:
                         group.replace_static_member(instance_id, new_id, old_id)
                     self.arm_heartbeat(group, replaced)
-                    return cb(JoinGroupResult(error, generation, group.protocol_type,
-                                              group.protocol_name, current_leader))  # fmt: skip
+                    return cb(
+                        JoinGroupResult(
+                            error,
+                            generation,
+                            group.protocol_type,
+                            group.protocol_name,
+                            current_leader,
+                        )
+                    )
                 if skip_assignment:  # Kafka `JoinGroupRequest.supportsSkippingAssignment`
                     is_leader = group.is_leader(new_id)
                     members = [JoinedMember(*m) for m in group.current_member_metadata()]

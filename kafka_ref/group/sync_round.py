@@ -71,8 +71,9 @@ class SyncRound:
             error = ErrorCode.REBALANCE_IN_PROGRESS  # the rebalance was lost: join again
         group = self.manager.get_group(group_id) if error == OK else None
         if error == OK:
-            error = self._sync_error(group, generation_id, member_id, group_instance_id,
-                                     protocol_type, protocol_name)  # fmt: skip
+            error = self._sync_error(
+                group, generation_id, member_id, group_instance_id, protocol_type, protocol_name
+            )
         if error != OK:
             return callback(SyncGroupResult(error))
         assert group is not None
@@ -80,8 +81,9 @@ class SyncRound:
         if group.is_(STABLE):  # a retry, or a static member's new instance
             self._synced(group, member_id)
             self.arm_heartbeat(group, member)
-            return callback(SyncGroupResult(OK, group.protocol_type, group.protocol_name,
-                                            member.assignment))  # fmt: skip
+            return callback(
+                SyncGroupResult(OK, group.protocol_type, group.protocol_name, member.assignment)
+            )
         member.awaiting_sync_callback = callback
         self._synced(group, member_id)
         if not group.is_leader(member_id):

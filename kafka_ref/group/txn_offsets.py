@@ -64,9 +64,11 @@ class TxnOffsetStore:
             for tp, om in offsets.items()
         ]
         batch = build_batch(
-            records, producer_id=producer_id, producer_epoch=producer_epoch,
+            records,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
             is_transactional=True,
-        )  # fmt: skip
+        )
 
         def done(error: ErrorCode) -> None:
             if error == ErrorCode.NO_ERROR:
@@ -84,9 +86,13 @@ class TxnOffsetStore:
             group = self.manager.get_group(group_id)
             if commit and group is not None:
                 group.offsets.update(offsets)
-            logger.debug("%s offsets of producer %d for group %s: %s",
-                         "committed" if commit else "aborted", producer_id, group_id,
-                         sorted(offsets))  # fmt: skip
+            logger.debug(
+                "%s offsets of producer %d for group %s: %s",
+                "committed" if commit else "aborted",
+                producer_id,
+                group_id,
+                sorted(offsets),
+            )
         if not groups:
             self.pending.pop(producer_id, None)
 

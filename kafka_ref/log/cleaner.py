@@ -176,8 +176,10 @@ class Cleaner:
         if len(offsets) >= capacity:
             logger.info(
                 "%s: offset map full (%d keys); cleaning up to offset %d",
-                log.name, len(offsets), latest,
-            )  # fmt: skip
+                log.name,
+                len(offsets),
+                latest,
+            )
 
     # ------------------------------------------------------------------ rewriting
     def clean_segments(
@@ -211,9 +213,12 @@ class Cleaner:
         stats.segments_written += 1
         logger.info(
             "%s: cleaned segments %s into segment %d (%d -> %d bytes)",
-            log.name, [s.base_offset for s in group], cleaned.base_offset,
-            sum(s.size for s in group), cleaned.size,
-        )  # fmt: skip
+            log.name,
+            [s.base_offset for s in group],
+            cleaned.base_offset,
+            sum(s.size for s in group),
+            cleaned.size,
+        )
 
     def clean_into(
         self,

@@ -207,9 +207,12 @@ class LogCleaner:
         if to_clean.first_dirty_offset >= to_clean.first_uncleanable_offset:
             return CleanResult(False, to_clean, reason="nothing cleanable")
         logger.info(
-            "%s: cleaning offsets [%d, %d), dirty ratio %.3f", log.name,
-            to_clean.first_dirty_offset, to_clean.first_uncleanable_offset, ratio,
-        )  # fmt: skip
+            "%s: cleaning offsets [%d, %d), dirty ratio %.3f",
+            log.name,
+            to_clean.first_dirty_offset,
+            to_clean.first_uncleanable_offset,
+            ratio,
+        )
         stats = self.cleaner.clean(
             log, to_clean.first_dirty_offset, to_clean.first_uncleanable_offset, now
         )
@@ -217,7 +220,10 @@ class LogCleaner:
             self.update_checkpoint(log, stats.end_offset)
         logger.info(
             "%s: cleaned up to %d: %d records removed (%d tombstones), %d bytes freed",
-            log.name, stats.end_offset, stats.records_removed, stats.tombstones_removed,
+            log.name,
+            stats.end_offset,
+            stats.records_removed,
+            stats.tombstones_removed,
             stats.bytes_freed,
-        )  # fmt: skip
+        )
         return CleanResult(True, to_clean, stats)

@@ -29,8 +29,14 @@ import os
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                       ctypes.c_int, ctypes.c_long)  # fmt: skip
+_libc.mmap.argtypes = (
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_long,
+)
 _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _libc.msync.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
@@ -49,8 +55,7 @@ class FileMap:
     closed as soon as this returns."""
 
     def __init__(self, fd: int, length: int) -> None:
-        address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED,
-                             fd, 0)  # fmt: skip
+        address = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
         if address in (None, _MAP_FAILED):
             err = ctypes.get_errno()
             raise OSError(err, f"mmap: {os.strerror(err)}")

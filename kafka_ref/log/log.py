@@ -276,9 +276,15 @@ class Log:
             raise OffsetOutOfRangeError(f"{self.name}: offset {offset} is not in [{start}, {end}]")
         upper = end if max_offset is None else min(max_offset, end)
         return read_segments(
-            self._segments, self._bases, offset, max_bytes,
-            upper=upper, log_start=start, log_end=end, min_one_batch=min_one_batch,
-        )  # fmt: skip
+            self._segments,
+            self._bases,
+            offset,
+            max_bytes,
+            upper=upper,
+            log_start=start,
+            log_end=end,
+            min_one_batch=min_one_batch,
+        )
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The LSO: the first offset of the oldest unfinished transaction, capped by the
@@ -287,9 +293,11 @@ class Log:
         state = self.producer_state
         state.on_high_watermark_updated(high_watermark)
         return last_stable_offset(
-            state.ongoing_transactions.values(), state.unreplicated_transactions,
-            high_watermark, self._log_start_offset,
-        )  # fmt: skip
+            state.ongoing_transactions.values(),
+            state.unreplicated_transactions,
+            high_watermark,
+            self._log_start_offset,
+        )
 
     def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start, upper) (TXN-8; log_read.py)."""

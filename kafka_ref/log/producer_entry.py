@@ -161,9 +161,13 @@ class ProducerStateEntry:
 
     def copy(self) -> ProducerStateEntry:
         return ProducerStateEntry(
-            self.producer_id, self.producer_epoch, deque(self.batches, NUM_BATCHES_TO_RETAIN),
-            self.last_timestamp, self.coordinator_epoch, self.current_txn_first_offset,
-        )  # fmt: skip
+            self.producer_id,
+            self.producer_epoch,
+            deque(self.batches, NUM_BATCHES_TO_RETAIN),
+            self.last_timestamp,
+            self.coordinator_epoch,
+            self.current_txn_first_offset,
+        )
 
     def key(self) -> tuple:
         """Everything but the times: what a rebuild from the log must reproduce."""

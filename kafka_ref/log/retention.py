@@ -116,9 +116,10 @@ def log_start_offset_breached(log: Log, high_watermark: int | None = None) -> li
     """Segments wholly below the log start offset (Kafka: deleteLogStartOffsetBreached...)."""
     start = log.log_start_offset
     return deletable_segments(
-        log, lambda _s, following: following is not None and following.base_offset <= start,
+        log,
+        lambda _s, following: following is not None and following.base_offset <= start,
         high_watermark,
-    )  # fmt: skip
+    )
 
 
 def retention_size_breached(log: Log, high_watermark: int | None = None) -> list[Segment]:
@@ -182,10 +183,15 @@ def _delete(log: Log, segments: Sequence[Segment], reason: str, now: int) -> lis
     log.delete_segments(list(segments))  # unlinks; raises the log start offset (RET-5)
     for d in done:
         logger.info(
-            "%s: deleted segment %d (offsets %d..%d, %d bytes, largest timestamp %d, "
-            "now %d) by %s",
-            log.name, d.base_offset, d.base_offset, d.next_offset - 1, d.size,
-            d.largest_timestamp, now, reason,
-        )  # fmt: skip
+            "%s: deleted segment %d (offsets %d..%d, %d bytes, largest timestamp %d, now %d) by %s",
+            log.name,
+            d.base_offset,
+            d.base_offset,
+            d.next_offset - 1,
+            d.size,
+            d.largest_timestamp,
+            now,
+            reason,
+        )
     logger.info("%s: log start offset is now %d", log.name, log.log_start_offset)
     return done

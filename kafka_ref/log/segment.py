@@ -99,10 +99,12 @@ class Segment:
         self._clock = clock
         d, size = self.dir, config.segment_index_bytes
         self.log = FileRecords(segment_path(d, base_offset, LOG_SUFFIX, suffix))
-        self.offset_index = OffsetIndex(segment_path(d, base_offset, INDEX_SUFFIX, suffix),
-                                        base_offset, size)  # fmt: skip
-        self.time_index = TimeIndex(segment_path(d, base_offset, TIME_INDEX_SUFFIX, suffix),
-                                    base_offset, size)  # fmt: skip
+        self.offset_index = OffsetIndex(
+            segment_path(d, base_offset, INDEX_SUFFIX, suffix), base_offset, size
+        )
+        self.time_index = TimeIndex(
+            segment_path(d, base_offset, TIME_INDEX_SUFFIX, suffix), base_offset, size
+        )
         self.txn_index = TransactionIndex(  # aborted transactions, created at the first one
             segment_path(d, base_offset, TXN_INDEX_SUFFIX, suffix), base_offset
         )

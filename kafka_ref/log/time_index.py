@@ -85,8 +85,9 @@ class TimeIndex(AbstractIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The greatest entry with timestamp <= target, or (-1, base offset) if none."""
-        slot = warm_largest_lower_bound(self._key_at, self._entries, self.entry_size,
-                                        target_timestamp)  # fmt: skip
+        slot = warm_largest_lower_bound(
+            self._key_at, self._entries, self.entry_size, target_timestamp
+        )
         if slot < 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return self.entry(slot)

@@ -95,10 +95,15 @@ class BrokerCollector(Collector):
 
     async def _read(self) -> list[Metric]:
         return [
-            *self._topic_metrics(), *self._request_metrics(), *self._replica_manager(),
-            *self._controller(), *self._groups(), *self._network(), *self._logs(),
+            *self._topic_metrics(),
+            *self._request_metrics(),
+            *self._replica_manager(),
+            *self._controller(),
+            *self._groups(),
+            *self._network(),
+            *self._logs(),
             *self._quotas(),
-        ]  # fmt: skip
+        ]
 
     def _topic_metrics(self) -> Iterator[Metric]:
         stats = self.broker.replica_manager.topic_stats
@@ -217,15 +222,21 @@ class BrokerCollector(Collector):
             refused.add_metric([listener, limit], count)
         yield refused
         pool = server.memory_pool
-        yield _gauge("kafka_network_socketserver_memorypoolavailable",
-                     "Bytes left in the request memory pool (queued.max.request.bytes)",
-                     pool.available)  # fmt: skip
-        yield _gauge("kafka_network_socketserver_memorypoolused",
-                     "Bytes of the request memory pool held by requests", pool.used)  # fmt: skip
+        yield _gauge(
+            "kafka_network_socketserver_memorypoolavailable",
+            "Bytes left in the request memory pool (queued.max.request.bytes)",
+            pool.available,
+        )
+        yield _gauge(
+            "kafka_network_socketserver_memorypoolused",
+            "Bytes of the request memory pool held by requests",
+            pool.used,
+        )
         yield _gauge(
             "kafka_network_requestchannel_requestqueuesize",
-            "Requests waiting for a handler worker", server.request_channel.size,
-        )  # fmt: skip
+            "Requests waiting for a handler worker",
+            server.request_channel.size,
+        )
         idle = self.idle.idle_fraction()
         if idle is not None:
             yield _gauge(
@@ -243,7 +254,8 @@ class BrokerCollector(Collector):
         )
         rates = {
             "byte-rate": GaugeMetricFamily(
-                "kafka_server_quota_byte_rate", "Bytes per second, as the quota measures it",
+                "kafka_server_quota_byte_rate",
+                "Bytes per second, as the quota measures it",
                 labels=labels,
             ),
             "request-time": GaugeMetricFamily(
@@ -251,7 +263,7 @@ class BrokerCollector(Collector):
                 "Request handler time, percent of a second, as the quota measures it",
                 labels=labels,
             ),
-        }  # fmt: skip
+        }
         now_ms = self.broker.clock.milliseconds()
         for manager in self.broker.apis.quotas.all:
             rate = rates["request-time" if manager.quota_type == "Request" else "byte-rate"]

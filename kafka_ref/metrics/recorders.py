@@ -48,10 +48,15 @@ from kafka_ref.protocol.messages import ApiKey
 
 # Histogram bucket bounds in milliseconds: a sub-millisecond local produce up to a 30 s
 # long poll or request timeout.
-BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
-              30000)  # fmt: skip
-STAGES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
-          "ResponseSendTimeMs", "TotalTimeMs")  # fmt: skip
+BUCKETS_MS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+STAGES = (
+    "RequestQueueTimeMs",
+    "LocalTimeMs",
+    "RemoteTimeMs",
+    "ResponseQueueTimeMs",
+    "ResponseSendTimeMs",
+    "TotalTimeMs",
+)
 
 
 class LatencyHistogram:
@@ -79,8 +84,15 @@ class LatencyHistogram:
 class TopicStats:
     """One topic's meters (or all topics'), as cumulative counts."""
 
-    __slots__ = ("bytes_in", "bytes_out", "failed_fetch", "failed_produce", "messages_in",
-                 "total_fetch", "total_produce")  # fmt: skip
+    __slots__ = (
+        "bytes_in",
+        "bytes_out",
+        "failed_fetch",
+        "failed_produce",
+        "messages_in",
+        "total_fetch",
+        "total_produce",
+    )
 
     def __init__(self) -> None:
         self.messages_in = self.bytes_in = self.bytes_out = 0

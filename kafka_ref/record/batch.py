@@ -326,10 +326,22 @@ def build_batch(
     batch = bytearray(HEADER_SIZE + len(body))
     try:
         _HEADER.pack_into(
-            batch, 0, base_offset, len(batch) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2,
-            0, attributes, last_offset_delta, base_timestamp, max_timestamp,
-            producer_id, producer_epoch, base_sequence, len(records),
-        )  # fmt: skip
+            batch,
+            0,
+            base_offset,
+            len(batch) - LOG_OVERHEAD,
+            partition_leader_epoch,
+            MAGIC_V2,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
     except struct.error as err:
         raise InvalidRecordError(f"a batch header field is out of range: {err}") from None
     batch[HEADER_SIZE:] = body

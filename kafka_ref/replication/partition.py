@@ -394,8 +394,11 @@ class Partition(ConsumerReads):
         since KIP-966: a record only the leader and too few followers hold is not yet safe)."""
         if not self.is_leader or self.is_under_min_isr:
             return False
-        followers = [self.remote[r].log_end_offset if r in self.remote else UNKNOWN_OFFSET
-                     for r in self.maximal_isr if r != self.broker_id]  # fmt: skip
+        followers = [
+            self.remote[r].log_end_offset if r in self.remote else UNKNOWN_OFFSET
+            for r in self.maximal_isr
+            if r != self.broker_id
+        ]
         new = leader_high_watermark(self.log_end_offset, followers, self.high_watermark)
         if new > self.high_watermark:
             self.high_watermark = new
@@ -417,9 +420,12 @@ class Partition(ConsumerReads):
             return
         caught_up = {r: replica.last_caught_up_time_ms for r, replica in self.remote.items()}
         lagging = out_of_sync_replicas(
-            self.broker_id, self.isr, caught_up, self.clock.milliseconds(),
+            self.broker_id,
+            self.isr,
+            caught_up,
+            self.clock.milliseconds(),
             self.replica_lag_time_max_ms,
-        )  # fmt: skip
+        )
         if lagging:
             self._propose_isr(tuple(r for r in self.isr if r not in lagging))
 

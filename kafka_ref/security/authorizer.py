@@ -152,9 +152,15 @@ class ZkAclStore:
         note = (
             f"{type_name}:{pattern.name}".encode()
             if pattern.pattern_type == PatternType.LITERAL
-            else json.dumps({"version": 1, "resourceType": type_name, "name": pattern.name,
-                             "patternType": "Prefixed"}).encode()
-        )  # fmt: skip
+            else json.dumps(
+                {
+                    "version": 1,
+                    "resourceType": type_name,
+                    "name": pattern.name,
+                    "patternType": "Prefixed",
+                }
+            ).encode()
+        )
         self.zk.create(f"{CHANGES[pattern.pattern_type]}/acl_changes_", note, sequence=True)
 
     def watch(self, on_change: Callable[[], None]) -> None:
@@ -190,17 +196,28 @@ class Authorizer:
         self, principal: str, host: str, operation: AclOperation, rtype: ResourceType, name: str
     ) -> bool:
         return authorize(
-            self.bindings(), principal, host, operation, rtype, name,
-            super_users=self.super_users, allow_if_no_acls=self.allow_if_no_acls,
-        )  # fmt: skip
+            self.bindings(),
+            principal,
+            host,
+            operation,
+            rtype,
+            name,
+            super_users=self.super_users,
+            allow_if_no_acls=self.allow_if_no_acls,
+        )
 
     def authorize_any(
         self, principal: str, host: str, operation: AclOperation, rtype: ResourceType
     ) -> bool:
         return authorize_any(
-            self.bindings(), principal, host, operation, rtype,
-            super_users=self.super_users, allow_if_no_acls=self.allow_if_no_acls,
-        )  # fmt: skip
+            self.bindings(),
+            principal,
+            host,
+            operation,
+            rtype,
+            super_users=self.super_users,
+            allow_if_no_acls=self.allow_if_no_acls,
+        )
 
     def _change(self, bindings: Iterable[AclBinding], adding: bool) -> None:
         by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}

@@ -146,8 +146,10 @@ def _librdkafka_ssl(props: dict[str, str]) -> dict[str, str]:
     props = dict(props)
     if "ssl.ca.location" in props:
         props.setdefault("ssl.truststore.location", props["ssl.ca.location"])
-    files = {"ssl.keystore.certificate.chain": "ssl.certificate.location",
-             "ssl.keystore.key": "ssl.key.location"}  # fmt: skip
+    files = {
+        "ssl.keystore.certificate.chain": "ssl.certificate.location",
+        "ssl.keystore.key": "ssl.key.location",
+    }
     if not any(name in props for name in files.values()):
         return props
     for name in files.values():

@@ -26,10 +26,16 @@ ANONYMOUS = "User:ANONYMOUS"
 
 # Python's long attribute names -> the keywords RFC 2253 and Java's X500Principal use.
 _SHORT = {
-    "commonName": "CN", "localityName": "L", "stateOrProvinceName": "ST",
-    "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
-    "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID",
-}  # fmt: skip
+    "commonName": "CN",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
 
 
 def _escape(value: str) -> str:

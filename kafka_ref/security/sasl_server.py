@@ -103,8 +103,12 @@ class SaslServerAuthenticator:
         enabled = list(self.listener.mechanisms)
         mechanism = request.body.mechanism
         if mechanism not in self.listener.mechanisms:
-            logger.info("%s asked for SASL mechanism %r; enabled: %s", self.peer, mechanism,
-                        ",".join(enabled))  # fmt: skip
+            logger.info(
+                "%s asked for SASL mechanism %r; enabled: %s",
+                self.peer,
+                mechanism,
+                ",".join(enabled),
+            )
             body = SaslHandshakeResponse(
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
             )
@@ -120,15 +124,18 @@ class SaslServerAuthenticator:
             token = self._evaluate(bytes(request.body.auth_bytes))
         except AuthenticationFailed as err:
             body = SaslAuthenticateResponse(
-                error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(err),
+                error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+                error_message=str(err),
                 auth_bytes=b"",
-            )  # fmt: skip
+            )
             return self._encode(request, body, close=True)
         lifetime_ms = self._session_lifetime_ms() if self.authenticated else 0
         body = SaslAuthenticateResponse(
-            error_code=ErrorCode.NO_ERROR, error_message=None, auth_bytes=token,
+            error_code=ErrorCode.NO_ERROR,
+            error_message=None,
+            auth_bytes=token,
             session_lifetime_ms=lifetime_ms,
-        )  # fmt: skip
+        )
         return self._encode(request, body)
 
     def raw_token(self, frame: bytes) -> Response:
@@ -146,14 +153,16 @@ class SaslServerAuthenticator:
         try:
             answer = server.evaluate(token)
         except AuthenticationFailed as err:
-            logger.info("SASL %s authentication from %s failed: %s", server.mechanism,
-                        self.peer, err)  # fmt: skip
+            logger.info(
+                "SASL %s authentication from %s failed: %s", server.mechanism, self.peer, err
+            )
             raise
         if server.complete:
             principal = sasl_principal(server.authorization_id)
             if self.principal is not None and principal != self.principal:
-                logger.info("%s re-authenticated as %s, not %s", self.peer, principal,
-                            self.principal)  # fmt: skip
+                logger.info(
+                    "%s re-authenticated as %s, not %s", self.peer, principal, self.principal
+                )
                 raise AuthenticationFailed(
                     f"Cannot change principals during re-authentication from {self.principal}"
                     f": {principal}"

@@ -70,9 +70,11 @@ class ScramCredential:
         fields = dict(item.split("=", 1) for item in text.split(","))
         b64 = base64.b64decode
         return cls(
-            b64(fields["salt"]), b64(fields["stored_key"]), b64(fields["server_key"]),
+            b64(fields["salt"]),
+            b64(fields["stored_key"]),
+            b64(fields["server_key"]),
             int(fields["iterations"]),
-        )  # fmt: skip
+        )
 
 
 def _hmac(hash_name: str, key: bytes, message: bytes) -> bytes:

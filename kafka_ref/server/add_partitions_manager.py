@@ -71,11 +71,15 @@ VERIFY_VERSION = 4  # the first version with verify_only (KIP-890 part 1)
 
 # Coordinator answers a client may not retry correctly become NOT_ENOUGH_REPLICAS, which
 # every client retries without a metadata refresh (Kafka: `handleProduceAppend`).
-_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
-    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
-    ErrorCode.NETWORK_EXCEPTION,
-})  # fmt: skip
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
 
 
 def producer_error(error: ErrorCode) -> tuple[ErrorCode, str]:
@@ -96,11 +100,18 @@ class AddPartitionsToTxnManager:
     """Verifies partitions with their transaction coordinator and keeps the guards."""
 
     def __init__(
-        self, controller: ClusterMetadataApi, num_txn_partitions: int, enabled: bool = True,
-        security: InterBrokerSecurity = PLAINTEXT, loopback: Loopback | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        controller: ClusterMetadataApi,
+        num_txn_partitions: int,
+        enabled: bool = True,
+        security: InterBrokerSecurity = PLAINTEXT,
+        loopback: Loopback | None = None,
+    ) -> None:
         self.controller, self.num_txn_partitions, self.enabled = (
-            controller, num_txn_partitions, enabled)  # fmt: skip
+            controller,
+            num_txn_partitions,
+            enabled,
+        )
         self.channel = InterBrokerChannel(
             controller, "add-partitions-to-txn-sender", security, loopback=loopback
         )
@@ -165,20 +176,30 @@ class AddPartitionsToTxnManager:
 
         coordinator = self._coordinator(transactional_id)
         if coordinator is None:  # no topic, no leader: the transaction cannot have begun
-            return answered(dict.fromkeys(
-                partitions, producer_error(ErrorCode.COORDINATOR_NOT_AVAILABLE)))  # fmt: skip
-        body = AddPartitionsToTxnRequest(transactions=[
-            AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
-                transactional_id=transactional_id, producer_id=producer_id,
-                producer_epoch=producer_epoch, verify_only=True,
-                topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=[p])
-                        for t, p in partitions],
+            return answered(
+                dict.fromkeys(partitions, producer_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             )
-        ])  # fmt: skip
+        body = AddPartitionsToTxnRequest(
+            transactions=[
+                AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+                    transactional_id=transactional_id,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    verify_only=True,
+                    topics=[
+                        AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=[p])
+                        for t, p in partitions
+                    ],
+                )
+            ]
+        )
         self.channel.send(
-            coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body,
+            coordinator,
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            VERIFY_VERSION,
+            body,
             lambda response: self._answered(coordinator, response, partitions, answered),
-        )  # fmt: skip
+        )
 
     def _coordinator(self, transactional_id: str) -> int | None:
         index = partition_for(transactional_id, self.num_txn_partitions)

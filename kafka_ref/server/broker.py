@@ -203,12 +203,17 @@ class Broker:
         self.log_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
         purgatory = DelayedOperationPurgatory("Fetch", loop.call_later)
         self.replica_manager = ReplicaManager(
-            config.broker_id, self.log_manager, purgatory, clock=self.clock,
+            config.broker_id,
+            self.log_manager,
+            purgatory,
+            clock=self.clock,
             produce_purgatory=DelayedOperationPurgatory("Produce", loop.call_later),
-            replica_lag_time_max_ms=config["replica.lag.time.max.ms"], defer=loop.call_soon,
+            replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+            defer=loop.call_soon,
             partition_known=lambda topic, index: (
-                controller.partition_state(topic, index) is not None),
-        )  # fmt: skip
+                controller.partition_state(topic, index) is not None
+            ),
+        )
         self.groups = GroupCoordinatorAdapter(
             config, self.replica_manager, self.clock, loop.call_later
         )
@@ -220,13 +225,23 @@ class Broker:
             controller.listeners.append(self.groups)  # after the ReplicaManager: logs exist
         self.groups.start()
         self.apis = KafkaApis(
-            config, controller, self.replica_manager, purgatory, self.clock,
-            self.groups.coordinator, dynamic_config=self.dynamic_config,
-        )  # fmt: skip
+            config,
+            controller,
+            self.replica_manager,
+            purgatory,
+            self.clock,
+            self.groups.coordinator,
+            dynamic_config=self.dynamic_config,
+        )
         self.txns = TxnCoordinatorAdapter(
-            config, controller, self.replica_manager, self.clock, loop.call_later,
-            self.apis.producer_ids.generate_producer_id, self.apis.loopback,
-        )  # fmt: skip
+            config,
+            controller,
+            self.replica_manager,
+            self.clock,
+            loop.call_later,
+            self.apis.producer_ids.generate_producer_id,
+            self.apis.loopback,
+        )
         if self.zk_mode is not None:  # loads the partitions the controller makes it lead
             self.zk_mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns)
         else:
@@ -240,11 +255,13 @@ class Broker:
         self.handler_pool = RequestHandlerPool(channel, self.apis.handle)
         self.handler_pool.resize(config["num.io.threads"])
         self.socket_server = SocketServer(
-            channel, listeners, max_request_size=config["socket.request.max.bytes"],
+            channel,
+            listeners,
+            max_request_size=config["socket.request.max.bytes"],
             memory_pool=memory_pool(config["queued.max.request.bytes"]),
             quotas=connection_quotas(config, [listener.name for listener in listeners]),
             connections_max_idle_ms=config["connections.max.idle.ms"],
-        )  # fmt: skip
+        )
         try:
             bound = await self.socket_server.bind()
             if config.metrics_address is not None:
@@ -262,14 +279,21 @@ class Broker:
             self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self.tasks = BrokerTasks(
-            config, self.clock, self.log_manager, self.replica_manager,
+            config,
+            self.clock,
+            self.log_manager,
+            self.replica_manager,
             self.groups.run_offset_expiration,
-        )  # fmt: skip
+        )
         self.tasks.start()
         follow_broker(  # what each dynamic config changes
-            self.dynamic_config, controller, self.log_manager, self.handler_pool,
-            self.apis.add_partitions, self.tasks.restart_cleaner,
-        )  # fmt: skip
+            self.dynamic_config,
+            controller,
+            self.log_manager,
+            self.handler_pool,
+            self.apis.add_partitions,
+            self.tasks.restart_cleaner,
+        )
         self.dynamic_config.add_reconfigurable(
             is_listener_security_key,
             lambda _old, new: self._reconfigure_listeners(listeners, new),
@@ -279,11 +303,14 @@ class Broker:
         logger.info(
             "broker %d started: cluster id %s, listeners %s, advertised as %s, "
             "log dirs %s, %d topics, %d partitions",
-            config.broker_id, controller.cluster_id,
+            config.broker_id,
+            controller.cluster_id,
             ",".join(f"{e.listener}://{e.host}:{bound[e.listener]}" for e in config.endpoints()),
-            ",".join(e.uri() for e in advertised), ",".join(config.log_dirs),
-            len(controller.topics()), len(self.replica_manager.partitions),
-        )  # fmt: skip
+            ",".join(e.uri() for e in advertised),
+            ",".join(config.log_dirs),
+            len(controller.topics()),
+            len(self.replica_manager.partitions),
+        )
         for key in config.ignored:
             logger.info("config %s is accepted but has no effect on a single broker", key)
 
@@ -392,8 +419,10 @@ class Broker:
     def _on_log_dir_failure(self, _log_dir: str) -> None:
         assert self.log_manager is not None
         if self.log_manager.all_dirs_offline:  # Kafka: LogManager.handleLogDirFailure
-            logger.error("Shutdown broker because all log dirs in %s have failed",
-                         ", ".join(self.log_manager.log_dirs))  # fmt: skip
+            logger.error(
+                "Shutdown broker because all log dirs in %s have failed",
+                ", ".join(self.log_manager.log_dirs),
+            )
             self.all_log_dirs_failed.set()
 
     async def stop(self) -> None:

@@ -242,12 +242,19 @@ for _name, _topic in LOG_DEFAULTS.items():
 # Keys of Kafka's stock server.properties that a single embedded broker does not use.
 IGNORED_KEYS = frozenset(
     {
-        "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-        "controller.listener.names", "num.network.threads", "socket.send.buffer.bytes",
-        "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
+        "process.roles",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "controller.listener.names",
+        "num.network.threads",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "num.recovery.threads.per.data.dir",
         "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr",
-        "zookeeper.connection.timeout.ms", "metadata.log.dir", "log.cleaner.threads",
+        "zookeeper.connection.timeout.ms",
+        "metadata.log.dir",
+        "log.cleaner.threads",
         "num.replica.fetchers",
     }
-)  # fmt: skip
+)

@@ -490,8 +490,11 @@ class DynamicBrokerConfig:
         only set a finer synonym are left out."""
         layers = [(DYNAMIC_DEFAULT_BROKER_CONFIG, self.default)]
         if per_broker:
-            layers = [(DYNAMIC_BROKER_CONFIG, self.per_broker), *layers,
-                      (STATIC_BROKER_CONFIG, self.static)]  # fmt: skip
+            layers = [
+                (DYNAMIC_BROKER_CONFIG, self.per_broker),
+                *layers,
+                (STATIC_BROKER_CONFIG, self.static),
+            ]
         found = []
         for source, layer in layers:
             for synonym in synonyms(name):

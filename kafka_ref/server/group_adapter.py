@@ -270,8 +270,9 @@ class GroupCoordinatorAdapter:
         what its followers will hold. Loading to the HW would forget acknowledged commits."""
         partition = self.replica_manager.get_partition(OFFSETS_TOPIC, index)
         pending: Held = {}
-        self.coordinator.on_elected(index, read_records(partition.log, partition.log_end_offset,
-                                                        pending))  # fmt: skip
+        self.coordinator.on_elected(
+            index, read_records(partition.log, partition.log_end_offset, pending)
+        )
         self.coordinator.txn_offsets.restore(pending)  # transactions still open (TXN-16)
 
     def resign(self, index: int) -> None:

@@ -133,9 +133,10 @@ class KafkaConfig:
                 raise ConfigError(f"unknown broker config {key!r}")
             values[key] = parse_value(definition, raw)
         overrides = {
-            k: v for k, v in merged.items()
+            k: v
+            for k, v in merged.items()
             if k not in IGNORED_KEYS and not k.startswith(LISTENER_PREFIX)
-        }  # fmt: skip
+        }
         controllers = tuple(
             n.strip() for n in merged.get("controller.listener.names", "CONTROLLER").split(",")
         )
@@ -205,13 +206,17 @@ class KafkaConfig:
         """Per listener, where clients reach it: `advertised.listeners` by name, else the
         listener itself; a wildcard host advertises 127.0.0.1 (SEC-2)."""
         listening = self.endpoints()
-        advertised = {e.listener: e for e in self.endpoints("advertised.listeners")} if (
-            self["advertised.listeners"]
-        ) else {}  # fmt: skip
+        advertised = (
+            {e.listener: e for e in self.endpoints("advertised.listeners")}
+            if (self["advertised.listeners"])
+            else {}
+        )
         unknown = advertised.keys() - {e.listener for e in listening}
         if unknown:
-            raise ConfigError(f"advertised.listeners names {', '.join(sorted(unknown))}, "
-                              f"which is not in listeners")  # fmt: skip
+            raise ConfigError(
+                f"advertised.listeners names {', '.join(sorted(unknown))}, "
+                f"which is not in listeners"
+            )
         result = []
         for endpoint in listening:
             chosen = advertised.get(endpoint.listener, endpoint)
@@ -286,8 +291,9 @@ def parse_value(definition: ConfigDef, raw: str) -> Any:
         return definition.parse(raw)
     except InvalidConfigError as err:  # a password key's value is never in the message
         message = str(err.args[0] if err.args else err)
-        raise ConfigError(f"{definition.name}: bad value" if definition.name in PASSWORD_KEYS
-                          else message) from None  # fmt: skip
+        raise ConfigError(
+            f"{definition.name}: bad value" if definition.name in PASSWORD_KEYS else message
+        ) from None
 
 
 def _scaled(value: int, unit_ms: int) -> int:

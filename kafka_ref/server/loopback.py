@@ -55,8 +55,9 @@ class LoopbackConnection:
         frame = self.request.response
         if frame is None:  # "no response" is for acks=0 produce only
             return self._answer(ConnectionError("no response"))
-        self._answer(decode_response(memoryview(frame.to_bytes())[4:], self.api_key,
-                                     self.version)[1])  # fmt: skip
+        self._answer(
+            decode_response(memoryview(frame.to_bytes())[4:], self.api_key, self.version)[1]
+        )
 
     def close(self, reason: str) -> None:
         self.closed = True

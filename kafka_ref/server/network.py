@@ -149,8 +149,12 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         """Over a connection quota: closed at once, before anything is read (BROKER-56..57)."""
         refused = self.server.quotas.admit(self.listener.name, ip)
         if refused is not None:
-            logger.info("refused connection from %s on listener %s: over %s", self.name,
-                        self.listener.name, refused)  # fmt: skip
+            logger.info(
+                "refused connection from %s on listener %s: over %s",
+                self.name,
+                self.listener.name,
+                refused,
+            )
             self.closed = True
             assert self.transport is not None
             self.transport.close()
@@ -375,9 +379,11 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         if self.closed or self.transport is None:
             return
         busy = (
-            len(self._in_flight) >= MAX_IN_FLIGHT or bool(self._backlog) or self._waiting_for_memory
+            len(self._in_flight) >= MAX_IN_FLIGHT
+            or bool(self._backlog)
+            or self._waiting_for_memory
             or self._mutes > 0
-        )  # fmt: skip
+        )
         if busy and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()

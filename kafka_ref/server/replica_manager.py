@@ -215,9 +215,13 @@ class ReplicaManager:
             return partition  # an ISR change by this epoch's leader: applied already
         leader = None if state.leader < 0 else state.leader
         decision = LeaderAndIsr(
-            *tp, leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
+            *tp,
+            leader,
+            state.leader_epoch,
+            tuple(state.isr),
+            tuple(state.replicas),
             state.zk_version,
-        )  # fmt: skip
+        )
         fetchers = self.fetcher_manager
         if fetchers is not None:
             fetchers.remove_partition(tp)
@@ -275,8 +279,11 @@ class ReplicaManager:
             self.offline_partitions.add(tp)
             self.fetch_purgatory.check_and_complete(tp)
             self.produce_purgatory.check_and_complete(tp)
-        logger.error("partitions %s are offline: log directory %s failed",
-                     sorted(f"{t}-{i}" for t, i in failed), log_dir)  # fmt: skip
+        logger.error(
+            "partitions %s are offline: log directory %s failed",
+            sorted(f"{t}-{i}" for t, i in failed),
+            log_dir,
+        )
         if self.log_dir_failed is not None:
             self.log_dir_failed(log_dir)
 
@@ -397,8 +404,14 @@ class ReplicaManager:
         if alter is None:
             return
         if self.alter_partition is None:  # one broker: nobody else to ask
-            state = LeaderAndIsr(*alter.tp, self.broker_id, alter.leader_epoch, alter.new_isr,
-                                 partition.replicas, alter.version + 1)  # fmt: skip
+            state = LeaderAndIsr(
+                *alter.tp,
+                self.broker_id,
+                alter.leader_epoch,
+                alter.new_isr,
+                partition.replicas,
+                alter.version + 1,
+            )
             self._on_alter_isr_result(
                 partition, AlterIsrResult(*alter.tp, ErrorCode.NO_ERROR, state)
             )

@@ -59,8 +59,19 @@ class Connection(Protocol):
 class Request:
     """One decoded request and the slot for its response (Kafka: `RequestChannel.Request`)."""
 
-    __slots__ = ("body", "completed_ns", "connection", "dequeued_ns", "header", "local_done_ns",
-                 "memory", "received_ns", "response", "response_dequeued_ns", "size")  # fmt: skip
+    __slots__ = (
+        "body",
+        "completed_ns",
+        "connection",
+        "dequeued_ns",
+        "header",
+        "local_done_ns",
+        "memory",
+        "received_ns",
+        "response",
+        "response_dequeued_ns",
+        "size",
+    )
 
     def __init__(self, connection: Connection, header: Any, body: Any, size: int) -> None:
         self.connection = connection

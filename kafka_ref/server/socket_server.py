@@ -54,10 +54,15 @@ class Acceptor:
         if host is None and self.port == 0:
             host = "0.0.0.0"  # one socket per family would each get a different free port
         self._server = await loop.create_server(
-            lambda: Processor(self.server, self.listener), host, self.port, reuse_address=True,
-            backlog=512, start_serving=False, ssl=self.listener.ssl_context,
+            lambda: Processor(self.server, self.listener),
+            host,
+            self.port,
+            reuse_address=True,
+            backlog=512,
+            start_serving=False,
+            ssl=self.listener.ssl_context,
             ssl_handshake_timeout=10.0 if self.listener.ssl_context else None,
-        )  # fmt: skip
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -125,8 +130,13 @@ class SocketServer:
         for acceptor in self.acceptors:
             await acceptor.start_serving()
             endpoint = acceptor.listener.endpoint
-            logger.info("listening on %s:%d (%s, %s)", acceptor.host, acceptor.port,
-                        endpoint.listener, endpoint.protocol)  # fmt: skip
+            logger.info(
+                "listening on %s:%d (%s, %s)",
+                acceptor.host,
+                acceptor.port,
+                endpoint.listener,
+                endpoint.protocol,
+            )
         if self.connections_max_idle_ms >= 0:
             self._idle_task = asyncio.get_running_loop().create_task(self._close_idle())
 

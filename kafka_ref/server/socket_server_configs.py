@@ -19,12 +19,17 @@ from kafka_ref.server.connection_quotas import UNLIMITED, parse_ip_overrides
 
 SOCKET_SERVER_DEFS = [
     ConfigDef(
-        "queued.max.request.bytes", "long", -1,
+        "queued.max.request.bytes",
+        "long",
+        -1,
         "Bytes of requests held before reading stops (KIP-72); -1: unbounded.",
     ),
     ConfigDef(
-        "sasl.server.max.receive.size", "int", 524288,
-        "Largest frame before SASL authentication completes.", 1,
+        "sasl.server.max.receive.size",
+        "int",
+        524288,
+        "Largest frame before SASL authentication completes.",
+        1,
     ),
     ConfigDef("max.connections", "int", UNLIMITED, "Open connections, in all (KIP-402).", 0),
     ConfigDef("max.connections.per.ip", "int", UNLIMITED, "Open connections per address.", 0),
@@ -33,10 +38,13 @@ SOCKET_SERVER_DEFS = [
         "max.connection.creation.rate", "int", UNLIMITED, "New connections per second (KIP-612).", 0
     ),
     ConfigDef(
-        "connections.max.idle.ms", "long", 600000, "Close connections idle this long; -1: never.",
+        "connections.max.idle.ms",
+        "long",
+        600000,
+        "Close connections idle this long; -1: never.",
         -1,
     ),
-]  # fmt: skip
+]
 # Keys that may also be given per listener, as listener.name.<listener>.<key> (Kafka:
 # `SocketServer.ListenerReconfigurableConfigs`).
 LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate"})

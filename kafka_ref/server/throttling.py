@@ -98,9 +98,14 @@ def apply_quotas(quotas: QuotaManagers, clock: Clock, request: Request, result: 
 
 
 def _fetch(
-    fetch: ClientQuotaManager, request: Request, result: Any, user: str, client_id: str,
-    now_ms: int, request_ms: int,
-) -> tuple[Any, int]:  # fmt: skip
+    fetch: ClientQuotaManager,
+    request: Request,
+    result: Any,
+    user: str,
+    client_id: str,
+    now_ms: int,
+    request_ms: int,
+) -> tuple[Any, int]:
     """A consumer's fetch response: sent as is (encoded: its size was needed), or, if
     throttled by either quota, replaced by an empty one (KIP-219)."""
     if request_ms > 0:  # throttled anyway: no records go out, so none are counted
@@ -121,6 +126,8 @@ def _fetch(
 def _empty_fetch(result: Any) -> Any:
     """Kafka's `FetchContext.getThrottledResponse`: no partitions, the same session."""
     return FetchResponse(
-        throttle_time_ms=0, error_code=result.error_code, session_id=result.session_id,
+        throttle_time_ms=0,
+        error_code=result.error_code,
+        session_id=result.session_id,
         responses=[],
-    )  # fmt: skip
+    )

@@ -172,13 +172,19 @@ class TxnCoordinatorAdapter:
     ) -> None:
         self.controller, self.replica_manager, self.schedule = controller, replica_manager, schedule
         self.coordinator = TransactionCoordinator(
-            txn_config(config), clock, schedule, self.append, self.send_markers,
+            txn_config(config),
+            clock,
+            schedule,
+            self.append,
+            self.send_markers,
             generate_producer_id,
-        )  # fmt: skip
+        )
         self.channel = InterBrokerChannel(
-            controller, "txn-marker-sender", InterBrokerSecurity.from_config(config),
+            controller,
+            "txn-marker-sender",
+            InterBrokerSecurity.from_config(config),
             loopback=loopback,
-        )  # fmt: skip
+        )
         self._timers: dict[str, object] = {}  # job name -> its scheduled handle
         self._closed = False
 
@@ -212,8 +218,9 @@ class TxnCoordinatorAdapter:
         for tp in request.partitions:
             state = self.controller.partition_state(*tp)
             if state is None:  # deleted with its topic: no marker to write (as Kafka skips it)
-                logger.warning("%s: %s-%d no longer exists; no marker", request.transactional_id,
-                               *tp)  # fmt: skip
+                logger.warning(
+                    "%s: %s-%d no longer exists; no marker", request.transactional_id, *tp
+                )
                 errors[tp] = ErrorCode.NO_ERROR
             elif live_broker(self.controller, state.leader) is None:
                 errors[tp] = ErrorCode.LEADER_NOT_AVAILABLE
@@ -231,10 +238,12 @@ class TxnCoordinatorAdapter:
             on_done(errors)
         for leader, tps in by_leader.items():
             self.channel.send(
-                leader, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,
+                leader,
+                ApiKey.WRITE_TXN_MARKERS,
+                WRITE_TXN_MARKERS_VERSION,
                 WriteTxnMarkersRequest(markers=[_marker(request, tps)]),
                 lambda response, leader=leader, tps=tps: answered(leader, tps, response),
-            )  # fmt: skip
+            )
 
     # ------------------------------------------------------------------ leadership
     def start(self) -> None:

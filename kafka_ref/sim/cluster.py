@@ -329,8 +329,10 @@ class SimCluster:
         logs = {b: {r.offset: r for r in self.records(b, partition)} for b in live}
         found = []
         for a, b in itertools.combinations(live, 2):
-            hw = min(self.partition(a, partition).high_watermark,
-                     self.partition(b, partition).high_watermark)  # fmt: skip
+            hw = min(
+                self.partition(a, partition).high_watermark,
+                self.partition(b, partition).high_watermark,
+            )
             for offset in range(hw):
                 ra, rb = logs[a].get(offset), logs[b].get(offset)
                 if ra is not None and rb is not None and ra.value != rb.value:

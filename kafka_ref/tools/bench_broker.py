@@ -50,10 +50,25 @@ from kafka_ref.tools.bench_report import Progress, Tick
 
 MB = 1024 * 1024
 FIELDS = (
-    "what", "broker", "client", "msg_size", "acks", "partitions", "run", "messages",
-    "errors", "seconds", "msgs/s", "MB/s", "p50_ms", "p99_ms", "max_ms", "broker_cpu_s",
-    "broker_wait_s", "client_cpu_s",
-)  # fmt: skip
+    "what",
+    "broker",
+    "client",
+    "msg_size",
+    "acks",
+    "partitions",
+    "run",
+    "messages",
+    "errors",
+    "seconds",
+    "msgs/s",
+    "MB/s",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+    "broker_cpu_s",
+    "broker_wait_s",
+    "client_cpu_s",
+)
 CONSUMER_QUEUE_BACKOFF_MS = 10
 TOPIC_READY_SECONDS = 15.0
 PHASES = ("produce", "consume", "latency")
@@ -225,9 +240,14 @@ def measure_produce(
     if settings.producers > 1:
         try:
             done = produce_in_processes(
-                config, destinations, case.size, settings.messages, settings.seconds,
-                settings.producers, tick,
-            )  # fmt: skip
+                config,
+                destinations,
+                case.size,
+                settings.messages,
+                settings.seconds,
+                settings.producers,
+                tick,
+            )
         except TimeoutError as err:
             raise BenchError(str(err)) from None
     else:
@@ -235,9 +255,14 @@ def measure_produce(
             config, destinations, case.size, settings.messages, settings.seconds, tick
         )
     row = result(
-        "produce", target, case, messages=done.delivered, errors=done.sent - done.delivered,
-        seconds=done.seconds, client_cpu_s=round(done.cpu_s, 2),
-    )  # fmt: skip
+        "produce",
+        target,
+        case,
+        messages=done.delivered,
+        errors=done.sent - done.delivered,
+        seconds=done.seconds,
+        client_cpu_s=round(done.cpu_s, 2),
+    )
     return row, done.delivered
 
 

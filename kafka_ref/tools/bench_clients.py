@@ -93,8 +93,14 @@ def split(items: list, parts: int) -> list[list]:
     return [items[i::parts] for i in range(parts)]
 
 
-def plans(target: Target, topics: list[str], producers: int, members: list[int],
-          settings: ClientSettings, tag: str) -> list[Plan]:  # fmt: skip
+def plans(
+    target: Target,
+    topics: list[str],
+    producers: int,
+    members: list[int],
+    settings: ClientSettings,
+    tag: str,
+) -> list[Plan]:
     """The workers' shares: `producers` over the topics, each topic's group of `members`."""
     writers = [
         (topics[k % len(topics)], k // len(topics) % members[k % len(topics)])
@@ -103,19 +109,34 @@ def plans(target: Target, topics: list[str], producers: int, members: list[int],
     readers = [(topic, f"{tag}-g{t}") for t, topic in enumerate(topics) for _ in range(members[t])]
     count = max(1, math.ceil((len(writers) + len(readers)) / settings.per_process))
     out = []
-    for i, (mine_w, mine_r) in enumerate(zip(split(writers, count), split(readers, count),
-                                             strict=True)):  # fmt: skip
+    for i, (mine_w, mine_r) in enumerate(
+        zip(split(writers, count), split(readers, count), strict=True)
+    ):
         rate = settings.rate * len(mine_w) / len(writers) if writers else 0.0
-        out.append(Plan(target.bootstrap, tuple(mine_w), tuple(mine_r), rate, settings.msg_size,
-                        linger_ms=settings.linger_ms, client=target.client,
-                        name=f"w{i}"))  # fmt: skip
+        out.append(
+            Plan(
+                target.bootstrap,
+                tuple(mine_w),
+                tuple(mine_r),
+                rate,
+                settings.msg_size,
+                linger_ms=settings.linger_ms,
+                client=target.client,
+                name=f"w{i}",
+            )
+        )
     return out
 
 
 def run_load(
-    target: Target, topics: list[str], producers: int, members: list[int],
-    settings: ClientSettings, tag: str, seconds: float,
-) -> tuple[Outcome, dict, int]:  # fmt: skip
+    target: Target,
+    topics: list[str],
+    producers: int,
+    members: list[int],
+    settings: ClientSettings,
+    tag: str,
+    seconds: float,
+) -> tuple[Outcome, dict, int]:
     """Subscribe, wait for stable groups, produce for `seconds` (0: no load).
     Returns the outcome, the broker's CPU seconds and RSS over the load, and the workers."""
     workers = plans(target, topics, producers, members, settings, tag)
@@ -137,23 +158,36 @@ def measure_clients(target: Target, connections: int, settings: ClientSettings, 
     members = spread(consumers, math.ceil(consumers / settings.group_size))
     tag = f"c{connections}-{run}"
     topics = create_topics(target, members, tag)
-    out, broker, workers = run_load(target, topics, producers, members, settings, tag,
-                                    settings.seconds)  # fmt: skip
+    out, broker, workers = run_load(
+        target, topics, producers, members, settings, tag, settings.seconds
+    )
     produced, e2e = out.merged("produce_ms"), out.merged("e2e_ms")
     sent = sum(r["sent"] for r in out.reports)
     return {
-        "what": "clients", "broker": target.label, "connections": connections, "run": run,
-        "producers": producers, "consumers": consumers, "groups": len(members),
-        "processes": workers, "rate": settings.rate, "msg_size": settings.msg_size,
-        "messages": len(produced), "errors": sent - len(produced),
-        "load_s": out.took(settings.seconds), "msgs/s": out.rate(settings.seconds),
+        "what": "clients",
+        "broker": target.label,
+        "connections": connections,
+        "run": run,
+        "producers": producers,
+        "consumers": consumers,
+        "groups": len(members),
+        "processes": workers,
+        "rate": settings.rate,
+        "msg_size": settings.msg_size,
+        "messages": len(produced),
+        "errors": sent - len(produced),
+        "load_s": out.took(settings.seconds),
+        "msgs/s": out.rate(settings.seconds),
         **latencies(produced),
-        "consumed": len(e2e), **latencies(e2e, "e2e_"), "stable_s": out.stable_s,
-        "rebalances": out.rebalances, **broker,
+        "consumed": len(e2e),
+        **latencies(e2e, "e2e_"),
+        "stable_s": out.stable_s,
+        "rebalances": out.rebalances,
+        **broker,
         "client_cpu_s": round(sum(r["cpu_s"] for r in out.reports), 2),
         "client_rss_MB": round(sum(r["rss_MB"] for r in out.reports), 1),
         "client_threads": sum(r["threads"] for r in out.reports),
-    }  # fmt: skip
+    }
 
 
 def measure_group(target: Target, members: int, settings: ClientSettings, run: int) -> dict:
@@ -161,10 +195,15 @@ def measure_group(target: Target, members: int, settings: ClientSettings, run: i
     topics = create_topics(target, [members], tag)
     out, broker, workers = run_load(target, topics, 0, [members], settings, tag, 0)
     return {
-        "what": "group", "broker": target.label, "members": members, "run": run,
-        "processes": workers, "stable_s": out.stable_s, "rebalances": out.rebalances,
+        "what": "group",
+        "broker": target.label,
+        "members": members,
+        "run": run,
+        "processes": workers,
+        "stable_s": out.stable_s,
+        "rebalances": out.rebalances,
         "rss_MB": broker["rss_MB"],
-    }  # fmt: skip
+    }
 
 
 def bench_clients(
@@ -208,11 +247,21 @@ def ratios(rows: list[dict]) -> list[dict]:
 
 
 COLUMNS = {
-    "broker": "broker", "connections": "N", "msgs/s": "msgs/s", "p50_ms": "p50",
-    "p99_ms": "p99", "p999_ms": "p999", "e2e_p50_ms": "e2e p50", "e2e_p99_ms": "e2e p99",
-    "e2e_p999_ms": "e2e p999", "stable_s": "stable s", "broker_cpu_s": "broker cpu s",
-    "rss_MB": "RSS MB", "client_cpu_s": "client cpu s", "client_threads": "client threads",
-}  # fmt: skip
+    "broker": "broker",
+    "connections": "N",
+    "msgs/s": "msgs/s",
+    "p50_ms": "p50",
+    "p99_ms": "p99",
+    "p999_ms": "p999",
+    "e2e_p50_ms": "e2e p50",
+    "e2e_p99_ms": "e2e p99",
+    "e2e_p999_ms": "e2e p999",
+    "stable_s": "stable s",
+    "broker_cpu_s": "broker cpu s",
+    "rss_MB": "RSS MB",
+    "client_cpu_s": "client cpu s",
+    "client_threads": "client threads",
+}
 
 
 def print_report(rows: list[dict], found: list[dict]) -> None:
@@ -226,8 +275,10 @@ def print_report(rows: list[dict], found: list[dict]) -> None:
         table.add_row(row["broker"], *(_number(row[k]) for k in list(COLUMNS)[1:]))
     out.print(table)
     for row in (r for r in rows if r["what"] == "group"):
-        out.print(f"{row['broker']}: a group of {row['members']} members stable after "
-                  f"{row['stable_s']} s ({row['rebalances']} revocations)")  # fmt: skip
+        out.print(
+            f"{row['broker']}: a group of {row['members']} members stable after "
+            f"{row['stable_s']} s ({row['rebalances']} revocations)"
+        )
     for r in found:
         out.print(f"kafka-ref / Tansu {r['of']} {r['size']} {r['metric']}: {r[ratio_key(TANSU)]}")
 
@@ -255,8 +306,11 @@ def plot(rows: list[dict], path: str) -> None:
 # --------------------------------------------------------------------------- command line
 def add_parser(sub) -> None:
     d = ClientSettings()
-    p = sub.add_parser(NAME, help="10 to 500 clients and a group of 100 members, against Tansu",
-                       description=__doc__.split("\n\n")[0])  # fmt: skip
+    p = sub.add_parser(
+        NAME,
+        help="10 to 500 clients and a group of 100 members, against Tansu",
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--connections", default="10,100,500", help="client counts (%(default)s)")
     p.add_argument("--members", default="100", help="sizes of the group test (%(default)s)")
     p.add_argument("--rate", type=float, default=d.rate, help="total msg/s (%(default)g)")
@@ -289,13 +343,22 @@ def run(args: argparse.Namespace, emit: Callable[[dict], None]) -> int:
         min(args.msg_size - 8, args.group_size, args.per_process, args.repeat) < 1
         or min(args.rate, args.seconds) <= 0
     ):
-        raise UsageError("--rate, --seconds, --group-size, --per-process, --repeat must be "
-                         "positive and --msg-size above 8")  # fmt: skip
+        raise UsageError(
+            "--rate, --seconds, --group-size, --per-process, --repeat must be "
+            "positive and --msg-size above 8"
+        )
     settings = ClientSettings(
-        sizes(args.connections, "connections"), sizes(args.members, "members"),
-        args.rate, args.msg_size, args.seconds, args.group_size, args.per_process, args.linger_ms,
-        args.repeat, not args.no_tansu,
-    )  # fmt: skip
+        sizes(args.connections, "connections"),
+        sizes(args.members, "members"),
+        args.rate,
+        args.msg_size,
+        args.seconds,
+        args.group_size,
+        args.per_process,
+        args.linger_ms,
+        args.repeat,
+        not args.no_tansu,
+    )
     if not settings.connections and not settings.members:
         raise UsageError("nothing to measure: --connections and --members are both empty")
     if min(settings.connections, default=2) < 2:

@@ -132,13 +132,18 @@ def ratio(single: dict, cluster: dict) -> dict:
         return round(a / b, 3) if a and b else None
 
     return {
-        "what": "cluster ratio", "msg_size": single["msg_size"],
-        "partitions": single["partitions"], "run": single.get("run"),
+        "what": "cluster ratio",
+        "msg_size": single["msg_size"],
+        "partitions": single["partitions"],
+        "run": single.get("run"),
         "messages": min(single["messages"], cluster["messages"]),
-        "single MB/s": single["MB/s"], "cluster MB/s": cluster["MB/s"],
-        "single msgs/s": single["msgs/s"], "cluster msgs/s": cluster["msgs/s"],
-        "ratio MB/s": over("MB/s"), "ratio msgs/s": over("msgs/s"),
-    }  # fmt: skip
+        "single MB/s": single["MB/s"],
+        "cluster MB/s": cluster["MB/s"],
+        "single msgs/s": single["msgs/s"],
+        "cluster msgs/s": cluster["msgs/s"],
+        "ratio MB/s": over("MB/s"),
+        "ratio msgs/s": over("msgs/s"),
+    }
 
 
 def bench_cluster(
@@ -160,8 +165,9 @@ def bench_cluster(
                         order = [(single, "1"), (cluster, "all")]
                         measured: dict[str, dict] = {}
                         for target, acks in order if run % 2 else order[::-1]:
-                            row = produce_once(target, Case(size, acks, partitions), settings,
-                                               progress) | {"run": run}  # fmt: skip
+                            row = produce_once(
+                                target, Case(size, acks, partitions), settings, progress
+                            ) | {"run": run}
                             measured[target.label] = row
                             rows.append(row)
                             emit(row)

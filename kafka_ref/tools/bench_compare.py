@@ -68,9 +68,17 @@ def kafka_ref_process(
 ) -> BrokerProcess:
     port = port or free_port()
     cmd = [
-        sys.executable, "-m", "kafka_ref.cli", "--log-level", "WARNING", "broker",
-        "--listen", f"127.0.0.1:{port}", "--data-dir", data_dir,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "kafka_ref.cli",
+        "--log-level",
+        "WARNING",
+        "broker",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--data-dir",
+        data_dir,
+    ]
     for key, value in (configs or {}).items():
         cmd += ["--config", f"{key}={value}"]
     return BrokerProcess(KAFKA_REF, cmd, port, log_path)
@@ -95,9 +103,15 @@ def tansu_process(binary: str, log_path: str, port: int | None = None) -> Broker
     port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     cmd = [
-        binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-        "--storage-engine", "memory://tansu/",
-    ]  # fmt: skip
+        binary,
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
     return BrokerProcess(TANSU, cmd, port, log_path)
 
 
@@ -188,8 +202,12 @@ def ratios(rows: list[dict], peers: tuple[str, ...] = PEERS) -> list[dict]:
     def case(row: dict) -> dict | None:
         if "rss_MB" in row:
             return None
-        return {"of": row["what"], "msg_size": row["msg_size"], "acks": row["acks"],
-                "partitions": row["partitions"]}  # fmt: skip
+        return {
+            "of": row["what"],
+            "msg_size": row["msg_size"],
+            "acks": row["acks"],
+            "partitions": row["partitions"],
+        }
 
     def metrics(row: dict) -> tuple[str, ...]:
         return ("p50_ms", "p99_ms") if row["what"] == "produce latency" else THROUGHPUT_METRICS

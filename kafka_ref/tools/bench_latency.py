@@ -81,10 +81,18 @@ def at_rate(target: Target, acks: str, rate: float, args: argparse.Namespace) ->
         bcl.warm_up(target, topic, 1)
     group = f"{topic}-e2e"
     plans = [
-        Plan(target.bootstrap, producers=((topic, 0),), rate=rate, msg_size=args.msg_size,
-             acks=acks, linger_ms=args.linger_ms, client=target.client, name="producer"),
+        Plan(
+            target.bootstrap,
+            producers=((topic, 0),),
+            rate=rate,
+            msg_size=args.msg_size,
+            acks=acks,
+            linger_ms=args.linger_ms,
+            client=target.client,
+            name="producer",
+        ),
         Plan(target.bootstrap, consumers=((topic, group),), client=target.client, name="consumer"),
-    ]  # fmt: skip
+    ]
     before = bb.broker_time(target.pid)
     try:
         with Load(plans) as load:
@@ -97,14 +105,22 @@ def at_rate(target: Target, acks: str, rate: float, args: argparse.Namespace) ->
     produced, e2e = out.merged("produce_ms"), out.merged("e2e_ms")
     sent = sum(r["sent"] for r in out.reports)
     return {
-        "what": "latency", "broker": target.label, "acks": acks, "msg_size": args.msg_size,
-        "linger_ms": args.linger_ms, "rate": None if math.isinf(rate) else round(rate, 1),
-        "messages": len(produced), "errors": sent - len(produced),
-        "load_s": out.took(args.seconds), "msgs/s": out.rate(args.seconds),
-        **latencies(produced), "consumed": len(e2e), **latencies(e2e, "e2e_"),
+        "what": "latency",
+        "broker": target.label,
+        "acks": acks,
+        "msg_size": args.msg_size,
+        "linger_ms": args.linger_ms,
+        "rate": None if math.isinf(rate) else round(rate, 1),
+        "messages": len(produced),
+        "errors": sent - len(produced),
+        "load_s": out.took(args.seconds),
+        "msgs/s": out.rate(args.seconds),
+        **latencies(produced),
+        "consumed": len(e2e),
+        **latencies(e2e, "e2e_"),
         **bb._spent(before, bb.broker_time(target.pid)),
         "client_cpu_s": round(sum(r["cpu_s"] for r in out.reports), 2),
-    }  # fmt: skip
+    }
 
 
 def bench_latency(args: argparse.Namespace, emit: Callable[[dict], None]) -> list[dict]:
@@ -132,17 +148,30 @@ def print_report(rows: list[dict]) -> None:
 
     out = console()
     table = _table("kafka-ref bench latency (ms)")
-    keys = ("broker", "acks", "fraction", "rate", "msgs/s", "p50_ms", "p99_ms", "p999_ms",
-            "e2e_p50_ms", "e2e_p99_ms", "e2e_p999_ms")  # fmt: skip
+    keys = (
+        "broker",
+        "acks",
+        "fraction",
+        "rate",
+        "msgs/s",
+        "p50_ms",
+        "p99_ms",
+        "p999_ms",
+        "e2e_p50_ms",
+        "e2e_p99_ms",
+        "e2e_p999_ms",
+    )
     for key in keys:
         table.add_column(key.removesuffix("_ms"), justify="left" if key == "broker" else "right")
     for r in rows:
         cells = [_number(r[k]) for k in keys[2:]]
         table.add_row(r["broker"], r["acks"], cells[0] or "peak", *cells[1:])
     out.print(table)
-    out.print("Kreps 2014 (Kafka, 3 machines): end-to-end p50 2, p99 3, p999 14 ms; "
-              f"kafka-ref's goal: produce p99 under {TARGET_P99_MS:g} ms on one broker "
-              "at 0.5")  # fmt: skip
+    out.print(
+        "Kreps 2014 (Kafka, 3 machines): end-to-end p50 2, p99 3, p999 14 ms; "
+        f"kafka-ref's goal: produce p99 under {TARGET_P99_MS:g} ms on one broker "
+        "at 0.5"
+    )
 
 
 def plot(rows: list[dict], path: str) -> None:
@@ -157,9 +186,12 @@ def plot(rows: list[dict], path: str) -> None:
 
 # --------------------------------------------------------------------------- command line
 def add_parser(sub) -> None:
-    p = sub.add_parser(NAME, help="p50/p99/p999 produce and end-to-end latency at a fraction "
-                       "of the peak, 1 and 3 brokers, against Tansu",
-                       description=__doc__.split("\n\n")[0])  # fmt: skip
+    p = sub.add_parser(
+        NAME,
+        help="p50/p99/p999 produce and end-to-end latency at a fraction "
+        "of the peak, 1 and 3 brokers, against Tansu",
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("--fractions", default="0.25,0.5,0.75", help="of the peak (%(default)s)")
     p.add_argument("--msg-size", type=int, default=100, help="bytes (%(default)s)")
     p.add_argument("--seconds", type=float, default=10.0, help="per rate (%(default)g)")
@@ -179,11 +211,15 @@ def run(args: argparse.Namespace, emit: Callable[[dict], None]) -> int:
         if not args.fractions or not all(0 < f <= 1 for f in args.fractions):
             raise BenchUsage(f"--fractions {args.fractions!r}: expected numbers in (0, 1]")
     except ValueError as err:
-        raise UsageError(str(err) if isinstance(err, BenchUsage) else "--fractions: "
-                         "expected comma-separated numbers") from None  # fmt: skip
+        raise UsageError(
+            str(err)
+            if isinstance(err, BenchUsage)
+            else "--fractions: expected comma-separated numbers"
+        ) from None
     if args.msg_size <= 8 or args.seconds <= 0 or args.linger_ms < 0:
-        raise UsageError("--seconds must be positive, --linger-ms not negative and --msg-size "
-                         "above 8")  # fmt: skip
+        raise UsageError(
+            "--seconds must be positive, --linger-ms not negative and --msg-size above 8"
+        )
     try:
         rows = bench_latency(args, emit)
     except BenchError as err:

@@ -170,21 +170,35 @@ def measure(
     destinations = [(name, p) for name, n in zip(names, counts, strict=True) for p in range(n)]
     case = Case(settings.msg_size, "1", partitions)
     produce = bb.Settings(
-        messages=settings.messages, seconds=settings.seconds, sizes=(settings.msg_size,),
-        acks=("1",), partitions=(partitions,), latency_rate=1, latency_seconds=0,
+        messages=settings.messages,
+        seconds=settings.seconds,
+        sizes=(settings.msg_size,),
+        acks=("1",),
+        partitions=(partitions,),
+        latency_rate=1,
+        latency_seconds=0,
         keep_topics=True,
-    )  # fmt: skip
+    )
     produced, _ = bb.measure_produce(target, names[0], case, produce, tick, destinations)
     millis, described = metadata_ms(broker.bootstrap)
     if described < partitions:
         raise BenchError(f"{broker.label}'s Metadata described {described} of {partitions}")
     row = {
-        "what": "partitions", "broker": broker.label, "partitions": partitions,
-        "topics": len(counts), "run": run, "create_s": round(created, 2),
-        "messages": produced["messages"], "errors": produced["errors"],
-        "msgs/s": produced["msgs/s"], "MB/s": produced["MB/s"], "metadata_ms": millis,
-        **bb.process_rss(broker.pid), "recovery_s": None, "start_s": None,
-    }  # fmt: skip
+        "what": "partitions",
+        "broker": broker.label,
+        "partitions": partitions,
+        "topics": len(counts),
+        "run": run,
+        "create_s": round(created, 2),
+        "messages": produced["messages"],
+        "errors": produced["errors"],
+        "msgs/s": produced["msgs/s"],
+        "MB/s": produced["MB/s"],
+        "metadata_ms": millis,
+        **bb.process_rss(broker.pid),
+        "recovery_s": None,
+        "start_s": None,
+    }
     if broker.label == KAFKA_REF:
         broker.stop(signal.SIGKILL)  # kill -9: every log recovers at the next start
         row["recovery_s"] = _started(broker)
@@ -239,10 +253,18 @@ def ratios(rows: list[dict]) -> list[dict]:
 
 
 COLUMNS = {  # row key -> table header
-    "broker": "broker", "partitions": "parts", "run": "#", "create_s": "create s",
-    "msgs/s": "msgs/s", "MB/s": "MB/s", "metadata_ms": "Metadata ms", "rss_MB": "RSS MB",
-    "peak_rss_MB": "peak MB", "recovery_s": "recovery s", "start_s": "start s",
-}  # fmt: skip
+    "broker": "broker",
+    "partitions": "parts",
+    "run": "#",
+    "create_s": "create s",
+    "msgs/s": "msgs/s",
+    "MB/s": "MB/s",
+    "metadata_ms": "Metadata ms",
+    "rss_MB": "RSS MB",
+    "peak_rss_MB": "peak MB",
+    "recovery_s": "recovery s",
+    "start_s": "start s",
+}
 
 
 def print_report(rows: list[dict], found: list[dict]) -> None:
@@ -253,8 +275,9 @@ def print_report(rows: list[dict], found: list[dict]) -> None:
     for key, header in COLUMNS.items():
         table.add_column(header, justify="left" if key == "broker" else "right")
     for row in rows:
-        table.add_row(*(str(row[k]) if k in ("broker", "run") else _number(row[k])
-                        for k in COLUMNS))  # fmt: skip
+        table.add_row(
+            *(str(row[k]) if k in ("broker", "run") else _number(row[k]) for k in COLUMNS)
+        )
     out = console()
     out.print(table)
     failed = [r for r in rows if r["errors"]]
@@ -281,14 +304,17 @@ def plot(rows: list[dict], path: str) -> None:
 # --------------------------------------------------------------------------- command line
 def add_parser(sub) -> None:
     parts = sub.add_parser(
-        NAME, help="10 to 10,000 partitions on one broker: produce, Metadata, RSS, "
-        "start and recovery, against Tansu", description=__doc__.split("\n\n")[0],
-    )  # fmt: skip
+        NAME,
+        help="10 to 10,000 partitions on one broker: produce, Metadata, RSS, "
+        "start and recovery, against Tansu",
+        description=__doc__.split("\n\n")[0],
+    )
     d = PartitionSettings()
     parts.add_argument(
-        "--sizes", default=",".join(map(str, d.sizes)),
+        "--sizes",
+        default=",".join(map(str, d.sizes)),
         help="partition counts, each on a fresh broker (default %(default)s)",
-    )  # fmt: skip
+    )
     parts.add_argument("--topics", type=int, default=d.topics, help="spread over this many topics")
     parts.add_argument("--messages", type=int, default=d.messages, help="messages per size")
     parts.add_argument("--msg-size", type=int, default=d.msg_size, help="message size in bytes")
@@ -313,9 +339,14 @@ def run(args: argparse.Namespace, emit: Callable[[dict], None]) -> int:
     if min(args.topics, args.messages, args.msg_size, args.repeat) < 1 or args.seconds <= 0:
         raise UsageError("--topics, --messages, --msg-size, --repeat, --seconds must be positive")
     settings = PartitionSettings(
-        sizes, args.topics, args.messages, args.msg_size, args.seconds, args.repeat,
+        sizes,
+        args.topics,
+        args.messages,
+        args.msg_size,
+        args.seconds,
+        args.repeat,
         tansu=not args.no_tansu,
-    )  # fmt: skip
+    )
     try:
         rows, found = bench_partitions(settings, emit, args.data_dir, args.tansu_bin)
     except BenchError as err:

@@ -76,17 +76,20 @@ class ReplaySettings:
 def add_parser(sub) -> None:
     """`bench replay` and its options, under the `bench` command's sub-parsers."""
     replay = sub.add_parser(
-        "replay", help="both brokers fed ready Produce requests: the broker is the bottleneck",
+        "replay",
+        help="both brokers fed ready Produce requests: the broker is the bottleneck",
         description=__doc__.split("\n\n")[0],
-    )  # fmt: skip
+    )
     d = ReplaySettings()
     replay.add_argument("--sizes", default="10,100", help="value sizes in bytes (default 10,100)")
     replay.add_argument("--partitions", default="1,8", help="partition counts (default 1,8)")
     replay.add_argument("--acks", default="1,all", help="acks values: 1, all (default 1,all)")
     replay.add_argument(
-        "--records", type=int, default=d.records,
+        "--records",
+        type=int,
+        default=d.records,
         help=f"records per request, one batch (default {d.records})",
-    )  # fmt: skip
+    )
     replay.add_argument("--requests", type=int, default=d.requests, help="requests per case")
     replay.add_argument(
         "--in-flight", type=int, default=d.in_flight, help="requests sent before an answer"
@@ -133,9 +136,11 @@ def produce_frames(topic: str, case: Case, records: int) -> list[bytes]:
         batch = build_batch([Record(None, value, now) for _ in range(records)])
         data = ProduceRequest.PartitionProduceData(index=partition, records=batch)
         body = ProduceRequest(
-            transactional_id=None, acks=acks, timeout_ms=30_000,
+            transactional_id=None,
+            acks=acks,
+            timeout_ms=30_000,
             topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[data])],
-        )  # fmt: skip
+        )
         frames.append(encode_request(ApiKey.PRODUCE, PRODUCE_VERSION, partition, "replay", body))
     return frames
 
@@ -181,19 +186,28 @@ def measure(target: Target, case: Case, settings: ReplaySettings, run: int) -> d
     messages = settings.requests * settings.records
     cpu = None if before is None or after is None else after - before
     return {
-        "what": "replay", "broker": target.label, "msg_size": case.size, "acks": case.acks,
-        "partitions": case.partitions, "run": run, "records/request": settings.records,
-        "requests": settings.requests, "seconds": round(seconds, 3),
-        "msgs/s": round(messages / seconds), "broker_cpu_s": cpu,
+        "what": "replay",
+        "broker": target.label,
+        "msg_size": case.size,
+        "acks": case.acks,
+        "partitions": case.partitions,
+        "run": run,
+        "records/request": settings.records,
+        "requests": settings.requests,
+        "seconds": round(seconds, 3),
+        "msgs/s": round(messages / seconds),
+        "broker_cpu_s": cpu,
         "broker us/request": None if cpu is None else round(cpu / settings.requests * 1e6, 1),
         "broker us/msg": None if cpu is None else round(cpu / messages * 1e6, 4),
-    }  # fmt: skip
+    }
 
 
 def replay_brokers(
-    settings: ReplaySettings, emit: Callable[[dict], None], tansu: bool = True,
+    settings: ReplaySettings,
+    emit: Callable[[dict], None],
+    tansu: bool = True,
     tansu_bin: str | None = None,
-) -> tuple[list[dict], list[dict]]:  # fmt: skip
+) -> tuple[list[dict], list[dict]]:
     """Start kafka-ref (and Tansu), replay every case against them, stop them."""
     binary = (tansu_bin or tansu_binary()) if tansu else None
     base = tempfile.mkdtemp(prefix="kafka-ref-replay-")

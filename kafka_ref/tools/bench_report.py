@@ -152,11 +152,19 @@ def print_table(rows: list[dict]) -> None:
     measured = [row for row in rows if "rss_MB" not in row]
     table = _table("kafka-ref bench broker")
     headers = {
-        "broker": "broker", "what": "what", "msg_size": "size", "acks": "acks",
-        "partitions": "parts", "msgs/s": "msgs/s", "MB/s": "MB/s", "p50_ms": "p50",
-        "p99_ms": "p99", "broker_cpu_s": "cpu s", CPU_PER_GB: "cpu s/GB",
+        "broker": "broker",
+        "what": "what",
+        "msg_size": "size",
+        "acks": "acks",
+        "partitions": "parts",
+        "msgs/s": "msgs/s",
+        "MB/s": "MB/s",
+        "p50_ms": "p50",
+        "p99_ms": "p99",
+        "broker_cpu_s": "cpu s",
+        CPU_PER_GB: "cpu s/GB",
         CPU_PER_MILLION: "cpu s/M",
-    }  # fmt: skip
+    }
     repeated = any((row["run"] or 1) > 1 for row in measured)
     if repeated:
         headers = {"run": "#", **headers}
@@ -203,11 +211,15 @@ def print_ratios(found: list[dict]) -> None:
         table.add_column(header, justify="left" if header in ("what", "metric") else "right")
     for row in found:
         table.add_row(
-            SHORT.get(row["of"], row["of"]), str(row["msg_size"]), row["acks"],
-            str(row["partitions"]), str(row["runs"]), SHORT.get(row["metric"], row["metric"]),
+            SHORT.get(row["of"], row["of"]),
+            str(row["msg_size"]),
+            row["acks"],
+            str(row["partitions"]),
+            str(row["runs"]),
+            SHORT.get(row["metric"], row["metric"]),
             *(_number(row[b]) for b in (KAFKA_REF, *peers)),
             *("" if row[ratio_key(p)] is None else f"{row[ratio_key(p)]:.2f}" for p in peers),
-        )  # fmt: skip
+        )
     out = console()
     out.print(table)
     out.print(

@@ -109,8 +109,9 @@ def soak_broker(base: str, pool_mb: int) -> Iterator:
             "queued.max.request.bytes": pool_mb * MB,
             "socket.request.max.bytes": pool_mb * MB,
         }
-    broker = kafka_ref_process(os.path.join(base, "data"), os.path.join(base, "broker.log"),
-                               configs=configs)  # fmt: skip
+    broker = kafka_ref_process(
+        os.path.join(base, "data"), os.path.join(base, "broker.log"), configs=configs
+    )
     broker.start()
     try:
         yield broker
@@ -140,8 +141,16 @@ def soak(
     pool = f"{pool_mb} MB" if pool_mb > 0 else "unbounded"
 
     def row(step: str, connections: int, rss: dict, **more) -> None:
-        rows.append({"what": "soak", "step": step, "connections": connections,
-                     "queued.max.request.bytes": pool, **rss, **more})  # fmt: skip
+        rows.append(
+            {
+                "what": "soak",
+                "step": step,
+                "connections": connections,
+                "queued.max.request.bytes": pool,
+                **rss,
+                **more,
+            }
+        )
         emit(rows[-1])
 
     try:
@@ -152,8 +161,10 @@ def soak(
             row("idle", idle, settle(broker.pid))
             held += [greedy_connection(broker.port, frame, payload) for _ in range(greedy)]
             rss = settle(broker.pid)
-            sizes = {"announced_MB": round(greedy * frame / MB),
-                     "sent_MB": round(greedy * len(payload) / MB)}  # fmt: skip
+            sizes = {
+                "announced_MB": round(greedy * frame / MB),
+                "sent_MB": round(greedy * len(payload) / MB),
+            }
             row("greedy", idle + greedy, rss, metadata_ms=metadata_ms(broker.port), **sizes)
             for sock in held[idle:]:
                 sock.close()
@@ -175,8 +186,11 @@ NAME = "soak"
 
 
 def add_parser(sub) -> None:
-    soak = sub.add_parser(NAME, help="broker memory with idle and greedy connections",
-                          description=__doc__.split("\n\n")[0])  # fmt: skip
+    soak = sub.add_parser(
+        NAME,
+        help="broker memory with idle and greedy connections",
+        description=__doc__.split("\n\n")[0],
+    )
     soak.add_argument("--idle", type=int, default=1000, help="idle connections")
     soak.add_argument("--greedy", type=int, default=100, help="connections announcing frames")
     soak.add_argument("--frame-mb", type=float, default=100.0, help="the frames they announce")
@@ -187,8 +201,14 @@ def add_parser(sub) -> None:
 
 def run(args, emit) -> int:
     try:
-        soak(emit, idle=args.idle, greedy=args.greedy, frame_mb=args.frame_mb,
-             send_mb=args.send_mb, pool_mb=args.pool_mb)  # fmt: skip
+        soak(
+            emit,
+            idle=args.idle,
+            greedy=args.greedy,
+            frame_mb=args.frame_mb,
+            send_mb=args.send_mb,
+            pool_mb=args.pool_mb,
+        )
     except BenchError as err:
         print(f"kafka-ref bench: {err}", file=sys.stderr)
         return 1

@@ -57,10 +57,13 @@ def measure_txn_produce(
     transactional = every_ms is not None or every_records is not None
     failed = [0]
     config = {
-        "bootstrap.servers": target.bootstrap, "acks": "all", "enable.idempotence": True,
-        "linger.ms": bb.THROUGHPUT_LINGER_MS, "delivery.report.only.error": True,
+        "bootstrap.servers": target.bootstrap,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": bb.THROUGHPUT_LINGER_MS,
+        "delivery.report.only.error": True,
         "on_delivery": lambda err, _msg: failed.__setitem__(0, failed[0] + 1),
-    }  # fmt: skip
+    }
     if transactional:
         config["transactional.id"] = f"kafka-ref-bench-{uuid.uuid4().hex[:8]}"
     producer = Producer(config)
@@ -103,8 +106,9 @@ def measure_txn_produce(
         raise BenchError(f"{mode} on {target.bootstrap}: {err}") from None
     tick(sent & 255)
     delivered = max(0, sent - failed[0] - left)
-    row = bb.result(mode, target, case, messages=delivered, errors=sent - delivered,
-                    seconds=elapsed)  # fmt: skip
+    row = bb.result(
+        mode, target, case, messages=delivered, errors=sent - delivered, seconds=elapsed
+    )
     return row | {"transactions": transactions}, delivered
 
 
@@ -123,10 +127,16 @@ def ratio_rows(rows: list[dict]) -> list[dict]:
     pairs = [(mode, "produce idempotent") for mode in MODES if mode != "produce idempotent"]
     pairs.append(("consume read_committed", "consume read_uncommitted"))
     out = []
-    for broker, size, partitions in sorted({(r["broker"], r["msg_size"], r["partitions"])
-                                            for r in rows}):  # fmt: skip
-        runs = sorted({r["run"] for r in rows if (r["broker"], r["msg_size"],
-                       r["partitions"]) == (broker, size, partitions)})  # fmt: skip
+    for broker, size, partitions in sorted(
+        {(r["broker"], r["msg_size"], r["partitions"]) for r in rows}
+    ):
+        runs = sorted(
+            {
+                r["run"]
+                for r in rows
+                if (r["broker"], r["msg_size"], r["partitions"]) == (broker, size, partitions)
+            }
+        )
         for what, baseline in pairs:
             per_run = []
             for run in runs:
@@ -134,11 +144,18 @@ def ratio_rows(rows: list[dict]) -> list[dict]:
                 base = _rate(rows, (broker, size, partitions, run, baseline))
                 if ours and base:
                     per_run.append(round(ours / base, 2))
-            out.append({
-                "what": "ratio", "broker": broker, "msg_size": size, "partitions": partitions,
-                "of": what, "over": baseline, "runs": per_run,
-                "ratio": statistics.median(per_run) if per_run else None,
-            })  # fmt: skip
+            out.append(
+                {
+                    "what": "ratio",
+                    "broker": broker,
+                    "msg_size": size,
+                    "partitions": partitions,
+                    "of": what,
+                    "over": baseline,
+                    "runs": per_run,
+                    "ratio": statistics.median(per_run) if per_run else None,
+                }
+            )
     return out
 
 
@@ -208,5 +225,7 @@ def local_brokers(with_tansu: bool) -> Iterator[list[Target]]:
 
 def print_ratios(found: list[dict]) -> None:
     for r in found:
-        print(f"{r['broker']} {r['msg_size']} B p={r['partitions']}: {r['of']} / {r['over']} "
-              f"= {r['ratio']} (runs: {', '.join(map(str, r['runs']))})")  # fmt: skip
+        print(
+            f"{r['broker']} {r['msg_size']} B p={r['partitions']}: {r['of']} / {r['over']} "
+            f"= {r['ratio']} (runs: {', '.join(map(str, r['runs']))})"
+        )

@@ -56,17 +56,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--session-timeout-ms", type=int, default=6000, help="zookeeper.session.timeout.ms (6000)"
     )
     parser.add_argument(
-        "--max-window", type=float, default=30.0, metavar="S",
+        "--max-window",
+        type=float,
+        default=30.0,
+        metavar="S",
         help="longest allowed whole-to-acknowledgement window (30)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--mutant", metavar="NAME",
+        "--mutant",
+        metavar="NAME",
         help="brokers with a known bug (python -m kafka_ref.conformance.mutant_broker --list)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--report", action="append", default=[], metavar="PATH",
+        "--report",
+        action="append",
+        default=[],
+        metavar="PATH",
         help="write the report: .md as Markdown, anything else as JSON (repeatable)",
-    )  # fmt: skip
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,11 +100,17 @@ def run(args: argparse.Namespace) -> int:
     if not zookeeper_installed():
         raise UsageError("no ZooKeeper: install Debian's zookeeper package (and java)")
     opts = campaign.Options(
-        seed=args.seed, faults=args.faults, duration=args.duration, rate=args.rate,
-        kinds=kinds, configs=configs, data_dir=args.data_dir,
-        session_timeout_ms=args.session_timeout_ms, max_window=args.max_window,
+        seed=args.seed,
+        faults=args.faults,
+        duration=args.duration,
+        rate=args.rate,
+        kinds=kinds,
+        configs=configs,
+        data_dir=args.data_dir,
+        session_timeout_ms=args.session_timeout_ms,
+        max_window=args.max_window,
         mutant=args.mutant,
-    )  # fmt: skip
+    )
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the campaign as Ctrl-C does
     signal.signal(signal.SIGINT, _interrupt)  # even when started in the background
     try:
@@ -153,18 +166,34 @@ def markdown(r: dict) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for f in r["worst_windows"]:
-        lines.append(f"| {f['n']} | {f['kind']} | {f['broker']} | {f['started']:.1f} | "
-                     f"{f['healed']:.1f} | {f['whole']:.1f} | {f['next_ack']:.1f} | "
-                     f"{f['window']:.2f} s |")  # fmt: skip
-    lines += ["", "Longest stretches with no acknowledgement (seconds since the start):", "",
-              "| from | to | seconds | of which whole |", "|---|---|---|---|"]  # fmt: skip
-    lines += [f"| {x['from']:.1f} | {x['to']:.1f} | {x['seconds']:.1f} | {x['whole_seconds']:.1f} |"
-              for x in r["gaps"][:5]]  # fmt: skip
+        lines.append(
+            f"| {f['n']} | {f['kind']} | {f['broker']} | {f['started']:.1f} | "
+            f"{f['healed']:.1f} | {f['whole']:.1f} | {f['next_ack']:.1f} | "
+            f"{f['window']:.2f} s |"
+        )
+    lines += [
+        "",
+        "Longest stretches with no acknowledgement (seconds since the start):",
+        "",
+        "| from | to | seconds | of which whole |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {x['from']:.1f} | {x['to']:.1f} | {x['seconds']:.1f} | {x['whole_seconds']:.1f} |"
+        for x in r["gaps"][:5]
+    ]
     if r.get("stale_isr"):
-        lines += ["", "Longest times an ISR named a broker not registered in ZooKeeper (dead):", "",
-                  "| partition | broker | from | seconds |", "|---|---|---|---|"]  # fmt: skip
-        lines += [f"| {x['partition']} | {x['broker']} | {x['from']:.1f} | {x['seconds']:.1f} |"
-                  for x in r["stale_isr"]]  # fmt: skip
+        lines += [
+            "",
+            "Longest times an ISR named a broker not registered in ZooKeeper (dead):",
+            "",
+            "| partition | broker | from | seconds |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {x['partition']} | {x['broker']} | {x['from']:.1f} | {x['seconds']:.1f} |"
+            for x in r["stale_isr"]
+        ]
     if r["lost_examples"]:
         lines += ["", f"Lost (partition, value), first of {r['lost']}: {r['lost_examples'][:10]}"]
     kinds: dict[str, int] = {}

@@ -91,10 +91,13 @@ def run(args: argparse.Namespace) -> int:
                     print(f"Completed updating config for {entity_type[:-1]} {name}.")
                 return 0
             components = [
-                (t, ANY, None) if not named else (t, DEFAULT_NAME, None) if n is None
+                (t, ANY, None)
+                if not named
+                else (t, DEFAULT_NAME, None)
+                if n is None
                 else (t, EXACT, n)
                 for t, n, named in pairs
-            ]  # fmt: skip
+            ]
             found = admin.describe_client_quotas(components, strict=True)
     except KafkaError as err:
         print(f"kafka-ref configs: {err}", file=sys.stderr)

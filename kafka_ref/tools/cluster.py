@@ -109,9 +109,14 @@ class BrokerProcess(ServerProcess):
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         self.cmd = [
-            sys.executable, *self.launcher, "broker",
-            "--zookeeper", self.zookeeper, "--broker-id", str(self.broker_id),
-        ]  # fmt: skip
+            sys.executable,
+            *self.launcher,
+            "broker",
+            "--zookeeper",
+            self.zookeeper,
+            "--broker-id",
+            str(self.broker_id),
+        ]
         if "log.dirs" not in self.configs:  # else they name several directories (DUR-13)
             self.cmd += ["--data-dir", self.data_dir]
         if "listeners" not in self.configs:  # else they name 127.0.0.1:<port> themselves

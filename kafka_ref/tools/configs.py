@@ -74,17 +74,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to ask")
     add_command_config(parser)
     parser.add_argument(  # users and clients may go together: a user's client (quotas)
-        "--entity-type", action="append", help="what to configure",
+        "--entity-type",
+        action="append",
+        help="what to configure",
         choices=["topics", "brokers", *client_quotas.ENTITY_TYPES],
-    )  # fmt: skip
+    )
     parser.add_argument(  # names in order, each paired with an --entity-type
-        "--entity-name", dest="entities", action="append", metavar="NAME",
+        "--entity-name",
+        dest="entities",
+        action="append",
+        metavar="NAME",
         help="the topic, the broker id, the user or the client id",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--entity-default", dest="entities", action="append_const", const=None,
+        "--entity-default",
+        dest="entities",
+        action="append_const",
+        const=None,
         help="the cluster-wide default (brokers), the default user or client (quotas)",
-    )  # fmt: skip
+    )
     parser.add_argument("--describe", action="store_true", help="show the topic's overrides")
     parser.add_argument("--alter", action="store_true", help="change the topic's overrides")
     parser.add_argument("--add-config", metavar="K=V,...", help="--alter: set these")

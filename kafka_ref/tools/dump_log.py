@@ -286,8 +286,10 @@ def dump_txn_index(path: str, out) -> int:
             file=out,
         )
     if size % ENTRY_SIZE:
-        print(f"Found {size % ENTRY_SIZE} invalid bytes at the end of {os.path.basename(path)}",
-              file=out)  # fmt: skip
+        print(
+            f"Found {size % ENTRY_SIZE} invalid bytes at the end of {os.path.basename(path)}",
+            file=out,
+        )
         return 1
     return 0
 

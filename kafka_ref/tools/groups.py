@@ -219,8 +219,9 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
         rows = [["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
         for m in group.members:
             assigned = ",".join(map(str, m.assignment)) or "-"
-            rows.append([group.group_id, m.member_id, m.host, m.client_id, len(m.assignment),
-                         assigned])  # fmt: skip
+            rows.append(
+                [group.group_id, m.member_id, m.host, m.client_id, len(m.assignment), assigned]
+            )
         print_table(rows)
         return 0
     if not group.members:
@@ -229,18 +230,37 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
     owner = {tp: m for m in group.members for tp in m.assignment}
     partitions = sorted(set(committed) | set(owner))
     ends = admin.list_offsets(dict.fromkeys(partitions, -1)) if partitions else {}
-    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-             "CONSUMER-ID", "HOST", "CLIENT-ID"]]  # fmt: skip
+    rows = [
+        [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ]
+    ]
     for tp in partitions:
         current = committed[tp].offset if tp in committed else None
         end = ends.get(tp, (None, None))[0]
         lag = end - current if current is not None and end is not None else "-"
         m = owner.get(tp)
-        rows.append([
-            args.group, tp.topic, tp.partition,
-            "-" if current is None else current, "-" if end is None else end, lag,
-            m.member_id if m else "-", m.host if m else "-", m.client_id if m else "-",
-        ])  # fmt: skip
+        rows.append(
+            [
+                args.group,
+                tp.topic,
+                tp.partition,
+                "-" if current is None else current,
+                "-" if end is None else end,
+                lag,
+                m.member_id if m else "-",
+                m.host if m else "-",
+                m.client_id if m else "-",
+            ]
+        )
     print_table(rows)
     return 0
 
@@ -280,8 +300,9 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
     if args.execute:
         admin.alter_consumer_group_offsets(args.group, plan)
     else:
-        print("\nWARN: No action was performed: add --execute to reset the offsets.",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "\nWARN: No action was performed: add --execute to reset the offsets.", file=sys.stderr
+        )
     return 0
 
 

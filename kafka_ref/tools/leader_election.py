@@ -73,11 +73,15 @@ def run(args: argparse.Namespace) -> int:
         else:
             failed.append(f"{name}: {message or code.name}")
     if by_code["done"]:
-        print(f"Successfully completed leader election ({kind.upper()}) for partitions "
-              + ", ".join(by_code["done"]))  # fmt: skip
+        print(
+            f"Successfully completed leader election ({kind.upper()}) for partitions "
+            + ", ".join(by_code["done"])
+        )
     if by_code["already"]:
         print("Valid replica already elected for partitions " + ", ".join(by_code["already"]))
     for line in failed:
-        print(f"Error completing leader election ({kind.upper()}) for partition: {line}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"Error completing leader election ({kind.upper()}) for partition: {line}",
+            file=sys.stderr,
+        )
     return 1 if failed else 0

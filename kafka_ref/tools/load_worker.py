@@ -112,8 +112,9 @@ class _Worker:
             for i, (consumer, (topic, _group)) in enumerate(
                 zip(self.consumers, self.plan.consumers, strict=True)
             ):
-                consumer.subscribe([topic], on_assign=self._on_assign(i),
-                                   on_revoke=self._on_revoke(i))  # fmt: skip
+                consumer.subscribe(
+                    [topic], on_assign=self._on_assign(i), on_revoke=self._on_revoke(i)
+                )
             self.conn.send(("subscribed", time.monotonic()))
             command = self._idle_until_told()
         if command[0] == "go":
@@ -212,12 +213,15 @@ class _Worker:
                 key, _, rest = line.partition(":")
                 status[key] = rest.split()[0] if rest.split() else ""
         return {
-            "sent": self.sent, "errors": self.errors,
+            "sent": self.sent,
+            "errors": self.errors,
             "produced_s": self.flushed - self.start if self.producers else 0.0,
-            "produce_ms": self.produce_ms, "e2e_ms": self.e2e_ms,
+            "produce_ms": self.produce_ms,
+            "e2e_ms": self.e2e_ms,
             "cpu_s": usage.ru_utime + usage.ru_stime,
-            "rss_MB": int(status.get("VmRSS", 0)) / 1024, "threads": int(status.get("Threads", 0)),
-        }  # fmt: skip
+            "rss_MB": int(status.get("VmRSS", 0)) / 1024,
+            "threads": int(status.get("Threads", 0)),
+        }
 
 
 # --------------------------------------------------------------------------- the parent
@@ -320,8 +324,9 @@ class Load:
                 held[message[1]] = None
                 out.rebalances += 1
             if message[0] in ("assigned", "revoked"):
-                stable = all(self._group_stable(g, groups[g], members[g], held, member_group)
-                             for g in groups)  # fmt: skip
+                stable = all(
+                    self._group_stable(g, groups[g], members[g], held, member_group) for g in groups
+                )
                 out.stable_at = (out.stable_at or message[2]) if stable else None
 
         for conn in self.conns:

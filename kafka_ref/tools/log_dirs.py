@@ -74,15 +74,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"kafka-ref log-dirs: {err}", file=sys.stderr)
         return 1
     print(f"Received log directory information from brokers {','.join(map(str, brokers))}")
-    report = {"version": 1, "brokers": [
-        {"broker": broker, "logDirs": [
-            {"logDir": d.path,
-             "error": None if d.error == ErrorCode.NO_ERROR else d.error.name,
-             "partitions": [
-                 {"partition": f"{tp.topic}-{tp.partition}", "size": r.size,
-                  "offsetLag": r.offset_lag, "isFuture": r.is_future}
-                 for tp, r in sorted(d.replicas.items()) if not topics or tp.topic in topics]}
-            for d in dirs]}
-        for broker, dirs in described.items()]}  # fmt: skip
+    report = {
+        "version": 1,
+        "brokers": [
+            {
+                "broker": broker,
+                "logDirs": [
+                    {
+                        "logDir": d.path,
+                        "error": None if d.error == ErrorCode.NO_ERROR else d.error.name,
+                        "partitions": [
+                            {
+                                "partition": f"{tp.topic}-{tp.partition}",
+                                "size": r.size,
+                                "offsetLag": r.offset_lag,
+                                "isFuture": r.is_future,
+                            }
+                            for tp, r in sorted(d.replicas.items())
+                            if not topics or tp.topic in topics
+                        ],
+                    }
+                    for d in dirs
+                ],
+            }
+            for broker, dirs in described.items()
+        ],
+    }
     print(json.dumps(report, separators=(",", ":")))
     return 0

@@ -91,10 +91,14 @@ def parse_plan(data: Any) -> Plan:
 
 def format_plan(plan: Plan) -> str:
     partitions = [
-        {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas),
-         "log_dirs": ["any"] * len(replicas)}
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "replicas": list(replicas),
+            "log_dirs": ["any"] * len(replicas),
+        }
         for tp, replicas in sorted(plan.items())
-    ]  # fmt: skip
+    ]
     return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
 
 
@@ -200,8 +204,10 @@ def _verify(admin: Admin, plan: Plan) -> int:
         elif current.get(tp) == target:
             print(f"Reassignment of partition {name} is completed.")
         else:
-            print(f"There is no active reassignment of partition {name}, but replica set is "
-                  f"{current.get(tp)} rather than {target}.")  # fmt: skip
+            print(
+                f"There is no active reassignment of partition {name}, but replica set is "
+                f"{current.get(tp)} rather than {target}."
+            )
     return 0
 
 

@@ -81,21 +81,52 @@ def run(args: argparse.Namespace) -> int:
                 duration = int(time.time() * 1000) - started if started >= 0 else -1
                 partitions = ",".join(f"{tp.topic}-{tp.partition}" for tp in t.topic_partitions)
                 rows = [
-                    ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
-                     "TransactionState", "TransactionTimeoutMs", "CurrentTransactionStartTimeMs",
-                     "TransactionDurationMs", "TopicPartitions"],
-                    [t.coordinator_id, t.transactional_id, t.producer_id, t.producer_epoch,
-                     t.state, t.transaction_timeout_ms, started if started >= 0 else "None",
-                     duration if duration >= 0 else "None", partitions],
-                ]  # fmt: skip
+                    [
+                        "CoordinatorId",
+                        "TransactionalId",
+                        "ProducerId",
+                        "ProducerEpoch",
+                        "TransactionState",
+                        "TransactionTimeoutMs",
+                        "CurrentTransactionStartTimeMs",
+                        "TransactionDurationMs",
+                        "TopicPartitions",
+                    ],
+                    [
+                        t.coordinator_id,
+                        t.transactional_id,
+                        t.producer_id,
+                        t.producer_epoch,
+                        t.state,
+                        t.transaction_timeout_ms,
+                        started if started >= 0 else "None",
+                        duration if duration >= 0 else "None",
+                        partitions,
+                    ],
+                ]
             else:
-                rows = [["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
-                         "LastTimestamp", "CurrentTransactionStartOffset"]]  # fmt: skip
+                rows = [
+                    [
+                        "ProducerId",
+                        "ProducerEpoch",
+                        "LatestCoordinatorEpoch",
+                        "LastSequence",
+                        "LastTimestamp",
+                        "CurrentTransactionStartOffset",
+                    ]
+                ]
                 tp = TopicPartition(args.topic, args.partition)
                 for p in admin.describe_producers(tp):
-                    rows.append([p.producer_id, p.producer_epoch, p.coordinator_epoch,
-                                 p.last_sequence, p.last_timestamp,
-                                 p.current_transaction_start_offset])  # fmt: skip
+                    rows.append(
+                        [
+                            p.producer_id,
+                            p.producer_epoch,
+                            p.coordinator_epoch,
+                            p.last_sequence,
+                            p.last_timestamp,
+                            p.current_transaction_start_offset,
+                        ]
+                    )
     except KafkaError as err:
         print(f"kafka-ref transactions: {err}", file=sys.stderr)
         return 1

@@ -112,9 +112,11 @@ def _through_broker(args: argparse.Namespace, added: Added, deleted: tuple[str, 
 
 
 def _into_store(
-    store: CredentialStore | ZkCredentialStore, args: argparse.Namespace, added: Added,
+    store: CredentialStore | ZkCredentialStore,
+    args: argparse.Namespace,
+    added: Added,
     deleted: tuple[str, ...],
-) -> None:  # fmt: skip
+) -> None:
     if args.describe:
         _print(store.describe(), args.entity_name)
         return

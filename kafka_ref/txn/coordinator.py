@@ -65,13 +65,20 @@ MarkerCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
 
 # A marker write that failed with one of these is tried again (Kafka:
 # `TransactionMarkerRequestCompletionHandler`); other errors end that partition's marker.
-RETRIABLE_MARKER_ERRORS = frozenset({
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-    ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.KAFKA_STORAGE_ERROR,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.LEADER_NOT_AVAILABLE,
-})  # fmt: skip
+RETRIABLE_MARKER_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -254,8 +261,10 @@ class TransactionCoordinator:
         elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             error = ErrorCode.CONCURRENT_TRANSACTIONS
         else:
-            return {tp: OK if tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
-                    for tp in partitions}  # fmt: skip
+            return {
+                tp: OK if tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
+                for tp in partitions
+            }
         return dict.fromkeys(partitions, error)
 
     def _check(
@@ -293,9 +302,12 @@ class TransactionCoordinator:
         state = meta.state
         if state == S.ONGOING:
             return self._end(meta, partition, commit, callback)
-        retry_of = {S.COMPLETE_COMMIT: (True, OK), S.COMPLETE_ABORT: (False, OK),
-                    S.PREPARE_COMMIT: (True, ErrorCode.CONCURRENT_TRANSACTIONS),
-                    S.PREPARE_ABORT: (False, ErrorCode.CONCURRENT_TRANSACTIONS)}  # fmt: skip
+        retry_of = {
+            S.COMPLETE_COMMIT: (True, OK),
+            S.COMPLETE_ABORT: (False, OK),
+            S.PREPARE_COMMIT: (True, ErrorCode.CONCURRENT_TRANSACTIONS),
+            S.PREPARE_ABORT: (False, ErrorCode.CONCURRENT_TRANSACTIONS),
+        }
         if state in retry_of and retry_of[state][0] == commit:
             return callback(retry_of[state][1])  # a retry of what was already decided
         callback(ErrorCode.INVALID_TXN_STATE)
@@ -320,8 +332,14 @@ class TransactionCoordinator:
                 return  # the new coordinator finishes it (TXN-14)
             if not remaining:
                 return self._complete(meta, partition, epoch)
-            request = MarkerRequest(meta.transactional_id, meta.producer_id, meta.producer_epoch,
-                                    commit, epoch, frozenset(remaining))  # fmt: skip
+            request = MarkerRequest(
+                meta.transactional_id,
+                meta.producer_id,
+                meta.producer_epoch,
+                commit,
+                epoch,
+                frozenset(remaining),
+            )
             self.send_markers(request, on_done)
 
         def on_done(errors: dict[TopicPartition, ErrorCode]) -> None:
@@ -331,8 +349,9 @@ class TransactionCoordinator:
             for tp, error in errors.items():
                 if error not in RETRIABLE_MARKER_ERRORS:
                     if error != OK:
-                        logger.error("%s: marker for %s failed: %s", meta.transactional_id,
-                                     tp, error.name)  # fmt: skip
+                        logger.error(
+                            "%s: marker for %s failed: %s", meta.transactional_id, tp, error.name
+                        )
                     remaining.discard(tp)
             if remaining:
                 self.schedule(self.config.marker_retry_backoff_ms / 1000, send)
@@ -430,9 +449,13 @@ class TransactionCoordinator:
         for partition, txns in list(self._owned.items()):
             epoch = self._epochs[partition]
             removed += expiration.expire_partition(
-                txns, partition, now, self.config.transactional_id_expiration_ms, self.append,
+                txns,
+                partition,
+                now,
+                self.config.transactional_id_expiration_ms,
+                self.append,
                 lambda p=partition, e=epoch: self._still_owner(p, e),
-            )  # fmt: skip
+            )
         return removed
 
     def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:

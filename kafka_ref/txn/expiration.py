@@ -82,8 +82,9 @@ def expire_partition(
         if error == ErrorCode.NO_ERROR and owner:
             logger.info(
                 "removed expired transactional ids %s of partition %d",
-                [m.transactional_id for m in expired], partition,
-            )  # fmt: skip
+                [m.transactional_id for m in expired],
+                partition,
+            )
 
     append(partition, batch, done)
     return [meta.transactional_id for meta in expired]

@@ -104,8 +104,10 @@ class ProducerIdManager:
             block = ProducerIdsBlock(self.broker_id, first, self.block_size)
             logger.info(
                 "broker %d claimed producer ids %d..%d",
-                self.broker_id, block.first_producer_id, block.last_producer_id,
-            )  # fmt: skip
+                self.broker_id,
+                block.first_producer_id,
+                block.last_producer_id,
+            )
             self._block, self._next = block, block.first_producer_id
         producer_id = self._next
         self._next += 1

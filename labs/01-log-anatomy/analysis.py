@@ -86,29 +86,56 @@ def analyse(spark, data_dir: str, entries: list) -> list[tuple]:
     counts = index.groupBy("topic", "interval").count()
     rows = stats.join(counts, "topic").orderBy("interval").collect()
     return [
-        (r["interval"], r["count"], r["count"] * 8, r["bytes"], r["avg_scanned"], r["max_scanned"],
-         r["largest_batch"])
+        (
+            r["interval"],
+            r["count"],
+            r["count"] * 8,
+            r["bytes"],
+            r["avg_scanned"],
+            r["max_scanned"],
+            r["largest_batch"],
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
 
 
 def report(out: str, rows: list[tuple]) -> None:
     intervals = [r[0] for r in rows]
     with figure(os.path.join(out, "lab01.png"), 1, 2, size=(11, 4)) as (_fig, (left, right)):
         left.plot(intervals, [r[1] for r in rows], marker="o")
-        left.set(title="Index entries (8 bytes each)", xlabel="index.interval.bytes",
-                 ylabel="entries", xscale="log", yscale="log")  # fmt: skip
+        left.set(
+            title="Index entries (8 bytes each)",
+            xlabel="index.interval.bytes",
+            ylabel="entries",
+            xscale="log",
+            yscale="log",
+        )
         right.plot(intervals, [r[4] for r in rows], marker="o", label="average")
         right.plot(intervals, [r[5] for r in rows], marker="x", label="worst")
-        right.set(title="Bytes of batches scanned per lookup", xlabel="index.interval.bytes",
-                  ylabel="bytes", xscale="log", yscale="log")  # fmt: skip
+        right.set(
+            title="Bytes of batches scanned per lookup",
+            xlabel="index.interval.bytes",
+            ylabel="bytes",
+            xscale="log",
+            yscale="log",
+        )
         right.legend()
     table = markdown_table(
-        ["index.interval.bytes", "entries", "index bytes", "log bytes",
-         "index per GiB of log (MiB)", "avg scanned", "worst scanned", "largest batch"],
-        [[i, n, b, log, f"{b / log * 1024:.2f}", f"{avg:.0f}", worst, largest]
-         for i, n, b, log, avg, worst, largest in rows],
-    )  # fmt: skip
+        [
+            "index.interval.bytes",
+            "entries",
+            "index bytes",
+            "log bytes",
+            "index per GiB of log (MiB)",
+            "avg scanned",
+            "worst scanned",
+            "largest batch",
+        ],
+        [
+            [i, n, b, log, f"{b / log * 1024:.2f}", f"{avg:.0f}", worst, largest]
+            for i, n, b, log, avg, worst, largest in rows
+        ],
+    )
     with open(os.path.join(out, "lab01.md"), "w") as f:
         f.write("# Lab 01: the sparse index\n\n" + table)
 

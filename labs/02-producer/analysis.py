@@ -133,14 +133,20 @@ def report(out: str, found: dict) -> None:
         for i, topic in enumerate(("uniform", "zipf", "keyless")):
             counts = [spread.get((topic, p), 0) for p in range(PARTITIONS)]
             left.bar([p + (i - 1) * width for p in range(PARTITIONS)], counts, width, label=topic)
-        left.set(title="Records per partition by key distribution", xlabel="partition",
-                 ylabel="records")  # fmt: skip
+        left.set(
+            title="Records per partition by key distribution", xlabel="partition", ylabel="records"
+        )
         left.legend()
-        per_batch = [batches[f"linger-{ms}"]["records"] / batches[f"linger-{ms}"]["batches"]
-                     for ms in LINGERS]  # fmt: skip
+        per_batch = [
+            batches[f"linger-{ms}"]["records"] / batches[f"linger-{ms}"]["batches"]
+            for ms in LINGERS
+        ]
         right.plot(LINGERS, per_batch, marker="o")
-        right.set(title="Records per batch, records 1 ms apart", xlabel="linger.ms",
-                  ylabel="records per batch")  # fmt: skip
+        right.set(
+            title="Records per batch, records 1 ms apart",
+            xlabel="linger.ms",
+            ylabel="records per batch",
+        )
 
     rows = []
     for topic in ("uniform", "zipf"):
@@ -151,23 +157,48 @@ def report(out: str, found: dict) -> None:
             [topic, *counts, f"{max(counts) / mean:.2f}", f"{hottest} ({hottest / mean:.2f})"]
         )
     text = "# Lab 02: partitioning and batching\n\n## Records per partition\n\n"
-    header = ["keys", *(f"p{p}" for p in range(PARTITIONS)), "busiest / mean",
-              "hottest key's records (/ mean)"]  # fmt: skip
+    header = [
+        "keys",
+        *(f"p{p}" for p in range(PARTITIONS)),
+        "busiest / mean",
+        "hottest key's records (/ mean)",
+    ]
     text += markdown_table(header, rows)
     sticky = found["sticky"]
     counts = [spread.get(("keyless", p), 0) for p in range(PARTITIONS)]
     text += "\n## Keyless records: the sticky partitioner\n\n" + markdown_table(
-        ["records", "batches", *(f"p{p}" for p in range(PARTITIONS)),
-         "batches in the same partition as the batch before"],
+        [
+            "records",
+            "batches",
+            *(f"p{p}" for p in range(PARTITIONS)),
+            "batches in the same partition as the batch before",
+        ],
         [[sum(counts), sticky["batches"], *counts, sticky["same_partition"] or 0]],
-    )  # fmt: skip
+    )
     text += "\n## Batching\n\n" + markdown_table(
-        ["linger.ms", "records", "ms between records", "batches", "records per batch",
-         "wait in the batch, average (ms)", "at most (ms)"],
-        [[ms, b["records"], f"{spacing(b):.1f}", b["batches"], f"{v:.1f}",
-          f"{b['avg_wait_ms']:.1f}", f"{b['max_wait_ms']:.0f}"]
-         for ms, v in zip(LINGERS, per_batch, strict=True) for b in [batches[f"linger-{ms}"]]],
-    )  # fmt: skip
+        [
+            "linger.ms",
+            "records",
+            "ms between records",
+            "batches",
+            "records per batch",
+            "wait in the batch, average (ms)",
+            "at most (ms)",
+        ],
+        [
+            [
+                ms,
+                b["records"],
+                f"{spacing(b):.1f}",
+                b["batches"],
+                f"{v:.1f}",
+                f"{b['avg_wait_ms']:.1f}",
+                f"{b['max_wait_ms']:.0f}",
+            ]
+            for ms, v in zip(LINGERS, per_batch, strict=True)
+            for b in [batches[f"linger-{ms}"]]
+        ],
+    )
     with open(os.path.join(out, "lab02.md"), "w") as f:
         f.write(text)
 

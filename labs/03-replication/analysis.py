@@ -134,8 +134,13 @@ def unclean_changes(data_dir: str, truncate_on_fetch: bool) -> list[str]:
     stops: B comes back alone and leads (unclean), writes b20-b22. A starts and follows B:
     its epoch 0 goes to 15 where B's ends at 10, and B never had A's last epoch.
     """
-    with TracedCluster(brokers=2, seed=4, unclean_leader_election=True, data_dir=data_dir,
-                       truncate_on_fetch=truncate_on_fetch) as cluster:  # fmt: skip
+    with TracedCluster(
+        brokers=2,
+        seed=4,
+        unclean_leader_election=True,
+        data_dir=data_dir,
+        truncate_on_fetch=truncate_on_fetch,
+    ) as cluster:
 
         def write(prefix: bytes, offsets: range) -> None:
             for i in offsets:
@@ -181,9 +186,11 @@ def compare_logs(spark, data_dirs: dict[str, str]) -> dict[str, list]:
         for frame in frames[1:]:
             union = union.unionByName(frame)
         return union.select(
-            "run", "offset", F.col("value").cast("string").alias(f"{name}_value"),
+            "run",
+            "offset",
+            F.col("value").cast("string").alias(f"{name}_value"),
             F.col("partitionLeaderEpoch").alias(f"{name}_epoch"),
-        )  # fmt: skip
+        )
 
     rows = replica(A, "a").join(replica(B, "b"), ["run", "offset"], "full")
     runs: dict[str, list] = {run: [] for run in data_dirs}
@@ -220,15 +227,19 @@ def unclean_report(spark, scratch: str) -> list[dict]:
         rows = compared[name]
         differ = [r for r in rows if r["a_value"] != r["b_value"]]
         first = differ[0] if differ else None
-        results.append({
-            "followers": name,
-            "truncations": truncations[name],
-            "first_difference": f"offset {first['offset']}: A {first['a_value']}, "
-            f"B {first['b_value']}" if first else "none: identical",
-            "differ": len(differ),
-            "a": runs_of(rows, "a"),
-            "b": runs_of(rows, "b"),
-        })  # fmt: skip
+        results.append(
+            {
+                "followers": name,
+                "truncations": truncations[name],
+                "first_difference": f"offset {first['offset']}: A {first['a_value']}, "
+                f"B {first['b_value']}"
+                if first
+                else "none: identical",
+                "differ": len(differ),
+                "a": runs_of(rows, "a"),
+                "b": runs_of(rows, "b"),
+            }
+        )
     return results
 
 
@@ -261,20 +272,44 @@ def report(out: str, results: list, stories: list[str], unclean: list[dict]) -> 
     with figure(os.path.join(out, "lab03.png"), size=(8, 4)) as (_fig, ax):
         names = [r["setting"] for r in results]
         width = 0.35
-        ax.bar([i - width / 2 for i in range(len(names))], [r["runs_with_loss"] for r in results],
-               width, label="runs that lost an acked write")  # fmt: skip
-        ax.bar([i + width / 2 for i in range(len(names))], [r["runs_diverged"] for r in results],
-               width, label="runs whose replicas diverged")  # fmt: skip
+        ax.bar(
+            [i - width / 2 for i in range(len(names))],
+            [r["runs_with_loss"] for r in results],
+            width,
+            label="runs that lost an acked write",
+        )
+        ax.bar(
+            [i + width / 2 for i in range(len(names))],
+            [r["runs_diverged"] for r in results],
+            width,
+            label="runs whose replicas diverged",
+        )
         ax.set_xticks(range(len(names)), names)
         ax.set(title=f"{results[0]['runs']} random fault campaigns per setting", ylabel="runs")
         ax.legend()
     table = markdown_table(
-        ["replica.truncation", "runs", "acked writes", "lost", "runs with a loss",
-         "seeds with a loss", "runs diverged"],
-        [[r["setting"], r["runs"], r["acked"], r["lost"], r["runs_with_loss"],
-          " ".join(map(str, r["seeds_with_loss"])) or "-", r["runs_diverged"]]
-         for r in results],
-    )  # fmt: skip
+        [
+            "replica.truncation",
+            "runs",
+            "acked writes",
+            "lost",
+            "runs with a loss",
+            "seeds with a loss",
+            "runs diverged",
+        ],
+        [
+            [
+                r["setting"],
+                r["runs"],
+                r["acked"],
+                r["lost"],
+                r["runs_with_loss"],
+                " ".join(map(str, r["seeds_with_loss"])) or "-",
+                r["runs_diverged"],
+            ]
+            for r in results
+        ],
+    )
     table += "".join(stories) or "\nNo setting lost an acknowledged write.\n"
     table += (
         "\n## Several unclean leader changes, with your truncation_step\n\n"
@@ -283,9 +318,16 @@ def report(out: str, results: list, stories: list[str], unclean: list[dict]) -> 
     )
     table += markdown_table(
         ["followers", "offsets that differ", "first difference", "truncations of A"],
-        [[u["followers"], u["differ"], u["first_difference"], "; ".join(u["truncations"]) or "none"]
-         for u in unclean],
-    )  # fmt: skip
+        [
+            [
+                u["followers"],
+                u["differ"],
+                u["first_difference"],
+                "; ".join(u["truncations"]) or "none",
+            ]
+            for u in unclean
+        ],
+    )
     for u in unclean:
         table += f"\n{u['followers']}:\n\n- A: {u['a']}\n- B: {u['b']}\n"
     with open(os.path.join(out, "lab03.md"), "w") as f:
@@ -295,16 +337,25 @@ def report(out: str, results: list, stories: list[str], unclean: list[dict]) -> 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
     runs = max(10, int(40 * args.scale))
-    rows = [row for rule, power in SETTINGS for seed in range(runs)
-            for row in campaign(rule, power, seed)]  # fmt: skip
+    rows = [
+        row
+        for rule, power in SETTINGS
+        for seed in range(runs)
+        for row in campaign(rule, power, seed)
+    ]
     with tempfile.TemporaryDirectory() as scratch, spark_for(args.master, scratch) as spark:
         results = analyse(spark, rows)
         unclean = unclean_report(spark, scratch)
     stories = [
-        story(r["setting"], r["first_lost"]["seed"], r["first_lost"]["value"],
-              r["first_lost"]["offset"])
-        for r in results if r["first_lost"] is not None and "power" not in r["setting"]
-    ]  # fmt: skip
+        story(
+            r["setting"],
+            r["first_lost"]["seed"],
+            r["first_lost"]["value"],
+            r["first_lost"]["offset"],
+        )
+        for r in results
+        if r["first_lost"] is not None and "power" not in r["setting"]
+    ]
     report(args.out, results, stories, unclean)
     print_table(args.out, "lab03.md")
     return 0

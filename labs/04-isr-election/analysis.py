@@ -128,26 +128,40 @@ def play(cluster: SimCluster, seed: int, min_isr: int) -> list[tuple[int, str, o
 def campaign(unclean: bool, min_isr: int, seed: int) -> list[tuple]:
     """One run; a row per write:
     (setting, seed, value, sent ms, condition, outcome, offset, in the log, lost)."""
-    with SimCluster(brokers=3, seed=seed, unclean_leader_election=unclean,
-                    min_insync_replicas=min_isr) as cluster:  # fmt: skip
+    with SimCluster(
+        brokers=3, seed=seed, unclean_leader_election=unclean, min_insync_replicas=min_isr
+    ) as cluster:
         sent = play(cluster, seed, min_isr)
         lost = {id(w) for w in cluster.lost_writes()}
         leader = cluster.leader()
         in_log = {r.value for r in cluster.records(leader)} if leader is not None else set()
         setting = name(unclean, min_isr)
         return [
-            (setting, seed, w.value.decode(), at, why,
-             "acknowledged" if w.acked else (w.error.name if w.done else "no answer"),
-             w.offset, w.value in in_log, id(w) in lost)
+            (
+                setting,
+                seed,
+                w.value.decode(),
+                at,
+                why,
+                "acknowledged" if w.acked else (w.error.name if w.done else "no answer"),
+                w.offset,
+                w.value in in_log,
+                id(w) in lost,
+            )
             for at, why, w in sent
-        ]  # fmt: skip
+        ]
 
 
 def story(unclean: bool, min_isr: int, seed: int, value: str, offset: int) -> str:
     """The run of `seed` again, step by step, following the lost write `value`."""
     follow = (value.encode(), offset)
-    with TracedCluster(brokers=3, seed=seed, unclean_leader_election=unclean,
-                       min_insync_replicas=min_isr, follow=follow) as cluster:  # fmt: skip
+    with TracedCluster(
+        brokers=3,
+        seed=seed,
+        unclean_leader_election=unclean,
+        min_insync_replicas=min_isr,
+        follow=follow,
+    ) as cluster:
         play(cluster, seed, min_isr)
         leader = cluster.leader()
         held = {r.offset: r.value for r in cluster.records(leader)}.get(offset)
@@ -217,11 +231,15 @@ def analyse(spark, rows: list[tuple]) -> tuple[list, list, list]:
         acked[condition] += c["writes"] if c["outcome"] == "acknowledged" else 0
     return (
         settings,
-        [{"setting": s, "outcome": o, "writes": n, "in_log": in_log[s, o]}
-         for (s, o), n in outcomes.items()],
-        [{"setting": s, "condition": k, "writes": n, "acked": acked[s, k]}
-         for (s, k), n in conditions.items()],
-    )  # fmt: skip
+        [
+            {"setting": s, "outcome": o, "writes": n, "in_log": in_log[s, o]}
+            for (s, o), n in outcomes.items()
+        ],
+        [
+            {"setting": s, "condition": k, "writes": n, "acked": acked[s, k]}
+            for (s, k), n in conditions.items()
+        ],
+    )
 
 
 def pivot(rows: list, key: str, settings: list[str], cell) -> list[list]:
@@ -246,14 +264,34 @@ def report(out: str, settings: list, outcomes: list, conditions: list, stories: 
             ax.tick_params(axis="x", labelrotation=15)
         fig.suptitle(f"{settings[0]['runs']} random fault campaigns per setting, 3 brokers, RF 3")
     table = markdown_table(
-        ["setting", "runs", "writes", "acknowledged", "lost", "runs with a loss",
-         "seeds with a loss", "unavailability windows", "not acknowledged (s)",
-         "longest window (s)"],
-        [[r["setting"], r["runs"], r["writes"], f"{r['acked']} ({r['acked'] / r['writes']:.0%})",
-          r["lost"], r["runs_with_loss"], " ".join(map(str, r["seeds_with_loss"])) or "-",
-          r["windows"] or 0, f"{(r['writes'] - r['acked']) * WRITE_EVERY_MS / 1000:.1f}",
-          f"{(r['longest'] or 0) * WRITE_EVERY_MS / 1000:.1f}"] for r in settings],
-    )  # fmt: skip
+        [
+            "setting",
+            "runs",
+            "writes",
+            "acknowledged",
+            "lost",
+            "runs with a loss",
+            "seeds with a loss",
+            "unavailability windows",
+            "not acknowledged (s)",
+            "longest window (s)",
+        ],
+        [
+            [
+                r["setting"],
+                r["runs"],
+                r["writes"],
+                f"{r['acked']} ({r['acked'] / r['writes']:.0%})",
+                r["lost"],
+                r["runs_with_loss"],
+                " ".join(map(str, r["seeds_with_loss"])) or "-",
+                r["windows"] or 0,
+                f"{(r['writes'] - r['acked']) * WRITE_EVERY_MS / 1000:.1f}",
+                f"{(r['longest'] or 0) * WRITE_EVERY_MS / 1000:.1f}",
+            ]
+            for r in settings
+        ],
+    )
     table += (
         "\n## What became of the writes\n\nWrites per outcome, and in brackets how many of "
         "them are in the leader's log at the end.\n\n"
@@ -269,9 +307,13 @@ def report(out: str, settings: list, outcomes: list, conditions: list, stories: 
     )
     table += markdown_table(
         ["condition", *labels],
-        pivot(conditions, "condition", labels,
-              lambda r: f"{r['writes']} ({r['acked'] / r['writes']:.0%})"),
-    )  # fmt: skip
+        pivot(
+            conditions,
+            "condition",
+            labels,
+            lambda r: f"{r['writes']} ({r['acked'] / r['writes']:.0%})",
+        ),
+    )
     table += "\n" + "".join(f"- **{k}**: {v}.\n" for k, v in CONDITIONS.items())
     table += "".join(stories)
     with open(os.path.join(out, "lab04.md"), "w") as f:
@@ -281,8 +323,12 @@ def report(out: str, settings: list, outcomes: list, conditions: list, stories: 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
     runs = max(3, int(20 * args.scale))
-    rows = [row for unclean, min_isr in SETTINGS for seed in range(runs)
-            for row in campaign(unclean, min_isr, seed)]  # fmt: skip
+    rows = [
+        row
+        for unclean, min_isr in SETTINGS
+        for seed in range(runs)
+        for row in campaign(unclean, min_isr, seed)
+    ]
     with tempfile.TemporaryDirectory() as scratch, spark_for(args.master, scratch) as spark:
         settings, outcomes, conditions = analyse(spark, rows)
     stories = [

@@ -49,9 +49,14 @@ class Member:
 
     def __init__(self, bootstrap: str, group: str, strategy: str, name: str) -> None:
         self.consumer = Consumer(
-            bootstrap, group_id=group, client_id=name, partition_assignment_strategy=[strategy],
-            heartbeat_interval_ms=100, session_timeout_ms=10_000, enable_auto_commit=False,
-        )  # fmt: skip
+            bootstrap,
+            group_id=group,
+            client_id=name,
+            partition_assignment_strategy=[strategy],
+            heartbeat_interval_ms=100,
+            session_timeout_ms=10_000,
+            enable_auto_commit=False,
+        )
         self.leave = threading.Event()
         self.owned: frozenset = frozenset()
         self.error: BaseException | None = None
@@ -162,12 +167,18 @@ def rebalances(decoded: list[tuple]) -> dict[str, list[dict]]:
             else:  # eager: every member revokes everything before it rejoins
                 stopped = len(previous)
             counts = [list(owners.values()).count(m) for m in members]
-            steps.append({
-                "generation": generation, "members": len(members), "who": frozenset(members),
-                "moved": moved, "stopped": stopped,
-                "busiest": max(counts, default=0), "idlest": min(counts, default=0),
-                "owners": dict(owners),
-            })  # fmt: skip
+            steps.append(
+                {
+                    "generation": generation,
+                    "members": len(members),
+                    "who": frozenset(members),
+                    "moved": moved,
+                    "stopped": stopped,
+                    "busiest": max(counts, default=0),
+                    "idlest": min(counts, default=0),
+                    "owners": dict(owners),
+                }
+            )
             last_owner.update(owners)
             previous = owners
         out[strategy] = steps
@@ -214,26 +225,42 @@ def report(out: str, steps: dict[str, list[dict]]) -> None:
                 labels = [f"{c['members']}" for c in changes]
         for axis in (left, right):
             axis.set_xticks(range(len(labels)), labels)
-        left.set(title="Partitions moved per rebalance", xlabel="members after the change",
-                 ylabel="partitions given to a new owner")  # fmt: skip
-        right.set(title="Partitions stopped per rebalance", xlabel="members after the change",
-                  ylabel="partitions revoked while rebalancing")  # fmt: skip
+        left.set(
+            title="Partitions moved per rebalance",
+            xlabel="members after the change",
+            ylabel="partitions given to a new owner",
+        )
+        right.set(
+            title="Partitions stopped per rebalance",
+            xlabel="members after the change",
+            ylabel="partitions revoked while rebalancing",
+        )
         left.legend()
 
     summary = []
     for strategy in ASSIGNORS:
         gens = steps.get(strategy, [])
         full = [g for g in gens if g["members"] == MEMBERS]
-        summary.append([
-            strategy, len(gens), sum(g["moved"] for g in gens), sum(g["stopped"] for g in gens),
-            f"{full[-1]['busiest']} / {full[-1]['idlest']}" if full else "-",
-        ])  # fmt: skip
+        summary.append(
+            [
+                strategy,
+                len(gens),
+                sum(g["moved"] for g in gens),
+                sum(g["stopped"] for g in gens),
+                f"{full[-1]['busiest']} / {full[-1]['idlest']}" if full else "-",
+            ]
+        )
     text = "# Lab 05: assignors and rebalances\n\n## Per assignor\n\n"
     text += markdown_table(
-        ["assignor", "generations", "partitions moved", "partitions stopped",
-         f"busiest / idlest member with {MEMBERS} members"],
+        [
+            "assignor",
+            "generations",
+            "partitions moved",
+            "partitions stopped",
+            f"busiest / idlest member with {MEMBERS} members",
+        ],
         summary,
-    )  # fmt: skip
+    )
     text += (
         f"\n## Who owns what with {MEMBERS} members\n\nThe last generation with {MEMBERS} "
         "members; members in the order of their member ids (the client id, then a UUID), the "
@@ -241,19 +268,29 @@ def report(out: str, steps: dict[str, list[dict]]) -> None:
     )
     text += markdown_table(
         ["assignor", "member", *TOPICS],
-        [[s, member_name(m), *(partitions_of(g["owners"], m, t) for t in TOPICS)]
-         for s in ASSIGNORS for g in last_full(steps.get(s, [])) for m in sorted(g["who"])],
-    )  # fmt: skip
+        [
+            [s, member_name(m), *(partitions_of(g["owners"], m, t) for t in TOPICS)]
+            for s in ASSIGNORS
+            for g in last_full(steps.get(s, []))
+            for m in sorted(g["who"])
+        ],
+    )
     text += "\n## Per change of membership\n\n" + markdown_table(
         ["assignor", "members after", "generations", "moved", "stopped"],
-        [[s, c["members"], c["generations"], c["moved"], c["stopped"]]
-         for s in ASSIGNORS for c in membership_changes(steps.get(s, []))],
-    )  # fmt: skip
+        [
+            [s, c["members"], c["generations"], c["moved"], c["stopped"]]
+            for s in ASSIGNORS
+            for c in membership_changes(steps.get(s, []))
+        ],
+    )
     text += "\n## Per generation\n\n" + markdown_table(
         ["assignor", "generation", "members", "moved", "stopped", "busiest", "idlest"],
-        [[s, g["generation"], g["members"], g["moved"], g["stopped"], g["busiest"], g["idlest"]]
-         for s in ASSIGNORS for g in steps.get(s, [])],
-    )  # fmt: skip
+        [
+            [s, g["generation"], g["members"], g["moved"], g["stopped"], g["busiest"], g["idlest"]]
+            for s in ASSIGNORS
+            for g in steps.get(s, [])
+        ],
+    )
     with open(os.path.join(out, "lab05.md"), "w") as f:
         f.write(text)
 

@@ -86,8 +86,16 @@ def produce_exchange(connection: int, frame: bytes) -> ProduceExchange:
         for partition in topic_data.partition_data:
             for pos, batch in iter_batch_headers(partition.records):
                 values = [r.value for r in RecordBatch(partition.records, pos).records()]
-                batches.append((topic_data.name, batch.producer_id, batch.producer_epoch,
-                                batch.base_sequence, int(values[0]), int(values[-1])))  # fmt: skip
+                batches.append(
+                    (
+                        topic_data.name,
+                        batch.producer_id,
+                        batch.producer_epoch,
+                        batch.base_sequence,
+                        int(values[0]),
+                        int(values[-1]),
+                    )
+                )
     return ProduceExchange(connection, header.correlation_id, header.request_api_version, batches)
 
 
@@ -113,10 +121,12 @@ class LossyProxy:
                 return
             broker = socket.create_connection(("127.0.0.1", self.upstream))
             produces: dict[int, ProduceExchange] = {}
-            threading.Thread(target=self._requests, args=(client, broker, produces),
-                             daemon=True).start()  # fmt: skip
-            threading.Thread(target=self._answers, args=(broker, client, produces),
-                             daemon=True).start()  # fmt: skip
+            threading.Thread(
+                target=self._requests, args=(client, broker, produces), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._answers, args=(broker, client, produces), daemon=True
+            ).start()
 
     @staticmethod
     def _frame(sock: socket.socket) -> bytes | None:
@@ -165,8 +175,11 @@ class LossyProxy:
                 break  # the answer is lost with the connection
             if exchange is not None:
                 _, body = decode_response(memoryview(frame)[4:], PRODUCE, exchange.version)
-                exchange.answer = [(p.error_code, p.base_offset) for t in body.responses
-                                   for p in t.partition_responses]  # fmt: skip
+                exchange.answer = [
+                    (p.error_code, p.base_offset)
+                    for t in body.responses
+                    for p in t.partition_responses
+                ]
             try:
                 client.sendall(frame)
             except OSError:
@@ -196,12 +209,20 @@ def produce(bootstrap: str, proxy: LossyProxy, records: int) -> None:
         for loss in LOSS_RATES:
             name = topic(idempotent, loss)
             proxy.loss = loss
-            producer = Producer({
-                "bootstrap.servers": bootstrap, "enable.idempotence": idempotent,
-                "acks": "all", "linger.ms": 1, "batch.num.messages": 5, "log_level": 3,
-                "max.in.flight.requests.per.connection": 5, "retry.backoff.ms": 10,
-                "reconnect.backoff.ms": 10, "message.timeout.ms": 60_000,
-            })  # fmt: skip
+            producer = Producer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "enable.idempotence": idempotent,
+                    "acks": "all",
+                    "linger.ms": 1,
+                    "batch.num.messages": 5,
+                    "log_level": 3,
+                    "max.in.flight.requests.per.connection": 5,
+                    "retry.backoff.ms": 10,
+                    "reconnect.backoff.ms": 10,
+                    "message.timeout.ms": 60_000,
+                }
+            )
             for value in range(records):
                 producer.produce(name, b"%d" % value)
                 producer.poll(0)
@@ -268,17 +289,27 @@ def first_losses(exchanges: list[ProduceExchange]) -> list[tuple[ProduceExchange
         first = dropped[0]
         value = first.batches[0][4]
         later = exchanges[exchanges.index(first) + 1 :]
-        retry = next((e for e in later if e.topic == first.topic and e.answer != "lost"
-                      and any(b[4] <= value <= b[5] for b in e.batches)), None)  # fmt: skip
+        retry = next(
+            (
+                e
+                for e in later
+                if e.topic == first.topic
+                and e.answer != "lost"
+                and any(b[4] <= value <= b[5] for b in e.batches)
+            ),
+            None,
+        )
         followed.append((first, retry))
     return followed
 
 
 def story(first: ProduceExchange, retry, where: dict) -> str:
     name, pid, epoch, sequence, value, last = first.batches[0]
-    identity = f"producer id {pid}, epoch {epoch}, first sequence {sequence}" if pid >= 0 else (
-        "without a producer id: idempotence is off"
-    )  # fmt: skip
+    identity = (
+        f"producer id {pid}, epoch {epoch}, first sequence {sequence}"
+        if pid >= 0
+        else ("without a producer id: idempotence is off")
+    )
     behind = first.in_flight_behind
     text = (
         f"\n## A lost answer in {name}\n\n"
@@ -292,8 +323,11 @@ def story(first: ProduceExchange, retry, where: dict) -> str:
     if retry is not None:
         batch = next(b for b in retry.batches if b[4] <= value <= b[5])
         error, base = retry.answer[0]
-        again = f"producer id {batch[1]}, epoch {batch[2]}, first sequence {batch[3]}" if (
-            batch[1] >= 0) else "without a producer id"  # fmt: skip
+        again = (
+            f"producer id {batch[1]}, epoch {batch[2]}, first sequence {batch[3]}"
+            if (batch[1] >= 0)
+            else "without a producer id"
+        )
         text += (
             f"- Request {retry.correlation}, on a new connection, sent values "
             f"{batch[4]}-{batch[5]} again, {again}; the broker answered error code {error}, "
@@ -314,25 +348,53 @@ def report(out: str, rows: list[dict], exchanges: list, log: tuple, records: int
     with figure(os.path.join(out, "lab06.png"), size=(7, 4)) as (_fig, ax):
         for idempotent, marker in ((False, "o"), (True, "s")):
             names = [topic(idempotent, loss) for loss in LOSS_RATES]
-            ax.plot([100 * loss for loss in LOSS_RATES],
-                    [by_topic[n]["records"] - by_topic[n]["values"] for n in names], marker=marker,
-                    label=f"enable.idempotence={str(idempotent).lower()}")  # fmt: skip
-        ax.set(title=f"{records} values sent with acks=all and retries",
-               xlabel="produce answers lost (%)", ylabel="extra copies in the log")  # fmt: skip
+            ax.plot(
+                [100 * loss for loss in LOSS_RATES],
+                [by_topic[n]["records"] - by_topic[n]["values"] for n in names],
+                marker=marker,
+                label=f"enable.idempotence={str(idempotent).lower()}",
+            )
+        ax.set(
+            title=f"{records} values sent with acks=all and retries",
+            xlabel="produce answers lost (%)",
+            ylabel="extra copies in the log",
+        )
         ax.legend()
 
     def lost(name: str, closed: bool) -> int:
-        return sum(1 for e in exchanges if e.topic == name and e.answer == "lost"
-                   and (e.closed_connection or not closed))  # fmt: skip
+        return sum(
+            1
+            for e in exchanges
+            if e.topic == name and e.answer == "lost" and (e.closed_connection or not closed)
+        )
 
     table = markdown_table(
-        ["topic", "values sent", "answers dropped (connections closed)",
-         "answers lost (with those in flight)", "records in the log", "batches in the log",
-         "distinct values", "values written more than once", "values missing"],
-        [[r["topic"], records, lost(r["topic"], True), lost(r["topic"], False), r["records"],
-          batches.get(r["topic"], 0), r["values"], r["duplicated"], records - r["values"]]
-         for r in (by_topic[topic(i, loss)] for i in (False, True) for loss in LOSS_RATES)],
-    )  # fmt: skip
+        [
+            "topic",
+            "values sent",
+            "answers dropped (connections closed)",
+            "answers lost (with those in flight)",
+            "records in the log",
+            "batches in the log",
+            "distinct values",
+            "values written more than once",
+            "values missing",
+        ],
+        [
+            [
+                r["topic"],
+                records,
+                lost(r["topic"], True),
+                lost(r["topic"], False),
+                r["records"],
+                batches.get(r["topic"], 0),
+                r["values"],
+                r["duplicated"],
+                records - r["values"],
+            ]
+            for r in (by_topic[topic(i, loss)] for i in (False, True) for loss in LOSS_RATES)
+        ],
+    )
     table += "".join(story(first, retry, where) for first, retry in first_losses(exchanges))
     with open(os.path.join(out, "lab06.md"), "w") as f:
         f.write("# Lab 06: retries and duplicates\n\n" + table)
@@ -348,8 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         with local_broker(data_dir, **advertised) as broker:
             proxy.upstream = broker.port
             bootstrap = f"127.0.0.1:{proxy.port}"
-            create_topics(bootstrap, {topic(i, loss): 1 for i in (False, True)
-                                      for loss in LOSS_RATES})  # fmt: skip
+            create_topics(
+                bootstrap, {topic(i, loss): 1 for i in (False, True) for loss in LOSS_RATES}
+            )
             produce(bootstrap, proxy, records)
             rows = analyse(spark, bootstrap)
         followed = [(f.topic, f.batches[0][4]) for f, _ in first_losses(proxy.exchanges)]

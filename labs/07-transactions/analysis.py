@@ -58,8 +58,9 @@ def transactions(bootstrap: str, name: str, count: int, seed: int) -> None:
     from confluent_kafka import Producer
 
     rng = random.Random(seed)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": name,
-                         "linger.ms": 2, "log_level": 3})  # fmt: skip
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": name, "linger.ms": 2, "log_level": 3}
+    )
     producer.init_transactions(30)
     for txn in range(count):
         producer.begin_transaction()
@@ -162,9 +163,8 @@ def analyse(spark, bootstrap: str, data_dir: str, broker, samples: list) -> dict
     # (a control record's key is version int16, type int16: 0 ABORT, 1 COMMIT).
     marker = F.when(F.col("isControl"), F.conv(F.hex(F.substring("key", 3, 2)), 16, 10))
     after = (
-        Window.partitionBy("producerId").orderBy("offset")
-        .rowsBetween(0, Window.unboundedFollowing)
-    )  # fmt: skip
+        Window.partitionBy("producerId").orderBy("offset").rowsBetween(0, Window.unboundedFollowing)
+    )
     fate = F.first(marker, ignorenulls=True).over(after)
     kind = (
         F.when(F.col("isControl") & (marker == "1"), "COMMIT markers")
@@ -175,9 +175,14 @@ def analyse(spark, bootstrap: str, data_dir: str, broker, samples: list) -> dict
         .otherwise("open")
     )
     log = records.select(
-        "offset", "baseOffset", "batchSize", "recordCount", "producerId",
-        F.col("value").cast("string"), kind.alias("kind"),
-    ).cache()  # fmt: skip
+        "offset",
+        "baseOffset",
+        "batchSize",
+        "recordCount",
+        "producerId",
+        F.col("value").cast("string"),
+        kind.alias("kind"),
+    ).cache()
     # A batch's records all have the same kind; each record carries its share of its
     # batch's bytes, so that the sum per kind counts every batch once.
     kinds = log.groupBy("kind").agg(
@@ -232,8 +237,13 @@ def offsets_lag(samples: list[tuple[int, int, int]], forgotten_at: int) -> dict:
     if not gaps:
         return {"samples": 0, "share": 0.0, "p50": 0, "p99": 0, "max": 0}
     pick = lambda q: gaps[min(len(gaps) - 1, int(q * len(gaps)))]  # noqa: E731
-    return {"samples": len(gaps), "share": sum(g > 0 for g in gaps) / len(gaps),
-            "p50": pick(0.5), "p99": pick(0.99), "max": gaps[-1]}  # fmt: skip
+    return {
+        "samples": len(gaps),
+        "share": sum(g > 0 for g in gaps) / len(gaps),
+        "p50": pick(0.5),
+        "p99": pick(0.99),
+        "max": gaps[-1],
+    }
 
 
 def forgotten_report(samples: list[tuple[int, int, int]], forgotten_at: int) -> dict:
@@ -258,12 +268,20 @@ def report(out: str, samples: list, found: dict, forgotten_at: int) -> None:
     with figure(os.path.join(out, "lab07.png"), 1, 2, size=(12, 4.5)) as (_fig, (left, right)):
         seconds = [s[0] / 1000 for s in samples]
         left.fill_between(seconds, [s[1] - s[2] for s in samples], step="post", alpha=0.6)
-        left.axvline(forgotten_at / 1000, color="tab:red", linestyle="--",
-                     label="a transaction is forgotten")  # fmt: skip
-        left.axvline((forgotten_at + FORGOTTEN_TIMEOUT_MS) / 1000, color="black", linestyle=":",
-                     label="its transaction.timeout.ms is up")  # fmt: skip
-        left.set(title="HW - LSO: offsets read_committed may not read yet (every 10 ms)",
-                 xlabel="seconds", ylabel="offsets")  # fmt: skip
+        left.axvline(
+            forgotten_at / 1000, color="tab:red", linestyle="--", label="a transaction is forgotten"
+        )
+        left.axvline(
+            (forgotten_at + FORGOTTEN_TIMEOUT_MS) / 1000,
+            color="black",
+            linestyle=":",
+            label="its transaction.timeout.ms is up",
+        )
+        left.set(
+            title="HW - LSO: offsets read_committed may not read yet (every 10 ms)",
+            xlabel="seconds",
+            ylabel="offsets",
+        )
         left.legend()
         bars = {
             "committed": count("committed"),
@@ -275,26 +293,53 @@ def report(out: str, samples: list, found: dict, forgotten_at: int) -> None:
         }
         colors = ["tab:green", "tab:red", "tab:gray", "black", "tab:orange", "tab:blue"]
         right.bar(list(bars), list(bars.values()), color=colors)
-        right.set(title="Records in the log, and records each isolation level returns",
-                  ylabel="records")  # fmt: skip
+        right.set(
+            title="Records in the log, and records each isolation level returns", ylabel="records"
+        )
         right.tick_params(axis="x", labelrotation=20)
     data = count("committed") + count("aborted") + count("outside transactions") + count("open")
     uncommitted, committed = returned.get("read_uncommitted", 0), returned.get("read_committed", 0)
     table = markdown_table(
-        ["records", "committed", "aborted", "outside transactions", "markers (COMMIT, ABORT)",
-         "read_uncommitted returns", "read_committed returns", "filtered by read_committed"],
-        [[data, count("committed"), count("aborted"), count("outside transactions"),
-          f"{markers} ({count('COMMIT markers')}, {count('ABORT markers')})", uncommitted,
-          committed, f"{uncommitted - committed} ({1 - committed / max(1, uncommitted):.0%})"]],
-    )  # fmt: skip
+        [
+            "records",
+            "committed",
+            "aborted",
+            "outside transactions",
+            "markers (COMMIT, ABORT)",
+            "read_uncommitted returns",
+            "read_committed returns",
+            "filtered by read_committed",
+        ],
+        [
+            [
+                data,
+                count("committed"),
+                count("aborted"),
+                count("outside transactions"),
+                f"{markers} ({count('COMMIT markers')}, {count('ABORT markers')})",
+                uncommitted,
+                committed,
+                f"{uncommitted - committed} ({1 - committed / max(1, uncommitted):.0%})",
+            ]
+        ],
+    )
     total = sum((k.get("bytes") or 0) for k in kinds.values())
     table += "\n## The bytes read_committed fetched for nothing\n\n" + markdown_table(
-        ["bytes in the log", "aborted batches", "their bytes (fetched, then dropped)",
-         "markers' bytes (fetched, never returned)"],
-        [[total, count("aborted", "batches"),
-          f"{count('aborted', 'bytes')} ({count('aborted', 'bytes') / max(1, total):.0%})",
-          count("COMMIT markers", "bytes") + count("ABORT markers", "bytes")]],
-    )  # fmt: skip
+        [
+            "bytes in the log",
+            "aborted batches",
+            "their bytes (fetched, then dropped)",
+            "markers' bytes (fetched, never returned)",
+        ],
+        [
+            [
+                total,
+                count("aborted", "batches"),
+                f"{count('aborted', 'bytes')} ({count('aborted', 'bytes') / max(1, total):.0%})",
+                count("COMMIT markers", "bytes") + count("ABORT markers", "bytes"),
+            ]
+        ],
+    )
     lag = offsets_lag(samples, forgotten_at)
     table += "\n## The LSO lag in offsets (samples every 10 ms, before the forgotten one)\n\n"
     table += markdown_table(
@@ -308,9 +353,11 @@ def report(out: str, samples: list, found: dict, forgotten_at: int) -> None:
     )
     table += markdown_table(
         ["phase", "records", "lag p50 (ms)", "p99 (ms)", "max (ms)"],
-        [[f"{r['phase']}: {r['kind']}", r["records"], r["p"][0], r["p"][1], r["max"]]
-         for r in found["lags"]],
-    )  # fmt: skip
+        [
+            [f"{r['phase']}: {r['kind']}", r["records"], r["p"][0], r["p"][1], r["max"]]
+            for r in found["lags"]
+        ],
+    )
     hung = forgotten_report(samples, forgotten_at)
     table += (
         f"\nA transaction forgotten at {forgotten_at / 1000:.1f} s (transaction.timeout.ms "
@@ -320,10 +367,16 @@ def report(out: str, samples: list, found: dict, forgotten_at: int) -> None:
     )
     table += "\n## The log around its first marker\n\n" + markdown_table(
         ["offset", "batch", "producer id", "record"],
-        [[r["offset"], r["baseOffset"], r["producerId"],
-          r["kind"][:-1] if "markers" in r["kind"] else f"{r['value']} ({r['kind']})"]
-         for r in found["head"]],
-    )  # fmt: skip
+        [
+            [
+                r["offset"],
+                r["baseOffset"],
+                r["producerId"],
+                r["kind"][:-1] if "markers" in r["kind"] else f"{r['value']} ({r['kind']})",
+            ]
+            for r in found["head"]
+        ],
+    )
     with open(os.path.join(out, "lab07.md"), "w") as f:
         f.write("# Lab 07: the LSO and read_committed\n\n" + table)
 

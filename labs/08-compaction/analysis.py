@@ -101,14 +101,16 @@ def snapshot(broker, data_dir: str, root: str, number: int, started: float) -> i
     def copy() -> int:
         target = os.path.join(root, f"{number:03d}-{time.monotonic() - started:.1f}")
         for topic in (COMPACTED, RAW):
-            shutil.copytree(os.path.join(data_dir, f"{topic}-0"),
-                            os.path.join(target, f"{topic}-0"))  # fmt: skip
+            shutil.copytree(
+                os.path.join(data_dir, f"{topic}-0"), os.path.join(target, f"{topic}-0")
+            )
         checkpoint = os.path.join(data_dir, CLEANER_OFFSET_CHECKPOINT)
         if os.path.exists(checkpoint):
             shutil.copy(checkpoint, target)
         lazy = os.path.join(data_dir, f"{LAZY}-0")
-        return sum(os.path.getsize(os.path.join(lazy, f)) for f in os.listdir(lazy)
-                   if f.endswith(".log"))  # fmt: skip
+        return sum(
+            os.path.getsize(os.path.join(lazy, f)) for f in os.listdir(lazy) if f.endswith(".log")
+        )
 
     return broker.call(copy)
 
@@ -127,9 +129,13 @@ def workload(
     """The updates, the deletes and the snapshots; returns when the tombstones were sent
     (seconds from the start), and the size of `changelog-lazy` at each snapshot."""
     with Admin(broker.bootstrap) as admin:
-        admin.create_topics([NewTopic(COMPACTED, 1, 1, COMPACTED_CONFIGS),
-                             NewTopic(LAZY, 1, 1, LAZY_CONFIGS),
-                             NewTopic(RAW, 1, 1, RAW_CONFIGS)])  # fmt: skip
+        admin.create_topics(
+            [
+                NewTopic(COMPACTED, 1, 1, COMPACTED_CONFIGS),
+                NewTopic(LAZY, 1, 1, LAZY_CONFIGS),
+                NewTopic(RAW, 1, 1, RAW_CONFIGS),
+            ]
+        )
     rng = random.Random(8)
     names = [b"key-%04d" % i for i in range(keys)]
     deleted = set(rng.sample(names, keys // 4))
@@ -173,10 +179,11 @@ def analyse(spark, root: str) -> list[dict]:
     for name in sorted(os.listdir(root)):
         number, seconds = name.split("-")
         frame = spark.read.format("kafka_ref_segments").load(os.path.join(root, name))
-        frames.append(frame.withColumn("snapshot", F.lit(int(number)))
-                      .withColumn("seconds", F.lit(float(seconds)))
-                      .withColumn("dirty_from", F.lit(first_dirty_offset(
-                          os.path.join(root, name)))))  # fmt: skip
+        frames.append(
+            frame.withColumn("snapshot", F.lit(int(number)))
+            .withColumn("seconds", F.lit(float(seconds)))
+            .withColumn("dirty_from", F.lit(first_dirty_offset(os.path.join(root, name))))
+        )
     rows = frames[0]
     for frame in frames[1:]:
         rows = rows.unionByName(frame)
@@ -203,8 +210,9 @@ def tombstones_line(rows: list[dict], deleted_at: float) -> str:
     """When the tombstones were written, and the first snapshot after that without them."""
     compacted = sorted((r for r in rows if r["topic"] == COMPACTED), key=lambda r: r["seconds"])
     seen = [r for r in compacted if r["tombstones"]]
-    gone = [r for r in compacted if seen and r["seconds"] > seen[0]["seconds"]
-            and not r["tombstones"]]  # fmt: skip
+    gone = [
+        r for r in compacted if seen and r["seconds"] > seen[0]["seconds"] and not r["tombstones"]
+    ]
     text = (
         f"The tombstones were written at {deleted_at:.1f} s (delete.retention.ms "
         f"{DELETE_RETENTION_MS}: their horizon is {deleted_at + DELETE_RETENTION_MS / 1000:.1f} s"
@@ -231,12 +239,24 @@ def report(
         return [by[(s, topic)][column] if (s, topic) in by else 0 for s in snapshots]
 
     with figure(os.path.join(out, "lab08.png"), 1, 2, size=(11, 4)) as (_fig, (left, right)):
-        left.plot(seconds, [b / 1024 for b in series(RAW, "bytes")], marker=".",
-                  label="without compaction (updates)")  # fmt: skip
-        left.plot(seconds, [b / 1024 for b in series(COMPACTED, "bytes")], marker=".",
-                  label="compacted (changelog)")  # fmt: skip
-        left.plot(seconds, [b / 1024 for b in lazy_bytes], marker=".",
-                  label="compacted, dirty ratio 0.75 (changelog-lazy)")  # fmt: skip
+        left.plot(
+            seconds,
+            [b / 1024 for b in series(RAW, "bytes")],
+            marker=".",
+            label="without compaction (updates)",
+        )
+        left.plot(
+            seconds,
+            [b / 1024 for b in series(COMPACTED, "bytes")],
+            marker=".",
+            label="compacted (changelog)",
+        )
+        left.plot(
+            seconds,
+            [b / 1024 for b in lazy_bytes],
+            marker=".",
+            label="compacted, dirty ratio 0.75 (changelog-lazy)",
+        )
         left.set(title="Log size on disk", xlabel="seconds", ylabel="KiB")
         left.legend()
         right.plot(seconds, series(COMPACTED, "records"), marker=".", label="records")
@@ -251,24 +271,62 @@ def report(
         if raw is None or compacted is None:
             continue
         saved = 1 - compacted["bytes"] / raw["bytes"] if raw["bytes"] else 0.0
-        table.append([s, f"{raw['seconds']:.1f}", raw["records"], compacted["records"],
-                      compacted["active"], compacted["dirty"], raw["bytes"], compacted["bytes"],
-                      f"{saved:.0%}", compacted["keys"], compacted["tombstones"]])  # fmt: skip
+        table.append(
+            [
+                s,
+                f"{raw['seconds']:.1f}",
+                raw["records"],
+                compacted["records"],
+                compacted["active"],
+                compacted["dirty"],
+                raw["bytes"],
+                compacted["bytes"],
+                f"{saved:.0%}",
+                compacted["keys"],
+                compacted["tombstones"],
+            ]
+        )
     text = "# Lab 08: compaction over time\n\n" + markdown_table(
-        ["snapshot", "seconds", "records (updates)", "records (changelog)",
-         "in its active segment", "in its dirty part", "bytes (updates)", "bytes (changelog)",
-         "space saved", "keys (changelog)", "tombstones (changelog)"],
+        [
+            "snapshot",
+            "seconds",
+            "records (updates)",
+            "records (changelog)",
+            "in its active segment",
+            "in its dirty part",
+            "bytes (updates)",
+            "bytes (changelog)",
+            "space saved",
+            "keys (changelog)",
+            "tombstones (changelog)",
+        ],
         table,
-    )  # fmt: skip
+    )
     text += "\n" + tombstones_line(rows, deleted_at) + "\n"
     text += "\n## min.cleanable.dirty.ratio: cleaning rounds against log size\n\n" + markdown_table(
-        ["topic", "min.cleanable.dirty.ratio", "cleaning rounds", "bytes freed",
-         "bytes on disk, average over the snapshots", "at most"],
-        [[topic, configs["min.cleanable.dirty.ratio"], len(rounds.get(f"{topic}-0", [])),
-          sum(rounds.get(f"{topic}-0", [])), f"{sum(sizes) / len(sizes):.0f}", max(sizes)]
-         for topic, configs, sizes in ((COMPACTED, COMPACTED_CONFIGS, series(COMPACTED, "bytes")),
-                                       (LAZY, LAZY_CONFIGS, lazy_bytes))],
-    )  # fmt: skip
+        [
+            "topic",
+            "min.cleanable.dirty.ratio",
+            "cleaning rounds",
+            "bytes freed",
+            "bytes on disk, average over the snapshots",
+            "at most",
+        ],
+        [
+            [
+                topic,
+                configs["min.cleanable.dirty.ratio"],
+                len(rounds.get(f"{topic}-0", [])),
+                sum(rounds.get(f"{topic}-0", [])),
+                f"{sum(sizes) / len(sizes):.0f}",
+                max(sizes),
+            ]
+            for topic, configs, sizes in (
+                (COMPACTED, COMPACTED_CONFIGS, series(COMPACTED, "bytes")),
+                (LAZY, LAZY_CONFIGS, lazy_bytes),
+            )
+        ],
+    )
     with open(os.path.join(out, "lab08.md"), "w") as f:
         f.write(text)
 

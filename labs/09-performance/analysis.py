@@ -87,8 +87,9 @@ def workload(bootstrap: str, records: list[bytes]) -> dict[str, float]:
     create_topics(bootstrap, {topic: 1 for topic, _, _ in runs()})
     rates = {}
     for topic, batch_size, codec in runs():
-        with Producer(bootstrap, linger_ms=5, batch_size=batch_size,
-                      compression_type=codec) as producer:  # fmt: skip
+        with Producer(
+            bootstrap, linger_ms=5, batch_size=batch_size, compression_type=codec
+        ) as producer:
             started = time.perf_counter()
             for value in records:
                 producer.send(topic, value)
@@ -120,9 +121,15 @@ def fetch_costs(broker, data_dir: str, count: int, passes: int) -> dict[str, flo
 
     loop_thread = broker.call(threading.get_ident)
     cpu_clock = time.pthread_getcpuclockid(loop_thread)  # the broker's event loop thread
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lab09",
-                         "enable.auto.commit": False, "log_level": 3,
-                         "fetch.wait.max.ms": 10})  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "lab09",
+            "enable.auto.commit": False,
+            "log_level": 3,
+            "fetch.wait.max.ms": 10,
+        }
+    )
     costs: dict[str, float] = {}
     try:
         read_once(consumer, FETCHED_TOPIC, count)  # connections and metadata: not measured
@@ -181,44 +188,85 @@ def report(out: str, rows: list[dict], rates: dict[str, float], costs: dict[str,
     with figure(path, 1, 3, size=(18, 4.5)) as (_fig, (left, right, fetch)):
         sizes = [s for s in BATCH_SIZES if f"batch-{s}" in by]
         left.plot(sizes, [rates[f"batch-{s}"] for s in sizes], marker="o", label="records/s")
-        left.set(title="Throughput by batch.size (no compression)", xlabel="batch.size (bytes)",
-                 ylabel="records per second", xscale="log")  # fmt: skip
+        left.set(
+            title="Throughput by batch.size (no compression)",
+            xlabel="batch.size (bytes)",
+            ylabel="records per second",
+            xscale="log",
+        )
         per_batch = left.twinx()
-        per_batch.plot(sizes, [by[f"batch-{s}"]["records"] / by[f"batch-{s}"]["batches"]
-                               for s in sizes], marker="x", color="tab:gray")  # fmt: skip
+        per_batch.plot(
+            sizes,
+            [by[f"batch-{s}"]["records"] / by[f"batch-{s}"]["batches"] for s in sizes],
+            marker="x",
+            color="tab:gray",
+        )
         per_batch.set_ylabel("records per batch (gray)")
         codecs = [c for c in CODECS if f"codec-{c}" in by]
         xs = range(len(codecs))
-        right.bar([x - 0.2 for x in xs], [by[f"codec-{c}"]["bytes"] / 1024 for c in codecs], 0.4,
-                  label="KiB on disk")  # fmt: skip
-        right.set(title="Bytes on disk and throughput by compression.type (batch.size 16 KiB)",
-                  ylabel="KiB on disk")  # fmt: skip
+        right.bar(
+            [x - 0.2 for x in xs],
+            [by[f"codec-{c}"]["bytes"] / 1024 for c in codecs],
+            0.4,
+            label="KiB on disk",
+        )
+        right.set(
+            title="Bytes on disk and throughput by compression.type (batch.size 16 KiB)",
+            ylabel="KiB on disk",
+        )
         right.set_xticks(list(xs), codecs)
         rate = right.twinx()
-        rate.bar([x + 0.2 for x in xs], [rates[f"codec-{c}"] for c in codecs], 0.4,
-                 color="tab:orange", label="records/s")  # fmt: skip
+        rate.bar(
+            [x + 0.2 for x in xs],
+            [rates[f"codec-{c}"] for c in codecs],
+            0.4,
+            color="tab:orange",
+            label="records/s",
+        )
         rate.set_ylabel("records per second (orange)")
         modes = ("zero-copy", "copy")
         fetch.bar(
             modes, [costs[f"{m} broker CPU ms/MB"] for m in modes], color=["tab:green", "tab:red"]
         )
-        fetch.set(title=f"Broker CPU per MB fetched ({FETCHED_TOPIC}, 10 reads)",
-                  ylabel="ms of the broker thread's CPU per MB")  # fmt: skip
+        fetch.set(
+            title=f"Broker CPU per MB fetched ({FETCHED_TOPIC}, 10 reads)",
+            ylabel="ms of the broker thread's CPU per MB",
+        )
 
     def against_none(topic: str, size: int, codec: str) -> str:
         raw = by.get(uncompressed(topic, size), {}).get("bytes")
         return f"{by[topic]['bytes'] / raw:.0%}" if codec != "none" and raw else ""
 
     table = markdown_table(
-        ["topic", "batch.size", "compression", "records/s", "batches", "records per batch",
-         "largest batch (bytes)", "bytes on disk", "bytes per record",
-         "size against no compression"],
-        [[topic, size, codec, f"{rates[topic]:,.0f}", by[topic]["batches"],
-          f"{by[topic]['records'] / by[topic]['batches']:.1f}", by[topic]["largest_batch"],
-          by[topic]["bytes"], f"{by[topic]['bytes'] / by[topic]['records']:.1f}",
-          against_none(topic, size, codec)]
-         for topic, size, codec in runs() if topic in by],
-    )  # fmt: skip
+        [
+            "topic",
+            "batch.size",
+            "compression",
+            "records/s",
+            "batches",
+            "records per batch",
+            "largest batch (bytes)",
+            "bytes on disk",
+            "bytes per record",
+            "size against no compression",
+        ],
+        [
+            [
+                topic,
+                size,
+                codec,
+                f"{rates[topic]:,.0f}",
+                by[topic]["batches"],
+                f"{by[topic]['records'] / by[topic]['batches']:.1f}",
+                by[topic]["largest_batch"],
+                by[topic]["bytes"],
+                f"{by[topic]['bytes'] / by[topic]['records']:.1f}",
+                against_none(topic, size, codec),
+            ]
+            for topic, size, codec in runs()
+            if topic in by
+        ],
+    )
     fetches = markdown_table(["measure", "value"], [[k, f"{v:,.2f}"] for k, v in costs.items()])
     with open(os.path.join(out, "lab09.md"), "w") as f:
         f.write("# Lab 09: batching and compression\n\n" + table)

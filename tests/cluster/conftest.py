@@ -56,11 +56,17 @@ class Cluster:
         self.zookeeper = zookeeper
         self.metrics_ports = {i: free_port() for i in (1, 2, 3)}  # each serves its metrics
         self.brokers = {
-            i: BrokerProcess(i, f"{base}/broker-{i}", zookeeper.connect, configs={
-                **BROKER_CONFIGS, "metrics.listener": f"http://127.0.0.1:{self.metrics_ports[i]}"
-            })
+            i: BrokerProcess(
+                i,
+                f"{base}/broker-{i}",
+                zookeeper.connect,
+                configs={
+                    **BROKER_CONFIGS,
+                    "metrics.listener": f"http://127.0.0.1:{self.metrics_ports[i]}",
+                },
+            )
             for i in (1, 2, 3)
-        }  # fmt: skip
+        }
         self.zk = KafkaZkClient(zookeeper.connect)
 
     # ------------------------------------------------------------------ lifecycle

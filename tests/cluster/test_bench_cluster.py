@@ -18,9 +18,24 @@ pytestmark = pytest.mark.timeout(180)
 def test_bench_cluster_prints_both_measurements_and_their_ratio(tmp_path):
     if not zookeeper_installed():
         pytest.fail("ZooKeeper is missing: `make test` installs it (apt-get install zookeeper)")
-    cmd = [sys.executable, "-m", "kafka_ref.cli", "--log-level", "WARNING", "bench", "cluster",
-           "--messages", "500", "--sizes", "100", "--partitions", "2", "--json",
-           "--data-dir", str(tmp_path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "kafka_ref.cli",
+        "--log-level",
+        "WARNING",
+        "bench",
+        "cluster",
+        "--messages",
+        "500",
+        "--sizes",
+        "100",
+        "--partitions",
+        "2",
+        "--json",
+        "--data-dir",
+        str(tmp_path),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -28,11 +28,26 @@ def test_a_short_campaign_loses_nothing_and_the_cluster_answers_soon_after_each_
 ):
     report_path = tmp_path / "report.json"
     run = subprocess.run(
-        [sys.executable, "-m", "kafka_ref.cli", "chaos", "--seed", "1", "--faults", "8",
-         "--rate", "1000", "--data-dir", str(tmp_path / "cluster"),
-         "--report", str(report_path)],
-        capture_output=True, text=True, timeout=450,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "kafka_ref.cli",
+            "chaos",
+            "--seed",
+            "1",
+            "--faults",
+            "8",
+            "--rate",
+            "1000",
+            "--data-dir",
+            str(tmp_path / "cluster"),
+            "--report",
+            str(report_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=450,
+    )
     assert report_path.exists(), f"no report; exit code {run.returncode}:\n{run.stderr[-3000:]}"
     report = json.loads(report_path.read_text())
     assert report["valid"], report["reasons"]

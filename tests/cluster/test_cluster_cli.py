@@ -15,8 +15,18 @@ from kafka_ref.tools.cluster import zookeeper_installed
 def test_cluster_command_starts_zookeeper_and_brokers_and_stops_them(tmp_path):
     if not zookeeper_installed():
         pytest.fail("ZooKeeper is missing: `make test` installs it (apt-get install zookeeper)")
-    cmd = [sys.executable, "-m", "kafka_ref.cli", "--log-level", "WARNING", "cluster",
-           "--brokers", "2", "--data-dir", str(tmp_path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "kafka_ref.cli",
+        "--log-level",
+        "WARNING",
+        "cluster",
+        "--brokers",
+        "2",
+        "--data-dir",
+        str(tmp_path),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     try:

@@ -243,9 +243,14 @@ def test_a_write_with_a_stale_controller_epoch_is_rejected(cluster, topic_name):
     state, version = cluster.zk.get_partition_state(topic_name, 0, (1, 2, 3))
     _epoch, epoch_version = cluster.zk.get_controller_epoch()
     forged = state.__class__(
-        topic_name, 0, state.leader, state.leader_epoch + 5, state.replicas, (state.leader,),
+        topic_name,
+        0,
+        state.leader,
+        state.leader_epoch + 5,
+        state.replicas,
+        (state.leader,),
         state.controller_epoch - 1,
-    )  # fmt: skip
+    )
     # A deposed controller still holds the /controller_epoch version of its own term.
     with pytest.raises(ControllerMovedError):
         cluster.zk.update_partition_state(forged, version, epoch_version - 1)
@@ -278,17 +283,25 @@ def test_non_leaders_refuse_and_clients_follow_the_new_leader(cluster, topic_nam
 
     bootstrap = ",".join(b.bootstrap for b in cluster.brokers.values())
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0, "retries": 20,
-         "retry.backoff.ms": 200, "topic.metadata.refresh.interval.ms": 1000}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": 1,
+            "linger.ms": 0,
+            "retries": 20,
+            "retry.backoff.ms": 200,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
     failures = []
 
     def send(n: int) -> None:
         for i in range(n):
             producer.produce(
-                topic_name, b"%d" % i, partition=i % 3,
+                topic_name,
+                b"%d" % i,
+                partition=i % 3,
                 on_delivery=lambda err, _msg: err and failures.append(err),
-            )  # fmt: skip
+            )
         assert producer.flush(30) == 0
 
     send(30)
@@ -323,9 +336,11 @@ def test_a_broker_in_a_chroot(cluster, tmp_path):
 
     chroot = "/kafka-ref-chroot-test"
     broker = BrokerProcess(
-        7, str(tmp_path / "broker-7"), cluster.zookeeper.connect + chroot,
+        7,
+        str(tmp_path / "broker-7"),
+        cluster.zookeeper.connect + chroot,
         configs={"zookeeper.session.timeout.ms": 3000},
-    )  # fmt: skip
+    )
     broker.start()
     try:
         wait_for(
@@ -375,8 +390,11 @@ def test_producer_id_blocks_are_claimed_from_zookeeper_without_overlap(cluster):
     assert second == first + 1000
     raw, _ = cluster.zk.zk.get(zkdata.PRODUCER_ID_BLOCK)
     assert json.loads(raw) == {
-        "version": 1, "broker": 9, "block_start": str(second), "block_end": str(second + 999)
-    }  # fmt: skip
+        "version": 1,
+        "broker": 9,
+        "block_start": str(second),
+        "block_end": str(second + 999),
+    }
     # An idempotent producer gets its producer id from such a block, on any broker.
     producer = Producer({"bootstrap.servers": cluster.bootstrap(), "enable.idempotence": True})
     errors = []

@@ -124,8 +124,10 @@ def test_a_request_for_an_earlier_registration_is_refused(cluster, topic_name):
     assert new_epoch > old_epoch  # a new registration, a new czxid (KIP-380)
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
     # the victim back in the ISR first: from here on nothing changes the state but the test
-    wait_for(lambda: sorted(current_state(cluster, topic_name, 0).isr) == [1, 2, 3],
-             what=f"broker {victim} back in the ISR")  # fmt: skip
+    wait_for(
+        lambda: sorted(current_state(cluster, topic_name, 0).isr) == [1, 2, 3],
+        what=f"broker {victim} back in the ISR",
+    )
     wait_metadata_agrees(cluster, topic_name, 1, [1, 2, 3])
     before = leaders_in_metadata(cluster, victim, topic_name)
     state = current_state(cluster, topic_name, 0)
@@ -322,10 +324,15 @@ def test_brokers_learn_the_live_brokers_only_from_the_controllers_update_metadat
     other = next(i for i in (1, 2, 3) if i != controller)
     port = free_port()
     newcomer = BrokerEndpoint(
-        99, "127.0.0.1", port, "rack-9",
-        (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port),
-         EndPoint("EXTERNAL", "SSL", "external.example", 9093)),
-    )  # fmt: skip
+        99,
+        "127.0.0.1",
+        port,
+        "rack-9",
+        (
+            EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", port),
+            EndPoint("EXTERNAL", "SSL", "external.example", 9093),
+        ),
+    )
     pid = cluster.brokers[controller].pid
     try:
         with paused(pid):
@@ -434,8 +441,13 @@ def test_leaders_change_their_isr_through_the_controller(cluster, topic_name):
     leader, follower = state.leader, next(r for r in state.replicas if r != state.leader)
     other = next(i for i in (1, 2, 3) if i != controller)
 
-    def error(to=controller, sender=leader, epoch=state.leader_epoch, isr=state.isr,
-              version=state.zk_version):  # fmt: skip
+    def error(
+        to=controller,
+        sender=leader,
+        epoch=state.leader_epoch,
+        isr=state.isr,
+        version=state.zk_version,
+    ):
         response = alter_partition(cluster, to, sender, topic_name, epoch, isr, version)
         if response.error_code or not response.topics:
             return ErrorCode(response.error_code)

@@ -57,8 +57,10 @@ def test_a_cluster_default_reaches_every_broker_and_a_restarted_one(cluster, top
                 lambda b=b: in_force(cluster, b, "message.max.bytes") == ("500", DYNAMIC_DEFAULT),
                 what=f"broker {b} to apply the cluster default",
             )
-        wait_for(lambda: produce(cluster, 3, topic_name) == ErrorCode.MESSAGE_TOO_LARGE,
-                 what="broker 3's live log to refuse a 1 kB batch")  # fmt: skip
+        wait_for(
+            lambda: produce(cluster, 3, topic_name) == ErrorCode.MESSAGE_TOO_LARGE,
+            what="broker 3's live log to refuse a 1 kB batch",
+        )
         cluster.stop(3)
         cluster.ensure_running()
         wait_for(  # the controller's LeaderAndIsr, then its UpdateMetadata, reached broker 3

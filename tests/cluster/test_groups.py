@@ -35,10 +35,15 @@ def find_coordinator(cluster, broker_id: int, group: str) -> tuple[int, int]:
 
 def consumer(cluster, group: str) -> Consumer:
     return Consumer(
-        {"bootstrap.servers": cluster.bootstrap(), "group.id": group,
-         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-         "session.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 1000}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": cluster.bootstrap(),
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
 
 
 def take(c: Consumer, n: int, timeout: float = 30.0) -> list[int]:

@@ -77,18 +77,24 @@ class SecureCluster:
         for i in (1, 2, 3):
             listen = free_port()
             self.brokers[i] = BrokerProcess(
-                i, str(base / f"broker-{i}"), connect, port=listen,
+                i,
+                str(base / f"broker-{i}"),
+                connect,
+                port=listen,
                 configs=broker_configs(pki, listen),
-            )  # fmt: skip
+            )
 
     def client(self, user: str, password: str | None = None, **more) -> dict:
         alive = ",".join(b.bootstrap for b in self.brokers.values() if b.alive)
         return {
             "bootstrap.servers": more.pop("bootstrap.servers", alive),
-            "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
-            "sasl.username": user, "sasl.password": password or PASSWORDS[user],
-            "ssl.ca.location": self.pki.ca, **more,
-        }  # fmt: skip
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": user,
+            "sasl.password": password or PASSWORDS[user],
+            "ssl.ca.location": self.pki.ca,
+            **more,
+        }
 
     def close(self) -> None:
         for broker in self.brokers.values():
@@ -127,11 +133,25 @@ def test_replication_runs_over_authenticated_connections_only(secure_cluster):
     # the followers join the ISR only by fetching: from the leader, over SASL_SSL, as broker
     wait_for(lambda: partition_state(admin)[1] == [1, 2, 3], 60, "a full ISR")
     bindings = [
-        AclBinding(ResourceType.TOPIC, TOPIC, ResourcePatternType.LITERAL, "User:writer", "*",
-                   AclOperation.ALL, AclPermissionType.ALLOW),
-        AclBinding(ResourceType.GROUP, "readers", ResourcePatternType.LITERAL, "User:writer",
-                   "*", AclOperation.READ, AclPermissionType.ALLOW),
-    ]  # fmt: skip
+        AclBinding(
+            ResourceType.TOPIC,
+            TOPIC,
+            ResourcePatternType.LITERAL,
+            "User:writer",
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.GROUP,
+            "readers",
+            ResourcePatternType.LITERAL,
+            "User:writer",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        ),
+    ]
     for future in admin.create_acls(bindings, request_timeout=30).values():
         future.result(30)
     producer = Producer(secure_cluster.client("writer", acks="all", **{"enable.idempotence": True}))
@@ -144,8 +164,9 @@ def test_replication_runs_over_authenticated_connections_only(secure_cluster):
     leader, _ = partition_state(admin)
     secure_cluster.brokers[leader].stop(signal.SIGKILL)  # a crash: the others take over
     wait_for(lambda: partition_state(admin)[0] not in (leader, -1), 60, "a new leader")
-    consumer = Consumer(secure_cluster.client(
-        "writer", **{"group.id": "readers", "auto.offset.reset": "earliest"}))  # fmt: skip
+    consumer = Consumer(
+        secure_cluster.client("writer", **{"group.id": "readers", "auto.offset.reset": "earliest"})
+    )
     consumer.subscribe([TOPIC])
     values: list[bytes] = []
     try:
@@ -226,8 +247,11 @@ def test_a_credential_altered_through_one_broker_works_on_every_broker(secure_cl
         ]
         assert {"version": 2, "entity_path": "users/nina"} in notices
         for broker in secure_cluster.brokers.values():  # each learns it from the notice
-            wait_for(lambda b=broker: logs_in(secure_cluster, "nina", "nina-secret", b), 30,
-                     f"nina's login on broker {broker.broker_id}")  # fmt: skip
+            wait_for(
+                lambda b=broker: logs_in(secure_cluster, "nina", "nina-secret", b),
+                30,
+                f"nina's login on broker {broker.broker_id}",
+            )
             assert not logs_in(secure_cluster, "nina", "wrong", broker)
         described = admin.describe_user_scram_credentials(["nina"])["nina"].result(30)
         assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [

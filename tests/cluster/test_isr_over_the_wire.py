@@ -62,8 +62,14 @@ def test_a_held_follower_leaves_the_isr_and_rejoins_after_catching_up(proxied):
         TOPIC, num_partitions=1, replica_assignment=[[1, 2, 3]], config={"min.insync.replicas": "2"}
     )
     admin.create_topics([topic])[TOPIC].result(30)
-    wait_for(lambda: state(cluster) is not None and sorted(state(cluster).isr) == [1, 2, 3]
-             and state(cluster).leader == 1, what="leader 1 with the full ISR")  # fmt: skip
+    wait_for(
+        lambda: (
+            state(cluster) is not None
+            and sorted(state(cluster).isr) == [1, 2, 3]
+            and state(cluster).leader == 1
+        ),
+        what="leader 1 with the full ISR",
+    )
     assert produce_acks_all(cluster, b"before") == ErrorCode.NO_ERROR
     epoch = state(cluster).leader_epoch
 
@@ -72,8 +78,11 @@ def test_a_held_follower_leaves_the_isr_and_rejoins_after_catching_up(proxied):
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     acked = []
     producer.produce(TOPIC, b"during", partition=0, on_delivery=lambda e, m: acked.append(e))
-    wait_for(lambda: sorted(state(cluster).isr) == [1, 2], timeout=60,
-             what="the leader to drop broker 3 from the ISR")  # fmt: skip
+    wait_for(
+        lambda: sorted(state(cluster).isr) == [1, 2],
+        timeout=60,
+        what="the leader to drop broker 3 from the ISR",
+    )
     held = time.monotonic() - cut_at
     assert held >= (LAG_MS - FETCH_WAIT_MS) / 1000 - 0.1, f"shrunk after {held:.2f}s only"
     assert 3 in cluster.zk.get_broker_ids(), "broker 3 is alive: only its fetching is held"
@@ -84,8 +93,11 @@ def test_a_held_follower_leaves_the_isr_and_rejoins_after_catching_up(proxied):
         assert produce_acks_all(cluster, f"two-{i}".encode()) == ErrorCode.NO_ERROR
 
     cluster.proxies[1].heal()
-    wait_for(lambda: sorted(state(cluster).isr) == [1, 2, 3], timeout=60,
-             what="broker 3 to catch up and rejoin the ISR")  # fmt: skip
+    wait_for(
+        lambda: sorted(state(cluster).isr) == [1, 2, 3],
+        timeout=60,
+        what="broker 3 to catch up and rejoin the ISR",
+    )
     assert (state(cluster).leader, state(cluster).leader_epoch) == (1, epoch)
     with Wire("127.0.0.1", cluster.proxies[1].port) as wire:  # a rejoined member has them all
         assert wire.list_offset(TOPIC, 0, -1).offset == 1 + 1 + 5

@@ -16,14 +16,19 @@ from tests.unit.security.conftest import SecureWire, port
 @pytest.mark.spec("SEC-2")
 def test_a_broker_registers_every_listener_and_answers_with_the_clients_own(cluster, tmp_path):
     chroot = "/kafka-ref-listeners-test"
-    config = KafkaConfig.from_props({
-        "zookeeper.connect": cluster.zookeeper.connect + chroot, "broker.id": "8",
-        "zookeeper.session.timeout.ms": "3000", "log.dirs": str(tmp_path / "data"),
-        "listeners": "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
-        "advertised.listeners": "EXTERNAL://localhost:0",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": PLAIN_JAAS,
-    })  # fmt: skip
+    config = KafkaConfig.from_props(
+        {
+            "zookeeper.connect": cluster.zookeeper.connect + chroot,
+            "broker.id": "8",
+            "zookeeper.session.timeout.ms": "3000",
+            "log.dirs": str(tmp_path / "data"),
+            "listeners": "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+            "advertised.listeners": "EXTERNAL://localhost:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.jaas.config": PLAIN_JAAS,
+        }
+    )
     with BrokerThread(config) as broker:
         plain, external = port(broker, "PLAINTEXT"), port(broker, "EXTERNAL")
         path = f"{chroot}/brokers/ids/8"
@@ -34,8 +39,9 @@ def test_a_broker_registers_every_listener_and_answers_with_the_clients_own(clus
             f"EXTERNAL://localhost:{external}",
         ]
         assert data["listener_security_protocol_map"] == {
-            "PLAINTEXT": "PLAINTEXT", "EXTERNAL": "SASL_PLAINTEXT"
-        }  # fmt: skip
+            "PLAINTEXT": "PLAINTEXT",
+            "EXTERNAL": "SASL_PLAINTEXT",
+        }
         assert (data["host"], data["port"]) == ("127.0.0.1", plain)  # the inter-broker one
         with SecureWire(plain) as wire:
             wait_for(lambda: wire.metadata([], 5, False).brokers, what="its own picture")

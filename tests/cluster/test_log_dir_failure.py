@@ -54,11 +54,13 @@ def jbod(tmp_path_factory):
     cluster = Cluster(zookeeper, str(base))
     for i, broker in cluster.brokers.items():
         broker.log_dirs = [f"{base}/broker-{i}/a", f"{base}/broker-{i}/b"]
-        broker.configs.update({
-            "log.dirs": ",".join(broker.log_dirs),
-            "log.flush.offset.checkpoint.interval.ms": 500,
-            "replica.high.watermark.checkpoint.interval.ms": 500,
-        })  # fmt: skip
+        broker.configs.update(
+            {
+                "log.dirs": ",".join(broker.log_dirs),
+                "log.flush.offset.checkpoint.interval.ms": 500,
+                "replica.high.watermark.checkpoint.interval.ms": 500,
+            }
+        )
     try:
         cluster.start()
         yield cluster
@@ -149,8 +151,15 @@ def test_a_failed_log_dir_moves_its_partitions_and_loses_no_acknowledged_write(j
         assert victim in jbod.state(topic, p).isr, f"{topic}-{p} lost broker {victim}"
     state = current_state(jbod, topic, 0)  # the leader may not take the victim back (CTRL-22)
     controller = jbod.controller()[0]
-    answer = alter_partition(jbod, controller, state.leader, topic, state.leader_epoch,
-                             (*state.isr, victim), state.zk_version)  # fmt: skip
+    answer = alter_partition(
+        jbod,
+        controller,
+        state.leader,
+        topic,
+        state.leader_epoch,
+        (*state.isr, victim),
+        state.zk_version,
+    )
     assert answer.topics[0].partitions[0].error_code == ErrorCode.OPERATION_NOT_ATTEMPTED
     seen = consume_all(jbod, topic, PARTITIONS)
     for p in range(PARTITIONS):
@@ -181,10 +190,12 @@ def test_a_follower_whose_append_fails_takes_its_dir_offline(jbod):
     failed, kept = min(partitions_in(failed_dir, topic)), min(partitions_in(kept_dir, topic))
     before = {p: jbod.state(topic, p) for p in (failed, kept)}
     configs = dict(jbod.brokers[victim].configs)
-    jbod.brokers[victim].configs.update({
-        "log.flush.offset.checkpoint.interval.ms": 600_000,
-        "replica.high.watermark.checkpoint.interval.ms": 600_000,
-    })  # fmt: skip
+    jbod.brokers[victim].configs.update(
+        {
+            "log.flush.offset.checkpoint.interval.ms": 600_000,
+            "replica.high.watermark.checkpoint.interval.ms": 600_000,
+        }
+    )
     try:
         jbod.stop(victim)
         jbod.ensure_running()

@@ -44,9 +44,9 @@ def test_under_replicated_partitions_follow_a_follower_out_and_back(cluster, top
     wait_for(lambda: follower not in cluster.state(topic_name, 0).isr, what="the ISR to shrink")
     wait_for(
         lambda: scrape(port)[URP] == under_replicated_in_zookeeper(cluster, leader) >= 1,
-        timeout=10, what="UnderReplicatedPartitions to count the partitions without broker "
-        f"{follower}",
-    )  # fmt: skip
+        timeout=10,
+        what=f"UnderReplicatedPartitions to count the partitions without broker {follower}",
+    )
     shrunk = scrape(port)[URP]
     cluster.ensure_running()
     wait_for(lambda: scrape(port)[URP] == 0, timeout=15, what="UnderReplicatedPartitions 0")

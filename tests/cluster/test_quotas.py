@@ -21,10 +21,12 @@ SCRAM = "salt=c2FsdA==,stored_key=a2V5,server_key=a2V5,iterations=4096"
 
 def start(cluster, tmp_path, broker_id: int, chroot: str = CHROOT) -> BrokerThread:
     props = {
-        "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / f"d{broker_id}"),
-        "zookeeper.connect": cluster.zookeeper.connect + chroot, "broker.id": broker_id,
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "log.dirs": str(tmp_path / f"d{broker_id}"),
+        "zookeeper.connect": cluster.zookeeper.connect + chroot,
+        "broker.id": broker_id,
         "zookeeper.session.timeout.ms": 3000,
-    }  # fmt: skip
+    }
     return BrokerThread(KafkaConfig.from_props(props))  # started by `with`
 
 
@@ -32,15 +34,19 @@ def start(cluster, tmp_path, broker_id: int, chroot: str = CHROOT) -> BrokerThre
 def test_a_quota_set_on_one_broker_applies_on_another(cluster, tmp_path):
     zk = cluster.zk.zk
     zk.ensure_path(f"{CHROOT}/config/users")  # a SCRAM user, as kafka-configs.sh writes it
-    zk.create(f"{CHROOT}/config/users/alice",
-              json.dumps({"version": 1, "config": {"SCRAM-SHA-256": SCRAM}}).encode())  # fmt: skip
+    zk.create(
+        f"{CHROOT}/config/users/alice",
+        json.dumps({"version": 1, "config": {"SCRAM-SHA-256": SCRAM}}).encode(),
+    )
     with start(cluster, tmp_path, 21) as one, start(cluster, tmp_path, 22) as two:
         with Admin(one.bootstrap) as admin:
             admin.alter_client_quotas(QuotaEntity("alice", None), {"producer_byte_rate": 2048})
             admin.alter_client_quotas(QuotaEntity(None, "a b"), {"consumer_byte_rate": 4096})
         stored = json.loads(zk.get(f"{CHROOT}/config/users/alice")[0])
-        assert stored == {"version": 1, "config": {"SCRAM-SHA-256": SCRAM,
-                                                   "producer_byte_rate": "2048"}}  # fmt: skip
+        assert stored == {
+            "version": 1,
+            "config": {"SCRAM-SHA-256": SCRAM, "producer_byte_rate": "2048"},
+        }
         assert json.loads(zk.get(f"{CHROOT}/config/clients/a%20b")[0])["config"] == {
             "consumer_byte_rate": "4096"
         }
@@ -54,8 +60,10 @@ def test_a_quota_set_on_one_broker_applies_on_another(cluster, tmp_path):
         wait_for(lambda: quota_on_two() == 2048, what="the quota on the other broker")
         with Admin(two.bootstrap) as admin:  # removed through the other broker
             admin.alter_client_quotas(QuotaEntity("alice", None), remove=["producer_byte_rate"])
-        wait_for(lambda: one.call(lambda: one.broker.apis.quotas.produce.quota("alice", "x"))
-                 is None, what="the removal on the first broker")  # fmt: skip
+        wait_for(
+            lambda: one.call(lambda: one.broker.apis.quotas.produce.quota("alice", "x")) is None,
+            what="the removal on the first broker",
+        )
         stored = json.loads(zk.get(f"{CHROOT}/config/users/alice")[0])
         assert stored["config"] == {"SCRAM-SHA-256": SCRAM}  # the credential stays
 
@@ -72,9 +80,11 @@ def test_followers_fetches_are_not_throttled(cluster, tmp_path):
                     {"consumer_byte_rate": 1, "request_percentage": 0.001},
                 )
         failed: list = []
-        producer = Producer({"bootstrap.servers": one.bootstrap, "acks": "all",
-                             "message.timeout.ms": 20_000})  # fmt: skip
+        producer = Producer(
+            {"bootstrap.servers": one.bootstrap, "acks": "all", "message.timeout.ms": 20_000}
+        )
         for _ in range(20):  # 200 kB: acks=all needs the follower to fetch every byte
-            producer.produce("replicated", b"r" * 10_000,
-                             on_delivery=lambda err, _m: err and failed.append(err))  # fmt: skip
+            producer.produce(
+                "replicated", b"r" * 10_000, on_delivery=lambda err, _m: err and failed.append(err)
+            )
         assert producer.flush(40) == 0 and not failed

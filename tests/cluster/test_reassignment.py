@@ -107,16 +107,19 @@ def to_controller(cluster, api_key, body):
 
 def reassign(cluster, targets) -> dict:
     R = AlterPartitionReassignmentsRequest
-    body = R(topics=[
-        R.ReassignableTopic(name=t, partitions=[
-            R.ReassignablePartition(partition_index=p, replicas=target)
-        ])
-        for (t, p), target in targets.items()
-    ])  # fmt: skip
+    body = R(
+        topics=[
+            R.ReassignableTopic(
+                name=t, partitions=[R.ReassignablePartition(partition_index=p, replicas=target)]
+            )
+            for (t, p), target in targets.items()
+        ]
+    )
     response = to_controller(cluster, ApiKey.ALTER_PARTITION_REASSIGNMENTS, body)
     assert response.error_code == 0, response
-    return {(t.name, p.partition_index): p.error_code for t in response.responses
-            for p in t.partitions}  # fmt: skip
+    return {
+        (t.name, p.partition_index): p.error_code for t in response.responses for p in t.partitions
+    }
 
 
 def listing(cluster) -> dict:
@@ -230,10 +233,11 @@ def test_the_automatic_rebalance_returns_leadership_by_itself(cluster, tmp_path)
     chroot = "/kafka-ref-rebalance-test"
     configs = {"zookeeper.session.timeout.ms": 3000, "leader.imbalance.check.interval.seconds": 1}
     brokers = {
-        b: BrokerProcess(b, str(tmp_path / f"broker-{b}"), cluster.zookeeper.connect + chroot,
-                         configs=configs)
+        b: BrokerProcess(
+            b, str(tmp_path / f"broker-{b}"), cluster.zookeeper.connect + chroot, configs=configs
+        )
         for b in (11, 12)
-    }  # fmt: skip
+    }
     zk = KafkaZkClient(cluster.zookeeper.connect + chroot)
     try:
         for broker in brokers.values():
@@ -246,8 +250,11 @@ def test_the_automatic_rebalance_returns_leadership_by_itself(cluster, tmp_path)
             found = zk.get_partition_state("balanced", 0)
             return None if found is None else found[0]
 
-        wait_for(lambda: state() and state().leader == 11 and state().isr == (11, 12), timeout=45,
-                 what="11 to lead with 12 in the ISR")  # fmt: skip
+        wait_for(
+            lambda: state() and state().leader == 11 and state().isr == (11, 12),
+            timeout=45,
+            what="11 to lead with 12 in the ISR",
+        )
         brokers[11].stop()
         wait_for(lambda: state().leader == 12, what="12 to lead while 11 is away")
         brokers[11].start()
@@ -261,9 +268,11 @@ def test_the_automatic_rebalance_returns_leadership_by_itself(cluster, tmp_path)
 # ---------------------------------------------------------------------- the tools
 def tool(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "kafka_ref.cli", *argv], capture_output=True, text=True,
+        [sys.executable, "-m", "kafka_ref.cli", *argv],
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.spec("TOOLS-29", "CTRL-24", "CTRL-25")
@@ -272,8 +281,15 @@ def test_the_reassign_tool_generates_executes_and_verifies_a_plan(cluster, topic
     bootstrap = ["--bootstrap-server", cluster.bootstrap()]
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic_name}]}))
-    done = tool("reassign", *bootstrap, "--generate", "--topics-to-move-json-file", str(topics),
-                "--broker-list", "2,3")  # fmt: skip
+    done = tool(
+        "reassign",
+        *bootstrap,
+        "--generate",
+        "--topics-to-move-json-file",
+        str(topics),
+        "--broker-list",
+        "2,3",
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "Current partition replica assignment"
@@ -306,9 +322,14 @@ def test_the_reassign_tool_refuses_a_bad_plan_and_a_refused_move(cluster, topic_
     assert done.returncode == 2 and "not a reassignment plan" in done.stderr
     assert "Traceback" not in done.stderr
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps(
-        {"version": 1, "partitions": [{"topic": topic_name, "partition": 0, "replicas": [2, 9]}]}
-    ))  # fmt: skip
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": topic_name, "partition": 0, "replicas": [2, 9]}],
+            }
+        )
+    )
     done = tool("reassign", *bootstrap, "--execute", "--reassignment-json-file", str(plan))
     assert done.returncode == 1
     assert f"{topic_name}-0: Brokers [9] are not registered." in done.stderr
@@ -332,8 +353,16 @@ def test_the_leader_election_tool_elects_the_preferred_replica(cluster, topic_na
     assert cluster.state(topic_name, 0).leader == 1
     done = tool("leader-election", *bootstrap, *args)
     assert done.stdout.strip() == f"Valid replica already elected for partitions {topic_name}-0"
-    done = tool("leader-election", *bootstrap, "--election-type", "fastest", "--topic", "x",
-                "--partition", "0")  # fmt: skip
+    done = tool(
+        "leader-election",
+        *bootstrap,
+        "--election-type",
+        "fastest",
+        "--topic",
+        "x",
+        "--partition",
+        "0",
+    )
     assert done.returncode == 2 and "--election-type must be preferred or unclean" in done.stderr
     done = tool("leader-election", *bootstrap, *args[:2], "--topic", "no-such", "--partition", "0")
     assert done.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" not in done.stdout

@@ -64,9 +64,13 @@ def wait_full_isr(cluster, topic: str, partitions: int) -> None:
 def consume_all(cluster, topic: str, partitions: int) -> dict[int, list[int]]:
     """Every committed number of each partition, from the beginning to the HW."""
     consumer = Consumer(
-        {"bootstrap.servers": cluster.bootstrap(), "group.id": f"check-{topic}",
-         "enable.auto.commit": False, "enable.partition.eof": True}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": cluster.bootstrap(),
+            "group.id": f"check-{topic}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
     at_end: set[int] = set()
@@ -92,11 +96,18 @@ def produce_stream(cluster, topic: str, partitions: int, stop: threading.Event):
     """Send 0, 1, 2, ... with acks=all until `stop`; return (acknowledged, failed) per
     partition, in acknowledgement order."""
     producer = Producer(
-        {"bootstrap.servers": ",".join(b.bootstrap for b in cluster.brokers.values()),
-         "acks": "all", "linger.ms": 5, "max.in.flight.requests.per.connection": 1,
-         "retries": 1000, "retry.backoff.ms": 100, "message.timeout.ms": 60000,
-         "topic.metadata.refresh.interval.ms": 1000, "enable.idempotence": False}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": ",".join(b.bootstrap for b in cluster.brokers.values()),
+            "acks": "all",
+            "linger.ms": 5,
+            "max.in.flight.requests.per.connection": 1,
+            "retries": 1000,
+            "retry.backoff.ms": 100,
+            "message.timeout.ms": 60000,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "enable.idempotence": False,
+        }
+    )
     acked: dict[int, list[int]] = {p: [] for p in range(partitions)}
     failed: list[tuple[int, str]] = []
 
@@ -186,9 +197,10 @@ def test_a_new_leader_deduplicates_an_idempotent_retry(cluster, topic_name):
     create_topic(cluster, topic_name, partitions=1, rf=3, configs=STRICT)
     leader = cluster.state(topic_name, 0).leader
     init = cluster.request(
-        leader, ApiKey.INIT_PRODUCER_ID,
+        leader,
+        ApiKey.INIT_PRODUCER_ID,
         InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000),
-    )  # fmt: skip
+    )
     pid, epoch = init.producer_id, init.producer_epoch
     batches = [
         batch([b"idem-%d" % i], producer_id=pid, producer_epoch=epoch, base_sequence=i)
@@ -210,8 +222,9 @@ def test_a_new_leader_deduplicates_an_idempotent_retry(cluster, topic_name):
     # offset, nothing written twice, because the follower rebuilt the producer state.
     result = wait_for(lambda: (r := send(new.leader, batches[2]))[0] == 0 and r, what="a retry")
     assert result == (0, 2)
-    assert send(new.leader, batch([b"idem-3"], producer_id=pid, producer_epoch=epoch,
-                                  base_sequence=3)) == (0, 3)  # fmt: skip
+    assert send(
+        new.leader, batch([b"idem-3"], producer_id=pid, producer_epoch=epoch, base_sequence=3)
+    ) == (0, 3)
 
 
 @pytest.mark.spec("CTRL-15", "REPL-5")
@@ -282,8 +295,10 @@ def test_a_config_change_in_zookeeper_reaches_the_live_log(cluster, topic_name):
     admin.incremental_alter_configs([resource])[resource].result(15)
     path = f"{CONFIG_TOPICS}/{topic_name}"
     assert decode_topic_config(cluster.zk.zk.get(path)[0]) == {"min.insync.replicas": "3"}
-    notices = [cluster.zk.zk.get(f"{CONFIG_CHANGES}/{n}")[0] for n in
-               cluster.zk.zk.get_children(CONFIG_CHANGES)]  # fmt: skip
+    notices = [
+        cluster.zk.zk.get(f"{CONFIG_CHANGES}/{n}")[0]
+        for n in cluster.zk.zk.get_children(CONFIG_CHANGES)
+    ]
     assert any(f"topics/{topic_name}".encode() in n for n in notices), "Kafka's notification"
     wait_for(lambda: produce(b"refused") == ErrorCode.NOT_ENOUGH_REPLICAS, what="the new config")
     cluster.zk.zk.set(path, encode_topic_config({"min.insync.replicas": "2"}))  # as a tool might

@@ -47,8 +47,10 @@ def test_sigterm_stops_each_cluster_broker_cleanly_mid_stream(cluster, topic_nam
             assert f"broker {broker_id} shut down cleanly" in broker.log()[before:]
             broker.start()
             cluster.wait_registered()
-            wait_for(lambda b=broker, n=before: "(clean shutdown)" in b.log()[n:],
-                     what=f"broker {broker_id} to load its logs")  # fmt: skip
+            wait_for(
+                lambda b=broker, n=before: "(clean shutdown)" in b.log()[n:],
+                what=f"broker {broker_id} to load its logs",
+            )
             wait_full_isr(cluster, topic_name, PARTITIONS)
     finally:
         stop.set()

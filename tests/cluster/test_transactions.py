@@ -42,10 +42,14 @@ TXN_PARTITIONS = BROKER_CONFIGS["transaction.state.log.num.partitions"]
 
 def producer(cluster, transactional_id: str) -> Producer:
     p = Producer(
-        {"bootstrap.servers": cluster.bootstrap(), "transactional.id": transactional_id,
-         "transaction.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000,
-         "message.timeout.ms": 30000}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": cluster.bootstrap(),
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 30000,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "message.timeout.ms": 30000,
+        }
+    )
     p.init_transactions(30)
     return p
 
@@ -57,10 +61,14 @@ def committed_values(
     nothing more arrives for a moment (a duplicate or an aborted record would show). The
     consumer assigns itself the partitions: no group coordinator involved."""
     c = Consumer(
-        {"bootstrap.servers": cluster.bootstrap(), "group.id": f"check-{uuid.uuid4()}",
-         "isolation.level": "read_committed", "enable.auto.commit": False,
-         "topic.metadata.refresh.interval.ms": 1000}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": cluster.bootstrap(),
+            "group.id": f"check-{uuid.uuid4()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
     values: list[str] = []
     try:
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -80,10 +88,11 @@ def committed_values(
 
 def txn_leader(cluster, transactional_id: str) -> int:
     """The leader of the id's `__transaction_state` partition, created if need be."""
-    wait_for(lambda: find_coordinator(cluster, cluster.live()[0], transactional_id)[0] == 0,
-             what="the transaction coordinator")  # fmt: skip
-    return wait_for(lambda: cluster.state(*txn_partition(transactional_id)).leader,
-                    what="a leader")  # fmt: skip
+    wait_for(
+        lambda: find_coordinator(cluster, cluster.live()[0], transactional_id)[0] == 0,
+        what="the transaction coordinator",
+    )
+    return wait_for(lambda: cluster.state(*txn_partition(transactional_id)).leader, what="a leader")
 
 
 def find_coordinator(cluster, broker_id: int, transactional_id: str) -> tuple[int, int]:
@@ -220,11 +229,16 @@ def test_a_new_coordinator_writes_the_markers_its_predecessor_could_not(cluster,
     assert describe_state(cluster, coordinator, tid) == "PrepareCommit"
     cluster.stop(coordinator, signal.SIGKILL)  # and the coordinator dies before them
     wait_for(lambda: txn_leader(cluster, tid) == spare, what="the spare to lead the txn log")
-    wait_for(lambda: describe_state(cluster, spare, tid) == "PrepareCommit",
-             what="the new coordinator to load the decision")  # fmt: skip
+    wait_for(
+        lambda: describe_state(cluster, spare, tid) == "PrepareCommit",
+        what="the new coordinator to load the decision",
+    )
     cluster.brokers[holder].start()  # the partition comes back: the new coordinator's markers
-    wait_for(lambda: describe_state(cluster, spare, tid) == "CompleteCommit",
-             what="the markers and CompleteCommit", timeout=60)  # fmt: skip
+    wait_for(
+        lambda: describe_state(cluster, spare, tid) == "CompleteCommit",
+        what="the markers and CompleteCommit",
+        timeout=60,
+    )
     assert sorted(committed_values(cluster, topic_name, 1, 3)) == ["0", "1", "2"]
     p.flush(5)
 
@@ -258,8 +272,11 @@ def test_a_decision_being_written_survives_the_controller_shrinking_its_isr(clus
     finally:
         os.kill(cluster.brokers[holder].pid, signal.SIGCONT)
     cluster.wait_registered()
-    wait_for(lambda: describe_state(cluster, coordinator, tid) == "CompleteCommit",
-             what="the markers and CompleteCommit", timeout=60)  # fmt: skip
+    wait_for(
+        lambda: describe_state(cluster, coordinator, tid) == "CompleteCommit",
+        what="the markers and CompleteCommit",
+        timeout=60,
+    )
     assert sorted(committed_values(cluster, topic_name, 1, 3)) == ["0", "1", "2"]
 
 
@@ -284,11 +301,13 @@ def test_a_leader_asks_the_coordinator_on_another_broker_before_a_first_write(cl
     answer = cluster.request(coordinator, ApiKey.INIT_PRODUCER_ID, init)
     pid, epoch = answer.producer_id, answer.producer_epoch
     add = AddPartitionsToTxnRequest(
-        v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid,
+        v3_and_below_transactional_id=tid,
+        v3_and_below_producer_id=pid,
         v3_and_below_producer_epoch=epoch,
-        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
-            name=topic_name, partitions=[0])],
-    )  # fmt: skip
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic_name, partitions=[0])
+        ],
+    )
     answer = cluster.request(coordinator, ApiKey.ADD_PARTITIONS_TO_TXN, add)
     assert answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
 

@@ -19,27 +19,57 @@ UNKNOWN_TOPIC, RECORD_LIST_TOO_LARGE = 3, 18
 INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 37, 38, 40, 42
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
-TOPIC_CONFIGS = {"cleanup.policy", "compression.type", "delete.retention.ms", "max.message.bytes",
-                 "message.timestamp.type", "min.compaction.lag.ms", "min.insync.replicas",
-                 "retention.bytes", "retention.ms", "segment.bytes", "segment.ms"}  # fmt: skip
+TOPIC_CONFIGS = {
+    "cleanup.policy",
+    "compression.type",
+    "delete.retention.ms",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "min.compaction.lag.ms",
+    "min.insync.replicas",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.ms",
+}
 
 
-def create(wire, name: str, partitions: int = 1, replication: int = 1, configs=None,
-           validate_only: bool = False) -> int:  # fmt: skip
+def create(
+    wire,
+    name: str,
+    partitions: int = 1,
+    replication: int = 1,
+    configs=None,
+    validate_only: bool = False,
+) -> int:
     body = CreateTopicsRequest(
-        topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=replication, assignments=[],
-            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
-                     for k, v in (configs or {}).items()])],
-        timeout_ms=10000, validate_only=validate_only)  # fmt: skip
+        topics=[
+            CreateTopicsRequest.CreatableTopic(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=replication,
+                assignments=[],
+                configs=[
+                    CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                    for k, v in (configs or {}).items()
+                ],
+            )
+        ],
+        timeout_ms=10000,
+        validate_only=validate_only,
+    )
     return wire.request(ApiKey.CREATE_TOPICS, 4, body).topics[0].error_code
 
 
 def describe_configs(wire, kind: int, name: str, synonyms: bool = False):
     body = DescribeConfigsRequest(
-        resources=[DescribeConfigsRequest.DescribeConfigsResource(
-            resource_type=kind, resource_name=name, configuration_keys=None)],
-        include_synonyms=synonyms)  # fmt: skip
+        resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=kind, resource_name=name, configuration_keys=None
+            )
+        ],
+        include_synonyms=synonyms,
+    )
     return wire.request(ApiKey.DESCRIBE_CONFIGS, 1, body).results[0]
 
 
@@ -89,8 +119,12 @@ def test_minus_one_means_the_broker_default_and_bad_counts_are_refused(admin, wi
 
 @pytest.mark.spec("BROKER-33")
 def test_topic_configs_are_validated_and_validate_only_creates_nothing(admin, wire):
-    bad = {"no.such.config": "1", "cleanup.policy": "sometimes", "retention.ms": "soon",
-           "min.insync.replicas": "0"}  # fmt: skip
+    bad = {
+        "no.such.config": "1",
+        "cleanup.policy": "sometimes",
+        "retention.ms": "soon",
+        "min.insync.replicas": "0",
+    }
     for key, value in bad.items():
         name = admin.topic_name("badcfg")
         assert create(wire, name, configs={key: value}) == INVALID_CONFIG, key
@@ -117,8 +151,10 @@ def test_describe_configs_lists_every_topic_config_with_its_source(admin, wire):
     assert not any(c.read_only for c in got.values()), "topic configs are not read-only"
     mine = got["retention.ms"]
     assert (mine.value, mine.config_source) == ("123456", DYNAMIC_TOPIC_CONFIG)
-    assert (mine.synonyms[0].name, mine.synonyms[0].source) == ("retention.ms",
-                                                                DYNAMIC_TOPIC_CONFIG)  # fmt: skip
+    assert (mine.synonyms[0].name, mine.synonyms[0].source) == (
+        "retention.ms",
+        DYNAMIC_TOPIC_CONFIG,
+    )
     assert [s.source for s in mine.synonyms] == sorted(s.source for s in mine.synonyms), (
         "synonyms most specific first"
     )
@@ -137,10 +173,15 @@ def test_a_static_broker_config_is_reported_as_such(configured_broker):
         topic = configs_of(describe_configs(w, TOPIC, name, synonyms=True))["retention.bytes"]
         assert (topic.value, topic.config_source) == ("987654321", STATIC_BROKER_CONFIG)
         assert (topic.synonyms[0].name, topic.synonyms[0].source) == (
-            "log.retention.bytes", STATIC_BROKER_CONFIG)  # fmt: skip
+            "log.retention.bytes",
+            STATIC_BROKER_CONFIG,
+        )
         node = configs_of(describe_configs(w, BROKER, str(broker_id(w))))["log.retention.bytes"]
         assert (node.value, node.config_source, node.read_only) == (  # dynamic, as in Kafka
-            "987654321", STATIC_BROKER_CONFIG, False)  # fmt: skip
+            "987654321",
+            STATIC_BROKER_CONFIG,
+            False,
+        )
 
 
 @pytest.mark.spec("BROKER-38")
@@ -150,8 +191,13 @@ def test_describe_configs_lists_the_brokers_configs(admin, wire):
     result = describe_configs(wire, BROKER, str(node))
     assert result.error_code == 0
     got = configs_of(result)
-    for key in ("num.partitions", "log.segment.bytes", "log.retention.hours",
-                "default.replication.factor", "auto.create.topics.enable"):  # fmt: skip
+    for key in (
+        "num.partitions",
+        "log.segment.bytes",
+        "log.retention.hours",
+        "default.replication.factor",
+        "auto.create.topics.enable",
+    ):
         assert key in got, key
     assert got["log.segment.bytes"].value and int(got["log.segment.bytes"].value) > 0
     assert got["num.partitions"].read_only, "never dynamically updatable (CONFIG-5)"

@@ -43,13 +43,16 @@ def create(wire, name: str, version: int, partitions: int = 2, **configs: str):
     body = CT(
         topics=[
             CT.CreatableTopic(
-                name=name, num_partitions=partitions, replication_factor=1, assignments=[],
+                name=name,
+                num_partitions=partitions,
+                replication_factor=1,
+                assignments=[],
                 configs=[CT.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
             )
         ],
         timeout_ms=10000,
         validate_only=False,
-    )  # fmt: skip
+    )
     return wire.request(ApiKey.CREATE_TOPICS, version, body).topics[0]
 
 
@@ -63,13 +66,16 @@ def alter_broker(wire, name: str, *configs: tuple[str, int, str | None], validat
     body = IAC(
         resources=[
             IAC.AlterConfigsResource(
-                resource_type=BROKER, resource_name=name,
-                configs=[IAC.AlterableConfig(name=k, config_operation=op, value=v)
-                         for k, op, v in configs],
+                resource_type=BROKER,
+                resource_name=name,
+                configs=[
+                    IAC.AlterableConfig(name=k, config_operation=op, value=v)
+                    for k, op, v in configs
+                ],
             )
         ],
         validate_only=validate,
-    )  # fmt: skip
+    )
     answer = wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body).responses[0]
     return answer.error_code, answer.error_message
 
@@ -81,9 +87,14 @@ def broker_id(wire) -> int:
 def describe_acls(wire, version: int, resource_type: int = 1):
     ANY = 1
     body = DescribeAclsRequest(
-        resource_type_filter=resource_type, resource_name_filter=None, pattern_type_filter=ANY,
-        principal_filter=None, host_filter=None, operation=ANY, permission_type=ANY,
-    )  # fmt: skip
+        resource_type_filter=resource_type,
+        resource_name_filter=None,
+        pattern_type_filter=ANY,
+        principal_filter=None,
+        host_filter=None,
+        operation=ANY,
+        permission_type=ANY,
+    )
     return wire.request(ApiKey.DESCRIBE_ACLS, version, body)
 
 
@@ -149,17 +160,25 @@ def test_v3_says_each_configs_type_and_its_documentation_when_asked(admin, wire)
 
     def describe(version: int, documentation: bool) -> dict:
         body = DescribeConfigsRequest(
-            resources=[DescribeConfigsRequest.DescribeConfigsResource(
-                resource_type=TOPIC, resource_name=name, configuration_keys=keys)],
-            include_synonyms=False, include_documentation=documentation)  # fmt: skip
+            resources=[
+                DescribeConfigsRequest.DescribeConfigsResource(
+                    resource_type=TOPIC, resource_name=name, configuration_keys=keys
+                )
+            ],
+            include_synonyms=False,
+            include_documentation=documentation,
+        )
         answer = wire.request(ApiKey.DESCRIBE_CONFIGS, version, body).results[0]
         return {c.name: c for c in answer.configs}
 
     typed = describe(4, True)
     # Kafka's ConfigType: BOOLEAN 1, INT 3, LONG 5, LIST 7
     assert {k: c.config_type for k, c in typed.items()} == {
-        "retention.ms": 5, "cleanup.policy": 7, "segment.bytes": 3, "preallocate": 1,
-    }  # fmt: skip
+        "retention.ms": 5,
+        "cleanup.policy": 7,
+        "segment.bytes": 3,
+        "preallocate": 1,
+    }
     assert all(c.documentation for c in typed.values())
     assert all(c.documentation is None for c in describe(3, False).values())
 
@@ -196,8 +215,9 @@ def test_broker_configs_are_refused_and_accepted_in_kafkas_words(admin, wire):
     me = str(broker_id(wire))
     jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
     assert alter_broker(wire, me, ("num.partitions", 0, "3"), validate=True) == (
-        E.INVALID_REQUEST, "Cannot update these configs dynamically: [num.partitions]"
-    )  # fmt: skip
+        E.INVALID_REQUEST,
+        "Cannot update these configs dynamically: [num.partitions]",
+    )
     assert alter_broker(wire, me, ("ssl.keystore.location", 0, "/k.pem"), validate=True) == (
         E.INVALID_REQUEST,
         "These security configs can be dynamically updated only per-listener using the "
@@ -241,8 +261,9 @@ def test_a_broker_describes_brokers_only(target, wire):
     )
     other = describe(3)
     assert (other.error_code, other.error_message) == (
-        E.UNSUPPORTED_ENDPOINT_TYPE, "Unsupported endpoint type 3"
-    )  # fmt: skip
+        E.UNSUPPORTED_ENDPOINT_TYPE,
+        "Unsupported endpoint type 3",
+    )
 
 
 @pytest.mark.spec("SEC-26")
@@ -267,8 +288,9 @@ def test_acl_requests_without_an_authorizer_are_security_disabled(target, wire):
     for version, resource_type in ((1, 1), (2, 1), (3, USER)):
         answer = describe_acls(wire, version, resource_type)
         assert (answer.error_code, answer.error_message) == (
-            E.SECURITY_DISABLED, "No Authorizer is configured on the broker"
-        )  # fmt: skip
+            E.SECURITY_DISABLED,
+            "No Authorizer is configured on the broker",
+        )
 
 
 # -- AlterPartitionReassignments ---------------------------------------------------------
@@ -281,10 +303,15 @@ def test_v1_echoes_whether_a_replication_factor_may_change(admin, wire):
     me = broker_id(wire)
     for allow in (False, True):
         body = R(
-            timeout_ms=10000, allow_replication_factor_change=allow,
-            topics=[R.ReassignableTopic(name=name, partitions=[
-                R.ReassignablePartition(partition_index=0, replicas=[me])])],
-        )  # fmt: skip
+            timeout_ms=10000,
+            allow_replication_factor_change=allow,
+            topics=[
+                R.ReassignableTopic(
+                    name=name,
+                    partitions=[R.ReassignablePartition(partition_index=0, replicas=[me])],
+                )
+            ],
+        )
         answer = wire.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, body)
         assert answer.allow_replication_factor_change is allow
         assert [p.error_code for t in answer.responses for p in t.partitions] == [0]

@@ -199,9 +199,14 @@ def test_create_partitions_only_grows(target, wire, topic):
 
     def grow(count):
         body = CreatePartitionsRequest(
-            topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=topic, count=count,
-                                                                  assignments=None)],
-            timeout_ms=10000, validate_only=False)  # fmt: skip
+            topics=[
+                CreatePartitionsRequest.CreatePartitionsTopic(
+                    name=topic, count=count, assignments=None
+                )
+            ],
+            timeout_ms=10000,
+            validate_only=False,
+        )
         return wire.request(ApiKey.CREATE_PARTITIONS, 1, body).results[0].error_code
 
     assert grow(1) == INVALID_PARTITIONS, "not a growth"

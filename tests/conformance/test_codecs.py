@@ -64,8 +64,10 @@ def decoded_topic(target, wire):
 
 
 def sample(n: int = 20, size: int = 40) -> list[RawRecord]:
-    return [RawRecord(b"key%d" % i, bytes([65 + i % 26]) * size, [("h", b"%d" % i)], i)
-            for i in range(n)]  # fmt: skip
+    return [
+        RawRecord(b"key%d" % i, bytes([65 + i % 26]) * size, [("h", b"%d" % i)], i)
+        for i in range(n)
+    ]
 
 
 def plain(recs: list[RawRecord]) -> bytes:
@@ -84,8 +86,16 @@ def read_back(wire, topic: str, offset: int) -> list[dict]:
 
 
 def same(got: list[dict], recs: list[RawRecord], base: int, base_ts: int = 1_700_000_000_000):
-    want = [{"offset": base + i, "timestamp": base_ts + r.timestamp_delta, "key": r.key,
-             "value": r.value, "headers": list(r.headers)} for i, r in enumerate(recs)]  # fmt: skip
+    want = [
+        {
+            "offset": base + i,
+            "timestamp": base_ts + r.timestamp_delta,
+            "key": r.key,
+            "value": r.value,
+            "headers": list(r.headers),
+        }
+        for i, r in enumerate(recs)
+    ]
     assert got[: len(want)] == want
 
 
@@ -114,8 +124,10 @@ raw_records = st.builds(
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(codec=st.sampled_from([NONE, GZIP, SNAPPY, LZ4, ZSTD]),
-       recs=st.lists(raw_records, min_size=1, max_size=12))  # fmt: skip
+@given(
+    codec=st.sampled_from([NONE, GZIP, SNAPPY, LZ4, ZSTD]),
+    recs=st.lists(raw_records, min_size=1, max_size=12),
+)
 @pytest.mark.spec("CODEC-1", "BATCH-5", "BATCH-10", "CODEC-6")
 def test_random_batches_round_trip_through_every_codec(target, wire, codec, recs):
     target.require("create-topics")
@@ -169,14 +181,20 @@ def test_snappy_raw_and_xerial_framed_are_both_read(wire, topic):
 def test_lz4_frames_with_independent_blocks_are_read(wire, topic):
     recs = sample(60, 1500)
     data = plain(recs)
-    kafka_style = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                                     block_linked=False, content_checksum=False)  # fmt: skip
+    kafka_style = lz4.frame.compress(
+        data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, content_checksum=False
+    )
     assert kafka_style[:4] == b"\x04\x22\x4d\x18"
     assert_round_trip(wire, topic, LZ4, kafka_style, recs)
     # checksums, a content size and 4 MiB blocks: what Lz4BlockInputStream also reads
-    checked = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX4MB, block_linked=False,
-                                 content_checksum=True, block_checksum=True,
-                                 store_size=True)  # fmt: skip
+    checked = lz4.frame.compress(
+        data,
+        block_size=lz4.frame.BLOCKSIZE_MAX4MB,
+        block_linked=False,
+        content_checksum=True,
+        block_checksum=True,
+        store_size=True,
+    )
     assert_round_trip(wire, topic, LZ4, checked, recs)
 
 
@@ -186,8 +204,9 @@ def test_lz4_dependent_blocks_or_a_bad_header_checksum_are_refused(wire, decoded
     data = plain(sample(60, 1500))
     linked = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=True)
     assert_refused(wire, topic, LZ4, linked)
-    frame = bytearray(lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                                         block_linked=False))  # fmt: skip
+    frame = bytearray(
+        lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False)
+    )
     frame[6] ^= 0xFF  # the header checksum byte (after magic, FLG, BD)
     assert_refused(wire, topic, LZ4, bytes(frame))
 

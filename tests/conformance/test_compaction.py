@@ -101,8 +101,11 @@ def test_a_tombstone_survives_until_its_delete_horizon(target, wire):
     cleaned_at = time.time() * 1000
     kept = [r for r in records if r.key == b"gone"]
     assert [(r.offset, r.value) for r in kept] == [(tomb, None)], "the deletion is visible"
-    holder = next(b for b in decode_batches(wire.fetch(name, 0, tomb).records)
-                  if b.base_offset <= tomb <= b.last_offset)  # fmt: skip
+    holder = next(
+        b
+        for b in decode_batches(wire.fetch(name, 0, tomb).records)
+        if b.base_offset <= tomb <= b.last_offset
+    )
     assert holder.header.attributes & 0x40, "hasDeleteHorizonMs set by the round"
     assert cleaned_at - 5000 <= holder.header.base_timestamp - 1500 <= cleaned_at + 1000
     # after the horizon a later round drops it; more writes keep the cleaner busy

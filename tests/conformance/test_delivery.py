@@ -23,8 +23,9 @@ N, PARTITIONS, FIRST_BATCH, UNCOMMITTED = 300, 3, 150, 10
 
 
 def produce_all(target, topic: str, history: History) -> None:
-    producer = confluent_kafka.Producer({"bootstrap.servers": target.bootstrap,
-                                         "enable.idempotence": True, "linger.ms": 5})  # fmt: skip
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": target.bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
 
     def delivered(err, msg) -> None:
         offset = None if err else msg.offset()
@@ -37,11 +38,15 @@ def produce_all(target, topic: str, history: History) -> None:
 
 
 def consumer(target, group: str):
-    return confluent_kafka.Consumer({
-        "bootstrap.servers": target.bootstrap, "group.id": group,
-        "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "session.timeout.ms": 6000,
-    })  # fmt: skip
+    return confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+        }
+    )
 
 
 def poll_into(c, history: History, name: str, topic: str, stop, timeout: float = 30.0) -> list:

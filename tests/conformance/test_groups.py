@@ -54,8 +54,9 @@ def test_a_stale_generation_is_illegal_generation(target, connect, group, make_t
     assert leader.heartbeat(generation=stale) == ILLEGAL_GENERATION
     assert leader.sync({}, generation=stale).error_code == ILLEGAL_GENERATION
     topic = make_topic("commit")
-    errors = commit(leader.wire, group, {(topic, 0): 5}, generation=stale,
-                    member_id=leader.member_id)  # fmt: skip
+    errors = commit(
+        leader.wire, group, {(topic, 0): 5}, generation=stale, member_id=leader.member_id
+    )
     assert errors == {(topic, 0): ILLEGAL_GENERATION}
     assert leader.heartbeat() == 0, "the current generation is fine"
 

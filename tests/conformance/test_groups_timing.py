@@ -182,8 +182,12 @@ def test_a_static_member_rejoins_without_a_rebalance_and_fences_its_old_id(targe
     # the old member id is fenced
     assert old.heartbeat() == FENCED_INSTANCE_ID
     assert old.sync().error_code == FENCED_INSTANCE_ID
-    body = HeartbeatRequest(group_id=group, generation_id=generation, member_id=old.member_id,
-                            group_instance_id="instance-1")  # fmt: skip
+    body = HeartbeatRequest(
+        group_id=group,
+        generation_id=generation,
+        member_id=old.member_id,
+        group_instance_id="instance-1",
+    )
     assert old.wire.request(ApiKey.HEARTBEAT, 3, body).error_code == FENCED_INSTANCE_ID
 
 

@@ -39,8 +39,13 @@ def send(wire, topic, pid, epoch, seq, n=2, tag="x"):
     """An idempotent batch stamped now, as a producer stamps it: Kafka ages a producer's
     state by its batches' CreateTime timestamps (IDEM-14), so a batch of long ago is a
     producer idle for that long, forgotten at the next expiration check."""
-    records = batch([f"{tag}{seq + i}".encode() for i in range(n)], ts=int(time.time() * 1000),
-                    producer_id=pid, producer_epoch=epoch, base_sequence=seq)  # fmt: skip
+    records = batch(
+        [f"{tag}{seq + i}".encode() for i in range(n)],
+        ts=int(time.time() * 1000),
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+    )
     return wire.produce(topic, 0, records)
 
 
@@ -100,8 +105,7 @@ def test_a_client_batch_with_a_producer_id_needs_a_sequence(wire, topic):
     assert wire.produce(topic, 0, records).error_code == INVALID_RECORD
     # A control batch is not a client's to write (the coordinator writes markers). Sent as a
     # transactional one without a transactional id, it is refused for that first (TXN-88).
-    control = batch([b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-                    is_control=True)  # fmt: skip
+    control = batch([b"c"], producer_id=pid, producer_epoch=epoch, base_sequence=0, is_control=True)
     assert wire.produce(topic, 0, control).error_code == INVALID_RECORD
     assert not decode_batches(wire.fetch(topic, 0, 0).records)
 
@@ -133,8 +137,9 @@ def test_a_producer_without_state_must_start_at_sequence_zero(wire, topic):
 
 @pytest.mark.spec("IDEM-14")
 def test_an_idle_producer_is_forgotten_and_an_active_one_is_not(configured_broker):
-    broker = configured_broker({"producer.id.expiration.ms": 1000,
-                                "producer.id.expiration.check.interval.ms": 200})  # fmt: skip
+    broker = configured_broker(
+        {"producer.id.expiration.ms": 1000, "producer.id.expiration.check.interval.ms": 200}
+    )
     broker.require("idempotence", "create-topics")
     name = broker.topic_name("expire")
     with broker.wire() as w:

@@ -57,8 +57,11 @@ def test_an_explicit_retention_expires_a_simple_groups_offset(quick):
         assert commit(w, group, {(topic, 0): 7}, retention_ms=800) == {(topic, 0): 0}
         assert commit(w, group, {(topic, 1): 9}) == {(topic, 1): 0}  # the default: a week
         assert committed(w, group, [(topic, 0)]) == {(topic, 0): 7}
-        wait_for(lambda: committed(w, group, [(topic, 0)]) == {(topic, 0): -1}, 10,
-                 "an offset past its explicit expiry is still served")  # fmt: skip
+        wait_for(
+            lambda: committed(w, group, [(topic, 0)]) == {(topic, 0): -1},
+            10,
+            "an offset past its explicit expiry is still served",
+        )
         assert committed(w, group, [(topic, 1)]) == {(topic, 1): 9}
 
 
@@ -85,16 +88,25 @@ def test_offsets_do_not_expire_while_the_group_has_members(quick):
     try:
         join_alone(member)
         assert member.sync({member.member_id: b""}).error_code == 0
-        codes = commit(member.wire, group, {(topic, 0): 3}, generation=member.generation,
-                       member_id=member.member_id, retention_ms=300)  # fmt: skip
+        codes = commit(
+            member.wire,
+            group,
+            {(topic, 0): 3},
+            generation=member.generation,
+            member_id=member.member_id,
+            retention_ms=300,
+        )
         assert codes == {(topic, 0): 0}
         for _ in range(15):  # 1.5 s: five times the retention, heartbeating
             assert member.heartbeat() == 0
             time.sleep(0.1)
         assert committed(member.wire, group, [(topic, 0)]) == {(topic, 0): 3}
         assert member.leave() == 0  # Empty now: the expiry applies
-        wait_for(lambda: committed(member.wire, group, [(topic, 0)]) == {(topic, 0): -1}, 10,
-                 "the offset did not expire once the group was Empty")  # fmt: skip
+        wait_for(
+            lambda: committed(member.wire, group, [(topic, 0)]) == {(topic, 0): -1},
+            10,
+            "the offset did not expire once the group was Empty",
+        )
     finally:
         member.wire.close()
 
@@ -109,8 +121,9 @@ def test_only_an_empty_group_is_deleted(target, connect, group, make_topic):
     follower.send_sync()
     leader.sync({})
     follower.wire.receive()  # Stable: a member may commit
-    assert commit(w, group, {(topic, 0): 5}, generation=leader.generation,
-                  member_id=leader.member_id) == {(topic, 0): 0}  # fmt: skip
+    assert commit(
+        w, group, {(topic, 0): 5}, generation=leader.generation, member_id=leader.member_id
+    ) == {(topic, 0): 0}
     assert delete_groups(w, [group]) == {group: NON_EMPTY_GROUP}
     assert committed(w, group, [(topic, 0)]) == {(topic, 0): 5}
     assert follower.leave() == 0 and leader.leave() == 0
@@ -124,8 +137,9 @@ def test_committed_offsets_survive_compaction_of_the_offsets_topic(configured_br
     # 1 MiB segments, the least Apache Kafka 4 takes for a topic (the offsets topic gets
     # `segment.bytes` from offsets.topic.segment.bytes); commits of 16 partitions with 4 KB
     # of metadata each (offset.metadata.max.bytes allows 4096) fill one in 16 rounds
-    broker = configured_broker({"offsets.topic.num.partitions": 1,
-                                "offsets.topic.segment.bytes": SEGMENT})  # fmt: skip
+    broker = configured_broker(
+        {"offsets.topic.num.partitions": 1, "offsets.topic.segment.bytes": SEGMENT}
+    )
     broker.require("groups", "create-topics", "compaction", "restart")
     topic, group = broker.topic_name("c"), broker.group_name("compacted")
     parts = [(topic, p) for p in range(16)]
@@ -166,9 +180,14 @@ def test_commit_before_processing_is_at_most_once(target, wire):
     assert producer.flush(20) == 0
 
     def consumer():
-        c = confluent_kafka.Consumer({"bootstrap.servers": target.bootstrap, "group.id": group,
-                                      "auto.offset.reset": "earliest",
-                                      "enable.auto.commit": False})  # fmt: skip
+        c = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": target.bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
         c.subscribe([topic])
         return c
 

@@ -186,8 +186,15 @@ def metadata_v1_topic_names(buf: bytes, pos: int) -> tuple[list[str], int]:
     return names, pos
 
 
-def api_versions_v3_request(correlation: int, name: bytes, version: bytes, *, header_tags=b"",
-                            body_tags=b"", name_len: bytes | None = None) -> bytes:  # fmt: skip
+def api_versions_v3_request(
+    correlation: int,
+    name: bytes,
+    version: bytes,
+    *,
+    header_tags=b"",
+    body_tags=b"",
+    name_len: bytes | None = None,
+) -> bytes:
     """ApiVersions v3 by hand: header v2 (int16 client id, then a tag buffer), a body of
     compact strings and a tag buffer; `*_tags` are raw (tag, size, bytes) triples."""
 
@@ -306,9 +313,17 @@ def test_malformed_requests_close_only_their_connection_fast(target, wire):
 def produce_v0_to_v2(topic: str) -> list[tuple[int, Any]]:
     """(version, a Produce body of one legacy message set) for v0, v1 and v2."""
     legacy = legacy_message(b"old")
-    body = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
-        ProduceRequest.TopicProduceData(name=topic, partition_data=[
-            ProduceRequest.PartitionProduceData(index=0, records=legacy)])])  # fmt: skip
+    body = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=legacy)],
+            )
+        ],
+    )
     return [(version, body) for version in (0, 1, 2)]
 
 

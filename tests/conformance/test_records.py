@@ -52,8 +52,9 @@ def decoded_topic(target, wire):
 
 
 def records(n: int, tag: str = "r") -> list[RawRecord]:
-    return [RawRecord(f"k{i}".encode(), f"{tag}{i}".encode(), timestamp_delta=3 * i)
-            for i in range(n)]  # fmt: skip
+    return [
+        RawRecord(f"k{i}".encode(), f"{tag}{i}".encode(), timestamp_delta=3 * i) for i in range(n)
+    ]
 
 
 def refused(wire, topic: str, data: bytes, version: int = 7) -> int:
@@ -187,8 +188,9 @@ def test_records_must_agree_with_their_lengths_and_count(wire, decoded_topic):
     for what, data in cases.items():
         bad = raw_batch([RawRecord(b"k", b"v0"), RawRecord(b"k", b"v1")], records_section=data)
         assert refused(wire, topic, bad) == INVALID_RECORD, what
-    fewer = raw_batch([RawRecord(b"k", b"v0")], records_section=r0, records_count=2,
-                      last_offset_delta=1)  # fmt: skip
+    fewer = raw_batch(
+        [RawRecord(b"k", b"v0")], records_section=r0, records_count=2, last_offset_delta=1
+    )
     assert refused(wire, topic, fewer) == INVALID_RECORD, "fewer records than recordsCount"
     ok = raw_batch([RawRecord(b"k", b"v0"), RawRecord(b"k", b"v1")], records_section=r0 + r1)
     assert wire.produce(topic, 0, ok).error_code == 0

@@ -41,9 +41,18 @@ def fetch_at_epoch(w: Wire, topic: str, partition: int, offset: int, epoch: int)
 def epoch_end(w: Wire, topic: str, partition: int, current: int, asked: int):
     """OffsetsForLeaderEpoch v2 as a consumer: (error_code, leader_epoch, end_offset)."""
     req = OffsetsForLeaderEpochRequest
-    body = req(topics=[req.OffsetForLeaderTopic(topic=topic, partitions=[
-        req.OffsetForLeaderPartition(partition=partition, current_leader_epoch=current,
-                                     leader_epoch=asked)])])  # fmt: skip
+    body = req(
+        topics=[
+            req.OffsetForLeaderTopic(
+                topic=topic,
+                partitions=[
+                    req.OffsetForLeaderPartition(
+                        partition=partition, current_leader_epoch=current, leader_epoch=asked
+                    )
+                ],
+            )
+        ]
+    )
     p = w.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, body).topics[0].partitions[0]
     return p.error_code, p.leader_epoch, p.end_offset
 
@@ -92,8 +101,13 @@ def test_every_broker_agrees_and_followers_refuse_clients(brokers, target):
     assert all(m.controller_id in ids for m in answers)
     # CTRL-8, CTRL-11: three distinct replicas, all in sync, the same picture everywhere;
     # one partition per broker: the preferred leaders are spread evenly
-    views = [{p.partition_index: (p.leader_id, p.replica_nodes, sorted(p.isr_nodes))
-              for p in m.topics[0].partitions} for m in answers]  # fmt: skip
+    views = [
+        {
+            p.partition_index: (p.leader_id, p.replica_nodes, sorted(p.isr_nodes))
+            for p in m.topics[0].partitions
+        }
+        for m in answers
+    ]
     assert all(v == views[0] for v in views), views
     for leader, replicas, isr in views[0].values():
         assert len(set(replicas)) == 3 and isr == sorted(replicas) and leader in replicas
@@ -198,8 +212,10 @@ def test_a_partition_whose_isr_is_dead_waits_offline_for_an_isr_member(cluster, 
     with cluster.wire(last) as w:
         assert produce(w, topic, 0, b"committed").error_code == 0
     cluster.stop(follower)
-    wait_for(lambda: cluster.partition(topic, 0, via=witness).isr_nodes == [last],
-             what="the ISR to shrink to the leader")  # fmt: skip
+    wait_for(
+        lambda: cluster.partition(topic, 0, via=witness).isr_nodes == [last],
+        what="the ISR to shrink to the leader",
+    )
     cluster.kill(last)
     offline = wait_for(
         lambda: (p := cluster.partition(topic, 0, via=witness)).leader_id == -1 and p,
@@ -211,8 +227,10 @@ def test_a_partition_whose_isr_is_dead_waits_offline_for_an_isr_member(cluster, 
     recorded = offline.isr_nodes
     assert recorded in ([last], [])
     cluster.start_broker(follower)
-    wait_for(lambda: follower in {b.node_id for b in cluster.metadata([], witness).brokers},
-             what="the follower to register again")  # fmt: skip
+    wait_for(
+        lambda: follower in {b.node_id for b in cluster.metadata([], witness).brokers},
+        what="the follower to register again",
+    )
     # The controller handles events in order: once a topic created after the follower's
     # return has a leader, the controller has seen the follower come back.
     assert cluster.create_topic(target.topic_name("after"), 1, 1) == 0
@@ -239,8 +257,9 @@ def test_when_the_controller_dies_its_partitions_move_and_old_epochs_are_fenced(
             assert all(produce(w, topic, p, v).error_code == 0 for v in sent[p])
     cluster.kill(controller)
     # CTRL-3: another broker becomes controller
-    wait_for(lambda: cluster.metadata([]).controller_id not in (controller, -1),
-             what="a new controller")  # fmt: skip
+    wait_for(
+        lambda: cluster.metadata([]).controller_id not in (controller, -1), what="a new controller"
+    )
     # CTRL-6, CTRL-7, CTRL-12: the dead broker's partition gets a leader from the ISR with a
     # higher epoch; no partition's epoch goes backwards
     after = cluster.wait_leader(topic, victim, not_on=(controller,))
@@ -274,11 +293,17 @@ def test_no_acknowledged_write_is_lost_when_the_leader_is_killed_mid_stream(clus
     assert cluster.create_topic(topic, partitions, 3, **STRICT) == 0
     victim = cluster.wait_leader(topic, 0).leader_id
     idempotent = target.has("idempotence")  # else a retry may append twice: at least once
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5,
-        "enable.idempotence": idempotent, "message.timeout.ms": 30000,
-        "retry.backoff.ms": 100, "topic.metadata.refresh.interval.ms": 1000,
-    })  # fmt: skip
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "enable.idempotence": idempotent,
+            "message.timeout.ms": 30000,
+            "retry.backoff.ms": 100,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
     history, stop = History(), threading.Event()
 
     def delivered(err, msg) -> None:
@@ -332,10 +357,14 @@ def test_a_broker_silent_past_its_session_is_dropped_and_comes_back(cluster, tar
     cluster.pause(frozen)
     try:
         for i in others:  # CTRL-1: its registration ends with its session
-            wait_for(lambda i=i: frozen not in cluster.registered(i),
-                     what=f"broker {i} to drop broker {frozen}")  # fmt: skip
-        wait_for(lambda: frozen not in cluster.partition(topic, 0, via=leader).isr_nodes,
-                 what="the ISR to drop it")  # fmt: skip
+            wait_for(
+                lambda i=i: frozen not in cluster.registered(i),
+                what=f"broker {i} to drop broker {frozen}",
+            )
+        wait_for(
+            lambda: frozen not in cluster.partition(topic, 0, via=leader).isr_nodes,
+            what="the ISR to drop it",
+        )
         with cluster.wire(leader) as w:
             assert produce(w, topic, 0, b"while away").error_code == 0
     finally:
@@ -344,8 +373,10 @@ def test_a_broker_silent_past_its_session_is_dropped_and_comes_back(cluster, tar
     for i in cluster.ids():
         wait_for(lambda i=i: cluster.registered(i) == everyone, what=f"broker {i} to list all")
     # ISR-2: it follows the leader again and rejoins the ISR once caught up
-    wait_for(lambda: frozen in cluster.partition(topic, 0, via=leader).isr_nodes,
-             what=f"broker {frozen} to rejoin the ISR")  # fmt: skip
+    wait_for(
+        lambda: frozen in cluster.partition(topic, 0, via=leader).isr_nodes,
+        what=f"broker {frozen} to rejoin the ISR",
+    )
 
 
 @pytest.mark.spec("CTRL-13")
@@ -357,9 +388,13 @@ def test_a_controller_whose_session_expired_registers_again_and_stays_deposed(cl
     cluster.pause(frozen)
     try:
         for i in others:
-            wait_for(lambda i=i: frozen not in cluster.registered(i) and
-                     cluster.metadata([], i).controller_id in others,
-                     what=f"broker {i} to drop broker {frozen}")  # fmt: skip
+            wait_for(
+                lambda i=i: (
+                    frozen not in cluster.registered(i)
+                    and cluster.metadata([], i).controller_id in others
+                ),
+                what=f"broker {i} to drop broker {frozen}",
+            )
         successor = cluster.metadata([], others[0]).controller_id
     finally:
         cluster.resume(frozen)

@@ -25,9 +25,13 @@ def topic_state(wire, name: str) -> tuple:
 
 def retention_override(wire, name: str):
     body = DescribeConfigsRequest(
-        resources=[DescribeConfigsRequest.DescribeConfigsResource(
-            resource_type=2, resource_name=name, configuration_keys=["retention.ms"])],
-        include_synonyms=False)  # fmt: skip
+        resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=2, resource_name=name, configuration_keys=["retention.ms"]
+            )
+        ],
+        include_synonyms=False,
+    )
     (config,) = wire.request(ApiKey.DESCRIBE_CONFIGS, 1, body).results[0].configs
     return config.value, config.config_source
 
@@ -88,10 +92,16 @@ def test_an_idempotent_client_writes_each_record_once_through_a_crash(target, wi
     name = target.topic_name("idemcrash")
     assert wire.create_topic(name, 2) == 0
     wire.close()
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": target.bootstrap, "enable.idempotence": True, "linger.ms": 2,
-        "message.timeout.ms": 60000, "retry.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
-    })  # fmt: skip
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 2,
+            "message.timeout.ms": 60000,
+            "retry.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 500,
+        }
+    )
     acked: dict[int, list[bytes]] = {0: [], 1: []}
     failed: list[str] = []
 

@@ -21,9 +21,14 @@ WRONG = "not-the-password-7"
 
 def create_acl(profile, principal: str, topic: str, operation: int, permission: int) -> None:
     creation = CreateAclsRequest.AclCreation(
-        resource_type=TOPIC, resource_name=topic, resource_pattern_type=LITERAL,
-        principal=principal, host="*", operation=operation, permission_type=permission,
-    )  # fmt: skip
+        resource_type=TOPIC,
+        resource_name=topic,
+        resource_pattern_type=LITERAL,
+        principal=principal,
+        host="*",
+        operation=operation,
+        permission_type=permission,
+    )
     with profile.admin_wire() as admin:
         answer = admin.request(ApiKey.CREATE_ACLS, 1, CreateAclsRequest(creations=[creation]))
     assert answer.results[0].error_code == 0, answer.results[0].error_message

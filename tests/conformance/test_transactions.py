@@ -65,8 +65,10 @@ def test_read_committed_never_returns_a_record_of_an_aborted_transaction(target,
         assert dropped.produce(topic, 1, [b"a-1"]).error_code == 0
         assert dropped.end(commit=False) == 0
         kept.transaction(topic, {0: [b"c3-0"]}, commit=True)
-    for partition, committed, aborted in ((0, [b"c1-0", b"c2-0", b"c3-0"], [b"a-0", b"a-0b"]),
-                                          (1, [b"c1-1", b"c2-1"], [b"a-1"])):  # fmt: skip
+    for partition, committed, aborted in (
+        (0, [b"c1-0", b"c2-0", b"c3-0"], [b"a-0", b"a-0b"]),
+        (1, [b"c1-1", b"c2-1"], [b"a-1"]),
+    ):
         decided(wire, topic, partition)
         assert values(read_committed(wire, topic, partition)[0]) == committed
         written = [r.value for r in wire.read_all(topic, partition)]
@@ -122,7 +124,9 @@ def test_a_fenced_producer_cannot_write_add_partitions_or_end_its_transaction(ta
         with TxnProducer(target.host, target.port, tid) as successor:
             assert successor.init() == 0  # aborts the zombie's transaction, bumps the epoch
             assert (successor.producer_id, successor.epoch > zombie.epoch) == (
-                zombie.producer_id, True)  # fmt: skip
+                zombie.producer_id,
+                True,
+            )
             assert zombie.produce(topic, 0, [b"z-2"]).error_code in FENCED
             assert zombie.add(topic, 1) in FENCED
             assert successor.add(topic, 0, 1) == 0

@@ -40,10 +40,12 @@ def topic(admin, request):
 
 def incremental(admin, topic, *entries, validate_only=False):
     resource = ConfigResource(
-        ConfigResource.Type.TOPIC, topic,
-        incremental_configs=[ConfigEntry(name, value, incremental_operation=op)
-                             for name, value, op in entries],
-    )  # fmt: skip
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=op) for name, value, op in entries
+        ],
+    )
     return admin.incremental_alter_configs([resource], validate_only=validate_only)[
         resource
     ].result(10)

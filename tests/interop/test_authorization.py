@@ -23,10 +23,13 @@ def broker(tmp_path_factory):
     broker = start_acl_broker(tmp_path_factory.mktemp("acl-interop") / "data")
     with admin_of(broker) as admin:
         admin.create_topics([NewTopic("orders", 1, 1), NewTopic("audit", 1, 1)])
-        admin.create_acls([
-            acl(Res.TOPIC, "orders", Op.WRITE), acl(Res.TOPIC, "orders", Op.READ),
-            acl(Res.TOPIC, "audit", Op.DESCRIBE),  # may see it, may not write it
-        ])  # fmt: skip
+        admin.create_acls(
+            [
+                acl(Res.TOPIC, "orders", Op.WRITE),
+                acl(Res.TOPIC, "orders", Op.READ),
+                acl(Res.TOPIC, "audit", Op.DESCRIBE),  # may see it, may not write it
+            ]
+        )
     yield broker
     broker.stop()
 
@@ -34,9 +37,11 @@ def broker(tmp_path_factory):
 def sasl(broker, user: str = "alice") -> dict:
     return {
         "bootstrap.servers": f"127.0.0.1:{ports(broker)['SASL_PLAINTEXT']}",
-        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-        "sasl.username": user, "sasl.password": PASSWORDS[user],
-    }  # fmt: skip
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": PASSWORDS[user],
+    }
 
 
 @pytest.mark.spec("SEC-17")
@@ -48,8 +53,9 @@ def test_confluent_kafka_produces_where_allowed_and_is_refused_a_group(broker):
     assert producer.flush(15) == 0
     assert delivered == [None] * 5  # WRITE on the topic: every record acknowledged
 
-    consumer = Consumer({**sasl(broker), "group.id": "order-readers",
-                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer = Consumer(
+        {**sasl(broker), "group.id": "order-readers", "auto.offset.reset": "earliest"}
+    )
     consumer.subscribe(["orders"])
     deadline, error = time.monotonic() + 15, None
     try:
@@ -66,10 +72,13 @@ def test_confluent_kafka_produces_where_allowed_and_is_refused_a_group(broker):
 @pytest.mark.spec("SEC-17")
 def test_kafka_python_gets_topic_authorization_failed(broker):
     producer = KafkaProducer(
-        bootstrap_servers=sasl(broker)["bootstrap.servers"], security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="PLAIN", sasl_plain_username="alice",
-        sasl_plain_password=PASSWORDS["alice"], retries=0,
-    )  # fmt: skip
+        bootstrap_servers=sasl(broker)["bootstrap.servers"],
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="alice",
+        sasl_plain_password=PASSWORDS["alice"],
+        retries=0,
+    )
     try:
         with pytest.raises(TopicAuthorizationFailedError):
             producer.send("audit", b"not allowed").get(timeout=15)

@@ -76,9 +76,12 @@ def topics(kafka_ref_broker, admin, produced):
 
         for i in range(RECORDS):
             producer.produce(
-                name, key=b"key-%d" % i, value=b"value-%d-" % i + b"x" * (i % 50),
-                timestamp=T_BASE + i, on_delivery=report,
-            )  # fmt: skip
+                name,
+                key=b"key-%d" % i,
+                value=b"value-%d-" % i + b"x" * (i % 50),
+                timestamp=T_BASE + i,
+                on_delivery=report,
+            )
         assert producer.flush(30) == 0
         assert len(reports) == RECORDS
         produced[name] = as_produced(reports)
@@ -195,9 +198,11 @@ def test_librdkafka_reports_a_refused_batchs_errors_per_record(kafka_ref_broker,
     keys = [b"k0", None, b"k2", None, b"k4"]
     for i, key in enumerate(keys):
         producer.produce(
-            name, b"v%d" % i, key=key,
+            name,
+            b"v%d" % i,
+            key=key,
             on_delivery=lambda err, msg: reports.update({msg.value(): err and err.code()}),
-        )  # fmt: skip
+        )
     assert producer.flush(30) == 0
     assert reports == {
         b"v0": KafkaError._INVALID_DIFFERENT_RECORD,

@@ -63,9 +63,10 @@ def alter(admin, name: str, *entries, validate_only: bool = False) -> None:
             ours.incremental_alter_configs(OurResource(OurResource.BROKER, ""), changes)
         return
     resource = ConfigResource(
-        BROKER, name,
+        BROKER,
+        name,
         incremental_configs=[ConfigEntry(k, v, incremental_operation=op) for k, v, op in entries],
-    )  # fmt: skip
+    )
     admin.incremental_alter_configs([resource], validate_only=validate_only)[resource].result(10)
 
 
@@ -140,10 +141,15 @@ def test_only_dynamic_keys_with_valid_values_for_this_broker_are_accepted(admin,
         resource = IncrementalAlterConfigsRequest.AlterConfigsResource
         op = IncrementalAlterConfigsRequest.AlterableConfig
         body = IncrementalAlterConfigsRequest(
-            resources=[resource(resource_type=4, resource_name="7", configs=[
-                op(name="log.retention.ms", config_operation=0, value="1000")])],
+            resources=[
+                resource(
+                    resource_type=4,
+                    resource_name="7",
+                    configs=[op(name="log.retention.ms", config_operation=0, value="1000")],
+                )
+            ],
             validate_only=False,
-        )  # fmt: skip
+        )
         answer = wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body).responses[0]
         assert answer.error_code == KafkaError.INVALID_REQUEST
         assert "Unexpected broker id, expected 0, but received 7" in answer.error_message

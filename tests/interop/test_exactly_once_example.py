@@ -31,9 +31,17 @@ PARTITIONS, RECORDS = 3, 1200
 
 def start(port: int, client: str, names: dict[str, str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": ROOT}
-    argv = [sys.executable, EXAMPLE, "--bootstrap-server", f"127.0.0.1:{port}",
-            "--client", client, "--records-per-transaction", "20",
-            *[f"--{k}={v}" for k, v in names.items()]]  # fmt: skip
+    argv = [
+        sys.executable,
+        EXAMPLE,
+        "--bootstrap-server",
+        f"127.0.0.1:{port}",
+        "--client",
+        client,
+        "--records-per-transaction",
+        "20",
+        *[f"--{k}={v}" for k, v in names.items()],
+    ]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -43,8 +51,9 @@ def wait_ready(process: subprocess.Popen) -> None:
 
 
 def read_output(port: int, topic: str, expected: int) -> list[bytes]:
-    with Consumer(f"127.0.0.1:{port}", auto_offset_reset="earliest",
-                  isolation_level="read_committed") as consumer:  # fmt: skip
+    with Consumer(
+        f"127.0.0.1:{port}", auto_offset_reset="earliest", isolation_level="read_committed"
+    ) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
         got: list[bytes] = []
         deadline = time.monotonic() + 30
@@ -59,11 +68,16 @@ def read_output(port: int, topic: str, expected: int) -> list[bytes]:
 def test_each_input_is_transformed_exactly_once_across_kill_9(kafka_ref_broker, client):
     port = kafka_ref_broker.port
     tag = uuid.uuid4().hex[:6]
-    names = {"input": f"eos-in-{tag}", "output": f"eos-out-{tag}", "group": f"eos-{tag}",
-             "transactional-id": f"eos-{tag}"}  # fmt: skip
+    names = {
+        "input": f"eos-in-{tag}",
+        "output": f"eos-out-{tag}",
+        "group": f"eos-{tag}",
+        "transactional-id": f"eos-{tag}",
+    }
     with Admin(f"127.0.0.1:{port}") as admin:
-        admin.create_topics([NewTopic(names["input"], PARTITIONS, 1),
-                             NewTopic(names["output"], PARTITIONS, 1)])  # fmt: skip
+        admin.create_topics(
+            [NewTopic(names["input"], PARTITIONS, 1), NewTopic(names["output"], PARTITIONS, 1)]
+        )
     inputs = [b"record-%d" % i for i in range(RECORDS)]
     with Producer(f"127.0.0.1:{port}", linger_ms=20) as producer:
         for i, value in enumerate(inputs):

@@ -265,8 +265,9 @@ def test_confluent_kafka_with_default_settings_closes_quickly(kafka_ref_broker):
     on) subscribes, reads, commits on close, and closes without waiting for a coordinator."""
     bootstrap, topic = kafka_ref_broker.bootstrap, "g-defaults"
     produced = make_topic(bootstrap, topic, records=60)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g-defaults",
-                  "auto.offset.reset": "earliest"})  # fmt: skip
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "g-defaults", "auto.offset.reset": "earliest"}
+    )
     c.subscribe([topic])
     got: list = []
     poll_until([c], lambda: len(got) >= len(produced), timeout=60, messages=got)
@@ -287,8 +288,9 @@ def test_librdkafka_sees_its_static_members_instance_id_and_keeps_its_leader_epo
     OffsetFetch v5+ (the leader epoch of a commit): what kafka-ref's v2 and v3 lost."""
     bootstrap, topic, group = group_broker.bootstrap, "static-describe", "static-describe"
     make_topic(bootstrap, topic, records=PARTITIONS)
-    member = group_consumer(bootstrap, group, **{"group.instance.id": "static-1",
-                                                 "enable.auto.commit": False})  # fmt: skip
+    member = group_consumer(
+        bootstrap, group, **{"group.instance.id": "static-1", "enable.auto.commit": False}
+    )
     member.subscribe([topic])
     try:
         messages: list = []

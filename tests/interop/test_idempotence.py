@@ -162,8 +162,10 @@ def value(i: int) -> bytes:
 def read_back(bootstrap: str, topic: str) -> list[tuple[int, int, bytes]]:
     """(partition, offset, value) of every record in the topic, read from the beginning."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "idem"})
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
-            for p in range(PARTITIONS)}  # fmt: skip
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+        for p in range(PARTITIONS)
+    }
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
     out: list[tuple[int, int, bytes]] = []
     deadline = time.monotonic() + 60

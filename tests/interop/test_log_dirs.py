@@ -57,8 +57,9 @@ def test_each_directory_lists_its_partitions_with_their_sizes(broker):
             for topic in d["topics"]:
                 for p in topic["partitions"]:
                     placed[(topic["name"], p["partition_index"])] = d["log_dir"]
-                    assert p["partition_size"] == on_disk(d["log_dir"], topic["name"],
-                                                          p["partition_index"])  # fmt: skip
+                    assert p["partition_size"] == on_disk(
+                        d["log_dir"], topic["name"], p["partition_index"]
+                    )
                     assert (p["offset_lag"], p["is_future_key"]) == (0, False)
         spread = {p: where for (t, p), where in placed.items() if t == "spread"}
         assert sorted(spread) == [0, 1, 2, 3]

@@ -437,9 +437,10 @@ def test_console_consumer_in_a_group_continues_where_it_stopped(group_broker, ca
     assert run_cli(capsys, monkeypatch, ["produce", *b, *topic], lines_in)[0] == 0
     group = ["--group", "oc-cli-readers"]
     code, out, err = run_cli(
-        capsys, monkeypatch, ["consume", *b, *topic, *group, "--from-beginning",
-                              "--max-messages", "4"],
-    )  # fmt: skip
+        capsys,
+        monkeypatch,
+        ["consume", *b, *topic, *group, "--from-beginning", "--max-messages", "4"],
+    )
     assert code == 0 and out.split() == [f"line-{i}" for i in range(4)]
     code, out, err = run_cli(
         capsys, monkeypatch, ["consume", *b, *topic, *group, "--timeout-ms", "1500"]

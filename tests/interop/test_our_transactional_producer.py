@@ -23,8 +23,12 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def our_producer(port: int, transactional_id: str) -> Producer:
-    p = Producer(f"127.0.0.1:{port}", transactional_id=transactional_id,
-                 transaction_timeout_ms=10_000, linger_ms=5)  # fmt: skip
+    p = Producer(
+        f"127.0.0.1:{port}",
+        transactional_id=transactional_id,
+        transaction_timeout_ms=10_000,
+        linger_ms=5,
+    )
     p.init_transactions(30)
     return p
 
@@ -43,8 +47,9 @@ def transaction(p: Producer, topic: str, prefix: str, n: int, *, commit: bool) -
 
 
 def read_ours(port: int, topic: str, expected: int) -> list[bytes]:
-    with Consumer(f"127.0.0.1:{port}", auto_offset_reset="earliest",
-                  isolation_level="read_committed") as consumer:  # fmt: skip
+    with Consumer(
+        f"127.0.0.1:{port}", auto_offset_reset="earliest", isolation_level="read_committed"
+    ) as consumer:
         consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
         got: list[bytes] = []
         deadline = time.monotonic() + 20
@@ -73,8 +78,9 @@ def test_our_producer_commits_and_aborts_across_partitions(kafka_ref_broker):
 def test_records_not_yet_sent_fail_when_the_transaction_aborts(kafka_ref_broker):
     port = kafka_ref_broker.port
     topic = create_topic(port)
-    with Producer(f"127.0.0.1:{port}", transactional_id=f"ours-{uuid.uuid4().hex[:6]}",
-                  linger_ms=60_000) as p:  # fmt: skip
+    with Producer(
+        f"127.0.0.1:{port}", transactional_id=f"ours-{uuid.uuid4().hex[:6]}", linger_ms=60_000
+    ) as p:
         p.init_transactions(30)
         p.begin_transaction()
         future = p.send(topic, b"never", partition=0)  # lingers: never drained
@@ -113,9 +119,14 @@ def test_offsets_sent_by_our_producer_count_only_when_it_commits(kafka_ref_broke
     # read_uncommitted: librdkafka then fetches offsets without require_stable, so it sees
     # the last committed offset while a transaction's offsets are pending; a read_committed
     # observer would be told to wait until the transaction ends (KIP-447, TXN-84).
-    observer = ConfluentConsumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group,
-                                  "enable.auto.commit": False,
-                                  "isolation.level": "read_uncommitted"})  # fmt: skip
+    observer = ConfluentConsumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+        }
+    )
     p = our_producer(port, f"ours-{uuid.uuid4().hex[:6]}")
 
     def send_offsets(offset: int, *, commit: bool) -> None:

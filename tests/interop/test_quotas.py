@@ -40,9 +40,10 @@ BURST = QUOTA * 10  # (quota.window.num - 1) windows of 1 s
 def broker(tmp_path_factory):
     metrics_port = free_port()
     process = BrokerProcess(
-        str(tmp_path_factory.mktemp("quotas") / "data"), free_port(),
+        str(tmp_path_factory.mktemp("quotas") / "data"),
+        free_port(),
         {"metrics.listener": f"http://127.0.0.1:{metrics_port}"},
-    )  # fmt: skip
+    )
     process.start()
     process.metrics_port = metrics_port
     yield process
@@ -75,10 +76,15 @@ def measured_rates(broker, resource: str, client_id: str, stop: threading.Event)
 
 
 def produce_flat_out(bootstrap: str, topic: str, run: Run, seconds: float) -> None:
-    producer = Producer({
-        "bootstrap.servers": bootstrap, "client.id": run.client_id, "linger.ms": 5,
-        "batch.size": 65536, "throttle_cb": lambda event: run.throttles.append(event.throttle_time),
-    })  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": run.client_id,
+            "linger.ms": 5,
+            "batch.size": 65536,
+            "throttle_cb": lambda event: run.throttles.append(event.throttle_time),
+        }
+    )
     value = b"q" * 1000
 
     def delivered(err, message) -> None:
@@ -98,10 +104,15 @@ def produce_flat_out(bootstrap: str, topic: str, run: Run, seconds: float) -> No
 
 
 def consume_flat_out(bootstrap: str, topic: str, run: Run, seconds: float) -> None:
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "client.id": run.client_id, "group.id": run.client_id,
-        "enable.auto.commit": False, "throttle_cb": lambda e: run.throttles.append(e.throttle_time),
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": run.client_id,
+            "group.id": run.client_id,
+            "enable.auto.commit": False,
+            "throttle_cb": lambda e: run.throttles.append(e.throttle_time),
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     start = time.monotonic()
     while time.monotonic() - start < seconds:
@@ -114,8 +125,10 @@ def consume_flat_out(bootstrap: str, topic: str, run: Run, seconds: float) -> No
 
 def run_side_by_side(broker, resource: str, target, topic: str) -> tuple[Run, Run, list[float]]:
     slow, fast, stop = Run("slow"), Run("fast"), threading.Event()
-    threads = [threading.Thread(target=target, args=(broker.bootstrap, topic, r, RUN_S))
-               for r in (slow, fast)]  # fmt: skip
+    threads = [
+        threading.Thread(target=target, args=(broker.bootstrap, topic, r, RUN_S))
+        for r in (slow, fast)
+    ]
     measured: list[float] = []
     sampler = threading.Thread(
         target=lambda: measured.extend(measured_rates(broker, resource, "slow", stop))
@@ -126,11 +139,13 @@ def run_side_by_side(broker, resource: str, target, topic: str) -> tuple[Run, Ru
         thread.join()
     stop.set()
     sampler.join()
-    print(f"{resource}: slow {slow.rate / MIB:.3f} MiB/s over {slow.seconds:.1f} s, "
-          f"{len(slow.throttles)} throttles; fast {fast.rate / MIB:.3f} MiB/s, "
-          f"{len(fast.throttles)} throttles; broker's measure of slow: "
-          f"median {statistics.median(measured or [0]) / MIB:.3f}, "
-          f"max {max(measured, default=0) / MIB:.3f} MiB/s")  # fmt: skip
+    print(
+        f"{resource}: slow {slow.rate / MIB:.3f} MiB/s over {slow.seconds:.1f} s, "
+        f"{len(slow.throttles)} throttles; fast {fast.rate / MIB:.3f} MiB/s, "
+        f"{len(fast.throttles)} throttles; broker's measure of slow: "
+        f"median {statistics.median(measured or [0]) / MIB:.3f}, "
+        f"max {max(measured, default=0) / MIB:.3f} MiB/s"
+    )
     return slow, fast, measured
 
 

@@ -40,9 +40,12 @@ def own_topic(kafka_ref_broker, produced):
     reports: list = []
     for i in range(3000):  # auto-created by the producer's Metadata request
         producer.produce(
-            "restart-auto", key=b"%d" % i, value=b"r" * 100, timestamp=T_BASE + i,
+            "restart-auto",
+            key=b"%d" % i,
+            value=b"r" * 100,
+            timestamp=T_BASE + i,
             on_delivery=lambda err, msg: reports.append((err, msg)),
-        )  # fmt: skip
+        )
     assert producer.flush(30) == 0
     assert all(err is None for err, _ in reports)
     produced["restart-auto"] = sorted(
@@ -64,7 +67,9 @@ def test_restart_after_kill_9_serves_everything(kafka_ref_broker, produced, own_
     starts = kafka_ref_broker.log().count("broker 0 started")
     kafka_ref_broker.restart(signal.SIGKILL)
     # The port accepts connections a moment before the broker logs that it started
-    wait_for(lambda: kafka_ref_broker.log().count("broker 0 started") > starts,
-             what="the restarted broker's start in its log")  # fmt: skip
+    wait_for(
+        lambda: kafka_ref_broker.log().count("broker 0 started") > starts,
+        what="the restarted broker's start in its log",
+    )
     assert "(unclean shutdown)" in kafka_ref_broker.log().rsplit("broker 0 started", 2)[-2]
     check_everything(kafka_ref_broker, produced)

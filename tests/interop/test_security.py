@@ -39,12 +39,29 @@ def secure(tmp_path_factory):
     data.mkdir()
     add = f"SCRAM-SHA-512=[password={ALICE}],SCRAM-SHA-256=[iterations=8192,password={ALICE}]"
     subprocess.run(
-        [sys.executable, "-m", "kafka_ref.cli", "users", "--data-dir", str(data), "--alter",
-         "--add-config", add, "--entity-name", "alice"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    ports = dict(zip(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
-                     (free_port() for _ in range(4)), strict=True))  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "kafka_ref.cli",
+            "users",
+            "--data-dir",
+            str(data),
+            "--alter",
+            "--add-config",
+            add,
+            "--entity-name",
+            "alice",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    ports = dict(
+        zip(
+            ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+            (free_port() for _ in range(4)),
+            strict=True,
+        )
+    )
     props = {**secure_broker_props(pki, tuple(ports.values())), "log.dirs": str(data)}
     cmd = [sys.executable, "-m", "kafka_ref.cli", "broker"]
     for key, value in props.items():
@@ -62,40 +79,55 @@ def confluent_settings(secure, how: str) -> dict:
     if how == "sasl_ssl_scram":
         return {
             "bootstrap.servers": f"127.0.0.1:{ports['SASL_SSL']}",
-            "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "alice", "sasl.password": ALICE, "ssl.ca.location": pki.ca,
-        }  # fmt: skip
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "alice",
+            "sasl.password": ALICE,
+            "ssl.ca.location": pki.ca,
+        }
     if how == "sasl_plaintext_plain":
         return {
             "bootstrap.servers": f"127.0.0.1:{ports['SASL_PLAINTEXT']}",
-            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-            "sasl.username": "alice", "sasl.password": "alice-secret",
-        }  # fmt: skip
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+        }
     return {
-        "bootstrap.servers": f"127.0.0.1:{ports['SSL']}", "security.protocol": "SSL",
-        "ssl.ca.location": pki.ca, "ssl.certificate.location": pki.client_cert,
+        "bootstrap.servers": f"127.0.0.1:{ports['SSL']}",
+        "security.protocol": "SSL",
+        "ssl.ca.location": pki.ca,
+        "ssl.certificate.location": pki.client_cert,
         "ssl.key.location": pki.client_key,
-    }  # fmt: skip
+    }
 
 
 def kafka_python_settings(secure, how: str) -> dict:
     _broker, pki, ports = secure
     if how == "sasl_ssl_scram":
         return dict(
-            bootstrap_servers=f"127.0.0.1:{ports['SASL_SSL']}", security_protocol="SASL_SSL",
-            sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
-            sasl_plain_password=ALICE, ssl_cafile=pki.ca,
-        )  # fmt: skip
+            bootstrap_servers=f"127.0.0.1:{ports['SASL_SSL']}",
+            security_protocol="SASL_SSL",
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="alice",
+            sasl_plain_password=ALICE,
+            ssl_cafile=pki.ca,
+        )
     if how == "sasl_plaintext_plain":
         return dict(
             bootstrap_servers=f"127.0.0.1:{ports['SASL_PLAINTEXT']}",
-            security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-            sasl_plain_username="alice", sasl_plain_password="alice-secret",
-        )  # fmt: skip
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="alice",
+            sasl_plain_password="alice-secret",
+        )
     return dict(
-        bootstrap_servers=f"127.0.0.1:{ports['SSL']}", security_protocol="SSL",
-        ssl_cafile=pki.ca, ssl_certfile=pki.client_cert, ssl_keyfile=pki.client_key,
-    )  # fmt: skip
+        bootstrap_servers=f"127.0.0.1:{ports['SSL']}",
+        security_protocol="SSL",
+        ssl_cafile=pki.ca,
+        ssl_certfile=pki.client_cert,
+        ssl_keyfile=pki.client_key,
+    )
 
 
 def values(topic: str) -> list[bytes]:
@@ -174,12 +206,16 @@ def test_librdkafka_re_authenticates_on_the_same_connection(tmp_path):
     pki = make_pki(str(tmp_path))
     broker = start_secure_broker(pki, tmp_path / "data", **{"connections.max.reauth.ms": 1000})
     failed: list = []
-    producer = Producer({
-        "bootstrap.servers": f"127.0.0.1:{port(broker, 'SASL_PLAINTEXT')}",
-        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
-        "sasl.username": "alice", "sasl.password": ALICE,
-        "on_delivery": lambda err, _msg: err and failed.append(err),
-    })  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port(broker, 'SASL_PLAINTEXT')}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": ALICE,
+            "on_delivery": lambda err, _msg: err and failed.append(err),
+        }
+    )
 
     def sessions() -> dict[int, int]:
         connections = broker.broker.socket_server.connections

@@ -28,24 +28,28 @@ def create_topic(port: int, partitions: int = 2) -> str:
 
 
 def producer(port: int, transactional_id: str, **extra) -> Producer:
-    p = Producer({
-        "bootstrap.servers": f"127.0.0.1:{port}",
-        "transactional.id": transactional_id,
-        "transaction.timeout.ms": 10_000,
-        **extra,
-    })  # fmt: skip
+    p = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 10_000,
+            **extra,
+        }
+    )
     p.init_transactions(30)
     return p
 
 
 def read_all(port: int, topic: str, isolation: str, expected: int, wait: float = 20) -> list:
-    consumer = Consumer({
-        "bootstrap.servers": f"127.0.0.1:{port}",
-        "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "isolation.level": isolation,
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(2)])
     got, deadline = [], time.monotonic() + wait
     while time.monotonic() < deadline and len(got) < expected:
@@ -126,10 +130,13 @@ def test_offsets_sent_to_a_transaction_count_only_when_it_commits(kafka_ref_brok
     port = kafka_ref_broker.port
     topic = create_topic(port)
     group = f"copier-{uuid.uuid4().hex[:6]}"
-    consumer = Consumer({
-        "bootstrap.servers": f"127.0.0.1:{port}", "group.id": group,
-        "enable.auto.commit": False,
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "group.id": group,
+            "enable.auto.commit": False,
+        }
+    )
     p = producer(port, f"app-{uuid.uuid4().hex[:6]}")
 
     def send_offsets(offset: int, commit: bool) -> None:
@@ -184,9 +191,12 @@ def test_kafka_python_transactions_and_read_committed(kafka_ref_broker):
             p.abort_transaction()
     p.close()
     consumer = KafkaConsumer(
-        bootstrap_servers=f"127.0.0.1:{port}", isolation_level="read_committed",
-        auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000,
-    )  # fmt: skip
+        bootstrap_servers=f"127.0.0.1:{port}",
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+    )
     consumer.assign([KTopicPartition(topic, 0), KTopicPartition(topic, 1)])
     got = sorted(m.value for m in consumer)
     consumer.close()
@@ -204,9 +214,14 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted(tmp_path):
     try:
         port = broker.port
         topic = create_topic(port)
-        stuck = producer(port, f"stuck-{uuid.uuid4().hex[:6]}", **{
-            "transaction.timeout.ms": 2000, "message.timeout.ms": 2000,
-        })  # fmt: skip
+        stuck = producer(
+            port,
+            f"stuck-{uuid.uuid4().hex[:6]}",
+            **{
+                "transaction.timeout.ms": 2000,
+                "message.timeout.ms": 2000,
+            },
+        )
         stuck.begin_transaction()
         for i in range(3):
             stuck.produce(topic, f"stuck-{i}".encode(), partition=i % 2)
@@ -234,8 +249,9 @@ def test_our_consumer_reads_committed_transactions_only(kafka_ref_broker):
     produce_txn(p, topic, "a", 6, commit=False)
     committed += produce_txn(p, topic, "d", 6, commit=True)
     bootstrap = f"127.0.0.1:{port}"
-    with OurConsumer(bootstrap, auto_offset_reset="earliest",
-                     isolation_level="read_committed") as consumer:  # fmt: skip
+    with OurConsumer(
+        bootstrap, auto_offset_reset="earliest", isolation_level="read_committed"
+    ) as consumer:
         consumer.assign([OurTopicPartition(topic, 0), OurTopicPartition(topic, 1)])
         got: list[bytes] = []
         deadline = time.monotonic() + 20

@@ -40,8 +40,11 @@ def test_one_clients_transactions_read_committed_by_the_other(kafka_ref_broker, 
 def judge(history: History, *, read_committed_by: str, bootstrap: str, topic: str) -> None:
     """Read everything back with read_committed into the history, then check it."""
     outcomes = {op.txn: op.outcome for op in history.ops if isinstance(op, EndTxn)}
-    committed = {(op.key, op.value) for op in history.ops
-                 if isinstance(op, Send) and outcomes.get(op.txn) == COMMITTED}  # fmt: skip
+    committed = {
+        (op.key, op.value)
+        for op in history.ops
+        if isinstance(op, Send) and outcomes.get(op.txn) == COMMITTED
+    }
     assert set(outcomes.values()) == {COMMITTED, ABORTED}, "both outcomes are exercised"
     expected = {value for _, value in committed}
     read = read_committed(read_committed_by, bootstrap, topic, 2, expected, history)

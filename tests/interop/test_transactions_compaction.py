@@ -101,12 +101,14 @@ def test_the_cleaner_removes_aborted_records_and_keeps_committed_values(cleaning
         time.sleep(0.2)
     assert aborted_on_disk() == 0, "the cleaner did not remove the aborted records"
 
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     latest: dict[bytes, bytes] = {}
     _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)

@@ -71,10 +71,14 @@ def test_librdkafka_offsets_of_a_member_that_left_are_refused(group_broker):
     port = group_broker.port
     topic, producer = setup(port)
     group = f"g-{uuid.uuid4().hex[:6]}"
-    member = Consumer({
-        "bootstrap.servers": f"127.0.0.1:{port}", "group.id": group,
-        "session.timeout.ms": SESSION_TIMEOUT_MS, "enable.auto.commit": False,
-    })  # fmt: skip
+    member = Consumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "group.id": group,
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "enable.auto.commit": False,
+        }
+    )
     member.subscribe([topic])
     deadline = time.monotonic() + 30
     while not member.assignment() and time.monotonic() < deadline:

@@ -64,10 +64,19 @@ def harness_jar() -> str:
         assert mvn, "building the Java harness needs Maven: `make test` installs it"
         with tempfile.TemporaryDirectory() as build:
             done = subprocess.run(
-                [mvn, "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package",
-                 f"-Dharness.build={build}"],
-                capture_output=True, text=True, timeout=900,
-            )  # fmt: skip
+                [
+                    mvn,
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(PROJECT / "pom.xml"),
+                    "package",
+                    f"-Dharness.build={build}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             built = pathlib.Path(build) / "java-harness.jar"
             assert done.returncode == 0 and built.exists(), (done.stdout + done.stderr)[-3000:]
             partial = jar.with_suffix(".partial")

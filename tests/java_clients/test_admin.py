@@ -21,10 +21,14 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.mark.spec("JAVA-6")
 def test_topics_are_created_described_grown_and_deleted(java, broker):
     bootstrap, topic = broker.bootstrap, topic_name("admin")
-    created = java.call("create-topics", bootstrap=bootstrap, topics=[
-        {"name": topic, "partitions": 3, "configs": {"retention.ms": "60000"}},
-        {"name": f"{topic}-rf3", "partitions": 1, "replication_factor": 3},
-    ])  # fmt: skip
+    created = java.call(
+        "create-topics",
+        bootstrap=bootstrap,
+        topics=[
+            {"name": topic, "partitions": 3, "configs": {"retention.ms": "60000"}},
+            {"name": f"{topic}-rf3", "partitions": 1, "replication_factor": 3},
+        ],
+    )
     assert created[topic] == "ok"
     assert created[f"{topic}-rf3"].startswith("InvalidReplicationFactorException")
     again = java.call("create-topics", bootstrap=bootstrap, topics=[{"name": topic}])
@@ -37,8 +41,9 @@ def test_topics_are_created_described_grown_and_deleted(java, broker):
     described = java.call("describe-topics", bootstrap=bootstrap, topics=[topic])[topic]
     assert not described["internal"]
     assert [p["partition"] for p in described["partitions"]] == [0, 1, 2]
-    assert all(p["leader"] == node and p["replicas"] == p["isr"] == [node]
-               for p in described["partitions"])  # fmt: skip
+    assert all(
+        p["leader"] == node and p["replicas"] == p["isr"] == [node] for p in described["partitions"]
+    )
 
     assert java.call("create-partitions", bootstrap=bootstrap, counts={topic: 5}) == {topic: "ok"}
     grown = java.call("describe-topics", bootstrap=bootstrap, topics=[topic])[topic]
@@ -68,24 +73,31 @@ def test_incremental_config_changes_are_described_and_take_effect(java, broker):
     assert before["retention.ms"] == ("60000", "DYNAMIC_TOPIC_CONFIG")
     assert before["cleanup.policy"] == ("delete", "DEFAULT_CONFIG")
 
-    altered = java.call("alter-configs", bootstrap=bootstrap, alterations={resource: [
-        ["DELETE", "retention.ms"], ["APPEND", "cleanup.policy", "compact"],
-        ["SET", "max.message.bytes", "1000"],
-    ]})  # fmt: skip
+    altered = java.call(
+        "alter-configs",
+        bootstrap=bootstrap,
+        alterations={
+            resource: [
+                ["DELETE", "retention.ms"],
+                ["APPEND", "cleanup.policy", "compact"],
+                ["SET", "max.message.bytes", "1000"],
+            ]
+        },
+    )
     assert altered == {resource: "ok"}
     after = configs()
     assert after["retention.ms"] == ("604800000", "DEFAULT_CONFIG")  # back to the default
     assert after["cleanup.policy"] == ("delete,compact", "DYNAMIC_TOPIC_CONFIG")
     assert after["max.message.bytes"] == ("1000", "DYNAMIC_TOPIC_CONFIG")
-    subtracted = java.call("alter-configs", bootstrap=bootstrap, alterations={
-        resource: [["SUBTRACT", "cleanup.policy", "delete"]]
-    })  # fmt: skip
+    subtracted = java.call(
+        "alter-configs",
+        bootstrap=bootstrap,
+        alterations={resource: [["SUBTRACT", "cleanup.policy", "delete"]]},
+    )
     assert subtracted == {resource: "ok"} and configs()["cleanup.policy"][0] == "compact"
 
     # The new limit holds: a 5000-byte record no longer fits in a batch the topic accepts.
-    sent = java.call(
-        "produce", bootstrap=bootstrap, topic=topic, count=1, prefix="x" * 5000
-    )  # fmt: skip
+    sent = java.call("produce", bootstrap=bootstrap, topic=topic, count=1, prefix="x" * 5000)
     assert sent["acked"] == 0 and sent["errors"][0].startswith("RecordTooLargeException")
 
 
@@ -94,11 +106,15 @@ def test_client_quotas_are_described_removed_and_throttle_a_producer(java, broke
     bootstrap, topic = broker.bootstrap, topic_name("quota")
     create_topic(java, broker, topic, 1)
     client = f"slow-{uuid.uuid4().hex[:6]}"
-    altered = java.call("alter-quotas", bootstrap=bootstrap, alterations=[
-        [{"client-id": client}, {"producer_byte_rate": 1024}],
-        [{"user": "alice"}, {"producer_byte_rate": 1024, "consumer_byte_rate": 2048}],
-        [{"user": None}, {"request_percentage": 50}],
-    ])  # fmt: skip
+    altered = java.call(
+        "alter-quotas",
+        bootstrap=bootstrap,
+        alterations=[
+            [{"client-id": client}, {"producer_byte_rate": 1024}],
+            [{"user": "alice"}, {"producer_byte_rate": 1024, "consumer_byte_rate": 2048}],
+            [{"user": None}, {"request_percentage": 50}],
+        ],
+    )
     assert set(altered.values()) == {"ok"}
     alice = java.call("describe-quotas", bootstrap=bootstrap, components=[["user", "alice"]])
     assert alice == {"{user=alice}": {"consumer_byte_rate": 2048.0, "producer_byte_rate": 1024.0}}
@@ -108,15 +124,23 @@ def test_client_quotas_are_described_removed_and_throttle_a_producer(java, broke
     # 40 kB in one batch, one request, at 1 kB/s: far over the quota whatever the length of
     # its window. The answer says how long to wait; nothing is left to send after it.
     sent = java.call(
-        "produce", bootstrap=bootstrap, topic=topic, count=20, prefix="y" * 2000,
+        "produce",
+        bootstrap=bootstrap,
+        topic=topic,
+        count=20,
+        prefix="y" * 2000,
         props={"client.id": client, "batch.size": 65536, "linger.ms": 200},
         metrics=["produce-throttle-time-max"],
-    )  # fmt: skip
+    )
     assert sent["acked"] == 20 and sent["metrics"]["produce-throttle-time-max"] > 0
 
-    removed = java.call("alter-quotas", bootstrap=bootstrap, alterations=[
-        [{"user": "alice"}, {"producer_byte_rate": None, "consumer_byte_rate": None}],
-    ])  # fmt: skip
+    removed = java.call(
+        "alter-quotas",
+        bootstrap=bootstrap,
+        alterations=[
+            [{"user": "alice"}, {"producer_byte_rate": None, "consumer_byte_rate": None}],
+        ],
+    )
     assert removed == {"{user=alice}": "ok"}
     assert java.call("describe-quotas", bootstrap=bootstrap, components=[["user", "alice"]]) == {}
 
@@ -161,7 +185,8 @@ def test_log_dirs_show_each_replica_with_its_size_on_disk(java, broker):
         directory = os.path.join(broker.data_dir, f"{topic}-{p}")
         on_disk = sum(
             os.path.getsize(os.path.join(directory, name))
-            for name in os.listdir(directory) if name.endswith(".log")
-        )  # fmt: skip
+            for name in os.listdir(directory)
+            if name.endswith(".log")
+        )
         replica = described["replicas"][f"{topic}-{p}"]
         assert replica["size"] == on_disk > 0 and not replica["future"]

@@ -57,10 +57,13 @@ def test_the_java_admin_client_moves_a_partition_and_its_records(java, cluster):
     if f"{topic}-0" in moving:  # caught while it moves (it may already be done)
         assert moving[f"{topic}-0"]["adding"] == [3] and moving[f"{topic}-0"]["removing"] == [1]
     wait_for(
-        lambda: f"{topic}-0" not in java.call("list-reassignments", bootstrap=bootstrap)
-        and replicas(java, cluster, topic)[0][1:] == ([2, 3], [2, 3]),
-        timeout=60, what="the move to end",
-    )  # fmt: skip
+        lambda: (
+            f"{topic}-0" not in java.call("list-reassignments", bootstrap=bootstrap)
+            and replicas(java, cluster, topic)[0][1:] == ([2, 3], [2, 3])
+        ),
+        timeout=60,
+        what="the move to end",
+    )
     cluster.stop(1)  # the old replica is gone: the records come from the new ones
     try:
         read = java.call("read", bootstrap=cluster.bootstrap(), topic=topic)
@@ -87,8 +90,16 @@ def test_preferred_leaders_are_elected_by_the_admin_client_and_the_tool(java, cl
     )
     assert again[f"{by_java}-0"].startswith("ElectionNotNeededException")
 
-    args = ["--bootstrap-server", bootstrap, "--election-type", "preferred",
-            "--topic", by_tool, "--partition", "0"]  # fmt: skip
+    args = [
+        "--bootstrap-server",
+        bootstrap,
+        "--election-type",
+        "preferred",
+        "--topic",
+        by_tool,
+        "--partition",
+        "0",
+    ]
     done = run_tool("kafka-leader-election", *args)
     assert done.returncode == 0, done.stderr
     assert f"Successfully completed leader election (PREFERRED) for partitions {by_tool}-0" in (
@@ -133,9 +144,15 @@ def test_kafka_reassign_partitions_generates_executes_and_verifies_a_plan(java, 
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
     done = run_tool(
-        "kafka-reassign-partitions", "--bootstrap-server", bootstrap, "--generate",
-        "--topics-to-move-json-file", str(topics), "--broker-list", "2,3",
-    )  # fmt: skip
+        "kafka-reassign-partitions",
+        "--bootstrap-server",
+        bootstrap,
+        "--generate",
+        "--topics-to-move-json-file",
+        str(topics),
+        "--broker-list",
+        "2,3",
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     current = json.loads(lines[lines.index("Current partition replica assignment") + 1])
@@ -147,21 +164,32 @@ def test_kafka_reassign_partitions_generates_executes_and_verifies_a_plan(java, 
     plan = tmp_path / "plan.json"
     plan.write_text(lines[proposed_at])
     done = run_tool(
-        "kafka-reassign-partitions", "--bootstrap-server", bootstrap, "--execute",
-        "--reassignment-json-file", str(plan),
-    )  # fmt: skip
+        "kafka-reassign-partitions",
+        "--bootstrap-server",
+        bootstrap,
+        "--execute",
+        "--reassignment-json-file",
+        str(plan),
+    )
     assert done.returncode == 0, done.stderr
     assert "Successfully started partition reassignments for" in done.stdout
     for p in proposed["partitions"]:
         wait_for(
-            lambda p=p: sorted(cluster.state(topic, p["partition"]).isr) == [2, 3]
-            and cluster.zk.get_topic(topic)[0][p["partition"]] == tuple(p["replicas"]),
-            timeout=60, what=f"{topic}-{p['partition']} to move",
-        )  # fmt: skip
+            lambda p=p: (
+                sorted(cluster.state(topic, p["partition"]).isr) == [2, 3]
+                and cluster.zk.get_topic(topic)[0][p["partition"]] == tuple(p["replicas"])
+            ),
+            timeout=60,
+            what=f"{topic}-{p['partition']} to move",
+        )
     done = run_tool(
-        "kafka-reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
-        "--reassignment-json-file", str(plan),
-    )  # fmt: skip
+        "kafka-reassign-partitions",
+        "--bootstrap-server",
+        bootstrap,
+        "--verify",
+        "--reassignment-json-file",
+        str(plan),
+    )
     assert done.returncode == 0, done.stderr
     for p in (0, 1):
         assert f"Reassignment of partition {topic}-{p} is completed." in done.stdout

@@ -32,10 +32,14 @@ def test_a_classic_group_shares_partitions_and_reads_each_record_once(java, brok
     topic, group, partitions, records = topic_name("group"), f"g-{uuid.uuid4().hex[:6]}", 6, 600
     create_topic(java, broker, topic, partitions)
     seen = java.call(
-        "group", bootstrap=broker.bootstrap, topic=topic, group=group,
-        partitions=partitions, records=records,
+        "group",
+        bootstrap=broker.bootstrap,
+        topic=topic,
+        group=group,
+        partitions=partitions,
+        records=records,
         props={"partition.assignment.strategy": ASSIGNORS[assignor]},
-    )  # fmt: skip
+    )
     every = [f"{topic}-{p}" for p in range(partitions)]
     assert seen["alone"] == {"member-1": every}
     three = seen["three"]

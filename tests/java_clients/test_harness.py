@@ -14,8 +14,9 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.mark.spec("JAVA-1")
-def test_the_harness_jar_is_kept_under_the_hash_of_its_sources(java_harness_jar, tmp_path,
-                                                               monkeypatch):  # fmt: skip
+def test_the_harness_jar_is_kept_under_the_hash_of_its_sources(
+    java_harness_jar, tmp_path, monkeypatch
+):
     built = os.stat(java_harness_jar).st_mtime_ns
     assert harness.harness_jar() == java_harness_jar  # cached: not built again
     assert os.stat(java_harness_jar).st_mtime_ns == built

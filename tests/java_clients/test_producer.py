@@ -58,11 +58,20 @@ def test_the_idempotent_producer_writes_each_record_once_through_a_pause_and_a_c
             broker.restart(signal.SIGKILL)
 
     sent = java.call(
-        "produce", bootstrap=broker.bootstrap, topic=topic, count=count, keys=keys,
-        event_every=1000, on_event=pause_then_crash,
-        props={"max.in.flight.requests.per.connection": 5, "batch.size": 4096,
-               "delivery.timeout.ms": 120_000, "request.timeout.ms": REQUEST_TIMEOUT_MS},
-    )  # fmt: skip
+        "produce",
+        bootstrap=broker.bootstrap,
+        topic=topic,
+        count=count,
+        keys=keys,
+        event_every=1000,
+        on_event=pause_then_crash,
+        props={
+            "max.in.flight.requests.per.connection": 5,
+            "batch.size": 4096,
+            "delivery.timeout.ms": 120_000,
+            "request.timeout.ms": REQUEST_TIMEOUT_MS,
+        },
+    )
     assert [what for what, _ in faults] == ["pause", "crash"]
     assert faults[-1][1] < count  # the broker died while records were in flight
     assert sent["errors"] == [] and sent["acked"] == count
@@ -89,9 +98,13 @@ def test_the_transactional_producer_commits_aborts_and_is_fenced(java, broker):
     topic, group = topic_name("txn"), f"txn-group-{uuid.uuid4().hex[:6]}"
     create_topic(java, broker, topic, 2)
     seen = java.call(
-        "transactions", bootstrap=broker.bootstrap, topic=topic, group=group,
-        transactional_id=f"tx-{uuid.uuid4().hex[:6]}", records=10,
-    )  # fmt: skip
+        "transactions",
+        bootstrap=broker.bootstrap,
+        topic=topic,
+        group=group,
+        transactional_id=f"tx-{uuid.uuid4().hex[:6]}",
+        records=10,
+    )
 
     def of(prefix: str, partition: int) -> list[str]:  # k0 -> partition 0, k1 -> 1
         return [f"{prefix}{i}" for i in range(10) if i % 2 == partition]

@@ -70,8 +70,13 @@ def produce_as(
 
 
 def acl(resource_type: str, name: str, principal: str, operation: str, **more: str) -> dict:
-    return {"resource_type": resource_type, "name": name, "principal": principal,
-            "operation": operation, **more}  # fmt: skip
+    return {
+        "resource_type": resource_type,
+        "name": name,
+        "principal": principal,
+        "operation": operation,
+        **more,
+    }
 
 
 @pytest.mark.spec("JAVA-8")
@@ -99,11 +104,14 @@ def test_acls_are_created_described_deleted_and_enforced(java, secured):
 
     mine = java.call("describe-acls", bootstrap=admin, filter={"principal": principal})
     assert sorted((b["resource_type"], b["operation"]) for b in mine) == [
-        ("GROUP", "READ"), ("TOPIC", "DESCRIBE")
-    ]  # fmt: skip
-    matching = java.call("describe-acls", bootstrap=admin, filter={
-        "resource_type": "TOPIC", "name": f"logs-{user}-app", "pattern": "MATCH"
-    })  # fmt: skip
+        ("GROUP", "READ"),
+        ("TOPIC", "DESCRIBE"),
+    ]
+    matching = java.call(
+        "describe-acls",
+        bootstrap=admin,
+        filter={"resource_type": "TOPIC", "name": f"logs-{user}-app", "pattern": "MATCH"},
+    )
     assert [(b["name"], b["pattern"], b["principal"]) for b in matching] == [
         (f"logs-{user}-", "PREFIXED", "User:bob")
     ]
@@ -150,16 +158,30 @@ def test_kafka_acls_adds_lists_and_removes_acls(java, secured):
     prefix = f"events-{uuid.uuid4().hex[:6]}-"
     bootstrap = ["--bootstrap-server", admin]
     added = run_tool(
-        "kafka-acls", *bootstrap, "--add", "--allow-principal", user, "--operation", "Read",
-        "--operation", "Describe", "--topic", prefix, "--resource-pattern-type", "prefixed",
-    )  # fmt: skip
+        "kafka-acls",
+        *bootstrap,
+        "--add",
+        "--allow-principal",
+        user,
+        "--operation",
+        "Read",
+        "--operation",
+        "Describe",
+        "--topic",
+        prefix,
+        "--resource-pattern-type",
+        "prefixed",
+    )
     assert added.returncode == 0, added.stderr
-    assert f"Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name={prefix}, " \
-        "patternType=PREFIXED)`:" in added.stdout  # fmt: skip
+    assert (
+        f"Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name={prefix}, "
+        "patternType=PREFIXED)`:" in added.stdout
+    )
     bindings = java.call("describe-acls", bootstrap=admin, filter={"principal": user})
     assert sorted((b["name"], b["pattern"], b["operation"]) for b in bindings) == [
-        (prefix, "PREFIXED", "DESCRIBE"), (prefix, "PREFIXED", "READ")
-    ]  # fmt: skip
+        (prefix, "PREFIXED", "DESCRIBE"),
+        (prefix, "PREFIXED", "READ"),
+    ]
 
     listed = run_tool("kafka-acls", *bootstrap, "--list", "--principal", user)
     assert listed.returncode == 0, listed.stderr
@@ -167,9 +189,19 @@ def test_kafka_acls_adds_lists_and_removes_acls(java, secured):
     assert f"(principal={user}, host=*, operation=DESCRIBE, permissionType=ALLOW)" in listed.stdout
 
     removed = run_tool(
-        "kafka-acls", *bootstrap, "--remove", "--force", "--allow-principal", user,
-        "--operation", "Read", "--topic", prefix, "--resource-pattern-type", "prefixed",
-    )  # fmt: skip
+        "kafka-acls",
+        *bootstrap,
+        "--remove",
+        "--force",
+        "--allow-principal",
+        user,
+        "--operation",
+        "Read",
+        "--topic",
+        prefix,
+        "--resource-pattern-type",
+        "prefixed",
+    )
     assert removed.returncode == 0, removed.stderr
     bindings = java.call("describe-acls", bootstrap=admin, filter={"principal": user})
     assert [b["operation"] for b in bindings] == ["DESCRIBE"]

@@ -72,11 +72,15 @@ def write_lines(bootstrap: str, topic: str, lines: list[str], seconds: float) ->
 
 def counts_on_output(bootstrap: str, topic: str) -> dict[str, list[int]]:
     """word -> every count the output holds for it, in offset order, read read_committed."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}",
-        "isolation.level": "read_committed", "enable.auto.commit": False,
-        "enable.partition.eof": True,
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     counts: dict[str, list[int]] = collections.defaultdict(list)
     at_end: set[int] = set()
@@ -149,10 +153,14 @@ def test_a_word_count_killed_and_restarted_counts_every_word_exactly_once(
     def start(i: int) -> StreamsApp:
         static_member = {"consumer.group.instance.id": f"{app_id}-{i}"} if static else {}
         app = StreamsApp(
-            str(tmp_path / f"wordcount-{i}.log"), application_id=app_id,
-            bootstrap=broker.bootstrap, input=source, output=sink,
-            state_dir=str(tmp_path / f"state-{i}"), props=static_member,
-        )  # fmt: skip
+            str(tmp_path / f"wordcount-{i}.log"),
+            application_id=app_id,
+            bootstrap=broker.bootstrap,
+            input=source,
+            output=sink,
+            state_dir=str(tmp_path / f"state-{i}"),
+            props=static_member,
+        )
         app.wait_running()
         return app
 
@@ -222,8 +230,10 @@ def summarize(wrong: dict[str, list[int]], expected: collections.Counter) -> str
     for word, counts in sorted(wrong.items())[:10]:
         repeats = [c for c, n in collections.Counter(counts).items() if n > 1]
         missing = sorted(set(range(1, expected[word] + 1)) - set(counts))
-        lines.append(f"{word}: expected {expected[word]}, last {counts[-1] if counts else None}, "
-                     f"repeated {repeats[:5]}, missing {missing[:5]}")  # fmt: skip
+        lines.append(
+            f"{word}: expected {expected[word]}, last {counts[-1] if counts else None}, "
+            f"repeated {repeats[:5]}, missing {missing[:5]}"
+        )
     return "; ".join(lines)
 
 
@@ -240,21 +250,29 @@ def test_a_word_count_stays_exact_when_brokers_of_a_cluster_crash(java, cluster,
     rng = random.Random(SEED)
     app_id = f"wordcount-{uuid.uuid4().hex[:6]}"
     source, sink, bootstrap = f"{app_id}-lines", f"{app_id}-counts", cluster.bootstrap()
-    replicated = {"partitions": PARTITIONS, "replication_factor": 3,
-                  "configs": {"min.insync.replicas": "2"}}  # fmt: skip
+    replicated = {
+        "partitions": PARTITIONS,
+        "replication_factor": 3,
+        "configs": {"min.insync.replicas": "2"},
+    }
     topics = [{"name": name, **replicated} for name in (source, sink)]
     assert java.call("create-topics", bootstrap=bootstrap, topics=topics) == {
-        source: "ok", sink: "ok"
-    }  # fmt: skip
+        source: "ok",
+        sink: "ok",
+    }
     chunks = input_chunks(rng, BROKER_KILLS + 1)
     expected = collections.Counter(w for chunk in chunks for line in chunk for w in line.split())
     victims = [rng.sample([1, 2, 3], 3) for _ in range(0, BROKER_KILLS, 3)]
     victims = [v for order in victims for v in order][:BROKER_KILLS]
     app = StreamsApp(
-        str(tmp_path / "wordcount.log"), application_id=app_id, bootstrap=bootstrap,
-        input=source, output=sink, state_dir=str(tmp_path / "state"),
+        str(tmp_path / "wordcount.log"),
+        application_id=app_id,
+        bootstrap=bootstrap,
+        input=source,
+        output=sink,
+        state_dir=str(tmp_path / "state"),
         props={"replication.factor": "3", "topic.min.insync.replicas": "2"},
-    )  # fmt: skip
+    )
     try:
         app.wait_running()
         for run, chunk in enumerate(chunks):

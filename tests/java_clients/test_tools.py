@@ -48,10 +48,11 @@ def test_every_tool_is_a_main_class_of_the_pinned_kafka_and_runs_from_kafka_ref(
 
     cli = [sys.executable, "-m", "kafka_ref.cli", "reference-kafka"]
     listed = subprocess.run(
-        [*cli, "--tool", "kafka-broker-api-versions", "--", "--bootstrap-server",
-         broker.bootstrap],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [*cli, "--tool", "kafka-broker-api-versions", "--", "--bootstrap-server", broker.bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     # kafka-broker-api-versions prints the broker and each API with the versions it serves.
     assert listed.returncode == 0, listed.stderr
     assert f"{broker.bootstrap} (id: 0 rack: null" in listed.stdout
@@ -65,10 +66,19 @@ def test_every_tool_is_a_main_class_of_the_pinned_kafka_and_runs_from_kafka_ref(
 @pytest.mark.spec("JAVA-16")
 def test_kafka_topics_creates_describes_alters_and_deletes(java, broker):
     topic, bootstrap = topic_name("tool-topics"), ["--bootstrap-server", broker.bootstrap]
-    created = ok(run_tool(
-        "kafka-topics", *bootstrap, "--create", "--topic", topic, "--partitions", "3",
-        "--config", "retention.ms=60000",
-    ))  # fmt: skip
+    created = ok(
+        run_tool(
+            "kafka-topics",
+            *bootstrap,
+            "--create",
+            "--topic",
+            topic,
+            "--partitions",
+            "3",
+            "--config",
+            "retention.ms=60000",
+        )
+    )
     assert created.strip() == f"Created topic {topic}."
     ok(run_tool("kafka-topics", *bootstrap, "--alter", "--topic", topic, "--partitions", "4"))
     described = ok(run_tool("kafka-topics", *bootstrap, "--describe", "--topic", topic))
@@ -89,17 +99,36 @@ def test_the_console_producer_and_consumer_carry_keys_and_values(java, broker):
     topic, bootstrap = topic_name("console"), ["--bootstrap-server", broker.bootstrap]
     create_topic(java, broker, topic, 1)
     lines = [f"key{i}:value {i}" for i in range(5)]
-    ok(run_tool(
-        "kafka-console-producer", *bootstrap, "--topic", topic,
-        "--reader-property", "parse.key=true", "--reader-property", "key.separator=:",
-        stdin="\n".join(lines) + "\n",
-    ))  # fmt: skip
+    ok(
+        run_tool(
+            "kafka-console-producer",
+            *bootstrap,
+            "--topic",
+            topic,
+            "--reader-property",
+            "parse.key=true",
+            "--reader-property",
+            "key.separator=:",
+            stdin="\n".join(lines) + "\n",
+        )
+    )
     consumed = run_tool(
-        "kafka-console-consumer", *bootstrap, "--topic", topic, "--from-beginning",
-        "--max-messages", "5", "--group", f"console-{uuid.uuid4().hex[:6]}",
-        "--formatter-property", "print.key=true", "--formatter-property", "print.offset=true",
-        "--formatter-property", "key.separator=|",
-    )  # fmt: skip
+        "kafka-console-consumer",
+        *bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        "5",
+        "--group",
+        f"console-{uuid.uuid4().hex[:6]}",
+        "--formatter-property",
+        "print.key=true",
+        "--formatter-property",
+        "print.offset=true",
+        "--formatter-property",
+        "key.separator=|",
+    )
     assert ok(consumed).splitlines() == [f"Offset:{i}|key{i}|value {i}" for i in range(5)]
     assert "Processed a total of 5 messages" in consumed.stderr
     read = java.call("read", bootstrap=broker.bootstrap, topic=topic)["records"]["0"]
@@ -121,15 +150,34 @@ def test_kafka_consumer_groups_lists_describes_resets_and_deletes(java, broker):
     assert row[:6] == [group, topic, "0", "7", "10", "3"]
     assert f"Consumer group '{group}' has no active members." in described.stderr
 
-    reset = ok(run_tool(
-        "kafka-consumer-groups", *bootstrap, "--reset-offsets", "--group", group,
-        "--topic", topic, "--to-offset", "2", "--execute",
-    ))  # fmt: skip
+    reset = ok(
+        run_tool(
+            "kafka-consumer-groups",
+            *bootstrap,
+            "--reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--to-offset",
+            "2",
+            "--execute",
+        )
+    )
     assert reset.split()[-4:] == [group, topic, "0", "2"]
     offsets = java.call("list-group-offsets", bootstrap=broker.bootstrap, group=group)
     assert offsets[f"{topic}-0"][0] == 2
-    dropped = ok(run_tool("kafka-consumer-groups", *bootstrap, "--delete-offsets",
-                          "--group", group, "--topic", topic))  # fmt: skip
+    dropped = ok(
+        run_tool(
+            "kafka-consumer-groups",
+            *bootstrap,
+            "--delete-offsets",
+            "--group",
+            group,
+            "--topic",
+            topic,
+        )
+    )
     assert f"Request succeeded for deleting offsets from group {group}." in dropped
     assert dropped.split()[-3:] == [topic, "0", "Successful"]
     assert java.call("list-group-offsets", bootstrap=broker.bootstrap, group=group) == {}
@@ -144,10 +192,16 @@ def test_kafka_configs_alters_topics_users_clients_and_brokers(java, broker):
     bootstrap = ["--bootstrap-server", broker.bootstrap]
     create_topic(java, broker, topic, 1)
     topic_args = ["--entity-type", "topics", "--entity-name", topic]
-    done = ok(run_tool(
-        "kafka-configs", *bootstrap, "--alter", *topic_args,
-        "--add-config", "retention.ms=1000,cleanup.policy=[delete,compact]",
-    ))  # fmt: skip
+    done = ok(
+        run_tool(
+            "kafka-configs",
+            *bootstrap,
+            "--alter",
+            *topic_args,
+            "--add-config",
+            "retention.ms=1000,cleanup.policy=[delete,compact]",
+        )
+    )
     assert done.strip() == f"Completed updating config for topic {topic}."
     described = ok(run_tool("kafka-configs", *bootstrap, "--describe", *topic_args))
     assert f"Dynamic configs for topic {topic} are:" in described
@@ -158,10 +212,26 @@ def test_kafka_configs_alters_topics_users_clients_and_brokers(java, broker):
     assert "  cleanup.policy=delete,compact sensitive=false" in described
 
     user_args = ["--entity-type", "users", "--entity-name", user]
-    ok(run_tool("kafka-configs", *bootstrap, "--alter", *user_args,
-                "--add-config", "SCRAM-SHA-256=[iterations=8192,password=secret]"))  # fmt: skip
-    ok(run_tool("kafka-configs", *bootstrap, "--alter", *user_args,
-                "--add-config", "producer_byte_rate=1024"))  # fmt: skip
+    ok(
+        run_tool(
+            "kafka-configs",
+            *bootstrap,
+            "--alter",
+            *user_args,
+            "--add-config",
+            "SCRAM-SHA-256=[iterations=8192,password=secret]",
+        )
+    )
+    ok(
+        run_tool(
+            "kafka-configs",
+            *bootstrap,
+            "--alter",
+            *user_args,
+            "--add-config",
+            "producer_byte_rate=1024",
+        )
+    )
     described = ok(run_tool("kafka-configs", *bootstrap, "--describe", *user_args))
     assert f"Quota configs for user-principal '{user}' are producer_byte_rate=1024.0" in described
     assert (
@@ -170,10 +240,18 @@ def test_kafka_configs_alters_topics_users_clients_and_brokers(java, broker):
     scram = java.call("describe-scram", bootstrap=broker.bootstrap, users=[user])
     assert scram == {user: [["SCRAM-SHA-256", 8192]]}
 
-    done = ok(run_tool(
-        "kafka-configs", *bootstrap, "--alter", "--entity-type", "brokers", "--entity-default",
-        "--add-config", "log.cleaner.backoff.ms=20000",
-    ))  # fmt: skip
+    done = ok(
+        run_tool(
+            "kafka-configs",
+            *bootstrap,
+            "--alter",
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--add-config",
+            "log.cleaner.backoff.ms=20000",
+        )
+    )
     assert done.strip() == "Completed updating default config for brokers in the cluster."
     cluster = java.call("describe-configs", bootstrap=broker.bootstrap, resources=["broker:"])
     assert cluster["broker:"]["log.cleaner.backoff.ms"]["value"] == "20000"
@@ -186,8 +264,13 @@ def test_kafka_transactions_lists_describes_and_aborts_a_hanging_transaction(jav
     create_topic(java, broker, topic, 1)
     # A transaction left open by a producer that went away: its timeout is long, so it holds
     # the partition's last stable offset at its first record.
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id,
-                         "transaction.timeout.ms": 600_000})  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "transactional.id": txn_id,
+            "transaction.timeout.ms": 600_000,
+        }
+    )
     producer.init_transactions(30)
     producer.begin_transaction()
     producer.produce(topic, b"left open", partition=0)
@@ -200,20 +283,43 @@ def test_kafka_transactions_lists_describes_and_aborts_a_hanging_transaction(jav
     assert (end_offset("read_committed"), end_offset("read_uncommitted")) == (0, 1)
 
     listed = ok(run_tool("kafka-transactions", *bootstrap, "list"))
-    assert any(line.split()[:1] == [txn_id] and line.split()[3] == "Ongoing"
-               for line in listed.splitlines())  # fmt: skip
-    described = ok(run_tool("kafka-transactions", *bootstrap, "describe",
-                            "--transactional-id", txn_id))  # fmt: skip
+    assert any(
+        line.split()[:1] == [txn_id] and line.split()[3] == "Ongoing"
+        for line in listed.splitlines()
+    )
+    described = ok(
+        run_tool("kafka-transactions", *bootstrap, "describe", "--transactional-id", txn_id)
+    )
     txn = dict(zip(*(line.split() for line in described.strip().splitlines()), strict=True))
     assert (txn["TransactionState"], txn["TopicPartitions"]) == ("Ongoing", f"{topic}-0")
-    producers = ok(run_tool("kafka-transactions", *bootstrap, "describe-producers",
-                            "--topic", topic, "--partition", "0"))  # fmt: skip
+    producers = ok(
+        run_tool(
+            "kafka-transactions",
+            *bootstrap,
+            "describe-producers",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+        )
+    )
     state = dict(zip(*(line.split() for line in producers.strip().splitlines()), strict=True))
     assert state["ProducerId"] == txn["ProducerId"]
     assert state["CurrentTransactionStartOffset"] == "0"
 
-    ok(run_tool("kafka-transactions", *bootstrap, "abort", "--topic", topic,
-                "--partition", "0", "--start-offset", "0"))  # fmt: skip
+    ok(
+        run_tool(
+            "kafka-transactions",
+            *bootstrap,
+            "abort",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+            "--start-offset",
+            "0",
+        )
+    )
     # The abort marker closes the transaction on the partition: the LSO moves past it.
     assert end_offset("read_committed") == end_offset("read_uncommitted") == 2
     read = java.call("read", bootstrap=broker.bootstrap, topic=topic, isolation="read_committed")
@@ -225,19 +331,32 @@ def test_kafka_log_dirs_describes_the_replicas_and_their_sizes(java, broker):
     topic = topic_name("tool-logdirs")
     create_topic(java, broker, topic, 2)
     java.call("produce", bootstrap=broker.bootstrap, topic=topic, count=200)
-    done = ok(run_tool("kafka-log-dirs", "--bootstrap-server", broker.bootstrap, "--describe",
-                       "--topic-list", topic))  # fmt: skip
+    done = ok(
+        run_tool(
+            "kafka-log-dirs",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--describe",
+            "--topic-list",
+            topic,
+        )
+    )
     lines = done.strip().splitlines()
-    assert lines[:2] == ["Querying brokers for log directories information",
-                         "Received log directory information from brokers 0"]  # fmt: skip
+    assert lines[:2] == [
+        "Querying brokers for log directories information",
+        "Received log directory information from brokers 0",
+    ]
     described = json.loads(lines[2])
     ((log_dir,),) = [b["logDirs"] for b in described["brokers"]]
     assert log_dir["error"] is None and log_dir["logDir"] == broker.data_dir
     sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
     for p in (0, 1):
         directory = os.path.join(broker.data_dir, f"{topic}-{p}")
-        on_disk = sum(os.path.getsize(os.path.join(directory, n))
-                      for n in os.listdir(directory) if n.endswith(".log"))  # fmt: skip
+        on_disk = sum(
+            os.path.getsize(os.path.join(directory, n))
+            for n in os.listdir(directory)
+            if n.endswith(".log")
+        )
         assert sizes[f"{topic}-{p}"] == on_disk > 0
 
 
@@ -247,13 +366,29 @@ def test_the_perf_tests_write_and_read_every_record(java, broker):
     create_topic(java, broker, topic, 2)
     produced = subprocess.run(
         tool_command(
-            "kafka-producer-perf-test", "--bootstrap-server", broker.bootstrap, "--topic", topic,
-            "--num-records", str(records), "--record-size", "100", "--throughput", "-1",
-            "--command-property", "acks=all", "--transactional-id", f"perf-{topic}",
-            "--transaction-duration-ms", "500", jvm_opts=PERF_JVM_OPTS,
+            "kafka-producer-perf-test",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--topic",
+            topic,
+            "--num-records",
+            str(records),
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--command-property",
+            "acks=all",
+            "--transactional-id",
+            f"perf-{topic}",
+            "--transaction-duration-ms",
+            "500",
+            jvm_opts=PERF_JVM_OPTS,
         ),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     summary = ok(produced).strip().splitlines()[-1]
     assert summary.startswith(f"{records} records sent, ")
     read = java.call("read", bootstrap=broker.bootstrap, topic=topic, isolation="read_committed")
@@ -261,11 +396,21 @@ def test_the_perf_tests_write_and_read_every_record(java, broker):
 
     consumed = subprocess.run(
         tool_command(
-            "kafka-consumer-perf-test", "--bootstrap-server", broker.bootstrap, "--topic", topic,
-            "--num-records", str(records), "--timeout", "60000", jvm_opts=PERF_JVM_OPTS,
+            "kafka-consumer-perf-test",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--topic",
+            topic,
+            "--num-records",
+            str(records),
+            "--timeout",
+            "60000",
+            jvm_opts=PERF_JVM_OPTS,
         ),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     header, row = ok(consumed).strip().splitlines()[-2:]
     columns = dict(zip(header.split(", "), row.split(", "), strict=True))
     assert int(columns["data.consumed.in.nMsg"]) == records
@@ -278,23 +423,31 @@ def test_kafka_dump_log_reads_kafka_refs_segments_indexes_and_internal_topics(ja
     txn_id = f"dump-tx-{uuid.uuid4().hex[:6]}"
     create_topic(java, broker, topic, 2)
     java.call("produce", bootstrap=broker.bootstrap, topic=topic, count=2000, keys=2)
-    java.call("transactions", bootstrap=broker.bootstrap, topic=topic, group=group,
-              transactional_id=txn_id, records=10)  # fmt: skip
+    java.call(
+        "transactions",
+        bootstrap=broker.bootstrap,
+        topic=topic,
+        group=group,
+        transactional_id=txn_id,
+        records=10,
+    )
     directory = os.path.join(broker.data_dir, f"{topic}-0")
     segment = os.path.join(directory, "00000000000000000000")
     files = ",".join(segment + suffix for suffix in (".log", ".index", ".timeindex", ".txnindex"))
     dumped = ok(run_tool("kafka-dump-log", "--files", files)).splitlines()
 
-    batches = [dict(re.findall(r"(\w+): (\S+)", line)) for line in dumped
-               if line.startswith("baseOffset:")]  # fmt: skip
+    batches = [
+        dict(re.findall(r"(\w+): (\S+)", line)) for line in dumped if line.startswith("baseOffset:")
+    ]
     assert all(b["isvalid"] == "true" and b["magic"] == "2" for b in batches)
     read = java.call("read", bootstrap=broker.bootstrap, topic=topic)["records"]["0"]
     data = [b for b in batches if b["isControl"] == "false"]
     assert sum(int(b["count"]) for b in data) == len(read)  # every record, aborted ones too
     assert sum(b["isControl"] == "true" for b in batches) == 4  # c1, a (abort), c2, c3
     positions = {b["position"] for b in batches}
-    index = [dict(re.findall(r"(\w+): (\S+)", line)) for line in dumped
-             if line.startswith("offset:")]  # fmt: skip
+    index = [
+        dict(re.findall(r"(\w+): (\S+)", line)) for line in dumped if line.startswith("offset:")
+    ]
     assert index and all(entry["position"] in positions for entry in index)
     assert not [line for line in dumped if "mismatch" in line.lower()]
     (aborted,) = [line for line in dumped if line.startswith("version: 0 producerId:")]
@@ -304,10 +457,17 @@ def test_kafka_dump_log_reads_kafka_refs_segments_indexes_and_internal_topics(ja
     # The transaction coordinator's records in __transaction_state, as Kafka decodes them.
     state_logs = [
         os.path.join(broker.data_dir, name, "00000000000000000000.log")
-        for name in os.listdir(broker.data_dir) if name.startswith("__transaction_state-")
-    ]  # fmt: skip
-    decoded = ok(run_tool("kafka-dump-log", "--transaction-log-decoder", "--files",
-                          ",".join(p for p in state_logs if os.path.getsize(p))))  # fmt: skip
+        for name in os.listdir(broker.data_dir)
+        if name.startswith("__transaction_state-")
+    ]
+    decoded = ok(
+        run_tool(
+            "kafka-dump-log",
+            "--transaction-log-decoder",
+            "--files",
+            ",".join(p for p in state_logs if os.path.getsize(p)),
+        )
+    )
     mine = [line for line in decoded.splitlines() if f'"transactionalId":"{txn_id}"' in line]
     states = [re.search(r'"transactionStatus":"(\w+)"', line).group(1) for line in mine]
     assert states[-1] == "CompleteCommit" and "PrepareAbort" in states and "Ongoing" in states

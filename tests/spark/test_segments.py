@@ -15,10 +15,20 @@ from tests.spark.conftest import T0, produce
 
 FIELD = re.compile(r"(\w+): (\S+)")
 BATCH_COLUMNS = (
-    "segment", "baseOffset", "lastOffset", "position", "batchSize", "recordCount", "compression",
-    "producerId", "producerEpoch", "baseSequence", "partitionLeaderEpoch", "isTransactional",
+    "segment",
+    "baseOffset",
+    "lastOffset",
+    "position",
+    "batchSize",
+    "recordCount",
+    "compression",
+    "producerId",
+    "producerEpoch",
+    "baseSequence",
+    "partitionLeaderEpoch",
+    "isTransactional",
     "isControl",
-)  # fmt: skip
+)
 
 
 def segments(spark, path: str, **options):
@@ -29,25 +39,37 @@ def dump_log(path: str) -> list[tuple]:
     """(record fields..., batch fields...) per record, from `kafka-ref dump-log --print-data`."""
     out = subprocess.run(
         [sys.executable, "-m", "kafka_ref.cli", "dump-log", "--print-data", path],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     segment = int(os.path.basename(path).split(".")[0])
     rows, batch = [], None
     for line in out.splitlines():
         fields = dict(FIELD.findall(line))
         if line.startswith("baseOffset:"):
             batch = (
-                segment, int(fields["baseOffset"]), int(fields["lastOffset"]),
-                int(fields["position"]), int(fields["size"]), int(fields["count"]),
-                fields["compresscodec"], int(fields["producerId"]), int(fields["producerEpoch"]),
-                int(fields["baseSequence"]), int(fields["partitionLeaderEpoch"]),
-                fields["isTransactional"] == "true", fields["isControl"] == "true",
-            )  # fmt: skip
+                segment,
+                int(fields["baseOffset"]),
+                int(fields["lastOffset"]),
+                int(fields["position"]),
+                int(fields["size"]),
+                int(fields["count"]),
+                fields["compresscodec"],
+                int(fields["producerId"]),
+                int(fields["producerEpoch"]),
+                int(fields["baseSequence"]),
+                int(fields["partitionLeaderEpoch"]),
+                fields["isTransactional"] == "true",
+                fields["isControl"] == "true",
+            )
         elif line.startswith("| offset:"):
             record = (
-                int(fields["offset"]), int(fields["CreateTime"]),
-                fields.get("key", "").encode(), fields.get("payload", "").encode(),
-            )  # fmt: skip
+                int(fields["offset"]),
+                int(fields["CreateTime"]),
+                fields.get("key", "").encode(),
+                fields.get("payload", "").encode(),
+            )
             rows.append(record + batch)
     return rows
 

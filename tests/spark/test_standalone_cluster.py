@@ -33,8 +33,12 @@ SPARK_CLASS = pathlib.Path(pyspark.__file__).parent / "bin" / "spark-class"
 
 
 def spark_env() -> dict[str, str]:
-    return dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-                SPARK_LOCAL_IP="127.0.0.1")  # fmt: skip
+    return dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
 
 
 def wait_port(port: int, proc: subprocess.Popen, log: pathlib.Path, seconds: float = 90) -> None:
@@ -60,22 +64,45 @@ def standalone(tmp_path_factory):
         log = base / f"{name}.log"
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                [str(SPARK_CLASS), *args], stdout=out, stderr=subprocess.STDOUT,
-                env=spark_env(), start_new_session=True,
-            )  # fmt: skip
+                [str(SPARK_CLASS), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=spark_env(),
+                start_new_session=True,
+            )
         procs.append(proc)
         return proc, log
 
     try:
-        master, log = launch("master", "org.apache.spark.deploy.master.Master", "--host",
-                             "127.0.0.1", "--port", str(port), "--webui-port", "0")  # fmt: skip
+        master, log = launch(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            "0",
+        )
         wait_port(port, master, log)
         url = f"spark://127.0.0.1:{port}"
         for i in range(2):
             work = base / f"work-{i}"
-            launch(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", url, "--host",
-                   "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
-                   "--work-dir", str(work))  # fmt: skip
+            launch(
+                f"worker-{i}",
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--webui-port",
+                "0",
+                "--work-dir",
+                str(work),
+            )
         deadline = time.monotonic() + 90
         while (
             "Registering worker" not in log.read_text()
@@ -130,9 +157,13 @@ def test_the_topic_source_runs_in_executors_of_a_standalone_cluster(standalone, 
         for i in range(400):
             producer.send("standalone", b"v%d" % i, key=b"k%d" % (i % 40))
     done = subprocess.run(
-        [sys.executable, "-c", DRIVER, url, bootstrap], cwd=ROOT, env=spark_env(),
-        capture_output=True, text=True, timeout=400,
-    )  # fmt: skip
+        [sys.executable, "-c", DRIVER, url, bootstrap],
+        cwd=ROOT,
+        env=spark_env(),
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert sum(found["counted"].values()) == 400 and len(found["counted"]) == 4, found
@@ -144,8 +175,16 @@ def test_the_topic_source_runs_in_executors_of_a_standalone_cluster(standalone, 
 def test_a_lab_analysis_runs_on_the_standalone_cluster(standalone, tmp_path):
     url, _ = standalone
     out = tmp_path / "out"
-    cmd = [sys.executable, str(ROOT / "labs" / "02-producer" / "analysis.py"), "--out", str(out),
-           "--scale", "0.1", "--master", url]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(ROOT / "labs" / "02-producer" / "analysis.py"),
+        "--out",
+        str(out),
+        "--scale",
+        "0.1",
+        "--master",
+        url,
+    ]
     env = {k: v for k, v in spark_env().items() if k != "KAFKA_REF_SOLUTION"}
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=500)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]

@@ -91,10 +91,16 @@ logger = logging.getLogger("kafka_ref.server.handlers")
 Handler = Callable[[ApiContext, Request], Any]
 
 # Answered from the picture of the cluster: held until it is complete (CTRL-32).
-FROM_THE_PICTURE = frozenset({
-    ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER, ApiKey.FIND_COORDINATOR,
-    ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
-})  # fmt: skip
+FROM_THE_PICTURE = frozenset(
+    {
+        ApiKey.METADATA,
+        ApiKey.DESCRIBE_CLUSTER,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.CREATE_TOPICS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+    }
+)
 
 
 @dataclass
@@ -194,8 +200,11 @@ class KafkaApis(ApiContext):
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "handled %s v%d corr=%d from %s (%s) in %.2f ms%s",
-                ApiKey(request.api_key).name, request.api_version, request.correlation_id,
-                request.connection.name, request.client_id,
+                ApiKey(request.api_key).name,
+                request.api_version,
+                request.correlation_id,
+                request.connection.name,
+                request.client_id,
                 (request.local_done_ns - request.dequeued_ns) / 1e6,
                 " (delayed)" if result is DEFERRED else "",
-            )  # fmt: skip
+            )

@@ -54,10 +54,14 @@ def _refusal(apis: ApiContext, request: Request, operation: AclOperation) -> Err
 def _filter(f: Any) -> AclBindingFilter:
     """A request's filter as values; an unknown code is a ValueError."""
     return AclBindingFilter(
-        ResourceType(f.resource_type_filter), f.resource_name_filter,
-        PatternType(f.pattern_type_filter), f.principal_filter, f.host_filter,
-        AclOperation(f.operation), AclPermissionType(f.permission_type),
-    )  # fmt: skip
+        ResourceType(f.resource_type_filter),
+        f.resource_name_filter,
+        PatternType(f.pattern_type_filter),
+        f.principal_filter,
+        f.host_filter,
+        AclOperation(f.operation),
+        AclPermissionType(f.permission_type),
+    )
 
 
 def handle_describe_acls(apis: ApiContext, request: Request) -> Any:
@@ -104,14 +108,17 @@ def handle_create_acls(apis: ApiContext, request: Request) -> Any:
         try:
             binding = AclBinding(
                 ResourcePattern(
-                    ResourceType(c.resource_type), c.resource_name,
+                    ResourceType(c.resource_type),
+                    c.resource_name,
                     PatternType(c.resource_pattern_type),
                 ),
                 AccessControlEntry(
-                    c.principal, c.host, AclOperation(c.operation),
+                    c.principal,
+                    c.host,
+                    AclOperation(c.operation),
                     AclPermissionType(c.permission_type),
                 ),
-            )  # fmt: skip
+            )
             problem = validate(binding)
         except ValueError as err:
             problem = str(err)

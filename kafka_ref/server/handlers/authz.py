@@ -31,9 +31,12 @@ REFUSALS = {
 
 
 def authorized(
-    apis: ApiContext, request: Request, operation: AclOperation, rtype: ResourceType,
+    apis: ApiContext,
+    request: Request,
+    operation: AclOperation,
+    rtype: ResourceType,
     name: str = CLUSTER_NAME,
-) -> bool:  # fmt: skip
+) -> bool:
     authorizer = apis.authorizer
     if authorizer is None:
         return True
@@ -92,9 +95,12 @@ def authorized_operations(
 
 
 def require(
-    apis: ApiContext, request: Request, operation: AclOperation, rtype: ResourceType,
+    apis: ApiContext,
+    request: Request,
+    operation: AclOperation,
+    rtype: ResourceType,
     name: str = CLUSTER_NAME,
-) -> None:  # fmt: skip
+) -> None:
     """Raise the resource type's refusal (a KafkaError) unless authorized: for handlers
     that already turn KafkaErrors into a resource's error code."""
     if not authorized(apis, request, operation, rtype, name):

@@ -113,7 +113,9 @@ def handle_alter_client_quotas(apis: ApiContext, request: Request) -> Any:
             code, message = err.code, str(err)
         except InvalidQuotaError as err:
             code, message = ErrorCode.INVALID_REQUEST, str(err)
-        entity = [response.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
-                  for e in entry.entity]  # fmt: skip
+        entity = [
+            response.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
+            for e in entry.entity
+        ]
         results.append(response.EntryData(error_code=code, error_message=message, entity=entity))
     return response(throttle_time_ms=0, entries=results)

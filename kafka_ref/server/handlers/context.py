@@ -65,10 +65,12 @@ class ApiContext:
             self.producer_ids = ProducerIdManager(self.controller.endpoint.node_id, self.controller)
         if self.add_partitions is None:
             self.add_partitions = AddPartitionsToTxnManager(
-                self.controller, self.config["transaction.state.log.num.partitions"],
+                self.controller,
+                self.config["transaction.state.log.num.partitions"],
                 self.config["transaction.partition.verification.enable"],
-                InterBrokerSecurity.from_config(self.config), self.loopback,
-            )  # fmt: skip
+                InterBrokerSecurity.from_config(self.config),
+                self.loopback,
+            )
 
     @property
     def broker_id(self) -> int:

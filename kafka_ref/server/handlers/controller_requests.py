@@ -90,9 +90,14 @@ def _admit(apis: ApiContext, request: Request) -> tuple[ErrorCode, ZkClusterMeta
         logger.warning(
             "refusing %s from controller %d (controller epoch %d, broker epoch %d; here %d"
             " and %d): %s",
-            type(body).__name__, body.controller_id, body.controller_epoch, body.broker_epoch,
-            metadata.controller_epoch, metadata.broker_epoch, error.name,
-        )  # fmt: skip
+            type(body).__name__,
+            body.controller_id,
+            body.controller_epoch,
+            body.broker_epoch,
+            metadata.controller_epoch,
+            metadata.broker_epoch,
+            error.name,
+        )
         return error, None
     metadata.controller_epoch = body.controller_epoch
     return ErrorCode.NO_ERROR, metadata
@@ -156,8 +161,11 @@ def _become(apis: ApiContext, metadata: ZkClusterMetadata, state: PartitionState
     if partition is not None and state.leader_epoch < partition.leader_epoch:
         logger.warning(
             "ignoring LeaderAndIsr of %s-%d: leader epoch %d is older than the applied %d",
-            state.topic, state.partition, state.leader_epoch, partition.leader_epoch,
-        )  # fmt: skip
+            state.topic,
+            state.partition,
+            state.leader_epoch,
+            partition.leader_epoch,
+        )
         return ErrorCode.STALE_CONTROLLER_EPOCH
     metadata.learn_topic(state.topic)  # its logs open with its config (CTRL-15)
     metadata.update_metadata([state])

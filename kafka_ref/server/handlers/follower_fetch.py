@@ -100,8 +100,13 @@ def _unread(apis: ApiContext, request: FetchRequest) -> FetchResult:
     partition = apis.replica_manager.partitions.get(request.tp)
     if partition is None:
         return FetchResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    return FetchResult(ErrorCode.NO_ERROR, b"", partition.high_watermark,
-                       partition.log_start_offset, partition.log_end_offset)  # fmt: skip
+    return FetchResult(
+        ErrorCode.NO_ERROR,
+        b"",
+        partition.high_watermark,
+        partition.log_start_offset,
+        partition.log_end_offset,
+    )
 
 
 def _response(apis: ApiContext, request: Request, results: list[Any]) -> Any:
@@ -198,8 +203,9 @@ def handle_offsets_for_leader_epoch(apis: ApiContext, request: Request) -> Any:
             elif partition is None:
                 error, epoch, end = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
             else:
-                ask = EpochRequest(t.topic, p.partition, body.replica_id,
-                                   p.current_leader_epoch, p.leader_epoch)  # fmt: skip
+                ask = EpochRequest(
+                    t.topic, p.partition, body.replica_id, p.current_leader_epoch, p.leader_epoch
+                )
                 answer = partition.last_offset_for_leader_epoch(ask)
                 error, epoch, end = answer.error, answer.leader_epoch, answer.end_offset
             partitions.append(

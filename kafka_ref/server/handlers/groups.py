@@ -169,8 +169,12 @@ def handle_join_group(apis: ApiContext, request: Request) -> Any:
     body, version = request.body, request.api_version
     rebalance_timeout_ms = body.session_timeout_ms if version == 0 else body.rebalance_timeout_ms
     if _group_refused(apis, request):
-        return JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
-                                 member_id=body.member_id, members=[])  # fmt: skip
+        return JoinGroupResponse(
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            generation_id=-1,
+            member_id=body.member_id,
+            members=[],
+        )
 
     def done(result: Any) -> None:
         members = [
@@ -179,13 +183,21 @@ def handle_join_group(apis: ApiContext, request: Request) -> Any:
             )
             for m in result.members
         ]
-        _answer(apis, request, JoinGroupResponse(
-            throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
-            protocol_type=result.protocol_type,
-            protocol_name=result.protocol_name or no_protocol(version),
-            leader=result.leader_id, skip_assignment=result.skip_assignment,
-            member_id=result.member_id, members=members,
-        ))  # fmt: skip
+        _answer(
+            apis,
+            request,
+            JoinGroupResponse(
+                throttle_time_ms=0,
+                error_code=result.error,
+                generation_id=result.generation_id,
+                protocol_type=result.protocol_type,
+                protocol_name=result.protocol_name or no_protocol(version),
+                leader=result.leader_id,
+                skip_assignment=result.skip_assignment,
+                member_id=result.member_id,
+                members=members,
+            ),
+        )
 
     apis.group_coordinator.rebalance.join_group(
         body.group_id,
@@ -211,10 +223,17 @@ def handle_sync_group(apis: ApiContext, request: Request) -> Any:
         return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b"")
 
     def done(result: Any) -> None:
-        _answer(apis, request, SyncGroupResponse(
-            throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
-            protocol_name=result.protocol_name, assignment=result.assignment,
-        ))  # fmt: skip
+        _answer(
+            apis,
+            request,
+            SyncGroupResponse(
+                throttle_time_ms=0,
+                error_code=result.error,
+                protocol_type=result.protocol_type,
+                protocol_name=result.protocol_name,
+                assignment=result.assignment,
+            ),
+        )
 
     apis.group_coordinator.rebalance.sync_group(
         body.group_id,

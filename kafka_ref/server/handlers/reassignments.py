@@ -82,10 +82,14 @@ def handle_alter_partition_reassignments(apis: ApiContext, request: Request) -> 
     if controller is False:
         return _alter_response(ErrorCode.NOT_CONTROLLER, {}, allow)
     if controller is None:
-        return _alter_response(ErrorCode.NO_ERROR, {
-            TopicPartition(t, p): _embedded_reassign(apis, TopicPartition(t, p), target)
-            for t, p, target in items
-        }, allow)  # fmt: skip
+        return _alter_response(
+            ErrorCode.NO_ERROR,
+            {
+                TopicPartition(t, p): _embedded_reassign(apis, TopicPartition(t, p), target)
+                for t, p, target in items
+            },
+            allow,
+        )
     reply = _answer_later(apis, request, lambda r: _alter_response(_top(r), r or {}, allow))
     controller.alter_reassignments(items, reply, allow)
     return DEFERRED
@@ -187,15 +191,19 @@ def handle_elect_leaders(apis: ApiContext, request: Request) -> Any:
     if controller is None:
         if partitions is None:
             partitions = [
-                TopicPartition(m.name, p) for m in apis.controller.topics()
+                TopicPartition(m.name, p)
+                for m in apis.controller.topics()
                 for p in range(m.partitions)
-            ]  # fmt: skip
-        return _elect_response(ErrorCode.NO_ERROR, {
-            tp: (ErrorCode.ELECTION_NOT_NEEDED, "The only replica leads already.")
-            if _embedded_known(apis, tp)
-            else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}.")
-            for tp in partitions
-        })  # fmt: skip
+            ]
+        return _elect_response(
+            ErrorCode.NO_ERROR,
+            {
+                tp: (ErrorCode.ELECTION_NOT_NEEDED, "The only replica leads already.")
+                if _embedded_known(apis, tp)
+                else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}.")
+                for tp in partitions
+            },
+        )
     reply = _answer_later(apis, request, lambda r: _elect_response(_top(r), r or {}))
     controller.elect_leaders(election, partitions, reply)
     return DEFERRED

@@ -29,6 +29,7 @@ def handle_sasl_handshake(apis: ApiContext, request: Request) -> Any:
 
 def handle_sasl_authenticate(apis: ApiContext, request: Request) -> Any:
     return SaslAuthenticateResponse(
-        error_code=ErrorCode.ILLEGAL_SASL_STATE, auth_bytes=b"",
+        error_code=ErrorCode.ILLEGAL_SASL_STATE,
+        auth_bytes=b"",
         error_message=f"no SASL authentication in progress (listener {request.listener_name})",
-    )  # fmt: skip
+    )

@@ -68,8 +68,9 @@ def handle_describe_user_scram_credentials(apis: ApiContext, request: Request) -
             ]
             results.append(Result(user=user, error_code=0, credential_infos=infos))
             continue
-        results.append(Result(user=user, error_code=error, error_message=message,
-                              credential_infos=[]))  # fmt: skip
+        results.append(
+            Result(user=user, error_code=error, error_message=message, credential_infos=[])
+        )
     return DescribeUserScramCredentialsResponse(error_code=0, results=results)
 
 

@@ -172,9 +172,11 @@ def handle_add_partitions_to_txn(apis: ApiContext, request: Request) -> Any:
             )
             for t in body.v3_and_below_topics
         ]
-        _answer(apis, request, AddPartitionsToTxnResponse(
-            throttle_time_ms=0, results_by_topic_v3_and_below=results
-        ))  # fmt: skip
+        _answer(
+            apis,
+            request,
+            AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=results),
+        )
 
     if denied:
         done(ErrorCode.OPERATION_NOT_ATTEMPTED)
@@ -182,9 +184,12 @@ def handle_add_partitions_to_txn(apis: ApiContext, request: Request) -> Any:
         done(ErrorCode.NOT_COORDINATOR)
     else:
         apis.txn.coordinator.handle_add_partitions(
-            body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-            body.v3_and_below_producer_epoch, partitions, done,
-        )  # fmt: skip
+            body.v3_and_below_transactional_id,
+            body.v3_and_below_producer_id,
+            body.v3_and_below_producer_epoch,
+            partitions,
+            done,
+        )
     return DEFERRED
 
 
@@ -205,19 +210,24 @@ def _add_partitions_v4(apis: ApiContext, request: Request) -> Any:
                 name=t.name,
                 results_by_partition=[
                     AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
-                        partition_index=p, partition_error_code=errors[(t.name, p)])
+                        partition_index=p, partition_error_code=errors[(t.name, p)]
+                    )
                     for p in t.partitions
                 ],
             )
             for t in txn.topics
-        ]  # fmt: skip
+        ]
         results[txn.transactional_id] = AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
             transactional_id=txn.transactional_id, topic_results=topics
         )
         if len(results) == len(ids):
-            _answer(apis, request, AddPartitionsToTxnResponse(
-                throttle_time_ms=0, error_code=0, results_by_transaction=list(results.values())
-            ))  # fmt: skip
+            _answer(
+                apis,
+                request,
+                AddPartitionsToTxnResponse(
+                    throttle_time_ms=0, error_code=0, results_by_transaction=list(results.values())
+                ),
+            )
 
     if not transactions:
         return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0)
@@ -226,13 +236,20 @@ def _add_partitions_v4(apis: ApiContext, request: Request) -> Any:
         if apis.txn is None:
             result_of(txn, dict.fromkeys(tps, ErrorCode.NOT_COORDINATOR))
         elif txn.verify_only:
-            result_of(txn, apis.txn.coordinator.handle_verify_partitions(
-                txn.transactional_id, txn.producer_id, txn.producer_epoch, tps))  # fmt: skip
+            result_of(
+                txn,
+                apis.txn.coordinator.handle_verify_partitions(
+                    txn.transactional_id, txn.producer_id, txn.producer_epoch, tps
+                ),
+            )
         else:
             apis.txn.coordinator.handle_add_partitions(
-                txn.transactional_id, txn.producer_id, txn.producer_epoch, tps,
+                txn.transactional_id,
+                txn.producer_id,
+                txn.producer_epoch,
+                tps,
                 lambda error, txn=txn, tps=tps: result_of(txn, dict.fromkeys(tps, error)),
-            )  # fmt: skip
+            )
     return DEFERRED
 
 
@@ -302,9 +319,11 @@ def handle_write_txn_markers(apis: ApiContext, request: Request) -> Any:
                 )
                 for t in marker.topics
             ]
-            results.append(WriteTxnMarkersResponse.WritableTxnMarkerResult(
-                producer_id=marker.producer_id, topics=topics
-            ))  # fmt: skip
+            results.append(
+                WriteTxnMarkersResponse.WritableTxnMarkerResult(
+                    producer_id=marker.producer_id, topics=topics
+                )
+            )
         _answer(apis, request, WriteTxnMarkersResponse(markers=results))
 
     for marker in request.body.markers:

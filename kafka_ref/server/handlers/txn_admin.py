@@ -59,17 +59,21 @@ def handle_describe_producers(apis: ApiContext, request: Request) -> Any:
             except KafkaError as err:
                 result.error_code, result.error_message = err.code, str(err)
             partitions.append(result)
-        topics.append(DescribeProducersResponse.TopicResponse(name=topic.name,
-                                                              partitions=partitions))  # fmt: skip
+        topics.append(
+            DescribeProducersResponse.TopicResponse(name=topic.name, partitions=partitions)
+        )
     return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
 
 
 def _producer_state(pid: int, e: Any) -> Any:
     return DescribeProducersResponse.ProducerState(
-        producer_id=pid, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
-        last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+        producer_id=pid,
+        producer_epoch=e.producer_epoch,
+        last_sequence=e.last_seq,
+        last_timestamp=e.last_timestamp,
+        coordinator_epoch=e.coordinator_epoch,
         current_txn_start_offset=e.current_txn_first_offset,
-    )  # fmt: skip
+    )
 
 
 def handle_describe_transactions(apis: ApiContext, request: Request) -> Any:
@@ -83,10 +87,15 @@ def handle_describe_transactions(apis: ApiContext, request: Request) -> Any:
         if not authorized(apis, request, Op.DESCRIBE, Res.TRANSACTIONAL_ID, transactional_id):
             error, meta = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None  # SEC-17
         entry = DescribeTransactionsResponse.TransactionState(
-            error_code=error, transactional_id=transactional_id, transaction_state="",
-            transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
-            producer_epoch=-1, topics=[],
-        )  # fmt: skip
+            error_code=error,
+            transactional_id=transactional_id,
+            transaction_state="",
+            transaction_timeout_ms=0,
+            transaction_start_time_ms=-1,
+            producer_id=-1,
+            producer_epoch=-1,
+            topics=[],
+        )
         if meta is not None:
             by_topic: dict[str, list[int]] = {}
             for topic, index in sorted(meta.partitions):
@@ -136,11 +145,16 @@ def handle_list_transactions(apis: ApiContext, request: Request) -> Any:
             continue  # Kafka: re2j `Matcher.matches`, the whole id
         if not authorized(apis, request, Op.DESCRIBE, Res.TRANSACTIONAL_ID, meta.transactional_id):
             continue  # only the ones it may describe (SEC-17)
-        found.append(ListTransactionsResponse.TransactionState(
-            transactional_id=meta.transactional_id, producer_id=meta.producer_id,
-            transaction_state=meta.state.kafka_name,
-        ))  # fmt: skip
+        found.append(
+            ListTransactionsResponse.TransactionState(
+                transactional_id=meta.transactional_id,
+                producer_id=meta.producer_id,
+                transaction_state=meta.state.kafka_name,
+            )
+        )
     return ListTransactionsResponse(
-        throttle_time_ms=0, error_code=ErrorCode.NO_ERROR, unknown_state_filters=unknown,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NO_ERROR,
+        unknown_state_filters=unknown,
         transaction_states=sorted(found, key=lambda s: s.transactional_id),
-    )  # fmt: skip
+    )

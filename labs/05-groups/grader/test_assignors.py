@@ -39,8 +39,9 @@ def groups(draw, identical=False):
     """(cluster, subscriptions): up to 4 topics of 0-9 partitions, 1-6 members, some of
     them static; a subscription may name a topic the cluster does not know ("zz")."""
     cluster = draw(st.dictionaries(st.sampled_from(TOPICS), st.integers(0, 9), min_size=1))
-    members = draw(st.lists(st.text("abcxyz0123", min_size=1, max_size=4), min_size=1,
-                            max_size=6, unique=True))  # fmt: skip
+    members = draw(
+        st.lists(st.text("abcxyz0123", min_size=1, max_size=4), min_size=1, max_size=6, unique=True)
+    )
     topic_sets = st.lists(st.sampled_from([*TOPICS, "zz"]), min_size=1, unique=True)
     shared = draw(topic_sets)
     subscriptions = {}
@@ -58,8 +59,11 @@ def subscribed(cluster, subscriptions):
 
 def kafka_order(subscriptions):
     """Kafka's MemberInfo order: static members by instance id, then the rest by member id."""
-    static = sorted((s.group_instance_id, m) for m, s in subscriptions.items()
-                    if s.group_instance_id is not None)  # fmt: skip
+    static = sorted(
+        (s.group_instance_id, m)
+        for m, s in subscriptions.items()
+        if s.group_instance_id is not None
+    )
     dynamic = sorted(m for m, s in subscriptions.items() if s.group_instance_id is None)
     return [m for _, m in static] + dynamic
 
@@ -131,8 +135,10 @@ def kafka_python(assignor, cluster, subscriptions):
     ]
     members.sort(key=lambda member: member.group_instance_id is None)  # it groups adjacently
     result = assignor.assign(metadata, members)
-    return {m: sorted(TopicPartition(t, p) for t, ps in a.assigned_partitions for p in ps)
-            for m, a in result.items()}  # fmt: skip
+    return {
+        m: sorted(TopicPartition(t, p) for t, ps in a.assigned_partitions for p in ps)
+        for m, a in result.items()
+    }
 
 
 @pytest.mark.spec("ASSIGN-4")

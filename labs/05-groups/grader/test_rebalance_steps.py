@@ -124,8 +124,9 @@ def test_the_leader_stays_if_it_joined_else_the_first_joined_leads(joined, leade
 
 
 @pytest.mark.spec("REBAL-9")
-def test_a_real_group_uses_the_protocol_most_members_prefer(broker, create_topics,
-                                                            group_assignment):  # fmt: skip
+def test_a_real_group_uses_the_protocol_most_members_prefer(
+    broker, create_topics, group_assignment
+):
     create_topics({"lab05-vote": 3})
     preferences = {
         "c0": ["range", "roundrobin"],

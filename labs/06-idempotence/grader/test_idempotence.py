@@ -103,8 +103,7 @@ def oracle(entry: ProducerStateEntry | None, epoch: int, first: int, delta: int)
 @given(cases())
 def test_the_check_appends_in_order_batches_and_finds_duplicates(case):
     entry, header = case
-    expected = oracle(entry, header.producer_epoch, header.base_sequence,
-                      header.last_offset_delta)  # fmt: skip
+    expected = oracle(entry, header.producer_epoch, header.base_sequence, header.last_offset_delta)
     if isinstance(expected, type):
         return  # the errors are the next test's
     assert producer_entry.check_client_batch(PID, entry, header) == expected
@@ -114,8 +113,7 @@ def test_the_check_appends_in_order_batches_and_finds_duplicates(case):
 @given(cases())
 def test_the_check_refuses_gaps_zombies_strangers_and_bad_batches(case):
     entry, header = case
-    expected = oracle(entry, header.producer_epoch, header.base_sequence,
-                      header.last_offset_delta)  # fmt: skip
+    expected = oracle(entry, header.producer_epoch, header.base_sequence, header.last_offset_delta)
     if not isinstance(expected, type):
         assert producer_entry.check_client_batch(PID, entry, header) == expected
         return
@@ -434,7 +432,9 @@ def test_hypothesis_finds_no_duplicate_and_no_reordering():
     run_state_machine_as_test(
         IdempotentProducers,
         settings=settings(
-            max_examples=40, stateful_step_count=40, deadline=None,
+            max_examples=40,
+            stateful_step_count=40,
+            deadline=None,
             suppress_health_check=[HealthCheck.too_slow],
         ),
-    )  # fmt: skip
+    )

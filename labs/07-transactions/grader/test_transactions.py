@@ -40,8 +40,10 @@ def transactions(draw):
     hw = draw(st.integers(0, 200))
     start = draw(st.integers(0, hw))
     opened = draw(st.lists(st.integers(0, 250), max_size=3))
-    finished = [(first, first + draw(st.integers(1, 60)))
-                for first in draw(st.lists(st.integers(0, 250), max_size=4))]  # fmt: skip
+    finished = [
+        (first, first + draw(st.integers(1, 60)))
+        for first in draw(st.lists(st.integers(0, 250), max_size=4))
+    ]
     return opened, finished, hw, start
 
 
@@ -60,14 +62,18 @@ def answers(draw):
     batches, keep, offset = [], [], 0
     txn_of: dict[int, list[int]] = {}  # producer -> indexes of its open transaction
     aborted: list[tuple[int, int, int]] = []  # (producer, first offset, marker offset)
-    for op, producer in draw(st.lists(st.tuples(
-            st.sampled_from(["batch", "batch", "end", "plain"]), st.integers(1, 3)),
-            max_size=40)) + [("end", p) for p in (1, 2, 3)]:  # fmt: skip
+    for op, producer in draw(
+        st.lists(
+            st.tuples(st.sampled_from(["batch", "batch", "end", "plain"]), st.integers(1, 3)),
+            max_size=40,
+        )
+    ) + [("end", p) for p in (1, 2, 3)]:
         if op == "batch":
             span = draw(st.integers(1, 3))
             txn_of.setdefault(producer, []).append(len(batches))
-            batches.append(FetchedBatch(offset, offset + span - 1, producer, True, False,
-                                        False, len(batches)))  # fmt: skip
+            batches.append(
+                FetchedBatch(offset, offset + span - 1, producer, True, False, False, len(batches))
+            )
             keep.append(True)
             offset += span
         elif op == "end" and producer in txn_of:
@@ -77,16 +83,14 @@ def answers(draw):
                 aborted.append((producer, batches[members[0]].base_offset, offset))
                 for i in members:
                     keep[i] = False
-            batches.append(FetchedBatch(offset, offset, producer, True, True, abort,
-                                        len(batches)))  # fmt: skip
+            batches.append(FetchedBatch(offset, offset, producer, True, True, abort, len(batches)))
             keep.append(False)
             offset += 1
         elif op == "plain":  # an idempotent (or plain) batch outside any transaction
             # none, an idempotent producer's, or the id of a transactional producer (whose
             # transaction may be aborting): a non-transactional batch is always returned
             pid = draw(st.sampled_from([-1, 10 + producer, producer]))
-            batches.append(FetchedBatch(offset, offset, pid, False, False, False,
-                                        len(batches)))  # fmt: skip
+            batches.append(FetchedBatch(offset, offset, pid, False, False, False, len(batches)))
             keep.append(True)
             offset += 1
     start = draw(st.integers(0, max(0, len(batches) - 1)))
@@ -415,8 +419,9 @@ def test_a_real_broker_and_our_consumer_read_committed_records_only(kafka_ref_br
     committed = produce_txn(p, topic, "c", 6, commit=True)
     produce_txn(p, topic, "a", 6, commit=False)
     committed += produce_txn(p, topic, "d", 6, commit=True)
-    with Consumer(f"127.0.0.1:{port}", auto_offset_reset="earliest",
-                  isolation_level="read_committed") as consumer:  # fmt: skip
+    with Consumer(
+        f"127.0.0.1:{port}", auto_offset_reset="earliest", isolation_level="read_committed"
+    ) as consumer:
         consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
         got: list[bytes] = []
         deadline = time.monotonic() + 8

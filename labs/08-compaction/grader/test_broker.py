@@ -77,8 +77,11 @@ def test_a_compacted_topic_keeps_each_keys_latest_value_and_forgets_deleted_keys
     expected = {key: b"%s=%d" % (key, ROUNDS - 1) for key in KEYS if key not in DELETED}
     # batch.size below segment.bytes: a batch larger than a segment is refused
     with Producer(broker.bootstrap, linger_ms=0, batch_size=1024) as producer:
-        sent = [producer.send(TOPIC, b"%s=%d" % (key, n), key=key)
-                for n in range(ROUNDS) for key in KEYS]  # fmt: skip
+        sent = [
+            producer.send(TOPIC, b"%s=%d" % (key, n), key=key)
+            for n in range(ROUNDS)
+            for key in KEYS
+        ]
         sent += [producer.send(TOPIC, None, key=key) for key in DELETED]
         for future in sent:
             future.result(30)

@@ -41,8 +41,9 @@ def no_fsync():
 
 
 def new_log(directory: str, clock: ManualClock) -> Log:
-    config = LogConfig(cleanup_policy=("compact",), segment_bytes=400,
-                       delete_retention_ms=HORIZON_MS)  # fmt: skip
+    config = LogConfig(
+        cleanup_policy=("compact",), segment_bytes=400, delete_retention_ms=HORIZON_MS
+    )
     return Log.open(os.path.join(directory, "compacted-0"), config, clock)
 
 

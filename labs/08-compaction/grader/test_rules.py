@@ -97,10 +97,14 @@ def retain(offset, key, tombstone, latest, map_end, horizon, now):
 
 @pytest.mark.spec("COMPACT-1", "COMPACT-5", "COMPACT-6", "COMPACT-9")
 @given(
-    offset=st.integers(0, 20), key=st.sampled_from([b"k", None]), tombstone=st.booleans(),
-    latest=st.integers(-1, 20), map_end=st.integers(-1, 20),
-    horizon=st.none() | st.integers(0, 20), now=st.integers(0, 20),
-)  # fmt: skip
+    offset=st.integers(0, 20),
+    key=st.sampled_from([b"k", None]),
+    tombstone=st.booleans(),
+    latest=st.integers(-1, 20),
+    map_end=st.integers(-1, 20),
+    horizon=st.none() | st.integers(0, 20),
+    now=st.integers(0, 20),
+)
 def test_a_record_is_kept_by_the_rule(offset, key, tombstone, latest, map_end, horizon, now):
     got = retain(offset, key, tombstone, latest, map_end, horizon, now)
     if offset > map_end:

@@ -158,5 +158,6 @@ def test_a_real_broker_stores_batches_within_batch_size(broker):
     headers = [h for _, h in iter_batch_headers(data)]
     assert sum(h.records_count for h in headers) == 200
     assert all(h.size <= 1024 for h in headers), [h.size for h in headers]
-    assert all(h.records_count >= (1024 - HEADER_SIZE) // (21 + 7 + 100)
-               for h in headers[:-1]), [h.records_count for h in headers]  # fmt: skip
+    assert all(h.records_count >= (1024 - HEADER_SIZE) // (21 + 7 + 100) for h in headers[:-1]), [
+        h.records_count for h in headers
+    ]

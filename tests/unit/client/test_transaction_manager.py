@@ -100,16 +100,24 @@ class Coordinator:
         metadata = Metadata([("h", 1)], retry_backoff_ms=0)
         metadata.update(metadata_response({"t": [1, 1]}, brokers=[(1, "h", 1)]), now_ms=0)
         self.tm = TransactionManager(transactional_id=transactional_id, retry_backoff_ms=100)
-        self.accumulator = RecordAccumulator(linger_ms=0, retry_backoff_ms=0,
-                                             transaction_manager=self.tm)  # fmt: skip
+        self.accumulator = RecordAccumulator(
+            linger_ms=0, retry_backoff_ms=0, transaction_manager=self.tm
+        )
         self.client = FakeClient()
         self.client.add_node = lambda node: None
         self.now = 0
         self.sender = Sender(
-            self.client, metadata, self.accumulator, acks=-1, retries=10,
-            request_timeout_ms=1000, max_request_size=10**6, guarantee_message_order=False,
-            clock=lambda: self.now, transaction_manager=self.tm,
-        )  # fmt: skip
+            self.client,
+            metadata,
+            self.accumulator,
+            acks=-1,
+            retries=10,
+            request_timeout_ms=1000,
+            max_request_size=10**6,
+            guarantee_message_order=False,
+            clock=lambda: self.now,
+            transaction_manager=self.tm,
+        )
         self.errors: dict[ApiKey, list[int]] = {}  # the next answers' errors, per API
         self.produce_error = 0
 
@@ -251,9 +259,11 @@ def test_a_coordinator_that_moved_is_found_again_and_a_busy_one_asked_again():
     c.errors[ApiKey.END_TXN] = [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
     c.call(c.tm.initialize_transactions).wait(0)
     assert [r.api_key for r in c.client.sent] == [
-        ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID,
-        ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID,
-    ]  # fmt: skip
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.INIT_PRODUCER_ID,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.INIT_PRODUCER_ID,
+    ]
     c.tm.begin_transaction()
     c.send(TP0)
     c.pump()
@@ -338,8 +348,10 @@ def test_offsets_go_to_the_transaction_then_to_the_group_coordinator():
     result = c.call(c.tm.send_offsets_to_transaction, {TP0: 42}, "copier")
     requests = c.client.sent[before:]
     assert [r.api_key for r in requests] == [
-        ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.FIND_COORDINATOR, ApiKey.TXN_OFFSET_COMMIT,
-    ]  # fmt: skip
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.TXN_OFFSET_COMMIT,
+    ]
     assert requests[0].body.group_id == "copier"
     assert (requests[1].body.key, requests[1].body.key_type) == ("copier", 0)
     commit = requests[2].body

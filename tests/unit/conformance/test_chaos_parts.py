@@ -66,9 +66,11 @@ def test_a_cut_stops_only_the_named_process_and_healing_delivers_what_was_held()
     pids: dict[int, str] = {}
     proxy.identify = lambda peer, port: socket_owner(peer, port, pids)
     caller = subprocess.Popen(
-        [sys.executable, "-c", CALLER, str(proxy.port)], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-c", CALLER, str(proxy.port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     pids[caller.pid] = "other"
     try:
         assert caller.stdout.readline().strip() == "connected"
@@ -162,8 +164,13 @@ def test_a_seed_fixes_the_schedule_and_every_fault_is_healed(monkeypatch):
 
 @pytest.mark.spec("CHAOS-2")
 def test_stale_isr_measures_how_long_an_isr_names_a_dead_broker():
-    dead = [(0.0, frozenset()), (1.0, frozenset({(0, 3)})), (2.0, frozenset({(0, 3), (1, 3)})),
-            (9.0, frozenset({(1, 3)})), (12.0, frozenset())]  # fmt: skip
+    dead = [
+        (0.0, frozenset()),
+        (1.0, frozenset({(0, 3)})),
+        (2.0, frozenset({(0, 3), (1, 3)})),
+        (9.0, frozenset({(1, 3)})),
+        (12.0, frozenset()),
+    ]
     found = stale_isr(dead)
     assert found == [
         {"partition": 1, "broker": 3, "from": 2.0, "seconds": 10.0},

@@ -17,8 +17,12 @@ def test_every_broker_of_a_mutant_targets_cluster_runs_the_mutant():
     try:
         assert sorted(cluster.processes) == list(range(1, SIZE + 1))
         for broker in cluster.processes.values():
-            assert broker.launcher[:4] == ("-m", "kafka_ref.conformance.mutant_broker",
-                                           "--mutant", "hw-past-lagging-isr")  # fmt: skip
+            assert broker.launcher[:4] == (
+                "-m",
+                "kafka_ref.conformance.mutant_broker",
+                "--mutant",
+                "hw-past-lagging-isr",
+            )
             assert broker.configs["zookeeper.session.timeout.ms"] == SESSION_TIMEOUT_MS
             assert SUITE_CONFIGS.items() <= broker.configs.items()
             assert broker.zookeeper == cluster.zookeeper.connect

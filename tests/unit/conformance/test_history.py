@@ -220,8 +220,12 @@ def test_a_chain_of_reads_from_is_no_cycle_and_a_longer_cycle_is_found():
         h.send(f"p{i}", key, f"v{i}", offset=i, txn=f"T{i}")
         h.end_txn(f"p{i}", f"T{i}", COMMITTED)
         if i:
-            h.poll(f"p{i}", {(K0, K1, K0)[i - 1]: [(i - 1, f"v{i - 1}")]}, read_committed=True,
-                   txn=f"T{i}")  # fmt: skip
+            h.poll(
+                f"p{i}",
+                {(K0, K1, K0)[i - 1]: [(i - 1, f"v{i - 1}")]},
+                read_committed=True,
+                txn=f"T{i}",
+            )
     assert check(h).valid, str(check(h))
     h.poll("p0", {K0: [(2, "v2")]}, read_committed=True, txn="T0")  # T0 read T2: a cycle
     assert check(h).anomalies["G1c"] == [{"cycle": ["T0", "T1", "T2", "T0"]}]
@@ -246,8 +250,7 @@ class CorrectBroker:
         self.position: dict = {}  # (reader, key) -> next offset
 
     def lso(self, key) -> int:
-        return min([o for (_, k), o in self.first.items() if k == key],
-                   default=len(self.logs[key]))  # fmt: skip
+        return min([o for (_, k), o in self.first.items() if k == key], default=len(self.logs[key]))
 
     def send(self, txn, key, value) -> int:
         self.first.setdefault((txn, key), len(self.logs[key])) if txn else None
@@ -263,15 +266,23 @@ class CorrectBroker:
     def read_committed(self, reader, key) -> list:
         start, end = self.position.get((reader, key), 0), self.lso(key)
         self.position[(reader, key)] = end
-        return [(o, v) for o, (t, v) in enumerate(self.logs[key][start:end], start)
-                if v is not None and (t is None or self.outcome[t] == COMMITTED)]  # fmt: skip
+        return [
+            (o, v)
+            for o, (t, v) in enumerate(self.logs[key][start:end], start)
+            if v is not None and (t is None or self.outcome[t] == COMMITTED)
+        ]
 
 
 ACTIONS = st.lists(
-    st.tuples(st.sampled_from(["send", "plain", "end", "poll", "transform"]),
-              st.integers(0, 2), st.sampled_from([K0, K1]), st.booleans(), st.booleans()),
+    st.tuples(
+        st.sampled_from(["send", "plain", "end", "poll", "transform"]),
+        st.integers(0, 2),
+        st.sampled_from([K0, K1]),
+        st.booleans(),
+        st.booleans(),
+    ),
     max_size=60,
-)  # fmt: skip
+)
 
 
 @pytest.mark.spec("HIST-16", "HIST-19")
@@ -300,8 +311,7 @@ def test_histories_of_a_correct_broker_have_no_transactional_anomaly(actions):
         elif action in ("poll", "transform"):  # a transform reads inside p's transaction
             txn = txn_of(p) if action == "transform" else None
             reader = f"p{p}" if txn else f"c{p}"
-            h.poll(reader, {key: broker.read_committed(reader, key)}, read_committed=True,
-                   txn=txn)  # fmt: skip
+            h.poll(reader, {key: broker.read_committed(reader, key)}, read_committed=True, txn=txn)
     for p in sorted(open_txn):
         end(p, True, True)
     for key in (K0, K1):

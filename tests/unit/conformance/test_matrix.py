@@ -35,9 +35,15 @@ NOTES = """## What the failures mean
 def row(rule_id, status, reasons=(), title=None):
     number = int(rule_id.split("-")[1])
     titles = {1: "First rule", 2: "Second rule", 3: "Third rule", 4: "Fourth rule"}
-    return {"id": rule_id, "title": title or titles.get(number, "Fifth rule, `added` later"),
-            "observable": "yes", "file": "demo.md", "status": status,
-            "reasons": list(reasons), "tests": []}  # fmt: skip
+    return {
+        "id": rule_id,
+        "title": title or titles.get(number, "Fifth rule, `added` later"),
+        "observable": "yes",
+        "file": "demo.md",
+        "status": status,
+        "reasons": list(reasons),
+        "tests": [],
+    }
 
 
 def write_report(directory: pathlib.Path, label: str, rows: list[dict]) -> None:
@@ -53,19 +59,27 @@ def reports(tmp_path):
     (spec / "demo.md").write_text(SPEC)
     out = tmp_path / "reports"
     out.mkdir()
-    write_report(out, "other", [
-        row("DEMO-1", "pass"),
-        row("DEMO-2", "fail", ["AssertionError: assert 0 == 1"]),
-        row("DEMO-3", "skipped", ["target lacks restart: the suite can stop and restart it"]),
-        row("DEMO-4", "not covered"),
-    ])  # fmt: skip
-    write_report(out, "kafka_ref", [
-        row("DEMO-1", "pass"),
-        row("DEMO-2", "pass"),
-        row("DEMO-3", "fail", ["AssertionError"]),
-        row("DEMO-4", "not covered"),
-        row("DEMO-5", "xfail", ["waits for its feature"]),
-    ])  # fmt: skip
+    write_report(
+        out,
+        "other",
+        [
+            row("DEMO-1", "pass"),
+            row("DEMO-2", "fail", ["AssertionError: assert 0 == 1"]),
+            row("DEMO-3", "skipped", ["target lacks restart: the suite can stop and restart it"]),
+            row("DEMO-4", "not covered"),
+        ],
+    )
+    write_report(
+        out,
+        "kafka_ref",
+        [
+            row("DEMO-1", "pass"),
+            row("DEMO-2", "pass"),
+            row("DEMO-3", "fail", ["AssertionError"]),
+            row("DEMO-4", "not covered"),
+            row("DEMO-5", "xfail", ["waits for its feature"]),
+        ],
+    )
     (out / "other.notes.md").write_text(NOTES)
     (out / "unrelated.json").write_text('["not a report"]')
     return out, spec
@@ -129,9 +143,10 @@ def test_notes_name_rules_singly_and_in_ranges_with_their_first_sentence(tmp_pat
     assert anchor == "what-the-failures-mean"
     assert notes == {
         "DEMO-2": "(bad answer): the broker answers 0 where the rule says 1.",
-        "DEMO-3": "a note on a range.", "DEMO-4": "a note on a range.",
+        "DEMO-3": "a note on a range.",
+        "DEMO-4": "a note on a range.",
         "DEMO-9": "a note on a range.",
-    }  # fmt: skip
+    }
     assert matrix.read_notes(tmp_path / "missing.notes.md") == ("", {})
     long = "a `code span` then " + "many words " * 20
     assert len(matrix.shorten(long, 40)) <= 43 and matrix.shorten(long, 40).endswith("...")

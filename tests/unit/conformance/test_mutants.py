@@ -23,15 +23,33 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def run_suite(mutant: str, rules: tuple[str, ...], report_dir: pathlib.Path):
-    cmd = [sys.executable, "-m", "pytest", "tests/conformance", "-q", "-p", "no:cacheprovider",
-           f"--target=kafka_ref:mutant={mutant}", f"--spec-filter={','.join(rules)}",
-           f"--conformance-report={report_dir}"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/conformance",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--target=kafka_ref:mutant={mutant}",
+        f"--spec-filter={','.join(rules)}",
+        f"--conformance-report={report_dir}",
+    ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
 
 def run_unit_tests(mutant: str):
-    cmd = [sys.executable, "-m", "pytest", MUTANTS[mutant].suite, "-q", "-p", "no:cacheprovider",
-           f"--mutant={mutant}", "-rf"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        MUTANTS[mutant].suite,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--mutant={mutant}",
+        "-rf",
+    ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
 

@@ -39,9 +39,11 @@ def rules(tmp_path):
 @pytest.mark.spec("CONF-2")
 def test_rules_are_read_with_their_observable_flag(rules):
     assert [(r.id, r.title, r.observable) for r in rules.values()] == [
-        ("DEMO-1", "First rule", True), ("DEMO-2", "Second rule", False),
-        ("DEMO-3", "Third rule", True), ("DEMO-4", "Fourth rule", True),
-    ]  # fmt: skip
+        ("DEMO-1", "First rule", True),
+        ("DEMO-2", "Second rule", False),
+        ("DEMO-3", "Third rule", True),
+        ("DEMO-4", "Fourth rule", True),
+    ]
 
 
 @pytest.mark.spec("CONF-2")
@@ -50,7 +52,10 @@ def test_one_row_per_rule_folding_every_citing_test(rules, tmp_path):
     cites = {"a": ["DEMO-1", "DEMO-3"], "b": ["DEMO-1"], "c": ["DEMO-4"]}
     rows = {r.id: r for r in report.build_rows(rules, results, cites)}
     assert (rows["DEMO-1"].status, rows["DEMO-1"].reasons, rows["DEMO-1"].tests) == (
-        "fail", ["boom"], ["a", "b"])  # fmt: skip
+        "fail",
+        ["boom"],
+        ["a", "b"],
+    )
     assert rows["DEMO-2"].status == "not covered" and rows["DEMO-2"].observable == "no"
     assert rows["DEMO-3"].status == "pass"
     assert (rows["DEMO-4"].status, rows["DEMO-4"].reasons) == ("skipped", ["target lacks groups"])
@@ -64,18 +69,23 @@ def test_one_row_per_rule_folding_every_citing_test(rules, tmp_path):
 def test_a_divergent_rule_is_read_and_reported_diverges_only_off_kafka_ref(rules, tmp_path):
     assert rules["DEMO-4"].divergence == "Kafka does otherwise, for a reason that wraps."
     assert [r.divergence for r in rules.values()][:3] == [None, None, None]
-    results = {"a": ("diverges", "Kafka: diverges — DEMO-4: Kafka does otherwise"),
-               "b": ("pass", "")}  # fmt: skip
+    results = {
+        "a": ("diverges", "Kafka: diverges — DEMO-4: Kafka does otherwise"),
+        "b": ("pass", ""),
+    }
     rows = {r.id: r for r in report.build_rows(rules, results, {"a": ["DEMO-4"], "b": ["DEMO-1"]})}
     assert (rows["DEMO-4"].status, rows["DEMO-4"].divergence) == (
-        "diverges", "Kafka does otherwise, for a reason that wraps.")  # fmt: skip
+        "diverges",
+        "Kafka does otherwise, for a reason that wraps.",
+    )
     assert report.fold([("diverges", "why"), ("fail", "boom")]) == ("fail", ["boom"])
     assert report.fold([("diverges", "why"), ("pass", "")]) == ("diverges", ["why"])
     paths = report.write(tmp_path / "out", "demo", {"target": "x"}, list(rows.values()))
     assert "**DEMO-4** Fourth rule: Kafka does otherwise" in paths[1].read_text()
     json_row = json.loads(paths[0].read_text())["rules"][3]
     assert matrix.cell(json_row, "demo", ("", {})) == (
-        "diverges (Kafka does otherwise, for a reason that wraps.)")  # fmt: skip
+        "diverges (Kafka does otherwise, for a reason that wraps.)"
+    )
     assert holds_to_divergent_rules("kafka_ref")
     assert holds_to_divergent_rules("kafka_ref:mutant=dedup-window-1")
     for other in ("apache_kafka", "tansu", "bootstrap=127.0.0.1:9092"):
@@ -108,7 +118,9 @@ def test_capabilities_come_from_the_probe_and_declarations_only_add_what_no_api_
     without = capabilities([8, 9], declared={"groups", "transactions"})
     assert not without.has("groups") and not without.has("transactions")
     assert caps.parse_adjustments("+compaction,-groups, restart") == (
-        {"compaction", "restart"}, {"groups"})  # fmt: skip
+        {"compaction", "restart"},
+        {"groups"},
+    )
     with pytest.raises(ValueError):
         caps.parse_adjustments("+telepathy")
 

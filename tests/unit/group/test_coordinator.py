@@ -67,8 +67,9 @@ class Harness:
             write()
 
     def _start(self):
-        c = GroupCoordinator(self.config, self.clock, self.scheduler.schedule, self._append,
-                             new_uuid=self.new_uuid)  # fmt: skip
+        c = GroupCoordinator(
+            self.config, self.clock, self.scheduler.schedule, self._append, new_uuid=self.new_uuid
+        )
         for p in range(self.config.offsets_topic_num_partitions):
             c.on_elected(p, list(self.log.get(p, [])))
         return c
@@ -82,32 +83,39 @@ class Harness:
         self.scheduler.advance(ms)
 
     # -- calls that collect the callback's answer --
-    def join(self, member_id="", group=G, instance=None, protocols=None, known=False,
-             settle=True, **kw):  # fmt: skip
+    def join(
+        self, member_id="", group=G, instance=None, protocols=None, known=False, settle=True, **kw
+    ):
         """JoinGroup; then, with `settle`, the timers due now run, as the broker's event
         loop runs a zero-delay timer right after the request (REBAL-17)."""
         box = []
         self.coordinator.rebalance.join_group(
-            group, member_id, instance, known, kw.get("client_id", "c"), "/127.0.0.1",
-            kw.get("rebalance", REBALANCE), kw.get("session", SESSION),
+            group,
+            member_id,
+            instance,
+            known,
+            kw.get("client_id", "c"),
+            "/127.0.0.1",
+            kw.get("rebalance", REBALANCE),
+            kw.get("session", SESSION),
             kw.get("protocol_type", "consumer"),
-            [("range", b"sub")] if protocols is None else protocols, box.append,
-        )  # fmt: skip
+            [("range", b"sub")] if protocols is None else protocols,
+            box.append,
+        )
         if settle:
             self.scheduler.run_due()
         return box
 
     def sync(self, member_id, generation, assignments=None, group=G, instance=None):
         box = []
-        self.coordinator.rebalance.sync_group(group, generation, member_id, instance,
-                                              "consumer", None, assignments or {},
-                                              box.append)  # fmt: skip
+        self.coordinator.rebalance.sync_group(
+            group, generation, member_id, instance, "consumer", None, assignments or {}, box.append
+        )
         return box
 
     def commit(self, offsets, member_id="", generation=-1, group=G, instance=None):
         box = []
-        self.coordinator.commit_offsets(group, member_id, instance, generation, offsets,
-                                        box.append)  # fmt: skip
+        self.coordinator.commit_offsets(group, member_id, instance, generation, offsets, box.append)
         return box[0] if box else None
 
     def group(self, group_id=G) -> GroupMetadata:
@@ -150,7 +158,9 @@ def test_join_completes_with_generation_protocol_and_leader():
     assert a2[0].generation_id == 2 and b[0].generation_id == 2
     assert a2[0].protocol_name == b[0].protocol_name == "roundrobin"
     assert {(m.member_id, m.metadata) for m in a2[0].members} == {
-        (a[0].member_id, b"a"), (b[0].member_id, b"b")}  # fmt: skip
+        (a[0].member_id, b"a"),
+        (b[0].member_id, b"b"),
+    }
     assert b[0].members == [] and b[0].leader_id == a[0].member_id
     assert h.group().state is COMPLETING_REBALANCE
 
@@ -226,7 +236,9 @@ def test_unknown_members_are_unknown_member_id():
     assert h.coordinator.rebalance.heartbeat("other", "ghost", None, 1) == E.UNKNOWN_MEMBER_ID
     assert h.commit({TP0: om(1)}, "ghost", gen) == {TP0: E.UNKNOWN_MEMBER_ID}
     assert h.coordinator.rebalance.leave_group(G, [("ghost", None)]) == (
-        OK, [("ghost", None, E.UNKNOWN_MEMBER_ID)])  # fmt: skip
+        OK,
+        [("ghost", None, E.UNKNOWN_MEMBER_ID)],
+    )
     # LeaveGroup v5 gives a reason; a group that does not exist answers each member the same
     leaving = [LeavingMember("ghost", "i-1", "shutting down")]
     assert h.coordinator.rebalance.leave_group("no-such-group", leaving) == (
@@ -322,7 +334,9 @@ def test_a_member_removed_for_missing_the_rebalance_is_answered_unknown_member_i
     assert h.sync(b, gen)[0].error == E.UNKNOWN_MEMBER_ID
     assert h.commit({TP0: om(5)}, b, gen) == {TP0: E.UNKNOWN_MEMBER_ID}
     assert h.coordinator.rebalance.leave_group(G, [(b, None)]) == (
-        OK, [(b, None, E.UNKNOWN_MEMBER_ID)])  # fmt: skip
+        OK,
+        [(b, None, E.UNKNOWN_MEMBER_ID)],
+    )
     assert h.join(b)[0].error == E.UNKNOWN_MEMBER_ID
     assert h.join("", known=True)[0].error == E.MEMBER_ID_REQUIRED
 
@@ -491,8 +505,14 @@ def test_state_transitions_follow_kafka():
     g = GroupMetadata("g", EMPTY, 0)
     with pytest.raises(IllegalGroupStateError):
         g.transition_to(STABLE, 1)
-    for state in (PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, PREPARING_REBALANCE,
-                  EMPTY, DEAD):  # fmt: skip
+    for state in (
+        PREPARING_REBALANCE,
+        COMPLETING_REBALANCE,
+        STABLE,
+        PREPARING_REBALANCE,
+        EMPTY,
+        DEAD,
+    ):
         g.transition_to(state, 2)
     assert g.current_state_timestamp == 2 and STABLE.wire_name == "Stable"
     h = Harness()
@@ -578,7 +598,9 @@ def test_metadata_round_trips_and_too_large_fails_only_that_partition():
     h = Harness(offset_metadata_max_bytes=8)
     meta = "\u00e9\U0001f600\x00a"  # 5 UTF-16 units
     assert h.commit({TP0: om(1, meta), TP1: om(2, "x" * 9)}) == {
-        TP0: OK, TP1: E.OFFSET_METADATA_TOO_LARGE}  # fmt: skip
+        TP0: OK,
+        TP1: E.OFFSET_METADATA_TOO_LARGE,
+    }
     assert h.coordinator.fetch_offsets(G, [TP0])[1][TP0].metadata == meta
     h.restart()
     got = h.coordinator.fetch_offsets(G, None)[1]
@@ -660,7 +682,9 @@ def test_only_empty_groups_are_deleted_with_tombstones():
     (a,), gen = h.stable_group(n=1)
     h.commit({TP0: om(1)}, a, gen)
     assert h.coordinator.delete_groups([G, "nope"]) == {
-        G: E.NON_EMPTY_GROUP, "nope": E.GROUP_ID_NOT_FOUND}  # fmt: skip
+        G: E.NON_EMPTY_GROUP,
+        "nope": E.GROUP_ID_NOT_FOUND,
+    }
     h.coordinator.rebalance.leave_group(G, [(a, None)])
     assert h.coordinator.delete_groups([G]) == {G: OK}
     assert h.group() is None and h.coordinator.fetch_offsets(G, [TP0])[1] == {TP0: None}

@@ -58,8 +58,9 @@ class Slot:
 class CoordinatorMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.config = GroupConfig(offsets_topic_num_partitions=2,
-                                  group_initial_rebalance_delay_ms=0)  # fmt: skip
+        self.config = GroupConfig(
+            offsets_topic_num_partitions=2, group_initial_rebalance_delay_ms=0
+        )
         self.clock = ManualClock(0)
         self.scheduler = ManualScheduler(self.clock)
         self.log: dict[int, list] = {}
@@ -90,7 +91,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
             slot.member_id = result.member_id
         elif result.error == OK:
             slot.member_id, slot.generation, slot.joined = (
-                result.member_id, result.generation_id, result)  # fmt: skip
+                result.member_id,
+                result.generation_id,
+                result,
+            )
         else:  # UNKNOWN_MEMBER_ID, NOT_COORDINATOR at a restart...: start over
             slot.member_id, slot.generation, slot.joined = "", -1, None
 
@@ -112,9 +116,18 @@ class CoordinatorMachine(RuleBasedStateMachine):
                 return
             slot.joining = True
             self.coordinator.rebalance.join_group(
-                G, slot.member_id, None, True, f"c{i}", "/h", REBALANCE, SESSION, "consumer",
-                [("range", SUBSCRIPTION)], lambda r, s=slot: self._on_join(s, r),
-            )  # fmt: skip
+                G,
+                slot.member_id,
+                None,
+                True,
+                f"c{i}",
+                "/h",
+                REBALANCE,
+                SESSION,
+                "consumer",
+                [("range", SUBSCRIPTION)],
+                lambda r, s=slot: self._on_join(s, r),
+            )
             if slot.joined is not None or not slot.member_id:
                 return
 
@@ -198,7 +211,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
             return
         stale = group.generation_id - 1
         assert self.coordinator.rebalance.heartbeat(G, slot.member_id, None, stale) == (
-            ErrorCode.ILLEGAL_GENERATION)  # fmt: skip
+            ErrorCode.ILLEGAL_GENERATION
+        )
         box = []
         offsets = {PARTITIONS[0]: OffsetAndMetadata(1)}
         self.coordinator.commit_offsets(G, slot.member_id, None, stale, offsets, box.append)
@@ -215,17 +229,26 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def advance(self, ms):
         self.scheduler.advance(ms)
 
-    @rule(i=st.integers(-1, 3), p=st.integers(0, 5), offset=st.integers(0, 1000),
-          meta=st.sampled_from(["", "m", "\u00e9\U0001f600"]))  # fmt: skip
+    @rule(
+        i=st.integers(-1, 3),
+        p=st.integers(0, 5),
+        offset=st.integers(0, 1000),
+        meta=st.sampled_from(["", "m", "\u00e9\U0001f600"]),
+    )
     def commit(self, i, p, offset, meta):
         slot = self.slots[i] if i >= 0 else None
         member_id = slot.member_id if slot else ""
         generation = slot.generation if slot and slot.member_id else -1
         box = []
         tp = PARTITIONS[p]
-        self.coordinator.commit_offsets(G, member_id, None, generation,
-                                        {tp: OffsetAndMetadata(offset, metadata=meta)},
-                                        box.append)  # fmt: skip
+        self.coordinator.commit_offsets(
+            G,
+            member_id,
+            None,
+            generation,
+            {tp: OffsetAndMetadata(offset, metadata=meta)},
+            box.append,
+        )
         assert len(box) == 1
         if box[0][tp] == OK:
             self.committed[tp] = (offset, meta)

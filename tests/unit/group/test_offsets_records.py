@@ -74,8 +74,19 @@ def _group() -> GroupMetadata:
     g = GroupMetadata("g", EMPTY, 0)
     g.transition_to(PREPARING_REBALANCE, 1)
     for mid, inst in (("m1", "i1"), ("m2", None)):
-        g.add(MemberMetadata(mid, inst, "cid", "/1.2.3.4", 300, 100, "consumer",
-                             [("range", b"sub-" + mid.encode())]), None)  # fmt: skip
+        g.add(
+            MemberMetadata(
+                mid,
+                inst,
+                "cid",
+                "/1.2.3.4",
+                300,
+                100,
+                "consumer",
+                [("range", b"sub-" + mid.encode())],
+            ),
+            None,
+        )
     g.init_next_generation(1234)
     assert g.is_(COMPLETING_REBALANCE)
     return g
@@ -86,15 +97,31 @@ def test_group_metadata_value_v3_layout():
     g = _group()
     value = rec.group_metadata_value(g, {"m1": b"A1"})
     members = (
-        s16("m1") + s16("i1") + s16("cid") + s16("/1.2.3.4") + struct.pack(">ii", 300, 100)
-        + b32(b"sub-m1") + b32(b"A1")
-        + s16("m2") + NULL + s16("cid") + s16("/1.2.3.4") + struct.pack(">ii", 300, 100)
-        + b32(b"sub-m2") + b32(b"")
-    )  # fmt: skip
+        s16("m1")
+        + s16("i1")
+        + s16("cid")
+        + s16("/1.2.3.4")
+        + struct.pack(">ii", 300, 100)
+        + b32(b"sub-m1")
+        + b32(b"A1")
+        + s16("m2")
+        + NULL
+        + s16("cid")
+        + s16("/1.2.3.4")
+        + struct.pack(">ii", 300, 100)
+        + b32(b"sub-m2")
+        + b32(b"")
+    )
     assert value == (
-        struct.pack(">h", 3) + s16("consumer") + struct.pack(">i", 1) + s16("range")
-        + s16("m1") + struct.pack(">q", 1234) + struct.pack(">i", 2) + members
-    )  # fmt: skip
+        struct.pack(">h", 3)
+        + s16("consumer")
+        + struct.pack(">i", 1)
+        + s16("range")
+        + s16("m1")
+        + struct.pack(">q", 1234)
+        + struct.pack(">i", 2)
+        + members
+    )
     loaded = rec.read_group_metadata_value("g", value)
     assert loaded.state is STABLE and loaded.generation_id == 1 and loaded.leader_id == "m1"
     assert loaded.protocol_type == "consumer" and loaded.protocol_name == "range"
@@ -108,10 +135,19 @@ def test_group_metadata_value_v3_layout():
 def test_group_metadata_value_v0_and_an_empty_group():
     # v0: no rebalance timeout (it is the session timeout), no state timestamp, no instance id
     v0 = (
-        struct.pack(">h", 0) + s16("consumer") + struct.pack(">i", 4) + s16("range") + s16("m")
-        + struct.pack(">i", 1) + s16("m") + s16("c") + s16("h") + struct.pack(">i", 10)
-        + b32(b"s") + b32(b"a")
-    )  # fmt: skip
+        struct.pack(">h", 0)
+        + s16("consumer")
+        + struct.pack(">i", 4)
+        + s16("range")
+        + s16("m")
+        + struct.pack(">i", 1)
+        + s16("m")
+        + s16("c")
+        + s16("h")
+        + struct.pack(">i", 10)
+        + b32(b"s")
+        + b32(b"a")
+    )
     g = rec.read_group_metadata_value("g", v0)
     assert g.generation_id == 4 and g.members["m"].rebalance_timeout_ms == 10
     assert g.current_state_timestamp is None

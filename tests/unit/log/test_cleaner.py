@@ -714,9 +714,12 @@ def test_compaction_matches_the_model(ops):
     with temp_dir() as d:
         path = os.path.join(d, "t-0")
         log = open_log(
-            path, clock, segment_bytes=250, segment_index_bytes=4096,
+            path,
+            clock,
+            segment_bytes=250,
+            segment_index_bytes=4096,
             delete_retention_ms=retention,
-        )  # fmt: skip
+        )
         cleaner = LogCleaner()
         for op in ops:
             if op[0] == "produce":

@@ -144,8 +144,12 @@ def test_aborted_records_are_removed_and_their_marker_keeps_its_index_entry(tmp_
     assert stats.aborted_records_removed == 2
     # a's records are gone; its batch stays, empty, as a's last batch (COMPACT-27)
     assert batch_kinds(log) == [
-        (0, "empty"), (2, "data"), (3, "abort"), (4, "commit"), (5, "data"),
-    ]  # fmt: skip
+        (0, "empty"),
+        (2, "data"),
+        (3, "abort"),
+        (4, "commit"),
+        (5, "data"),
+    ]
     # The kept ABORT marker's entry moved into the cleaned segment's .txnindex.
     assert log.segments[0].txn_index.entries == [AbortedTxn(1, 0, 3, 2)]
     assert committed_view(log) == [(2, b"z", b"b1"), (5, b"w", b"1")]

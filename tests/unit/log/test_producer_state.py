@@ -97,8 +97,12 @@ def expected_state(log: Log) -> dict[int, tuple]:
         if epoch != header.producer_epoch:
             spans = ()
         if not header.is_control:
-            span = (header.base_sequence, last_sequence_of(header), header.base_offset,
-                    header.last_offset)  # fmt: skip
+            span = (
+                header.base_sequence,
+                last_sequence_of(header),
+                header.base_offset,
+                header.last_offset,
+            )
             spans = (*spans, span)[-5:]
         out[pid] = (pid, header.producer_epoch, spans)
     return out
@@ -241,8 +245,13 @@ def test_client_batches_need_a_sequence_and_an_epoch_and_no_control(tmp_path):
     assert log.log_end_offset == 0
     coordinator = AppendOrigin.COORDINATOR  # checks epochs only
     log.append(pbatch(-1, pid=9, epoch=3, is_transactional=True), origin=coordinator)
-    marker = build_batch([Record(b"\0\0\0\1", b"\0" * 6, T0)], producer_id=9, producer_epoch=3,
-                         is_transactional=True, is_control=True)  # fmt: skip
+    marker = build_batch(
+        [Record(b"\0\0\0\1", b"\0" * 6, T0)],
+        producer_id=9,
+        producer_epoch=3,
+        is_transactional=True,
+        is_control=True,
+    )
     log.append(marker, origin=coordinator)
     with pytest.raises(InvalidProducerEpochError):
         log.append(pbatch(-1, pid=9, epoch=2, is_transactional=True), origin=coordinator)
@@ -381,8 +390,9 @@ def test_truncation_reloads_the_state_from_the_nearest_snapshot(tmp_path):
 def test_snapshots_go_with_their_segments_and_only_recent_ones_stay(tmp_path):
     clock = ManualClock(T0)
     unflushed = open_log(tmp_path / "u-0", clock, segment_bytes=300)
-    flushed = open_log(tmp_path / "t-0", clock, segment_bytes=300, retention_ms=HOUR,
-                       flush_messages=1)  # fmt: skip
+    flushed = open_log(
+        tmp_path / "t-0", clock, segment_bytes=300, retention_ms=HOUR, flush_messages=1
+    )
     for seq in range(60):
         for log in (unflushed, flushed):
             log.append(pbatch(seq))
@@ -473,8 +483,10 @@ class IdempotentProducers(RuleBasedStateMachine):
     def _batch(p: int, seq: int, vals: list[bytes], epoch: int = 1) -> bytes:
         return build_batch(
             [Record(None, v, T0) for v in vals],
-            producer_id=500 + p, producer_epoch=epoch, base_sequence=seq,
-        )  # fmt: skip
+            producer_id=500 + p,
+            producer_epoch=epoch,
+            base_sequence=seq,
+        )
 
     # ---------------------------------------------------------------- the client's side
     @rule(p=st.integers(0, 1), count=st.integers(1, 4))
@@ -575,8 +587,9 @@ class IdempotentProducers(RuleBasedStateMachine):
                 f.write(b"\xde\xad")
         event(f"restart clean={clean} snapshots: {damage}")
         start = recovery_point if clean else data.draw(st.sampled_from([0, recovery_point]))
-        self.log = Log.open(self.dir, self.config, self.clock, recovery_point=start,
-                            clean_shutdown=clean)  # fmt: skip
+        self.log = Log.open(
+            self.dir, self.config, self.clock, recovery_point=start, clean_shutdown=clean
+        )
 
     # ---------------------------------------------------------------- invariants
     @invariant()

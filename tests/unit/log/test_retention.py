@@ -219,9 +219,12 @@ def test_retention_matches_the_model(segments, now, retention_ms, retention_byte
     policy = ("delete",) if delete else ("compact",)
     with temp_dir() as d:
         log = build(
-            os.path.join(d, "t-0"), segments, cleanup_policy=policy,
-            retention_ms=retention_ms, retention_bytes=retention_bytes,
-        )  # fmt: skip
+            os.path.join(d, "t-0"),
+            segments,
+            cleanup_policy=policy,
+            retention_ms=retention_ms,
+            retention_bytes=retention_bytes,
+        )
         sizes = [s.size for s in log.segments]
         before = read_everything(log)
         offsets = [0]

@@ -172,8 +172,9 @@ def test_an_open_transaction_survives_a_restart(tmp_path, how):
     assert len(log.segments) > 1
     if how == "clean":
         log.close()
-        reopened = Log.open(log.dir, log.config, clock, recovery_point=log.log_end_offset,
-                            clean_shutdown=True)  # fmt: skip
+        reopened = Log.open(
+            log.dir, log.config, clock, recovery_point=log.log_end_offset, clean_shutdown=True
+        )
     else:
         reopened = Log.open(log.dir, log.config, clock, recovery_point=0)
     assert reopened.producer_state.ongoing_transactions == {1: first}
@@ -231,8 +232,9 @@ def test_recovery_rebuilds_the_txnindex_from_the_markers(tmp_path, damage):
         for name in os.listdir(log.dir):
             if name.endswith((".txnindex", ".index")):  # a missing index rebuilds the segment
                 os.unlink(os.path.join(log.dir, name))
-        reopened = Log.open(log.dir, log.config, clock, recovery_point=log.log_end_offset,
-                            clean_shutdown=True)  # fmt: skip
+        reopened = Log.open(
+            log.dir, log.config, clock, recovery_point=log.log_end_offset, clean_shutdown=True
+        )
     else:
         reopened = Log.open(log.dir, log.config, clock, recovery_point=0)
     assert [s.txn_index.entries for s in reopened.segments] == before
@@ -294,8 +296,11 @@ def test_lso_and_aborted_index_match_a_model_through_rolls_and_crashes(ops):
                 log = Log.open(log.dir, log.config, clock, recovery_point=0)
             hw = log.log_end_offset
             assert log.last_stable_offset(hw) == min(open_first.values(), default=hw)
-            index = [(t.producer_id, t.first_offset, t.last_offset)
-                     for s in log.segments for t in s.txn_index.entries]  # fmt: skip
+            index = [
+                (t.producer_id, t.first_offset, t.last_offset)
+                for s in log.segments
+                for t in s.txn_index.entries
+            ]
             assert index == aborted
     finally:
         shutil.rmtree(directory, ignore_errors=True)

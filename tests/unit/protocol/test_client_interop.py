@@ -126,62 +126,218 @@ def _old(module, name, version):
 BATCH = bytes(range(70))
 CASES = [
     # (api_key, version, our body, kafka-python module, class name, its positional fields)
-    (0, 3, ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30000, topic_data=[
-        ProduceRequest.TopicProduceData(name="events", partition_data=[
-            ProduceRequest.PartitionProduceData(index=3, records=BATCH)])]),
-     "produce", "ProduceRequest", (None, -1, 30000, [("events", [(3, BATCH)])])),
-    (0, 7, ProduceRequest(transactional_id="tx", acks=1, timeout_ms=5, topic_data=[]),
-     "produce", "ProduceRequest", ("tx", 1, 5, [])),
-    (1, 4, FetchRequest(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=52428800,
-                        isolation_level=1, topics=[FetchRequest.FetchTopic(topic="t", partitions=[
-                            FetchRequest.FetchPartition(partition=0, fetch_offset=42,
-                                                        partition_max_bytes=1048576)])]),
-     "fetch", "FetchRequest", (-1, 500, 1, 52428800, 1, [("t", [(0, 42, 1048576)])])),
-    (1, 10, FetchRequest(replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=100,
-                         isolation_level=0, session_id=0, session_epoch=-1, topics=[
-                             FetchRequest.FetchTopic(topic="t", partitions=[
-                                 FetchRequest.FetchPartition(partition=1, current_leader_epoch=-1,
-                                                             fetch_offset=7, log_start_offset=-1,
-                                                             partition_max_bytes=9)])]),
-     "fetch", "FetchRequest", (-1, 500, 1, 100, 0, 0, -1, [("t", [(1, -1, 7, -1, 9)])], [])),
-    (2, 1, ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
-        name="t", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0,
-                                                                      timestamp=-2)])]),
-     "list_offsets", "ListOffsetsRequest", (-1, [("t", [(0, -2)])])),
+    (
+        0,
+        3,
+        ProduceRequest(
+            transactional_id=None,
+            acks=-1,
+            timeout_ms=30000,
+            topic_data=[
+                ProduceRequest.TopicProduceData(
+                    name="events",
+                    partition_data=[ProduceRequest.PartitionProduceData(index=3, records=BATCH)],
+                )
+            ],
+        ),
+        "produce",
+        "ProduceRequest",
+        (None, -1, 30000, [("events", [(3, BATCH)])]),
+    ),
+    (
+        0,
+        7,
+        ProduceRequest(transactional_id="tx", acks=1, timeout_ms=5, topic_data=[]),
+        "produce",
+        "ProduceRequest",
+        ("tx", 1, 5, []),
+    ),
+    (
+        1,
+        4,
+        FetchRequest(
+            replica_id=-1,
+            max_wait_ms=500,
+            min_bytes=1,
+            max_bytes=52428800,
+            isolation_level=1,
+            topics=[
+                FetchRequest.FetchTopic(
+                    topic="t",
+                    partitions=[
+                        FetchRequest.FetchPartition(
+                            partition=0, fetch_offset=42, partition_max_bytes=1048576
+                        )
+                    ],
+                )
+            ],
+        ),
+        "fetch",
+        "FetchRequest",
+        (-1, 500, 1, 52428800, 1, [("t", [(0, 42, 1048576)])]),
+    ),
+    (
+        1,
+        10,
+        FetchRequest(
+            replica_id=-1,
+            max_wait_ms=500,
+            min_bytes=1,
+            max_bytes=100,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                FetchRequest.FetchTopic(
+                    topic="t",
+                    partitions=[
+                        FetchRequest.FetchPartition(
+                            partition=1,
+                            current_leader_epoch=-1,
+                            fetch_offset=7,
+                            log_start_offset=-1,
+                            partition_max_bytes=9,
+                        )
+                    ],
+                )
+            ],
+        ),
+        "fetch",
+        "FetchRequest",
+        (-1, 500, 1, 100, 0, 0, -1, [("t", [(1, -1, 7, -1, 9)])], []),
+    ),
+    (
+        2,
+        1,
+        ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name="t",
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-2)
+                    ],
+                )
+            ],
+        ),
+        "list_offsets",
+        "ListOffsetsRequest",
+        (-1, [("t", [(0, -2)])]),
+    ),
     (3, 0, MetadataRequest(topics=[]), "metadata", "MetadataRequest", ([],)),
     (3, 1, MetadataRequest(topics=None), "metadata", "MetadataRequest", (None,)),
-    (3, 5, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="a")],
-                           allow_auto_topic_creation=False),
-     "metadata", "MetadataRequest", (["a"], False)),
-    (8, 2, OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=3, member_id="m-1",
-                               retention_time_ms=-1, topics=[
-        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
-            OffsetCommitRequest.OffsetCommitRequestPartition(
-                partition_index=1, committed_offset=42, committed_metadata="meta")])]),
-     "commit", "OffsetCommitRequest", ("g", 3, "m-1", -1, [("t", [(1, 42, "meta")])])),
-    (9, 1, OffsetFetchRequest(group_id="g", topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
-        name="t", partition_indexes=[0, 1])]),
-     "commit", "OffsetFetchRequest", ("g", [("t", [0, 1])])),
-    (9, 3, OffsetFetchRequest(group_id="g", topics=None),
-     "commit", "OffsetFetchRequest", ("g", None)),
+    (
+        3,
+        5,
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name="a")], allow_auto_topic_creation=False
+        ),
+        "metadata",
+        "MetadataRequest",
+        (["a"], False),
+    ),
+    (
+        8,
+        2,
+        OffsetCommitRequest(
+            group_id="g",
+            generation_id_or_member_epoch=3,
+            member_id="m-1",
+            retention_time_ms=-1,
+            topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(
+                    name="t",
+                    partitions=[
+                        OffsetCommitRequest.OffsetCommitRequestPartition(
+                            partition_index=1, committed_offset=42, committed_metadata="meta"
+                        )
+                    ],
+                )
+            ],
+        ),
+        "commit",
+        "OffsetCommitRequest",
+        ("g", 3, "m-1", -1, [("t", [(1, 42, "meta")])]),
+    ),
+    (
+        9,
+        1,
+        OffsetFetchRequest(
+            group_id="g",
+            topics=[OffsetFetchRequest.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])],
+        ),
+        "commit",
+        "OffsetFetchRequest",
+        ("g", [("t", [0, 1])]),
+    ),
+    (
+        9,
+        3,
+        OffsetFetchRequest(group_id="g", topics=None),
+        "commit",
+        "OffsetFetchRequest",
+        ("g", None),
+    ),
     (10, 0, FindCoordinatorRequest(key="g"), "find_coordinator", "FindCoordinatorRequest", ("g",)),
-    (10, 2, FindCoordinatorRequest(key="tx", key_type=1),
-     "find_coordinator", "FindCoordinatorRequest", ("tx", 1)),
-    (11, 5, JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=300000,
-                             member_id="", group_instance_id="i-1", protocol_type="consumer",
-                             protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
-                                 name="range", metadata=b"\x00\x01sub")]),
-     "group", "JoinGroupRequest",
-     ("g", 10000, 300000, "", "i-1", "consumer", [("range", b"\x00\x01sub")])),
-    (12, 3, HeartbeatRequest(group_id="g", generation_id=7, member_id="m", group_instance_id=None),
-     "group", "HeartbeatRequest", ("g", 7, "m", None)),
-    (14, 1, SyncGroupRequest(group_id="g", generation_id=1, member_id="m", assignments=[
-        SyncGroupRequest.SyncGroupRequestAssignment(member_id="m", assignment=b"a")]),
-     "group", "SyncGroupRequest", ("g", 1, "m", [("m", b"a")])),
+    (
+        10,
+        2,
+        FindCoordinatorRequest(key="tx", key_type=1),
+        "find_coordinator",
+        "FindCoordinatorRequest",
+        ("tx", 1),
+    ),
+    (
+        11,
+        5,
+        JoinGroupRequest(
+            group_id="g",
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=300000,
+            member_id="",
+            group_instance_id="i-1",
+            protocol_type="consumer",
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x01sub")
+            ],
+        ),
+        "group",
+        "JoinGroupRequest",
+        ("g", 10000, 300000, "", "i-1", "consumer", [("range", b"\x00\x01sub")]),
+    ),
+    (
+        12,
+        3,
+        HeartbeatRequest(group_id="g", generation_id=7, member_id="m", group_instance_id=None),
+        "group",
+        "HeartbeatRequest",
+        ("g", 7, "m", None),
+    ),
+    (
+        14,
+        1,
+        SyncGroupRequest(
+            group_id="g",
+            generation_id=1,
+            member_id="m",
+            assignments=[
+                SyncGroupRequest.SyncGroupRequestAssignment(member_id="m", assignment=b"a")
+            ],
+        ),
+        "group",
+        "SyncGroupRequest",
+        ("g", 1, "m", [("m", b"a")]),
+    ),
     (18, 0, ApiVersionsRequest(), "api_versions", "ApiVersionsRequest", ()),
-    (18, 3, ApiVersionsRequest(client_software_name="kafka-ref", client_software_version="0.1"),
-     "api_versions", "ApiVersionsRequest", ("kafka-ref", "0.1")),
-]  # fmt: skip
+    (
+        18,
+        3,
+        ApiVersionsRequest(client_software_name="kafka-ref", client_software_version="0.1"),
+        "api_versions",
+        "ApiVersionsRequest",
+        ("kafka-ref", "0.1"),
+    ),
+]
 
 
 @pytest.mark.spec("PROTO-17", "PROTO-12", "PROTO-1")

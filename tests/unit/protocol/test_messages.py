@@ -94,8 +94,12 @@ ALL_MESSAGES = [m for api in APIS.values() for m in (api.request, api.response)]
 # UpdateMetadata with ZooKeeper (and AlterPartition v0-1). Their declarations follow Kafka
 # 3.x's JSON files and are checked by round trips through our own codec (below) and by
 # the cluster tests, where kafka-ref brokers exchange them.
-INTER_BROKER_ONLY = {ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
-                     ApiKey.ALTER_PARTITION}  # fmt: skip
+INTER_BROKER_ONLY = {
+    ApiKey.LEADER_AND_ISR,
+    ApiKey.STOP_REPLICA,
+    ApiKey.UPDATE_METADATA,
+    ApiKey.ALTER_PARTITION,
+}
 WITH_KAFKA_JSON = [m for m in ALL_MESSAGES if m.api_key not in INTER_BROKER_ONLY]
 HEADERS = [frames.RequestHeader, frames.ResponseHeader]
 
@@ -161,8 +165,9 @@ def latent_versions():
         top = parse_versions(kafka_json(message.name)["validVersions"]).stop - 1
         start = message.valid_versions.start
         for version in range(message.valid_versions.stop, top + 1):
-            yield pytest.param(message.with_versions(f"{start}-{top}"), version,
-                               id=f"{message.name}-v{version}")  # fmt: skip
+            yield pytest.param(
+                message.with_versions(f"{start}-{top}"), version, id=f"{message.name}-v{version}"
+            )
 
 
 @pytest.mark.spec("PROTO-11", "PROTO-7", "PROTO-8")

@@ -32,17 +32,31 @@ Toy = Message(
             fields=[
                 Field("Index", "int32", "0+"),
                 Field("Data", "records", "0+", nullable_versions="0+"),
-                Field("Hint", "string", "2+", tagged_versions="2+", tag=0, default=None,
-                      nullable_versions="2+"),
+                Field(
+                    "Hint",
+                    "string",
+                    "2+",
+                    tagged_versions="2+",
+                    tag=0,
+                    default=None,
+                    nullable_versions="2+",
+                ),
             ],
         ),
-        Field("Leader", "Leader", "3+", tagged_versions="3+", tag=5, fields=[
-            Field("Id", "int32", "3+", default=-1),
-            Field("Epoch", "int32", "3+", default=-1),
-        ]),
+        Field(
+            "Leader",
+            "Leader",
+            "3+",
+            tagged_versions="3+",
+            tag=5,
+            fields=[
+                Field("Id", "int32", "3+", default=-1),
+                Field("Epoch", "int32", "3+", default=-1),
+            ],
+        ),
         Field("Trace", "uuid", "2+", tagged_versions="2+", tag=1),
     ],
-)  # fmt: skip
+)
 
 
 def sample(**changes):
@@ -118,7 +132,7 @@ def test_tagged_fields_are_written_only_when_not_default():
     assert decoded.trace == trace and decoded.leader == Toy.Leader(id=2, epoch=3)
     assert Toy.decode(3, plain).leader == Toy.Leader()  # absent tag: the default struct
     # Tagged in v2, so a v1 encoding does not carry it at all.
-    assert Toy.decode(1, Toy.encode(1, sample(trace=trace))).trace == uuid.UUID(int=0)  # fmt: skip
+    assert Toy.decode(1, Toy.encode(1, sample(trace=trace))).trace == uuid.UUID(int=0)
 
 
 @pytest.mark.spec("PROTO-8")

@@ -45,9 +45,14 @@ def test_protocol_components_use_null_for_the_default():
 def test_quota_values_are_positive_and_byte_rates_whole():
     assert validate_value("producer_byte_rate", 1048576.0) == 1048576.0
     assert validate_value("request_percentage", 12.5) == 12.5
-    for key, value in [("producer_byte_rate", 0.0), ("consumer_byte_rate", 1.5),
-                       ("request_percentage", -1.0), ("request_percentage", float("nan")),
-                       ("controller_mutation_rate", 1.0), ("retention.ms", 1.0)]:  # fmt: skip
+    for key, value in [
+        ("producer_byte_rate", 0.0),
+        ("consumer_byte_rate", 1.5),
+        ("request_percentage", -1.0),
+        ("request_percentage", float("nan")),
+        ("controller_mutation_rate", 1.0),
+        ("retention.ms", 1.0),
+    ]:
         with pytest.raises(InvalidQuotaError):
             validate_value(key, value)
 
@@ -56,10 +61,15 @@ def test_quota_values_are_positive_and_byte_rates_whole():
 def test_the_most_specific_of_the_eight_levels_wins():
     levels = quota_levels("alice", "app")
     assert [e.path for e in levels] == [
-        "users/alice/clients/app", "users/alice/clients/<default>", "users/alice",
-        "users/<default>/clients/app", "users/<default>/clients/<default>",
-        "users/<default>", "clients/app", "clients/<default>",
-    ]  # fmt: skip
+        "users/alice/clients/app",
+        "users/alice/clients/<default>",
+        "users/alice",
+        "users/<default>/clients/app",
+        "users/<default>/clients/<default>",
+        "users/<default>",
+        "clients/app",
+        "clients/<default>",
+    ]
     overrides = {entity: float(rank) for rank, entity in enumerate(levels)}
     for rank, entity in enumerate(levels):  # remove the levels above one by one
         assert governing(overrides, "alice", "app") == (entity, float(rank))

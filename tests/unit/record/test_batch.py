@@ -45,8 +45,14 @@ def _with_body(batch: bytes, body: bytes, *, count: int | None = None) -> bytes:
 
 @pytest.mark.spec("BATCH-1", "BATCH-10")
 def test_header_layout(sample_records):
-    batch = build_batch(sample_records, base_offset=42, producer_id=7, producer_epoch=3,
-                        base_sequence=11, partition_leader_epoch=5)  # fmt: skip
+    batch = build_batch(
+        sample_records,
+        base_offset=42,
+        producer_id=7,
+        producer_epoch=3,
+        base_sequence=11,
+        partition_leader_epoch=5,
+    )
     fields = struct.unpack_from(">qiibIhiqqqhii", batch)
     assert fields[0] == 42 and fields[1] == len(batch) - 12 and fields[2] == 5
     assert fields[3] == 2 and peek_magic(batch) == 2
@@ -181,9 +187,15 @@ def test_set_log_append_time_re_checksums(records, codec, now):
 @pytest.mark.spec("BATCH-9")
 def test_set_log_append_time_keeps_the_other_attribute_bits(sample_records):
     batch = bytearray(
-        build_batch(sample_records, compression=Compression.LZ4, is_transactional=True,
-                    producer_id=1, producer_epoch=0, base_sequence=0)
-    )  # fmt: skip
+        build_batch(
+            sample_records,
+            compression=Compression.LZ4,
+            is_transactional=True,
+            producer_id=1,
+            producer_epoch=0,
+            base_sequence=0,
+        )
+    )
     set_log_append_time(batch, 0, 99)
     assert validate_batch(bytes(batch)).attributes == 3 | ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL
     with pytest.raises(CorruptRecordError):

@@ -46,9 +46,13 @@ def librdkafka_batches() -> dict[str, bytes]:
     captured = {}
     for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
         producer = confluent_kafka.Producer(
-            {"test.mock.num.brokers": 1, "compression.codec": codec, "linger.ms": 20,
-             "log_level": 0}
-        )  # fmt: skip
+            {
+                "test.mock.num.brokers": 1,
+                "compression.codec": codec,
+                "linger.ms": 20,
+                "log_level": 0,
+            }
+        )
         for i in range(COUNT):
             producer.produce("t", VALUE, b"key-%d" % i, 0, headers=[("h", b"%d" % i)])
         assert producer.flush(10) == 0

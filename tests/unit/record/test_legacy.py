@@ -37,8 +37,9 @@ from kafka_ref.record.record import Header, Record
 from tests.unit.record.conftest import legacy_record_lists, without_offset
 
 magics = st.sampled_from([0, 1])
-legacy_codecs = st.sampled_from([Compression.NONE, Compression.GZIP, Compression.SNAPPY,
-                                 Compression.LZ4])  # fmt: skip
+legacy_codecs = st.sampled_from(
+    [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4]
+)
 
 
 def _wrapper(magic: int, inner: bytes, *, offset: int, codec=Compression.GZIP, ts=0, attrs=0):
@@ -74,8 +75,9 @@ def test_uncompressed_round_trip(records, magic, base):
     assert [(r.key, r.value) for r in decoded] == [(r.key, r.value) for r in records]
     expected = [r.timestamp for r in records] if magic else [-1] * len(records)
     assert [r.timestamp for r in decoded] == expected
-    assert all(m.timestamp_type == (None if magic == 0 else TimestampType.CREATE_TIME)
-               for m in messages)  # fmt: skip
+    assert all(
+        m.timestamp_type == (None if magic == 0 else TimestampType.CREATE_TIME) for m in messages
+    )
 
 
 @pytest.mark.spec("LEGACY-5", "LEGACY-6", "LEGACY-7")

@@ -60,9 +60,14 @@ def user_wire(broker: BrokerThread, user: str = "alice") -> SecureWire:
 
 
 def acl(
-    rtype: ResourceType, name: str, operation: AclOperation, *, who: str = "User:alice",
-    pattern: PatternType = PatternType.LITERAL, deny: bool = False,
-) -> AclBinding:  # fmt: skip
+    rtype: ResourceType,
+    name: str,
+    operation: AclOperation,
+    *,
+    who: str = "User:alice",
+    pattern: PatternType = PatternType.LITERAL,
+    deny: bool = False,
+) -> AclBinding:
     permission = AclPermissionType.DENY if deny else AclPermissionType.ALLOW
     return AclBinding(
         ResourcePattern(rtype, name, pattern), AccessControlEntry(who, "*", operation, permission)

@@ -140,16 +140,24 @@ def test_deny_wins_and_is_not_widened_by_implication():
 @pytest.mark.spec("SEC-16")
 def test_super_users_and_the_no_acl_default():
     acls = [_acl("t", PatternType.LITERAL, Op.ALL, Deny, who="User:*")]
-    assert authorize(acls, "User:root", "h", Op.WRITE, ResourceType.TOPIC, "t",
-                     super_users=frozenset({"User:root"}))  # fmt: skip
+    assert authorize(
+        acls,
+        "User:root",
+        "h",
+        Op.WRITE,
+        ResourceType.TOPIC,
+        "t",
+        super_users=frozenset({"User:root"}),
+    )
     assert not authorize([], "User:bob", "h", Op.READ, ResourceType.TOPIC, "free")
     assert authorize(
         [], "User:bob", "h", Op.READ, ResourceType.TOPIC, "free", allow_if_no_acls=True
     )
     # An ACL for someone else on the resource closes it to everyone else.
     other = [_acl("t", PatternType.LITERAL, Op.READ)]
-    assert not authorize(other, "User:bob", "h", Op.READ, ResourceType.TOPIC, "t",
-                         allow_if_no_acls=True)  # fmt: skip
+    assert not authorize(
+        other, "User:bob", "h", Op.READ, ResourceType.TOPIC, "t", allow_if_no_acls=True
+    )
 
 
 @pytest.mark.spec("SEC-18")

@@ -217,25 +217,43 @@ def test_a_mechanism_the_listener_does_not_enable_is_named(pki, tmp_path):
     "props,fragment",
     [
         ({"security.protocol": "SASL_TLS"}, "security.protocol=SASL_TLS is not one of"),
-        ({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "a", "sasl.password": "b"},
-         "sasl.mechanism=GSSAPI is not supported"),
-        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
-         "SASL needs credentials"),
-        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-          "sasl.jaas.config": "PlainLoginModule required username=\"a\";"},
-         'needs username="..." password="..."'),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.username": "a", "sasl.password": "b"},
+            "sasl.mechanism=GSSAPI is not supported",
+        ),
+        (
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
+            "SASL needs credentials",
+        ),
+        (
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.jaas.config": 'PlainLoginModule required username="a";',
+            },
+            'needs username="..." password="..."',
+        ),
         ({"sasl.mechansim": "PLAIN"}, "unknown security property sasl.mechansim"),
         ({"security.protocol": "SSL", "ssl.truststore.type": "JKS"}, "only PEM stores"),
         ({"ssl.endpoint.identification.algorithm": "http"}, "https, or empty for none"),
-        ({"security.protocol": "SSL", "ssl.truststore.location": "/nonexistent/ca.pem"},
-         "ssl.truststore: cannot load"),
-        ({"security.protocol": "SSL", "ssl.certificate.location": "/nonexistent/c.pem"},
-         "go together: ssl.key.location is missing"),
-        ({"security.protocol": "SSL", "ssl.certificate.location": "/nonexistent/c.pem",
-          "ssl.key.location": "/nonexistent/c.key"},
-         "ssl.certificate.location: cannot read /nonexistent/c.pem: No such file"),
+        (
+            {"security.protocol": "SSL", "ssl.truststore.location": "/nonexistent/ca.pem"},
+            "ssl.truststore: cannot load",
+        ),
+        (
+            {"security.protocol": "SSL", "ssl.certificate.location": "/nonexistent/c.pem"},
+            "go together: ssl.key.location is missing",
+        ),
+        (
+            {
+                "security.protocol": "SSL",
+                "ssl.certificate.location": "/nonexistent/c.pem",
+                "ssl.key.location": "/nonexistent/c.key",
+            },
+            "ssl.certificate.location: cannot read /nonexistent/c.pem: No such file",
+        ),
     ],
-)  # fmt: skip
+)
 def test_security_properties_that_cannot_work_are_refused_by_name(props, fragment):
     with pytest.raises(ClientSecurityError, match=fragment.replace("(", r"\(")):
         ClientSecurity.from_properties(props)
@@ -261,9 +279,12 @@ def test_the_heartbeat_threads_own_connection_logs_in_too(pki, tmp_path):
     bootstrap, security = f"127.0.0.1:{port(broker, 'SASL_SSL')}", sasl_ssl_scram(pki)
     admin = Admin(bootstrap, security=security)
     member = Consumer(
-        bootstrap, group_id="hb", security=security,
-        session_timeout_ms=1000, heartbeat_interval_ms=100,
-    )  # fmt: skip
+        bootstrap,
+        group_id="hb",
+        security=security,
+        session_timeout_ms=1000,
+        heartbeat_interval_ms=100,
+    )
     try:
         admin.create_topics([NewTopic("hb-topic", 1, 1)])
         member.subscribe(["hb-topic"])

@@ -15,15 +15,17 @@ from tests.certs import PLAIN_JAAS
 
 @pytest.mark.spec("SEC-1")
 def test_listeners_take_their_protocol_from_the_map():
-    config = KafkaConfig.from_props({
-        "listeners": "PLAINTEXT://:9092,SSL://127.0.0.1:9093,INTERNAL://10.0.0.1:9094,"
-                     "CONTROLLER://:9095",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:SASL_SSL",
-        "controller.listener.names": "CONTROLLER",
-        "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.internal.scram-sha-512.sasl.jaas.config": "x required;",
-        "sasl.enabled.mechanisms": "PLAIN",
-    })  # fmt: skip
+    config = KafkaConfig.from_props(
+        {
+            "listeners": "PLAINTEXT://:9092,SSL://127.0.0.1:9093,INTERNAL://10.0.0.1:9094,"
+            "CONTROLLER://:9095",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:SASL_SSL",
+            "controller.listener.names": "CONTROLLER",
+            "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.internal.scram-sha-512.sasl.jaas.config": "x required;",
+            "sasl.enabled.mechanisms": "PLAIN",
+        }
+    )
     assert [(e.listener, e.protocol, e.host, e.port) for e in config.endpoints()] == [
         ("PLAINTEXT", "PLAINTEXT", "", 9092),
         ("SSL", "SSL", "127.0.0.1", 9093),
@@ -46,11 +48,13 @@ def test_listeners_take_their_protocol_from_the_map():
         ({"listener.name.ssl.num.partitions": "3"}, "unknown broker config"),
         ({"ssl.keystore.type": "JKS"}, "PEM"),
         ({"advertised.listeners": "SSL://h:1"}, "not in listeners"),
-        ({"listeners": "SSL://:1,PLAINTEXT://:2",
-          "inter.broker.listener.name": "INTERNAL"}, "is not among the listeners"),
+        (
+            {"listeners": "SSL://:1,PLAINTEXT://:2", "inter.broker.listener.name": "INTERNAL"},
+            "is not among the listeners",
+        ),
         ({"listeners": "SSL://:1"}, "PLAINTEXT is not among the listeners"),
     ],
-)  # fmt: skip
+)
 def test_bad_listener_configs_are_one_line(props, fragment):
     with pytest.raises(ConfigError, match=fragment):
         KafkaConfig.from_props(props)
@@ -58,10 +62,12 @@ def test_bad_listener_configs_are_one_line(props, fragment):
 
 @pytest.mark.spec("SEC-2")
 def test_each_listener_is_advertised_by_its_name():
-    config = KafkaConfig.from_props({
-        "listeners": "PLAINTEXT://0.0.0.0:9092,SASL_SSL://0.0.0.0:9094",
-        "advertised.listeners": "SASL_SSL://kafka1.example:19094",
-    })  # fmt: skip
+    config = KafkaConfig.from_props(
+        {
+            "listeners": "PLAINTEXT://0.0.0.0:9092,SASL_SSL://0.0.0.0:9094",
+            "advertised.listeners": "SASL_SSL://kafka1.example:19094",
+        }
+    )
     assert [e.uri() for e in config.advertised_endpoints()] == [
         "PLAINTEXT://127.0.0.1:9092",  # not advertised: its own address, wildcard -> loopback
         "SASL_SSL://kafka1.example:19094",
@@ -122,12 +128,15 @@ def test_a_certificate_principal_is_its_dn_as_java_writes_it():
 
 @pytest.mark.spec("SEC-2")
 def test_a_tls_only_broker_keeps_a_loopback_plaintext_listener_for_brokers():
-    config = KafkaConfig.from_props({
-        "listeners": "SASL_SSL://:9095,INTERNAL://127.0.0.1:9099",
-        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT",
-        "inter.broker.listener.name": "INTERNAL",
-    })  # fmt: skip
+    config = KafkaConfig.from_props(
+        {
+            "listeners": "SASL_SSL://:9095,INTERNAL://127.0.0.1:9099",
+            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+        }
+    )
     assert config.inter_broker_listener == "INTERNAL"
     assert [e.uri() for e in config.advertised_endpoints()] == [
-        "SASL_SSL://127.0.0.1:9095", "INTERNAL://127.0.0.1:9099"
-    ]  # fmt: skip
+        "SASL_SSL://127.0.0.1:9095",
+        "INTERNAL://127.0.0.1:9099",
+    ]

@@ -71,10 +71,14 @@ def principal_after_connecting(broker, listener: str, security: InterBrokerSecur
     [
         ("SSL", "", "", "User:CN=broker,C=US"),  # mTLS: the broker certificate's DN
         ("SASL_PLAINTEXT", "PLAIN", PLAIN_JAAS, "User:admin"),
-        ("SASL_SSL", "SCRAM-SHA-512", SCRAM_JAAS.format(password=SCRAM_USERS["alice"]),
-         "User:alice"),
+        (
+            "SASL_SSL",
+            "SCRAM-SHA-512",
+            SCRAM_JAAS.format(password=SCRAM_USERS["alice"]),
+            "User:alice",
+        ),
     ],
-)  # fmt: skip
+)
 def test_inter_broker_connections_authenticate_with_the_listeners_security(
     secure_broker, pki, protocol, mechanism, jaas, principal
 ):
@@ -106,10 +110,13 @@ def test_a_refused_inter_broker_login_is_a_connection_error_naming_no_password(s
     [
         ("GSSAPI", "", "must be one of the sasl.enabled.mechanisms"),
         ("SCRAM-SHA-256", "", "needs username="),
-        ("PLAIN", 'org.apache.kafka.common.security.plain.PlainLoginModule required '
-                  'user_admin="x";', "needs username="),
+        (
+            "PLAIN",
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="x";',
+            "needs username=",
+        ),
     ],
-)  # fmt: skip
+)
 def test_inter_broker_sasl_settings_that_cannot_work_refuse_the_start(
     pki, mechanism, jaas, fragment
 ):
@@ -120,10 +127,17 @@ def test_inter_broker_sasl_settings_that_cannot_work_refuse_the_start(
 
 @pytest.mark.spec("SEC-21")
 def test_a_broker_whose_inter_broker_login_cannot_work_does_not_start(tmp_path, capsys):
-    args = ["broker", "--data-dir", str(tmp_path), "--config",
-            "listeners=SASL_PLAINTEXT://127.0.0.1:0", "--config",
-            "security.inter.broker.protocol=SASL_PLAINTEXT", "--config",
-            "sasl.enabled.mechanisms=SCRAM-SHA-256"]  # fmt: skip
+    args = [
+        "broker",
+        "--data-dir",
+        str(tmp_path),
+        "--config",
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "--config",
+        "security.inter.broker.protocol=SASL_PLAINTEXT",
+        "--config",
+        "sasl.enabled.mechanisms=SCRAM-SHA-256",
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1

@@ -44,8 +44,11 @@ def principals(broker) -> set[str]:
 @pytest.mark.spec("SEC-6")
 def test_only_authentication_is_served_before_authentication(secure_broker, bystander):
     wire = SecureWire(port(secure_broker, "SASL_PLAINTEXT"))
-    versions = wire.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(
-        client_software_name="t", client_software_version="1"))  # fmt: skip
+    versions = wire.request(
+        ApiKey.API_VERSIONS,
+        3,
+        ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+    )
     assert versions.error_code == 0  # ApiVersions is fine before authentication
     body = ProduceRequest(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[])
     wire.send(ApiKey.PRODUCE, 7, body)

@@ -30,9 +30,10 @@ SERVER_FINAL = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
 def rfc_server(password: str = "pencil") -> scram.ScramSaslServer:
     credential = scram.make_credential("SCRAM-SHA-256", password, 4096, SALT)
     return scram.ScramSaslServer(
-        "SCRAM-SHA-256", lambda user, _m: credential if user == "user" else None,
+        "SCRAM-SHA-256",
+        lambda user, _m: credential if user == "user" else None,
         nonce=lambda: SERVER_NONCE,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.spec("SEC-10")
@@ -126,7 +127,13 @@ def test_the_users_command_adds_describes_and_deletes(tmp_path, capsys):
     assert store.lookup("bob", "SCRAM-SHA-512") is None  # read again: the file changed
     bad = [*base, "--alter", "--add-config", "SCRAM-SHA-1=[password=p]", "--entity-name", "b"]
     assert main(bad) == 2
-    short = [*base, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=5,password=hunter2]",
-             "--entity-name", "b"]  # fmt: skip
+    short = [
+        *base,
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=5,password=hunter2]",
+        "--entity-name",
+        "b",
+    ]
     assert main(short) == 2
     assert "hunter2" not in capsys.readouterr().err

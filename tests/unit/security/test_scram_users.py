@@ -34,8 +34,9 @@ def scram_ok(broker, user: str, password: str, mechanism: str = "SCRAM-SHA-256")
 def test_credentials_added_over_the_wire_authenticate_and_are_stored_hashed(secure_broker, caplog):
     caplog.set_level(logging.DEBUG)
     with admin(secure_broker) as a:
-        a.alter_user_scram_credentials({"carol": {"SCRAM-SHA-256": (SECRET, 8192),
-                                                  "SCRAM-SHA-512": (SECRET, 4096)}})  # fmt: skip
+        a.alter_user_scram_credentials(
+            {"carol": {"SCRAM-SHA-256": (SECRET, 8192), "SCRAM-SHA-512": (SECRET, 4096)}}
+        )
         assert a.describe_user_scram_credentials(["carol"]) == {
             "carol": {"SCRAM-SHA-256": 8192, "SCRAM-SHA-512": 4096}
         }
@@ -92,10 +93,14 @@ def test_changing_users_needs_alter_on_the_cluster(tmp_path):
     broker = start_acl_broker(tmp_path / "data")
     try:
         alice = user_wire(broker)
-        body = AlterUserScramCredentialsRequest(deletions=[], upsertions=[
-            AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
-                name="mallory", mechanism=1, iterations=4096, salt=b"s", salted_password=b"p")
-        ])  # fmt: skip
+        body = AlterUserScramCredentialsRequest(
+            deletions=[],
+            upsertions=[
+                AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+                    name="mallory", mechanism=1, iterations=4096, salt=b"s", salted_password=b"p"
+                )
+            ],
+        )
         answer = alice.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body)
         assert answer.results[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         with admin_of(broker) as a:
@@ -123,8 +128,14 @@ def test_the_users_command_goes_through_the_broker(secure_broker, capsys, caplog
     assert not scram_ok(secure_broker, "ivy", SECRET)
     again = [*base, "--alter", "--delete-config", "SCRAM-SHA-256", "--entity-name", "ivy"]
     assert main(again) == 1  # RESOURCE_NOT_FOUND, said in one line
-    short = [*base, "--alter", "--add-config", f"SCRAM-SHA-256=[iterations=5,password={SECRET}]",
-             "--entity-name", "ivy"]  # fmt: skip
+    short = [
+        *base,
+        "--alter",
+        "--add-config",
+        f"SCRAM-SHA-256=[iterations=5,password={SECRET}]",
+        "--entity-name",
+        "ivy",
+    ]
     assert main(short) == 2
     captured = capsys.readouterr()
     assert "does not exist" in captured.err

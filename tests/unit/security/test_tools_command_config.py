@@ -46,9 +46,12 @@ def properties(tmp_path, pki, password: str) -> str:
 
 def tool(*argv: str, stdin: str = "") -> tuple[int, str, str]:
     done = subprocess.run(
-        [sys.executable, "-m", "kafka_ref.cli", *argv], input=stdin, capture_output=True,
-        text=True, timeout=180,
-    )  # fmt: skip
+        [sys.executable, "-m", "kafka_ref.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -58,32 +61,70 @@ def test_the_tools_work_over_sasl_ssl_with_a_command_config(acl_broker, pki, tmp
     config = properties(tmp_path, pki, SCRAM_USERS["alice"])
     common = ("--bootstrap-server", server)
 
-    code, out, err = tool("topics", *common, "--command-config", config, "--create",
-                          "--topic", "secured", "--partitions", "1")  # fmt: skip
+    code, out, err = tool(
+        "topics",
+        *common,
+        "--command-config",
+        config,
+        "--create",
+        "--topic",
+        "secured",
+        "--partitions",
+        "1",
+    )
     assert code == 0, err
     code, out, err = tool("topics", *common, "--command-config", config, "--list")
     assert (code, out.split()) == (0, ["secured"]), err
 
-    code, out, err = tool("produce", *common, "--producer.config", config, "--topic", "secured",
-                          stdin="one\ntwo\n")  # fmt: skip
+    code, out, err = tool(
+        "produce", *common, "--producer.config", config, "--topic", "secured", stdin="one\ntwo\n"
+    )
     assert code == 0, err
-    code, out, err = tool("consume", *common, "--consumer.config", config, "--topic", "secured",
-                          "--from-beginning", "--max-messages", "2")  # fmt: skip
+    code, out, err = tool(
+        "consume",
+        *common,
+        "--consumer.config",
+        config,
+        "--topic",
+        "secured",
+        "--from-beginning",
+        "--max-messages",
+        "2",
+    )
     assert (code, out.splitlines()) == (0, ["one", "two"]), err
 
-    code, out, err = tool("acls", *common, "--command-config", config, "--add",
-                          "--allow-principal", "User:bob", "--operation", "Read",
-                          "--topic", "secured")  # fmt: skip
+    code, out, err = tool(
+        "acls",
+        *common,
+        "--command-config",
+        config,
+        "--add",
+        "--allow-principal",
+        "User:bob",
+        "--operation",
+        "Read",
+        "--topic",
+        "secured",
+    )
     assert code == 0, err
     code, out, err = tool("acls", *common, "--command-config", config, "--list")
     assert code == 0 and "User:bob" in out, err
 
-    code, out, err = tool("users", *common, "--command-config", config, "--alter",
-                          "--entity-name", "bob", "--add-config",
-                          "SCRAM-SHA-256=[password=bob-secret]")  # fmt: skip
+    code, out, err = tool(
+        "users",
+        *common,
+        "--command-config",
+        config,
+        "--alter",
+        "--entity-name",
+        "bob",
+        "--add-config",
+        "SCRAM-SHA-256=[password=bob-secret]",
+    )
     assert code == 0, err
-    code, out, err = tool("users", *common, "--command-config", config, "--describe",
-                          "--entity-name", "bob")  # fmt: skip
+    code, out, err = tool(
+        "users", *common, "--command-config", config, "--describe", "--entity-name", "bob"
+    )
     assert code == 0 and "user-principal 'bob' are SCRAM-SHA-256" in out, err
 
 
@@ -103,8 +144,9 @@ def test_a_wrong_password_ends_the_tool_with_one_line(acl_broker, pki, tmp_path,
     server = f"127.0.0.1:{port(acl_broker, 'SASL_SSL')}"
     config = properties(tmp_path, pki, WRONG)
     name = argv[0]
-    code, out, err = tool(*argv[:1], "--bootstrap-server", server, "--command-config", config,
-                          *argv[1:], stdin=stdin)  # fmt: skip
+    code, out, err = tool(
+        *argv[:1], "--bootstrap-server", server, "--command-config", config, *argv[1:], stdin=stdin
+    )
     assert code == 1, err
     assert "Traceback" not in err, err
     assert WRONG not in out + err
@@ -119,24 +161,27 @@ def test_a_command_config_that_cannot_work_is_a_usage_error(acl_broker, pki, tmp
     server = f"127.0.0.1:{port(acl_broker, 'SASL_SSL')}"
     bad = tmp_path / "bad.properties"
     bad.write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
-    code, _, err = tool("topics", "--bootstrap-server", server, "--command-config", str(bad),
-                        "--list")  # fmt: skip
+    code, _, err = tool(
+        "topics", "--bootstrap-server", server, "--command-config", str(bad), "--list"
+    )
     assert code == 2 and "Traceback" not in err, err
     assert err.strip() == (
         f"kafka-ref topics: --command-config {bad}: sasl.mechanism=GSSAPI is not supported by "
         "kafka-ref's clients (supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"
     )
     missing = tmp_path / "missing.properties"
-    code, _, err = tool("topics", "--bootstrap-server", server, "--command-config",
-                        str(missing), "--list")  # fmt: skip
+    code, _, err = tool(
+        "topics", "--bootstrap-server", server, "--command-config", str(missing), "--list"
+    )
     assert code == 2 and "cannot read it: No such file or directory" in err, err
 
 
 @pytest.mark.spec("TOOLS-28")
 def test_users_takes_a_command_config_only_through_a_broker(pki, tmp_path):
     config = properties(tmp_path, pki, SCRAM_USERS["alice"])
-    code, _, err = tool("users", "--data-dir", str(tmp_path), "--command-config", config,
-                        "--describe")  # fmt: skip
+    code, _, err = tool(
+        "users", "--data-dir", str(tmp_path), "--command-config", config, "--describe"
+    )
     assert code == 2, err
     assert err.strip() == (
         "kafka-ref users: --command-config is for --bootstrap-server: it says how to reach a broker"

@@ -52,8 +52,9 @@ def test_max_connections_closes_the_connection_over_the_limit(make_broker):
     assert wait_until(lambda: served(broker.port), timeout=10)  # a slot is free again
     # A real client rides it out: refused while the broker is full, it retries and gets in.
     held.append(hold(broker.port))
-    producer = Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}",
-                         "reconnect.backoff.max.ms": 200})  # fmt: skip
+    producer = Producer(
+        {"bootstrap.servers": f"127.0.0.1:{broker.port}", "reconnect.backoff.max.ms": 200}
+    )
     producer.produce("patient", b"in at last")
     assert producer.flush(2) == 1
     held.pop().close()
@@ -64,13 +65,15 @@ def test_max_connections_closes_the_connection_over_the_limit(make_broker):
 
 @pytest.mark.spec("BROKER-56")
 def test_a_listener_limit_and_the_protected_inter_broker_listener(make_broker):
-    broker = make_broker(props={
-        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
-        "inter.broker.listener.name": "INTERNAL",
-        "listener.name.internal.max.connections": 3,
-        "max.connections": 2,
-    })  # fmt: skip
+    broker = make_broker(
+        props={
+            "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "listener.name.internal.max.connections": 3,
+            "max.connections": 2,
+        }
+    )
     ports = broker.broker.socket_server.ports
     clients = [hold(ports["PLAINTEXT"]) for _ in range(2)]
     assert not served(ports["PLAINTEXT"])  # the broker-wide limit
@@ -82,13 +85,15 @@ def test_a_listener_limit_and_the_protected_inter_broker_listener(make_broker):
 
 @pytest.mark.spec("BROKER-57")
 def test_max_connections_per_ip_and_its_overrides(make_broker):
-    broker = make_broker(props={"max.connections.per.ip": 2,
-                                "metrics.listener": "http://127.0.0.1:0"})  # fmt: skip
+    broker = make_broker(
+        props={"max.connections.per.ip": 2, "metrics.listener": "http://127.0.0.1:0"}
+    )
     held = [hold(broker.port) for _ in range(2)]
     assert not served(broker.port)
     assert refused(broker, "PLAINTEXT", "max.connections.per.ip") == 1
-    generous = make_broker(props={"max.connections.per.ip": 0,
-                                  "max.connections.per.ip.overrides": "localhost:4"})  # fmt: skip
+    generous = make_broker(
+        props={"max.connections.per.ip": 0, "max.connections.per.ip.overrides": "localhost:4"}
+    )
     held += [hold(generous.port) for _ in range(4)]
     assert not served(generous.port)
     for wire in held:
@@ -103,8 +108,9 @@ def test_max_connections_per_ip_and_its_overrides(make_broker):
 
 @pytest.mark.spec("BROKER-58")
 def test_max_connection_creation_rate_broker_wide_and_per_listener(make_broker):
-    broker = make_broker(props={"max.connection.creation.rate": 3,
-                                "metrics.listener": "http://127.0.0.1:0"})  # fmt: skip
+    broker = make_broker(
+        props={"max.connection.creation.rate": 3, "metrics.listener": "http://127.0.0.1:0"}
+    )
     started = time.monotonic()
     outcomes = [served(broker.port) for _ in range(12)]
     if time.monotonic() - started < 1.0:  # all within one window: exactly three get in
@@ -119,9 +125,13 @@ def test_max_connection_creation_rate_broker_wide_and_per_listener(make_broker):
 
 @pytest.mark.spec("BROKER-59")
 def test_an_idle_connection_is_closed_and_a_busy_one_is_not(make_broker):
-    broker = make_broker(props={"connections.max.idle.ms": 600,
-                                "queued.max.request.bytes": 1 << 20,
-                                "socket.request.max.bytes": 1 << 20})  # fmt: skip
+    broker = make_broker(
+        props={
+            "connections.max.idle.ms": 600,
+            "queued.max.request.bytes": 1 << 20,
+            "socket.request.max.bytes": 1 << 20,
+        }
+    )
     pool = broker.broker.socket_server.memory_pool
     idle, busy = hold(broker.port), hold(broker.port)
     stalled = socket.create_connection(("127.0.0.1", broker.port), timeout=10)

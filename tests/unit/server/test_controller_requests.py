@@ -58,10 +58,12 @@ def test_a_batch_is_leader_and_isr_then_update_metadata_then_stop_replica_to_liv
     live = {1: (endpoint(1), 101), 2: (endpoint(2), 102)}  # broker 3 is not live
     requests = batch.requests(live)
     assert [(b, key) for b, (key, _v, _body) in requests] == [
-        (1, ApiKey.LEADER_AND_ISR), (2, ApiKey.LEADER_AND_ISR),
-        (1, ApiKey.UPDATE_METADATA), (2, ApiKey.UPDATE_METADATA),
+        (1, ApiKey.LEADER_AND_ISR),
+        (2, ApiKey.LEADER_AND_ISR),
+        (1, ApiKey.UPDATE_METADATA),
+        (2, ApiKey.UPDATE_METADATA),
         (1, ApiKey.STOP_REPLICA),
-    ]  # fmt: skip
+    ]
     for broker, (_key, _version, body) in requests:
         assert (body.controller_id, body.controller_epoch) == (2, 7)
         assert body.broker_epoch == live[broker][1]  # each receiver's own epoch

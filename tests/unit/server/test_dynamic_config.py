@@ -69,18 +69,30 @@ def test_a_stored_key_that_no_longer_validates_is_skipped_not_fatal():
     "key,value,per_broker,refusal",
     [
         ("num.partitions", "3", True, "Cannot update these configs dynamically: [num.partitions]"),
-        ("ssl.keystore.location", "/k.pem", True,
-         "These security configs can be dynamically updated only per-listener using the "
-         "listener prefix: [ssl.keystore.location]"),
+        (
+            "ssl.keystore.location",
+            "/k.pem",
+            True,
+            "These security configs can be dynamically updated only per-listener using the "
+            "listener prefix: [ssl.keystore.location]",
+        ),
         ("log.retention.ms", "abc", True, "log.retention.ms"),
-        ("sasl.jaas.config", "x", False,
-         "Cannot update these configs at default cluster level, broker id must be specified: "
-         "[sasl.jaas.config]"),
-        ("listener.name.plaintext.plain.sasl.jaas.config", "x", False,
-         "Cannot update these configs at default cluster level, broker id must be specified: "
-         "[listener.name.plaintext.plain.sasl.jaas.config]"),
+        (
+            "sasl.jaas.config",
+            "x",
+            False,
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            "[sasl.jaas.config]",
+        ),
+        (
+            "listener.name.plaintext.plain.sasl.jaas.config",
+            "x",
+            False,
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            "[listener.name.plaintext.plain.sasl.jaas.config]",
+        ),
     ],
-)  # fmt: skip
+)
 def test_kafkas_refusals_of_dynamic_broker_configs(key, value, per_broker, refusal):
     with pytest.raises(ConfigError) as err:
         check_dynamic({key: value}, per_broker=per_broker)
@@ -140,11 +152,17 @@ def plain_client_works(port: int, user: str, password: str) -> bool:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    client = AdminClient({
-        "bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password,
-        "retries": 0, "socket.timeout.ms": 3000,
-    })  # fmt: skip
+    client = AdminClient(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": password,
+            "retries": 0,
+            "socket.timeout.ms": 3000,
+        }
+    )
     try:
         client.list_topics(timeout=4)
         return True
@@ -154,12 +172,14 @@ def plain_client_works(port: int, user: str, password: str) -> bool:
 
 @pytest.mark.spec("CONFIG-10")
 def test_a_listeners_jaas_config_changes_who_may_log_in(make_broker):
-    broker = make_broker(props={
-        "broker.id": 1,
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas(alice="a-secret"),
-    })  # fmt: skip
+    broker = make_broker(
+        props={
+            "broker.id": 1,
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas(alice="a-secret"),
+        }
+    )
     port = broker.broker.socket_server.ports["SASL_PLAINTEXT"]
     assert plain_client_works(port, "alice", "a-secret")
     assert not plain_client_works(port, "bob", "b-secret")
@@ -171,12 +191,14 @@ def test_a_listeners_jaas_config_changes_who_may_log_in(make_broker):
 
 @pytest.mark.spec("CONFIG-10")
 def test_a_listener_setting_that_cannot_work_is_refused_and_changes_nothing(make_broker):
-    broker = make_broker(props={
-        "broker.id": 1,
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas(alice="a-secret"),
-    })  # fmt: skip
+    broker = make_broker(
+        props={
+            "broker.id": 1,
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas(alice="a-secret"),
+        }
+    )
     key = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
     with pytest.raises(KafkaError) as err:
         alter(broker, "1", (key, "not a jaas config", SET))

@@ -444,13 +444,21 @@ def test_v10_commits_and_fetches_name_topics_by_their_ids(gbroker):
     find_coordinator(wire, "c")
     ids = {t.name: t.topic_id for t in gbroker.broker.controller.topics()}
     partition = OffsetCommitRequest.OffsetCommitRequestPartition
-    body = OffsetCommitRequest(group_id="c", topics=[
-        OffsetCommitRequest.OffsetCommitRequestTopic(topic_id=ids["t"], partitions=[
-            partition(partition_index=1, committed_offset=9, committed_metadata="by id")]),
-    ])  # fmt: skip
+    body = OffsetCommitRequest(
+        group_id="c",
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                topic_id=ids["t"],
+                partitions=[
+                    partition(partition_index=1, committed_offset=9, committed_metadata="by id")
+                ],
+            ),
+        ],
+    )
     answer = wire.request(ApiKey.OFFSET_COMMIT, 10, body)
-    assert [(t.topic_id, p.partition_index, p.error_code) for t in answer.topics
-            for p in t.partitions] == [(ids["t"], 1, 0)]  # fmt: skip
+    assert [
+        (t.topic_id, p.partition_index, p.error_code) for t in answer.topics for p in t.partitions
+    ] == [(ids["t"], 1, 0)]
     assert fetch_offsets(wire, "c", {"t": [1]})[1] == {("t", 1): (9, "by id", 0)}  # by name
     assert commit(wire, "c", {("gone", 0): (3, "")}) == {("gone", 0): 0}
     gbroker.broker.controller.delete_topic("gone")
@@ -458,16 +466,21 @@ def test_v10_commits_and_fetches_name_topics_by_their_ids(gbroker):
     body = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id="c")])
     body.groups[0].topics = None
     group = wire.request(ApiKey.OFFSET_FETCH, 10, body).groups[0]
-    assert [(t.topic_id, t.name, p.partition_index, p.committed_offset)
-            for t in group.topics for p in t.partitions] == [(ids["t"], "", 1, 9)]  # fmt: skip
+    assert [
+        (t.topic_id, t.name, p.partition_index, p.committed_offset)
+        for t in group.topics
+        for p in t.partitions
+    ] == [(ids["t"], "", 1, 9)]
 
 
 @pytest.mark.spec("TXN-85")
 def test_the_versions_of_transactions_v2_are_not_advertised(broker):
     wire = connect(broker)
     body = ApiVersionsRequest(client_software_name="t", client_software_version="1")
-    keys = {k.api_key: (k.min_version, k.max_version)
-            for k in wire.request(ApiKey.API_VERSIONS, 3, body).api_keys}  # fmt: skip
+    keys = {
+        k.api_key: (k.min_version, k.max_version)
+        for k in wire.request(ApiKey.API_VERSIONS, 3, body).api_keys
+    }
     assert keys[ApiKey.END_TXN] == (0, 4)  # v5: KIP-890's epoch bump per transaction
     assert keys[ApiKey.TXN_OFFSET_COMMIT] == (0, 4)  # v5: the implicit AddOffsetsToTxn
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5) and keys[ApiKey.ADD_OFFSETS_TO_TXN] == (0, 4)

@@ -122,8 +122,10 @@ def test_a_transactional_init_producer_id_goes_to_the_ids_coordinator(wire):
         answer = init_producer_id(wire, transactional_id)
         assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (error, -1, -1)
     body = ApiVersionsRequest(client_software_name="t", client_software_version="1")
-    keys = {k.api_key: (k.min_version, k.max_version) for k in
-            wire.request(ApiKey.API_VERSIONS, 3, body).api_keys}  # fmt: skip
+    keys = {
+        k.api_key: (k.min_version, k.max_version)
+        for k in wire.request(ApiKey.API_VERSIONS, 3, body).api_keys
+    }
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5)
     assert {24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}.items() <= keys.items()  # TXN-85
     find = FindCoordinatorRequest(key="txn-1", key_type=1)
@@ -132,9 +134,7 @@ def test_a_transactional_init_producer_id_goes_to_the_ids_coordinator(wire):
     first = init_producer_id(wire, "txn-1")
     assert (first.error_code, first.producer_epoch) == (0, 0) and first.producer_id >= 0
     again = init_producer_id(wire, "txn-1")
-    assert (again.error_code, again.producer_id, again.producer_epoch) == (
-        0, first.producer_id, 1
-    )  # fmt: skip
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (0, first.producer_id, 1)
     assert init_producer_id(wire).producer_id not in (-1, first.producer_id)  # idempotent
 
 
@@ -194,8 +194,9 @@ def test_a_retry_after_a_restart_is_still_recognised(make_broker, tmp_path):
     wire = Wire(first.port)
     wire.create_topic("durable")
     pid = init_producer_id(wire).producer_id
-    offsets = [wire.produce("durable", 0, idem_batch(pid, seq, 2)).base_offset
-               for seq in range(0, 20, 2)]  # fmt: skip
+    offsets = [
+        wire.produce("durable", 0, idem_batch(pid, seq, 2)).base_offset for seq in range(0, 20, 2)
+    ]
     first.stop()
     second = make_broker(data, {"log.segment.bytes": 500})
     wire = Wire(second.port)

@@ -60,8 +60,9 @@ def test_on_one_broker_the_transaction_is_complete_when_end_txn_is_answered(wire
             == 0
         )
         assert end(wire, pid, epoch, commit=seq % 2 == 0) == 0
-        (state,) = wire.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest(
-            transactional_ids=[TXN])).transaction_states  # fmt: skip
+        (state,) = wire.request(
+            ApiKey.DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest(transactional_ids=[TXN])
+        ).transaction_states
         assert state.transaction_state == ("CompleteCommit", "CompleteAbort")[seq % 2]
 
 

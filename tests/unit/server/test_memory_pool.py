@@ -84,9 +84,13 @@ def test_an_exhausted_pool_stops_reading_and_bounds_memory(make_broker):
     """30 connections announce 4 MiB frames and send all but 64 KiB: without a pool the broker
     reads about 120 MiB into their buffers; with an 8 MiB pool it reads at most two of them
     (plus one frame when the pool dips below zero) and the rest waits in the kernel."""
-    broker = make_broker(props={"queued.max.request.bytes": 8 * MIB,
-                                "socket.request.max.bytes": 4 * MIB,
-                                "metrics.listener": "http://127.0.0.1:0"})  # fmt: skip
+    broker = make_broker(
+        props={
+            "queued.max.request.bytes": 8 * MIB,
+            "socket.request.max.bytes": 4 * MIB,
+            "metrics.listener": "http://127.0.0.1:0",
+        }
+    )
     pool = broker.broker.socket_server.memory_pool
     Wire(broker.port).create_topic("healthy")
     before = resident_bytes()
@@ -102,8 +106,14 @@ def test_an_exhausted_pool_stops_reading_and_bounds_memory(make_broker):
     gauges = scrape(broker.broker.metrics.port)
     assert gauges[(USED, ())] == pool.used and gauges[(AVAILABLE, ())] <= 0
 
-    producer = Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "acks": "all",
-                         "socket.timeout.ms": 60000, "message.timeout.ms": 60000})  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{broker.port}",
+            "acks": "all",
+            "socket.timeout.ms": 60000,
+            "message.timeout.ms": 60000,
+        }
+    )
     producer.produce("healthy", value=b"waits for memory")
     assert producer.flush(2) == 1  # its requests wait for the pool, unread
     for sock in greedy:

@@ -38,8 +38,14 @@ def produce(bootstrap: str, topic: str) -> None:
 
 
 def consume_all(bootstrap: str, topic: str, commit: bool = False) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "g",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     got = 0
 
@@ -63,10 +69,14 @@ def test_topic_counts_match_the_traffic_and_the_log(metered):
     consume_all(metered.bootstrap, "metered")
     port, topic = metered.broker.metrics.port, (("topic", "metered"),)
     m = wait_for(
-        lambda: (s := scrape(port))[("kafka_server_brokertopicmetrics_bytesout_total", topic)]
-        == s[("kafka_server_brokertopicmetrics_bytesin_total", topic)] and s,
-        timeout=10, what="every byte in to have gone out",
-    )  # fmt: skip
+        lambda: (
+            (s := scrape(port))[("kafka_server_brokertopicmetrics_bytesout_total", topic)]
+            == s[("kafka_server_brokertopicmetrics_bytesin_total", topic)]
+            and s
+        ),
+        timeout=10,
+        what="every byte in to have gone out",
+    )
     assert m[("kafka_server_brokertopicmetrics_messagesin_total", topic)] == RECORDS
     size = m[("kafka_log_log_size", (("partition", "0"), *topic))]
     assert m[("kafka_server_brokertopicmetrics_bytesin_total", topic)] == size > RECORDS * 200
@@ -85,14 +95,23 @@ def test_requests_are_counted_and_timed_by_type(metered):
     m = scrape(metered.broker.metrics.port)
 
     def count(name: str) -> float:
-        return sum(v for (n, labels), v in m.items()
-                   if n == "kafka_network_requestmetrics_requests_total"
-                   and dict(labels)["request"] == name)  # fmt: skip
+        return sum(
+            v
+            for (n, labels), v in m.items()
+            if n == "kafka_network_requestmetrics_requests_total"
+            and dict(labels)["request"] == name
+        )
 
     assert count("Produce") >= 1 and count("Fetch") >= 1
     assert count("FetchConsumer") == count("Fetch") and count("FetchFollower") == 0
-    for stage in ("totaltimems", "localtimems", "requestqueuetimems", "remotetimems",
-                  "responsequeuetimems", "responsesendtimems"):  # fmt: skip
+    for stage in (
+        "totaltimems",
+        "localtimems",
+        "requestqueuetimems",
+        "remotetimems",
+        "responsequeuetimems",
+        "responsesendtimems",
+    ):
         name = f"kafka_network_requestmetrics_{stage}_count"
         assert m[(name, (("request", "Produce"),))] == count("Produce")
     total = m[("kafka_network_requestmetrics_totaltimems_sum", (("request", "Produce"),))]
@@ -103,9 +122,16 @@ def test_requests_are_counted_and_timed_by_type(metered):
 @pytest.mark.spec("MET-7")
 @pytest.mark.parametrize(
     "value",
-    ["127.0.0.1:9404", "https://127.0.0.1:9404", "http://127.0.0.1", "http://:9404",
-     "http://127.0.0.1:99999", "http://127.0.0.1:port", "http://127.0.0.1:9404/metrics"],
-)  # fmt: skip
+    [
+        "127.0.0.1:9404",
+        "https://127.0.0.1:9404",
+        "http://127.0.0.1",
+        "http://:9404",
+        "http://127.0.0.1:99999",
+        "http://127.0.0.1:port",
+        "http://127.0.0.1:9404/metrics",
+    ],
+)
 def test_a_bad_metrics_listener_is_a_config_error(value, tmp_path, capsys):
     with pytest.raises(ConfigError, match=r"metrics\.listener"):
         KafkaConfig.from_props({"log.dirs": str(tmp_path), "metrics.listener": value})

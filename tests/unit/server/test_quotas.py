@@ -88,8 +88,13 @@ def test_a_bad_entry_is_invalid_request_and_changes_nothing(broker, entity, ops)
 
 @pytest.mark.spec("QUOTA-9")
 def test_describe_filters_by_exact_default_and_any_name_strict_or_not(broker):
-    entities = [QuotaEntity("alice", None), QuotaEntity(DEFAULT, None), QuotaEntity("alice", "app"),
-                QuotaEntity(None, "app"), QuotaEntity(DEFAULT, DEFAULT)]  # fmt: skip
+    entities = [
+        QuotaEntity("alice", None),
+        QuotaEntity(DEFAULT, None),
+        QuotaEntity("alice", "app"),
+        QuotaEntity(None, "app"),
+        QuotaEntity(DEFAULT, DEFAULT),
+    ]
     with admin_of(broker) as admin:
         for rank, entity in enumerate(entities, 1):
             admin.alter_client_quotas(entity, {"producer_byte_rate": rank})
@@ -105,8 +110,11 @@ def test_describe_filters_by_exact_default_and_any_name_strict_or_not(broker):
         assert described([("user", ANY, None), ("client-id", EXACT, "app")]) == {entities[2]}
         assert described([]) == set(entities)
         assert described([], strict=True) == set()
-        for bad in ([("ip", ANY, None)], [("user", EXACT, None)],
-                    [("user", ANY, None), ("user", ANY, None)]):  # fmt: skip
+        for bad in (
+            [("ip", ANY, None)],
+            [("user", EXACT, None)],
+            [("user", ANY, None), ("user", ANY, None)],
+        ):
             with pytest.raises(KafkaError) as refused:
                 admin.describe_client_quotas(bad)
             assert refused.value.code == ErrorCode.INVALID_REQUEST
@@ -118,8 +126,9 @@ def test_quotas_are_kept_in_the_metadata_directory_across_a_restart(make_broker,
     broker = make_broker(data)
     quota(broker, QuotaEntity("a b", "app"), producer_byte_rate=1048576, request_percentage=12.5)
     stored = json.loads((data / QUOTAS_FILE).read_text())
-    assert stored == {"users/a%20b/clients/app": {"producer_byte_rate": "1048576",
-                                                   "request_percentage": "12.5"}}  # fmt: skip
+    assert stored == {
+        "users/a%20b/clients/app": {"producer_byte_rate": "1048576", "request_percentage": "12.5"}
+    }
     broker.stop()
     again = make_broker(data)
     with admin_of(again) as admin:
@@ -144,8 +153,11 @@ def test_a_user_quota_names_the_authenticated_principal(tmp_path):
         records = produce_body("users", 0, batch(1, value_size=150_000))
         alice = user_wire(broker, "alice")  # SASL PLAIN: User:alice
         anonymous = Wire(ports(broker)["PLAINTEXT"])  # User:ANONYMOUS, same client id
-        for wire, throttled in ((anonymous, False), (user_wire(broker, "bob"), False),
-                                (alice, True)):  # fmt: skip
+        for wire, throttled in (
+            (anonymous, False),
+            (user_wire(broker, "bob"), False),
+            (alice, True),
+        ):
             wire.send(ApiKey.PRODUCE, 7, records, client_id="same")
             assert (wire.receive().throttle_time_ms > 0) == throttled
             wire.close()
@@ -160,8 +172,12 @@ def test_the_window_is_quota_window_num_samples(make_broker, windows, throttled)
     _topic(broker, "windowed")
     quota(broker, QuotaEntity(None, "w"), producer_byte_rate=10_000)  # burst: 10 kB per window
     with Wire(broker.port) as wire:  # 25 kB: within 10 windows' burst, not within 2 windows'
-        wire.send(ApiKey.PRODUCE, 7, produce_body("windowed", 0, batch(1, value_size=25_000)),
-                  client_id="w")  # fmt: skip
+        wire.send(
+            ApiKey.PRODUCE,
+            7,
+            produce_body("windowed", 0, batch(1, value_size=25_000)),
+            client_id="w",
+        )
         assert (wire.receive().throttle_time_ms > 0) == throttled
 
 
@@ -178,8 +194,12 @@ def test_a_throttled_produce_is_answered_at_once_and_its_connection_muted(broker
         throttle_ms = first.throttle_time_ms  # (150 kB - 100 kB) / 10 kB/s = 5 s, about
         assert 4000 <= throttle_ms <= 6000 and answered < throttle_ms / 2000
         assert first.responses[0].partition_responses[0].error_code == 0  # appended
-        slow.send(ApiKey.METADATA, 5, MetadataRequest(topics=[], allow_auto_topic_creation=False),
-                  client_id="slow")  # fmt: skip
+        slow.send(
+            ApiKey.METADATA,
+            5,
+            MetadataRequest(topics=[], allow_auto_topic_creation=False),
+            client_id="slow",
+        )
         assert other.metadata([]).throttle_time_ms == 0  # another client: served at once
         assert time.monotonic() - start < throttle_ms / 2000
         slow.receive()  # only once the throttle is over
@@ -209,12 +229,19 @@ def test_an_acks_0_produce_counts_and_mutes_without_a_response(broker):
     with Wire(broker.port) as wire:
         start = time.monotonic()
         assert wire.produce("fire-and-forget", 0, batch(1, value_size=150_000), acks=0) is None
-        wire.send(ApiKey.METADATA, 5, MetadataRequest(topics=[], allow_auto_topic_creation=False),
-                  client_id="c")  # fmt: skip
+        wire.send(
+            ApiKey.METADATA,
+            5,
+            MetadataRequest(topics=[], allow_auto_topic_creation=False),
+            client_id="c",
+        )
         wire.receive()  # about 5 s later: (150 kB / 10 s - 10 kB/s) / 10 kB/s * 10 s
         assert time.monotonic() - start >= 4.0
-    produced = broker.call(lambda: broker.broker.apis.quotas.produce.sensors[("", "c")]
-                           .rate.total(broker.broker.clock.milliseconds()))  # fmt: skip
+    produced = broker.call(
+        lambda: broker.broker.apis.quotas.produce.sensors[("", "c")].rate.total(
+            broker.broker.clock.milliseconds()
+        )
+    )
     assert produced > 150_000
 
 
@@ -228,8 +255,12 @@ def test_a_throttled_fetch_is_answered_empty_and_not_counted(broker):
     with Wire(broker.port) as reader:
 
         def fetch(offset: int):
-            reader.send(ApiKey.FETCH, 10, fetch_body([("fetched", 0, offset)], max_wait_ms=0),
-                        client_id="reader")  # fmt: skip
+            reader.send(
+                ApiKey.FETCH,
+                10,
+                fetch_body([("fetched", 0, offset)], max_wait_ms=0),
+                client_id="reader",
+            )
             return reader.receive()
 
         first = fetch(0)  # max_bytes capped to the burst: one 60 kB batch (not three)
@@ -237,8 +268,11 @@ def test_a_throttled_fetch_is_answered_empty_and_not_counted(broker):
         assert len(first.responses[0].partitions[0].records) < 100_000
         second = fetch(1)  # 120 kB measured > 100 kB: throttled, answered empty
         assert second.throttle_time_ms > 0 and second.responses == []
-        fetched = broker.call(lambda: broker.broker.apis.quotas.fetch.sensors[("", "reader")]
-                              .rate.total(broker.broker.clock.milliseconds()))  # fmt: skip
+        fetched = broker.call(
+            lambda: broker.broker.apis.quotas.fetch.sensors[("", "reader")].rate.total(
+                broker.broker.clock.milliseconds()
+            )
+        )
         assert fetched < 100_000  # the empty answer's bytes were taken back
 
 
@@ -248,8 +282,12 @@ def test_the_request_quota_counts_every_api_and_caps_its_throttle(broker):
     with Wire(broker.port) as wire:
         throttles = []
         for _ in range(1000):
-            wire.send(ApiKey.METADATA, 5, MetadataRequest(topics=None,
-                      allow_auto_topic_creation=False), client_id="busy")  # fmt: skip
+            wire.send(
+                ApiKey.METADATA,
+                5,
+                MetadataRequest(topics=None, allow_auto_topic_creation=False),
+                client_id="busy",
+            )
             throttles.append(wire.receive().throttle_time_ms)
             if throttles[-1]:
                 break
@@ -262,8 +300,12 @@ def test_throttle_time_and_rate_are_metrics_per_client(make_broker):
     _topic(broker, "metered")
     quota(broker, QuotaEntity(None, "slow"), producer_byte_rate=10_000)
     with Wire(broker.port) as wire:
-        wire.send(ApiKey.PRODUCE, 7, produce_body("metered", 0, batch(1, value_size=150_000)),
-                  client_id="slow")  # fmt: skip
+        wire.send(
+            ApiKey.PRODUCE,
+            7,
+            produce_body("metered", 0, batch(1, value_size=150_000)),
+            client_id="slow",
+        )
         throttle_ms = wire.receive().throttle_time_ms
     metrics = scrape(broker.broker.metrics.port)
     labels = (("clientId", "slow"), ("resource", "Produce"), ("user", ""))

@@ -48,26 +48,33 @@ def init(wire: Wire, tid: str = TXN):
 
 def add_partitions(wire: Wire, pid: int, epoch: int, topic: str, *parts: int, version: int = 2):
     body = AddPartitionsToTxnRequest(
-        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=pid,
+        v3_and_below_transactional_id=TXN,
+        v3_and_below_producer_id=pid,
         v3_and_below_producer_epoch=epoch,
-        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
-            name=topic, partitions=list(parts))],
-    )  # fmt: skip
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=list(parts))
+        ],
+    )
     answer = wire.request(ApiKey.ADD_PARTITIONS_TO_TXN, version, body)
-    return {r.partition_error_code for t in answer.results_by_topic_v3_and_below
-            for r in t.results_by_partition}  # fmt: skip
+    return {
+        r.partition_error_code
+        for t in answer.results_by_topic_v3_and_below
+        for r in t.results_by_partition
+    }
 
 
 def end(wire: Wire, pid: int, epoch: int, commit: bool, version: int = 2) -> int:
-    body = EndTxnRequest(transactional_id=TXN, producer_id=pid, producer_epoch=epoch,
-                         committed=commit)  # fmt: skip
+    body = EndTxnRequest(
+        transactional_id=TXN, producer_id=pid, producer_epoch=epoch, committed=commit
+    )
     return wire.request(ApiKey.END_TXN, version, body).error_code
 
 
 def txn_batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
     records = [Record(None, v, T0) for v in values]
-    return build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                       is_transactional=True)  # fmt: skip
+    return build_batch(
+        records, producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True
+    )
 
 
 def read_committed(wire: Wire, topic: str, offset: int = 0):
@@ -144,8 +151,9 @@ def test_a_restarted_coordinator_writes_the_markers_of_a_logged_decision(make_br
     # As if the coordinator crashed right after logging its decision, before any marker:
     log_dir = os.path.join(data, f"{tlog.TRANSACTION_STATE_TOPIC}-{home}")
     log = Log.open(log_dir, LogConfig(), SystemClock(), clean_shutdown=True)
-    decided = TransactionMetadata(TXN, pid, epoch, 60_000, TransactionState.PREPARE_COMMIT,
-                                  {("r", 0)}, T0, T0)  # fmt: skip
+    decided = TransactionMetadata(
+        TXN, pid, epoch, 60_000, TransactionState.PREPARE_COMMIT, {("r", 0)}, T0, T0
+    )
     log.append(build_batch([Record(tlog.key_bytes(TXN), tlog.value_bytes(decided), T0)]))
     log.close()
     broker = make_broker(data)
@@ -189,8 +197,9 @@ def test_describe_and_list_transactions_and_producers_find_an_open_transaction(w
     records = txn_batch(pid, epoch, 0, b"a", b"b", b"c")
     produced = wire.produce("h", 0, records, transactional_id=TXN)
     assert produced.error_code == 0
-    body = DescribeProducersRequest(topics=[
-        DescribeProducersRequest.TopicRequest(name="h", partition_indexes=[0, 7])])  # fmt: skip
+    body = DescribeProducersRequest(
+        topics=[DescribeProducersRequest.TopicRequest(name="h", partition_indexes=[0, 7])]
+    )
     answer = wire.request(ApiKey.DESCRIBE_PRODUCERS, 0, body).topics[0]
     (found,) = answer.partitions[0].active_producers
     assert (found.producer_id, found.producer_epoch, found.last_sequence) == (pid, epoch, 2)
@@ -204,9 +213,15 @@ def test_describe_and_list_transactions_and_producers_find_an_open_transaction(w
     assert missing.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
     def listed(version: int = 0, **filters):
-        answer = wire.request(ApiKey.LIST_TRANSACTIONS, version, ListTransactionsRequest(
-            state_filters=filters.get("states", []), producer_id_filters=filters.get("pids", []),
-            duration_filter=filters.get("duration", -1)))  # fmt: skip
+        answer = wire.request(
+            ApiKey.LIST_TRANSACTIONS,
+            version,
+            ListTransactionsRequest(
+                state_filters=filters.get("states", []),
+                producer_id_filters=filters.get("pids", []),
+                duration_filter=filters.get("duration", -1),
+            ),
+        )
         return answer.unknown_state_filters, [
             (t.transactional_id, t.transaction_state) for t in answer.transaction_states
         ]
@@ -230,12 +245,17 @@ def txn_produce(wire: Wire, topic: str, partition: int, records: bytes, tid: str
 def verify(wire: Wire, pid: int, epoch: int, topic: str, *parts: int, tid: str = TXN) -> list:
     """AddPartitionsToTxn v4 `verify_only`, as a partition leader asks it: the errors."""
     txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
-        transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=True,
-        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic,
-                                                                  partitions=list(parts))],
-    )  # fmt: skip
-    answer = wire.request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, AddPartitionsToTxnRequest(
-        transactions=[txn]))  # fmt: skip
+        transactional_id=tid,
+        producer_id=pid,
+        producer_epoch=epoch,
+        verify_only=True,
+        topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=list(parts))
+        ],
+    )
+    answer = wire.request(
+        ApiKey.ADD_PARTITIONS_TO_TXN, 4, AddPartitionsToTxnRequest(transactions=[txn])
+    )
     assert answer.error_code == 0
     (result,) = answer.results_by_transaction
     assert result.transactional_id == tid
@@ -317,9 +337,12 @@ def test_a_marker_voids_a_verification_in_flight(broker, wire):
     manager, tp, pid = broker.broker.apis.add_partitions, ("g", 0), 4242
     guard = broker.call(lambda: manager.start(tp, pid))  # a produce is being verified
     marker = WriteTxnMarkersRequest.WritableTxnMarker(
-        producer_id=pid, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+        producer_id=pid,
+        producer_epoch=0,
+        transaction_result=False,
+        coordinator_epoch=0,
         topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="g", partition_indexes=[0])],
-    )  # fmt: skip
+    )
     answer = wire.request(ApiKey.WRITE_TXN_MARKERS, 1, WriteTxnMarkersRequest(markers=[marker]))
     assert answer.markers[0].topics[0].partitions[0].error_code == 0
     assert not broker.call(lambda: manager.may_append(tp, pid, guard, {})), "the batch would hang"

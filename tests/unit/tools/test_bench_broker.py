@@ -19,9 +19,22 @@ from kafka_ref.tools.bench_partitions import FDS_PER_PARTITION, spread
 
 PHASE_NAMES = ("produce", "consume", "produce latency")
 TINY = [
-    "--messages", "2000", "--sizes", "100", "--acks", "1", "--partitions", "1",
-    "--latency-rate", "500", "--latency-seconds", "0.4", "--seconds", "20", "--json",
-]  # fmt: skip
+    "--messages",
+    "2000",
+    "--sizes",
+    "100",
+    "--acks",
+    "1",
+    "--partitions",
+    "1",
+    "--latency-rate",
+    "500",
+    "--latency-seconds",
+    "0.4",
+    "--seconds",
+    "20",
+    "--json",
+]
 
 
 @pytest.fixture(scope="module")
@@ -161,9 +174,25 @@ def test_compare_runs_kafka_ref_kafka_and_tansu_and_prints_cpu_and_ratios(capsys
 @pytest.mark.spec("TOOLS-5", "TOOLS-6")
 @pytest.mark.timeout(90)
 def test_compare_with_several_producer_processes_reports_produce_alone(capsys):
-    args = ["--messages", "3000", "--sizes", "10", "--acks", "all", "--partitions", "2",
-            "--producers", "2", "--phases", "produce", "--seconds", "20", "--peers", "tansu",
-            "--json"]  # fmt: skip
+    args = [
+        "--messages",
+        "3000",
+        "--sizes",
+        "10",
+        "--acks",
+        "all",
+        "--partitions",
+        "2",
+        "--producers",
+        "2",
+        "--phases",
+        "produce",
+        "--seconds",
+        "20",
+        "--peers",
+        "tansu",
+        "--json",
+    ]
     assert main(["--log-level", "ERROR", "bench", "compare", *args]) == 0
     rows = json_lines(capsys.readouterr().out)
     measured = [r for r in rows if r["what"] not in ("ratio", "broker rss")]
@@ -191,37 +220,72 @@ def test_compare_with_several_producer_processes_reports_produce_alone(capsys):
 @pytest.mark.spec("TOOLS-6")
 @pytest.mark.timeout(90)
 def test_replay_feeds_both_brokers_ready_requests_and_prints_ratios(capsys):
-    args = ["--sizes", "10", "--partitions", "2", "--acks", "1,all", "--records", "20",
-            "--requests", "60", "--in-flight", "4", "--json"]  # fmt: skip
+    args = [
+        "--sizes",
+        "10",
+        "--partitions",
+        "2",
+        "--acks",
+        "1,all",
+        "--records",
+        "20",
+        "--requests",
+        "60",
+        "--in-flight",
+        "4",
+        "--json",
+    ]
     assert main(["--log-level", "ERROR", "bench", "replay", *args]) == 0
     rows = json_lines(capsys.readouterr().out)
     measured = [r for r in rows if r["what"] == "replay"]
     assert sorted((r["broker"], r["acks"]) for r in measured) == [
-        ("kafka-ref", "1"), ("kafka-ref", "all"), ("tansu", "1"), ("tansu", "all"),
-    ]  # fmt: skip
+        ("kafka-ref", "1"),
+        ("kafka-ref", "all"),
+        ("tansu", "1"),
+        ("tansu", "all"),
+    ]
     for row in measured:
         assert (row["msg_size"], row["partitions"], row["run"]) == (10, 2, 1)
         assert (row["records/request"], row["requests"]) == (20, 60)
         assert row["msgs/s"] > 0 and row["seconds"] > 0
         assert row["broker_cpu_s"] >= 0 and row["broker us/msg"] >= 0
     ratios = [(r["acks"], r["metric"]) for r in rows if r["what"] == "ratio"]
-    assert ratios == [("1", "msgs/s"), ("1", "broker us/msg"),
-                      ("all", "msgs/s"), ("all", "broker us/msg")]  # fmt: skip
+    assert ratios == [
+        ("1", "msgs/s"),
+        ("1", "broker us/msg"),
+        ("all", "msgs/s"),
+        ("all", "broker us/msg"),
+    ]
 
 
 @pytest.mark.spec("TOOLS-24")
 @pytest.mark.timeout(90)
 def test_transactions_bench_measures_each_mode_and_its_ratio(broker, capsys):
-    args = ["--log-level", "ERROR", "bench", "transactions", "--bootstrap-server",
-            broker.bootstrap, "--messages", "2500", "--partitions", "2", "--seconds", "20",
-            "--json"]  # fmt: skip
+    args = [
+        "--log-level",
+        "ERROR",
+        "bench",
+        "transactions",
+        "--bootstrap-server",
+        broker.bootstrap,
+        "--messages",
+        "2500",
+        "--partitions",
+        "2",
+        "--seconds",
+        "20",
+        "--json",
+    ]
     assert main(args) == 0
     rows = json_lines(capsys.readouterr().out)
     measured = {r["what"]: r for r in rows if r["what"] != "ratio"}
     assert list(measured) == [
-        "produce idempotent", "produce txn/100ms", "produce txn/1000",
-        "consume read_uncommitted", "consume read_committed",
-    ]  # fmt: skip
+        "produce idempotent",
+        "produce txn/100ms",
+        "produce txn/1000",
+        "consume read_uncommitted",
+        "consume read_committed",
+    ]
     for what in ("produce idempotent", "produce txn/100ms", "produce txn/1000"):
         row = measured[what]
         assert (row["messages"], row["errors"], row["acks"], row["msg_size"]) == (
@@ -238,9 +302,10 @@ def test_transactions_bench_measures_each_mode_and_its_ratio(broker, capsys):
         assert measured[f"consume {isolation}"]["messages"] == 2501
     ratios = {(r["of"], r["over"]): r["ratio"] for r in rows if r["what"] == "ratio"}
     assert set(ratios) == {
-        ("produce txn/100ms", "produce idempotent"), ("produce txn/1000", "produce idempotent"),
+        ("produce txn/100ms", "produce idempotent"),
+        ("produce txn/1000", "produce idempotent"),
         ("consume read_committed", "consume read_uncommitted"),
-    }  # fmt: skip
+    }
     rc, ru = measured["consume read_committed"], measured["consume read_uncommitted"]
     assert ratios[("consume read_committed", "consume read_uncommitted")] == round(
         rc["msgs/s"] / ru["msgs/s"], 2
@@ -251,14 +316,28 @@ def test_transactions_bench_measures_each_mode_and_its_ratio(broker, capsys):
 @pytest.mark.timeout(180)
 def test_partitions_bench_measures_each_count_on_both_brokers(tmp_path, capsys):
     plot = tmp_path / "partitions.png"
-    args = ["--log-level", "ERROR", "bench", "partitions", "--sizes", "10,23",
-            "--messages", "3000", "--plot", str(plot), "--json"]  # fmt: skip
+    args = [
+        "--log-level",
+        "ERROR",
+        "bench",
+        "partitions",
+        "--sizes",
+        "10,23",
+        "--messages",
+        "3000",
+        "--plot",
+        str(plot),
+        "--json",
+    ]
     assert main(args) == 0
     rows = json_lines(capsys.readouterr().out)
     measured = [r for r in rows if r["what"] == "partitions"]
     assert sorted((r["broker"], r["partitions"], r["topics"]) for r in measured) == [
-        ("kafka-ref", 10, 10), ("kafka-ref", 23, 10), ("tansu", 10, 10), ("tansu", 23, 10),
-    ]  # fmt: skip
+        ("kafka-ref", 10, 10),
+        ("kafka-ref", 23, 10),
+        ("tansu", 10, 10),
+        ("tansu", 23, 10),
+    ]
     for row in measured:
         assert (row["messages"], row["errors"]) == (3000, 0)
         assert row["metadata_ms"] > 0 and row["rss_MB"] > 0 and row["create_s"] >= 0

@@ -20,9 +20,25 @@ def json_lines(out: str) -> list[dict]:
 @pytest.mark.timeout(300)
 def test_clients_bench_measures_each_count_and_the_group_on_both_brokers(tmp_path, capsys):
     plot = tmp_path / "clients.png"
-    args = ["--log-level", "ERROR", "bench", "clients", "--connections", "3", "--members", "3",
-            "--rate", "300", "--seconds", "1", "--per-process", "2", "--plot", str(plot),
-            "--json"]  # fmt: skip
+    args = [
+        "--log-level",
+        "ERROR",
+        "bench",
+        "clients",
+        "--connections",
+        "3",
+        "--members",
+        "3",
+        "--rate",
+        "300",
+        "--seconds",
+        "1",
+        "--per-process",
+        "2",
+        "--plot",
+        str(plot),
+        "--json",
+    ]
     assert main(args) == 0
     rows = json_lines(capsys.readouterr().out)
     clients = [r for r in rows if r["what"] == "clients"]
@@ -54,9 +70,21 @@ def test_clients_bench_measures_each_count_and_the_group_on_both_brokers(tmp_pat
 @pytest.mark.timeout(180)
 def test_latency_bench_measures_the_peak_then_each_fraction_of_it(tmp_path, capsys):
     plot = tmp_path / "latency.png"
-    args = ["--log-level", "ERROR", "bench", "latency", "--fractions", "0.1,0.2",
-            "--seconds", "1", "--no-cluster", "--no-tansu", "--plot", str(plot),
-            "--json"]  # fmt: skip
+    args = [
+        "--log-level",
+        "ERROR",
+        "bench",
+        "latency",
+        "--fractions",
+        "0.1,0.2",
+        "--seconds",
+        "1",
+        "--no-cluster",
+        "--no-tansu",
+        "--plot",
+        str(plot),
+        "--json",
+    ]
     assert main(args) == 0
     rows = json_lines(capsys.readouterr().out)
     assert [(r["what"], r["broker"], r["acks"], r["fraction"]) for r in rows] == [
@@ -76,8 +104,12 @@ def test_latency_bench_measures_the_peak_then_each_fraction_of_it(tmp_path, caps
 
 @pytest.mark.spec("TOOLS-31", "TOOLS-32")
 def test_bad_sizes_are_one_line_and_exit_code_2(capsys):
-    bad = [("clients", "--connections", "1"), ("clients", "--connections", "x"),
-           ("clients", "--rate", "0"), ("latency", "--fractions", "1.5")]  # fmt: skip
+    bad = [
+        ("clients", "--connections", "1"),
+        ("clients", "--connections", "x"),
+        ("clients", "--rate", "0"),
+        ("latency", "--fractions", "1.5"),
+    ]
     for bench, *args in bad:
         assert main(["bench", bench, *args]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -87,5 +119,7 @@ def test_clients_are_dealt_so_every_worker_gets_a_mix():
     assert split(list(range(7)), 3) == [[0, 3, 6], [1, 4], [2, 5]]
     assert latencies([]) == {"p50_ms": None, "p99_ms": None, "p999_ms": None, "max_ms": None}
     assert latencies([float(v) for v in range(1, 1001)], "e2e_") == {
-        "e2e_p50_ms": 500.0, "e2e_p99_ms": 990.0, "e2e_p999_ms": 999.0,
-    }  # fmt: skip
+        "e2e_p50_ms": 500.0,
+        "e2e_p99_ms": 990.0,
+        "e2e_p999_ms": 999.0,
+    }

@@ -26,18 +26,24 @@ def broker(tmp_path_factory):
 
 
 def configs(broker, *argv: str):
-    return tool("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "brokers",
-                *argv)  # fmt: skip
+    return tool(
+        "configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "brokers", *argv
+    )
 
 
 @pytest.mark.spec("CONFIG-7")
 def test_alter_and_describe_a_brokers_and_the_clusters_configs(broker):
-    code, out, err, _ = configs(broker, "--entity-default", "--alter",
-                                "--add-config", "log.retention.ms=7000")  # fmt: skip
+    code, out, err, _ = configs(
+        broker, "--entity-default", "--alter", "--add-config", "log.retention.ms=7000"
+    )
     assert (code, out, err) == (
-        0, "Completed updating default config for brokers in the cluster.\n", "")  # fmt: skip
-    code, out, err, _ = configs(broker, "--entity-name", "1", "--alter",
-                                "--add-config", "log.retention.ms=1000")  # fmt: skip
+        0,
+        "Completed updating default config for brokers in the cluster.\n",
+        "",
+    )
+    code, out, err, _ = configs(
+        broker, "--entity-name", "1", "--alter", "--add-config", "log.retention.ms=1000"
+    )
     assert (code, out, err) == (0, "Completed updating config for broker 1.\n", "")
     code, out, _, _ = configs(broker, "--entity-name", "1", "--describe")
     assert out.splitlines() == [
@@ -54,8 +60,10 @@ def test_alter_and_describe_a_brokers_and_the_clusters_configs(broker):
         "  log.retention.ms=7000 sensitive=false "
         "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7000}",
     ]
-    assert configs(broker, "--entity-name", "1", "--alter",
-                   "--delete-config", "log.retention.ms")[0] == 0  # fmt: skip
+    assert (
+        configs(broker, "--entity-name", "1", "--alter", "--delete-config", "log.retention.ms")[0]
+        == 0
+    )
     code, out, _, _ = configs(broker, "--entity-name", "1", "--describe")
     assert out == "Dynamic configs for broker 1 are:\n"
 

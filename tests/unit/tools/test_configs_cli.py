@@ -10,18 +10,25 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def configs(broker, *argv: str):
-    return tool("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "topics",
-                *argv)  # fmt: skip
+    return tool("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "topics", *argv)
 
 
 @pytest.mark.spec("CONFIG-3")
 def test_alter_and_describe_a_topics_overrides(broker):
-    assert tool("topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic",
-                "configured")[0] == 0  # fmt: skip
+    assert (
+        tool("topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic", "configured")[
+            0
+        ]
+        == 0
+    )
     code, out, err, _ = configs(
-        broker, "--entity-name", "configured", "--alter",
-        "--add-config", "retention.ms=86400000,cleanup.policy=[compact,delete]",
-    )  # fmt: skip
+        broker,
+        "--entity-name",
+        "configured",
+        "--alter",
+        "--add-config",
+        "retention.ms=86400000,cleanup.policy=[compact,delete]",
+    )
     assert (code, out, err) == (0, "Completed updating config for topic configured.\n", "")
     code, out, _, _ = configs(broker, "--entity-name", "configured", "--describe")
     assert out.splitlines() == [
@@ -31,8 +38,12 @@ def test_alter_and_describe_a_topics_overrides(broker):
         "  cleanup.policy=compact,delete sensitive=false "
         "synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact,delete}",
     ]
-    assert configs(broker, "--entity-name", "configured", "--alter",
-                   "--delete-config", "retention.ms")[0] == 0  # fmt: skip
+    assert (
+        configs(
+            broker, "--entity-name", "configured", "--alter", "--delete-config", "retention.ms"
+        )[0]
+        == 0
+    )
     code, out, _, _ = configs(broker, "--entity-name", "configured", "--describe")
     assert "retention.ms" not in out and "cleanup.policy=compact,delete" in out
 

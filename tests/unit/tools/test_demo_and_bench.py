@@ -53,8 +53,25 @@ def test_bench_storage_reports_every_measurement(tmp_path, capsys):
 
 @pytest.mark.spec("TOOLS-26")
 def test_bench_soak_measures_each_step_at_a_tiny_size(capsys):
-    code = main(["--log-level", "ERROR", "bench", "soak", "--idle", "5", "--greedy", "3",
-                 "--frame-mb", "4", "--send-mb", "0.5", "--pool-mb", "4", "--json"])  # fmt: skip
+    code = main(
+        [
+            "--log-level",
+            "ERROR",
+            "bench",
+            "soak",
+            "--idle",
+            "5",
+            "--greedy",
+            "3",
+            "--frame-mb",
+            "4",
+            "--send-mb",
+            "0.5",
+            "--pool-mb",
+            "4",
+            "--json",
+        ]
+    )
     assert code == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     steps = [(r["step"], r["connections"]) for r in rows]

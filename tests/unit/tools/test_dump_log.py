@@ -116,11 +116,15 @@ def txn_dir(tmp_path):
     log = Log.open(tmp_path / "t-0", LogConfig.from_properties({}), ManualClock())
     committer, aborter = Producer(1, epoch=4), Producer(2)
     log.append(committer.batch(2))
-    log.append(committer.marker(EndTransactionMarker(ControlRecordType.COMMIT, 0)),
-               origin=AppendOrigin.COORDINATOR)  # fmt: skip
+    log.append(
+        committer.marker(EndTransactionMarker(ControlRecordType.COMMIT, 0)),
+        origin=AppendOrigin.COORDINATOR,
+    )
     log.append(aborter.batch(2))
-    log.append(aborter.marker(EndTransactionMarker(ControlRecordType.ABORT, 7)),
-               origin=AppendOrigin.COORDINATOR)  # fmt: skip
+    log.append(
+        aborter.marker(EndTransactionMarker(ControlRecordType.ABORT, 7)),
+        origin=AppendOrigin.COORDINATOR,
+    )
     log.close()
     return tmp_path / "t-0"
 

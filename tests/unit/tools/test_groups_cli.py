@@ -75,8 +75,17 @@ def test_list_and_describe(env, capsys):
     assert state[0] == "g" and state[-3:] == ["range", "Stable", "1"]
     lines = out.splitlines()
     header = next(line for line in lines if "CURRENT-OFFSET" in line).split()
-    assert header == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
-                      "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]  # fmt: skip
+    assert header == [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
     start = lines.index(next(line for line in lines if "CURRENT-OFFSET" in line))
     rows = [line.split() for line in lines[start + 1 :] if line.strip()]
     member_id = member.coordinator.generation.member_id
@@ -190,33 +199,81 @@ def test_delete_offsets_of_topics_no_member_reads(env, capsys):
         ["--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--to-earliest"],
         ["--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t"],
         [
-            "--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t",
-            "--all-topics", "--to-latest",
-        ],
-        [
-            "--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t",
-            "--to-latest", "--to-earliest",
-        ],
-        [
-            "--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t:x",
+            "--bootstrap-server",
+            "h:1",
+            "--reset-offsets",
+            "--group",
+            "g",
+            "--topic",
+            "t",
+            "--all-topics",
             "--to-latest",
         ],
         [
-            "--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t",
-            "--to-offset", "-3",
+            "--bootstrap-server",
+            "h:1",
+            "--reset-offsets",
+            "--group",
+            "g",
+            "--topic",
+            "t",
+            "--to-latest",
+            "--to-earliest",
         ],
         [
-            "--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t",
-            "--to-datetime", "yesterday",
+            "--bootstrap-server",
+            "h:1",
+            "--reset-offsets",
+            "--group",
+            "g",
+            "--topic",
+            "t:x",
+            "--to-latest",
         ],
         [
-            "--bootstrap-server", "h:1", "--reset-offsets", "--group", "g", "--topic", "t",
-            "--to-latest", "--execute", "--dry-run",
+            "--bootstrap-server",
+            "h:1",
+            "--reset-offsets",
+            "--group",
+            "g",
+            "--topic",
+            "t",
+            "--to-offset",
+            "-3",
+        ],
+        [
+            "--bootstrap-server",
+            "h:1",
+            "--reset-offsets",
+            "--group",
+            "g",
+            "--topic",
+            "t",
+            "--to-datetime",
+            "yesterday",
+        ],
+        [
+            "--bootstrap-server",
+            "h:1",
+            "--reset-offsets",
+            "--group",
+            "g",
+            "--topic",
+            "t",
+            "--to-latest",
+            "--execute",
+            "--dry-run",
         ],
         ["--bootstrap-server", "h:1", "--delete-offsets", "--group", "g"],
         ["--bootstrap-server", "h:1", "--delete-offsets", "--topic", "t"],
         [
-            "--bootstrap-server", "h:1", "--delete-offsets", "--group", "g", "--topic", "t",
+            "--bootstrap-server",
+            "h:1",
+            "--delete-offsets",
+            "--group",
+            "g",
+            "--topic",
+            "t",
             "--all-topics",
         ],
         ["--bootstrap-server", "h:1", "--delete-offsets", "--group", "g", "--topic", "t:-1"],
@@ -224,7 +281,7 @@ def test_delete_offsets_of_topics_no_member_reads(env, capsys):
         ["--bootstrap-server", "h:1", "--describe", "--group", "g", "--to-latest"],
         ["--bootstrap-server", "h:1", "--describe", "--group", "g", "--to-offset", "soon"],
     ],
-)  # fmt: skip
+)
 def test_bad_flags_are_one_line_and_exit_2(argv, capsys):
     assert main(["groups", *argv]) == 2
     captured = capsys.readouterr()

@@ -31,8 +31,19 @@ def log_dirs(broker, *argv: str):
 @pytest.mark.spec("TOOLS-25")
 def test_describe_prints_kafka_log_dirs_json(broker):
     for topic in ("left", "right"):
-        assert tool("topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic",
-                    topic, "--partitions", "2")[0] == 0  # fmt: skip
+        assert (
+            tool(
+                "topics",
+                "--bootstrap-server",
+                broker.bootstrap,
+                "--create",
+                "--topic",
+                topic,
+                "--partitions",
+                "2",
+            )[0]
+            == 0
+        )
     code, out, err, _ = log_dirs(broker, "--describe", "--topic-list", "left")
     assert (code, err) == (0, ""), err
     first, second, report = out.splitlines()
@@ -44,8 +55,11 @@ def test_describe_prints_kafka_log_dirs_json(broker):
     assert [d["logDir"] for d in dirs] == broker.dirs and [d["error"] for d in dirs] == [None] * 2
     partitions = sorted(p["partition"] for d in dirs for p in d["partitions"])
     assert partitions == ["left-0", "left-1"], "--topic-list keeps only left's"
-    assert all(p["size"] == 0 and p["offsetLag"] == 0 and p["isFuture"] is False
-               for d in dirs for p in d["partitions"])  # fmt: skip
+    assert all(
+        p["size"] == 0 and p["offsetLag"] == 0 and p["isFuture"] is False
+        for d in dirs
+        for p in d["partitions"]
+    )
 
 
 @pytest.mark.spec("TOOLS-25", "TOOLS-3")

@@ -16,31 +16,73 @@ def configs(broker, *argv: str):
 
 @pytest.mark.spec("QUOTA-11")
 def test_set_show_and_remove_quotas_of_users_clients_and_defaults(broker):
-    code, out, err, _ = configs(broker, "--alter", "--add-config", "producer_byte_rate=1048576",
-                                "--entity-type", "clients", "--entity-name", "app")  # fmt: skip
+    code, out, err, _ = configs(
+        broker,
+        "--alter",
+        "--add-config",
+        "producer_byte_rate=1048576",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "app",
+    )
     assert (code, out, err) == (0, "Completed updating config for client app.\n", "")
     code, out, _, _ = configs(
-        broker, "--alter", "--add-config", "consumer_byte_rate=2097152,request_percentage=50",
-        "--entity-type", "users", "--entity-name", "alice",
-        "--entity-type", "clients", "--entity-default",
-    )  # fmt: skip
+        broker,
+        "--alter",
+        "--add-config",
+        "consumer_byte_rate=2097152,request_percentage=50",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--entity-type",
+        "clients",
+        "--entity-default",
+    )
     assert (code, out) == (0, "Completed updating config for user alice.\n")
-    code, out, _, _ = configs(broker, "--alter", "--add-config", "producer_byte_rate=1024",
-                              "--entity-type", "users", "--entity-default")  # fmt: skip
+    code, out, _, _ = configs(
+        broker,
+        "--alter",
+        "--add-config",
+        "producer_byte_rate=1024",
+        "--entity-type",
+        "users",
+        "--entity-default",
+    )
     assert (code, out) == (0, "Completed updating default config for users in the cluster.\n")
 
     code, out, _, _ = configs(broker, "--describe", "--entity-type", "clients")
     assert out == "Quota configs for client-id 'app' are producer_byte_rate=1048576.0\n"
     code, out, _, _ = configs(broker, "--describe", "--entity-type", "users")
     assert out == "Quota configs for the default user-principal are producer_byte_rate=1024.0\n"
-    code, out, _, _ = configs(broker, "--describe", "--entity-type", "users", "--entity-name",
-                              "alice", "--entity-type", "clients")  # fmt: skip
+    code, out, _, _ = configs(
+        broker,
+        "--describe",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "alice",
+        "--entity-type",
+        "clients",
+    )
     assert out == (
         "Quota configs for user-principal 'alice', the default client-id are "
         "consumer_byte_rate=2097152.0, request_percentage=50.0\n"
     )
-    assert configs(broker, "--alter", "--delete-config", "producer_byte_rate",
-                   "--entity-type", "clients", "--entity-name", "app")[0] == 0  # fmt: skip
+    assert (
+        configs(
+            broker,
+            "--alter",
+            "--delete-config",
+            "producer_byte_rate",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "app",
+        )[0]
+        == 0
+    )
     assert configs(broker, "--describe", "--entity-type", "clients")[1] == ""
 
 

@@ -23,9 +23,12 @@ UNREACHABLE = "could not be established"
 def tool(*argv: str, stdin: str = "", timeout: float = 60) -> tuple[int, str, str, float]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "kafka_ref.cli", *argv], input=stdin, capture_output=True,
-        text=True, timeout=timeout,
-    )  # fmt: skip
+        [sys.executable, "-m", "kafka_ref.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return done.returncode, done.stdout, done.stderr, time.monotonic() - started
 
 
@@ -42,14 +45,34 @@ COMMANDS = {  # each with a 3 s timeout where the tool has one
     "acls": (["acls", "--list", "--timeout-ms", "3000"], ""),
     "produce": (["produce", "--topic", "t", "--max-block-ms", "3000"], "a\n"),
     "consume": (["consume", "--topic", "t", "--timeout-ms", "3000"], ""),
-    "configs": (["configs", "--entity-type", "topics", "--entity-name", "t", "--describe",
-                 "--timeout-ms", "3000"], ""),
+    "configs": (
+        [
+            "configs",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "t",
+            "--describe",
+            "--timeout-ms",
+            "3000",
+        ],
+        "",
+    ),
     "users": (["users", "--describe", "--timeout-ms", "3000"], ""),
     "transactions": (["transactions", "--timeout-ms", "3000", "list"], ""),
     "log-dirs": (["log-dirs", "--describe", "--timeout-ms", "3000"], ""),
-    "leader-election": (["leader-election", "--election-type", "preferred",
-                         "--all-topic-partitions", "--timeout-ms", "3000"], ""),
-}  # fmt: skip
+    "leader-election": (
+        [
+            "leader-election",
+            "--election-type",
+            "preferred",
+            "--all-topic-partitions",
+            "--timeout-ms",
+            "3000",
+        ],
+        "",
+    ),
+}
 
 
 @pytest.mark.spec("TOOLS-12")
@@ -78,13 +101,23 @@ def test_the_tools_log_nothing_but_warnings_unless_asked(broker):
     code, _, err, _ = tool("produce", *bootstrap, "--topic", "quiet", stdin="a\nb\n")
     assert code == 0 and err == "", err
     code, out, err, _ = tool(
-        "consume", *bootstrap, "--topic", "quiet", "--group", "g", "--from-beginning",
-        "--max-messages", "2", "--timeout-ms", "20000",
-    )  # fmt: skip
+        "consume",
+        *bootstrap,
+        "--topic",
+        "quiet",
+        "--group",
+        "g",
+        "--from-beginning",
+        "--max-messages",
+        "2",
+        "--timeout-ms",
+        "20000",
+    )
     assert code == 0 and out.split() == ["a", "b"], (out, err)
     assert err.strip() == "Processed a total of 2 messages", err
-    code, _, err, _ = tool("--log-level", "INFO", "produce", *bootstrap, "--topic", "quiet",
-                           stdin="c\n")  # fmt: skip
+    code, _, err, _ = tool(
+        "--log-level", "INFO", "produce", *bootstrap, "--topic", "quiet", stdin="c\n"
+    )
     assert code == 0 and " INFO " in err, err
 
 

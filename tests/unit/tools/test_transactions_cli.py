@@ -76,10 +76,16 @@ def test_list_describe_and_describe_producers_print_kafkas_tables(env, capsys):
     out = capsys.readouterr().out
     header, values = out.splitlines()[0].split(), rows(out)[0]
     assert header == [
-        "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
-        "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
+        "CoordinatorId",
+        "TransactionalId",
+        "ProducerId",
+        "ProducerEpoch",
+        "TransactionState",
+        "TransactionTimeoutMs",
+        "CurrentTransactionStartTimeMs",
+        "TransactionDurationMs",
         "TopicPartitions",
-    ]  # fmt: skip
+    ]
     described = dict(zip(header, values, strict=True))
     assert described["TransactionState"] == "Ongoing"
     assert described["TopicPartitions"] == "t-1"
@@ -87,9 +93,13 @@ def test_list_describe_and_describe_producers_print_kafkas_tables(env, capsys):
     assert main([*base, "describe-producers", "--topic", "t", "--partition", "1"]) == 0
     out = capsys.readouterr().out
     assert out.split()[:6] == [
-        "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
-        "LastTimestamp", "CurrentTransactionStartOffset",
-    ]  # fmt: skip
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset",
+    ]
     pid = str(stuck.transaction_manager.producer_id_and_epoch.producer_id)
     assert next(r for r in rows(out) if r[0] == pid)[5] == "3"
 
@@ -97,9 +107,13 @@ def test_list_describe_and_describe_producers_print_kafkas_tables(env, capsys):
 @pytest.mark.spec("TOOLS-22")
 @pytest.mark.parametrize(
     "argv",
-    [[], ["describe"], ["describe-producers", "--topic", "t"],
-     ["describe-producers", "--topic", "t", "--partition", "-1"]],
-)  # fmt: skip
+    [
+        [],
+        ["describe"],
+        ["describe-producers", "--topic", "t"],
+        ["describe-producers", "--topic", "t", "--partition", "-1"],
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_code_2(env, capsys, argv):
     bootstrap = env[0]
     assert main(["transactions", "--bootstrap-server", bootstrap, *argv]) == 2

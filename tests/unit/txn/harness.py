@@ -81,8 +81,9 @@ class Harness:
     def _write_marker(self, tp: tuple[str, int], request: MarkerRequest) -> ErrorCode:
         kind = ControlRecordType.COMMIT if request.commit else ControlRecordType.ABORT
         marker = EndTransactionMarker(kind, request.coordinator_epoch)
-        batch = build_marker_batch(request.producer_id, request.producer_epoch, marker,
-                                   self.clock.milliseconds())  # fmt: skip
+        batch = build_marker_batch(
+            request.producer_id, request.producer_epoch, marker, self.clock.milliseconds()
+        )
         try:
             self.logs[tp].append(batch, origin=AppendOrigin.COORDINATOR)
         except KafkaError as err:  # an older producer or coordinator epoch (TXN-3)

@@ -49,9 +49,15 @@ def test_only_kafkas_transitions_are_allowed():
     meta.complete_transition(meta.prepare_complete(10))
     assert (meta.state, meta.partitions) == (S.COMPLETE_COMMIT, set())
     assert [s.kafka_name for s in S] == [
-        "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
-        "CompleteAbort", "Dead", "PrepareEpochFence",
-    ]  # fmt: skip
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "PrepareAbort",
+        "CompleteCommit",
+        "CompleteAbort",
+        "Dead",
+        "PrepareEpochFence",
+    ]
 
 
 @pytest.mark.spec("TXN-11")

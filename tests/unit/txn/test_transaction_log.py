@@ -55,10 +55,12 @@ def test_value_bytes_match_kafkas_version_0_layout():
     expected = (
         struct.pack(">hqhib", 0, 1000, 3, 60_000, 1)
         + struct.pack(">i", 2)  # two topics
-        + kstring("a") + struct.pack(">iii", 2, 0, 2)
-        + kstring("b") + struct.pack(">ii", 1, 1)
+        + kstring("a")
+        + struct.pack(">iii", 2, 0, 2)
+        + kstring("b")
+        + struct.pack(">ii", 1, 1)
         + struct.pack(">qq", 20, 10)  # last update, start
-    )  # fmt: skip
+    )
     assert tlog.value_bytes(meta) == expected
     assert tlog.read_value("t", expected) == meta
 
@@ -78,10 +80,17 @@ def test_version_1_values_written_by_kafka_with_tagged_fields_are_read():
     value = (
         struct.pack(">hqhib", 1, 1000, 4, 30_000, 2)
         + bytes([2])  # one topic
-        + bytes([2]) + b"a" + bytes([3]) + struct.pack(">ii", 0, 1) + bytes([0])
+        + bytes([2])
+        + b"a"
+        + bytes([3])
+        + struct.pack(">ii", 0, 1)
+        + bytes([0])
         + struct.pack(">qq", 50, 40)
-        + bytes([2, 0, 8]) + struct.pack(">q", 999) + bytes([2, 2]) + struct.pack(">h", 2)
-    )  # fmt: skip
+        + bytes([2, 0, 8])
+        + struct.pack(">q", 999)
+        + bytes([2, 2])
+        + struct.pack(">h", 2)
+    )
     meta = tlog.read_value("t", value)
     assert (meta.producer_id, meta.producer_epoch, meta.txn_timeout_ms) == (1000, 4, 30_000)
     assert meta.state == TransactionState.PREPARE_COMMIT

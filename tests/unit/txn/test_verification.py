@@ -41,8 +41,13 @@ def test_the_coordinator_verifies_only_the_partitions_of_the_open_transaction():
 
 
 def header(transactional: bool = True) -> BatchHeader:
-    batch = build_batch([Record(None, b"v", 0)], producer_id=PID, producer_epoch=0,
-                        base_sequence=0, is_transactional=transactional)  # fmt: skip
+    batch = build_batch(
+        [Record(None, b"v", 0)],
+        producer_id=PID,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=transactional,
+    )
     return BatchHeader.parse(batch)
 
 
@@ -79,11 +84,18 @@ def test_a_coordinator_that_cannot_answer_is_a_retriable_error_for_the_producer(
     manager = AddPartitionsToTxnManager(NoCluster(), num_txn_partitions=3)
     answers: list = []
     manager.verify("app-1", PID, 0, [TP], answers.append)
-    retriable = (ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added "
-                 "to the transaction. Underlying error: COORDINATOR_NOT_AVAILABLE")  # fmt: skip
+    retriable = (
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        "Unable to verify the partition has been added "
+        "to the transaction. Underlying error: COORDINATOR_NOT_AVAILABLE",
+    )
     assert answers == [{TP: retriable}]
-    for error in (ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS,
-                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NETWORK_EXCEPTION):  # fmt: skip
+    for error in (
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NETWORK_EXCEPTION,
+    ):
         assert producer_error(error)[0] == ErrorCode.NOT_ENOUGH_REPLICAS
     assert producer_error(ErrorCode.PRODUCER_FENCED)[0] == ErrorCode.INVALID_PRODUCER_EPOCH
     assert producer_error(ErrorCode.INVALID_TXN_STATE)[0] == ErrorCode.INVALID_TXN_STATE

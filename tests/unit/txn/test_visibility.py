@@ -86,10 +86,14 @@ def visible_offsets(log: Log) -> tuple[set[int], int]:
     if lso == 0:
         return set(), lso
     info = leader.read(0, 1 << 30, min_one_batch=True, read_committed=True)
-    data = SimpleNamespace(error_code=0, high_watermark=leader.high_watermark,
-                           log_start_offset=0, last_stable_offset=lso,
-                           records=info.read_bytes(),
-                           aborted_transactions=leader.aborted_transactions(info))  # fmt: skip
+    data = SimpleNamespace(
+        error_code=0,
+        high_watermark=leader.high_watermark,
+        log_start_offset=0,
+        last_stable_offset=lso,
+        records=info.read_bytes(),
+        aborted_transactions=leader.aborted_transactions(info),
+    )
     fetched = CompletedFetch(TopicPartition("t", 0), 0, data, read_committed=True)
     return {r.offset for r in fetched.take(1 << 30)}, lso
 
@@ -114,8 +118,9 @@ class VisibilityMachine(CoordinatorWorld):
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="txn-visibility-")
         self.h = Harness(num_partitions=2)
-        self.h.logs = {tp: open_log(os.path.join(self.dir, f"t-{tp[1]}"), self.h.clock)
-                       for tp in PARTS}  # fmt: skip
+        self.h.logs = {
+            tp: open_log(os.path.join(self.dir, f"t-{tp[1]}"), self.h.clock) for tp in PARTS
+        }
         self.instances: list[Instance] = []
         self.written: dict = {tp: {} for tp in PARTS}  # offset -> (tid, ordinal)
         self.values = itertools.count()
@@ -166,8 +171,13 @@ class VisibilityMachine(CoordinatorWorld):
         tp = data.draw(st.sampled_from(sorted(instance.added)))
         seq = instance.seq.get(tp, 0)
         records = [Record(None, b"%d" % next(self.values), 0)]
-        batch = build_batch(records, producer_id=instance.pid, producer_epoch=instance.epoch,
-                            base_sequence=seq, is_transactional=True)  # fmt: skip
+        batch = build_batch(
+            records,
+            producer_id=instance.pid,
+            producer_epoch=instance.epoch,
+            base_sequence=seq,
+            is_transactional=True,
+        )
         try:
             info = self.h.logs[tp].append(batch)
         except KafkaError:
@@ -196,8 +206,9 @@ class VisibilityMachine(CoordinatorWorld):
 
     @rule(data=st.data())
     def crash(self, data):
-        landed = data.draw(st.lists(st.booleans(), min_size=len(self.h.appends),
-                                    max_size=len(self.h.appends)))  # fmt: skip
+        landed = data.draw(
+            st.lists(st.booleans(), min_size=len(self.h.appends), max_size=len(self.h.appends))
+        )
         self.h.crash(landed)
 
     # -- what read_committed sees ---------------------------------------------------------
