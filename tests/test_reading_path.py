@@ -13,14 +13,38 @@ and the README's "What is here" table points to the reading path and names every
 from __future__ import annotations
 
 import ast
+import importlib.util
 import pathlib
 import re
 import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reading-path.md"
 CORE_ROW = re.compile(r"^\| (\d+) \| `([^`]+)` \| (\d+) \| [^|]+ \| (.+) \|$", re.M)
 TOTAL = re.compile(r"^(\d+) files, (\d+) lines in all\.$", re.M)
+PACKAGE_SIZE = re.compile(r"kafka-ref is ([\d,]+) lines of Python")
+
+# Imports that point forward along the core, each with its reason. A file is read after the
+# files it imports; one of these asks the reader to take a later file on trust.
+WIRED_IN = (
+    "transactions and idempotence are still wired into the log and the group coordinator "
+    "instead of plugging in through an interface those declare"
+)
+FORWARD_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    ("kafka_ref.log.log", "kafka_ref.log.isolation"): WIRED_IN,
+    ("kafka_ref.log.log", "kafka_ref.log.producer_state"): WIRED_IN,
+    ("kafka_ref.log.log", "kafka_ref.log.txn_index"): WIRED_IN,
+    ("kafka_ref.log.log", "kafka_ref.record.control"): WIRED_IN,
+    ("kafka_ref.log.log_read", "kafka_ref.log.txn_index"): WIRED_IN,
+    ("kafka_ref.log.recovery", "kafka_ref.log.producer_snapshot"): WIRED_IN,
+    ("kafka_ref.log.recovery", "kafka_ref.log.txn_index"): WIRED_IN,
+    ("kafka_ref.log.segment", "kafka_ref.log.txn_index"): WIRED_IN,
+    ("kafka_ref.replication.partition", "kafka_ref.log.producer_entry"): WIRED_IN,
+    ("kafka_ref.replication.reads", "kafka_ref.log.txn_index"): WIRED_IN,
+    ("kafka_ref.group.coordinator", "kafka_ref.group.txn_offsets"): WIRED_IN,
+}
 
 
 def sections() -> tuple[str, str]:
@@ -57,6 +81,53 @@ def test_the_core_is_numbered_in_order_and_about_thirty_files_and_ten_thousand_l
     assert [n for n, *_ in rows] == list(range(1, len(rows) + 1))
     assert 25 <= len(rows) <= 50  # about thirty, and transactions came last
     assert 7_000 <= sum(line_count(path) for _, path, _, _ in rows) <= 12_000
+
+
+def package_lines() -> int:
+    return sum(line_count(path) for path in package_files())
+
+
+def test_the_size_of_the_package_is_its_own():
+    [said] = PACKAGE_SIZE.findall(DOC.read_text())
+    assert int(said.replace(",", "")) == package_lines(), f"run python {__file__}"
+
+
+def import_graph() -> dict[str, set[str]]:
+    path = ROOT / "tests" / "test_import_graph.py"
+    spec = importlib.util.spec_from_file_location("import_graph_of_kafka_ref", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.import_graph()
+
+
+def module_of(path: str) -> str:
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def forward_imports(order: list[str], graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) for every import of a file later in `order` than its importer."""
+    position = {name: i for i, name in enumerate(order)}
+    return {
+        (name, imported)
+        for name in order
+        for imported in graph.get(name, ())
+        if position.get(imported, -1) > position[name]
+    }
+
+
+def test_a_forward_import_is_found():
+    graph = {"a": {"b"}, "b": set(), "c": {"a", "b", "elsewhere"}}
+    assert forward_imports(["a", "b", "c"], graph) == {("a", "b")}
+
+
+@pytest.mark.spec("SRC-3")
+def test_no_core_file_imports_a_file_later_on_the_reading_path():
+    order = [module_of(path) for _, path, _, _ in core_rows()]
+    found = forward_imports(order, import_graph())
+    unexplained = sorted(found - FORWARD_IMPORTS_ALLOWED.keys())
+    assert not unexplained, f"imports of a later file on the reading path: {unexplained}"
+    stale = sorted(FORWARD_IMPORTS_ALLOWED.keys() - found)
+    assert not stale, f"allowed forward imports that no longer exist: {stale}"
 
 
 def test_line_counts_and_the_total_are_the_files_own():
@@ -135,6 +206,7 @@ def rewrite_counts() -> None:
     text = CORE_ROW.sub(row, text)
     total = sum(line_count(p) for _, p, _, _ in rows)
     text = TOTAL.sub(f"{len(rows)} files, {total} lines in all.", text)
+    text = PACKAGE_SIZE.sub(f"kafka-ref is {package_lines():,} lines of Python", text)
     DOC.write_text(text)
 
 
