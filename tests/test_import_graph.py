@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -104,3 +105,80 @@ def test_cycles_are_found():
 def test_no_import_cycles_between_files():
     found = [sorted(c) for c in cycles(import_graph())]
     assert not found, f"import cycles: {found}"
+
+
+# The layers: docs/architecture.md's table, read here so that the docs' claim is the checked one.
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+LAYER_ROW = re.compile(r"^\| (\d+) \| ((?:`\w+`(?:, )?)+) \|", re.M)
+CORE = ("record", "log", "replication", "group", "txn")
+# What the core may not import: it is driven, it does not drive (time comes from a Clock).
+NOT_IN_THE_CORE = ("socket", "selectors", "threading", "asyncio", "concurrent", "time")
+
+
+def layers() -> dict[str, int]:
+    """package (or top-level module) of kafka_ref -> its layer, 1 at the top."""
+    found = {}
+    for number, packages in LAYER_ROW.findall(ARCHITECTURE.read_text()):
+        for package in re.findall(r"`(\w+)`", packages):
+            assert package not in found, f"{package} is in two layers"
+            found[package] = int(number)
+    return found
+
+
+def top_level(module: str) -> str | None:
+    """The package or top-level module of kafka_ref that `module` belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def upward_imports(graph: dict[str, set[str]], layer: dict[str, int]) -> list[tuple[str, str]]:
+    return sorted(
+        (name, imported)
+        for name, imports in graph.items()
+        for imported in imports
+        if top_level(name) and top_level(imported)
+        if layer[top_level(imported)] < layer[top_level(name)]
+    )
+
+
+def test_an_upward_import_is_found():
+    graph = {"kafka_ref.log.a": {"kafka_ref.server.b"}, "kafka_ref.server.b": {"kafka_ref.log.a"}}
+    assert upward_imports(graph, {"server": 1, "log": 2}) == [
+        ("kafka_ref.log.a", "kafka_ref.server.b")
+    ]
+
+
+@pytest.mark.spec("SRC-4")
+def test_every_package_has_one_layer():
+    names = {top_level(name) for name in module_names() if top_level(name)}
+    assert names == set(layers()), (
+        f"not in a layer: {sorted(names - set(layers()))}; "
+        f"no such package: {sorted(set(layers()) - names)}"
+    )
+
+
+@pytest.mark.spec("SRC-4")
+def test_no_import_runs_upward():
+    found = upward_imports(import_graph(), layers())
+    assert not found, f"imports of a higher layer (docs/architecture.md): {found}"
+
+
+def stdlib_imports(path: pathlib.Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.spec("SRC-5")
+def test_the_core_imports_no_sockets_threads_or_clock():
+    found = {
+        str(path.relative_to(ROOT)): sorted(stdlib_imports(path) & set(NOT_IN_THE_CORE))
+        for package in CORE
+        for path in (PACKAGE / package).rglob("*.py")
+    }
+    found = {path: names for path, names in found.items() if names}
+    assert not found, f"the core imports what drives it: {found}"

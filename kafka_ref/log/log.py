@@ -41,7 +41,6 @@ import bisect
 import logging
 import os
 import shutil
-import time
 
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
@@ -248,16 +247,15 @@ class Log:
         """fsync every segment holding offsets in [recovery point, up_to); advance it."""
         up_to = self._log_end_offset if up_to is None else min(up_to, self._log_end_offset)
         if up_to > self._recovery_point:
-            started = time.monotonic_ns()  # Kafka: LogFlushStats.logFlushTimer
-            first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
-            last = bisect.bisect_right(self._bases, up_to - 1) - 1
-            for segment in self._segments[first : last + 1]:
-                segment.flush()
-            if self._dir_dirty:  # new segment files: their names must be durable too
-                fsync_directory(self.dir)
-                self._dir_dirty = False
-            self._recovery_point = up_to
-            self.flush_timer.observe((time.monotonic_ns() - started) / 1e6)
+            with self.flush_timer.timing():  # Kafka: LogFlushStats.logFlushTimer
+                first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
+                last = bisect.bisect_right(self._bases, up_to - 1) - 1
+                for segment in self._segments[first : last + 1]:
+                    segment.flush()
+                if self._dir_dirty:  # new segment files: their names must be durable too
+                    fsync_directory(self.dir)
+                    self._dir_dirty = False
+                self._recovery_point = up_to
         self._last_flush_ms = self._clock.milliseconds()
 
     # ------------------------------------------------------------------ read

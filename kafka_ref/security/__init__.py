@@ -11,7 +11,6 @@ this operation on this resource?), stands on it.
     listeners.py    listener names, security protocols, endpoints; a listener's settings
     ssl_config.py   the TLS context from Kafka's ssl.* keys (PEM keystores, KIP-651)
     principal.py    the principal of a connection (Kafka: DefaultKafkaPrincipalBuilder)
-    sasl_server.py  the SASL state machine of one connection (SaslHandshake, SaslAuthenticate)
     plain.py        the PLAIN mechanism (RFC 4616) and the JAAS-style user list
     scram.py        the SCRAM mechanisms (RFC 5802, RFC 7677)
     sasl_client.py  the client's side of PLAIN and SCRAM and of the SaslHandshake and
@@ -23,6 +22,9 @@ this operation on this resource?), stands on it.
                     ZooKeeper's /config/users
     acls.py         ACLs: resources, patterns, operations, and the decision `authorize`
     authorizer.py   the broker's authorizer: super users, ACL storage (file, ZooKeeper)
+
+The broker's side of the SASL exchange, a state machine per connection in its network layer,
+is `kafka_ref/server/sasl_server.py`; it stands on the mechanisms here.
 
 Rules: spec/security.md.
 """

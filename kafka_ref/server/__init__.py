@@ -7,6 +7,8 @@ Kafka's broker is layered, and so is this package (docs/broker.md walks a reques
 * `network` - one `Processor` per connection reads size-prefixed frames (their memory from
   the `memory_pool`) and writes responses in request order, file slices with `sendfile`
   (`send_file`);
+* `sasl_server` - `SaslServerAuthenticator`: a SASL connection's handshake and
+  authentication, before any other request is served;
 * `request_channel` - the `RequestChannel` queue between the network and the API handlers;
 * `response` - responses as bytes plus file slices (zero copy);
 * `handlers` - `KafkaApis`: one module per API family, thin translations from protocol

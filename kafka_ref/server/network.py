@@ -78,10 +78,10 @@ from kafka_ref.protocol.frames import decode_request
 from kafka_ref.protocol.messages import ApiKey
 from kafka_ref.security.listeners import ListenerSecurity
 from kafka_ref.security.principal import ANONYMOUS, ssl_principal
-from kafka_ref.security.sasl_server import SASL_KEYS, SaslServerAuthenticator
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
 from kafka_ref.server.response_writer import ResponseWriter
+from kafka_ref.server.sasl_server import SASL_KEYS, SaslServerAuthenticator
 
 logger = logging.getLogger("kafka_ref.server.network")
 

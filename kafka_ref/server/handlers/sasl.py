@@ -1,7 +1,7 @@
 """SaslHandshake and SaslAuthenticate where no authentication is expected.
 
 During authentication both requests are answered by the connection's authenticator in the
-network layer (security/sasl_server.py) and never reach `KafkaApis`. They arrive here on a
+network layer (server/sasl_server.py) and never reach `KafkaApis`. They arrive here on a
 PLAINTEXT or SSL listener, where there is nothing to authenticate, and on a SASL connection
 that has authenticated and may not re-authenticate (no `connections.max.reauth.ms`):
 Kafka's `KafkaApis.handleSaslHandshakeRequest` and `handleSaslAuthenticateRequest` answer
