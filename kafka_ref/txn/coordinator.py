@@ -248,30 +248,30 @@ class TransactionCoordinator:
         partition leader before a transaction's first write there (AddPartitionsToTxn v4
         `verify_only`, TXN-23); writes nothing (Kafka: `handleVerifyPartitionsInTransaction`,
         INVALID_TXN_STATE for a partition that is not in it, as in Kafka 3.6)."""
-        if not transactional_id:
-            return dict.fromkeys(partitions, ErrorCode.INVALID_REQUEST)
-        error, partition = self._owner(transactional_id)
-        meta = self._owned[partition].get(transactional_id) if error == OK else None
-        if error != OK:
-            pass
-        elif meta is None or meta.producer_id != producer_id:
-            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        elif meta.producer_epoch != producer_epoch:
-            error = ErrorCode.PRODUCER_FENCED
-        elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            error = ErrorCode.CONCURRENT_TRANSACTIONS
-        else:
-            return {
-                tp: OK if tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
-                for tp in partitions
-            }
-        return dict.fromkeys(partitions, error)
+        error, meta, _ = self._check(
+            transactional_id, producer_id, producer_epoch, pending_allowed=True
+        )
+        if error == OK and meta is not None and meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            error = ErrorCode.CONCURRENT_TRANSACTIONS  # its markers are being written
+        if error != OK or meta is None:
+            return dict.fromkeys(partitions, error)
+        return {
+            tp: OK if tp in meta.partitions else ErrorCode.INVALID_TXN_STATE for tp in partitions
+        }
 
     def _check(
-        self, transactional_id: str, producer_id: int, producer_epoch: int
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        pending_allowed: bool = False,
     ) -> tuple[ErrorCode, TransactionMetadata | None, int]:
         """The checks every request of a producer passes (Kafka: the first branches of
-        `handleAddPartitionsToTransaction`, `handleEndTransaction`)."""
+        `handleAddPartitionsToTransaction`, `handleEndTransaction`,
+        `handleVerifyPartitionsInTransaction`). A verification passes `pending_allowed`:
+        it reads only partitions already durable in the transaction, so a write in flight
+        does not concern it."""
         if transactional_id == "":
             return ErrorCode.INVALID_REQUEST, None, -1
         error, partition = self._owner(transactional_id)
@@ -282,7 +282,7 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None, partition
         if meta.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED, None, partition
-        if meta.pending_state is not None:
+        if meta.pending_state is not None and not pending_allowed:
             return ErrorCode.CONCURRENT_TRANSACTIONS, None, partition
         return OK, meta, partition
 
