@@ -82,6 +82,8 @@ from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
     AlterIsr,
     AlterIsrResult,
+    EpochRequest,
+    EpochResult,
     FetchRequest,
     FetchResult,
     LeaderAndIsr,
@@ -91,7 +93,7 @@ from kafka_ref.replication.partition import (
     read_high_watermarks,
     write_high_watermarks,
 )
-from kafka_ref.server.purgatory import DelayedOperationPurgatory
+from kafka_ref.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 
 logger = logging.getLogger("kafka_ref.server.replica_manager")
 
@@ -397,6 +399,26 @@ class ReplicaManager:
             self._on_high_watermark(request.tp)
         return result
 
+    def last_offset_for_leader_epoch(self, request: EpochRequest) -> EpochResult:
+        """A follower's OffsetsForLeaderEpoch for one partition (TRUNC-4; Kafka:
+        `ReplicaManager.lastOffsetForLeaderEpoch`)."""
+        if request.tp in self.offline_partitions:
+            return EpochResult(ErrorCode.KAFKA_STORAGE_ERROR)
+        partition = self.partitions.get(request.tp)
+        if partition is None:
+            return EpochResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return partition.last_offset_for_leader_epoch(request)
+
+    def check_enough_replicas_reach_offset(
+        self, tp: TopicPartition, required_offset: int
+    ) -> tuple[bool, ErrorCode]:
+        """Is an acks=all append to `tp` ending before `required_offset` done, and how
+        (REPL-4, REPL-6)? A partition no longer hosted here is done: it failed."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return partition.check_enough_replicas_reach_offset(required_offset)
+
     # ------------------------------------------------------------------ ISR changes
     def propagate_isr_change(self, partition: Partition) -> None:
         """Send the partition's proposed ISR change, if any; its answer applies later (ISR-5)."""
@@ -480,3 +502,35 @@ class ReplicaManager:
                 write_high_watermarks(self._hw_checkpoint(log_dir), partitions)
             except OSError as err:
                 self.log_manager.handle_io_error(log_dir, "writing the HW checkpoint", err)
+
+
+class DelayedProduce(DelayedOperation):
+    """An acks=all append waiting for the ISR (Kafka: `DelayedProduce`, REPL-4, REPL-11).
+
+    `required` holds, per partition appended to, the offset the HW must reach: one past
+    its batch. A partition is done when `check_enough_replicas_reach_offset` says so, with
+    its error in `errors` if it failed (NOT_ENOUGH_REPLICAS_AFTER_APPEND, not the leader any
+    more); the operation completes when every partition is done, or at its timeout with the
+    partitions still `waiting`, which were never acknowledged (REQUEST_TIMED_OUT).
+    `on_complete` answers: the produce handler's subclass (server/handlers/produce.py)
+    builds a Produce response, the simulator's sends its own message."""
+
+    def __init__(
+        self, replica_manager: ReplicaManager, timeout_ms: int, required: dict[TopicPartition, int]
+    ) -> None:
+        super().__init__(timeout_ms)
+        self.replica_manager = replica_manager
+        self.errors: dict[TopicPartition, ErrorCode] = {}
+        self.waiting = {tp: offset for tp, offset in required.items() if not self._done(tp, offset)}
+
+    def _done(self, tp: TopicPartition, required_offset: int) -> bool:
+        done, error = self.replica_manager.check_enough_replicas_reach_offset(tp, required_offset)
+        if done and error != ErrorCode.NO_ERROR:
+            self.errors[tp] = error
+        return done
+
+    def try_complete(self) -> bool:
+        for tp, required_offset in list(self.waiting.items()):
+            if self._done(tp, required_offset):
+                del self.waiting[tp]
+        return self.force_complete() if not self.waiting else False
