@@ -8,9 +8,11 @@ offset below which records are committed (replicated to the whole ISR). Consumer
 see records below the HW (BROKER-20, REPL-2), so no consumer can read a record that a
 leader failover could still lose.
 
-The `Partition` is the replication core's (kafka_ref/replication/partition.py): one class
-for this broker, the simulator and the tests. This module is its asyncio adapter, like
-`kafka_ref/sim/broker.py` is its simulated one:
+The `Partition` is the replication core's (kafka_ref/replication/partition.py). This
+module drives it, and nothing in it reads the wall clock or touches a socket: the clock,
+the purgatories' timers (`schedule`, `loop.call_later`), `defer` (`loop.call_soon`), the
+AlterPartition sender and the fetcher manager are injected. So the simulator
+(kafka_ref/sim/broker.py) runs this very class on a simulated clock and network (SIM-2):
 
 * **one broker (embedded mode)**: every partition is led here in leader epoch 0 with an
   ISR of this broker alone (`make_leader`), so each append moves the HW to the log end at
@@ -29,13 +31,15 @@ for this broker, the simulator and the tests. This module is its asyncio adapter
 partition, append (the log validates each batch and assigns offsets in place, stamping the
 leader epoch, REPL-9) and collect a per-partition error code rather than failing the
 request (BROKER-14). acks=all with an ISR below `min.insync.replicas` appends nothing
-(NOT_ENOUGH_REPLICAS, REPL-5); otherwise the produce handler parks a `DelayedProduce` until
-`check_enough_replicas_reach_offset` says the ISR has it (REPL-4, REPL-11).
+(NOT_ENOUGH_REPLICAS, REPL-5); otherwise an acks=all append waits in the produce purgatory
+as a `DelayedProduce` (below) until `check_enough_replicas_reach_offset` says the ISR has
+it (REPL-4, REPL-11); the produce handler's subclass answers with a Produce response.
 
 `fetch_as_leader` serves a follower's fetch (Kafka: `ReplicaManager.fetchMessages` with a
 replica id): the fetch offset is the follower's LEO, which may add it to the ISR and move
-the HW (REPL-3, ISR-2). Whenever the HW moves, the delayed produces and the consumers'
-delayed fetches of that partition re-check (`_on_high_watermark`).
+the HW (REPL-3, ISR-2); `last_offset_for_leader_epoch` its OffsetsForLeaderEpoch
+(TRUNC-4). Whenever the HW moves, the delayed produces and the consumers' delayed fetches of
+that partition re-check (`_on_high_watermark`).
 
 **ISR changes** (ISR-2, ISR-3, ISR-5) are proposed by the partition and sent here through
 `alter_partition`: in ZooKeeper mode the `AlterPartitionManager`, an AlterPartition request
