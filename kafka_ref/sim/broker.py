@@ -41,7 +41,6 @@ as Kafka's `LogManager.truncateTo` does, so that a restart never trusts a cut ta
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,8 +67,6 @@ from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.replica_manager import DelayedProduce, ReplicaManager
 from kafka_ref.sim.faults import crash_log
 from kafka_ref.sim.network import SimWorld
-
-logger = logging.getLogger("kafka_ref.sim.broker")
 
 CONTROLLER = "controller"
 
