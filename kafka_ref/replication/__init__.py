@@ -1,8 +1,9 @@
 """Replication: leader and followers, the high watermark, the ISR, leader epochs, truncation.
 
 The pure core of a replicated partition, with thin adapters around it: no sockets,
-no threads, no clock reads but the injected one. The simulator (`kafka_ref/sim/`) and the
-broker drive it with the message values of `messages.py`.
+no threads, no clock reads but the injected one. The broker's replica manager and
+follower fetcher (`kafka_ref/server/`) drive it with the message values of `messages.py`,
+in the broker and in the simulator (`kafka_ref/sim/`).
 
     leader_epoch.py          the leader epoch cache, `leader-epoch-checkpoint`
                              (Kafka LeaderEpochFileCache)

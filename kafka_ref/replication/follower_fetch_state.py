@@ -19,8 +19,10 @@ rule applies (KIP-595's check, TRUNC-5). Kafka's followers do so from 2.7 on
 follower of Kafka 2.0 to 2.6, which truncates only on OffsetsForLeaderEpoch answers, so
 that their repeated question (TRUNC-6) is all that makes the logs meet.
 
-The fetcher only builds requests and takes answers; the driver (broker or simulator) sends
-them, keeps one request in flight, and backs off after an answer that brought nothing.
+The fetcher only builds requests and takes answers; the broker's fetcher
+(`FetcherPartitions` in kafka_ref/server/follower_fetcher.py, in the broker and in the
+simulator alike) gathers them into rounds, one in flight per leader, and backs off after
+a round that brought nothing.
 
 An OFFSET_OUT_OF_RANGE answer means the follower's LEO is outside the leader's log: past its
 end (the follower truncates to the leader's end, which KIP-101 makes a should-not-happen),

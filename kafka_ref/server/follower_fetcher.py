@@ -11,7 +11,13 @@ reused buffer and appended from it, no copy in between), so that appending to th
 log happens on the loop like every other change to a partition.
 
 Per partition, the decisions are the replication core's `PartitionFetcher`
-(kafka_ref/replication/follower_fetch_state.py), the same state machine the simulator drives:
+(kafka_ref/replication/follower_fetch_state.py). What a fetcher decides for all the
+partitions of one source broker is `FetcherPartitions`, which does no I/O: it builds a
+round's requests and takes their answers (Kafka: the per-partition half of
+`AbstractFetcherThread`, `processFetchRequest` and `truncateToEpochEndOffsets`). The asyncio
+`ReplicaFetcher` below carries its rounds over a connection to the leader; the simulator
+(kafka_ref/sim/broker.py) carries the same rounds over its simulated network, so the code
+that decides is the code that ships. A round is one of two kinds:
 
 1. TRUNCATING: one OffsetsForLeaderEpoch request for all truncating partitions, for each
    its latest epoch; the answers truncate the local log until it shares a prefix with the
@@ -45,7 +51,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_ref.common import TopicPartition
@@ -64,12 +71,119 @@ FETCH_VERSION = 10
 EPOCH_VERSION = 3
 
 
+# A round's requests, by partition: the fetcher that asked, and what it asked
+Round = dict[TopicPartition, tuple[PartitionFetcher, "core.EpochRequest | core.FetchRequest"]]
+# A follower's log was cut: (its fetcher, the request and answer that decided it, or None
+# for the cut to the HW when fetching starts, and the log end offset before the cut)
+TruncationListener = Callable[[PartitionFetcher, Any, Any, int], None]
+
+
+@dataclass
+class Progress:
+    """What a round's answers did: moved a log (appended, truncated, or an epoch answered),
+    or carried an error."""
+
+    moved: bool = False
+    errors: bool = False
+
+
+class FetcherPartitions:
+    """The partitions one fetcher copies from one source broker, and its rounds: which
+    requests to send next, and what their answers do. No socket, task or clock: whoever
+    carries the rounds (`ReplicaFetcher`, or the simulator) decides when to send them and
+    how long to wait after one that brought nothing."""
+
+    def __init__(
+        self,
+        truncation: TruncationRule,
+        *,
+        max_bytes: int,
+        truncate_on_fetch: bool = True,
+        storage_failed: Callable[[TopicPartition, BaseException], None],
+        truncated: TruncationListener | None = None,
+    ) -> None:
+        self.truncation, self.max_bytes = truncation, max_bytes
+        self.truncate_on_fetch = truncate_on_fetch
+        self.storage_failed, self.truncated = storage_failed, truncated
+        self.partitions: dict[TopicPartition, PartitionFetcher] = {}
+
+    def add(self, partition: Partition) -> None:
+        """Follow `partition`; with the HW rule (or no epoch known) its log is cut to the HW
+        at once (TRUNC-1)."""
+        log_end_offset = partition.log_end_offset
+        fetcher = PartitionFetcher(
+            partition,
+            self.truncation,
+            max_bytes=self.max_bytes,
+            truncate_on_fetch=self.truncate_on_fetch,
+        )
+        self.partitions[(partition.topic, partition.index)] = fetcher
+        self._note_truncation(fetcher, None, None, log_end_offset)
+
+    def remove(self, tp: TopicPartition) -> bool:
+        return self.partitions.pop(tp, None) is not None
+
+    def next_round(self) -> Round:
+        """The next round: OffsetsForLeaderEpoch for the truncating partitions if there are
+        any (none of them fetches before its log shares a prefix with the leader's, TRUNC-8),
+        else a Fetch for the fetching ones; empty when every partition waits (FENCED)."""
+        truncating = {
+            tp: f for tp, f in self.partitions.items() if f.state is FetchState.TRUNCATING
+        }
+        chosen = truncating or {
+            tp: f for tp, f in self.partitions.items() if f.state is FetchState.FETCHING
+        }
+        asked: Round = {}
+        for tp, fetcher in chosen.items():
+            request = fetcher.next_request()
+            if request is not None:
+                asked[tp] = (fetcher, request)
+        return asked
+
+    def on_answers(self, asked: Round, answers: Iterable[tuple[TopicPartition, Any]]) -> Progress:
+        """Apply a round's answers (`EpochResult`s or `FetchResult`s, by partition). A
+        partition that moved to another fetcher meanwhile ignores its answer; a failed write
+        goes to `storage_failed` (DUR-15, DUR-16)."""
+        progress = Progress()
+        for tp, result in answers:
+            fetcher, request = asked.get(tp, (None, None))
+            if fetcher is None or self.partitions.get(tp) is not fetcher:
+                continue  # the partition moved while we asked
+            progress.errors |= result.error != ErrorCode.NO_ERROR
+            log_end_offset = fetcher.partition.log_end_offset
+            try:
+                if isinstance(request, core.EpochRequest):
+                    fetcher.on_epoch_result(request, result)
+                    progress.moved |= result.error == ErrorCode.NO_ERROR
+                else:
+                    appended = fetcher.on_fetch_result(request, result)
+                    progress.moved |= appended > 0 or result.diverging_epoch is not None
+            except (OSError, KafkaStorageError) as err:
+                self.storage_failed(tp, err)
+                continue
+            self._note_truncation(fetcher, request, result, log_end_offset)
+            if fetcher.state is FetchState.FENCED:
+                logger.info("%s-%d: fenced; waiting for the controller", *tp)
+        return progress
+
+    def _note_truncation(
+        self, fetcher: PartitionFetcher, request: Any, result: Any, log_end_offset: int
+    ) -> None:
+        if self.truncated is not None and fetcher.partition.log_end_offset < log_end_offset:
+            self.truncated(fetcher, request, result, log_end_offset)
+
+
 class ReplicaFetcher:
-    """Fetches every partition this broker follows from one source broker."""
+    """Fetches every partition this broker follows from one source broker: carries the
+    rounds of its `FetcherPartitions` over a connection to the leader."""
 
     def __init__(self, manager: ReplicaFetcherManager, source_id: int) -> None:
         self.manager, self.source_id = manager, source_id
-        self.partitions: dict[TopicPartition, PartitionFetcher] = {}
+        self.fetch_partitions = FetcherPartitions(
+            manager.truncation,
+            max_bytes=manager.config["replica.fetch.max.bytes"],
+            storage_failed=lambda tp, err: manager.storage_failed(tp, err),
+        )
         self._changed = asyncio.Event()
         self._connection: FetcherConnection | None = None
         self.stopped = False
@@ -84,17 +198,16 @@ class ReplicaFetcher:
     def client_id(self) -> str:
         return f"broker-{self.manager.broker_id}-fetcher-{self.source_id}"
 
+    @property
+    def partitions(self) -> dict[TopicPartition, PartitionFetcher]:
+        return self.fetch_partitions.partitions
+
     def add(self, partition: Partition) -> None:
-        fetcher = PartitionFetcher(
-            partition,
-            self.manager.truncation,
-            max_bytes=self.manager.config["replica.fetch.max.bytes"],
-        )
-        self.partitions[(partition.topic, partition.index)] = fetcher
+        self.fetch_partitions.add(partition)
         self._changed.set()
 
     def remove(self, tp: TopicPartition) -> None:
-        if self.partitions.pop(tp, None) is not None:
+        if self.fetch_partitions.remove(tp):
             self._changed.set()
 
     def cancel(self) -> None:
@@ -117,21 +230,18 @@ class ReplicaFetcher:
         backoff = self.manager.config["replica.fetch.backoff.ms"] / 1000
         while not self.stopped:
             self._changed.clear()
-            truncating = {
-                tp: f for tp, f in self.partitions.items() if f.state is FetchState.TRUNCATING
-            }
-            fetching = {
-                tp: f for tp, f in self.partitions.items() if f.state is FetchState.FETCHING
-            }
-            if not truncating and not fetching:  # nothing to do until a partition changes
+            asked = self.fetch_partitions.next_round()
+            if not asked:  # nothing to do until a partition changes
                 await self._changed.wait()
                 continue
             try:
                 connection = await self._connect()
-                if truncating:
-                    progressed = await self._truncate(connection, truncating)
+                if isinstance(next(iter(asked.values()))[1], core.EpochRequest):
+                    progressed = (await self._truncate(connection, asked)).moved
                 else:
-                    progressed = await self._fetch(connection, fetching)
+                    progress = await self._fetch(connection, asked)
+                    # an empty long poll is no reason to back off
+                    progressed = progress.moved or not progress.errors
             except (TimeoutError, OSError, EOFError, ConnectionError, LookupError) as err:
                 logger.info("%r: %s; retrying in %.1fs", self, err or type(err).__name__, backoff)
                 self._disconnect()
@@ -166,10 +276,9 @@ class ReplicaFetcher:
         return await asyncio.wait_for(call, timeout)
 
     # ------------------------------------------------------------------ truncation
-    async def _truncate(self, conn: FetcherConnection, fetchers: dict[TopicPartition, Any]) -> bool:
-        asked = {tp: f.next_request() for tp, f in fetchers.items()}
+    async def _truncate(self, conn: FetcherConnection, asked: Round) -> Progress:
         by_topic: dict[str, list[Any]] = {}
-        for (topic, _), r in asked.items():
+        for (topic, _), (_, r) in asked.items():
             by_topic.setdefault(topic, []).append(
                 OffsetsForLeaderEpochRequest.OffsetForLeaderPartition(
                     partition=r.partition,
@@ -185,34 +294,27 @@ class ReplicaFetcher:
             ],
         )
         response = await self._send(ApiKey.OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, body)
-        progressed = False
-        for t in response.topics:
-            for p in t.partitions:
-                tp = (t.topic, p.partition)
-                fetcher = self.partitions.get(tp)
-                if fetcher is None or fetcher is not fetchers.get(tp):
-                    continue  # the partition moved while we asked
-                result = core.EpochResult(ErrorCode(p.error_code), p.leader_epoch, p.end_offset)
-                try:
-                    fetcher.on_epoch_result(asked[tp], result)
-                except (OSError, KafkaStorageError) as err:
-                    self.manager.storage_failed(tp, err)
-                    continue
-                progressed |= result.error == ErrorCode.NO_ERROR
-        return progressed
+        answers = (
+            (
+                (t.topic, p.partition),
+                core.EpochResult(ErrorCode(p.error_code), p.leader_epoch, p.end_offset),
+            )
+            for t in response.topics
+            for p in t.partitions
+        )
+        return self.fetch_partitions.on_answers(asked, answers)
 
     # ------------------------------------------------------------------ fetching
-    async def _fetch(self, conn: FetcherConnection, fetchers: dict[TopicPartition, Any]) -> bool:
+    async def _fetch(self, conn: FetcherConnection, asked: Round) -> Progress:
         config = self.manager.config
-        asked = {tp: f.next_request() for tp, f in fetchers.items()}
         by_topic: dict[str, list[Any]] = {}
-        for (topic, _), r in asked.items():
+        for (topic, _), (fetcher, r) in asked.items():
             by_topic.setdefault(topic, []).append(
                 FetchRequest.FetchPartition(
                     partition=r.partition,
                     current_leader_epoch=r.current_leader_epoch,
                     fetch_offset=r.fetch_offset,
-                    log_start_offset=fetchers[(topic, r.partition)].partition.log_start_offset,
+                    log_start_offset=fetcher.partition.log_start_offset,
                     partition_max_bytes=r.max_bytes,
                 )
             )
@@ -229,28 +331,20 @@ class ReplicaFetcher:
             forgotten_topics_data=[],
         )
         response = await self._send(ApiKey.FETCH, FETCH_VERSION, body, wait_ms)
-        progressed, errors = False, False
-        for t in response.responses:
-            for p in t.partitions:
-                tp = (t.topic, p.partition_index)
-                fetcher = self.partitions.get(tp)
-                if fetcher is None or fetcher is not fetchers.get(tp):
-                    continue
-                result = core.FetchResult(
+        answers = (
+            (
+                (t.topic, p.partition_index),
+                core.FetchResult(
                     ErrorCode(p.error_code),
                     p.records if p.records is not None else b"",  # a view: no copy
                     p.high_watermark,
                     p.log_start_offset,
-                )
-                errors |= result.error != ErrorCode.NO_ERROR
-                try:
-                    progressed |= fetcher.on_fetch_result(asked[tp], result) > 0
-                except (OSError, KafkaStorageError) as err:
-                    self.manager.storage_failed(tp, err)
-                    continue
-                if fetcher.state is FetchState.FENCED:
-                    logger.info("%r: fenced on %s-%d; waiting for the controller", self, *tp)
-        return progressed or not errors  # an empty long poll is no reason to back off
+                ),
+            )
+            for t in response.responses
+            for p in t.partitions
+        )
+        return self.fetch_partitions.on_answers(asked, answers)
 
 
 class ReplicaFetcherManager:

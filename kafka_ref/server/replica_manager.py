@@ -8,9 +8,11 @@ offset below which records are committed (replicated to the whole ISR). Consumer
 see records below the HW (BROKER-20, REPL-2), so no consumer can read a record that a
 leader failover could still lose.
 
-The `Partition` is the replication core's (kafka_ref/replication/partition.py): one class
-for this broker, the simulator and the tests. This module is its asyncio adapter, like
-`kafka_ref/sim/broker.py` is its simulated one:
+The `Partition` is the replication core's (kafka_ref/replication/partition.py). This
+module drives it, and nothing in it reads the wall clock or touches a socket: the clock,
+the purgatories' timers (`schedule`, `loop.call_later`), `defer` (`loop.call_soon`), the
+AlterPartition sender and the fetcher manager are injected. So the simulator
+(kafka_ref/sim/broker.py) runs this very class on a simulated clock and network (SIM-2):
 
 * **one broker (embedded mode)**: every partition is led here in leader epoch 0 with an
   ISR of this broker alone (`make_leader`), so each append moves the HW to the log end at
@@ -29,13 +31,15 @@ for this broker, the simulator and the tests. This module is its asyncio adapter
 partition, append (the log validates each batch and assigns offsets in place, stamping the
 leader epoch, REPL-9) and collect a per-partition error code rather than failing the
 request (BROKER-14). acks=all with an ISR below `min.insync.replicas` appends nothing
-(NOT_ENOUGH_REPLICAS, REPL-5); otherwise the produce handler parks a `DelayedProduce` until
-`check_enough_replicas_reach_offset` says the ISR has it (REPL-4, REPL-11).
+(NOT_ENOUGH_REPLICAS, REPL-5); otherwise an acks=all append waits in the produce purgatory
+as a `DelayedProduce` (below) until `check_enough_replicas_reach_offset` says the ISR has
+it (REPL-4, REPL-11); the produce handler's subclass answers with a Produce response.
 
 `fetch_as_leader` serves a follower's fetch (Kafka: `ReplicaManager.fetchMessages` with a
 replica id): the fetch offset is the follower's LEO, which may add it to the ISR and move
-the HW (REPL-3, ISR-2). Whenever the HW moves, the delayed produces and the consumers'
-delayed fetches of that partition re-check (`_on_high_watermark`).
+the HW (REPL-3, ISR-2); `last_offset_for_leader_epoch` its OffsetsForLeaderEpoch
+(TRUNC-4). Whenever the HW moves, the delayed produces and the consumers' delayed fetches of
+that partition re-check (`_on_high_watermark`).
 
 **ISR changes** (ISR-2, ISR-3, ISR-5) are proposed by the partition and sent here through
 `alter_partition`: in ZooKeeper mode the `AlterPartitionManager`, an AlterPartition request
@@ -82,6 +86,8 @@ from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
     AlterIsr,
     AlterIsrResult,
+    EpochRequest,
+    EpochResult,
     FetchRequest,
     FetchResult,
     LeaderAndIsr,
@@ -91,7 +97,7 @@ from kafka_ref.replication.partition import (
     read_high_watermarks,
     write_high_watermarks,
 )
-from kafka_ref.server.purgatory import DelayedOperationPurgatory
+from kafka_ref.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 
 logger = logging.getLogger("kafka_ref.server.replica_manager")
 
@@ -397,6 +403,26 @@ class ReplicaManager:
             self._on_high_watermark(request.tp)
         return result
 
+    def last_offset_for_leader_epoch(self, request: EpochRequest) -> EpochResult:
+        """A follower's OffsetsForLeaderEpoch for one partition (TRUNC-4; Kafka:
+        `ReplicaManager.lastOffsetForLeaderEpoch`)."""
+        if request.tp in self.offline_partitions:
+            return EpochResult(ErrorCode.KAFKA_STORAGE_ERROR)
+        partition = self.partitions.get(request.tp)
+        if partition is None:
+            return EpochResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return partition.last_offset_for_leader_epoch(request)
+
+    def check_enough_replicas_reach_offset(
+        self, tp: TopicPartition, required_offset: int
+    ) -> tuple[bool, ErrorCode]:
+        """Is an acks=all append to `tp` ending before `required_offset` done, and how
+        (REPL-4, REPL-6)? A partition no longer hosted here is done: it failed."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return partition.check_enough_replicas_reach_offset(required_offset)
+
     # ------------------------------------------------------------------ ISR changes
     def propagate_isr_change(self, partition: Partition) -> None:
         """Send the partition's proposed ISR change, if any; its answer applies later (ISR-5)."""
@@ -480,3 +506,35 @@ class ReplicaManager:
                 write_high_watermarks(self._hw_checkpoint(log_dir), partitions)
             except OSError as err:
                 self.log_manager.handle_io_error(log_dir, "writing the HW checkpoint", err)
+
+
+class DelayedProduce(DelayedOperation):
+    """An acks=all append waiting for the ISR (Kafka: `DelayedProduce`, REPL-4, REPL-11).
+
+    `required` holds, per partition appended to, the offset the HW must reach: one past
+    its batch. A partition is done when `check_enough_replicas_reach_offset` says so, with
+    its error in `errors` if it failed (NOT_ENOUGH_REPLICAS_AFTER_APPEND, not the leader any
+    more); the operation completes when every partition is done, or at its timeout with the
+    partitions still `waiting`, which were never acknowledged (REQUEST_TIMED_OUT).
+    `on_complete` answers: the produce handler's subclass (server/handlers/produce.py)
+    builds a Produce response, the simulator's sends its own message."""
+
+    def __init__(
+        self, replica_manager: ReplicaManager, timeout_ms: int, required: dict[TopicPartition, int]
+    ) -> None:
+        super().__init__(timeout_ms)
+        self.replica_manager = replica_manager
+        self.errors: dict[TopicPartition, ErrorCode] = {}
+        self.waiting = {tp: offset for tp, offset in required.items() if not self._done(tp, offset)}
+
+    def _done(self, tp: TopicPartition, required_offset: int) -> bool:
+        done, error = self.replica_manager.check_enough_replicas_reach_offset(tp, required_offset)
+        if done and error != ErrorCode.NO_ERROR:
+            self.errors[tp] = error
+        return done
+
+    def try_complete(self) -> bool:
+        for tp, required_offset in list(self.waiting.items()):
+            if self._done(tp, required_offset):
+                del self.waiting[tp]
+        return self.force_complete() if not self.waiting else False

@@ -1,47 +1,59 @@
-"""One broker of the simulated cluster: real logs on disk, the replication core, no sockets.
+"""One broker of the simulated cluster: the broker's own replication code, no sockets.
 
-A `SimBroker` is a thin adapter around the pure replication core, in its simplest form: it
-hosts a
-`Partition` (kafka_ref/replication/partition.py) per replica, each over a real `Log` in its
-own data directory, and turns messages from the simulated network into calls on them:
+A `SimBroker` runs what a kafka-ref broker runs for replication, and nothing of its own:
 
-* `LeaderAndIsr` from the controller: become leader or follower (a follower gets a
-  `PartitionFetcher`), or refuse a stale epoch;
-* `Produce` from a client: append as leader; acks=all waits in `delayed` until the HW
-  passes it or `request_timeout_ms` (Kafka's DelayedProduce in the produce purgatory);
-* fetch and OffsetsForLeaderEpoch requests from followers, and their answers;
-* `AlterIsrResult` from the controller.
+* a `LogManager` (kafka_ref/log/log_manager.py) over the broker's data directory: it opens
+  and, after a crash, recovers the logs, keeps the recovery-point checkpoint and the
+  clean-shutdown marker;
+* a `ReplicaManager` (kafka_ref/server/replica_manager.py), which hosts a `Partition` per
+  replica, applies LeaderAndIsr (`become_leader_or_follower`), appends produces
+  (`append_records`), answers followers' fetches and OffsetsForLeaderEpoch
+  (`fetch_as_leader`, `last_offset_for_leader_epoch`), shrinks and expands the ISR through
+  AlterIsr (`shrink_isrs`, `alter_partition`) and writes the HW checkpoint; acks=all waits
+  in its produce purgatory as its `DelayedProduce`;
+* per source broker, the follower fetcher's `FetcherPartitions`
+  (kafka_ref/server/follower_fetcher.py), which builds each round of OffsetsForLeaderEpoch
+  or Fetch requests and applies the answers through each partition's `PartitionFetcher`.
+
+What the adapter supplies is what the real broker gets from asyncio and sockets: **time**
+(the cluster's `ManualClock`, and timers on its `ManualScheduler` for the purgatories and
+the periodic jobs of server/broker_tasks.py: ISR expiration every
+`replica.lag.time.max.ms / 2`, the log flusher, the recovery-point and HW checkpoints), and
+**the network**: a fetcher's round travels as one `FetcherRequest` to the leader's broker
+and comes back as one `FetcherResponse`; LeaderAndIsr, AlterIsr and their answers travel to
+and from the controller; produces and their answers to and from the client. The simulated
+network may delay, drop or cut any of them (network.py).
+
+`SimFetcherManager` carries the fetcher rounds as `ReplicaFetcher` carries them over a
+connection: one round in flight per source broker, sent again after `fetch_timeout_ms`
+without an answer; after a round that moved nothing the next waits
+`replica_fetch_backoff_ms` (the simulated leader answers at once: there is no long poll).
+
+A process has timers, and they die with it: every timer this broker schedules (purgatory
+expirations, periodic jobs) belongs to one incarnation and does nothing once the broker
+crashed or stopped, as the network drops what was in flight to it (network.py).
 
 Every cut of a follower's log goes into the cluster's history (`truncate`), with the LEO
 before and after and what decided it: the HW rule, an OffsetsForLeaderEpoch answer, or a
-fetch answered with a diverging epoch.
-
-A timer every `tick_ms` does the periodic work: followers send their next request (one in
-flight, resent after `fetch_timeout_ms`, a backoff after an empty answer), leaders check
-for lagging followers every `replica.lag.time.max.ms / 2` and send AlterIsr, logs flush
-per their `flush.ms`, and the checkpoint files are written: `recovery-point-offset-checkpoint`
-after flushes and truncations, `replication-offset-checkpoint` (the HWs) every
-`replica.high.watermark.checkpoint.interval.ms`, like Kafka's `ReplicaManager`.
+fetch answered with a diverging epoch. The recovery points are then checkpointed at once,
+as Kafka's `LogManager.truncateTo` does, so that a restart never trusts a cut tail.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from kafka_ref.cluster.metadata import PartitionState
 from kafka_ref.common import TopicPartition
-from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.log.checkpoints import (
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-    OffsetCheckpointFile,
-)
-from kafka_ref.log.log import Log
+from kafka_ref.errors import ErrorCode
+from kafka_ref.log.file_records import LogReadInfo
+from kafka_ref.log.log_manager import LogManager
 from kafka_ref.replication.follower_fetch_state import FetchState, PartitionFetcher
-from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
+    AlterIsr,
     AlterIsrResult,
     EpochRequest,
     EpochResult,
@@ -49,13 +61,13 @@ from kafka_ref.replication.messages import (
     FetchResult,
     LeaderAndIsr,
 )
-from kafka_ref.replication.partition import Partition, read_high_watermarks
+from kafka_ref.replication.partition import Partition
+from kafka_ref.server.follower_fetcher import FetcherPartitions, Round
+from kafka_ref.server.purgatory import DelayedOperationPurgatory
+from kafka_ref.server.replica_manager import DelayedProduce, ReplicaManager
 from kafka_ref.sim.faults import crash_log
 from kafka_ref.sim.network import SimWorld
 
-logger = logging.getLogger("kafka_ref.sim.broker")
-
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 CONTROLLER = "controller"
 
 
@@ -77,23 +89,20 @@ class ProduceResponse:
     base_offset: int = -1
 
 
-@dataclass
-class _DelayedProduce:
-    client: Any
-    request_id: int
-    tp: TopicPartition
-    required_offset: int
-    base_offset: int
-    deadline_ms: int
+@dataclass(frozen=True)
+class FetcherRequest:
+    """One round of a follower's fetcher: OffsetsForLeaderEpoch or Fetch requests."""
+
+    round_id: int
+    requests: tuple[EpochRequest | FetchRequest, ...]
 
 
-@dataclass
-class _FetcherSlot:
-    fetcher: PartitionFetcher
-    in_flight: Any = None
-    sent_ms: int = 0
-    next_ms: int = 0
-    request_seq: int = field(default=0)
+@dataclass(frozen=True)
+class FetcherResponse:
+    """The leader's answers to a round, by partition."""
+
+    round_id: int
+    results: tuple[tuple[TopicPartition, EpochResult | FetchResult], ...]
 
 
 class SimBroker:
@@ -104,14 +113,12 @@ class SimBroker:
         self.cluster = cluster
         self.config = cluster.config
         self.data_dir = os.path.join(cluster.data_dir, f"broker-{broker_id}")
-        os.makedirs(self.data_dir, exist_ok=True)
         self.alive = False
-        self.partitions: dict[TopicPartition, Partition] = {}
-        self.fetchers: dict[TopicPartition, _FetcherSlot] = {}
-        self.delayed: list[_DelayedProduce] = []
-        self._timer = None
-        self._last_isr_check = self._last_hw_checkpoint = 0
-        self._recovery_points: dict[TopicPartition, int] = {}
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.fetchers: SimFetcherManager | None = None
+        self._incarnation = 0
+        self._alter_isr_answers: dict[TopicPartition, Callable[[AlterIsrResult], None]] = {}
 
     def __repr__(self) -> str:
         return f"SimBroker({self.broker_id}, {'up' if self.alive else 'down'})"
@@ -120,247 +127,278 @@ class SimBroker:
     def clock(self):
         return self.cluster.clock
 
-    def _path(self, name: str) -> str:
-        return os.path.join(self.data_dir, name)
+    @property
+    def partitions(self) -> dict[TopicPartition, Partition]:
+        """The replicas this broker hosts now (none while it is down)."""
+        return self.replica_manager.partitions if self.replica_manager is not None else {}
 
     # ------------------------------------------------------------------ life
     def start(self) -> None:
-        """Open (and, after a crash, recover) every log of this broker's replicas."""
-        marker = self._path(CLEAN_SHUTDOWN_FILE)
-        clean = os.path.exists(marker)
-        if clean:
-            os.unlink(marker)
-        recovery_points = OffsetCheckpointFile(self._path(RECOVERY_POINT_CHECKPOINT)).read()
-        hws = read_high_watermarks(self._path(REPLICATION_OFFSET_CHECKPOINT))
-        for tp in self.cluster.replicas_of(self.broker_id):
-            directory = self._path(f"{tp[0]}-{tp[1]}")
-            log = Log.open(
-                directory,
-                self.cluster.log_config,
-                self.clock,
-                recovery_point=recovery_points.get(tp, 0),
-                clean_shutdown=clean and os.path.isdir(directory),
-            )
-            self.partitions[tp] = Partition(
-                tp[0],
-                tp[1],
-                self.broker_id,
-                log,
-                LeaderEpochFileCache.load(directory),
-                self.clock,
-                replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
-                high_watermark=hws.get(tp, 0),
-            )
-        self._recovery_points = {tp: p.log.recovery_point for tp, p in self.partitions.items()}
+        """Open (and, after a crash, recover) the logs; host partitions as LeaderAndIsr
+        requests come."""
+        config = self.config
+        self._incarnation += 1
         self.alive = True
-        now = self.clock.milliseconds()
-        self._last_isr_check = self._last_hw_checkpoint = now
+        self.log_manager = LogManager(self.data_dir, self.cluster.log_config, self.clock)
+        schedule = self._schedule
+        rm = self.replica_manager = ReplicaManager(
+            self.broker_id,
+            self.log_manager,
+            DelayedOperationPurgatory("Fetch", schedule),
+            clock=self.clock,
+            produce_purgatory=DelayedOperationPurgatory("Produce", schedule),
+            replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+            defer=lambda fn: schedule(0, fn),
+            partition_known=lambda topic, index: True,  # every partition is in the metadata
+        )
+        rm.alter_partition = self._send_alter_isr
+        rm.fetcher_manager = self.fetchers = SimFetcherManager(self)
+        self._alter_isr_answers = {}
         self.cluster.network.attach(self.broker_id, self.handle)
-        self._timer = self.cluster.scheduler.schedule(self.config.tick_ms / 1000, self._tick)
+        # The periodic jobs of server/broker_tasks.py
+        self._every(config.tick_ms, self.fetchers.tick)
+        self._every(config.replica_lag_time_max_ms // 2, rm.shrink_isrs)
+        self._every(config.tick_ms, self.log_manager.flush_logs)
+        self._every(config.recovery_point_checkpoint_interval_ms, self.log_manager.checkpoint)
+        self._every(config.hw_checkpoint_interval_ms, rm.checkpoint_high_watermarks)
 
     def stop(self) -> None:
-        """Clean shutdown: flush, write the checkpoints and the clean-shutdown marker."""
+        """Clean shutdown, in the broker's order: waiting produces answer, the HWs are
+        checkpointed, the logs flushed and closed with the clean-shutdown marker."""
+        rm, log_manager = self.replica_manager, self.log_manager
+        assert rm is not None and log_manager is not None
+        rm.fetch_purgatory.shutdown()
+        rm.produce_purgatory.shutdown()  # REQUEST_TIMED_OUT: not on the ISR
         self._down()
-        for p in self.partitions.values():
-            p.log.close()
-        self._write_checkpoints(hw=True)
-        with open(self._path(CLEAN_SHUTDOWN_FILE), "w"):
-            pass
-        self.partitions = {}
+        rm.checkpoint_high_watermarks()
+        log_manager.close()
 
     def crash(self, *, lose_unflushed: bool, torn_bytes: int = 0) -> int:
         """The process dies (and with `lose_unflushed` the machine's page cache with it)."""
+        log_manager = self.log_manager
+        assert log_manager is not None
         self._down()
-        lost = sum(
-            crash_log(p.log, lose_unflushed=lose_unflushed, torn_bytes=torn_bytes)
-            for p in self.partitions.values()
+        return sum(
+            crash_log(log, lose_unflushed=lose_unflushed, torn_bytes=torn_bytes)
+            for log in log_manager.logs.values()
         )
-        self.partitions = {}
-        return lost
 
     def _down(self) -> None:
         self.alive = False
+        self._incarnation += 1  # this process's timers die with it
         self.cluster.network.detach(self.broker_id)
-        if self._timer is not None:
-            self._timer.cancel()
-        self.fetchers, self.delayed = {}, []
+        self.log_manager = self.replica_manager = self.fetchers = None
+
+    # ------------------------------------------------------------------ time and network
+    def _schedule(self, delay_s: float, fn: Callable[[], None]) -> Any:
+        """A timer of this incarnation: it does nothing once the process is gone."""
+        incarnation = self._incarnation
+
+        def run() -> None:
+            if self._incarnation == incarnation:
+                fn()
+
+        return self.cluster.scheduler.schedule(delay_s, run)
+
+    def _every(self, interval_ms: int, job: Callable[[], object]) -> None:
+        def run() -> None:
+            job()
+            self._schedule(interval_ms / 1000, run)
+
+        self._schedule(interval_ms / 1000, run)
+
+    def send(self, dst: Any, message: Any, *, reliable: bool = False) -> None:
+        assert self.alive, f"{self!r} cannot send"
+        self.cluster.network.send(self.broker_id, dst, message, reliable=reliable)
 
     # ------------------------------------------------------------------ messages
     def handle(self, src: Any, message: Any) -> None:
+        rm = self.replica_manager
+        assert rm is not None and self.fetchers is not None
         if isinstance(message, LeaderAndIsr):
             self._on_leader_and_isr(message)
         elif isinstance(message, Produce):
             self._on_produce(src, message)
-        elif isinstance(message, tuple) and message[0] == "request":
-            _, seq, request = message
-            p = self.partitions.get(request.tp)
-            if isinstance(request, FetchRequest):
-                result = p.fetch(request) if p else FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                self._complete_delayed()
-            else:
-                result = (
-                    p.last_offset_for_leader_epoch(request)
-                    if p
-                    else EpochResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        elif isinstance(message, FetcherRequest):
+            results = tuple(
+                (
+                    request.tp,
+                    rm.fetch_as_leader(request, LogReadInfo.read_bytes)
+                    if isinstance(request, FetchRequest)
+                    else rm.last_offset_for_leader_epoch(request),
                 )
-            self.cluster.network.send(self.broker_id, src, ("response", seq, request, result))
-        elif isinstance(message, tuple) and message[0] == "response":
-            self._on_response(*message[1:])
+                for request in message.requests
+            )
+            self.send(src, FetcherResponse(message.round_id, results))
+        elif isinstance(message, FetcherResponse):
+            self.fetchers.on_response(src, message)
         elif isinstance(message, AlterIsrResult):
-            p = self.partitions.get((message.topic, message.partition))
-            if p is not None:
-                p.on_alter_isr_result(message)
-                self._complete_delayed()
-        self._checkpoint_recovery_points(only_if_lower=True)
+            answer = self._alter_isr_answers.pop((message.topic, message.partition), None)
+            if answer is not None:
+                answer(message)
 
     def _on_leader_and_isr(self, state: LeaderAndIsr) -> None:
-        p = self.partitions.get(state.tp)
-        if p is None:
-            return
-        try:
-            if state.leader == self.broker_id:
-                p.make_leader(state)
-                self.fetchers.pop(state.tp, None)
-            else:
-                p.make_follower(state)
-                self.fetchers.pop(state.tp, None)
-                if state.leader is not None:
-                    leo = p.log_end_offset
-                    fetcher = PartitionFetcher(
-                        p, self.config.truncation, truncate_on_fetch=self.config.truncate_on_fetch
-                    )
-                    self.fetchers[state.tp] = _FetcherSlot(fetcher)
-                    self._record_truncation(p, leo, f"to its HW {p.high_watermark}")
-        except KafkaError as err:  # a stale LeaderAndIsr (FENCED_LEADER_EPOCH): ignored
-            logger.debug("broker %d ignores %s: %s", self.broker_id, state, err)
-            return
-        self.cluster.record("become", self.broker_id, state)
-        self._complete_delayed()
+        rm = self.replica_manager
+        assert rm is not None
+        before = rm.partitions.get(state.tp)
+        epoch = before.leader_epoch if before is not None else None
+        leader = -1 if state.leader is None else state.leader
+        partition = rm.become_leader_or_follower(
+            PartitionState(
+                state.topic,
+                state.partition,
+                leader,
+                state.leader_epoch,
+                state.replicas,
+                state.isr,
+                zk_version=state.version,
+            )
+        )
+        if partition is not None and partition.leader_epoch != epoch:
+            self.cluster.record("become", self.broker_id, state)
 
     def _on_produce(self, client: Any, request: Produce) -> None:
-        p = self.partitions.get((request.topic, request.partition))
-        if p is None:
-            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            self.cluster.network.send(
-                self.broker_id, client, ProduceResponse(request.request_id, error)
-            )
-            return
-        try:
-            info = p.append_records_to_leader(request.records, request.acks)
-        except KafkaError as err:
-            response = ProduceResponse(request.request_id, err.code)
-            self.cluster.network.send(self.broker_id, client, response)
-            return
-        if request.acks == -1:
-            now = self.clock.milliseconds()
-            self.delayed.append(
-                _DelayedProduce(
-                    client,
-                    request.request_id,
-                    (request.topic, request.partition),
-                    info.last_offset + 1,
-                    info.first_offset,
-                    now + self.config.request_timeout_ms,
-                )
-            )
-            self._complete_delayed()
+        rm = self.replica_manager
+        assert rm is not None
+        tp = TopicPartition(request.topic, request.partition)
+        result = rm.append_records({tp: memoryview(request.records)}, request.acks)[tp]
+        if result.error != ErrorCode.NO_ERROR or result.info is None:
+            self.send(client, ProduceResponse(request.request_id, result.error))
+        elif request.acks == -1:
+            required = {tp: result.info.last_offset + 1}
+            delayed = SimDelayedProduce(self, client, request, result.info.first_offset, required)
+            rm.produce_purgatory.try_complete_else_watch(delayed, [tp])
         elif request.acks == 1:
-            response = ProduceResponse(request.request_id, ErrorCode.NO_ERROR, info.first_offset)
-            self.cluster.network.send(self.broker_id, client, response)
+            response = ProduceResponse(
+                request.request_id, ErrorCode.NO_ERROR, result.info.first_offset
+            )
+            self.send(client, response)
 
-    def _complete_delayed(self) -> None:
-        """Answer every acks=all produce whose batch the whole ISR now has (REPL-4)."""
-        now = self.clock.milliseconds()
-        waiting = []
-        for d in self.delayed:
-            p = self.partitions.get(d.tp)
-            done, error = p.check_enough_replicas_reach_offset(d.required_offset)
-            if not done and now >= d.deadline_ms:
-                done, error = True, ErrorCode.REQUEST_TIMED_OUT
-            if done:
-                offset = d.base_offset if error == ErrorCode.NO_ERROR else -1
-                response = ProduceResponse(d.request_id, error, offset)
-                self.cluster.network.send(self.broker_id, d.client, response)
-            else:
-                waiting.append(d)
-        self.delayed = waiting
+    def _send_alter_isr(
+        self, alter: AlterIsr, replicas: tuple[int, ...], answer: Callable[[AlterIsrResult], None]
+    ) -> None:
+        """The replica manager's AlterPartition sender: to the controller, whose answer
+        comes back as an `AlterIsrResult` (one in flight per partition, ISR-5)."""
+        self._alter_isr_answers[alter.tp] = answer
+        self.send(CONTROLLER, alter, reliable=True)
 
-    def _on_response(self, seq: int, request: Any, result: Any) -> None:
-        slot = self.fetchers.get(request.tp)
-        if slot is None or slot.request_seq != seq or slot.in_flight is None:
-            return  # the fetcher changed, or this answer timed out already
-        slot.in_flight = None
-        now = self.clock.milliseconds()
-        p, leo = slot.fetcher.partition, slot.fetcher.partition.log_end_offset
-        if isinstance(request, EpochRequest):
-            slot.fetcher.on_epoch_result(request, result)
-            progressed = result.error == ErrorCode.NO_ERROR
-            again = ", asks again" if slot.fetcher.state is FetchState.TRUNCATING else ""
-            why = f"OffsetsForLeaderEpoch({request.leader_epoch}): epoch {result.leader_epoch}"
-            self._record_truncation(p, leo, f"{why} ends at {result.end_offset}{again}")
+    # ------------------------------------------------------------------ history
+    def on_truncation(
+        self, fetcher: PartitionFetcher, request: Any, result: Any, log_end_offset: int
+    ) -> None:
+        """A follower's log was cut: into the history, and the recovery points to disk."""
+        p = fetcher.partition
+        if request is None:
+            why = f"to its HW {p.high_watermark}"
+        elif isinstance(request, EpochRequest):
+            again = ", asks again" if fetcher.state is FetchState.TRUNCATING else ""
+            why = (
+                f"OffsetsForLeaderEpoch({request.leader_epoch}): epoch {result.leader_epoch} "
+                f"ends at {result.end_offset}{again}"
+            )
+        elif result.diverging_epoch is not None:
+            epoch, end = result.diverging_epoch
+            why = f"fetch at {request.fetch_offset}: diverging epoch {epoch} ends at {end}"
         else:
-            progressed = slot.fetcher.on_fetch_result(request, result) > 0
             why = (
                 f"fetch at {request.fetch_offset}: the leader's log ends at {result.log_end_offset}"
             )
-            if result.diverging_epoch is not None:
-                progressed = True
-                epoch, end = result.diverging_epoch
-                why = f"fetch at {request.fetch_offset}: diverging epoch {epoch} ends at {end}"
-            self._record_truncation(p, leo, why)
-        slot.next_ms = now if progressed else now + self.config.replica_fetch_backoff_ms
+        self.cluster.record(
+            "truncate", self.broker_id, f"{log_end_offset} -> {p.log_end_offset}", f"({why})"
+        )
+        assert self.log_manager is not None
+        self.log_manager.checkpoint()
 
-    def _record_truncation(self, p: Partition, log_end_offset: int, why: str) -> None:
-        """Put a truncation in the cluster's history: the replica's LEO before and after."""
-        if p.log_end_offset < log_end_offset:
-            self.cluster.record(
-                "truncate", self.broker_id, f"{log_end_offset} -> {p.log_end_offset}", f"({why})"
+
+class SimDelayedProduce(DelayedProduce):
+    """The replica manager's `DelayedProduce`, answering the simulated client."""
+
+    def __init__(
+        self,
+        broker: SimBroker,
+        client: Any,
+        request: Produce,
+        base_offset: int,
+        required: dict[TopicPartition, int],
+    ) -> None:
+        assert broker.replica_manager is not None
+        super().__init__(broker.replica_manager, broker.config.request_timeout_ms, required)
+        self.broker, self.client = broker, client
+        self.request_id, self.base_offset = request.request_id, base_offset
+        ((self.tp, _),) = required.items()
+
+    def on_complete(self) -> None:
+        error = self.errors.get(self.tp, ErrorCode.NO_ERROR)
+        if self.tp in self.waiting:  # not on the ISR in time: never acknowledged
+            error = ErrorCode.REQUEST_TIMED_OUT
+        offset = self.base_offset if error == ErrorCode.NO_ERROR else -1
+        self.broker.send(self.client, ProduceResponse(self.request_id, error, offset))
+
+
+@dataclass
+class _SourceFetcher:
+    """The fetcher of one source broker: its partitions, and the round in flight."""
+
+    partitions: FetcherPartitions
+    in_flight: Round | None = None
+    round_id: int = 0
+    sent_ms: int = 0
+    next_ms: int = 0
+
+
+class SimFetcherManager:
+    """The replica manager's fetcher manager in the simulator (the broker's is
+    `ReplicaFetcherManager`): a `FetcherPartitions` per source broker, its rounds carried
+    over the simulated network."""
+
+    def __init__(self, broker: SimBroker) -> None:
+        self.broker = broker
+        self.fetchers: dict[int, _SourceFetcher] = {}
+        self._round_ids = 0
+
+    def add_partition(self, partition: Partition, leader_id: int) -> None:
+        fetcher = self.fetchers.get(leader_id)
+        if fetcher is None:
+            broker, config = self.broker, self.broker.config
+            assert broker.replica_manager is not None
+            partitions = FetcherPartitions(
+                config.truncation,
+                max_bytes=config.replica_fetch_max_bytes,
+                truncate_on_fetch=config.truncate_on_fetch,
+                storage_failed=broker.replica_manager.storage_failed,
+                truncated=broker.on_truncation,
             )
+            fetcher = self.fetchers[leader_id] = _SourceFetcher(partitions)
+        fetcher.partitions.add(partition)
 
-    # ------------------------------------------------------------------ periodic work
-    def _tick(self) -> None:
-        if not self.alive:
-            return
-        now = self.clock.milliseconds()
-        config = self.config
-        for slot in self.fetchers.values():
-            if slot.in_flight is not None and now - slot.sent_ms >= config.fetch_timeout_ms:
-                slot.in_flight = None  # lost on the way: send again
-            if slot.in_flight is None and now >= slot.next_ms:
-                request = slot.fetcher.next_request()
-                if request is not None:
-                    slot.request_seq += 1
-                    slot.in_flight, slot.sent_ms = request, now
-                    message = ("request", slot.request_seq, request)
-                    self.cluster.network.send(self.broker_id, slot.fetcher.leader_id, message)
-        if now - self._last_isr_check >= config.replica_lag_time_max_ms // 2:
-            self._last_isr_check = now
-            for p in self.partitions.values():
-                p.maybe_shrink_isr()
-        for p in self.partitions.values():
-            alter = p.take_alter_isr()
-            if alter is not None:
-                self.cluster.network.send(self.broker_id, CONTROLLER, alter, reliable=True)
-            p.log.maybe_flush()
-        self._complete_delayed()
-        hw_due = now - self._last_hw_checkpoint >= config.hw_checkpoint_interval_ms
-        if hw_due:
-            self._last_hw_checkpoint = now
-        self._write_checkpoints(hw=hw_due)
-        self._timer = self.cluster.scheduler.schedule(config.tick_ms / 1000, self._tick)
+    def remove_partition(self, tp: TopicPartition) -> None:
+        for source_id, fetcher in list(self.fetchers.items()):
+            fetcher.partitions.remove(tp)
+            if not fetcher.partitions.partitions:
+                del self.fetchers[source_id]
 
-    def _write_checkpoints(self, *, hw: bool) -> None:
-        self._checkpoint_recovery_points(only_if_lower=False)
-        if hw:
-            offsets = {tp: p.high_watermark for tp, p in self.partitions.items()}
-            OffsetCheckpointFile(self._path(REPLICATION_OFFSET_CHECKPOINT)).write(offsets)
+    def tick(self) -> None:
+        """Send each source's next round, unless one is in flight (and not timed out)."""
+        now = self.broker.clock.milliseconds()
+        config = self.broker.config
+        for source_id, fetcher in self.fetchers.items():
+            if fetcher.in_flight is not None and now - fetcher.sent_ms >= config.fetch_timeout_ms:
+                fetcher.in_flight = None  # lost on the way: send again
+            if fetcher.in_flight is not None or now < fetcher.next_ms:
+                continue
+            asked = fetcher.partitions.next_round()
+            if asked:
+                self._round_ids += 1
+                fetcher.in_flight, fetcher.round_id, fetcher.sent_ms = asked, self._round_ids, now
+                requests = tuple(request for _, request in asked.values())
+                self.broker.send(source_id, FetcherRequest(self._round_ids, requests))
 
-    def _checkpoint_recovery_points(self, *, only_if_lower: bool) -> None:
-        """Kafka checkpoints recovery points after flushes and at once after a truncation,
-        so that a restart never trusts an unflushed tail as recovered."""
-        current = {tp: p.log.recovery_point for tp, p in self.partitions.items()}
-        changed = current != self._recovery_points
-        lower = any(current[tp] < self._recovery_points.get(tp, 0) for tp in current)
-        if changed and (lower or not only_if_lower):
-            OffsetCheckpointFile(self._path(RECOVERY_POINT_CHECKPOINT)).write(current)
-            self._recovery_points = current
+    def on_response(self, source_id: Any, response: FetcherResponse) -> None:
+        fetcher = self.fetchers.get(source_id)
+        if fetcher is None or fetcher.in_flight is None or fetcher.round_id != response.round_id:
+            return  # the fetcher changed, or this answer timed out already
+        asked, fetcher.in_flight = fetcher.in_flight, None
+        progress = fetcher.partitions.on_answers(asked, response.results)
+        now = self.broker.clock.milliseconds()
+        backoff = 0 if progress.moved else self.broker.config.replica_fetch_backoff_ms
+        fetcher.next_ms = now + backoff

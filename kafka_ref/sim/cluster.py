@@ -61,9 +61,12 @@ class SimConfig:
     session_timeout_ms: int = 300  # zookeeper.session.timeout.ms; Kafka: 18000
     request_timeout_ms: int = 1_000  # produce (acks=all) timeout
     hw_checkpoint_interval_ms: int = 5_000  # replica.high.watermark.checkpoint.interval.ms
+    # log.flush.offset.checkpoint.interval.ms; Kafka: 60000
+    recovery_point_checkpoint_interval_ms: int = 1_000
+    replica_fetch_max_bytes: int = 1 << 20  # replica.fetch.max.bytes
     replica_fetch_backoff_ms: int = 20  # an empty answer: wait before fetching again
     fetch_timeout_ms: int = 200  # no answer: send again
-    tick_ms: int = 10
+    tick_ms: int = 10  # how often fetchers send and logs flush
     # Followers send the epoch of their last batch and truncate on a diverging epoch in the
     # answer (Kafka 2.7+, KIP-595's check); False: only on OffsetsForLeaderEpoch answers, as
     # Kafka 2.0 to 2.6 did (inter.broker.protocol.version below 2.7).
@@ -284,11 +287,12 @@ class SimCluster:
         return self.brokers[broker_id].partitions.get((self.topic, partition))
 
     def records(self, broker_id: int, partition: int = 0) -> list[StoredRecord]:
-        """Every record in a live replica's log, with the epoch of its batch."""
-        p = self.partition(broker_id, partition)
-        if p is None:
+        """Every record in a live broker's log of the partition, with the epoch of its
+        batch (a restarted broker's logs are open before its LeaderAndIsr hosts them)."""
+        log_manager = self.brokers[broker_id].log_manager
+        log = log_manager.get_log(self.topic, partition) if log_manager is not None else None
+        if log is None:
             return []
-        log = p.log
         data = log.read(log.log_start_offset, 1 << 30).read_bytes()
         out = []
         for pos, header in iter_batch_headers(data):

@@ -12,9 +12,9 @@ import os
 
 import pytest
 
+from kafka_ref.log.log_manager import CLEAN_SHUTDOWN_FILE
 from kafka_ref.record.batch import iter_batch_headers
 from kafka_ref.sim import SimCluster
-from kafka_ref.sim.broker import CLEAN_SHUTDOWN_FILE
 
 
 def epochs(cluster: SimCluster, broker: int) -> list[tuple[int, int]]:

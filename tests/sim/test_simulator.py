@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from kafka_ref.errors import ErrorCode
+from kafka_ref.replication.follower_fetch_state import PartitionFetcher
 from kafka_ref.replication.messages import AlterIsr
+from kafka_ref.replication.partition import Partition
+from kafka_ref.server.follower_fetcher import FetcherPartitions, Progress
+from kafka_ref.server.replica_manager import DelayedProduce, ReplicaManager
 from kafka_ref.sim import SimCluster
 
 
@@ -25,6 +29,59 @@ def scenario(seed: int) -> list[str]:
 def test_same_seed_same_history():
     assert scenario(7) == scenario(7)
     assert scenario(7) != scenario(8)  # the delays differ
+
+
+@pytest.mark.spec("SIM-2")
+def test_the_simulated_brokers_are_the_brokers_replication_classes():
+    with SimCluster(brokers=3, seed=1) as cluster:
+        cluster.produce(b"a", acks="all")
+        cluster.run(100)
+        leader = cluster.leader()
+        for broker in cluster.brokers.values():
+            assert type(broker.replica_manager) is ReplicaManager
+            assert all(type(p) is Partition for p in broker.partitions.values())
+            fetchers = broker.fetchers.fetchers
+            if broker.broker_id == leader:
+                assert fetchers == {}
+                continue
+            [source] = fetchers.values()
+            assert type(source.partitions) is FetcherPartitions
+            [fetcher] = source.partitions.partitions.values()
+            assert type(fetcher) is PartitionFetcher
+            assert fetcher.partition is broker.partitions[("t", 0)]
+
+
+def _acks_all_without_isr(monkeypatch):
+    """The broker's DelayedProduce completes at once, as if the leader were the ISR."""
+    monkeypatch.setattr(DelayedProduce, "try_complete", lambda self: self.force_complete())
+
+
+def _followers_drop_fetched_records(monkeypatch):
+    """The follower fetcher takes its answers and does nothing with them."""
+    monkeypatch.setattr(FetcherPartitions, "on_answers", lambda self, asked, answers: Progress())
+
+
+@pytest.mark.spec("SIM-2")
+@pytest.mark.parametrize("mutant", [_acks_all_without_isr, _followers_drop_fetched_records])
+def test_a_change_to_the_brokers_replication_code_changes_the_simulation(mutant, monkeypatch):
+    """Each change to the shipping classes breaks a simulated scenario that holds without it:
+    an acks=all write acknowledged while both followers are cut off, or not replicated."""
+
+    def scenario() -> tuple[bool, list[bytes | None]]:
+        with SimCluster(brokers=3, seed=1) as cluster:
+            cluster.produce(b"a", acks="all")
+            cluster.run(100)
+            replicated = [r.value for r in cluster.records(1)]
+            cluster.isolate(1)
+            cluster.isolate(2)
+            write = cluster.produce(b"b", acks="all")
+            cluster.run(100)  # shorter than replica.lag.time.max.ms: the ISR is still 3
+            return write.done, replicated
+
+    assert scenario() == (False, [b"a"])
+    with monkeypatch.context() as patched:
+        mutant(patched)
+        assert scenario() != (False, [b"a"])
 
 
 @pytest.mark.spec("ISR-5")

@@ -27,8 +27,8 @@ diverging epoch as a consumer is (BROKER-66).
 
 A follower's fetch that finds nothing new waits in the fetch purgatory like a consumer's,
 up to `replica.fetch.wait.max.ms`, and completes on the next append (BROKER-22). Both
-handlers reach the partition through the replication core: `Partition.fetch` and
-`Partition.last_offset_for_leader_epoch`.
+handlers reach the partition through the replica manager (`fetch_as_leader`,
+`last_offset_for_leader_epoch`), which the simulator drives too.
 
 Rules: REPL-3, REPL-7, REPL-8, ISR-2, TRUNC-4, BROKER-66, BROKER-68.
 """
@@ -195,18 +195,15 @@ def handle_offsets_for_leader_epoch(apis: ApiContext, request: Request) -> Any:
     for t in body.topics:
         partitions = []
         for p in t.partitions:
-            partition = apis.replica_manager.partitions.get((t.topic, p.partition))
             if replica_refused:
                 error, epoch, end = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, -1, -1
             elif not authorized(apis, request, Op.DESCRIBE, Res.TOPIC, t.topic):
                 error, epoch, end = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1
-            elif partition is None:
-                error, epoch, end = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
             else:
                 ask = EpochRequest(
                     t.topic, p.partition, body.replica_id, p.current_leader_epoch, p.leader_epoch
                 )
-                answer = partition.last_offset_for_leader_epoch(ask)
+                answer = apis.replica_manager.last_offset_for_leader_epoch(ask)
                 error, epoch, end = answer.error, answer.leader_epoch, answer.end_offset
             partitions.append(
                 OffsetsForLeaderEpochResponse.EpochEndOffset(

@@ -73,9 +73,9 @@ from kafka_ref.record.batch import (
     BatchHeader,
 )
 from kafka_ref.record.compression import Compression
+from kafka_ref.server import replica_manager
 from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.handlers.leader_hints import LeaderHints
-from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 
@@ -302,39 +302,24 @@ def _append(apis: ApiContext, request: Request, entries: dict, failed: dict) -> 
     return _response(apis, request, outcome)
 
 
-class DelayedProduce(DelayedOperation):
-    """An acks=all produce waiting for the ISR (Kafka: `DelayedProduce`, REPL-4, REPL-11)."""
+class DelayedProduce(replica_manager.DelayedProduce):
+    """An acks=all produce waiting for the ISR; the replica manager's `DelayedProduce`
+    decides when it is done, this one answers with a Produce response."""
 
     def __init__(self, apis: ApiContext, request: Request, outcome: dict) -> None:
-        super().__init__(request.body.timeout_ms)
+        required = {
+            tp: result.info.last_offset + 1
+            for tp, result in outcome.items()
+            if not isinstance(result, tuple) and result.error == 0 and result.info is not None
+        }
+        super().__init__(apis.replica_manager, request.body.timeout_ms, required)
         self.apis, self.request, self.outcome = apis, request, outcome
-        # partition -> the offset the HW must reach: one past the appended batch
-        self.waiting: dict[tuple[str, int], int] = {}
-        for tp, result in outcome.items():
-            if not isinstance(result, tuple) and result.error == 0 and result.info is not None:
-                required = result.info.last_offset + 1
-                done, error = self._check(tp, required)
-                if not done:
-                    self.waiting[tp] = required
-                elif error != ErrorCode.NO_ERROR:
-                    self.outcome[tp] = (error, "")
-
-    def _check(self, tp: tuple[str, int], required: int) -> tuple[bool, ErrorCode]:
-        partition = self.apis.replica_manager.partitions.get(tp)
-        if partition is None:
-            return True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return partition.check_enough_replicas_reach_offset(required)
-
-    def try_complete(self) -> bool:
-        for tp, required in list(self.waiting.items()):
-            done, error = self._check(tp, required)
-            if done:
-                del self.waiting[tp]
-                if error != ErrorCode.NO_ERROR:
-                    self.outcome[tp] = (error, "")
-        return self.force_complete() if not self.waiting else False
+        for tp, error in self.errors.items():  # done already, but failed
+            self.outcome[tp] = (error, "")
 
     def on_complete(self) -> None:
+        for tp, error in self.errors.items():
+            self.outcome[tp] = (error, "")
         # Still waiting at the timeout (or at shutdown): never acknowledged as written.
         for tp in self.waiting:
             self.outcome[tp] = (ErrorCode.REQUEST_TIMED_OUT, "")
