@@ -130,6 +130,11 @@ class AbstractIndex:
     def is_full(self) -> bool:
         return self._entries >= self.max_entries
 
+    @property
+    def free_entries(self) -> int:
+        """Entries an append may still add (0 when `is_full`)."""
+        return max(self.max_entries - self._entries, 0)
+
     def relative_offset(self, offset: int) -> int:
         relative = offset - self.base_offset
         if not 0 <= relative <= 0x7FFFFFFF:

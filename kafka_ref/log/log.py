@@ -56,6 +56,7 @@ from kafka_ref.log.segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     Segment,
+    SegmentIndexFullError,
     TimestampAndOffset,
     roll_jitter_ms,
     segment_path,
@@ -196,7 +197,11 @@ class Log:
         reason = active.should_roll(size, info.max_timestamp, info.last_offset, now, self.config)
         if reason:
             active = self.roll(info.first_offset, reason=reason)
-        active.append(view)
+        try:
+            active.append(view)
+        except SegmentIndexFullError:  # nothing was written; a new segment takes it all
+            active = self.roll(info.first_offset, reason="index full")
+            active.append(view)
         self._log_end_offset = info.last_offset + 1
         for txn in self.producer_state.commit(pending, self._log_end_offset):
             if txn.is_aborted:  # the marker's segment indexes the aborted transaction (TXN-6)
@@ -290,12 +295,14 @@ class Log:
         isolation.py's)."""
         state = self.producer_state
         state.on_high_watermark_updated(high_watermark)
-        return last_stable_offset(
+        lso = last_stable_offset(
             state.ongoing_transactions.values(),
             state.unreplicated_transactions,
             high_watermark,
             self._log_start_offset,
         )
+        assert lso <= high_watermark, f"TXN-4: LSO {lso} above the HW {high_watermark}"
+        return lso
 
     def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start, upper) (TXN-8; log_read.py)."""

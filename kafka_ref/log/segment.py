@@ -14,7 +14,8 @@ written as 20 digits (SEG-1):
 Only the last segment, the *active* one, is appended to. It *rolls* (a new active segment
 starts) when the next append would take it past `segment.bytes`, when `segment.ms` has
 passed, when an index is full, or when an offset would not fit 4 bytes relative to the base
-(`should_roll`, SEG-3..SEG-5).
+(`should_roll`, SEG-3..SEG-5); and when one append of many batches would need more index
+entries than are left, since an index never drops an entry (SEG-9).
 
 **Appending** (Kafka `LogSegment.append`) writes the bytes with one `pwrite`, then walks the
 appended batch headers: at each batch, if more than `index.interval.bytes` have been
@@ -75,6 +76,14 @@ def roll_jitter_ms(config: LogConfig, base_offset: int) -> int:
     if config.segment_jitter_ms <= 0:
         return 0
     return random.Random(base_offset).randrange(min(config.segment_jitter_ms, config.segment_ms))
+
+
+class SegmentIndexFullError(ValueError):
+    """An append would need more index entries than the segment's indexes have left.
+
+    Raised before a byte is written: the log rolls and appends to the new segment. An
+    index that drops entries would leave offsets a lookup cannot find quickly, and a
+    rebuilt index that differs from the appended one (INDEX-7)."""
 
 
 class Segment:
@@ -183,6 +192,7 @@ class Segment:
         if not batches:
             return
         self.offset_index.relative_offset(batches[-1][2])  # refuse before writing a byte
+        self._check_index_room(batches)
         position = self.log.size
         self.log.append(view)
         if position == 0:
@@ -192,13 +202,32 @@ class Segment:
                 self._max = TimestampOffset(max_ts, last_offset)
             # Compared before counting this batch: the entry points at the batch's start.
             if needs_index_entry(self._bytes_since_last_index_entry, self.index_interval_bytes):
-                if not self.offset_index.is_full():  # the log rolls first; a cleaner may not
-                    self.offset_index.append(last_offset, position + pos)
-                if not self.time_index.is_full():
-                    self.time_index.maybe_append(*self.max_timestamp_so_far)
+                self.offset_index.append(last_offset, position + pos)
+                self.time_index.maybe_append(*self.max_timestamp_so_far)
                 self._bytes_since_last_index_entry = 0
             self._bytes_since_last_index_entry += batch_size
         self._next_offset = batches[-1][2] + 1
+
+    def _check_index_room(self, batches: list[tuple[int, int, int, int]]) -> None:
+        """Refuse, before a byte is written, an append whose index entries would not fit
+        (SEG-9): the same rule as the loop of `append`, counted ahead."""
+        offsets = times = 0
+        since = self._bytes_since_last_index_entry
+        max_timestamp = self.max_timestamp_so_far.timestamp
+        last_time_entry = self.time_index.last_entry().timestamp
+        for _, batch_size, _, batch_max_timestamp in batches:
+            max_timestamp = max(max_timestamp, batch_max_timestamp)
+            if needs_index_entry(since, self.index_interval_bytes):
+                offsets, since = offsets + 1, 0
+                if max_timestamp > last_time_entry:
+                    times, last_time_entry = times + 1, max_timestamp
+            since += batch_size
+        if offsets > self.offset_index.free_entries or times > self.time_index.free_entries:
+            raise SegmentIndexFullError(
+                f"segment {self.base_offset}: this append needs {offsets} offset and {times} "
+                f"time index entries; the indexes have room for "
+                f"{self.offset_index.free_entries} and {self.time_index.free_entries}"
+            )
 
     def should_roll(
         self, messages_size: int, max_timestamp: int, max_offset: int, now: int, config: LogConfig

@@ -69,6 +69,10 @@ class TimeIndex(AbstractIndex):
         # One slot stays free for the largest-timestamp entry written at roll/close.
         return self._entries >= self.max_entries - 1
 
+    @property
+    def free_entries(self) -> int:
+        return max(self.max_entries - 1 - self._entries, 0)
+
     def entry(self, slot: int) -> TimestampOffset:
         if not 0 <= slot < self._entries:
             raise IndexError(f"slot {slot} of a time index with {self._entries} entries")

@@ -112,6 +112,11 @@ class LeaderEpochFileCache:
             raise KafkaStorageError(f"malformed leader epoch checkpoint {path}: {err}") from None
 
     def _flush(self) -> None:
+        # TRUNC-9: every change keeps epochs increasing and their start offsets in order.
+        for previous, entry in zip(self._entries, self._entries[1:], strict=False):
+            assert entry.epoch > previous.epoch and entry.start_offset >= previous.start_offset, (
+                f"leader epoch cache out of order: {previous} then {entry}"
+            )
         if self.path is None:
             return
         lines = [str(_VERSION), str(len(self._entries))]

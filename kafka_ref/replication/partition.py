@@ -174,6 +174,10 @@ class Partition(ConsumerReads):
 
     @high_watermark.setter
     def high_watermark(self, value: int) -> None:
+        assert self.log.log_start_offset <= value <= self.log.log_end_offset, (  # REPL-13
+            f"{self.topic}-{self.index}: HW {value} outside [log start "
+            f"{self.log.log_start_offset}, LEO {self.log.log_end_offset}]"
+        )
         self._high_watermark = value
         # finished transactions whose markers are now below it stop holding the LSO (TXN-4)
         self.log.producer_state.on_high_watermark_updated(value)
@@ -214,6 +218,10 @@ class Partition(ConsumerReads):
             )
 
     def _take_state(self, state: LeaderAndIsr) -> None:
+        assert set(state.isr) <= set(state.replicas), f"ISR-8: {state}: ISR not in the replicas"
+        assert state.leader in (None, -1) or state.leader in state.isr, (
+            f"ISR-8: {state}: leader not in ISR"
+        )
         self.leader_id, self.leader_epoch = state.leader, state.leader_epoch
         self.isr, self.replicas, self.version = state.isr, state.replicas, state.version
         self.pending_isr, self._isr_request_sent = None, False

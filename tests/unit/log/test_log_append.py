@@ -284,3 +284,20 @@ def test_rolled_segments_are_flushed_by_the_periodic_task(tmp_path, monkeypatch)
     monkeypatch.setattr(log_module, "fsync_directory", lambda path: None)
     log.flush()
     assert log.recovery_point == log.log_end_offset == 5
+
+
+@pytest.mark.spec("SEG-9")
+def test_one_append_that_would_overflow_the_index_rolls_instead_of_dropping_entries(tmp_path):
+    """segment.index.bytes=48: 6 offset entries. One append of five batches (an entry at every
+    batch but a segment's first) after five single appends would need 5 entries where 2
+    are left: the log rolls first, and every batch but each segment's first has its entry."""
+    log = open_log(tmp_path, segment_index_bytes=48, index_interval_bytes=0)
+    for _ in range(5):
+        log.append(make_batch(1, ts=T0))
+    assert log.active_segment.offset_index.entries == 4
+    log.append(b"".join(make_batch(1, ts=T0) for _ in range(5)))
+    assert [s.base_offset for s in log.segments] == [0, 5]
+    assert [s.offset_index.entries for s in log.segments] == [4, 4]
+    with pytest.raises(log_module.SegmentIndexFullError):  # more than any segment holds
+        log.append(b"".join(make_batch(1, ts=T0) for _ in range(8)))
+    assert log.log_end_offset == 10, "nothing of a refused append is written"

@@ -323,3 +323,14 @@ def test_a_producer_with_an_open_transaction_never_expires(tmp_path):
     assert log.last_stable_offset(log.log_end_offset) == 4
     clock.advance(2 * day)
     assert log.producer_state.remove_expired_producers(clock.milliseconds(), day) == [1]
+
+
+@pytest.mark.spec("TXN-90")
+def test_an_lso_above_the_high_watermark_is_a_bug_caught_at_once(tmp_path, monkeypatch):
+    log = open_log(tmp_path)
+    assert log.last_stable_offset(0) == 0
+    from kafka_ref.log import log as log_module
+
+    monkeypatch.setattr(log_module, "last_stable_offset", lambda *args: args[2] + 1)
+    with pytest.raises(AssertionError, match="above the HW"):
+        log.last_stable_offset(0)

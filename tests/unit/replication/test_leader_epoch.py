@@ -91,3 +91,14 @@ def test_a_malformed_checkpoint_is_a_storage_error(tmp_path, text):
 def test_entries_must_increase():
     with pytest.raises(ValueError):
         LeaderEpochFileCache(None, (EpochEntry(2, 0), EpochEntry(1, 5)))
+
+
+@pytest.mark.spec("TRUNC-9")
+def test_a_cache_out_of_order_is_caught_at_its_next_change(tmp_path):
+    cache = LeaderEpochFileCache(tmp_path / "leader-epoch-checkpoint")
+    cache.assign(1, 0)
+    cache.assign(3, 10)
+    assert [tuple(e) for e in cache.entries] == [(1, 0), (3, 10)]
+    cache._entries.insert(1, EpochEntry(5, 5))  # a bug: an epoch out of order
+    with pytest.raises(AssertionError, match="out of order"):
+        cache.assign(7, 20)

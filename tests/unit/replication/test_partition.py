@@ -422,3 +422,29 @@ def test_a_leader_that_stays_leader_keeps_its_followers_progress(tmp_path, clock
     assert leader.high_watermark == 0
     leader.make_leader(state(0, 1, isr=(0, 1)))  # broker 2 left the ISR, 0 still leads
     assert leader.high_watermark == 1
+
+
+@pytest.mark.spec("REPL-13")
+def test_a_high_watermark_outside_the_log_is_a_bug_caught_at_once(tmp_path, clock):
+    leader = replica(tmp_path, 0, clock)
+    leader.make_leader(state(0, 1, isr=(0,)))
+    leader.append_records_to_leader(batch(b"a"), required_acks=1)
+    assert leader.high_watermark == 1 == leader.log_end_offset
+    with pytest.raises(AssertionError, match="outside"):
+        leader.high_watermark = 2  # past the LEO
+    leader.append_records_to_leader(batch(b"b"), required_acks=1)
+    leader.log.delete_records_before(2)
+    with pytest.raises(AssertionError, match="outside"):
+        leader.high_watermark = 1  # below the log start offset
+    assert leader.high_watermark == 2
+
+
+@pytest.mark.spec("ISR-8")
+def test_an_isr_outside_the_replicas_or_without_its_leader_is_refused(tmp_path, clock):
+    p = replica(tmp_path, 0, clock)
+    with pytest.raises(AssertionError, match=r"ISR-8.*not in the replicas"):
+        p.make_leader(LeaderAndIsr("t", 0, 0, 1, (0, 3), (0, 1, 2), 0))
+    with pytest.raises(AssertionError, match=r"ISR-8.*leader not in ISR"):
+        p.make_leader(LeaderAndIsr("t", 0, 0, 1, (1, 2), (0, 1, 2), 0))
+    p.make_leader(state(0, 1))  # a leader in its ISR, an ISR among the replicas
+    assert p.isr == (0, 1, 2)
