@@ -229,35 +229,48 @@ def _attr(name: str) -> str:
     return name.replace(".", "_")
 
 
+def _default(name: str) -> Any:
+    """A topic config's default, as its `LogConfig` field holds it."""
+    definition = TOPIC_CONFIGS[name]
+    return definition.parse(definition.default)
+
+
 @dataclasses.dataclass(frozen=True)
 class LogConfig:
-    """The typed configuration of one partition's log (Kafka: `LogConfig`)."""
+    """The typed configuration of one partition's log (Kafka: `LogConfig`).
 
-    segment_bytes: int = 1073741824
-    segment_ms: int = 604800000
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10485760
-    index_interval_bytes: int = 4096
-    retention_ms: int = 604800000
-    retention_bytes: int = -1
-    cleanup_policy: tuple[str, ...] = ("delete",)
-    delete_retention_ms: int = 86400000
-    min_cleanable_dirty_ratio: float = 0.5
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    file_delete_delay_ms: int = 60000
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    max_message_bytes: int = 1048588
-    message_timestamp_type: str = "CreateTime"
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = 3_600_000
-    min_insync_replicas: int = 1
-    unclean_leader_election_enable: bool = False
-    compression_type: str = "producer"
-    preallocate: bool = False
-    leader_replication_throttled_replicas: tuple[str, ...] = ()
-    follower_replication_throttled_replicas: tuple[str, ...] = ()
+    Each field's default is its `ConfigDef`'s in `TOPIC_CONFIGS`, parsed: a default is
+    written once, in the table (SRC-6)."""
+
+    segment_bytes: int = _default("segment.bytes")
+    segment_ms: int = _default("segment.ms")
+    segment_jitter_ms: int = _default("segment.jitter.ms")
+    segment_index_bytes: int = _default("segment.index.bytes")
+    index_interval_bytes: int = _default("index.interval.bytes")
+    retention_ms: int = _default("retention.ms")
+    retention_bytes: int = _default("retention.bytes")
+    cleanup_policy: tuple[str, ...] = _default("cleanup.policy")
+    delete_retention_ms: int = _default("delete.retention.ms")
+    min_cleanable_dirty_ratio: float = _default("min.cleanable.dirty.ratio")
+    min_compaction_lag_ms: int = _default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _default("max.compaction.lag.ms")
+    file_delete_delay_ms: int = _default("file.delete.delay.ms")
+    flush_messages: int = _default("flush.messages")
+    flush_ms: int = _default("flush.ms")
+    max_message_bytes: int = _default("max.message.bytes")
+    message_timestamp_type: str = _default("message.timestamp.type")
+    message_timestamp_before_max_ms: int = _default("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _default("message.timestamp.after.max.ms")
+    min_insync_replicas: int = _default("min.insync.replicas")
+    unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
+    compression_type: str = _default("compression.type")
+    preallocate: bool = _default("preallocate")
+    leader_replication_throttled_replicas: tuple[str, ...] = _default(
+        "leader.replication.throttled.replicas"
+    )
+    follower_replication_throttled_replicas: tuple[str, ...] = _default(
+        "follower.replication.throttled.replicas"
+    )
 
     @classmethod
     def from_properties(

@@ -70,6 +70,7 @@ from kafka_ref.cluster.metadata import (
 from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partitions
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
+from kafka_ref.server.broker_configs import BROKER_CONFIGS
 
 logger = logging.getLogger("kafka_ref.cluster.embedded")
 
@@ -132,9 +133,9 @@ class EmbeddedController(TopicAdministration):
         endpoint: BrokerEndpoint,
         *,
         log_defaults: LogConfig | None = None,
-        num_partitions: int = 1,
-        default_replication_factor: int = 1,
-        delete_topic_enable: bool = True,
+        num_partitions: int = BROKER_CONFIGS["num.partitions"].default,
+        default_replication_factor: int = BROKER_CONFIGS["default.replication.factor"].default,
+        delete_topic_enable: bool = BROKER_CONFIGS["delete.topic.enable"].default,
         log_dirs: Iterable[str | os.PathLike] = (),
     ) -> None:
         self.data_dir = os.path.abspath(os.fspath(data_dir))

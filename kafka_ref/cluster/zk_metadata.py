@@ -108,6 +108,7 @@ from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
 from kafka_ref.security.listeners import EndPoint
+from kafka_ref.server.broker_configs import BROKER_CONFIGS
 
 logger = logging.getLogger("kafka_ref.cluster.zk_metadata")
 
@@ -142,9 +143,9 @@ class ZkClusterMetadata(ZkTopicAdministration):
         endpoint: BrokerEndpoint,
         *,
         log_defaults: LogConfig | None = None,
-        num_partitions: int = 1,
-        default_replication_factor: int = 1,
-        delete_topic_enable: bool = True,
+        num_partitions: int = BROKER_CONFIGS["num.partitions"].default,
+        default_replication_factor: int = BROKER_CONFIGS["default.replication.factor"].default,
+        delete_topic_enable: bool = BROKER_CONFIGS["delete.topic.enable"].default,
         log_dirs: Iterable[str] = (),
         inter_broker_listener: str = "PLAINTEXT",
         first_update_wait_s: float = 18.0,

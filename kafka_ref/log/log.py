@@ -201,7 +201,7 @@ class Log:
             active.append(view)
         except SegmentIndexFullError:  # nothing was written; a new segment takes it all
             active = self.roll(info.first_offset, reason="index full")
-            active.append(view)
+            active.append(view, index_what_fits=True)  # no roll can do better (SEG-9)
         self._log_end_offset = info.last_offset + 1
         for txn in self.producer_state.commit(pending, self._log_end_offset):
             if txn.is_aborted:  # the marker's segment indexes the aborted transaction (TXN-6)

@@ -175,12 +175,18 @@ class Segment:
         return self._rolling_timestamp
 
     # ------------------------------------------------------------------ append
-    def append(self, records: bytes | bytearray | memoryview) -> None:
+    def append(
+        self, records: bytes | bytearray | memoryview, *, index_what_fits: bool = False
+    ) -> None:
         """Append whole batches that already carry their offsets; index them (INDEX-4).
 
         One `pwrite` for the bytes; then, per batch, the same rule recovery uses to rebuild
         the indexes, so a rebuilt index equals the one appends wrote. Only the headers'
-        offset, length and max timestamp fields are read.
+        offset, length and max timestamp fields are read. An append whose entries the
+        indexes cannot take is refused before a byte is written (SEG-9), unless
+        `index_what_fits`: the log's last resort for an empty segment whose indexes are
+        smaller than one append needs (a `segment.index.bytes` of a few entries), where
+        rolling again would not help.
         """
         view = memoryview(records).cast("B")
         size = view.nbytes
@@ -192,7 +198,8 @@ class Segment:
         if not batches:
             return
         self.offset_index.relative_offset(batches[-1][2])  # refuse before writing a byte
-        self._check_index_room(batches)
+        if not index_what_fits:
+            self._check_index_room(batches)
         position = self.log.size
         self.log.append(view)
         if position == 0:
@@ -202,8 +209,10 @@ class Segment:
                 self._max = TimestampOffset(max_ts, last_offset)
             # Compared before counting this batch: the entry points at the batch's start.
             if needs_index_entry(self._bytes_since_last_index_entry, self.index_interval_bytes):
-                self.offset_index.append(last_offset, position + pos)
-                self.time_index.maybe_append(*self.max_timestamp_so_far)
+                if not self.offset_index.is_full():  # always, but under index_what_fits
+                    self.offset_index.append(last_offset, position + pos)
+                if not self.time_index.is_full():
+                    self.time_index.maybe_append(*self.max_timestamp_so_far)
                 self._bytes_since_last_index_entry = 0
             self._bytes_since_last_index_entry += batch_size
         self._next_offset = batches[-1][2] + 1

@@ -133,7 +133,7 @@ class Partition(ConsumerReads):
         cache: LeaderEpochFileCache,
         clock: Clock,
         *,
-        replica_lag_time_max_ms: int = 30_000,
+        replica_lag_time_max_ms: int,  # the broker config, declared in its table
         high_watermark: int = 0,
     ) -> None:
         self.topic, self.index, self.broker_id = topic, index, broker_id

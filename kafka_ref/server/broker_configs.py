@@ -57,8 +57,11 @@ from __future__ import annotations
 import dataclasses
 
 from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, broker_name
+from kafka_ref.group.rebalance import GroupConfig
 from kafka_ref.security.authorizer import AUTHORIZER_NAMES
 from kafka_ref.server.socket_server_configs import SOCKET_SERVER_DEFS
+
+GROUP = GroupConfig()  # the group coordinator's defaults, declared with it
 
 # Broker-level keys (Kafka: KafkaConfig / ServerConfigs / SocketServerConfigs ...).
 _BROKER_DEFS = [
@@ -130,24 +133,63 @@ _BROKER_DEFS = [
     ConfigDef(
         "leader.imbalance.per.broker.percentage", "int", 10, "Imbalance that triggers it.", 0
     ),
-    # The group coordinator (Kafka: GroupCoordinatorConfig) and its __consumer_offsets topic.
-    ConfigDef("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout.", 0),
-    ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout.", 0),
+    # The group coordinator (Kafka: GroupCoordinatorConfig) and its __consumer_offsets topic;
+    # the coordinator's own config declares the defaults it reads (GROUP).
     ConfigDef(
-        "group.initial.rebalance.delay.ms", "int", 3000, "Wait for more joins to an empty group.", 0
+        "group.min.session.timeout.ms",
+        "int",
+        GROUP.group_min_session_timeout_ms,
+        "Smallest session timeout.",
+        0,
     ),
-    ConfigDef("group.max.size", "int", 2**31 - 1, "Most members of one group.", 1),
-    ConfigDef("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", 1),
+    ConfigDef(
+        "group.max.session.timeout.ms",
+        "int",
+        GROUP.group_max_session_timeout_ms,
+        "Largest session timeout.",
+        0,
+    ),
+    ConfigDef(
+        "group.initial.rebalance.delay.ms",
+        "int",
+        GROUP.group_initial_rebalance_delay_ms,
+        "Wait for more joins to an empty group.",
+        0,
+    ),
+    ConfigDef("group.max.size", "int", GROUP.group_max_size, "Most members of one group.", 1),
+    ConfigDef(
+        "offsets.topic.num.partitions",
+        "int",
+        GROUP.offsets_topic_num_partitions,
+        "Partitions of __consumer_offsets.",
+        1,
+    ),
     ConfigDef("offsets.topic.replication.factor", "int", 3, "Replicas of __consumer_offsets.", 1),
     ConfigDef(
         "offsets.topic.segment.bytes", "int", 104857600, "segment.bytes of __consumer_offsets.", 1
     ),
     ConfigDef("offsets.commit.timeout.ms", "int", 5000, "A coordinator write's ISR wait.", 1),
-    ConfigDef("offsets.retention.minutes", "int", 10080, "Keep offsets of empty groups.", 1),
     ConfigDef(
-        "offsets.retention.check.interval.ms", "long", 600000, "Offset expiration period.", 1
+        "offsets.retention.minutes",
+        "int",
+        GROUP.offsets_retention_minutes,
+        "Keep offsets of empty groups.",
+        1,
     ),
-    ConfigDef("offset.metadata.max.bytes", "int", 4096, "Longest commit metadata.", 0),
+    ConfigDef(
+        "offsets.retention.check.interval.ms",
+        "long",
+        GROUP.offsets_retention_check_interval_ms,
+        "Offset expiration period.",
+        1,
+    ),
+    ConfigDef(
+        "offset.metadata.max.bytes",
+        "int",
+        GROUP.offset_metadata_max_bytes,
+        "Longest commit metadata.",
+        0,
+    ),
     # The transaction coordinator (Kafka: TransactionLogConfig, TransactionStateManagerConfig).
     ConfigDef(
         "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", 1

@@ -142,7 +142,7 @@ class ReplicaManager:
         *,
         clock: Clock | None = None,
         produce_purgatory: DelayedOperationPurgatory | None = None,
-        replica_lag_time_max_ms: int = 30_000,
+        replica_lag_time_max_ms: int,  # the broker config, declared in its table
         defer: Callable[[Callable[[], None]], Any] | None = None,
         partition_known: Callable[[str, int], bool] | None = None,
     ) -> None:

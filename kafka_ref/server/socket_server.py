@@ -31,6 +31,7 @@ import time
 from kafka_ref.metrics.recorders import RequestMetrics
 from kafka_ref.protocol.frames import MAX_FRAME_SIZE
 from kafka_ref.security.listeners import ListenerSecurity
+from kafka_ref.server.broker_configs import BROKER_CONFIGS
 from kafka_ref.server.connection_quotas import ConnectionQuotas, ListenerQuota, idle_connections
 from kafka_ref.server.memory_pool import MemoryPool, UnboundedPool
 from kafka_ref.server.network import RECEIVE_BUFFER, Processor
@@ -87,7 +88,7 @@ class SocketServer:
         max_request_size: int = MAX_FRAME_SIZE,
         memory_pool: MemoryPool | None = None,
         quotas: ConnectionQuotas | None = None,
-        connections_max_idle_ms: int = 600_000,
+        connections_max_idle_ms: int = BROKER_CONFIGS["connections.max.idle.ms"].default,
     ) -> None:
         self.request_channel = request_channel
         self.request_metrics = RequestMetrics()

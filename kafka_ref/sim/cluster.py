@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_ref.clock import ManualClock, ManualScheduler
-from kafka_ref.config import LogConfig
+from kafka_ref.config import TOPIC_CONFIGS, LogConfig
 from kafka_ref.errors import ErrorCode
 from kafka_ref.record.batch import RecordBatch, build_batch, iter_batch_headers
 from kafka_ref.record.record import Record
@@ -117,7 +117,7 @@ class SimCluster:
         topic: str = "t",
         partitions: int = 1,
         replication_factor: int | None = None,
-        min_insync_replicas: int = 1,
+        min_insync_replicas: int = TOPIC_CONFIGS["min.insync.replicas"].default,
         unclean_leader_election: bool = False,
         flush_messages: int | None = None,
         data_dir: str | None = None,

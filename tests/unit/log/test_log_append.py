@@ -298,6 +298,7 @@ def test_one_append_that_would_overflow_the_index_rolls_instead_of_dropping_entr
     log.append(b"".join(make_batch(1, ts=T0) for _ in range(5)))
     assert [s.base_offset for s in log.segments] == [0, 5]
     assert [s.offset_index.entries for s in log.segments] == [4, 4]
-    with pytest.raises(log_module.SegmentIndexFullError):  # more than any segment holds
-        log.append(b"".join(make_batch(1, ts=T0) for _ in range(8)))
-    assert log.log_end_offset == 10, "nothing of a refused append is written"
+    log.append(b"".join(make_batch(1, ts=T0) for _ in range(8)))  # more than a segment holds
+    assert [s.base_offset for s in log.segments] == [0, 5, 10]
+    assert log.segments[-1].offset_index.entries == 6, "a new segment indexes what fits"
+    assert log.log_end_offset == 18
