@@ -53,7 +53,7 @@ from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
 from kafka_ref.log.file_records import BatchPosition, FileRecords, FileSlice, TimestampAndOffset
 from kafka_ref.log.offset_index import OffsetIndex, needs_index_entry
-from kafka_ref.log.time_index import TimeIndex, TimestampOffset
+from kafka_ref.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafka_ref.record.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 
@@ -205,17 +205,36 @@ class Segment:
         if position == 0:
             self._rolling_timestamp = batches[0][3]
         for pos, batch_size, last_offset, max_ts in batches:
-            if max_ts > self.max_timestamp_so_far.timestamp:
-                self._max = TimestampOffset(max_ts, last_offset)
-            # Compared before counting this batch: the entry points at the batch's start.
-            if needs_index_entry(self._bytes_since_last_index_entry, self.index_interval_bytes):
-                if not self.offset_index.is_full():  # always, but under index_what_fits
-                    self.offset_index.append(last_offset, position + pos)
-                if not self.time_index.is_full():
-                    self.time_index.maybe_append(*self.max_timestamp_so_far)
-                self._bytes_since_last_index_entry = 0
-            self._bytes_since_last_index_entry += batch_size
+            self.index_batch(position + pos, batch_size, last_offset, max_ts)
         self._next_offset = batches[-1][2] + 1
+
+    def index_batch(
+        self, position: int, batch_size: int, last_offset: int, max_timestamp: int
+    ) -> None:
+        """The index-entry rule for one batch at `position` (INDEX-4, TIDX-4): the one loop
+        that appends and recovery (segment_recovery.py) both run, so a rebuilt index is the
+        appended one by construction. An entry when more than `index.interval.bytes` were
+        written since the last one, compared before counting this batch (the entry points
+        at the batch's start); the time index gets the largest timestamp so far. An entry
+        an index has no room for is left out only when nothing better exists: appends
+        check the room first (SEG-9); recovery rebuilds what the appends wrote."""
+        if max_timestamp > self.max_timestamp_so_far.timestamp:
+            self._max = TimestampOffset(max_timestamp, last_offset)
+        if needs_index_entry(self._bytes_since_last_index_entry, self.index_interval_bytes):
+            if not self.offset_index.is_full():
+                self.offset_index.append(last_offset, position)
+            if not self.time_index.is_full():
+                self.time_index.maybe_append(*self.max_timestamp_so_far)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += batch_size
+
+    def start_rebuild(self) -> None:
+        """Recovery: empty indexes, and the entry loop back at the file's start."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.txn_index.reset()  # rebuilt from the markers by the producer state (TXN-7)
+        self._max = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        self._bytes_since_last_index_entry = 0
 
     def _check_index_room(self, batches: list[tuple[int, int, int, int]]) -> None:
         """Refuse, before a byte is written, an append whose index entries would not fit

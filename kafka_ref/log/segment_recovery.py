@@ -18,9 +18,9 @@ the segment's last batch (a closed segment indexes it at the roll). Anything els
 **Recovery** (`recover_segment`, DUR-1, DUR-3) is thorough: it empties all three indexes
 and walks the whole file batch by batch, in chunks of 1 MiB, checking each batch's
 length, magic and CRC-32C and that its offsets follow the previous batch's and stay below
-the next segment's base offset. As it goes it writes the index entries exactly where an
-append would have (INDEX-4: the rule is `needs_index_entry`, the same one appends use), so a
-rebuilt index equals the one the appends wrote. At the first bad batch it stops and cuts
+the next segment's base offset. Each valid batch goes through `Segment.index_batch`, the
+very loop appends run (INDEX-4), so a rebuilt index equals the one the appends wrote by
+construction, not by two loops kept alike. At the first bad batch it stops and cuts
 the file there: a torn write leaves a valid prefix, and nothing before it is touched. The
 `.txnindex` is rebuilt later, from the transaction markers the producer state replays
 (TXN-7).
@@ -36,7 +36,6 @@ from kafka_ref.errors import CorruptRecordError, InvalidRecordError
 from kafka_ref.log.abstract_index import IndexCorruptError, IndexOffsetOverflowError
 from kafka_ref.log.offset_index import needs_index_entry
 from kafka_ref.log.segment import Segment
-from kafka_ref.log.time_index import NO_TIMESTAMP, TimestampOffset
 from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, validate_batch
 
 logger = logging.getLogger("kafka_ref.log.segment_recovery")
@@ -84,11 +83,8 @@ def recover_segment(segment: Segment, next_segment_base: int | None = None) -> i
     so those order checks are all that guards the offsets (as in Kafka).
     """
     limit = float("inf") if next_segment_base is None else next_segment_base
-    segment.offset_index.reset()
-    segment.time_index.reset()
-    segment.txn_index.reset()  # rebuilt from the markers by the producer state (TXN-7)
-    valid = last_entry = 0
-    max_ts = TimestampOffset(NO_TIMESTAMP, segment.base_offset)
+    segment.start_rebuild()
+    valid = 0
     expected = segment.base_offset
     chunk, chunk_pos, size = b"", 0, segment.log.size
     try:
@@ -105,14 +101,7 @@ def recover_segment(segment: Segment, next_segment_base: int | None = None) -> i
             if header.base_offset < expected or header.last_offset >= limit:
                 raise InvalidRecordError(f"offsets {header.base_offset}.. out of order")
             segment.offset_index.relative_offset(header.last_offset)
-            if header.max_timestamp > max_ts.timestamp:
-                max_ts = TimestampOffset(header.max_timestamp, header.last_offset)
-            if needs_index_entry(valid - last_entry, segment.index_interval_bytes):
-                if not segment.offset_index.is_full():
-                    segment.offset_index.append(header.last_offset, valid)
-                if not segment.time_index.is_full():
-                    segment.time_index.maybe_append(*max_ts)
-                last_entry = valid
+            segment.index_batch(valid, header.size, header.last_offset, header.max_timestamp)
             valid += header.size
             expected = header.next_offset
     except (CorruptRecordError, InvalidRecordError, IndexOffsetOverflowError) as err:
@@ -120,8 +109,9 @@ def recover_segment(segment: Segment, next_segment_base: int | None = None) -> i
     truncated = segment.log.truncate_to(valid)
     if truncated:
         logger.warning("%s: recovery truncated %d bytes", segment.log.path, truncated)
-    segment.take_file_state(expected, max_ts)
+    largest = segment.max_timestamp_so_far
+    segment.take_file_state(expected, largest)
     segment.offset_index.trim_to_valid_size()
-    segment.time_index.maybe_append(*max_ts, skip_full_check=True)
+    segment.time_index.maybe_append(*largest, skip_full_check=True)
     segment.time_index.trim_to_valid_size()
     return truncated
