@@ -33,17 +33,14 @@ from typing import NamedTuple
 from kafka_ref.errors import CorruptRecordError, KafkaStorageError
 from kafka_ref.record.batch import (
     HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC_V2,
     BatchHeader,
     RecordBatch,
     TimestampType,
+    walk_batches,
 )
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
 _PREFIX = struct.Struct(">qiibIhi")
-_SCAN_CHUNK = 16 * 1024
-_MIN_BATCH = HEADER_SIZE
 
 
 def pread_fully(fd: int, position: int, length: int) -> bytes:
@@ -187,19 +184,14 @@ class FileRecords:
         like a v2 batch, or a batch running past `end`, raises CorruptRecordError.
         """
         end = self.size if end is None else end
-        pos, chunk, chunk_pos = start, b"", start
-        while pos < end:
-            offset_in_chunk = pos - chunk_pos
-            if offset_in_chunk + _PREFIX.size > len(chunk):
-                chunk, chunk_pos, offset_in_chunk = self.read(pos, _SCAN_CHUNK), pos, 0
-                if len(chunk) < _PREFIX.size:
-                    raise CorruptRecordError(f"partial batch header at {pos} in {self.path}")
-            base, length, _, magic, _, _, delta = _PREFIX.unpack_from(chunk, offset_in_chunk)
-            size = length + LOG_OVERHEAD
-            if magic != MAGIC_V2 or size < _MIN_BATCH or pos + size > end or delta < 0:
-                raise CorruptRecordError(f"no valid batch at position {pos} of {self.path}")
-            yield BatchPosition(pos, size, base, base + delta)
-            pos += size
+        try:
+            for span in walk_batches(self.read, start, end, header_bytes=_PREFIX.size):
+                base, _, _, _, _, _, delta = _PREFIX.unpack_from(span.chunk, span.at)
+                if delta < 0:
+                    raise CorruptRecordError(f"lastOffsetDelta {delta} at position {span.position}")
+                yield BatchPosition(span.position, span.size, base, base + delta)
+        except CorruptRecordError as err:
+            raise CorruptRecordError(f"no valid batch in {self.path}: {err}") from None
 
     def search_for_offset(self, target: int, start: int = 0) -> BatchPosition | None:
         """The first batch from `start` whose last offset is >= target (it holds target,
@@ -219,17 +211,11 @@ class FileRecords:
         chunk at a time, the records never. A header that does not parse, or a batch
         running past the end of the file, raises CorruptRecordError.
         """
-        end = self.size
-        pos, chunk, chunk_pos = start, b"", start
-        while pos < end:
-            at = pos - chunk_pos
-            if at + HEADER_SIZE > len(chunk):
-                chunk, chunk_pos, at = self.read(pos, _SCAN_CHUNK), pos, 0
-            header = BatchHeader.parse(chunk, at)
-            if pos + header.size > end:
-                raise CorruptRecordError(f"partial batch at position {pos} of {self.path}")
-            yield pos, header
-            pos += header.size
+        try:
+            for span in walk_batches(self.read, start, self.size, header_bytes=HEADER_SIZE):
+                yield span.position, BatchHeader.parse(span.chunk, span.at)
+        except CorruptRecordError as err:
+            raise CorruptRecordError(f"no valid batch in {self.path}: {err}") from None
 
     def search_for_timestamp(
         self, timestamp: int, start: int, starting_offset: int

@@ -55,7 +55,7 @@ from kafka_ref.log.file_records import BatchPosition, FileRecords, FileSlice, Ti
 from kafka_ref.log.offset_index import OffsetIndex, needs_index_entry
 from kafka_ref.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
-from kafka_ref.record.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, walk_buffer
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 CLEANED_SUFFIX, SWAP_SUFFIX, DELETED_SUFFIX = ".cleaned", ".swap", ".deleted"
@@ -189,12 +189,10 @@ class Segment:
         rolling again would not help.
         """
         view = memoryview(records).cast("B")
-        size = view.nbytes
-        batches, pos = [], 0
-        while pos < size:
-            base, length, delta, max_ts = _BATCH_FIELDS.unpack_from(view, pos)
-            batches.append((pos, length + LOG_OVERHEAD, base + delta, max_ts))
-            pos += length + LOG_OVERHEAD
+        batches = []
+        for span in walk_buffer(view, header_bytes=_BATCH_FIELDS.size):
+            base, _, delta, max_ts = _BATCH_FIELDS.unpack_from(span.chunk, span.at)
+            batches.append((span.position, span.size, base + delta, max_ts))
         if not batches:
             return
         self.offset_index.relative_offset(batches[-1][2])  # refuse before writing a byte

@@ -36,7 +36,7 @@ from kafka_ref.errors import CorruptRecordError, InvalidRecordError
 from kafka_ref.log.abstract_index import IndexCorruptError, IndexOffsetOverflowError
 from kafka_ref.log.offset_index import needs_index_entry
 from kafka_ref.log.segment import Segment
-from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, validate_batch
+from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, validate_batch, walk_batches
 
 logger = logging.getLogger("kafka_ref.log.segment_recovery")
 
@@ -86,18 +86,16 @@ def recover_segment(segment: Segment, next_segment_base: int | None = None) -> i
     segment.start_rebuild()
     valid = 0
     expected = segment.base_offset
-    chunk, chunk_pos, size = b"", 0, segment.log.size
+    spans = walk_batches(
+        segment.log.read, 0, segment.log.size, header_bytes=HEADER_SIZE, chunk_size=_RECOVERY_CHUNK
+    )
     try:
-        while valid < size:
-            if valid - chunk_pos + HEADER_SIZE > len(chunk):
-                chunk, chunk_pos = segment.log.read(valid, _RECOVERY_CHUNK), valid
-            header = BatchHeader.parse(chunk, valid - chunk_pos)
-            if valid + header.size > size:
-                raise CorruptRecordError(f"batch at {valid} runs past the end of the file")
-            if valid - chunk_pos + header.size > len(chunk):
-                chunk = segment.log.read(valid, max(_RECOVERY_CHUNK, header.size))
-                chunk_pos = valid
-            validate_batch(chunk, valid - chunk_pos, check_count=False)
+        for span in spans:
+            header = BatchHeader.parse(span.chunk, span.at)
+            chunk, at = span.chunk, span.at
+            if at + span.size > len(chunk):  # a batch larger than what the walk read
+                chunk, at = segment.log.read(valid, span.size), 0
+            validate_batch(chunk, at, check_count=False)
             if header.base_offset < expected or header.last_offset >= limit:
                 raise InvalidRecordError(f"offsets {header.base_offset}.. out of order")
             segment.offset_index.relative_offset(header.last_offset)

@@ -39,9 +39,10 @@ Rules: BATCH-1..BATCH-4, BATCH-7..BATCH-11 in spec/record.md.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -219,15 +220,84 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
     struct.pack_into(">I", buf, pos + 17, compute_crc(buf, pos, header.size))
 
 
+class BatchSpan(NamedTuple):
+    """Where one batch lies: its position and size in the source, and bytes `chunk` that
+    hold at least its first `header_bytes` from `chunk[at]`."""
+
+    position: int
+    size: int
+    chunk: bytes | memoryview
+    at: int
+
+
+WALK_CHUNK = 16 * 1024  # a file is read this much at a time when only headers are needed
+
+
+def walk_batches(
+    read: Callable[[int, int], bytes | memoryview],
+    start: int,
+    end: int,
+    *,
+    header_bytes: int = LOG_OVERHEAD + 5,
+    chunk_size: int = WALK_CHUNK,
+    partial_tail: bool = False,
+) -> Iterator[BatchSpan]:
+    """Each v2 batch from `start` (a batch boundary) to `end`, header first: the one walker
+    every reader of batches uses, over a produce request, a fetch answer, a `.log` file or
+    a segment in recovery.
+
+    Batches lie end to end, each opening with its base offset and its length (the bytes
+    after these 12), so a reader goes from one to the next by its length alone, reading
+    `chunk_size` bytes at a time with `read(position, length)`, and never decodes a record.
+    Checked here: the magic (2) and a length that can hold the header. A header that fails
+    them, or a batch running past `end`, raises CorruptRecordError, unless `partial_tail`:
+    then a last batch cut short ends the walk (a fetch answer may end in one, KIP-74).
+    """
+    pos, chunk, chunk_pos = start, b"", start
+    while pos < end:
+        at = pos - chunk_pos
+        if at + header_bytes > len(chunk):
+            chunk, chunk_pos, at = read(pos, max(chunk_size, header_bytes)), pos, 0
+        if len(chunk) - at < min(header_bytes, end - pos) or end - pos < LOG_OVERHEAD + 5:
+            if partial_tail:
+                return
+            raise CorruptRecordError(f"partial batch header at position {pos}")
+        _, length, _, magic = _LENGTH_AND_MAGIC.unpack_from(chunk, at)
+        if magic != MAGIC_V2:
+            raise CorruptRecordError(f"magic {magic} where a v2 batch (magic 2) was expected")
+        if length < _MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"batchLength {length} is below the header's 49")
+        size = length + LOG_OVERHEAD
+        if pos + size > end:
+            if partial_tail:
+                return
+            raise CorruptRecordError(f"partial batch at position {pos}")
+        yield BatchSpan(pos, size, chunk, at)
+        pos += size
+
+
+def walk_buffer(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    header_bytes: int = LOG_OVERHEAD + 5,
+    partial_tail: bool = False,
+) -> Iterator[BatchSpan]:
+    """`walk_batches` over batches in memory: the whole buffer is the one chunk."""
+    view = memoryview(buf).cast("B")
+    return walk_batches(
+        lambda position, _: view[position:],
+        pos,
+        view.nbytes,
+        header_bytes=header_bytes,
+        partial_tail=partial_tail,
+    )
+
+
 def iter_batch_headers(buf: bytes | memoryview, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
     """(position, header) of each batch in a buffer of whole batches; no CRC check."""
-    end = len(buf)
-    while pos < end:
-        header = BatchHeader.parse(buf, pos)
-        if pos + header.size > end:
-            raise CorruptRecordError(f"partial batch at position {pos}")
-        yield pos, header
-        pos += header.size
+    for span in walk_buffer(buf, pos, header_bytes=HEADER_SIZE):
+        yield span.position, BatchHeader.parse(span.chunk, span.at)
 
 
 class RecordBatch:

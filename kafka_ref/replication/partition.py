@@ -42,7 +42,6 @@ Rules: REPL-1..REPL-9, ISR-1..ISR-5.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -58,7 +57,7 @@ from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log import Log, LogReadInfo
 from kafka_ref.log.producer_entry import AppendOrigin
 from kafka_ref.log.validator import AppendInfo
-from kafka_ref.record.batch import LOG_OVERHEAD
+from kafka_ref.record.batch import walk_buffer
 from kafka_ref.replication.isr import can_join_isr, out_of_sync_replicas
 from kafka_ref.replication.leader_epoch import (
     UNDEFINED_EPOCH,
@@ -83,7 +82,6 @@ from kafka_ref.seams import seam
 logger = logging.getLogger("kafka_ref.replication.partition")
 
 CONSUMER_REPLICA_ID = -1
-_BATCH_LENGTH = struct.Struct(">i")  # a batch's length field, at byte 8 of its header
 
 
 @seam
@@ -109,15 +107,13 @@ def segment_sized_chunks(records: bytes | memoryview, segment_bytes: int) -> lis
     as on the leader). Kafka's leaders read from one segment per fetch, which bounds the
     same thing from the other side."""
     view = memoryview(records).cast("B")
-    chunks, start, pos = [], 0, 0
-    while pos + LOG_OVERHEAD <= view.nbytes:
-        size = _BATCH_LENGTH.unpack_from(view, pos + 8)[0] + LOG_OVERHEAD
-        if pos > start and pos + size - start > segment_bytes:
-            chunks.append(view[start:pos])
-            start = pos
-        pos += size
+    chunks, start = [], 0
+    for span in walk_buffer(view, partial_tail=True):
+        if span.position > start and span.position + span.size - start > segment_bytes:
+            chunks.append(view[start : span.position])
+            start = span.position
     if start < view.nbytes:
-        chunks.append(view[start:])
+        chunks.append(view[start:])  # with a batch cut short at the end, as fetched
     return chunks
 
 
