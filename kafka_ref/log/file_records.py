@@ -33,6 +33,7 @@ from typing import NamedTuple
 from kafka_ref.errors import CorruptRecordError, KafkaStorageError
 from kafka_ref.record.batch import (
     HEADER_SIZE,
+    HEADER_STRUCT,
     BatchHeader,
     RecordBatch,
     TimestampType,
@@ -185,8 +186,8 @@ class FileRecords:
         """
         end = self.size if end is None else end
         try:
-            for span in walk_batches(self.read, start, end, header_bytes=_PREFIX.size):
-                base, _, _, _, _, _, delta = _PREFIX.unpack_from(span.chunk, span.at)
+            for span in walk_batches(self.read, start, end, header=_PREFIX):
+                base, _, _, _, _, _, delta = span.fields
                 if delta < 0:
                     raise CorruptRecordError(f"lastOffsetDelta {delta} at position {span.position}")
                 yield BatchPosition(span.position, span.size, base, base + delta)
@@ -212,8 +213,8 @@ class FileRecords:
         running past the end of the file, raises CorruptRecordError.
         """
         try:
-            for span in walk_batches(self.read, start, self.size, header_bytes=HEADER_SIZE):
-                yield span.position, BatchHeader.parse(span.chunk, span.at)
+            for span in walk_batches(self.read, start, self.size, header=HEADER_STRUCT):
+                yield span.position, BatchHeader(*span.fields)
         except CorruptRecordError as err:
             raise CorruptRecordError(f"no valid batch in {self.path}: {err}") from None
 

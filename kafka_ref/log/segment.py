@@ -59,8 +59,8 @@ from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, walk_buffer
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 CLEANED_SUFFIX, SWAP_SUFFIX, DELETED_SUFFIX = ".cleaned", ".swap", ".deleted"
-# baseOffset (0), batchLength (8), lastOffsetDelta (23), maxTimestamp (35) of a v2 header
-_BATCH_FIELDS = struct.Struct(">qi11xi8xq")
+# baseOffset, batchLength, partitionLeaderEpoch, magic, lastOffsetDelta (23), maxTimestamp (35)
+_BATCH_FIELDS = struct.Struct(">qiib6xi8xq")
 _JUMP_DISTANCE = 64 * 1024  # beyond this, finding a read's end jumps via the index
 
 
@@ -190,8 +190,8 @@ class Segment:
         """
         view = memoryview(records).cast("B")
         batches = []
-        for span in walk_buffer(view, header_bytes=_BATCH_FIELDS.size):
-            base, _, delta, max_ts = _BATCH_FIELDS.unpack_from(span.chunk, span.at)
+        for span in walk_buffer(view, header=_BATCH_FIELDS):
+            base, _, _, _, delta, max_ts = span.fields
             batches.append((span.position, span.size, base + delta, max_ts))
         if not batches:
             return
@@ -237,6 +237,8 @@ class Segment:
     def _check_index_room(self, batches: list[tuple[int, int, int, int]]) -> None:
         """Refuse, before a byte is written, an append whose index entries would not fit
         (SEG-9): the same rule as the loop of `append`, counted ahead."""
+        if len(batches) <= min(self.offset_index.free_entries, self.time_index.free_entries):
+            return  # at most one entry per batch: room, whatever the rule decides
         offsets = times = 0
         since = self._bytes_since_last_index_entry
         max_timestamp = self.max_timestamp_so_far.timestamp

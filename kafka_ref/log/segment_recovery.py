@@ -36,7 +36,7 @@ from kafka_ref.errors import CorruptRecordError, InvalidRecordError
 from kafka_ref.log.abstract_index import IndexCorruptError, IndexOffsetOverflowError
 from kafka_ref.log.offset_index import needs_index_entry
 from kafka_ref.log.segment import Segment
-from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, validate_batch, walk_batches
+from kafka_ref.record.batch import HEADER_STRUCT, BatchHeader, validate_batch, walk_batches
 
 logger = logging.getLogger("kafka_ref.log.segment_recovery")
 
@@ -87,11 +87,11 @@ def recover_segment(segment: Segment, next_segment_base: int | None = None) -> i
     valid = 0
     expected = segment.base_offset
     spans = walk_batches(
-        segment.log.read, 0, segment.log.size, header_bytes=HEADER_SIZE, chunk_size=_RECOVERY_CHUNK
+        segment.log.read, 0, segment.log.size, header=HEADER_STRUCT, chunk_size=_RECOVERY_CHUNK
     )
     try:
         for span in spans:
-            header = BatchHeader.parse(span.chunk, span.at)
+            header = BatchHeader(*span.fields)
             chunk, at = span.chunk, span.at
             if at + span.size > len(chunk):  # a batch larger than what the walk read
                 chunk, at = segment.log.read(valid, span.size), 0

@@ -58,6 +58,7 @@ CRC_START = 21
 _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_STRUCT = _HEADER  # the whole 61-byte header, as `walk_batches` unpacks it
 _OFFSET_AND_EPOCH = struct.Struct(">q")  # baseOffset at 0
 _EPOCH = struct.Struct(">i")  # partitionLeaderEpoch at 12
 _LENGTH_AND_MAGIC = struct.Struct(">qiib")
@@ -221,16 +222,20 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -
 
 
 class BatchSpan(NamedTuple):
-    """Where one batch lies: its position and size in the source, and bytes `chunk` that
-    hold at least its first `header_bytes` from `chunk[at]`."""
+    """Where one batch lies, and its first header fields: its position and size in the
+    source, the fields `header` unpacked (base offset, batch length, partition leader
+    epoch, magic, then whatever else it asks for), and bytes `chunk` that hold the header
+    from `chunk[at]`."""
 
     position: int
     size: int
+    fields: tuple
     chunk: bytes | memoryview
     at: int
 
 
 WALK_CHUNK = 16 * 1024  # a file is read this much at a time when only headers are needed
+WALK_HEADER = _LENGTH_AND_MAGIC  # the fields every walk needs: base offset, length, epoch, magic
 
 
 def walk_batches(
@@ -238,7 +243,8 @@ def walk_batches(
     start: int,
     end: int,
     *,
-    header_bytes: int = LOG_OVERHEAD + 5,
+    header: struct.Struct = WALK_HEADER,
+    header_bytes: int | None = None,
     chunk_size: int = WALK_CHUNK,
     partial_tail: bool = False,
 ) -> Iterator[BatchSpan]:
@@ -249,22 +255,28 @@ def walk_batches(
     Batches lie end to end, each opening with its base offset and its length (the bytes
     after these 12), so a reader goes from one to the next by its length alone, reading
     `chunk_size` bytes at a time with `read(position, length)`, and never decodes a record.
-    Checked here: the magic (2) and a length that can hold the header. A header that fails
-    them, or a batch running past `end`, raises CorruptRecordError, unless `partial_tail`:
-    then a last batch cut short ends the walk (a fetch answer may end in one, KIP-74).
+    `header` (a struct opening with `>qiib`) is unpacked once per batch and handed over;
+    `header_bytes` (default: the struct's size) must be in the chunk. Checked here: the
+    magic (2) and a length that can hold the header. A header that fails them, or a batch
+    running past `end`, raises CorruptRecordError, unless `partial_tail`: then a last
+    batch cut short ends the walk (a fetch answer may end in one, KIP-74).
     """
+    assert header.format.startswith(">qiib"), f"{header.format} does not open a batch header"
+    need = max(header.size, header_bytes or 0)
+    unpack = header.unpack_from
     pos, chunk, chunk_pos = start, b"", start
     while pos < end:
         at = pos - chunk_pos
-        if at + header_bytes > len(chunk):
-            chunk, chunk_pos, at = read(pos, max(chunk_size, header_bytes)), pos, 0
-        if len(chunk) - at < min(header_bytes, end - pos) or end - pos < LOG_OVERHEAD + 5:
+        if at + need > len(chunk):
+            chunk, chunk_pos, at = read(pos, max(chunk_size, need)), pos, 0
+        if len(chunk) - at < need:
             if partial_tail:
                 return
             raise CorruptRecordError(f"partial batch header at position {pos}")
-        _, length, _, magic = _LENGTH_AND_MAGIC.unpack_from(chunk, at)
-        if magic != MAGIC_V2:
-            raise CorruptRecordError(f"magic {magic} where a v2 batch (magic 2) was expected")
+        fields = unpack(chunk, at)
+        length = fields[1]
+        if fields[3] != MAGIC_V2:
+            raise CorruptRecordError(f"magic {fields[3]} where a v2 batch (magic 2) was expected")
         if length < _MIN_BATCH_LENGTH:
             raise CorruptRecordError(f"batchLength {length} is below the header's 49")
         size = length + LOG_OVERHEAD
@@ -272,7 +284,7 @@ def walk_batches(
             if partial_tail:
                 return
             raise CorruptRecordError(f"partial batch at position {pos}")
-        yield BatchSpan(pos, size, chunk, at)
+        yield BatchSpan(pos, size, fields, chunk, at)
         pos += size
 
 
@@ -280,7 +292,8 @@ def walk_buffer(
     buf: bytes | bytearray | memoryview,
     pos: int = 0,
     *,
-    header_bytes: int = LOG_OVERHEAD + 5,
+    header: struct.Struct = WALK_HEADER,
+    header_bytes: int | None = None,
     partial_tail: bool = False,
 ) -> Iterator[BatchSpan]:
     """`walk_batches` over batches in memory: the whole buffer is the one chunk."""
@@ -289,6 +302,7 @@ def walk_buffer(
         lambda position, _: view[position:],
         pos,
         view.nbytes,
+        header=header,
         header_bytes=header_bytes,
         partial_tail=partial_tail,
     )
@@ -296,8 +310,8 @@ def walk_buffer(
 
 def iter_batch_headers(buf: bytes | memoryview, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
     """(position, header) of each batch in a buffer of whole batches; no CRC check."""
-    for span in walk_buffer(buf, pos, header_bytes=HEADER_SIZE):
-        yield span.position, BatchHeader.parse(span.chunk, span.at)
+    for span in walk_buffer(buf, pos, header=_HEADER):
+        yield span.position, BatchHeader(*span.fields)
 
 
 class RecordBatch:
