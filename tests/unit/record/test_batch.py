@@ -3,7 +3,7 @@
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_ref.errors import (
@@ -19,6 +19,7 @@ from kafka_ref.record.batch import (
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
     HEADER_SIZE,
+    HEADER_STRUCT,
     BatchHeader,
     RecordBatch,
     TimestampType,
@@ -28,6 +29,8 @@ from kafka_ref.record.batch import (
     set_log_append_time,
     stamp_batch,
     validate_batch,
+    walk_batches,
+    walk_buffer,
 )
 from kafka_ref.record.compression import Compression, compress
 from kafka_ref.record.record import MalformedRecordError, Record, encode_record
@@ -357,3 +360,30 @@ def test_iter_batch_headers_walks_whole_batches(sample_records):
     assert [h.base_offset for _, h in walked] == [10, 20, 30]
     with pytest.raises(CorruptRecordError):
         list(iter_batch_headers(buf + batches[0][:30]))
+
+
+@pytest.mark.spec("BATCH-13")
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
+@given(
+    counts=st.lists(st.integers(1, 5), min_size=1, max_size=12),
+    chunk_size=st.integers(1, 400),
+    cut=st.integers(0, 60),
+)
+def test_walking_in_chunks_finds_what_walking_the_buffer_finds(counts, chunk_size, cut):
+    batches, offset = [], 0
+    for count in counts:
+        records = [Record(None, b"v" * count, timestamp=0) for _ in range(count)]
+        batches.append(build_batch(records, base_offset=offset))
+        offset += count
+    buf = b"".join(batches)
+    whole = [(s.position, s.size, s.fields) for s in walk_buffer(buf, header=HEADER_STRUCT)]
+    chunked = walk_batches(
+        lambda pos, n: buf[pos : pos + n], 0, len(buf), header=HEADER_STRUCT, chunk_size=chunk_size
+    )
+    assert [(s.position, s.size, s.fields) for s in chunked] == whole
+    assert [p for p, _, _ in whole] == [sum(map(len, batches[:i])) for i in range(len(batches))]
+    assert [f[0] for _, _, f in whole] == [sum(counts[:i]) for i in range(len(counts))]
+    torn = buf[: len(buf) - 1 - cut % (len(batches[-1]) - 1)]  # the last batch cut short
+    assert len(list(walk_buffer(torn, partial_tail=True))) == len(batches) - 1
+    with pytest.raises(CorruptRecordError):
+        list(walk_buffer(torn))
