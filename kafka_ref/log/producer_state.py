@@ -101,19 +101,22 @@ class CompletedTxn:
         )
 
 
+Application = tuple[int, BatchHeader, int, int]  # producer id, header, base offset, time
+
+
 @dataclass(slots=True)
 class PendingAppend:
     """The state an append would leave (Kafka: the `ProducerAppendInfo`s of one append):
-    entries to replace, or one batch to add (the produce path, without copies), and the
-    transactional batches and markers that open or close transactions (TXN-2)."""
+    each batch to apply to its producer's entry, in order, or the earlier append this one
+    duplicates; and the transactional batches and markers that open or close transactions
+    (TXN-2)."""
 
-    updated: dict[int, ProducerStateEntry]
+    applied: tuple[Application, ...] = ()
     duplicate: AppendInfo | None = None
-    single: tuple[int, BatchHeader, int, int] | None = None  # pid, header, base offset, time
     txn_batches: tuple[TxnBatch, ...] = ()
 
 
-_NOTHING = PendingAppend({})  # an append without producer ids: shared, never changed
+_NOTHING = PendingAppend()  # an append without producer ids: shared, never changed
 
 
 class ProducerStateManager:
@@ -183,38 +186,23 @@ class ProducerStateManager:
         client = origin is AppendOrigin.CLIENT
         leader = origin is not AppendOrigin.REPLICATION
         markers = markers or {}
-        if len(info.batches) == 1:  # a produce request: one batch, checked without copies
-            base_offset, header = info.batches[0]
-            pid = header.producer_id
-            if client and header.is_control:
-                raise InvalidRecordError("clients are not allowed to write control batches")
-            if pid < 0:
-                return _NOTHING
-            entry = self._entries.get(pid)
-            if client:
-                duplicate = check_client_batch(pid, entry, header)
-                if duplicate is not None:
-                    return PendingAppend({}, _duplicate_info(info, duplicate, duplicate))
-                check_txn_batch(pid, entry, header)
-            elif leader:
-                self._check_leader_batch(pid, entry, base_offset, header, markers)
-            ts = now if leader else append_time(header, now)
-            txn = ((base_offset, header, markers.get(base_offset)),)
-            txn = txn if header.is_transactional else ()
-            return PendingAppend({}, None, (pid, header, base_offset, ts), txn)
-        updated: dict[int, ProducerStateEntry] = {}
+        applied: list[Application] = []
         duplicates: list[BatchMetadata] = []
         txn_batches: list[TxnBatch] = []
+        # A producer's entry as this append's earlier batches leave it, copied only when a
+        # producer has a second batch in the append: a produce request's one batch is
+        # checked against the state itself, without a copy.
+        scratch: dict[int, ProducerStateEntry] = {}
+        writers: set[int] = set()  # the producers of this append's batches so far
         for base_offset, header in info.batches:
             pid = header.producer_id
             if client and header.is_control:
                 raise InvalidRecordError("clients are not allowed to write control batches")
             if pid < 0:
                 continue
-            entry = updated.get(pid)
-            if entry is None:
-                current = self._entries.get(pid)
-                entry = current.copy() if current is not None else None
+            if pid in writers and pid not in scratch:
+                scratch[pid] = self._entry_so_far(pid, applied)
+            entry = scratch[pid] if pid in scratch else self._entries.get(pid)
             if client:
                 duplicate = check_client_batch(pid, entry, header)
                 if duplicate is not None:
@@ -225,16 +213,27 @@ class ProducerStateManager:
                 self._check_leader_batch(pid, entry, base_offset, header, markers)
             if header.is_transactional:
                 txn_batches.append((base_offset, header, markers.get(base_offset)))
-            if entry is None:
-                entry = ProducerStateEntry(pid)
-            apply_batch(entry, header, base_offset, now if leader else append_time(header, now))
-            updated[pid] = entry
-        if not duplicates:
-            return PendingAppend(updated, txn_batches=tuple(txn_batches))
-        if len(duplicates) != len(info.batches):  # only possible with several batches
-            raise OutOfOrderSequenceError("an append mixes retried and new batches")
-        first, last = duplicates[0], duplicates[-1]
-        return PendingAppend({}, _duplicate_info(info, first, last))
+            application = (pid, header, base_offset, now if leader else append_time(header, now))
+            applied.append(application)
+            writers.add(pid)
+            if pid in scratch:
+                apply_batch(scratch[pid], *application[1:])
+        if duplicates:
+            if len(duplicates) != len(info.batches):  # only possible with several batches
+                raise OutOfOrderSequenceError("an append mixes retried and new batches")
+            return PendingAppend(duplicate=_duplicate_info(info, duplicates[0], duplicates[-1]))
+        if not applied:
+            return _NOTHING
+        return PendingAppend(tuple(applied), txn_batches=tuple(txn_batches))
+
+    def _entry_so_far(self, pid: int, applied: list[Application]) -> ProducerStateEntry:
+        """A copy of `pid`'s entry with this append's batches so far applied to it."""
+        current = self._entries.get(pid)
+        entry = current.copy() if current is not None else ProducerStateEntry(pid)
+        for p, header, base_offset, ts in applied:
+            if p == pid:
+                apply_batch(entry, header, base_offset, ts)
+        return entry
 
     @staticmethod
     def _check_leader_batch(
@@ -248,9 +247,7 @@ class ProducerStateManager:
 
     def commit(self, pending: PendingAppend, map_end_offset: int) -> list[CompletedTxn]:
         """Take the appended batches into the state; the transactions their markers ended."""
-        self._entries.update(pending.updated)
-        if pending.single is not None:
-            pid, header, base_offset, ts = pending.single
+        for pid, header, base_offset, ts in pending.applied:
             entry = self._entries.get(pid)
             if entry is None:
                 entry = self._entries[pid] = ProducerStateEntry(pid)
