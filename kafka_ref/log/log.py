@@ -293,8 +293,7 @@ class Log:
         """The LSO: the first offset of the oldest unfinished transaction, capped by the
         high watermark (Kafka: `UnifiedLog.lastStableOffset`, TXN-4; the rule is
         isolation.py's)."""
-        state = self.producer_state
-        state.on_high_watermark_updated(high_watermark)
+        state = self.producer_state  # read only: the HW's owner moves it (TXN-91)
         lso = last_stable_offset(
             state.ongoing_transactions.values(),
             state.unreplicated_transactions,

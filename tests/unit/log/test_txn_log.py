@@ -334,3 +334,19 @@ def test_an_lso_above_the_high_watermark_is_a_bug_caught_at_once(tmp_path, monke
     monkeypatch.setattr(log_module, "last_stable_offset", lambda *args: args[2] + 1)
     with pytest.raises(AssertionError, match="above the HW"):
         log.last_stable_offset(0)
+
+
+@pytest.mark.spec("TXN-91")
+def test_reading_the_lso_changes_nothing(tmp_path):
+    log = open_log(tmp_path)
+    a, b = Producer(1), Producer(2)
+    log.append(a.batch(2))
+    log.append(b.batch(1))
+    marker = end(log, a, COMMIT)  # a's transaction ends; b's stays open
+    state = log.producer_state
+    before = (dict(state.ongoing_transactions), list(state.unreplicated_transactions))
+    for high_watermark in (0, marker, marker + 1, log.log_end_offset):
+        log.last_stable_offset(high_watermark)
+    after = (dict(state.ongoing_transactions), list(state.unreplicated_transactions))
+    assert after == before, "a read of the LSO moved the producer state"
+    assert log.last_stable_offset(log.log_end_offset) == 2  # b's first offset
