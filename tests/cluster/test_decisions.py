@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ref.cluster.assignment import assign_replicas_to_brokers, rack_alternated
+from kafka_ref.cluster.controller_context import Reassignment
 from kafka_ref.cluster.election import next_state, preferred_leader, reassignment_leader
 from kafka_ref.cluster.leader_balance import imbalanced_partitions
 from kafka_ref.cluster.metadata import InvalidReplicationFactorError, PartitionState
-from kafka_ref.cluster.reassignment import Reassignment, replication_factor_change, validate_target
+from kafka_ref.cluster.reassignment import replication_factor_change, validate_target
 from kafka_ref.cluster.zk_data import split_connect
 from kafka_ref.cluster.zk_metadata import is_stale
 
