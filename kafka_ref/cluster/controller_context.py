@@ -5,7 +5,7 @@ when a broker becomes controller, kept up to date by every event the controller 
 (controller.py), and cleared when it resigns. Every part of the controller (broker_change.py,
 reassignment.py, leader_balance.py, log_dir_events.py, partition_states.py) reads and
 changes the cluster through one `ControllerContext`; none of them holds a copy. Only the
-controller's event thread touches it, so it needs no lock.
+controller's event thread changes it, so it needs no lock (the metrics copy what they read).
 
 * **The controller epoch** and the version of `/controller_epoch` that fences every write
   (CTRL-2, CTRL-4). The epoch only grows: each election increments it in ZooKeeper, and a
@@ -14,7 +14,8 @@ controller's event thread touches it, so it needs no lock.
 * **Topics**: each partition's assigned replicas, each topic's config overrides.
 * **Partition states**: leader, leader epoch, ISR, with the version of the state znode,
   the partition epoch that AlterPartition checks (CTRL-22).
-* **Reassignments** in progress (reassignment.py) and **replicas in failed log dirs**
+* **Reassignments** in progress, each a `Reassignment` from its original replicas (ORS) to
+  its target replicas (TRS) (reassignment.py), and **replicas in failed log dirs**
   (log_dir_events.py), which count as not live for their partition only (CTRL-30).
 
 Rules: CTRL-3, CTRL-30.

@@ -28,6 +28,8 @@ A target may hold more or fewer replicas than ORS: that changes the partition's 
 factor. Since KIP-860 a request (v1+) can forbid it: with `allow_replication_factor_change`
 false such a target is INVALID_REPLICATION_FACTOR (CTRL-33).
 
+Each move is a `Reassignment` (ORS and TRS; Kafka's `ReplicaAssignment`), kept in the
+controller's context (controller_context.py) where every part sees which partitions move.
 `PartitionReassignment` is a part of the controller, run on its event thread like the rest
 and constructed with what it uses: the topic znode's calls of ZooKeeper, the controller's
 context (where the moves in progress are kept, for the other parts to see), the partition
