@@ -23,6 +23,8 @@ answer it (Kafka's `KafkaAdminClient`):
 | transactions       | see admin_transactions.py (KIP-664)            |                  |
 | ACLs               | see admin_acls.py: any broker                  |                  |
 | client quotas      | see admin_quotas.py: any broker                |                  |
+| SCRAM users        | see admin_scram.py: any broker                 |                  |
+| reassignments      | see admin_replicas.py: the controller          |                  |
 
 The controller can move, so NOT_CONTROLLER means "refresh the metadata and resend".
 Each call blocks until every answer arrived and raises a `KafkaError` naming the first
