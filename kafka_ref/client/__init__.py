@@ -8,7 +8,9 @@ They mirror the Java client's architecture and names, one concept per module:
                     offset_lookup.py, consumer_coordinator.py      │   -> connection.py
                     (abstract_coordinator.py, heartbeat.py,        │
                      offset_committer.py)                          │
-    admin.py, admin_groups.py ─────────────────────────────────────┘
+    admin.py -> admin_requests.py ─────────────────────────────────┘
+      (admin_groups.py, admin_transactions.py, admin_acls.py,
+       admin_quotas.py, admin_scram.py, admin_replicas.py)
                                                  cluster_view.py: the cluster view they share
     transaction_manager.py: transactions (transaction_state.py, txn_requests.py) on top of
     idempotence.py, the idempotent producer's id, epoch and sequences (sender.py's)

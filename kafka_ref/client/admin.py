@@ -23,6 +23,8 @@ answer it (Kafka's `KafkaAdminClient`):
 | transactions       | see admin_transactions.py (KIP-664)            |                  |
 | ACLs               | see admin_acls.py: any broker                  |                  |
 | client quotas      | see admin_quotas.py: any broker                |                  |
+| SCRAM users        | see admin_scram.py: any broker                 |                  |
+| reassignments      | see admin_replicas.py: the controller          |                  |
 
 The controller can move, so NOT_CONTROLLER means "refresh the metadata and resend".
 Each call blocks until every answer arrived and raises a `KafkaError` naming the first
@@ -30,13 +32,24 @@ resource that failed (Kafka returns a future per resource; `all().get()` is the 
 use, and the one this client offers). `num_partitions=-1` and `replication_factor=-1` ask
 for the broker's defaults (`num.partitions`, `default.replication.factor`, KIP-464).
 
+**One flat interface, parts inside.** Kafka's `Admin` is a single interface
+(`Admin.createTopics`, `describeConfigs`, `createAcls`, `listConsumerGroupOffsets`...), and
+so is this one: every operation is a method of `Admin`, as in Java and in the tools that
+call it. Inside, each area is an object `Admin` composes, constructed with only the routes
+it uses (admin_requests.py): `AclAdmin`, `QuotaAdmin` and `ScramAdmin` a request to any
+broker; `ReplicaAdmin` the route to the controller; `GroupAdmin` and `TransactionAdmin`
+the cluster, a broker, and a coordinator. The methods of those areas are listed below as
+one-line delegations: the whole API reads in one place, and each area's constructor says
+what it depends on. Topics, configs, log dirs and records, the first admin operations
+(KIP-4), are `Admin`'s own.
+
 Spec rules: CLIENT-18, CLIENT-30 (spec/client.md).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -48,7 +61,8 @@ from kafka_ref.client.admin_groups import (
     MemberDescription,
 )
 from kafka_ref.client.admin_quotas import QuotaAdmin
-from kafka_ref.client.admin_replicas import ReplicaAdmin
+from kafka_ref.client.admin_replicas import Outcomes, ReplicaAdmin
+from kafka_ref.client.admin_requests import AdminRequests, check
 from kafka_ref.client.admin_scram import ScramAdmin
 from kafka_ref.client.admin_transactions import (
     ProducerState,
@@ -61,7 +75,7 @@ from kafka_ref.client.connection import parse_bootstrap_servers
 from kafka_ref.client.network_client import NetworkClient, now_ms
 from kafka_ref.client.offset_lookup import OffsetFetcher
 from kafka_ref.client.subscription_state import SubscriptionState
-from kafka_ref.common import TopicPartition
+from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import (
@@ -74,6 +88,8 @@ from kafka_ref.protocol.messages import (
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
+from kafka_ref.quota.entity import QuotaEntity
+from kafka_ref.security.acls import AclBinding, AclBindingFilter
 from kafka_ref.security.client_security import ClientSecurity, resolve_security
 
 __all__ = [
@@ -162,13 +178,7 @@ class ConfigEntry(NamedTuple):
         return self.source == ConfigEntry.DEFAULT_CONFIG
 
 
-def _check(what: str, code: int, message: str | None = None) -> None:
-    error = error_code(code)
-    if error != ErrorCode.NO_ERROR:
-        raise KafkaError(f"{what}: {message or error.name}", code=error)
-
-
-class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, ReplicaAdmin):
+class Admin:
     """Kafka's admin client, blocking: every method returns when the brokers have answered."""
 
     def __init__(
@@ -193,26 +203,27 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
             request_timeout_ms=request_timeout_ms,
             security=resolve_security(security),
         )
-
-    # -- routing -----------------------------------------------------------------------
-
-    def _cluster(self, refresh: bool = False):
-        if refresh or self.metadata.fetch().is_bootstrap:
-            self.client.await_metadata(self.request_timeout_ms)
-        return self.metadata.fetch()
+        requests = AdminRequests(self.client, self.metadata, request_timeout_ms)
+        self._requests = requests
+        self._groups = GroupAdmin(requests)
+        self._transactions = TransactionAdmin(requests)
+        self._acls = AclAdmin(requests.send_to_any)
+        self._quotas = QuotaAdmin(requests.send_to_any)
+        self._scram = ScramAdmin(requests.send_to_any)
+        self._replicas = ReplicaAdmin(requests)
 
     def _to_controller(self, api_key: ApiKey, body: Any, results: str, name: str) -> Any:
-        """Send to the controller; on NOT_CONTROLLER, refresh and send once more."""
-        for attempt in range(2):
-            controller = self._cluster(refresh=attempt > 0).controller_id
-            response = self.client.send_and_wait(
-                controller if controller >= 0 else None, api_key, body, self.request_timeout_ms
-            )
-            items = getattr(response, results)
-            if not any(error_code(i.error_code) == ErrorCode.NOT_CONTROLLER for i in items):
-                break
-        for item in items:
-            _check(
+        """Send to the controller, again if any result says NOT_CONTROLLER; raise for the
+        first result that failed."""
+
+        def not_controller(response: Any) -> ErrorCode:
+            codes = (error_code(i.error_code) for i in getattr(response, results))
+            moved = any(code == ErrorCode.NOT_CONTROLLER for code in codes)
+            return ErrorCode.NOT_CONTROLLER if moved else ErrorCode.NO_ERROR
+
+        response = self._requests.to_controller(api_key, body, not_controller)
+        for item in getattr(response, results):
+            check(
                 f"{name} {getattr(item, 'name', '')}".strip(),
                 item.error_code,
                 getattr(item, "error_message", None),
@@ -272,9 +283,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
             else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False,
         )
-        response = self.client.send_and_wait(
-            None, ApiKey.METADATA, request, self.request_timeout_ms
-        )
+        response = self._requests.send(None, ApiKey.METADATA, request)
         if topics is None:  # a full answer is also a fresh cluster view
             self.metadata.update(response, now_ms())
         return response
@@ -289,13 +298,13 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
         response = self._metadata(names)
         described = []
         for topic in response.topics:
-            _check(f"describe topic {topic.name}", topic.error_code)
+            check(f"describe topic {topic.name}", topic.error_code)
             described.append(TopicDescription(topic.name, topic.is_internal, partitions_of(topic)))
         return sorted(described)
 
     def describe_cluster(self) -> tuple[list[Node], int, str | None]:
         """(brokers, controller id, cluster id)."""
-        cluster = self._cluster(refresh=True)
+        cluster = self._requests.cluster(refresh=True)
         return list(cluster.nodes), cluster.controller_id, cluster.cluster_id
 
     # -- configs and records -----------------------------------------------------------
@@ -322,13 +331,11 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
                 ],
                 include_synonyms=include_synonyms,
             )
-            self._cluster()
-            response = self.client.send_and_wait(
-                node, ApiKey.DESCRIBE_CONFIGS, request, self.request_timeout_ms
-            )
+            self._requests.cluster()
+            response = self._requests.send(node, ApiKey.DESCRIBE_CONFIGS, request)
             for result in response.results:
                 what = f"describe configs of {resource.name}"
-                _check(what, result.error_code, result.error_message)
+                check(what, result.error_code, result.error_message)
                 out[resource] = {
                     c.name: ConfigEntry(
                         c.name,
@@ -362,26 +369,21 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
             ],
             validate_only=validate_only,
         )
-        self._cluster()
+        self._requests.cluster()
         node = _node_of(resource)
-        response = self.client.send_and_wait(
-            node, ApiKey.INCREMENTAL_ALTER_CONFIGS, request, self.request_timeout_ms
-        )
+        response = self._requests.send(node, ApiKey.INCREMENTAL_ALTER_CONFIGS, request)
         for result in response.responses:
-            _check(f"alter configs of {resource.name}", result.error_code, result.error_message)
+            check(f"alter configs of {resource.name}", result.error_code, result.error_message)
 
     def describe_log_dirs(self, brokers: Iterable[int]) -> dict[int, list[LogDirInfo]]:
         """Each broker's log directories with every partition in them (DescribeLogDirs)."""
-        self._cluster()
+        self._requests.cluster()
         out: dict[int, list[LogDirInfo]] = {}
         for broker in brokers:
-            response = self.client.send_and_wait(
-                broker,
-                ApiKey.DESCRIBE_LOG_DIRS,
-                DescribeLogDirsRequest(topics=None),
-                self.request_timeout_ms,
+            response = self._requests.send(
+                broker, ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest(topics=None)
             )
-            _check(f"describe log dirs of broker {broker}", response.error_code)
+            check(f"describe log dirs of broker {broker}", response.error_code)
             out[broker] = [
                 LogDirInfo(
                     r.log_dir,
@@ -401,7 +403,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
     def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records below the given offsets (-1: the high watermark); returns the new
         low watermarks. Sent to each partition's leader."""
-        cluster = self._cluster(refresh=True)
+        cluster = self._requests.cluster(refresh=True)
         by_leader: dict[int, dict[TopicPartition, int]] = {}
         for tp, offset in before.items():
             tp = TopicPartition(*tp)
@@ -425,13 +427,11 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
                 ],
                 timeout_ms=self.request_timeout_ms,
             )
-            response = self.client.send_and_wait(
-                leader, ApiKey.DELETE_RECORDS, request, self.request_timeout_ms
-            )
+            response = self._requests.send(leader, ApiKey.DELETE_RECORDS, request)
             for topic in response.topics:
                 for p in topic.partitions:
                     tp = TopicPartition(topic.name, p.partition_index)
-                    _check(f"delete records of {tp}", p.error_code)
+                    check(f"delete records of {tp}", p.error_code)
                     low_watermarks[tp] = p.low_watermark
         return low_watermarks
 
@@ -441,7 +441,7 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
         """ListOffsets to each leader: spec -2 earliest, -1 latest, t >= 0 the first offset
         with a timestamp at or after t. Returns {tp: (offset, timestamp)}; offset -1 when no
         record is that late."""
-        self._cluster()
+        self._requests.cluster()
         fetcher = OffsetFetcher(
             self.client,
             self.metadata,
@@ -449,6 +449,106 @@ class Admin(GroupAdmin, TransactionAdmin, AclAdmin, QuotaAdmin, ScramAdmin, Repl
             request_timeout_ms=self.request_timeout_ms,
         )
         return fetcher.list_offsets(dict(specs), self.request_timeout_ms)
+
+    # -- consumer groups (admin_groups.py) ----------------------------------------------
+
+    def list_groups(self) -> list[GroupListing]:
+        return self._groups.list_groups()
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, ConsumerGroupDescription]:
+        return self._groups.describe_groups(group_ids)
+
+    def list_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        return self._groups.list_consumer_group_offsets(group_id, partitions)
+
+    def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+    ) -> None:
+        self._groups.alter_consumer_group_offsets(group_id, offsets)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        self._groups.delete_groups(group_ids)
+
+    def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        return self._groups.delete_consumer_group_offsets(group_id, partitions)
+
+    # -- transactions (admin_transactions.py) ------------------------------------------
+
+    def list_transactions(
+        self, states: Iterable[str] = (), producer_ids: Iterable[int] = ()
+    ) -> list[TransactionListing]:
+        return self._transactions.list_transactions(states, producer_ids)
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> dict[str, TransactionDescription]:
+        return self._transactions.describe_transactions(transactional_ids)
+
+    def describe_producers(self, tp: TopicPartition) -> list[ProducerState]:
+        return self._transactions.describe_producers(tp)
+
+    # -- ACLs (admin_acls.py) ----------------------------------------------------------
+
+    def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        self._acls.create_acls(bindings)
+
+    def describe_acls(self, selector: AclBindingFilter) -> list[AclBinding]:
+        return self._acls.describe_acls(selector)
+
+    def delete_acls(self, selectors: Iterable[AclBindingFilter]) -> list[AclBinding]:
+        return self._acls.delete_acls(selectors)
+
+    # -- client quotas (admin_quotas.py) -----------------------------------------------
+
+    def describe_client_quotas(
+        self, components: Iterable[tuple[str, int, str | None]] = (), *, strict: bool = False
+    ) -> dict[QuotaEntity, dict[str, float]]:
+        return self._quotas.describe_client_quotas(components, strict=strict)
+
+    def alter_client_quotas(
+        self,
+        entity: QuotaEntity,
+        set_: Mapping[str, float] | None = None,
+        remove: Iterable[str] = (),
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        self._quotas.alter_client_quotas(entity, set_, remove, validate_only=validate_only)
+
+    # -- SCRAM users (admin_scram.py) --------------------------------------------------
+
+    def describe_user_scram_credentials(
+        self, users: list[str] | None = None
+    ) -> dict[str, dict[str, int]]:
+        return self._scram.describe_user_scram_credentials(users)
+
+    def alter_user_scram_credentials(
+        self,
+        upsertions: dict[str, dict[str, tuple[str, int]]] | None = None,
+        deletions: dict[str, list[str]] | None = None,
+    ) -> None:
+        self._scram.alter_user_scram_credentials(upsertions, deletions)
+
+    # -- reassignments and elections (admin_replicas.py) -------------------------------
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> Outcomes:
+        return self._replicas.alter_partition_reassignments(targets)
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        return self._replicas.list_partition_reassignments(partitions)
+
+    def elect_leaders(
+        self, election_type: int, partitions: Iterable[TopicPartition] | None = None
+    ) -> Outcomes:
+        return self._replicas.elect_leaders(election_type, partitions)
 
     def close(self) -> None:
         self.client.close()

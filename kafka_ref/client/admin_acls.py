@@ -8,9 +8,10 @@
     admin.delete_acls([AclBindingFilter(principal="User:alice")])
 
 Each goes to any broker: every broker stores ACLs where all brokers read them (the
-metadata directory, or ZooKeeper). A refusal raises `KafkaError` (SECURITY_DISABLED when
-the broker has no authorizer, CLUSTER_AUTHORIZATION_FAILED without ALTER or DESCRIBE on the
-cluster, INVALID_REQUEST for a malformed ACL).
+metadata directory, or ZooKeeper). So `AclAdmin` needs one thing, a way to send a request
+to any broker and get its response (admin_requests.py). A refusal raises `KafkaError`
+(SECURITY_DISABLED when the broker has no authorizer, CLUSTER_AUTHORIZATION_FAILED without
+ALTER or DESCRIBE on the cluster, INVALID_REQUEST for a malformed ACL).
 
 Spec rules: SEC-18 (spec/security.md).
 """
@@ -19,8 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kafka_ref.client.cluster_view import error_code
-from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.client.admin_requests import SendToAny, check
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 from kafka_ref.security.acls import (
@@ -33,11 +33,6 @@ from kafka_ref.security.acls import (
     ResourcePattern,
     ResourceType,
 )
-
-
-def _check(what: str, code: int, message: str | None) -> None:
-    if error_code(code) != ErrorCode.NO_ERROR:
-        raise KafkaError(f"{what}: {message or error_code(code).name}", code=error_code(code))
 
 
 def _filter_fields(f: AclBindingFilter) -> dict:
@@ -65,10 +60,10 @@ def _binding(item: object, pattern: ResourcePattern) -> AclBinding:
 
 
 class AclAdmin:
-    """ACL operations; mixed into `Admin` (needs its `client` and `request_timeout_ms`)."""
+    """ACL operations of `Admin`."""
 
-    def _send(self, api_key: ApiKey, body: object) -> object:
-        return self.client.send_and_wait(None, api_key, body, self.request_timeout_ms)
+    def __init__(self, send_to_any: SendToAny) -> None:
+        self._send = send_to_any
 
     def create_acls(self, bindings: Iterable[AclBinding]) -> None:
         bindings = list(bindings)
@@ -89,11 +84,11 @@ class AclAdmin:
         )
         response = self._send(ApiKey.CREATE_ACLS, body)
         for binding, result in zip(bindings, response.results, strict=True):
-            _check(f"create ACL {binding}", result.error_code, result.error_message)
+            check(f"create ACL {binding}", result.error_code, result.error_message)
 
     def describe_acls(self, selector: AclBindingFilter) -> list[AclBinding]:
         response = self._send(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest(**_filter_fields(selector)))
-        _check("describe ACLs", response.error_code, response.error_message)
+        check("describe ACLs", response.error_code, response.error_message)
         return [
             _binding(
                 acl,
@@ -113,9 +108,9 @@ class AclAdmin:
         response = self._send(ApiKey.DELETE_ACLS, body)
         deleted = []
         for result in response.filter_results:
-            _check("delete ACLs", result.error_code, result.error_message)
+            check("delete ACLs", result.error_code, result.error_message)
             for m in result.matching_acls:
-                _check("delete ACL", m.error_code, m.error_message)
+                check("delete ACL", m.error_code, m.error_message)
                 pattern = ResourcePattern(
                     ResourceType(m.resource_type), m.resource_name, PatternType(m.pattern_type)
                 )

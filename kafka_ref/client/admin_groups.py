@@ -20,17 +20,20 @@ and deleting a group only while it is empty (NON_EMPTY_GROUP): an active group o
 offsets. Deleting some of a group's offsets is allowed for topics no member subscribes to
 (else GROUP_SUBSCRIBED_TO_TOPIC per partition, OFFSET-15).
 
+`GroupAdmin` is constructed with those routes (admin_requests.py): the cluster's brokers,
+a request to one of them, and a request to a group's coordinator.
+
 Spec rules: CLIENT-30 (spec/client.md), OFFSET-15 (spec/offsets.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from kafka_ref.client.abstract_coordinator import NO_GENERATION
-from kafka_ref.client.cluster_view import Node, error_code
-from kafka_ref.client.network_client import now_ms
+from kafka_ref.client.admin_requests import ErrorOf
+from kafka_ref.client.cluster_view import Cluster, Node, error_code
 from kafka_ref.client.offset_committer import (
     as_offsets,
     offset_commit_request,
@@ -44,17 +47,8 @@ from kafka_ref.protocol.consumer_protocol import decode_assignment, decode_subsc
 from kafka_ref.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
-    FindCoordinatorRequest,
     ListGroupsRequest,
     OffsetDeleteRequest,
-)
-
-RETRY_COORDINATOR = frozenset(
-    {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    }
 )
 
 
@@ -95,57 +89,30 @@ def _member(m: Any, consumer: bool) -> MemberDescription:
     )
 
 
+class GroupRoutes(Protocol):
+    """The routes the group (and transaction) operations use (`AdminRequests`)."""
+
+    def cluster(self, refresh: bool = False) -> Cluster: ...
+
+    def send(self, node: int | None, api_key: ApiKey, body: Any) -> Any: ...
+
+    def to_coordinator(
+        self, key: str, api_key: ApiKey, body: Any, error_of: ErrorOf, key_type: int = 0
+    ) -> tuple[Node, Any]: ...
+
+
 class GroupAdmin:
-    """Group operations of `Admin` (mixed in): needs `client`, `_cluster`, timeouts."""
+    """Group operations of `Admin`."""
 
-    def find_coordinator(self, group_id: str, key_type: int = 0) -> Node:
-        """The group's coordinator, by FindCoordinator to any broker (retried while
-        the coordinator is not available yet, e.g. while __consumer_offsets is created).
-        Key type 1 finds a transactional id's coordinator instead."""
-        deadline = now_ms() + self.request_timeout_ms
-        while True:
-            self._cluster()
-            response = self.client.send_and_wait(
-                None,
-                ApiKey.FIND_COORDINATOR,
-                FindCoordinatorRequest(key=group_id, key_type=key_type),
-                max(deadline - now_ms(), 1),
-            )
-            code = error_code(response.error_code)
-            if code == ErrorCode.NO_ERROR:
-                node = Node(response.node_id, response.host, response.port)
-                if self.metadata.fetch().node(node.node_id) != node:
-                    self.client.add_node(node)
-                return node
-            if not code.retriable or now_ms() >= deadline:
-                what = "transactional id" if key_type else "group"
-                raise KafkaError(f"find the coordinator of {what} {group_id}", code=code)
-            self.client.poll(min(100, max(deadline - now_ms(), 0)))
-
-    def _to_coordinator(
-        self, group_id: str, api_key: ApiKey, body: Any, error_of, key_type: int = 0
-    ) -> Any:
-        """Send to the group's (or transactional id's) coordinator; find it again while it
-        moves or loads."""
-        deadline = now_ms() + self.request_timeout_ms
-        while True:
-            node = self.find_coordinator(group_id, key_type)
-            response = self.client.send_and_wait(
-                node.node_id, api_key, body, max(deadline - now_ms(), 1)
-            )
-            code = error_of(response)
-            if code not in RETRY_COORDINATOR or now_ms() >= deadline:
-                return node, response
-            self.client.poll(min(100, max(deadline - now_ms(), 0)))
+    def __init__(self, requests: GroupRoutes) -> None:
+        self.requests = requests
 
     def list_groups(self) -> list[GroupListing]:
         """Every group of every broker (ListGroups goes to each one)."""
-        cluster = self._cluster(refresh=True)
+        cluster = self.requests.cluster(refresh=True)
         groups: dict[str, GroupListing] = {}
         for node in cluster.nodes:
-            response = self.client.send_and_wait(
-                node.node_id, ApiKey.LIST_GROUPS, ListGroupsRequest(), self.request_timeout_ms
-            )
+            response = self.requests.send(node.node_id, ApiKey.LIST_GROUPS, ListGroupsRequest())
             code = error_code(response.error_code)
             if code != ErrorCode.NO_ERROR:
                 raise KafkaError(f"list groups of broker {node.node_id}", code=code)
@@ -159,7 +126,7 @@ class GroupAdmin:
         answer it (v6 answers GROUP_ID_NOT_FOUND instead)."""
         out = {}
         for group_id in group_ids:
-            node, response = self._to_coordinator(
+            node, response = self.requests.to_coordinator(
                 group_id,
                 ApiKey.DESCRIBE_GROUPS,
                 DescribeGroupsRequest(groups=[group_id]),
@@ -191,7 +158,7 @@ class GroupAdmin:
         def group_error(response: Any) -> ErrorCode:
             return parse_offset_fetch(response)[0]
 
-        _, response = self._to_coordinator(
+        _, response = self.requests.to_coordinator(
             group_id,
             ApiKey.OFFSET_FETCH,
             offset_fetch_request(group_id, partitions),
@@ -219,7 +186,7 @@ class GroupAdmin:
             codes = (error_code(p.error_code) for t in response.topics for p in t.partitions)
             return next((c for c in codes if c != ErrorCode.NO_ERROR), ErrorCode.NO_ERROR)
 
-        _, response = self._to_coordinator(
+        _, response = self.requests.to_coordinator(
             group_id,
             ApiKey.OFFSET_COMMIT,
             offset_commit_request(group_id, NO_GENERATION, offsets),
@@ -236,7 +203,7 @@ class GroupAdmin:
         """Delete groups and their offsets; raises for the first that failed
         (NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND)."""
         for group_id in group_ids:
-            _, response = self._to_coordinator(
+            _, response = self.requests.to_coordinator(
                 group_id,
                 ApiKey.DELETE_GROUPS,
                 DeleteGroupsRequest(groups_names=[group_id]),
@@ -269,7 +236,7 @@ class GroupAdmin:
                 for topic, indexes in by_topic.items()
             ],
         )
-        _, response = self._to_coordinator(
+        _, response = self.requests.to_coordinator(
             group_id, ApiKey.OFFSET_DELETE, request, lambda r: error_code(r.error_code)
         )
         code = error_code(response.error_code)

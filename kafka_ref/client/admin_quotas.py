@@ -6,7 +6,8 @@
     admin.describe_client_quotas([("client-id", EXACT, "app")])  # {entity: {key: value}}
 
 An entity is a user, a client id or both (`DEFAULT`, `<default>`, for the default;
-quota/entity.py). Each request goes to any broker: every broker reads the stored quotas. A
+quota/entity.py). Each request goes to any broker: every broker reads the stored quotas, so
+`QuotaAdmin` needs only a way to send to any broker (admin_requests.py). A
 refusal raises `KafkaError` (INVALID_REQUEST for an unknown key or a bad value,
 CLUSTER_AUTHORIZATION_FAILED without the cluster's DESCRIBE_CONFIGS or ALTER_CONFIGS).
 
@@ -17,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kafka_ref.client.cluster_view import error_code
-from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.client.admin_requests import SendToAny, check
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka_ref.quota.entity import QuotaEntity
@@ -26,13 +26,11 @@ from kafka_ref.quota.entity import QuotaEntity
 EXACT, DEFAULT_NAME, ANY = 0, 1, 2  # a filter component's match type
 
 
-def _check(what: str, code: int, message: str | None) -> None:
-    if error_code(code) != ErrorCode.NO_ERROR:
-        raise KafkaError(f"{what}: {message or error_code(code).name}", code=error_code(code))
-
-
 class QuotaAdmin:
-    """Client quota operations; mixed into `Admin` (needs its `client`, `request_timeout_ms`)."""
+    """Client quota operations of `Admin`."""
+
+    def __init__(self, send_to_any: SendToAny) -> None:
+        self._send = send_to_any
 
     def describe_client_quotas(
         self, components: Iterable[tuple[str, int, str | None]] = (), *, strict: bool = False
@@ -43,10 +41,8 @@ class QuotaAdmin:
             components=[component(entity_type=t, match_type=m, match=n) for t, m, n in components],
             strict=strict,
         )
-        response = self.client.send_and_wait(
-            None, ApiKey.DESCRIBE_CLIENT_QUOTAS, body, self.request_timeout_ms
-        )
-        _check("describe client quotas", response.error_code, response.error_message)
+        response = self._send(ApiKey.DESCRIBE_CLIENT_QUOTAS, body)
+        check("describe client quotas", response.error_code, response.error_message)
         return {
             QuotaEntity.from_components([(e.entity_type, e.entity_name) for e in entry.entity]): {
                 v.key: v.value for v in entry.values
@@ -78,8 +74,6 @@ class QuotaAdmin:
             ],
             validate_only=validate_only,
         )
-        response = self.client.send_and_wait(
-            None, ApiKey.ALTER_CLIENT_QUOTAS, body, self.request_timeout_ms
-        )
+        response = self._send(ApiKey.ALTER_CLIENT_QUOTAS, body)
         for entry in response.entries:
-            _check(f"alter client quotas of {entity}", entry.error_code, entry.error_message)
+            check(f"alter client quotas of {entity}", entry.error_code, entry.error_message)

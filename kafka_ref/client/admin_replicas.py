@@ -7,16 +7,18 @@
     admin.list_partition_reassignments()  # {tp: (replicas, adding, removing)}
     admin.elect_leaders(PREFERRED, [TopicPartition("clicks", 0)])  # or None: every one
 
-All three go to the controller (CTRL-24..CTRL-29), once more after NOT_CONTROLLER. The
-per-partition outcomes come back as a dict of (ErrorCode, message); a top-level refusal
-raises `KafkaError`.
+All three go to the controller (CTRL-24..CTRL-29), once more after NOT_CONTROLLER, so
+`ReplicaAdmin` needs the route to the controller and the request timeout
+(admin_requests.py). The per-partition outcomes come back as a dict of (ErrorCode,
+message); a top-level refusal raises `KafkaError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
+from kafka_ref.client.admin_requests import ErrorOf
 from kafka_ref.client.cluster_view import error_code
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
@@ -31,18 +33,26 @@ PREFERRED, UNCLEAN = 0, 1  # Kafka's ElectionType
 Outcomes = dict[TopicPartition, tuple[ErrorCode, str | None]]
 
 
+class ControllerRoute(Protocol):
+    """The route to the controller (`AdminRequests`)."""
+
+    timeout_ms: int
+
+    def to_controller(self, api_key: ApiKey, body: Any, error_of: ErrorOf) -> Any: ...
+
+
+def _top_error(response: Any) -> ErrorCode:
+    return error_code(response.error_code)
+
+
 class ReplicaAdmin:
-    """Reassignments and elections; mixed into `Admin` (needs `_cluster`, `client`,
-    `request_timeout_ms`)."""
+    """Reassignments and elections of `Admin`."""
+
+    def __init__(self, requests: ControllerRoute) -> None:
+        self.requests = requests
 
     def _ask_controller(self, api_key: ApiKey, body: Any) -> Any:
-        for attempt in range(2):
-            controller = self._cluster(refresh=attempt > 0).controller_id
-            response = self.client.send_and_wait(
-                controller if controller >= 0 else None, api_key, body, self.request_timeout_ms
-            )
-            if error_code(response.error_code) != ErrorCode.NOT_CONTROLLER:
-                break
+        response = self.requests.to_controller(api_key, body, _top_error)
         error = error_code(response.error_code)
         if error != ErrorCode.NO_ERROR:
             message = getattr(response, "error_message", None)
@@ -62,7 +72,7 @@ class ReplicaAdmin:
                 )
             )
         body = R(
-            timeout_ms=self.request_timeout_ms,
+            timeout_ms=self.requests.timeout_ms,
             topics=[R.ReassignableTopic(name=t, partitions=p) for t, p in by_topic.items()],
         )
         response = self._ask_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body)
@@ -86,7 +96,7 @@ class ReplicaAdmin:
                 R.ListPartitionReassignmentsTopics(name=t, partition_indexes=p)
                 for t, p in by_topic.items()
             ]
-        body = R(timeout_ms=self.request_timeout_ms, topics=topics)
+        body = R(timeout_ms=self.requests.timeout_ms, topics=topics)
         response = self._ask_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body)
         return {
             TopicPartition(t.name, p.partition_index): (

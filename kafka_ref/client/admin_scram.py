@@ -8,7 +8,8 @@
 
 The password is salted and hashed here, on the client (PBKDF2 with a random salt, Kafka's
 `ScramFormatter`): the request carries the salt, the iteration count and the salted
-password, never the password. A user the broker refuses raises `KafkaError` with the
+password, never the password. Every broker answers these, so `ScramAdmin` needs only a way
+to send to any broker (admin_requests.py). A user the broker refuses raises `KafkaError` with the
 broker's error (UNACCEPTABLE_CREDENTIAL, RESOURCE_NOT_FOUND, UNSUPPORTED_SASL_MECHANISM,
 CLUSTER_AUTHORIZATION_FAILED...), after every other user's answer was read.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import secrets
 
-from kafka_ref.client.admin_acls import _check
+from kafka_ref.client.admin_requests import SendToAny, check
 from kafka_ref.protocol import ApiKey
 from kafka_ref.protocol.messages import (
     AlterUserScramCredentialsRequest,
@@ -31,7 +32,10 @@ MECHANISMS = {code: name for name, code in MECHANISM_TYPES.items()}
 
 
 class ScramAdmin:
-    """SCRAM user operations; mixed into `Admin` (needs its `_send`)."""
+    """SCRAM user operations of `Admin`."""
+
+    def __init__(self, send_to_any: SendToAny) -> None:
+        self._send = send_to_any
 
     def describe_user_scram_credentials(
         self, users: list[str] | None = None
@@ -45,10 +49,10 @@ class ScramAdmin:
         response = self._send(
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, DescribeUserScramCredentialsRequest(users=names)
         )
-        _check("describe SCRAM credentials", response.error_code, response.error_message)
+        check("describe SCRAM credentials", response.error_code, response.error_message)
         described = {}
         for result in response.results:
-            _check(f"describe user {result.user}", result.error_code, result.error_message)
+            check(f"describe user {result.user}", result.error_code, result.error_message)
             described[result.user] = {
                 MECHANISMS.get(i.mechanism, str(i.mechanism)): i.iterations
                 for i in result.credential_infos
@@ -90,4 +94,4 @@ class ScramAdmin:
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS, request(deletions=deletes, upsertions=upserts)
         )
         for result in response.results:
-            _check(f"alter user {result.user}", result.error_code, result.error_message)
+            check(f"alter user {result.user}", result.error_code, result.error_message)

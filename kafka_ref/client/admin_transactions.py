@@ -14,6 +14,10 @@ DescribeProducers is the partition's own view: per producer id its epoch, last s
 and, when it has one, the first offset of its open transaction. A producer listed there
 with an open transaction that no coordinator lists as Ongoing is hanging.
 
+`TransactionAdmin` is constructed with the routes it uses, those of the group operations
+(admin_groups.py's `GroupRoutes`): the cluster, a request to one broker, a request to a
+transactional id's coordinator.
+
 Spec rules: CLIENT-32 (spec/client.md).
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from kafka_ref.client.admin_groups import GroupRoutes
 from kafka_ref.client.cluster_view import error_code
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
@@ -63,21 +68,22 @@ class ProducerState(NamedTuple):
 
 
 class TransactionAdmin:
-    """Transaction operations of `Admin` (mixed in): needs GroupAdmin's `_to_coordinator`."""
+    """Transaction operations of `Admin`."""
+
+    def __init__(self, requests: GroupRoutes) -> None:
+        self.requests = requests
 
     def list_transactions(
         self, states: Iterable[str] = (), producer_ids: Iterable[int] = ()
     ) -> list[TransactionListing]:
         """Every transactional id every broker coordinates, optionally filtered."""
-        cluster = self._cluster(refresh=True)
+        cluster = self.requests.cluster(refresh=True)
         body = ListTransactionsRequest(
             state_filters=list(states), producer_id_filters=list(producer_ids), duration_filter=-1
         )
         found = []
         for node in cluster.nodes:
-            response = self.client.send_and_wait(
-                node.node_id, ApiKey.LIST_TRANSACTIONS, body, self.request_timeout_ms
-            )
+            response = self.requests.send(node.node_id, ApiKey.LIST_TRANSACTIONS, body)
             code = error_code(response.error_code)
             if code != ErrorCode.NO_ERROR:
                 raise KafkaError(f"list transactions of broker {node.node_id}", code=code)
@@ -100,7 +106,7 @@ class TransactionAdmin:
         """State, producer and partitions of each id, from its coordinator."""
         out = {}
         for tid in transactional_ids:
-            node, response = self._to_coordinator(
+            node, response = self.requests.to_coordinator(
                 tid,
                 ApiKey.DESCRIBE_TRANSACTIONS,
                 DescribeTransactionsRequest(transactional_ids=[tid]),
@@ -127,7 +133,7 @@ class TransactionAdmin:
 
     def describe_producers(self, tp: TopicPartition) -> list[ProducerState]:
         """The producers the partition's leader remembers (its producer state)."""
-        leader = self._cluster(refresh=True).leader_for(tp)
+        leader = self.requests.cluster(refresh=True).leader_for(tp)
         if leader is None:
             raise KafkaError(f"no leader for {tp}", code=ErrorCode.LEADER_NOT_AVAILABLE)
         body = DescribeProducersRequest(
@@ -137,9 +143,7 @@ class TransactionAdmin:
                 )
             ]
         )
-        response = self.client.send_and_wait(
-            leader, ApiKey.DESCRIBE_PRODUCERS, body, self.request_timeout_ms
-        )
+        response = self.requests.send(leader, ApiKey.DESCRIBE_PRODUCERS, body)
         part = response.topics[0].partitions[0]
         code = error_code(part.error_code)
         if code != ErrorCode.NO_ERROR:

@@ -30,9 +30,14 @@ Then, in Kafka's order (`onBrokerStartup`, then `onBrokerFailure`):
    cleanly when that broker returns; partitions none of whose replicas was live get their
    first state when one registers.
 3. **Tell the replicas.** LeaderAndIsr to each new broker for every partition it
-   replicates; LeaderAndIsr and UpdateMetadata for every state that changed (the
-   controller's `_announce`); and when a broker left, UpdateMetadata to every live broker,
+   replicates; LeaderAndIsr and UpdateMetadata for every state that changed
+   (partition_states.py); and when a broker left, UpdateMetadata to every live broker,
    with the new states if there are any (Kafka: `onBrokerFailure`).
+
+`BrokerChangeHandler` is constructed with what it uses: the two registration reads of
+ZooKeeper, the controller's context, the channel's list of brokers to connect to, the
+partition state machine (elections), and the event's request batch with a way to send it
+at once (step 1 leaves before the LeaderAndIsr of step 3).
 
 Rules: CTRL-6, CTRL-7, CTRL-21, CTRL-31, CTRL-32.
 """
@@ -40,90 +45,88 @@ Rules: CTRL-6, CTRL-7, CTRL-21, CTRL-31, CTRL-32.
 from __future__ import annotations
 
 import logging
-import time
-from typing import Any
+from collections.abc import Callable
+from typing import Protocol
 
-from kazoo.exceptions import BadVersionError, NoNodeError
-
-from kafka_ref.cluster.election import NO_LEADER, next_state
-from kafka_ref.common import TopicPartition
+from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
+from kafka_ref.cluster.controller_context import ControllerContext
+from kafka_ref.cluster.metadata import BrokerEndpoint
+from kafka_ref.cluster.partition_states import PartitionStateMachine
 
 logger = logging.getLogger("kafka_ref.cluster.controller")
 
 
-class BrokerChangeHandling:
-    """The controller's answer to a change of `/brokers/ids` (a mixin of KafkaController)."""
+class BrokerRegistrations(Protocol):
+    """The children of `/brokers/ids` and each one's registration (`KafkaZkClient`)."""
 
-    def _handle_broker_change(self: Any) -> None:
-        if not self.active:
-            return
+    def get_broker_ids(self) -> list[int]: ...
+
+    def get_broker_and_epoch(self, broker_id: int) -> tuple[BrokerEndpoint, int] | None: ...
+
+
+class BrokerConnections(Protocol):
+    """The brokers the controller sends to (`ControllerChannelManager`)."""
+
+    def add_broker(self, endpoint: BrokerEndpoint) -> None: ...
+
+    def remove_broker(self, broker_id: int) -> None: ...
+
+
+class BrokerChangeHandler:
+    """The controller's answer to a change of `/brokers/ids` (Kafka: `BrokerChange`)."""
+
+    def __init__(
+        self,
+        zk: BrokerRegistrations,
+        context: ControllerContext,
+        channel: BrokerConnections,
+        partitions: PartitionStateMachine,
+        batch: Callable[[], ControllerBrokerRequestBatch],
+        send_now: Callable[[], None],
+    ) -> None:
+        self.zk = zk
+        self.context = context
+        self.channel = channel
+        self.partitions = partitions
+        self.batch = batch  # the requests of the event being handled
+        self.send_now = send_now  # sends them before the event's later ones
+
+    def on_broker_change(self) -> None:
+        context = self.context
         live = {}
         for broker_id in self.zk.get_broker_ids():
             found = self.zk.get_broker_and_epoch(broker_id)
             if found is not None:
                 live[broker_id] = found
-        bounced = {b for b in live.keys() & self.live.keys() if live[b][1] != self.live[b][1]}
-        gone = (self.live.keys() - live.keys()) | bounced
-        born = (live.keys() - self.live.keys()) | bounced
-        self.live = live
+        known = context.live
+        bounced = {b for b in live.keys() & known.keys() if live[b][1] != known[b][1]}
+        gone = (known.keys() - live.keys()) | bounced
+        born = (live.keys() - known.keys()) | bounced
+        context.live = live
         if gone or born:
             logger.info(
                 "controller %d: brokers %s left, %s joined; live %s",
-                self.broker_id,
+                context.broker_id,
                 sorted(gone),
                 sorted(born),
                 sorted(live),
             )
         for broker_id in gone | born:  # a new registration's LeaderAndIsr answers anew
-            self.offline_replicas.pop(broker_id, None)
+            context.offline_replicas.pop(broker_id, None)
         for broker_id in gone - born:
             self.channel.remove_broker(broker_id)
         for broker_id in sorted(born):
             self.channel.add_broker(live[broker_id][0])
         if born:  # 1. everyone learns the live brokers; the new ones every state
-            self.batch.add_update_metadata(live.keys() - born, [])
-            self.batch.add_update_metadata(born, (self._current(tp) for tp in self.states))
-            self._send_batch()  # before the LeaderAndIsr below (Kafka: onBrokerStartup)
-            self._batch = None
-        for topic in sorted(self.assignments):  # 2. partitions whose replicas were all away
-            self._initialize_partitions(topic)
-        for tp in sorted(self.states):
-            self._elect_if_needed(tp)
-        for tp in sorted(self.states):  # 3. what each new registration replicates
-            state = self._current(tp)
-            self.batch.add_leader_and_isr(born & set(state.replicas), state)
+            self.batch().add_update_metadata(live.keys() - born, [])
+            self.batch().add_update_metadata(born, (context.current(tp) for tp in context.states))
+            self.send_now()  # before the LeaderAndIsr below (Kafka: onBrokerStartup)
+        for topic in sorted(context.assignments):  # 2. partitions whose replicas were all away
+            self.partitions.initialize_partitions(topic)
+        for tp in sorted(context.states):
+            self.partitions.elect_if_needed(tp)
+        for tp in sorted(context.states):  # 3. what each new registration replicates
+            state = context.current(tp)
+            self.batch().add_leader_and_isr(born & set(state.replicas), state)
         if gone - born:  # every broker learns who left, with the new states if any
-            self.batch.add_update_metadata(live, [])
-
-    def _elect_if_needed(self: Any, tp: TopicPartition, retries: int = 3) -> None:
-        started = time.monotonic_ns()
-        state, version = self.states[tp]
-        unclean = self.unclean_for(tp[0], self.configs.get(tp[0], {}))
-        new = next_state(state, self.live_for(tp), unclean=unclean, controller_epoch=self.epoch)
-        if new is None:
-            return
-        try:
-            version = self.zk.update_partition_state(new, version, self.epoch_zk_version)
-        except BadVersionError:  # the state changed under us (e.g. the leader's ISR update)
-            current = self.zk.get_partition_state(*tp, state.replicas)
-            if current is None or retries == 0:
-                return
-            self.states[tp] = current
-            self._elect_if_needed(tp, retries - 1)
-            return
-        except NoNodeError:  # the topic is being deleted
-            return
-        self.states[tp] = (new, version)
-        self._announce(tp)
-        if new.leader not in (state.leader, NO_LEADER):  # elected, not only an ISR trimmed
-            self.election_timer.observe((time.monotonic_ns() - started) / 1e6)
-        logger.info(
-            "controller %d: %s-%d leader %d -> %d, leader epoch %d, isr %s",
-            self.broker_id,
-            tp[0],
-            tp[1],
-            state.leader,
-            new.leader,
-            new.leader_epoch,
-            list(new.isr),
-        )
+            self.batch().add_update_metadata(live, [])

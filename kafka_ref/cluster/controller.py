@@ -52,8 +52,30 @@ notification; the handling is in log_dir_events.py: the replicas in that directo
 as not live for their partitions only (`live_for`), so elections and AlterPartition
 treat them as a dead broker's.
 
-**Operators' requests** are mixins run on the same thread: reassignments (reassignment.py,
+**Operators' requests** run on the same thread: reassignments (reassignment.py,
 CTRL-24..26), elections on request and the automatic rebalance (leader_balance.py).
+
+**The parts.** `KafkaController` is the event loop, the election of the controller, the
+topics' watches and AlterPartition; the rest is in parts it composes, each an object whose
+constructor names what it uses:
+
+* `ControllerContext` (controller_context.py): the data: the epoch, the live brokers, the
+  partition states, the moves; every part reads and changes the cluster there;
+* `PartitionStateMachine` (partition_states.py): ZooKeeper's partition states, the
+  context, the event's batch, each topic's unclean election setting;
+* `BrokerChangeHandler` (broker_change.py): ZooKeeper's registrations, the context, the
+  channel's brokers, the state machine, the batch;
+* `PartitionReassignment` (reassignment.py): ZooKeeper's topic znodes, the context, the
+  state machine, the batch;
+* `LeaderBalance` (leader_balance.py): the context, the state machine, the settings;
+* `LogDirFailureHandler` (log_dir_events.py): the pending notifications, the context, the
+  state machine, the batch.
+
+The parts share the cluster's picture through the one `ControllerContext` and each event's
+requests through the batch the controller hands them (`_current_batch`). The state machine
+is the only part the others call, and none calls the controller but through what it was
+handed (the broker change may send the batch at once). The controller calls into the parts
+from its event handlers, and only while it is active.
 
 Rules: CTRL-2, CTRL-3, CTRL-4, CTRL-13, CTRL-16, CTRL-21, CTRL-22, CTRL-30, CTRL-31.
 """
@@ -65,21 +87,39 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kafka_ref.cluster import zk_data as zkdata
-from kafka_ref.cluster.broker_change import BrokerChangeHandling
+from kafka_ref.cluster.broker_change import BrokerChangeHandler
 from kafka_ref.cluster.controller_channel import (
     ControllerBrokerRequestBatch,
     ControllerChannelManager,
 )
-from kafka_ref.cluster.leader_balance import LeaderBalance, LeaderBalanceConfig
-from kafka_ref.cluster.log_dir_events import LogDirFailureHandling
-from kafka_ref.cluster.metadata import BrokerEndpoint, PartitionState
-from kafka_ref.cluster.reassignment import PartitionReassignment, Reassignment
+from kafka_ref.cluster.controller_context import ControllerContext
+from kafka_ref.cluster.leader_balance import (
+    ElectionType,
+    ElectReply,
+    LeaderBalance,
+    LeaderBalanceConfig,
+)
+from kafka_ref.cluster.log_dir_events import (
+    LogDirFailureHandler,
+    offline_replicas_in,
+    take_log_dir_events,
+    watch_log_dir_events,
+)
+from kafka_ref.cluster.metadata import PartitionState
+from kafka_ref.cluster.partition_states import PartitionStateMachine
+from kafka_ref.cluster.reassignment import (
+    ListReply,
+    PartitionReassignment,
+    ReassignItem,
+    ReassignReply,
+)
 from kafka_ref.cluster.zookeeper import ControllerMovedError, KafkaZkClient
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
@@ -93,9 +133,7 @@ AlterReply = Callable[
 ]
 
 
-class KafkaController(
-    BrokerChangeHandling, PartitionReassignment, LeaderBalance, LogDirFailureHandling
-):
+class KafkaController:
     """This broker's controller role: elected through /controller, active on one broker."""
 
     def __init__(
@@ -110,26 +148,37 @@ class KafkaController(
         self.zk = zk
         self.broker_id = broker_id
         self.channel = channel
-        self.unclean_for = unclean_leader_election  # (topic, its config overrides) -> bool
         self.active = False
-        self.epoch = 0
-        self.epoch_zk_version = -1
-        self.live: dict[int, tuple[BrokerEndpoint, int]] = {}  # id -> (endpoint, broker epoch)
-        self.assignments: dict[str, dict[int, tuple[int, ...]]] = {}
-        self.configs: dict[str, dict[str, str]] = {}
-        self.states: dict[TopicPartition, tuple[PartitionState, int]] = {}  # and znode version
-        self.reassignments: dict[TopicPartition, Reassignment] = {}  # reassignment.py
-        self.leader_balance = leader_balance or LeaderBalanceConfig()  # leader_balance.py
+        self.context = ControllerContext(broker_id)
+        self.election_timer = LatencyHistogram()  # Kafka: LeaderElectionRateAndTimeMs
         self._batch: ControllerBrokerRequestBatch | None = None  # this event's requests
+        self.partitions = PartitionStateMachine(
+            zk,
+            self.context,
+            self._current_batch,
+            unclean_for=unclean_leader_election,  # (topic, its config overrides) -> bool
+            election_timer=self.election_timer,
+        )
+        self.broker_change = BrokerChangeHandler(
+            zk, self.context, channel, self.partitions, self._current_batch, self._send_batch
+        )
+        self.reassignment = PartitionReassignment(
+            zk, self.context, self.partitions, self._current_batch
+        )
+        self.leader_balance = LeaderBalance(
+            self.context, self.partitions, leader_balance or LeaderBalanceConfig()
+        )
+        self.log_dirs = LogDirFailureHandler(
+            lambda: take_log_dir_events(zk.zk), self.context, self.partitions, self._current_batch
+        )
         self._events: queue.Queue[tuple | None] = queue.Queue()
         self._thread = threading.Thread(
             target=self._run, name=f"controller-event-thread-{broker_id}", daemon=True
         )
+        self._rebalance_stop = threading.Event()
         self._watched_topics: set[str] = set()
         self._watches_installed = False
         self._stopped = False
-        self.election_timer = LatencyHistogram()  # Kafka: LeaderElectionRateAndTimeMs
-        self.offline_replicas = {}  # broker -> its replicas in failed log dirs (CTRL-30)
         channel.on_response = self._on_broker_response
 
     # ------------------------------------------------------------------ lifecycle
@@ -141,11 +190,24 @@ class KafkaController(
 
     def shutdown(self) -> None:
         self._stopped = True
-        self._stop_auto_rebalance()
+        self._rebalance_stop.set()
         self._events.put(None)
         self._thread.join(10)
         self.channel.shutdown()
 
+    def _start_auto_rebalance(self) -> None:
+        """Every `leader.imbalance.check.interval.seconds`, a rebalance check (CTRL-28)."""
+        config = self.leader_balance.config
+        if not config.enable:
+            return
+
+        def tick() -> None:
+            while not self._rebalance_stop.wait(config.check_interval_s):
+                self._put("auto_rebalance")
+
+        threading.Thread(target=tick, name="auto-leader-rebalance", daemon=True).start()
+
+    # ------------------------------------------------------------------ events
     def _put(self, *event: object) -> None:
         if not self._stopped:
             self._events.put(event)
@@ -159,6 +221,12 @@ class KafkaController(
     def _on_controller_znode(self, data: bytes | None, _stat: object) -> None:
         self._put("elect" if data is None else "controller_change")
         return None if not self._stopped else False  # False: stop watching
+
+    def _on_broker_response(self, broker: int, api_key: int, response: Any) -> None:
+        """On the channel's loop: LeaderAndIsr answers with offline replicas become events."""
+        offline = offline_replicas_in(api_key, response)
+        if offline:
+            self._put("offline_replicas", broker, offline)
 
     def _run(self) -> None:
         while True:
@@ -177,35 +245,25 @@ class KafkaController(
             self._batch = None
 
     # ------------------------------------------------------------------ requests to brokers
-    @property
-    def batch(self) -> ControllerBrokerRequestBatch:
+    def _current_batch(self) -> ControllerBrokerRequestBatch:
         """The requests this event has decided so far (sent when it is handled)."""
         if self._batch is None:
-            self._batch = ControllerBrokerRequestBatch(self.broker_id, self.epoch)
+            self._batch = ControllerBrokerRequestBatch(self.broker_id, self.context.epoch)
         return self._batch
 
     def _send_batch(self) -> None:
         """Kafka `sendRequestsToBrokers`: after the event's ZooKeeper writes, never before."""
         if self._batch is not None and self.active:
-            for broker, request in self._batch.requests(self.live):
-                self.channel.send(broker, request, self.epoch)
-
-    def _current(self, tp: TopicPartition) -> PartitionState:
-        state, version = self.states[tp]
-        return dataclasses.replace(state, zk_version=version)
-
-    def _announce(self, tp: TopicPartition) -> None:
-        """A partition's new state: LeaderAndIsr to its live replicas, UpdateMetadata to all."""
-        state = self._current(tp)
-        self.batch.add_leader_and_isr([r for r in state.replicas if r in self.live], state)
-        self.batch.add_update_metadata(self.live, [state])
+            for broker, request in self._batch.requests(self.context.live):
+                self.channel.send(broker, request, self.context.epoch)
+        self._batch = None
 
     # ------------------------------------------------------------------ election (CTRL-2,3)
     def _handle_elect(self) -> None:
         if self.active or self._stopped:
             return
         try:
-            self.epoch, self.epoch_zk_version = self.zk.register_controller_and_increment_epoch(
+            epoch, epoch_zk_version = self.zk.register_controller_and_increment_epoch(
                 self.broker_id
             )
         except NodeExistsError:
@@ -214,8 +272,9 @@ class KafkaController(
         except BadVersionError:  # another broker bumped the epoch concurrently
             self._put("elect")
             return
+        self.context.new_epoch(epoch, epoch_zk_version)
         self.active = True
-        logger.info("broker %d is the controller, epoch %d", self.broker_id, self.epoch)
+        logger.info("broker %d is the controller, epoch %d", self.broker_id, epoch)
         self._on_failover()
 
     def _handle_controller_change(self) -> None:
@@ -224,12 +283,11 @@ class KafkaController(
 
     def _handle_resign(self) -> None:
         if self.active:
-            logger.info("broker %d resigns as controller (epoch %d)", self.broker_id, self.epoch)
+            logger.info(
+                "broker %d resigns as controller (epoch %d)", self.broker_id, self.context.epoch
+            )
         self.active = False
-        self.states.clear()
-        self.reassignments.clear()
-        self.live = {}
-        self.offline_replicas.clear()
+        self.context.clear()
         self._batch = None
         self.channel.shutdown()  # Kafka: onControllerResignation stops the send threads
 
@@ -237,10 +295,7 @@ class KafkaController(
         """Kafka `onControllerFailover`: read everything, watch, then repair what is stale.
         Every live broker counts as new: it gets every partition's state under this
         controller's epoch (CTRL-21)."""
-        self.live = {}
-        self.assignments.clear()
-        self.states.clear()
-        self.reassignments.clear()
+        self.context.clear()
         for topic in self.zk.get_all_topics():
             self._load_topic(topic)
         if not self._watches_installed:  # kazoo's watches persist; install them once
@@ -248,10 +303,61 @@ class KafkaController(
             ChildrenWatch(self.zk.zk, zkdata.BROKER_IDS, lambda _c: self._put("broker_change"))
             ChildrenWatch(self.zk.zk, zkdata.TOPICS, lambda _c: self._put("topic_change"))
             ChildrenWatch(self.zk.zk, zkdata.DELETE_TOPICS, lambda _c: self._put("deletion"))
-            self._watch_log_dir_events()
-        self._handle_broker_change()
+            watch_log_dir_events(self.zk.zk, lambda: self._put("log_dir_event"))
+        self.broker_change.on_broker_change()
         self._handle_deletion()
-        self._resume_reassignments()
+        self.reassignment.resume()
+
+    # ------------------------------------------------------------------ the parts' events
+    def _handle_broker_change(self) -> None:
+        if self.active:
+            self.broker_change.on_broker_change()
+
+    def _handle_log_dir_event(self) -> None:
+        if self.active:
+            self.log_dirs.on_log_dir_event()
+
+    def _handle_offline_replicas(self, broker: int, offline: list[TopicPartition]) -> None:
+        if self.active:
+            self.log_dirs.on_offline_replicas(broker, offline)
+
+    def _handle_auto_rebalance(self) -> None:
+        if self.active:
+            self.leader_balance.rebalance()
+
+    # ------------------------------------------------------------------ operators' requests
+    def alter_reassignments(
+        self, items: list[ReassignItem], reply: ReassignReply, allow_rf_change: bool = True
+    ) -> None:
+        """AlterPartitionReassignments (CTRL-24..26, CTRL-33); `reply` gets the outcomes,
+        None if this broker is not the controller."""
+        self._put("alter_reassignments", items, reply, allow_rf_change)
+
+    def _handle_alter_reassignments(
+        self, items: list[ReassignItem], reply: ReassignReply, allow_rf_change: bool
+    ) -> None:
+        reply(self.reassignment.alter(items, allow_rf_change) if self.active else None)
+
+    def list_reassignments(self, reply: ListReply) -> None:
+        """ListPartitionReassignments; `reply` gets the moves, None if not the controller."""
+        self._put("list_reassignments", reply)
+
+    def _handle_list_reassignments(self, reply: ListReply) -> None:
+        reply(self.reassignment.listing() if self.active else None)
+
+    def elect_leaders(
+        self, election: ElectionType, partitions: list[TopicPartition] | None, reply: ElectReply
+    ) -> None:
+        """ElectLeaders (CTRL-27); `reply` gets the outcomes, None if not the controller."""
+        self._put("elect_leaders", election, partitions, reply)
+
+    def _handle_elect_leaders(
+        self,
+        election: ElectionType,
+        partitions: list[TopicPartition] | None,
+        reply: ElectReply,
+    ) -> None:
+        reply(self.leader_balance.elect_leaders(election, partitions) if self.active else None)
 
     # ------------------------------------------------------------------ topics
     def _load_topic(self, topic: str) -> None:
@@ -259,13 +365,14 @@ class KafkaController(
         if found is None:
             return
         assignment, _topic_id = found
-        self.assignments[topic] = assignment
-        self.configs[topic] = self.zk.get_topic_config(topic)
+        context = self.context
+        context.assignments[topic] = assignment
+        context.configs[topic] = self.zk.get_topic_config(topic)
         for partition, replicas in assignment.items():
             current = self.zk.get_partition_state(topic, partition, replicas)
             if current is not None:
-                self.states[(topic, partition)] = current
-        self._load_moves(topic)
+                context.states[(topic, partition)] = current
+        self.reassignment.load_moves(topic)
         if topic not in self._watched_topics:
             self._watched_topics.add(topic)
             DataWatch(self.zk.zk, zkdata.topic_path(topic), self._topic_watch(topic))
@@ -284,57 +391,31 @@ class KafkaController(
         if not self.active:
             return
         topics = set(self.zk.get_all_topics())
-        for topic in sorted(topics - set(self.assignments)):
+        known = set(self.context.assignments)
+        for topic in sorted(topics - known):
             self._load_topic(topic)
-            self._initialize_partitions(topic)
-        for topic in set(self.assignments) - topics:
-            self._forget(topic)
+            self.partitions.initialize_partitions(topic)
+        for topic in known - topics:
+            self.context.forget(topic)
 
     def _handle_partition_modifications(self, topic: str) -> None:
-        if self.active and topic in self.assignments:
+        if self.active and topic in self.context.assignments:
             self._load_topic(topic)
-            self._initialize_partitions(topic)
-
-    def _initialize_partitions(self, topic: str) -> None:
-        """NewPartition -> OnlinePartition: first live replica leads, live replicas are the ISR."""
-        for partition, replicas in sorted(self.assignments.get(topic, {}).items()):
-            if (topic, partition) in self.states:
-                continue
-            live_replicas = tuple(r for r in replicas if r in self.live)
-            if not live_replicas:  # stays new; retried when a replica's broker registers
-                continue
-            state = PartitionState(
-                topic, partition, live_replicas[0], 0, replicas, live_replicas, self.epoch
-            )
-            try:
-                self.zk.create_partition_state(state, self.epoch_zk_version)
-                self.states[(topic, partition)] = (state, 0)
-            except NodeExistsError:  # written by a previous controller: take it as it is
-                current = self.zk.get_partition_state(topic, partition, replicas)
-                if current is None:
-                    continue
-                self.states[(topic, partition)] = current
-            self._announce((topic, partition))
-        logger.info("controller %d: topic %s is online", self.broker_id, topic)
+            self.partitions.initialize_partitions(topic)
 
     def _handle_deletion(self) -> None:
         if not self.active:
             return
         for topic in self.zk.get_topic_deletions():
             logger.info("controller %d deletes topic %s", self.broker_id, topic)
-            for (name, partition), (state, _) in sorted(self.states.items()):
+            for (name, partition), (state, _) in sorted(self.context.states.items()):
                 if name == topic:  # its replicas stop and delete their logs
                     for replica in state.replicas:
-                        self.batch.add_stop_replica(replica, name, partition, state.leader_epoch)
+                        self._current_batch().add_stop_replica(
+                            replica, name, partition, state.leader_epoch
+                        )
             self.zk.delete_topic_znodes(topic)
-            self._forget(topic)
-
-    def _forget(self, topic: str) -> None:
-        self.assignments.pop(topic, None)
-        self.configs.pop(topic, None)
-        for tp in [tp for tp in self.states if tp[0] == topic]:
-            del self.states[tp]
-            self.reassignments.pop(tp, None)
+            self.context.forget(topic)
 
     # ------------------------------------------------------------------ AlterPartition (CTRL-22)
     def alter_partition(
@@ -350,7 +431,8 @@ class KafkaController(
         if not self.active:
             reply(ErrorCode.NOT_CONTROLLER, {})
             return
-        if broker_id not in self.live or self.live[broker_id][1] != broker_epoch:
+        live = self.context.live
+        if broker_id not in live or live[broker_id][1] != broker_epoch:
             reply(ErrorCode.STALE_BROKER_EPOCH, {})
             return
         results: dict[TopicPartition, tuple[ErrorCode, PartitionState | None]] = {}
@@ -364,32 +446,33 @@ class KafkaController(
         reply(ErrorCode.NO_ERROR, results)
         for tp, (code, _) in results.items():
             if code == ErrorCode.NO_ERROR:  # a new ISR may complete a reassignment (CTRL-25)
-                self._maybe_complete_reassignment(tp)
+                self.reassignment.maybe_complete(tp)
 
     def _alter_isr(
         self, tp: TopicPartition, leader: int, leader_epoch: int, isr: tuple[int, ...], version: int
     ) -> tuple[ErrorCode, PartitionState | None]:
-        if tp not in self.states:
+        context = self.context
+        if tp not in context.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-        state, current_version = self.states[tp]
+        state, current_version = context.states[tp]
         if state.leader != leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
         if leader_epoch != state.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH, None
         if tuple(isr) == state.isr:  # a retry whose first answer was lost: done already
-            return ErrorCode.NO_ERROR, self._current(tp)  # Kafka: equalsAllowStalePartitionEpoch
+            return ErrorCode.NO_ERROR, context.current(tp)  # Kafka: equalsAllowStalePartitionEpoch
         if version != current_version:
             return ErrorCode.INVALID_UPDATE_VERSION, None
-        live = self.live_for(tp)
+        live = context.live_for(tp)
         if leader not in isr or any(r not in live or r not in state.replicas for r in isr):
             return ErrorCode.OPERATION_NOT_ATTEMPTED, None  # INELIGIBLE_REPLICA from v2
-        new = dataclasses.replace(state, isr=tuple(isr), controller_epoch=self.epoch)
+        new = dataclasses.replace(state, isr=tuple(isr), controller_epoch=context.epoch)
         try:
-            written = self.zk.update_partition_state(new, current_version, self.epoch_zk_version)
+            written = self.zk.update_partition_state(new, current_version, context.epoch_zk_version)
         except (BadVersionError, NoNodeError):  # cannot happen while this controller is alive
             return ErrorCode.INVALID_UPDATE_VERSION, None
-        self.states[tp] = (new, written)
-        self.batch.add_update_metadata(self.live, [self._current(tp)])
+        context.states[tp] = (new, written)
+        self._current_batch().add_update_metadata(context.live, [context.current(tp)])
         logger.info(
             "controller %d: %s-%d isr %s (AlterPartition from %d)",
             self.broker_id,
@@ -398,4 +481,4 @@ class KafkaController(
             list(isr),
             leader,
         )
-        return ErrorCode.NO_ERROR, self._current(tp)
+        return ErrorCode.NO_ERROR, context.current(tp)

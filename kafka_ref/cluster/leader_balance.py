@@ -18,8 +18,10 @@ in the ISR (Kafka: `PreferredReplicaPartitionLeaderElectionStrategy`).
   reassigned are left alone.
 
 Each election writes the new state with leader epoch + 1 and announces it, as any
-controller decision (CTRL-7, CTRL-21). This module is a mixin of `KafkaController`; its
-handlers run on the controller's event thread.
+controller decision (CTRL-7, CTRL-21). `LeaderBalance` is a part of the controller, run on
+its event thread, and constructed with what it uses: the controller's context, the partition
+state machine that writes and announces (partition_states.py), and the rebalance's
+settings. The controller's timer puts the periodic check on its event queue.
 
 Rules: CTRL-27, CTRL-28.
 """
@@ -28,12 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable
 from enum import IntEnum
 from typing import NamedTuple
 
+from kafka_ref.cluster.controller_context import ControllerContext
 from kafka_ref.cluster.election import elect_leader, preferred_leader
+from kafka_ref.cluster.partition_states import PartitionStateMachine
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 
@@ -75,61 +78,45 @@ def imbalanced_partitions(
 
 
 class LeaderBalance:
-    """The controller's elections on request and its periodic rebalance, mixed into
-    `KafkaController` (its `states`, `live`, `leader_balance`, and `_write_state` from
-    reassignment.py)."""
+    """The controller's elections on request and its periodic rebalance."""
 
-    def _start_auto_rebalance(self) -> None:
-        if not self.leader_balance.enable:
-            return
-        self._rebalance_stop = threading.Event()
-
-        def tick() -> None:
-            while not self._rebalance_stop.wait(self.leader_balance.check_interval_s):
-                self._put("auto_rebalance")
-
-        threading.Thread(target=tick, name="auto-leader-rebalance", daemon=True).start()
-
-    def _stop_auto_rebalance(self) -> None:
-        if self.leader_balance.enable:
-            self._rebalance_stop.set()
+    def __init__(
+        self,
+        context: ControllerContext,
+        partitions: PartitionStateMachine,
+        config: LeaderBalanceConfig,
+    ) -> None:
+        self.context = context
+        self.partitions = partitions
+        self.config = config
 
     # ------------------------------------------------------------------ ElectLeaders (CTRL-27)
     def elect_leaders(
-        self, election: ElectionType, partitions: list[TopicPartition] | None, reply: ElectReply
-    ) -> None:
-        self._put("elect_leaders", election, partitions, reply)
-
-    def _handle_elect_leaders(
-        self,
-        election: ElectionType,
-        partitions: list[TopicPartition] | None,
-        reply: ElectReply,
-    ) -> None:
-        if not self.active:
-            reply(None)
-            return
-        wanted = sorted(self.states) if partitions is None else partitions
-        reply({tp: self._elect(tp, election) for tp in wanted})
+        self, election: ElectionType, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ElectResult]:
+        """The given partitions' (None: every partition's) election, and each outcome."""
+        wanted = sorted(self.context.states) if partitions is None else partitions
+        return {tp: self._elect(tp, election) for tp in wanted}
 
     def _elect(self, tp: TopicPartition, election: ElectionType) -> ElectResult:
-        if tp not in self.states:
+        context = self.context
+        if tp not in context.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}."
-        state = self._current(tp)
+        state = context.current(tp)
         if election == ElectionType.PREFERRED:
             if state.replicas and state.leader == state.replicas[0]:
                 return ErrorCode.ELECTION_NOT_NEEDED, "The preferred replica leads already."
-            leader = preferred_leader(state, self.live)
+            leader = preferred_leader(state, context.live)
             if leader is None:
                 return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, (
                     f"Preferred replica {state.replicas[0]} is not alive and in the ISR."
                 )
             isr = state.isr
         else:
-            if state.leader in self.live:
+            if state.leader in context.live:
                 return ErrorCode.ELECTION_NOT_NEEDED, "The partition has a leader."
             chosen = elect_leader(
-                state.replicas, state.isr, self.live, unclean_leader_election=True
+                state.replicas, state.isr, context.live, unclean_leader_election=True
             )
             if chosen.leader is None:
                 return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "No replica is alive."
@@ -139,13 +126,13 @@ class LeaderBalance:
             leader=leader,
             leader_epoch=state.leader_epoch + 1,
             isr=isr,
-            controller_epoch=self.epoch,
+            controller_epoch=context.epoch,
         )
-        if not self._write_state(tp, new):
+        if not self.partitions.write(tp, new):
             return ErrorCode.NOT_CONTROLLER, "The partition state changed; retry."
         logger.info(
             "controller %d: %s election of %s-%d: leader %d -> %d, leader epoch %d",
-            self.broker_id,
+            context.broker_id,
             election.name.lower(),
             tp[0],
             tp[1],
@@ -156,17 +143,16 @@ class LeaderBalance:
         return ErrorCode.NO_ERROR, None
 
     # ------------------------------------------------------------------ auto rebalance (CTRL-28)
-    def _handle_auto_rebalance(self) -> None:
-        if not self.active:
-            return
+    def rebalance(self) -> None:
+        """Preferred elections for the brokers whose share of partitions led by another is
+        above `leader.imbalance.per.broker.percentage`; moving partitions are left alone."""
+        context = self.context
         candidates = {
             tp: s.replicas[0]
-            for tp, (s, _) in self.states.items()
-            if s.replicas and tp not in self.reassignments
+            for tp, (s, _) in context.states.items()
+            if s.replicas and tp not in context.reassignments
         }
-        leaders = {tp: self.states[tp][0].leader for tp in candidates}
-        for tp in imbalanced_partitions(
-            candidates, leaders, self.leader_balance.per_broker_percentage
-        ):
-            if preferred_leader(self._current(tp), self.live) is not None:
+        leaders = {tp: context.states[tp][0].leader for tp in candidates}
+        for tp in imbalanced_partitions(candidates, leaders, self.config.per_broker_percentage):
+            if preferred_leader(context.current(tp), context.live) is not None:
                 self._elect(tp, ElectionType.PREFERRED)

@@ -25,6 +25,12 @@ never fetch again. The controller decides that, so the broker has to tell it:
 A broker that registers again (a restart, with the directory repaired or not) starts with
 no offline replica: its LeaderAndIsr answers tell the truth again.
 
+The functions below are ZooKeeper's side (a kazoo client) and the reading of an answer;
+`LogDirFailureHandler` is the controller's part, run on its event thread and constructed
+with what it uses: a way to take the pending notifications, the controller's context (where
+the offline replicas are kept, for every election to see), the partition state machine
+(elections), and the event's request batch.
+
 Rules: CTRL-30.
 """
 
@@ -32,11 +38,15 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
 
+from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
+from kafka_ref.cluster.controller_context import ControllerContext
+from kafka_ref.cluster.partition_states import PartitionStateMachine
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.protocol.messages import ApiKey
@@ -64,6 +74,12 @@ def propagate_log_dir_event(zk: Any, broker_id: int) -> str:
     )
 
 
+def watch_log_dir_events(zk: Any, on_change: Callable[[], None]) -> None:
+    """Call `on_change` whenever the notifications change (a kazoo client)."""
+    zk.ensure_path(LOG_DIR_EVENT_NOTIFICATION)
+    ChildrenWatch(zk, LOG_DIR_EVENT_NOTIFICATION, lambda _children: on_change())
+
+
 def take_log_dir_events(zk: Any) -> list[int]:
     """The brokers named by the pending notifications, which are deleted (Kafka:
     `getBrokerIdFromLogDirEvent`, `deleteLogDirEventNotifications`)."""
@@ -88,53 +104,58 @@ def take_log_dir_events(zk: Any) -> list[int]:
     return brokers
 
 
-class LogDirFailureHandling:
-    """The controller's part (mixed into `KafkaController`, whose event thread runs it)."""
+def offline_replicas_in(api_key: int, response: Any) -> list[TopicPartition]:
+    """The partitions a LeaderAndIsr answer reports in an offline log dir
+    (KAFKA_STORAGE_ERROR); none for any other answer, or for none (a lost connection)."""
+    if api_key != ApiKey.LEADER_AND_ISR or response is None:
+        return []
+    return [
+        TopicPartition(p.topic_name, p.partition_index)
+        for p in response.partition_errors
+        if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    ]
 
-    offline_replicas: dict[int, set[TopicPartition]]
 
-    def _watch_log_dir_events(self: Any) -> None:
-        self.zk.zk.ensure_path(LOG_DIR_EVENT_NOTIFICATION)
-        ChildrenWatch(self.zk.zk, LOG_DIR_EVENT_NOTIFICATION, lambda _c: self._put("log_dir_event"))
+class LogDirFailureHandler:
+    """The controller's answer to failed log dirs (Kafka: `onBrokerLogDirFailure`,
+    `onReplicasBecomeOffline`)."""
 
-    def live_for(self: Any, tp: TopicPartition) -> set[int]:
-        """The live brokers whose replica of `tp` is not in a failed log dir."""
-        return {b for b in self.live if tp not in self.offline_replicas.get(b, ())}
+    def __init__(
+        self,
+        take_events: Callable[[], list[int]],
+        context: ControllerContext,
+        partitions: PartitionStateMachine,
+        batch: Callable[[], ControllerBrokerRequestBatch],
+    ) -> None:
+        self.take_events = take_events  # the brokers named by the pending notifications
+        self.context = context
+        self.partitions = partitions
+        self.batch = batch  # the requests of the event being handled
 
-    def _handle_log_dir_event(self: Any) -> None:
-        if not self.active:
-            return
-        for broker in sorted(set(take_log_dir_events(self.zk.zk))):
-            if broker not in self.live:
+    def on_log_dir_event(self) -> None:
+        """Ask each broker named: LeaderAndIsr with every partition it replicates."""
+        context = self.context
+        for broker in sorted(set(self.take_events())):
+            if broker not in context.live:
                 continue
-            logger.info("controller %d: a log dir of broker %d failed", self.broker_id, broker)
-            for tp in sorted(self.states):
-                state = self._current(tp)
+            logger.info("controller %d: a log dir of broker %d failed", context.broker_id, broker)
+            for tp in sorted(context.states):
+                state = context.current(tp)
                 if broker in state.replicas:
-                    self.batch.add_leader_and_isr([broker], state)
+                    self.batch().add_leader_and_isr([broker], state)
 
-    def _on_broker_response(self: Any, broker: int, api_key: int, response: Any) -> None:
-        """On the channel's loop: LeaderAndIsr answers with offline replicas become events."""
-        if api_key != ApiKey.LEADER_AND_ISR or response is None:
+    def on_offline_replicas(self, broker: int, offline: list[TopicPartition]) -> None:
+        """The broker's answer named replicas in a failed dir: elect without them."""
+        context = self.context
+        if broker not in context.live:
             return
-        offline = [
-            TopicPartition(p.topic_name, p.partition_index)
-            for p in response.partition_errors
-            if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR
-        ]
-        if offline:
-            self._put("offline_replicas", broker, offline)
-
-    def _handle_offline_replicas(self: Any, broker: int, offline: list[TopicPartition]) -> None:
-        if not self.active or broker not in self.live:
-            return
-        self.offline_replicas.setdefault(broker, set()).update(offline)
+        context.offline_replicas.setdefault(broker, set()).update(offline)
         logger.info(
             "controller %d: replicas on broker %d offline: %s",
-            self.broker_id,
+            context.broker_id,
             broker,
             sorted(offline),
         )
         for tp in sorted(offline):
-            if tp in self.states:
-                self._elect_if_needed(tp)
+            if tp in context.states:
+                self.partitions.elect_if_needed(tp)

@@ -28,8 +28,13 @@ A target may hold more or fewer replicas than ORS: that changes the partition's 
 factor. Since KIP-860 a request (v1+) can forbid it: with `allow_replication_factor_change`
 false such a target is INVALID_REPLICATION_FACTOR (CTRL-33).
 
-This module is a part of the controller (a mixin of `KafkaController`): its methods run on
-the controller's event thread like the rest. Elections are decided in election.py.
+Each move is a `Reassignment` (ORS and TRS; Kafka's `ReplicaAssignment`), kept in the
+controller's context (controller_context.py) where every part sees which partitions move.
+`PartitionReassignment` is a part of the controller, run on its event thread like the rest
+and constructed with what it uses: the topic znode's calls of ZooKeeper, the controller's
+context (where the moves in progress are kept, for the other parts to see), the partition
+state machine that writes and announces each new state (partition_states.py), and the
+event's request batch, for StopReplica. Elections are decided in election.py.
 
 Rules: CTRL-24, CTRL-25, CTRL-26, CTRL-33.
 """
@@ -39,12 +44,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Collection
-from typing import NamedTuple
+from typing import Protocol
 
-from kazoo.exceptions import BadVersionError, NoNodeError
-
+from kafka_ref.cluster.controller_channel import ControllerBrokerRequestBatch
+from kafka_ref.cluster.controller_context import ControllerContext, Reassignment
 from kafka_ref.cluster.election import NO_LEADER, reassignment_leader
-from kafka_ref.cluster.metadata import PartitionState
+from kafka_ref.cluster.partition_states import PartitionStateMachine
+from kafka_ref.cluster.zk_data import Moves
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 
@@ -55,34 +61,6 @@ ReassignResult = tuple[ErrorCode, str | None]
 # The replies get None when this broker is no longer the controller (NOT_CONTROLLER).
 ReassignReply = Callable[[dict[TopicPartition, ReassignResult] | None], None]
 ListReply = Callable[[dict[TopicPartition, tuple[tuple[int, ...], ...]] | None], None]
-
-
-class Reassignment(NamedTuple):
-    """One partition's move (Kafka: `ReplicaAssignment` with adding and removing)."""
-
-    original: tuple[int, ...]  # ORS
-    target: tuple[int, ...]  # TRS
-
-    @property
-    def replicas(self) -> tuple[int, ...]:
-        """RS while it moves: the targets first, so the preferred replica is TRS's first."""
-        return tuple(dict.fromkeys(self.target + self.original))
-
-    @property
-    def adding(self) -> tuple[int, ...]:
-        return tuple(r for r in self.target if r not in self.original)
-
-    @property
-    def removing(self) -> tuple[int, ...]:
-        return tuple(r for r in self.original if r not in self.target)
-
-    @classmethod
-    def from_znode(
-        cls, replicas: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]
-    ) -> Reassignment:
-        original = tuple(r for r in replicas if r not in adding)
-        target = tuple(r for r in replicas if r not in removing)
-        return cls(original, target)
 
 
 def validate_target(target: tuple[int, ...], live: Collection[int]) -> str | None:
@@ -106,40 +84,57 @@ def replication_factor_change(original: tuple[int, ...], target: tuple[int, ...]
     return f"The replication factor is changed from {len(original)} to {len(target)}"
 
 
+class TopicAssignments(Protocol):
+    """A topic's znode, with its moves, fenced by the controller epoch (`KafkaZkClient`)."""
+
+    def get_topic(self, topic: str) -> tuple[dict[int, tuple[int, ...]], str | None] | None: ...
+
+    def get_topic_moves(self, topic: str) -> Moves: ...
+
+    def set_reassignment(
+        self,
+        topic: str,
+        topic_id: str,
+        assignment: dict[int, list[int]],
+        moves: Moves,
+        epoch_zk_version: int,
+    ) -> None: ...
+
+
 class PartitionReassignment:
-    """The controller's reassignment events, mixed into `KafkaController`: they use its
-    `zk`, `states`, `assignments`, `reassignments`, `live`, `batch` and `_announce`."""
+    """The controller's reassignments: started, completed, cancelled, resumed (KIP-455)."""
+
+    def __init__(
+        self,
+        zk: TopicAssignments,
+        context: ControllerContext,
+        partitions: PartitionStateMachine,
+        batch: Callable[[], ControllerBrokerRequestBatch],
+    ) -> None:
+        self.zk = zk
+        self.context = context
+        self.partitions = partitions
+        self.batch = batch  # the requests of the event being handled
 
     # ------------------------------------------------------------------ loading
-    def _load_moves(self, topic: str) -> None:
+    def load_moves(self, topic: str) -> None:
         """Reassignments recorded in the topic's znode (a new controller resumes them). One
         this controller started is known already, with ORS in its order: kept as it is."""
         for partition, (adding, removing) in self.zk.get_topic_moves(topic).items():
-            replicas = self.assignments.get(topic, {}).get(partition)
+            replicas = self.context.assignments.get(topic, {}).get(partition)
             if replicas is not None:
                 move = Reassignment.from_znode(replicas, adding, removing)
-                self.reassignments.setdefault(TopicPartition(topic, partition), move)
+                self.context.reassignments.setdefault(TopicPartition(topic, partition), move)
 
-    def _resume_reassignments(self) -> None:
+    def resume(self) -> None:
         """Kafka `initializePartitionReassignments`: restart each pending move's phase 1
         (a new leader epoch tells every replica of RS), then finish those that can."""
-        for tp, move in sorted(self.reassignments.items()):
-            if tp in self.states:
+        for tp, move in sorted(self.context.reassignments.items()):
+            if tp in self.context.states:
                 self._grow(tp, move)
-                self._maybe_complete_reassignment(tp)
+                self.maybe_complete(tp)
 
     # ------------------------------------------------------------------ writing
-    def _write_state(self, tp: TopicPartition, new: PartitionState) -> bool:
-        """Write a partition's new state under the controller epoch and announce it."""
-        _, version = self.states[tp]
-        try:
-            version = self.zk.update_partition_state(new, version, self.epoch_zk_version)
-        except (BadVersionError, NoNodeError):  # deleted, or changed by another writer
-            return False
-        self.states[tp] = (new, version)
-        self._announce(tp)
-        return True
-
     def _write_assignment(self, topic: str) -> None:
         """The topic's znode: each partition's replicas (RS while moving) and the moves."""
         found = self.zk.get_topic(topic)
@@ -148,45 +143,42 @@ class PartitionReassignment:
         _, topic_id = found
         moves = {
             p: (move.adding, move.removing)
-            for (t, p), move in self.reassignments.items()
+            for (t, p), move in self.context.reassignments.items()
             if t == topic
         }
-        assignment = {p: list(r) for p, r in self.assignments[topic].items()}
-        self.zk.set_reassignment(topic, topic_id or "", assignment, moves, self.epoch_zk_version)
+        assignment = {p: list(r) for p, r in self.context.assignments[topic].items()}
+        self.zk.set_reassignment(
+            topic, topic_id or "", assignment, moves, self.context.epoch_zk_version
+        )
 
     # ------------------------------------------------------------------ AlterPartitionReassignments
-    def alter_reassignments(
-        self, items: list[ReassignItem], reply: ReassignReply, allow_rf_change: bool = True
-    ) -> None:
-        self._put("alter_reassignments", items, reply, allow_rf_change)
-
-    def _handle_alter_reassignments(
-        self, items: list[ReassignItem], reply: ReassignReply, allow_rf_change: bool
-    ) -> None:
-        if not self.active:
-            reply(None)
-            return
-        results = {}
-        for topic, partition, target in items:
-            tp = TopicPartition(topic, partition)
-            results[tp] = self._reassign(tp, target, allow_rf_change)
-        reply(results)
+    def alter(
+        self, items: list[ReassignItem], allow_rf_change: bool
+    ) -> dict[TopicPartition, ReassignResult]:
+        """Each partition's new target (or None: cancel), and the outcome of each."""
+        return {
+            TopicPartition(topic, partition): self._reassign(
+                TopicPartition(topic, partition), target, allow_rf_change
+            )
+            for topic, partition, target in items
+        }
 
     def _reassign(
         self, tp: TopicPartition, target: tuple[int, ...] | None, allow_rf_change: bool
     ) -> ReassignResult:
-        if tp not in self.states:
+        context = self.context
+        if tp not in context.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {tp[0]}-{tp[1]}."
-        pending = self.reassignments.get(tp)
+        pending = context.reassignments.get(tp)
         if target is None:  # cancel (CTRL-26)
             if pending is None:
                 return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No reassignment in progress."
             self._finish(tp, pending, pending.original)
             return ErrorCode.NO_ERROR, None
-        problem = validate_target(target, self.live)
+        problem = validate_target(target, context.live)
         if problem is not None:
             return ErrorCode.INVALID_REPLICATION_ASSIGNMENT, problem
-        original = pending.original if pending else self._current(tp).replicas
+        original = pending.original if pending else context.current(tp).replicas
         if not allow_rf_change and (problem := replication_factor_change(original, target)):
             return ErrorCode.INVALID_REPLICATION_FACTOR, problem
         if pending is None and target == original:
@@ -196,48 +188,50 @@ class PartitionReassignment:
         move = Reassignment(original, target)
         logger.info(
             "controller %d: reassigning %s-%d from %s to %s",
-            self.broker_id,
+            context.broker_id,
             tp[0],
             tp[1],
             list(original),
             list(target),
         )
         self._grow(tp, move)
-        self._maybe_complete_reassignment(tp)
+        self.maybe_complete(tp)
         return ErrorCode.NO_ERROR, None
 
     def _grow(self, tp: TopicPartition, move: Reassignment) -> None:
         """Phase 1 (CTRL-24): RS = TRS + ORS in ZooKeeper, then a new leader epoch with RS
         as replicas, sent to every replica of RS so that the new ones start fetching."""
-        self.reassignments[tp] = move
-        self.assignments[tp[0]][tp[1]] = move.replicas
+        context = self.context
+        context.reassignments[tp] = move
+        context.assignments[tp[0]][tp[1]] = move.replicas
         self._write_assignment(tp[0])
-        state = self._current(tp)
-        self._write_state(
+        state = context.current(tp)
+        self.partitions.write(
             tp,
             dataclasses.replace(
                 state,
                 leader_epoch=state.leader_epoch + 1,
                 replicas=move.replicas,
-                controller_epoch=self.epoch,
+                controller_epoch=context.epoch,
             ),
         )
 
-    def _maybe_complete_reassignment(self, tp: TopicPartition) -> None:
+    def maybe_complete(self, tp: TopicPartition) -> None:
         """Phase 2 (CTRL-25) once every target replica is in the ISR; called after each
         ISR change of a moving partition."""
-        move = self.reassignments.get(tp)
-        if move is None or tp not in self.states:
+        move = self.context.reassignments.get(tp)
+        if move is None or tp not in self.context.states:
             return
-        state = self._current(tp)
+        state = self.context.current(tp)
         if all(r in state.isr for r in move.target):
             self._finish(tp, move, move.target)
 
     def _finish(self, tp: TopicPartition, move: Reassignment, final: tuple[int, ...]) -> None:
         """The replicas become `final` (TRS, or ORS on a cancel): a leader from it, the ISR
         without the others, the others stopped and deleted, the znode without the move."""
-        state = self._current(tp)
-        leader = reassignment_leader(state, final, self.live)
+        context = self.context
+        state = context.current(tp)
+        leader = reassignment_leader(state, final, context.live)
         isr = tuple(r for r in state.isr if r in final)
         new = dataclasses.replace(
             state,
@@ -245,17 +239,17 @@ class PartitionReassignment:
             leader_epoch=state.leader_epoch + 1,
             replicas=final,
             isr=isr,
-            controller_epoch=self.epoch,
+            controller_epoch=context.epoch,
         )
-        if not self._write_state(tp, new):
+        if not self.partitions.write(tp, new):
             return
-        del self.reassignments[tp]
-        self.assignments[tp[0]][tp[1]] = final
+        del context.reassignments[tp]
+        context.assignments[tp[0]][tp[1]] = final
         self._write_assignment(tp[0])
         self._stop_replicas(tp, [r for r in move.replicas if r not in final])
         logger.info(
             "controller %d: %s-%d now on %s, leader %d, leader epoch %d",
-            self.broker_id,
+            context.broker_id,
             tp[0],
             tp[1],
             list(final),
@@ -264,18 +258,14 @@ class PartitionReassignment:
         )
 
     def _stop_replicas(self, tp: TopicPartition, brokers: list[int]) -> None:
-        epoch = self._current(tp).leader_epoch
+        epoch = self.context.current(tp).leader_epoch
         for broker in brokers:
-            if broker in self.live:
-                self.batch.add_stop_replica(broker, tp[0], tp[1], epoch)
+            if broker in self.context.live:
+                self.batch().add_stop_replica(broker, tp[0], tp[1], epoch)
 
     # ------------------------------------------------------------------ ListPartitionReassignments
-    def list_reassignments(self, reply: ListReply) -> None:
-        self._put("list_reassignments", reply)
-
-    def _handle_list_reassignments(self, reply: ListReply) -> None:
-        reply(
-            {tp: (m.replicas, m.adding, m.removing) for tp, m in self.reassignments.items()}
-            if self.active
-            else None
-        )
+    def listing(self) -> dict[TopicPartition, tuple[tuple[int, ...], ...]]:
+        """Every move in progress: (replicas, adding, removing)."""
+        return {
+            tp: (m.replicas, m.adding, m.removing) for tp, m in self.context.reassignments.items()
+        }

@@ -147,9 +147,10 @@ def _unclean_election_always() -> None:
 
     original = KafkaController.__init__
 
-    def init(self, zk, broker_id, *, unclean_leader_election):
+    def init(self, zk, broker_id, channel, *, unclean_leader_election, **options):
         # the bug: unclean.leader.election.enable read as true for every topic
-        original(self, zk, broker_id, unclean_leader_election=lambda topic, configs: True)
+        always = lambda topic, configs: True  # noqa: E731
+        original(self, zk, broker_id, channel, unclean_leader_election=always, **options)
 
     KafkaController.__init__ = init
 

@@ -167,8 +167,8 @@ class BrokerCollector(Collector):
         elif controller is None or not controller.active:
             active, offline = 0, 0
         else:
-            states = [state for state, _version in list(controller.states.values())]
-            live = set(controller.live)
+            states = [state for state, _version in list(controller.context.states.values())]
+            live = set(controller.context.live)
             active = 1
             offline = sum(1 for s in states if s.leader == NO_LEADER or s.leader not in live)
         prefix = "kafka_controller_kafkacontroller_"

@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_ref.cluster.assignment import assign_replicas_to_brokers, rack_alternated
+from kafka_ref.cluster.controller_context import ControllerContext, Reassignment
 from kafka_ref.cluster.election import next_state, preferred_leader, reassignment_leader
 from kafka_ref.cluster.leader_balance import imbalanced_partitions
 from kafka_ref.cluster.metadata import InvalidReplicationFactorError, PartitionState
-from kafka_ref.cluster.reassignment import Reassignment, replication_factor_change, validate_target
+from kafka_ref.cluster.reassignment import replication_factor_change, validate_target
 from kafka_ref.cluster.zk_data import split_connect
 from kafka_ref.cluster.zk_metadata import is_stale
 
@@ -106,6 +107,19 @@ def test_zookeeper_connect_with_chroot():
 
 
 # ---------------------------------------------------------------------- reassignment, balance
+@pytest.mark.spec("CTRL-3")
+def test_a_controllers_epoch_only_grows_across_resignations():
+    context = ControllerContext(broker_id=1)
+    context.new_epoch(4, epoch_zk_version=3)
+    context.clear()  # it resigned: the cluster is forgotten, its epoch is not
+    assert (context.epoch, context.epoch_zk_version) == (4, 3)
+    for stale in (4, 3):  # elected again under an epoch it had, or an older one
+        with pytest.raises(AssertionError, match="CTRL-3"):
+            context.new_epoch(stale, epoch_zk_version=9)
+    context.new_epoch(6, epoch_zk_version=5)
+    assert (context.epoch, context.epoch_zk_version) == (6, 5)
+
+
 @pytest.mark.spec("CTRL-24")
 def test_a_moves_replica_set_puts_the_targets_first_and_round_trips_through_the_znode():
     move = Reassignment(original=(1, 2), target=(2, 3))
