@@ -38,7 +38,9 @@ from kafka_ref.log.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
 )
+from kafka_ref.log.isolation import READ_COMMITTED
 from kafka_ref.log.log import Log
+from kafka_ref.log.producer_state import ProducerStateManager
 from kafka_ref.replication.follower_fetch_state import FetchState, PartitionFetcher
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
@@ -140,6 +142,7 @@ class SimBroker:
                 self.clock,
                 recovery_point=recovery_points.get(tp, 0),
                 clean_shutdown=clean and os.path.isdir(directory),
+                producer_state=ProducerStateManager,  # a broker's logs (LOG-19)
             )
             self.partitions[tp] = Partition(
                 tp[0],
@@ -150,6 +153,7 @@ class SimBroker:
                 self.clock,
                 replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
                 high_watermark=hws.get(tp, 0),
+                isolation=READ_COMMITTED,
             )
         self._recovery_points = {tp: p.log.recovery_point for tp, p in self.partitions.items()}
         self.alive = True
