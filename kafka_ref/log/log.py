@@ -23,13 +23,31 @@ their offsets must start at or above its LEO and increase. Before a byte is writ
 log's producer state sees the batches, and may refuse them or find them a retry of batches
 the log already holds: then nothing is written and the original offsets are the answer.
 
-**Producer state plugs in** (LOG-19). The log knows nothing of producers or transactions:
-it calls the `ProducerStateHooks` it was opened with (producer_state_hooks.py) where its
-batches change: before and after an append, at a roll, a truncation, a deletion, at open
-and at close; each segment opens the files that state keeps per segment. A plain log's is
-`NoProducerState`; a broker's logs have a `ProducerStateManager` (idempotence and
-transactions, producer_state.py). The last stable offset and the aborted transactions a
-read_committed consumer needs are read from that state, not from the log (isolation.py).
+**Producer state plugs in** (LOG-19). The log knows nothing of producers or transactions.
+Idempotence and transactions (KIP-98) need a table, per producer id, of its last batches
+and its open transaction, kept in step with the log and saved beside it: a later chapter
+(producer_state.py). The log declares here what it needs of such a table,
+`ProducerStateHooks`, and calls the one it was opened with where its batches change (Kafka:
+the calls `UnifiedLog` makes on its `ProducerStateManager`):
+
+* **append** (IDEM-1): `prepare_append` sees the validated batches, with their offsets,
+  before a byte is written; it may refuse the append (it raises) or find it a retry of
+  batches the log holds (`duplicate`: nothing is written, the original offsets are the
+  answer). `complete_append` follows the write, with the segment that took it;
+* **roll** (`on_roll`), **truncation** (`truncate_and_reload`, `truncate_fully_and_start_at`),
+  **open** (`load`, told the first segment whose files recovery rebuilt), **deletion** of
+  the oldest segments (`delete_snapshots_before`) and **close** (`take_snapshot`);
+* **the high watermark**: `on_high_watermark_updated`, an explicit call of the partition
+  that moved it; the log keeps no HW. Reading the log, its producer state, the HW or the
+  last stable offset changes nothing (TXN-25).
+
+The state may keep files of its own per segment (`segment_indexes`: the `.txnindex` of
+transactions), which the log's segments open and keep in step without reading them. What
+the log's parts read back is for the cleaner only (`last_records_of_active_producers`). A
+plain log has `NoProducerState`, `Log.open`'s default: every batch is written as it comes
+and no file is kept. A broker opens its logs with a `ProducerStateManager`. The last
+stable offset and the aborted transactions read_committed needs come from that state, on
+the read side (isolation.py), not from the log.
 
 **Read** (LOG-3..LOG-7). A read returns file slices of whole batches, from the batch that
 *contains* the requested offset, below the high watermark, at least one batch; how the
@@ -40,7 +58,7 @@ log_read.py's.
 records or `flush.ms` milliseconds have accumulated (both off by default: Kafka relies on
 replication, not fsync, for durability), on `flush()`, and at close.
 
-Rules: LOG-1..LOG-16, LOG-19, SEG-3..SEG-6, DUR-9.
+Rules: LOG-1..LOG-16, LOG-19, SEG-3..SEG-6, DUR-9, TXN-25.
 """
 
 from __future__ import annotations
@@ -51,6 +69,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
@@ -58,15 +77,16 @@ from kafka_ref.errors import OffsetOutOfRangeError
 from kafka_ref.files import fsync_directory
 from kafka_ref.log.file_records import LogReadInfo
 from kafka_ref.log.log_read import lookup_timestamp, read_segments
-from kafka_ref.log.producer_state_hooks import NoProducerState, ProducerStateHooks
 from kafka_ref.log.recovery import LoadedLog, load_log
 from kafka_ref.log.segment import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    NO_SEGMENT_INDEXES,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     Segment,
+    SegmentIndexes,
     TimestampAndOffset,
     roll_jitter_ms,
     segment_path,
@@ -75,6 +95,109 @@ from kafka_ref.log.validator import AppendInfo, AppendOrigin, validate_and_assig
 from kafka_ref.metrics.recorders import LatencyHistogram
 
 logger = logging.getLogger("kafka_ref.log.log")
+
+
+class PreparedAppend(Protocol):
+    """What `prepare_append` decided, for `complete_append` (Kafka: the append's
+    `ProducerAppendInfo`s)."""
+
+    @property
+    def duplicate(self) -> AppendInfo | None:
+        """The original append's answer when every batch is a retry: nothing is written."""
+
+
+class ProducerStateHooks(Protocol):
+    """What the log needs of producer state (implemented by `ProducerStateManager`)."""
+
+    @property
+    def segment_indexes(self) -> SegmentIndexes:
+        """The files this state keeps per segment, by kind (segment.py)."""
+
+    def load(self, log: Log, now: int, rebuilt_from: int | None) -> None:
+        """At open: the state of the recovered `log`; segments from `rebuilt_from` on had
+        their files rebuilt, and this state's files among them are empty."""
+
+    def prepare_append(
+        self, records: memoryview, info: AppendInfo, now: int, origin: AppendOrigin
+    ) -> PreparedAppend:
+        """Check the validated batches of an append before a byte is written; raise to
+        refuse it. Changes nothing."""
+
+    def complete_append(
+        self, prepared: PreparedAppend, segment: Segment, log_end_offset: int
+    ) -> None:
+        """The batches are in `segment`, the log ends at `log_end_offset`: take them in."""
+
+    def on_roll(self, log: Log) -> None:
+        """The log rolled: its last segment is new and empty."""
+
+    def truncate_and_reload(self, log: Log, now: int) -> None:
+        """The log lost its tail: the state must be the one of what is left."""
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The log was emptied and starts over at `offset`."""
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        """The segments below `offset` were deleted."""
+
+    def take_snapshot(self, offset: int) -> None:
+        """Save the state of every batch below `offset` (the log closes)."""
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """The partition moved the HW: what is below it is replicated."""
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        """Producer id -> (offset of its last data batch, or None; its epoch)."""
+
+
+class _NothingPrepared:
+    duplicate = None
+
+
+_NOTHING_PREPARED = _NothingPrepared()
+
+
+class NoProducerState:
+    """The producer state of a plain log: none. Every append is written, nothing is kept."""
+
+    segment_indexes = NO_SEGMENT_INDEXES
+
+    def __init__(self, directory: str) -> None:
+        self.dir = directory
+
+    def load(self, log: Log, now: int, rebuilt_from: int | None) -> None:
+        pass
+
+    def prepare_append(
+        self, records: memoryview, info: AppendInfo, now: int, origin: AppendOrigin
+    ) -> PreparedAppend:
+        return _NOTHING_PREPARED
+
+    def complete_append(
+        self, prepared: PreparedAppend, segment: Segment, log_end_offset: int
+    ) -> None:
+        pass
+
+    def on_roll(self, log: Log) -> None:
+        pass
+
+    def truncate_and_reload(self, log: Log, now: int) -> None:
+        pass
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        pass
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        pass
+
+    def take_snapshot(self, offset: int) -> None:
+        pass
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        pass
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        return {}
 
 
 class Log:

@@ -8,7 +8,7 @@ producer id, its epoch and its last five batches (producer_entry.py). This modul
 partition's whole table of them (Kafka: `ProducerStateManager`).
 
 **How it plugs in** (LOG-19). The log knows nothing of this table: it calls the
-`ProducerStateHooks` it declares (producer_state_hooks.py), and a broker opens its logs with
+`ProducerStateHooks` it declares (log.py), and a broker opens its logs with
 this class as theirs (`Log.open(..., producer_state=ProducerStateManager)`). It also gives
 every segment its `.txnindex` (`segment_indexes`, txn_index.py), which the segment keeps in
 step with its `.log` without reading it.
@@ -77,7 +77,8 @@ from kafka_ref.record.batch import BatchHeader
 from kafka_ref.record.control import EndTransactionMarker, read_marker, read_markers
 
 if TYPE_CHECKING:
-    from kafka_ref.log.segment import Segment, SegmentedLog
+    from kafka_ref.log.log import Log
+    from kafka_ref.log.segment import Segment
 
 __all__ = ["AppendOrigin", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager"]
 
@@ -125,7 +126,7 @@ _NOTHING = PendingAppend({})  # an append without producer ids: shared, never ch
 
 class ProducerStateManager:
     """The producer state of one partition log, and its snapshot files: a log's
-    `ProducerStateHooks` (producer_state_hooks.py). Not thread-safe."""
+    `ProducerStateHooks` (log.py). Not thread-safe."""
 
     segment_indexes = TXN_SEGMENT_INDEXES  # each segment's `.txnindex` (TXN-6)
 
@@ -138,7 +139,7 @@ class ProducerStateManager:
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open txn
         self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW
 
-    def load(self, log: SegmentedLog, now: int, rebuilt_from: int | None) -> None:
+    def load(self, log: Log, now: int, rebuilt_from: int | None) -> None:
         """The state of `log` after loading: newest usable snapshot + replay (IDEM-9);
         the replay starts at or below `rebuilt_from`, to rebuild `.txnindex` files (TXN-7)."""
         self._snapshots = list_snapshots(self.dir)
@@ -330,7 +331,7 @@ class ProducerStateManager:
         bisect.insort(self._snapshots, offset)
         logger.debug("%s: producer snapshot at %d (%d producers)", self.dir, offset, len(entries))
 
-    def on_roll(self, log: SegmentedLog) -> None:
+    def on_roll(self, log: Log) -> None:
         """At a roll: snapshot at the new segment's base; keep the snapshots of the last two
         segments and from the segment holding the recovery point (Kafka:
         `minSnapshotsOffsetToRetain`), which is all a crash can need."""
@@ -345,9 +346,7 @@ class ProducerStateManager:
             delete_snapshot(self.dir, self._snapshots.pop(0))
 
     # ------------------------------------------------------------------ truncation, loading
-    def truncate_and_reload(
-        self, log: SegmentedLog, now: int, rebuild_from: int | None = None
-    ) -> None:
+    def truncate_and_reload(self, log: Log, now: int, rebuild_from: int | None = None) -> None:
         """Rebuild the state for the log as it is now (after loading or truncation): drop
         snapshots beyond its end, read the newest remaining one that is valid (and not
         beyond `rebuild_from`), replay the batch headers after it (IDEM-9, IDEM-12)."""

@@ -30,7 +30,7 @@ perhaps half-renamed files of a compaction, perhaps a tail torn by a crash. Kafk
    empty at the log start offset, as Kafka does. The last segment's indexes grow back to
    `segment.index.bytes` so it can take appends again.
 
-Then `Log` has its producer state load itself for the recovered log (producer_state_hooks.py),
+Then `Log` has its producer state load itself for the recovered log (log.py, LOG-19),
 told the first segment whose files were rebuilt: a plug-in's files of those segments are
 empty and are filled again as it replays them (for a broker's logs, producer_state.py:
 IDEM-9, TXN-7). Files of a plug-in that are not per segment (a producer snapshot is named

@@ -49,7 +49,7 @@ import contextlib
 import os
 import random
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kafka_ref.clock import Clock
@@ -405,23 +405,3 @@ class Segment:
             index.delete()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.log.path)
-
-
-class SegmentedLog(Protocol):
-    """A log as the parts below it see it: its bounds and its segments (log.py's `Log`).
-    Its producer state takes the log as this (producer_state_hooks.py): the interface is
-    declared before the log that calls it."""
-
-    dir: str
-
-    @property
-    def log_start_offset(self) -> int: ...
-
-    @property
-    def log_end_offset(self) -> int: ...
-
-    @property
-    def recovery_point(self) -> int: ...
-
-    @property
-    def segments(self) -> Sequence[Segment]: ...

@@ -28,7 +28,7 @@ coordinators' (transaction markers, group records), or a follower copying its le
 producer's batches get the checks above that a follower skips.
 
 The result lists each batch's header with its base offset (`AppendInfo.batches`), for
-whatever the log's producer state checks before it writes (producer_state_hooks.py).
+whatever the log's producer state checks before it writes (log.py, LOG-19).
 
 On a compacted topic (cleanup.policy contains compact) each record is also decoded, once,
 to check that it parses and has a key (LOG-17): compaction works by key. Elsewhere the

@@ -16,9 +16,8 @@ import pytest
 
 from kafka_ref.clock import ManualClock
 from kafka_ref.config import LogConfig
-from kafka_ref.log.log import Log
+from kafka_ref.log.log import Log, NoProducerState, ProducerStateHooks
 from kafka_ref.log.producer_state import ProducerStateManager
-from kafka_ref.log.producer_state_hooks import NoProducerState, ProducerStateHooks
 from kafka_ref.record.batch import BatchHeader, build_batch, iter_batch_headers
 from kafka_ref.record.record import Record
 

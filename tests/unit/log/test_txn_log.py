@@ -33,6 +33,8 @@ from kafka_ref.record.control import (
     read_marker,
 )
 from kafka_ref.record.record import Record
+from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
+from kafka_ref.replication.partition import Partition
 from tests.unit.log.conftest import T0, open_broker_log
 
 pytestmark = pytest.mark.timeout(120)
@@ -61,6 +63,11 @@ class Producer:
 
     def marker(self, marker: EndTransactionMarker) -> bytes:
         return build_marker_batch(self.pid, self.epoch, marker, T0)
+
+
+def pairs(txns) -> list[tuple[int, int]]:
+    """(producer id, first offset) of each aborted transaction, as a Fetch lists them."""
+    return [(t.producer_id, t.first_offset) for t in txns]
 
 
 def end(log: Log, producer: Producer, marker: EndTransactionMarker) -> int:
@@ -273,7 +280,6 @@ def test_collect_aborted_transactions_overlapping_a_read(tmp_path):
     log.append(a.batch(1))  # 12
     end(log, a, ABORT)  # 13: (1, 12, 13)
     assert len(log.segments) > 1
-    pairs = lambda txns: [(t.producer_id, t.first_offset) for t in txns]  # noqa: E731
     assert pairs(collect_aborted_transactions(log, 0, 14)) == [(1, 0), (2, 1), (1, 12)]
     assert pairs(collect_aborted_transactions(log, 3, 11)) == [(2, 1)]
     assert pairs(collect_aborted_transactions(log, 12, 14)) == [(1, 12)]
@@ -350,3 +356,43 @@ def test_a_producer_with_an_open_transaction_never_expires(tmp_path):
     assert READ_COMMITTED.last_stable_offset(log, log.log_end_offset) == 4
     clock.advance(2 * day)
     assert log.producer_state.remove_expired_producers(clock.milliseconds(), day) == [1]
+
+
+# ---------------------------------------------------------------------- reads change nothing
+@pytest.mark.spec("TXN-25")
+def test_reading_the_lso_or_the_hw_changes_nothing(tmp_path):
+    clock = ManualClock(T0)
+    log = open_broker_log(tmp_path / "t-0", clock)
+    cache = LeaderEpochFileCache.load(log.dir)
+    partition = Partition("t", 0, 0, log, cache, clock, isolation=READ_COMMITTED)
+    a, b = Producer(1), Producer(2)
+    log.append(a.batch(2))  # 0, 1
+    end(log, a, ABORT)  # 2
+    log.append(b.batch(1))  # 3: b's transaction is open
+    state = log.producer_state
+
+    def observed():
+        return (
+            {pid: e.key() for pid, e in state.active_producers.items()},
+            state.ongoing_transactions,
+            state.unreplicated_transactions,
+            state.snapshot_offsets,
+            sorted(os.listdir(log.dir)),
+        )
+
+    before = observed()
+    # a's marker (2) is below a HW of 3 or 4, not of 2: the answers depend on the HW asked
+    # for only, in any order, however often
+    for hw, lso in [(4, 3), (2, 0), (3, 3), (2, 0), (4, 3)]:
+        assert READ_COMMITTED.last_stable_offset(log, hw) == lso
+        assert pairs(collect_aborted_transactions(log, 0, hw)) == [(1, 0)]
+    partition.high_watermark = 4  # setting the attribute tells nobody
+    assert partition.high_watermark == 4 and partition.last_stable_offset == 3
+    info = partition.read(0, 1 << 20, min_one_batch=True, read_committed=True)
+    assert pairs(partition.aborted_transactions(info)) == [(1, 0)]
+    partition.high_watermark = 2
+    assert partition.last_stable_offset == 0
+    assert observed() == before
+    # Moving the HW is said explicitly: a's transaction is replicated and forgotten.
+    partition.update_high_watermark(4)
+    assert state.unreplicated_transactions == [] and state.ongoing_transactions == {2: 3}
