@@ -297,6 +297,30 @@ def test_the_state_survives_a_clean_restart(tmp_path):
 
 
 @pytest.mark.spec("IDEM-9")
+def test_completing_a_swap_keeps_the_producer_snapshots_in_its_range(tmp_path):
+    clock = ManualClock(T0)
+    log = open_broker_log(tmp_path / "t-0", clock)
+    for seq in range(10):
+        if seq == 5:
+            log.roll()  # a snapshot at 5
+        log.append(pbatch(seq))
+    log.roll()
+    data = b"".join(segment.log.read(0, segment.size) for segment in log.segments[:2])
+    log.close()
+    # A committed replacement of the segments 0 and 5 (a crash before the loader finished
+    # it, DUR-11): one `.swap` segment of both, offsets 0..9.
+    (tmp_path / "t-0" / "00000000000000000000.log.swap").write_bytes(data)
+    assert (tmp_path / "t-0" / "00000000000000000005.snapshot").exists()
+    reopened = Log.open(log.dir, log.config, clock, producer_state=ProducerStateManager)
+    names = os.listdir(log.dir)
+    assert "00000000000000000005.log" not in names  # replaced by the swap
+    assert "00000000000000000005.snapshot" in names  # it describes offsets: it stays
+    assert [s.base_offset for s in reopened.segments] == [0, 10]
+    assert reopened.producer_state.last_entry(PID).last_seq == 9
+    assert values(reopened) == [b"%d-%d" % (PID, seq) for seq in range(10)]
+
+
+@pytest.mark.spec("IDEM-9")
 @pytest.mark.parametrize("damage", ["delete all", "delete newest", "corrupt newest", "cut newest"])
 def test_the_state_is_rebuilt_after_a_crash_whatever_happened_to_snapshots(tmp_path, damage):
     clock = ManualClock(T0)
