@@ -23,10 +23,10 @@ their offsets must start at or above its LEO and increase. Before a byte is writ
 log's producer state sees the batches, and may refuse them or find them a retry of batches
 the log already holds: then nothing is written and the original offsets are the answer.
 
-**Producer state plugs in** (LOG-19). The log knows nothing of producers or transactions.
-Idempotence and transactions (KIP-98) need a table, per producer id, of its last batches
-and its open transaction, kept in step with the log and saved beside it: a later chapter
-(producer_state.py). The log declares here what it needs of such a table,
+**Producer state plugs in** (LOG-19). The log knows nothing of transactions, nor of what a
+producer wrote before. Idempotence and transactions (KIP-98) need a table, per producer id,
+of its last batches and its open transaction, kept in step with the log and saved beside
+it: a later chapter (producer_state.py). The log declares here what it needs of such a table,
 `ProducerStateHooks`, and calls the one it was opened with where its batches change (Kafka:
 the calls `UnifiedLog` makes on its `ProducerStateManager`):
 
