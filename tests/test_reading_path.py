@@ -29,20 +29,10 @@ PACKAGE_SIZE = re.compile(r"kafka-ref is ([\d,]+) lines of Python")
 # Imports that point forward along the core, each with its reason. A file is read after the
 # files it imports; one of these asks the reader to take a later file on trust.
 WIRED_IN = (
-    "transactions and idempotence are still wired into the log and the group coordinator "
-    "instead of plugging in through an interface those declare"
+    "transactions are still wired into the group coordinator instead of plugging in through "
+    "an interface it declares (as they plug into the log: log.py's `ProducerStateHooks`)"
 )
 FORWARD_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
-    ("kafka_ref.log.log", "kafka_ref.log.isolation"): WIRED_IN,
-    ("kafka_ref.log.log", "kafka_ref.log.producer_state"): WIRED_IN,
-    ("kafka_ref.log.log", "kafka_ref.log.txn_index"): WIRED_IN,
-    ("kafka_ref.log.log", "kafka_ref.record.control"): WIRED_IN,
-    ("kafka_ref.log.log_read", "kafka_ref.log.txn_index"): WIRED_IN,
-    ("kafka_ref.log.recovery", "kafka_ref.log.producer_snapshot"): WIRED_IN,
-    ("kafka_ref.log.recovery", "kafka_ref.log.txn_index"): WIRED_IN,
-    ("kafka_ref.log.segment", "kafka_ref.log.txn_index"): WIRED_IN,
-    ("kafka_ref.replication.partition", "kafka_ref.log.producer_entry"): WIRED_IN,
-    ("kafka_ref.replication.reads", "kafka_ref.log.txn_index"): WIRED_IN,
     ("kafka_ref.group.coordinator", "kafka_ref.group.txn_offsets"): WIRED_IN,
 }
 

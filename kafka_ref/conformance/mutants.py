@@ -121,7 +121,7 @@ def _hw_past_lagging_isr() -> None:
         # the bug: max, not min, so one follower having a record commits it
         new = min(self.log_end_offset, max(followers, default=self.log_end_offset))
         if new > self.high_watermark:
-            self.high_watermark = new
+            self.update_high_watermark(new)
             return True
         return False
 
@@ -183,9 +183,9 @@ def _no_grace_for_new_leaders_followers() -> None:
 
 def _lso_ignores_open_transactions() -> None:
     """The LSO is the high watermark: read_committed reads open transactions (TXN-4)."""
-    from kafka_ref.log.log import Log
+    from kafka_ref.log.isolation import ReadCommitted
 
-    Log.last_stable_offset = lambda self, high_watermark: high_watermark  # the bug
+    ReadCommitted.last_stable_offset = lambda self, log, high_watermark: high_watermark  # the bug
 
 
 def _read_committed_returns_aborted() -> None:

@@ -13,8 +13,9 @@ Compaction by key (cleaner.py) is not enough for a log that holds transactions (
   marker; a round at or after the horizon removes it (COMPACT-24).
 
 The cleaner walks the batches in offset order. Which transactions were aborted it learns
-from the `.txnindex` files (txn_index.py): `log.collect_aborted_transactions` over the
-range being cleaned gives (producer id, first offset, last offset) of each. Walking, it
+from the `.txnindex` files (txn_index.py): `add_aborted_transactions_of` the range being
+cleaned gives (producer id, first offset, last offset) of each (isolation.py's search, the
+one read_committed fetches use). Walking, it
 keeps:
 
     pending        aborted transactions not yet reached, ordered by first offset
@@ -32,8 +33,9 @@ batch was compacted away. One walk covers a whole round, across its groups of se
 batches are in one group and whose marker is in the next is still seen whole. An ABORT
 marker that is kept because its data was seen (and is being removed now) keeps its
 `.txnindex` entry in the cleaned segment: `cleaned_index`, the index of the segment being
-written, receives it. A marker found discardable next round gets no entry: no data is left
-for a consumer to drop.
+written (`write_into`), receives it. A marker found discardable next round gets no entry: no
+data is left for a consumer to drop. A plain log, whose segments have no `.txnindex`, has
+no aborted transactions to find.
 
 Only decided transactions are touched: the cleaner never walks past the last stable
 offset (cleaner_manager.py, COMPACT-25), so every transaction it meets has its marker in
@@ -46,11 +48,17 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from kafka_ref.errors import InvalidRecordError
-from kafka_ref.log.txn_index import AbortedTxn, TransactionIndex
+from kafka_ref.log.isolation import collect_aborted_transactions
+from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
 from kafka_ref.record.batch import RecordBatch
 from kafka_ref.record.control import ControlRecordType, read_marker
+
+if TYPE_CHECKING:
+    from kafka_ref.log.log import Log
+    from kafka_ref.log.segment import Segment
 
 
 class _AbortedTransaction:
@@ -75,6 +83,15 @@ class CleanedTransactionMetadata:
     def add_aborted_transactions(self, txns: Iterable[AbortedTxn]) -> None:
         for txn in txns:
             heapq.heappush(self._pending, (txn.first_offset, txn.last_offset, txn))
+
+    def add_aborted_transactions_of(self, log: Log, start: int, upper: int) -> None:
+        """The aborted transactions of `log` that overlap [start, upper) (TXN-8's search)."""
+        self.add_aborted_transactions(collect_aborted_transactions(log, start, upper))
+
+    def write_into(self, segment: Segment) -> None:
+        """The ABORT markers kept from now on are in `segment`: its `.txnindex` gets their
+        entries (a plain log's segment has none, and no aborted transaction either)."""
+        self.cleaned_index = segment.plugin_indexes.get(TXN_INDEX_SUFFIX)
 
     def _enter_aborted_up_to(self, offset: int) -> None:
         """Aborted transactions that began at or before `offset` are now being walked."""

@@ -149,7 +149,7 @@ class Cleaner:
             return stats  # nothing dirty to clean
         stats.end_offset = end_offset
         stats.map_entries = len(self.offset_map)
-        self._last_batches = last_batches_of_active_producers(log)
+        self._last_batches = log.producer_state.last_records_of_active_producers()
         active = log.active_segment
         segments = [s for s in log.segments if s is not active and s.base_offset < end_offset]
         config = log.config
@@ -167,7 +167,7 @@ class Cleaner:
         omap.clear()
         capacity = omap.max_desired_size
         txns = CleanedTransactionMetadata()  # aborted records never enter the map (COMPACT-23)
-        txns.add_aborted_transactions(log.collect_aborted_transactions(start, end))
+        txns.add_aborted_transactions_of(log, start, end)
         batches = dirty_batches(log, start, end, txns)
         offsets, latest = dedupe.build_offset_map(batches, start, capacity)
         for key, offset in offsets.items():
@@ -192,14 +192,12 @@ class Cleaner:
     ):
         """Write `group` as one `.cleaned` segment, then swap it in (COMPACT-10)."""
         cleaned = log.new_cleaned_segment(group[0].base_offset)
-        txns.cleaned_index = cleaned.txn_index  # the ABORT markers kept here index here
+        txns.write_into(cleaned)  # the ABORT markers kept here index here
         try:
             for i, source in enumerate(group):
                 # The whole segment's range: its entries must all reach the cleaned index.
                 upper = group[i + 1].base_offset if i + 1 < len(group) else source.next_offset
-                txns.add_aborted_transactions(
-                    log.collect_aborted_transactions(source.base_offset, upper)
-                )
+                txns.add_aborted_transactions_of(log, source.base_offset, upper)
                 self.clean_into(source, cleaned, now, log.config.delete_retention_ms, stats, txns)
             # Keep the newest mtime (Kafka does), for anything that falls back on it.
             mtime = max(os.stat(s.log.path).st_mtime_ns for s in group)
@@ -320,15 +318,6 @@ class Cleaner:
             elif tombstone and record.offset >= latest:
                 stats.tombstones_removed += 1
         return keep
-
-
-def last_batches_of_active_producers(log: Log) -> dict[int, tuple[int | None, int]]:
-    """Producer id -> (offset of its last data batch, or None; its epoch), from the log's
-    producer state (Kafka `UnifiedLog.lastRecordsOfActiveProducers`)."""
-    return {
-        pid: (entry.batches[-1].last_offset if entry.batches else None, entry.producer_epoch)
-        for pid, entry in log.producer_state.active_producers.items()
-    }
 
 
 def dirty_batches(

@@ -31,18 +31,35 @@ Markers themselves (control batches) are never returned. The consumer needs no s
 beyond the one answer: the list names exactly the transactions that answer overlaps.
 
 Both rules are pure functions, seams (kafka_ref/seams.py) of lab 07 (`last_stable_offset`,
-used by the log's read path; `read_committed_batches`, used by our consumer's fetcher).
+used by the broker's reads; `read_committed_batches`, used by our consumer's fetcher).
 
-Rules: TXN-4, CLIENT-14.
+**Where they plug in.** The log knows nothing of transactions (log.py), and a partition
+reads below its HW (replication/reads.py). A broker's partitions are given `ReadCommitted`
+as their `Isolation`: it takes the LSO's inputs from the log's producer state
+(producer_state.py: the open transactions, and the finished ones whose marker was not yet
+below the HW when it last moved) and finds the aborted transactions of a read in the
+`.txnindex` files (txn_index.py), from the segment holding the read's start on: each entry
+records the LSO its transaction left, so the search stops at the first entry whose LSO
+reaches the read's end (Kafka: `UnifiedLog.collectAbortedTransactions`, TXN-8). Neither
+answer changes anything: reading the LSO (or the HW) leaves the log and its producer state
+as they were (TXN-25); the producer state forgets finished transactions only when the
+partition says the HW moved.
+
+Rules: TXN-4, TXN-8, TXN-25, CLIENT-14.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from kafka_ref.log.producer_state import ProducerStateManager
+from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafka_ref.seams import seam
+
+if TYPE_CHECKING:
+    from kafka_ref.log.log import Log
 
 
 @seam
@@ -103,3 +120,44 @@ def read_committed_batches(
         if batch.is_transactional and batch.producer_id in aborting:
             continue
         yield batch
+
+
+class ReadCommitted:
+    """read_committed's view of a partition whose log keeps producer state (a broker's):
+    the `Isolation` of replication/reads.py. Reads only (TXN-25)."""
+
+    def last_stable_offset(self, log: Log, high_watermark: int) -> int:
+        """The LSO of `log` under `high_watermark` (TXN-4; Kafka `UnifiedLog.lastStableOffset`)."""
+        state = log.producer_state
+        assert isinstance(state, ProducerStateManager), "read_committed needs producer state"
+        lso = last_stable_offset(
+            state.ongoing_transactions.values(),
+            state.unreplicated_transactions,
+            high_watermark,
+            log.log_start_offset,
+        )
+        assert lso <= high_watermark, f"TXN-90: LSO {lso} above the HW {high_watermark}"
+        return lso
+
+    def aborted_transactions(self, log: Log, start: int, upper: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start, upper) (TXN-8)."""
+        return collect_aborted_transactions(log, start, upper)
+
+
+READ_COMMITTED = ReadCommitted()
+
+
+def collect_aborted_transactions(log: Log, start: int, upper: int) -> list[AbortedTxn]:
+    """The aborted transactions overlapping [start, upper), from the `.txnindex` of the
+    segment holding `start` onward (Kafka: `collectAbortedTransactions`, TXN-8). A segment
+    without one (a plain log's) has none."""
+    found: list[AbortedTxn] = []
+    for segment in log.segments_from(start):
+        index = segment.plugin_indexes.get(TXN_INDEX_SUFFIX)
+        if index is None:
+            continue
+        part, complete = index.collect_aborted(start, upper)
+        found.extend(part)
+        if complete:
+            break
+    return found

@@ -20,8 +20,34 @@ the CRC, so no record is decoded and no checksum recomputed (LogAppendTime is th
 it changes covered bytes, so that batch's CRC is recomputed). Offsets are therefore dense
 and increasing. A follower appends the leader's bytes unchanged (`assign_offsets=False`);
 their offsets must start at or above its LEO and increase. Before a byte is written, the
-producer state (producer_state.py) checks the batches of idempotent producers: a retry of a
-batch the log already holds writes nothing and answers its original offsets (IDEM-1).
+log's producer state sees the batches, and may refuse them or find them a retry of batches
+the log already holds: then nothing is written and the original offsets are the answer.
+
+**Producer state plugs in** (LOG-19). The log knows nothing of transactions, nor of what a
+producer wrote before. Idempotence and transactions (KIP-98) need a table, per producer id,
+of its last batches and its open transaction, kept in step with the log and saved beside
+it: a later chapter (producer_state.py). The log declares here what it needs of such a table,
+`ProducerStateHooks`, and calls the one it was opened with where its batches change (Kafka:
+the calls `UnifiedLog` makes on its `ProducerStateManager`):
+
+* **append** (IDEM-1): `prepare_append` sees the validated batches, with their offsets,
+  before a byte is written; it may refuse the append (it raises) or find it a retry of
+  batches the log holds (`duplicate`: nothing is written, the original offsets are the
+  answer). `complete_append` follows the write, with the segment that took it;
+* **roll** (`on_roll`), **truncation** (`truncate_and_reload`, `truncate_fully_and_start_at`),
+  **open** (`load`, told the first segment whose files recovery rebuilt), **deletion** of
+  the oldest segments (`delete_snapshots_before`) and **close** (`take_snapshot`);
+* **the high watermark**: `on_high_watermark_updated`, an explicit call of the partition
+  that moved it; the log keeps no HW. Reading the log, its producer state, the HW or the
+  last stable offset changes nothing (TXN-25).
+
+The state may keep files of its own per segment (`segment_indexes`: the `.txnindex` of
+transactions), which the log's segments open and keep in step without reading them. What
+the log's parts read back is for the cleaner only (`last_records_of_active_producers`). A
+plain log has `NoProducerState`, `Log.open`'s default: every batch is written as it comes
+and no file is kept. A broker opens its logs with a `ProducerStateManager`. The last
+stable offset and the aborted transactions read_committed needs come from that state, on
+the read side (isolation.py), not from the log.
 
 **Read** (LOG-3..LOG-7). A read returns file slices of whole batches, from the batch that
 *contains* the requested offset, below the high watermark, at least one batch; how the
@@ -32,7 +58,7 @@ log_read.py's.
 records or `flush.ms` milliseconds have accumulated (both off by default: Kafka relies on
 replication, not fsync, for durability), on `flush()`, and at close.
 
-Rules: LOG-1..LOG-16, SEG-3..SEG-6, DUR-9, IDEM-1.
+Rules: LOG-1..LOG-16, LOG-19, SEG-3..SEG-6, DUR-9, TXN-25.
 """
 
 from __future__ import annotations
@@ -41,38 +67,150 @@ import bisect
 import logging
 import os
 import shutil
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import OffsetOutOfRangeError
 from kafka_ref.files import fsync_directory
 from kafka_ref.log.file_records import LogReadInfo
-from kafka_ref.log.isolation import last_stable_offset
-from kafka_ref.log.log_read import aborted_transactions, lookup_timestamp, read_segments
-from kafka_ref.log.producer_state import AppendOrigin, ProducerStateManager
+from kafka_ref.log.log_read import lookup_timestamp, read_segments
 from kafka_ref.log.recovery import LoadedLog, load_log
 from kafka_ref.log.segment import (
     CLEANED_SUFFIX,
+    INDEX_SUFFIX,
     LOG_SUFFIX,
+    NO_SEGMENT_INDEXES,
     SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
     Segment,
+    SegmentIndexes,
     SegmentIndexFullError,
     TimestampAndOffset,
     roll_jitter_ms,
     segment_path,
 )
-from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
-from kafka_ref.log.validator import AppendInfo, validate_and_assign
+from kafka_ref.log.validator import AppendInfo, AppendOrigin, validate_and_assign
 from kafka_ref.metrics.recorders import LatencyHistogram
-from kafka_ref.record.control import read_markers
 
 logger = logging.getLogger("kafka_ref.log.log")
+
+
+class PreparedAppend(Protocol):
+    """What `prepare_append` decided, for `complete_append` (Kafka: the append's
+    `ProducerAppendInfo`s)."""
+
+    @property
+    def duplicate(self) -> AppendInfo | None:
+        """The original append's answer when every batch is a retry: nothing is written."""
+
+
+class ProducerStateHooks(Protocol):
+    """What the log needs of producer state (implemented by `ProducerStateManager`)."""
+
+    @property
+    def segment_indexes(self) -> SegmentIndexes:
+        """The files this state keeps per segment, by kind (segment.py)."""
+
+    def load(self, log: Log, now: int, rebuilt_from: int | None) -> None:
+        """At open: the state of the recovered `log`; segments from `rebuilt_from` on had
+        their files rebuilt, and this state's files among them are empty."""
+
+    def prepare_append(
+        self, records: memoryview, info: AppendInfo, now: int, origin: AppendOrigin
+    ) -> PreparedAppend:
+        """Check the validated batches of an append before a byte is written; raise to
+        refuse it. Changes nothing."""
+
+    def complete_append(
+        self, prepared: PreparedAppend, segment: Segment, log_end_offset: int
+    ) -> None:
+        """The batches are in `segment`, the log ends at `log_end_offset`: take them in."""
+
+    def on_roll(self, log: Log) -> None:
+        """The log rolled: its last segment is new and empty."""
+
+    def truncate_and_reload(self, log: Log, now: int) -> None:
+        """The log lost its tail: the state must be the one of what is left."""
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The log was emptied and starts over at `offset`."""
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        """The segments below `offset` were deleted."""
+
+    def take_snapshot(self, offset: int) -> None:
+        """Save the state of every batch below `offset` (the log closes)."""
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """The partition moved the HW: what is below it is replicated."""
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        """Producer id -> (offset of its last data batch, or None; its epoch)."""
+
+
+class _NothingPrepared:
+    duplicate = None
+
+
+_NOTHING_PREPARED = _NothingPrepared()
+
+
+class NoProducerState:
+    """The producer state of a plain log: none. Every append is written, nothing is kept."""
+
+    segment_indexes = NO_SEGMENT_INDEXES
+
+    def __init__(self, directory: str) -> None:
+        self.dir = directory
+
+    def load(self, log: Log, now: int, rebuilt_from: int | None) -> None:
+        pass
+
+    def prepare_append(
+        self, records: memoryview, info: AppendInfo, now: int, origin: AppendOrigin
+    ) -> PreparedAppend:
+        return _NOTHING_PREPARED
+
+    def complete_append(
+        self, prepared: PreparedAppend, segment: Segment, log_end_offset: int
+    ) -> None:
+        pass
+
+    def on_roll(self, log: Log) -> None:
+        pass
+
+    def truncate_and_reload(self, log: Log, now: int) -> None:
+        pass
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        pass
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        pass
+
+    def take_snapshot(self, offset: int) -> None:
+        pass
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        pass
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        return {}
 
 
 class Log:
     """One partition's log (Kafka: `UnifiedLog`). Not thread-safe: one caller at a time."""
 
-    def __init__(self, directory: str, config: LogConfig, clock: Clock, loaded: LoadedLog) -> None:
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig,
+        clock: Clock,
+        loaded: LoadedLog,
+        producer_state: ProducerStateHooks,
+    ) -> None:
         self.dir = directory
         self.config = config
         self._clock = clock
@@ -84,9 +222,8 @@ class Log:
         self._log_end_offset = self._segments[-1].next_offset
         self._last_flush_ms = clock.milliseconds()
         self._dir_dirty = False
-        self.producer_state = ProducerStateManager.load(
-            self, clock.milliseconds(), loaded.rebuilt_from
-        )
+        self.producer_state = producer_state
+        producer_state.load(self, clock.milliseconds(), loaded.rebuilt_from)
 
     @classmethod
     def open(
@@ -97,14 +234,23 @@ class Log:
         recovery_point: int = 0,
         log_start_offset: int | None = None,
         clean_shutdown: bool = False,
+        producer_state: Callable[[str], ProducerStateHooks] = NoProducerState,
     ) -> Log:
-        """Load (and after an unclean shutdown, recover) the log in `directory`."""
+        """Load (and after an unclean shutdown, recover) the log in `directory`, with the
+        producer state `producer_state(directory)` (LOG-19; a plain log's by default)."""
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
+        state = producer_state(directory)
         loaded = load_log(
-            directory, config, clock, recovery_point, log_start_offset, clean_shutdown
+            directory,
+            config,
+            clock,
+            recovery_point,
+            log_start_offset,
+            clean_shutdown,
+            state.segment_indexes,
         )
-        log = cls(directory, config, clock, loaded)
+        log = cls(directory, config, clock, loaded, state)
         logger.info("%s: loaded %r", log.name, log)
         return log
 
@@ -170,7 +316,8 @@ class Log:
         assign_offsets: bool = True,
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendInfo:
-        """Validate, number and append one or more v2 batches (LOG-1, LOG-8..LOG-12)."""
+        """Validate, number and append one or more v2 batches (LOG-1, LOG-8..LOG-12); the
+        producer state checks them before the write and takes them in after it (LOG-19)."""
         view = memoryview(records).cast("B")
         if assign_offsets and view.readonly:
             view = memoryview(bytearray(view))  # offsets are stamped into the buffer
@@ -189,10 +336,9 @@ class Log:
             from_client=assign_offsets and origin == AppendOrigin.CLIENT,
         )
         origin = origin if assign_offsets else AppendOrigin.REPLICATION
-        markers = read_markers(view, info.batches)  # the transaction markers, if any
-        pending = self.producer_state.prepare(info, now, origin, markers)  # IDEM-1, TXN-3
-        if pending.duplicate is not None:  # a retry of a batch the log holds: write nothing
-            return pending.duplicate
+        prepared = self.producer_state.prepare_append(view, info, now, origin)
+        if prepared.duplicate is not None:  # a retry of batches the log holds: write nothing
+            return prepared.duplicate
         active = self.active_segment
         reason = active.should_roll(size, info.max_timestamp, info.last_offset, now, self.config)
         if reason:
@@ -203,9 +349,7 @@ class Log:
             active = self.roll(info.first_offset, reason="index full")
             active.append(view, index_what_fits=True)  # no roll can do better (SEG-9)
         self._log_end_offset = info.last_offset + 1
-        for txn in self.producer_state.commit(pending, self._log_end_offset):
-            if txn.is_aborted:  # the marker's segment indexes the aborted transaction (TXN-6)
-                active.txn_index.append(txn.aborted_entry())
+        self.producer_state.complete_append(prepared, active, self._log_end_offset)
         self._maybe_flush(now)
         return info
 
@@ -224,7 +368,7 @@ class Log:
         self._segments.append(segment)
         self._bases.append(new_offset)
         self._dir_dirty = True
-        self.producer_state.on_roll(self)  # snapshot at the new base (IDEM-9)
+        self.producer_state.on_roll(self)
         logger.info("%s: rolled segment %d (%s)", self.name, new_offset, reason)
         return segment
 
@@ -289,23 +433,12 @@ class Log:
             min_one_batch=min_one_batch,
         )
 
-    def last_stable_offset(self, high_watermark: int) -> int:
-        """The LSO: the first offset of the oldest unfinished transaction, capped by the
-        high watermark (Kafka: `UnifiedLog.lastStableOffset`, TXN-4; the rule is
-        isolation.py's)."""
-        state = self.producer_state  # read only: the HW's owner moves it (TXN-91)
-        lso = last_stable_offset(
-            state.ongoing_transactions.values(),
-            state.unreplicated_transactions,
-            high_watermark,
-            self._log_start_offset,
-        )
-        assert lso <= high_watermark, f"TXN-4: LSO {lso} above the HW {high_watermark}"
-        return lso
-
-    def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [start, upper) (TXN-8; log_read.py)."""
-        return aborted_transactions(self._segments, self._bases, start, upper)
+    def segments_from(self, offset: int) -> Iterator[Segment]:
+        """The segments from the one holding `offset` (the first when below it) to the
+        active one, without copying the list (LOG-16)."""
+        first = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        for i in range(first, len(self._segments)):
+            yield self._segments[i]
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: the first offset whose timestamp is >= `timestamp` (LOG-15;
@@ -336,7 +469,7 @@ class Log:
         self._log_end_offset = self.active_segment.next_offset
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
-        self.producer_state.truncate_and_reload(self, self._clock.milliseconds())  # IDEM-12
+        self.producer_state.truncate_and_reload(self, self._clock.milliseconds())
         end = self._log_end_offset
         logger.info(
             "%s: truncated to %d (cut %d bytes); log end %d", self.name, offset, truncated, end
@@ -380,14 +513,19 @@ class Log:
         for segment in segments:
             segment.delete()
         self._log_start_offset = max(self._log_start_offset, self._bases[0])
-        self.producer_state.delete_snapshots_before(self._bases[0])  # IDEM-13
+        self.producer_state.delete_snapshots_before(self._bases[0])
         logger.info(
             "%s: deleted %d segments; log start now %d", self.name, count, self._log_start_offset
         )
 
     def new_cleaned_segment(self, base_offset: int) -> Segment:
         """An empty `.cleaned` segment for the cleaner to fill (see `replace_segments`)."""
-        for kind in (LOG_SUFFIX, ".index", ".timeindex", TXN_INDEX_SUFFIX):
+        for kind in (
+            LOG_SUFFIX,
+            INDEX_SUFFIX,
+            TIME_INDEX_SUFFIX,
+            *self.producer_state.segment_indexes,
+        ):
             path = segment_path(self.dir, base_offset, kind, CLEANED_SUFFIX)
             if os.path.exists(path):
                 os.unlink(path)
@@ -396,7 +534,13 @@ class Log:
     def _new_segment(self, base_offset: int, suffix: str = "") -> Segment:
         jitter = roll_jitter_ms(self.config, base_offset)
         return Segment(
-            self.dir, base_offset, self.config, self._clock, suffix=suffix, roll_jitter_ms=jitter
+            self.dir,
+            base_offset,
+            self.config,
+            self._clock,
+            suffix=suffix,
+            roll_jitter_ms=jitter,
+            plugin_indexes=self.producer_state.segment_indexes,
         )
 
     def replace_segments(self, new: list[Segment], old: list[Segment]) -> None:
@@ -431,7 +575,7 @@ class Log:
     def close(self) -> None:
         """Flush (the recovery point becomes the LEO), snapshot the producer state, close."""
         self.flush()
-        self.producer_state.take_snapshot(self._log_end_offset)  # IDEM-9
+        self.producer_state.take_snapshot(self._log_end_offset)
         for segment in self._segments:
             segment.close()
 

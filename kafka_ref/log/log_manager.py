@@ -36,6 +36,9 @@ empty, which is safe: recovery starts from the beginning (DUR-8). Anything in th
 directory that is not a partition directory or a known file is reported with a warning and
 left alone: the log manager never deletes what it does not understand (DUR-10).
 
+A broker's logs keep producer state (idempotence and transactions): each is opened with a
+`ProducerStateManager` plugged in (producer_state.py, LOG-19).
+
 **Running.** `get_or_create_log` opens or creates a log; `checkpoint()` writes both
 checkpoints (Kafka does so every `log.flush.offset.checkpoint.interval.ms`); `flush_logs()`
 is the periodic flush task (flush.ms, and segments rolled but not yet fsynced).
@@ -88,6 +91,7 @@ from kafka_ref.log.checkpoints import (
     OffsetCheckpointFile,
 )
 from kafka_ref.log.log import Log
+from kafka_ref.log.producer_state import ProducerStateManager
 from kafka_ref.metrics.recorders import LatencyHistogram
 
 logger = logging.getLogger("kafka_ref.log.log_manager")
@@ -256,6 +260,7 @@ class LogManager:
                     recovery_point=recovery_points.get(tp, 0),
                     log_start_offset=log_starts.get(tp),
                     clean_shutdown=self.clean_shutdown[log_dir],
+                    producer_state=ProducerStateManager,
                 )
                 self.logs[tp].flush_timer = self.flush_timer
                 self._log_counts[log_dir] += 1
@@ -343,7 +348,12 @@ class LogManager:
             log_dir = self.next_log_dir()
             path = os.path.join(log_dir, log_dir_name(topic, partition))
             try:
-                log = Log.open(path, config or self.config_for(topic), self.clock)
+                log = Log.open(
+                    path,
+                    config or self.config_for(topic),
+                    self.clock,
+                    producer_state=ProducerStateManager,
+                )
                 fsync_directory(log_dir)
             except OSError as err:
                 self.handle_io_error(log_dir, f"creating {path}", err)

@@ -26,19 +26,14 @@ nothing left at or after the offset (compaction removed those batches) is passed
 when no batch at all is left below the bound, the answer's next offset is the bound, so
 the consumer moves on instead of asking again.
 
-Two more reads answer from the segments' other files:
+One more read answers from the segments' time indexes: **by timestamp** (ListOffsets,
+LOG-15), the first offset whose record timestamp is >= the target. Segments whose largest
+timestamp is older are skipped without reading their records; in the first one that
+qualifies, the time index gives a starting position and only the one batch that must hold
+the answer is decoded (`Segment.find_offset_by_timestamp`). The targets -2 (earliest) and
+-1 (latest) are the log's bounds, and -3 (KIP-734) the offset of the largest timestamp.
 
-* **by timestamp** (ListOffsets, LOG-15): the first offset whose record timestamp is >=
-  the target. Segments whose largest timestamp is older are skipped without reading
-  their records; in the first one that qualifies, the time index gives a starting position and only
-  the one batch that must hold the answer is decoded (`Segment.find_offset_by_timestamp`).
-  The targets -2 (earliest) and -1 (latest) are the log's bounds, and -3 (KIP-734) the
-  offset of the largest timestamp;
-* **aborted transactions** (read_committed, TXN-8): the aborted transactions whose
-  records overlap the read, from the `.txnindex` of the segment holding its start onward
-  (txn_index.py), so that the consumer can drop their records.
-
-Rules: LOG-3..LOG-7, LOG-15, LOG-16, TXN-8.
+Rules: LOG-3..LOG-7, LOG-15, LOG-16.
 """
 
 from __future__ import annotations
@@ -48,7 +43,6 @@ from collections.abc import Sequence
 
 from kafka_ref.log.file_records import FileSlice, LogReadInfo
 from kafka_ref.log.segment import Segment, TimestampAndOffset
-from kafka_ref.log.txn_index import AbortedTxn
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets targets
 
@@ -126,18 +120,3 @@ def lookup_timestamp(
             if found is not None:
                 return found
     return None
-
-
-def aborted_transactions(
-    segments: Sequence[Segment], bases: Sequence[int], start: int, upper: int
-) -> list[AbortedTxn]:
-    """The aborted transactions overlapping [start, upper), from the `.txnindex` of the
-    segment holding `start` onward (Kafka: `collectAbortedTransactions`, TXN-8)."""
-    found: list[AbortedTxn] = []
-    i = max(bisect.bisect_right(bases, start) - 1, 0)
-    for segment in segments[i:]:
-        part, complete = segment.txn_index.collect_aborted(start, upper)
-        found.extend(part)
-        if complete:
-            break
-    return found

@@ -25,7 +25,7 @@ code) is what the leader asks of a producer's batch before anything is written (
   UNKNOWN_PRODUCER_ID (IDEM-7; Kafka 2.x, see spec/idempotence.md for Kafka 2.5+);
 * a producer id with a negative sequence or epoch: INVALID_RECORD (IDEM-8).
 
-Who appends decides what is checked (`AppendOrigin`): a client gets every check (and a
+Who appends decides what is checked (`AppendOrigin`, validator.py): a client gets every check (and a
 producer inside a transaction must write transactional batches, TXN-2), the transaction
 coordinator's markers the producer and coordinator epoch checks only (TXN-3), a follower
 none (IDEM-11).
@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from enum import Enum
 
 from kafka_ref.errors import (
     ErrorCode,
@@ -74,14 +73,6 @@ class TransactionCoordinatorFencedError(KafkaError):
 NUM_BATCHES_TO_RETAIN = 5  # Kafka: ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 INT32_MAX = 2**31 - 1
 NO_SEQUENCE = NO_EPOCH = -1
-
-
-class AppendOrigin(Enum):
-    """Who appends, which decides what is checked (Kafka: `AppendOrigin`)."""
-
-    CLIENT = "client"  # a producer's batch on the leader: every check (IDEM-2..IDEM-8)
-    COORDINATOR = "coordinator"  # transaction markers: epochs only, no sequences
-    REPLICATION = "replication"  # a follower copying the leader: nothing is checked
 
 
 def increment_sequence(sequence: int, increment: int) -> int:

@@ -7,12 +7,18 @@ time. The idempotent producer (KIP-98) numbers its batches, and each partition k
 producer id, its epoch and its last five batches (producer_entry.py). This module is the
 partition's whole table of them (Kafka: `ProducerStateManager`).
 
-**Appending** (IDEM-1). `prepare` checks every batch of an append that carries a producer id
-(`check_client_batch` for a client's batch on the leader) after the batches are validated
-and *before* a byte is written; a failure raises and changes nothing; an append made of
-retries is answered with the original offsets and writes nothing (IDEM-3). After the
-write, `commit` takes the new batches into the state. A follower's batches go in unchecked,
-so a follower that becomes leader recognises retries too (IDEM-11).
+**How it plugs in** (LOG-19). The log knows nothing of this table: it calls the
+`ProducerStateHooks` it declares (log.py), and a broker opens its logs with
+this class as theirs (`Log.open(..., producer_state=ProducerStateManager)`). It also gives
+every segment its `.txnindex` (`segment_indexes`, txn_index.py), which the segment keeps in
+step with its `.log` without reading it.
+
+**Appending** (IDEM-1). `prepare_append` checks every batch of an append that carries a
+producer id (`check_client_batch` for a client's batch on the leader) after the batches are
+validated and *before* a byte is written; a failure raises and changes nothing; an append
+made of retries is answered with the original offsets and writes nothing (IDEM-3). After
+the write, `complete_append` takes the new batches into the state. A follower's batches go
+in unchecked, so a follower that becomes leader recognises retries too (IDEM-11).
 
 **Surviving restarts** (IDEM-9). The state is a function of the log's batch headers, so it
 can always be rebuilt by reading them (no record is decoded). To make that cheap it is
@@ -27,13 +33,15 @@ from for `producer.id.expiration.ms` is forgotten (`remove_expired_producers`, I
 opens its transaction in this partition (`current_txn_first_offset`), and the marker the
 coordinator writes closes it (`_update_txn`, TXN-2); a marker from an older producer or
 coordinator epoch is refused (TXN-3). The open transactions, and the finished ones whose
-marker is not yet below the high watermark, hold the LSO (isolation.py, TXN-4). The
-snapshot keeps each open transaction's first offset (TXN-5). An ABORT marker produces a
-`CompletedTxn` that the log writes into its segment's `.txnindex`; replaying after
-recovery writes the entries back (TXN-6, TXN-7).
+marker is not yet below the high watermark, hold the LSO (isolation.py, TXN-4): the
+partition says when the HW moves (`on_high_watermark_updated`), and the finished ones below
+it are forgotten then, never while the LSO is read (TXN-25). The snapshot keeps each open
+transaction's first offset (TXN-5). An ABORT marker produces a `CompletedTxn`, written into
+the `.txnindex` of the segment that took the marker; replaying after recovery writes the
+entries back (TXN-6, TXN-7).
 
-Rules: IDEM-1, IDEM-3, IDEM-9, IDEM-11..IDEM-14 in spec/idempotence.md; TXN-2..TXN-7 in
-spec/transactions.md.
+Rules: LOG-19 in spec/log.md; IDEM-1, IDEM-3, IDEM-9, IDEM-11..IDEM-14 in
+spec/idempotence.md; TXN-2..TXN-7, TXN-25 in spec/transactions.md.
 """
 
 from __future__ import annotations
@@ -46,7 +54,6 @@ from typing import TYPE_CHECKING
 
 from kafka_ref.errors import CorruptRecordError, InvalidRecordError, OutOfOrderSequenceError
 from kafka_ref.log.producer_entry import (
-    AppendOrigin,
     BatchMetadata,
     ProducerStateEntry,
     append_time,
@@ -64,13 +71,14 @@ from kafka_ref.log.producer_snapshot import (
     read_snapshot,
     write_snapshot,
 )
-from kafka_ref.log.txn_index import AbortedTxn
-from kafka_ref.log.validator import AppendInfo
+from kafka_ref.log.txn_index import TXN_SEGMENT_INDEXES, AbortedTxn, transaction_index
+from kafka_ref.log.validator import AppendInfo, AppendOrigin
 from kafka_ref.record.batch import BatchHeader
-from kafka_ref.record.control import EndTransactionMarker, read_marker
+from kafka_ref.record.control import EndTransactionMarker, read_marker, read_markers
 
 if TYPE_CHECKING:
-    from kafka_ref.log.segment import Segment, SegmentedLog
+    from kafka_ref.log.log import Log
+    from kafka_ref.log.segment import Segment
 
 __all__ = ["AppendOrigin", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager"]
 
@@ -120,28 +128,27 @@ _NOTHING = PendingAppend()  # an append without producer ids: shared, never chan
 
 
 class ProducerStateManager:
-    """The producer state of one partition log, and its snapshot files. Not thread-safe."""
+    """The producer state of one partition log, and its snapshot files: a log's
+    `ProducerStateHooks` (log.py). Not thread-safe."""
+
+    segment_indexes = TXN_SEGMENT_INDEXES  # each segment's `.txnindex` (TXN-6)
 
     def __init__(self, directory: str) -> None:
         self.dir = directory
         self._entries: dict[int, ProducerStateEntry] = {}
-        self._snapshots: list[int] = list_snapshots(directory)
+        self._snapshots: list[int] = []
         self.map_end_offset = 0  # every batch below it is in the state (Kafka: lastMapOffset)
         self._replayed = 0
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open txn
         self._unreplicated: list[CompletedTxn] = []  # completed, marker not yet below the HW
 
-    @classmethod
-    def load(
-        cls, log: SegmentedLog, now: int, rebuild_from: int | None = None
-    ) -> ProducerStateManager:
+    def load(self, log: Log, now: int, rebuilt_from: int | None) -> None:
         """The state of `log` after loading: newest usable snapshot + replay (IDEM-9);
-        the replay starts at or below `rebuild_from`, to rebuild `.txnindex` files (TXN-7)."""
-        manager = cls(log.dir)
-        manager.truncate_and_reload(log, now, rebuild_from)
-        if manager._replayed and log.log_end_offset not in manager._snapshots:
-            manager.take_snapshot(log.log_end_offset)  # the next load starts here
-        return manager
+        the replay starts at or below `rebuilt_from`, to rebuild `.txnindex` files (TXN-7)."""
+        self._snapshots = list_snapshots(self.dir)
+        self.truncate_and_reload(log, now, rebuilt_from)
+        if self._replayed and log.log_end_offset not in self._snapshots:
+            self.take_snapshot(log.log_end_offset)  # the next load starts here
 
     # ------------------------------------------------------------------ views
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
@@ -161,31 +168,42 @@ class ProducerStateManager:
         return dict(self._ongoing)
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
-        """Forget the finished transactions whose marker is below the HW (Kafka:
-        `onHighWatermarkUpdated`): replicated, they no longer hold the LSO back."""
+        """The partition moved the HW: forget the finished transactions whose marker is
+        below it (Kafka: `onHighWatermarkUpdated`); replicated, they no longer hold the
+        LSO back. The one place the HW changes this state (TXN-25)."""
         if self._unreplicated:
             self._unreplicated = [t for t in self._unreplicated if t.last_offset >= high_watermark]
 
     @property
     def unreplicated_transactions(self) -> list[tuple[int, int]]:
         """(first offset, marker offset) of the finished transactions whose marker was not
-        yet below the HW at the last `on_high_watermark_updated`: with the open ones, they
-        hold the LSO (isolation.py, TXN-4; Kafka: `firstUnstableOffset`)."""
+        yet below the HW at the last `on_high_watermark_updated`: with the open ones, those
+        whose marker is not below the HW hold the LSO (isolation.py, TXN-4; Kafka:
+        `firstUnstableOffset`)."""
         return [(t.first_offset, t.last_offset) for t in self._unreplicated]
 
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        """Producer id -> (offset of its last data batch, or None; its epoch): what the
+        cleaner must keep (Kafka `UnifiedLog.lastRecordsOfActiveProducers`)."""
+        return {
+            pid: (entry.batches[-1].last_offset if entry.batches else None, entry.producer_epoch)
+            for pid, entry in self._entries.items()
+        }
+
     # ------------------------------------------------------------------ append
-    def prepare(
-        self, info: AppendInfo, now: int, origin: AppendOrigin, markers: Markers | None = None
+    def prepare_append(
+        self, records: memoryview, info: AppendInfo, now: int, origin: AppendOrigin
     ) -> PendingAppend:
         """Check the batches of an append against the state; raise, or say what changes.
 
-        Nothing changes until `commit`. A client's batches on the leader get the checks of
-        IDEM-2..IDEM-8 and may turn out to be a duplicate; a coordinator's only the epoch
-        check; a follower's are taken as they are (IDEM-11).
+        Nothing changes until `complete_append`. A client's batches on the leader get the
+        checks of IDEM-2..IDEM-8 and may turn out to be a duplicate; a coordinator's only
+        the epoch check, and its markers (read from `records`) the coordinator epoch's
+        (TXN-3); a follower's are taken as they are (IDEM-11).
         """
         client = origin is AppendOrigin.CLIENT
         leader = origin is not AppendOrigin.REPLICATION
-        markers = markers or {}
+        markers = read_markers(records, info.batches)  # the transaction markers, if any
         applied: list[Application] = []
         duplicates: list[BatchMetadata] = []
         txn_batches: list[TxnBatch] = []
@@ -245,7 +263,16 @@ class ProducerStateManager:
         else:
             check_marker(pid, entry, header.producer_epoch, marker.coordinator_epoch)
 
-    def commit(self, pending: PendingAppend, map_end_offset: int) -> list[CompletedTxn]:
+    def complete_append(
+        self, pending: PendingAppend, segment: Segment, log_end_offset: int
+    ) -> None:
+        """Take the appended batches into the state; the `segment` that took them indexes
+        the transactions their ABORT markers ended (TXN-6)."""
+        for txn in self._commit(pending, log_end_offset):
+            if txn.is_aborted:
+                transaction_index(segment).append(txn.aborted_entry())
+
+    def _commit(self, pending: PendingAppend, map_end_offset: int) -> list[CompletedTxn]:
         """Take the appended batches into the state; the transactions their markers ended."""
         for pid, header, base_offset, ts in pending.applied:
             entry = self._entries.get(pid)
@@ -301,7 +328,7 @@ class ProducerStateManager:
         bisect.insort(self._snapshots, offset)
         logger.debug("%s: producer snapshot at %d (%d producers)", self.dir, offset, len(entries))
 
-    def on_roll(self, log: SegmentedLog) -> None:
+    def on_roll(self, log: Log) -> None:
         """At a roll: snapshot at the new segment's base; keep the snapshots of the last two
         segments and from the segment holding the recovery point (Kafka:
         `minSnapshotsOffsetToRetain`), which is all a crash can need."""
@@ -316,9 +343,7 @@ class ProducerStateManager:
             delete_snapshot(self.dir, self._snapshots.pop(0))
 
     # ------------------------------------------------------------------ truncation, loading
-    def truncate_and_reload(
-        self, log: SegmentedLog, now: int, rebuild_from: int | None = None
-    ) -> None:
+    def truncate_and_reload(self, log: Log, now: int, rebuild_from: int | None = None) -> None:
         """Rebuild the state for the log as it is now (after loading or truncation): drop
         snapshots beyond its end, read the newest remaining one that is valid (and not
         beyond `rebuild_from`), replay the batch headers after it (IDEM-9, IDEM-12)."""
@@ -410,9 +435,9 @@ class ProducerStateManager:
                 marker = None
         txn = self._update_txn(header.producer_id, header.base_offset, header, marker)
         if txn is not None and txn.is_aborted:
-            last = segment.txn_index.last_offset
-            if last is None or txn.last_offset > last:
-                segment.txn_index.append(txn.aborted_entry())
+            index = transaction_index(segment)
+            if index.last_offset is None or txn.last_offset > index.last_offset:
+                index.append(txn.aborted_entry())
 
     # ------------------------------------------------------------------ expiration
     def remove_expired_producers(

@@ -8,12 +8,13 @@ perhaps half-renamed files of a compaction, perhaps a tail torn by a crash. Kafk
    `*.cleaned`, renames them to `*.swap` once complete and flushed (the commit point),
    deletes the old segments, then drops the `.swap` suffix. So at startup: `*.deleted`
    files are removed; `*.cleaned` files are an uncommitted replacement and are removed;
-   `*.swap` files are a committed one: the old segments they replace (any file whose base
-   offset falls in [first swap base, last swap next offset), producer snapshots excepted)
-   are removed and the suffix is dropped. A `.swap` at or above the lowest `.cleaned` base
+   `*.swap` files are a committed one: the old segments they replace (their files whose
+   base offset falls in [first swap base, last swap next offset)) are removed and the
+   suffix is dropped. A `.swap` at or above the lowest `.cleaned` base
    offset belongs to a replacement whose commit did not finish (renames go from the highest
    base offset down) and is removed with it, so the whole replacement rolls back.
-2. **Segments.** Every `<20 digits>.log` becomes a segment. An index file without its log
+2. **Segments.** Every `<20 digits>.log` becomes a segment, with the files a plug-in of the
+   log keeps per segment (`plugin_indexes`, segment.py). An index file without its log
    is an orphan and goes (it is derived data). A segment whose `.index` or `.timeindex` is
    missing is rebuilt from its log: deleting an index file is always safe (DUR-4). A
    segment that recovery will not visit has its indexes sanity-checked, and a corrupt one
@@ -29,10 +30,11 @@ perhaps half-renamed files of a compaction, perhaps a tail torn by a crash. Kafk
    empty at the log start offset, as Kafka does. The last segment's indexes grow back to
    `segment.index.bytes` so it can take appends again.
 
-Then `Log` loads the producer state for the recovered log: the newest `.snapshot` not
-beyond the log end (and not beyond the first rebuilt segment), plus the batch headers after
-it (producer_state.py, IDEM-9). Replaying the markers of the rebuilt segments rebuilds their
-`.txnindex` files (txn_index.py, TXN-7).
+Then `Log` has its producer state load itself for the recovered log (log.py, LOG-19),
+told the first segment whose files were rebuilt: a plug-in's files of those segments are
+empty and are filled again as it replays them (for a broker's logs, producer_state.py:
+IDEM-9, TXN-7). Files of a plug-in that are not per segment (a producer snapshot is named
+by an offset like a segment, but describes the log up to it) are never touched here.
 
 Rules: DUR-1, DUR-2, DUR-4, DUR-5, DUR-11, INDEX-7.
 """
@@ -51,24 +53,24 @@ from kafka_ref.errors import CorruptRecordError
 from kafka_ref.files import fsync_directory
 from kafka_ref.log.abstract_index import IndexCorruptError
 from kafka_ref.log.file_records import FileRecords
-from kafka_ref.log.producer_snapshot import SNAPSHOT_SUFFIX
 from kafka_ref.log.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    NO_SEGMENT_INDEXES,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     Segment,
+    SegmentIndexes,
     roll_jitter_ms,
 )
 from kafka_ref.log.segment_recovery import check_segment, recover_segment
-from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger("kafka_ref.log.recovery")
 
 # <base offset: 20 digits><.kind>[.cleaned|.swap|.deleted]; kind is log, index, timeindex,
-# or another per-segment file a later module adds (.txnindex, .snapshot).
+# or a plug-in's file named the same way (.txnindex, .snapshot).
 _SEGMENT_FILE = re.compile(r"(\d{20})(\.[a-z]+)(\.cleaned|\.swap|\.deleted)?")
 
 
@@ -78,7 +80,7 @@ class LoadedLog:
     log_start_offset: int
     recovery_point: int
     # The base of the first segment whose files were rebuilt, or None: the producer state
-    # replays from there, which rebuilds those segments' `.txnindex` files (TXN-7).
+    # replays from there, which rebuilds those segments' plug-in files (TXN-7).
     rebuilt_from: int | None = None
 
 
@@ -97,10 +99,15 @@ def load_log(
     recovery_point: int,
     log_start_offset: int | None,
     clean_shutdown: bool,
+    plugin_indexes: SegmentIndexes = NO_SEGMENT_INDEXES,
 ) -> LoadedLog:
-    """Turn a partition directory into sorted, recovered segments (Kafka `LogLoader.load`)."""
-    _remove_temp_files_and_complete_swaps(directory)
-    segments, rebuilt = _load_segments(directory, config, clock, recovery_point, clean_shutdown)
+    """Turn a partition directory into sorted, recovered segments (Kafka `LogLoader.load`);
+    each segment opens `plugin_indexes` too."""
+    kinds = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, *plugin_indexes)
+    _remove_temp_files_and_complete_swaps(directory, kinds)
+    segments, rebuilt = _load_segments(
+        directory, config, clock, recovery_point, clean_shutdown, plugin_indexes
+    )
     if not clean_shutdown:
         recovered = _recover_unflushed(directory, segments, recovery_point, config.compact)
         rebuilt = min((x for x in (rebuilt, recovered) if x is not None), default=None)
@@ -123,6 +130,7 @@ def load_log(
                 config,
                 clock,
                 roll_jitter_ms=roll_jitter_ms(config, start_checkpoint),
+                plugin_indexes=plugin_indexes,
             )
         ]
     segments[-1].resize_indexes(config.segment_index_bytes)
@@ -135,7 +143,8 @@ def load_log(
     )
 
 
-def _remove_temp_files_and_complete_swaps(directory: str) -> None:
+def _remove_temp_files_and_complete_swaps(directory: str, kinds: tuple[str, ...]) -> None:
+    """Step 1 (DUR-11); `kinds` are the segments' file kinds (other files are not theirs)."""
     files = {}
     for name in os.listdir(directory):
         parsed = parse_segment_file(name)
@@ -162,8 +171,8 @@ def _remove_temp_files_and_complete_swaps(directory: str) -> None:
         low = min(files[n][0] for n in swap_logs)
         high = max(_next_offset_of(os.path.join(directory, n), files[n][0]) for n in swap_logs)
         for name, (base, kind, suffix) in files.items():
-            # A producer snapshot describes offsets, not a segment's files: it stays (IDEM-9).
-            if suffix == "" and kind != SNAPSHOT_SUFFIX and low <= base < high:
+            # Only a segment's own files: a producer snapshot describes offsets (IDEM-9).
+            if suffix == "" and kind in kinds and low <= base < high:
                 logger.info("%s: deleting %s, replaced by a committed swap", directory, name)
                 os.unlink(os.path.join(directory, name))
     for name in swaps:  # a lone index .swap: its log was renamed before the crash
@@ -188,7 +197,12 @@ def _next_offset_of(path: str, base_offset: int) -> int:
 
 
 def _load_segments(
-    directory: str, config: LogConfig, clock: Clock, recovery_point: int, clean_shutdown: bool
+    directory: str,
+    config: LogConfig,
+    clock: Clock,
+    recovery_point: int,
+    clean_shutdown: bool,
+    plugin_indexes: SegmentIndexes,
 ) -> tuple[list[Segment], int | None]:
     names = set()
     for name in os.listdir(directory):
@@ -201,11 +215,13 @@ def _load_segments(
         for name in names
         if (parsed := parse_segment_file(name)) and parsed[1:] == (LOG_SUFFIX, "")
     )
+    index_kinds = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, *plugin_indexes)
     for name in sorted(names):
         parsed = parse_segment_file(name)
         if (
             parsed
-            and parsed[1:] in ((INDEX_SUFFIX, ""), (TIME_INDEX_SUFFIX, ""), (TXN_INDEX_SUFFIX, ""))
+            and parsed[1] in index_kinds
+            and parsed[2] == ""
             and f"{parsed[0]:020d}{LOG_SUFFIX}" not in names
         ):
             logger.warning("%s: deleting orphaned index %s (no .log)", directory, name)
@@ -218,7 +234,12 @@ def _load_segments(
             kind for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) if f"{base:020d}{kind}" not in names
         ]
         segment = Segment(
-            directory, base, config, clock, roll_jitter_ms=roll_jitter_ms(config, base)
+            directory,
+            base,
+            config,
+            clock,
+            roll_jitter_ms=roll_jitter_ms(config, base),
+            plugin_indexes=plugin_indexes,
         )
         next_base = bases[i + 1] if i + 1 < len(bases) else None
         if missing:

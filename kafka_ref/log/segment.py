@@ -9,7 +9,11 @@ written as 20 digits (SEG-1):
     00000000000000368769.log         the batches, end to end (file_records.py)
     00000000000000368769.index       offset -> position, sparse (offset_index.py)
     00000000000000368769.timeindex   timestamp -> offset, sparse (time_index.py)
-    00000000000000368769.txnindex    aborted transactions, only once there is one (txn_index.py)
+
+A log that plugs in producer state may give each segment further files of its own (a
+`SegmentIndex` per file kind: transactions keep a `.txnindex` of aborted transactions,
+txn_index.py). The segment never reads them; it creates them with its own files and
+truncates, flushes, renames and deletes them with them, so they stay in step.
 
 Only the last segment, the *active* one, is appended to. It *rolls* (a new active segment
 starts) when the next append would take it past `segment.bytes`, when `segment.ms` has
@@ -46,7 +50,7 @@ import contextlib
 import os
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kafka_ref.clock import Clock
@@ -54,7 +58,6 @@ from kafka_ref.config import LogConfig
 from kafka_ref.log.file_records import BatchPosition, FileRecords, FileSlice, TimestampAndOffset
 from kafka_ref.log.offset_index import OffsetIndex, needs_index_entry
 from kafka_ref.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
-from kafka_ref.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafka_ref.record.batch import HEADER_SIZE, BatchHeader, walk_buffer
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
@@ -62,6 +65,33 @@ CLEANED_SUFFIX, SWAP_SUFFIX, DELETED_SUFFIX = ".cleaned", ".swap", ".deleted"
 # baseOffset, batchLength, partitionLeaderEpoch, magic, lastOffsetDelta (23), maxTimestamp (35)
 _BATCH_FIELDS = struct.Struct(">qiib6xi8xq")
 _JUMP_DISTANCE = 64 * 1024  # beyond this, finding a read's end jumps via the index
+
+
+class SegmentIndex(Protocol):
+    """A file a plug-in of the log keeps beside each segment's own three (the transactions'
+    `.txnindex`, txn_index.py): made with the segment, and kept in step with its `.log`."""
+
+    path: str
+
+    def truncate_to(self, offset: int) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def rename_to(self, path: str) -> None: ...
+
+    def delete(self) -> None: ...
+
+    def sanity_check(self) -> None:
+        """Raise an `IndexCorruptError` if the file cannot be trusted (segment_recovery.py)."""
+
+    def reset(self) -> None:
+        """Forget every entry: recovery rebuilds the file (the plug-in replays the log)."""
+
+
+# A plug-in's segment files: kind (the file's suffix, e.g. ".txnindex") -> how to open one,
+# given its path and the segment's base offset.
+SegmentIndexes = Mapping[str, Callable[[str, int], SegmentIndex]]
+NO_SEGMENT_INDEXES: SegmentIndexes = {}
 
 
 def segment_path(directory: str, base_offset: int, kind: str, suffix: str = "") -> str:
@@ -98,6 +128,7 @@ class Segment:
         *,
         suffix: str = "",
         roll_jitter_ms: int = 0,
+        plugin_indexes: SegmentIndexes = NO_SEGMENT_INDEXES,
     ) -> None:
         self.dir = os.fspath(directory)
         self.base_offset = base_offset
@@ -114,9 +145,10 @@ class Segment:
         self.time_index = TimeIndex(
             segment_path(d, base_offset, TIME_INDEX_SUFFIX, suffix), base_offset, size
         )
-        self.txn_index = TransactionIndex(  # aborted transactions, created at the first one
-            segment_path(d, base_offset, TXN_INDEX_SUFFIX, suffix), base_offset
-        )
+        self.plugin_indexes: dict[str, SegmentIndex] = {
+            kind: open_index(segment_path(d, base_offset, kind, suffix), base_offset)
+            for kind, open_index in plugin_indexes.items()
+        }
         self.created_ms = clock.milliseconds()
         self._rolling_timestamp: int | None = None  # first batch's max timestamp
         self._max: TimestampOffset | None = None  # largest timestamp so far, lazily
@@ -230,7 +262,8 @@ class Segment:
         """Recovery: empty indexes, and the entry loop back at the file's start."""
         self.offset_index.reset()
         self.time_index.reset()
-        self.txn_index.reset()  # rebuilt from the markers by the producer state (TXN-7)
+        for index in self.plugin_indexes.values():
+            index.reset()  # the plug-in rebuilds it as it replays the log (TXN-7)
         self._max = TimestampOffset(NO_TIMESTAMP, self.base_offset)
         self._bytes_since_last_index_entry = 0
 
@@ -358,7 +391,8 @@ class Segment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
-        self.txn_index.truncate_to(offset)
+        for index in self.plugin_indexes.values():
+            index.truncate_to(offset)
         self.resize_indexes(self.max_index_size)  # it becomes (or stays) the active one
         truncated = self.log.truncate_to(mapping.position) if mapping else 0
         if self.size == 0:
@@ -397,7 +431,8 @@ class Segment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
-        self.txn_index.flush()
+        for index in self.plugin_indexes.values():
+            index.flush()
 
     def close(self) -> None:
         if self._max is not None:
@@ -407,7 +442,7 @@ class Segment:
         self.log.close()
 
     def change_suffix(self, old: str, new: str) -> None:
-        """Rename all three files from `old` to `new` suffix ("" is the live segment)."""
+        """Rename every file from `old` to `new` suffix ("" is the live segment)."""
         if self.suffix != old:
             raise ValueError(f"segment has suffix {self.suffix!r}, not {old!r}")
         base, d = self.base_offset, self.dir
@@ -415,7 +450,8 @@ class Segment:
         # which is what the loader looks at (recovery.py, DUR-11).
         self.offset_index.rename_to(segment_path(d, base, INDEX_SUFFIX, new))
         self.time_index.rename_to(segment_path(d, base, TIME_INDEX_SUFFIX, new))
-        self.txn_index.rename_to(segment_path(d, base, TXN_INDEX_SUFFIX, new))
+        for kind, index in self.plugin_indexes.items():
+            index.rename_to(segment_path(d, base, kind, new))
         self.log.rename_to(segment_path(d, base, LOG_SUFFIX, new))
         self.suffix = new
 
@@ -423,26 +459,7 @@ class Segment:
         """Unlink the files. An in-flight FileSlice keeps the .log readable until dropped."""
         self.offset_index.delete()
         self.time_index.delete()
-        self.txn_index.delete()
+        for index in self.plugin_indexes.values():
+            index.delete()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.log.path)
-
-
-class SegmentedLog(Protocol):
-    """A log as the parts below it see it: its bounds and its segments (log.py's `Log`).
-    The producer state takes its log as this, since naming `Log` would make the two files
-    import each other (the log owns its producer state)."""
-
-    dir: str
-
-    @property
-    def log_start_offset(self) -> int: ...
-
-    @property
-    def log_end_offset(self) -> int: ...
-
-    @property
-    def recovery_point(self) -> int: ...
-
-    @property
-    def segments(self) -> Sequence[Segment]: ...

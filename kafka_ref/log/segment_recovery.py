@@ -21,9 +21,10 @@ length, magic and CRC-32C and that its offsets follow the previous batch's and s
 the next segment's base offset. Each valid batch goes through `Segment.index_batch`, the
 very loop appends run (INDEX-4), so a rebuilt index equals the one the appends wrote by
 construction, not by two loops kept alike. At the first bad batch it stops and cuts
-the file there: a torn write leaves a valid prefix, and nothing before it is touched. The
-`.txnindex` is rebuilt later, from the transaction markers the producer state replays
-(TXN-7).
+the file there: a torn write leaves a valid prefix, and nothing before it is touched. A
+plug-in's files (`Segment.plugin_indexes`) are checked with the indexes and, at a rebuild,
+emptied: the plug-in fills them again as it replays the log (the transactions' `.txnindex`
+from the markers, TXN-7).
 
 Rules: DUR-1, DUR-3, INDEX-7.
 """
@@ -47,7 +48,8 @@ def check_segment(segment: Segment) -> None:
     """Raise IndexCorruptError unless both indexes agree with the log (INDEX-7)."""
     segment.offset_index.sanity_check()
     segment.time_index.sanity_check()
-    segment.txn_index.sanity_check()
+    for index in segment.plugin_indexes.values():
+        index.sanity_check()
     last = segment.offset_index.last_entry()
     try:
         batches = list(segment.log.batch_positions(last.position))

@@ -23,6 +23,11 @@ and time indexes the file is not preallocated or memory-mapped: it is created at
 entry and grows by appends; most segments never get one. Like them it is derived data:
 recovery rebuilds it from the markers in the log (TXN-7).
 
+The segment (segment.py) does not know this file: the producer state of a log with
+transactions hands it to every segment as one of its plug-in files (`TXN_SEGMENT_INDEXES`),
+which the segment truncates, flushes, renames and deletes with its own; the producer state
+and the readers find it again with `transaction_index(segment)`.
+
 `collect_aborted` answers one segment's part of a fetch: entries whose range
 [firstOffset, lastOffset] overlaps [fetch offset, upper bound). It also says whether the
 search can stop: once an entry's lastStableOffset reaches the upper bound, no transaction
@@ -38,8 +43,12 @@ import contextlib
 import os
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafka_ref.log.abstract_index import IndexCorruptError
+
+if TYPE_CHECKING:
+    from kafka_ref.log.segment import Segment, SegmentIndexes
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -163,3 +172,11 @@ class TransactionIndex:
     def delete(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+
+
+TXN_SEGMENT_INDEXES: SegmentIndexes = {TXN_INDEX_SUFFIX: TransactionIndex}
+
+
+def transaction_index(segment: Segment) -> TransactionIndex:
+    """The `.txnindex` of a segment of a log with transactions (Kafka: `LogSegment.txnIndex`)."""
+    return segment.plugin_indexes[TXN_INDEX_SUFFIX]

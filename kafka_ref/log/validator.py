@@ -23,8 +23,12 @@ A follower (`assign_offsets=False`) keeps the leader's offsets: they must not go
 log end offset and must increase from batch to batch (LOG-12). Like Kafka, a follower does
 not apply `max.message.bytes`: the leader already accepted the batch.
 
-The result lists each batch's header with its base offset (`AppendInfo.batches`): the log
-checks them against the producer state (producer_state.py, IDEM-1) before it writes.
+Who appends is an `AppendOrigin` (Kafka's): a producer's batches on the leader, the
+coordinators' (transaction markers, group records), or a follower copying its leader. Only a
+producer's batches get the checks above that a follower skips.
+
+The result lists each batch's header with its base offset (`AppendInfo.batches`), for
+whatever the log's producer state checks before it writes (log.py, LOG-19).
 
 On a compacted topic (cleanup.policy contains compact) each record is also decoded, once,
 to check that it parses and has a key (LOG-17): compaction works by key. Elsewhere the
@@ -41,6 +45,7 @@ Rules: LOG-1, LOG-8..LOG-12, LOG-17, LOG-18, SEG-6.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import (
@@ -58,6 +63,14 @@ from kafka_ref.record.batch import (
     stamp_batch,
     validate_batch,
 )
+
+
+class AppendOrigin(Enum):
+    """Who appends, which decides what is checked (Kafka: `AppendOrigin`)."""
+
+    CLIENT = "client"  # a producer's batch on the leader: every check (IDEM-2..IDEM-8)
+    COORDINATOR = "coordinator"  # transaction markers: epochs only, no sequences
+    REPLICATION = "replication"  # a follower copying the leader: nothing is checked
 
 
 class RecordBatchTooLargeError(MessageTooLargeError):

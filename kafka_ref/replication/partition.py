@@ -55,8 +55,7 @@ from kafka_ref.errors import (
 )
 from kafka_ref.log.checkpoints import OffsetCheckpointFile
 from kafka_ref.log.log import Log, LogReadInfo
-from kafka_ref.log.producer_entry import AppendOrigin
-from kafka_ref.log.validator import AppendInfo
+from kafka_ref.log.validator import AppendInfo, AppendOrigin
 from kafka_ref.record.batch import walk_buffer
 from kafka_ref.replication.isr import can_join_isr, out_of_sync_replicas
 from kafka_ref.replication.leader_epoch import (
@@ -75,7 +74,7 @@ from kafka_ref.replication.messages import (
     LeaderAndIsr,
     UnknownLeaderEpochError,
 )
-from kafka_ref.replication.reads import ConsumerReads
+from kafka_ref.replication.reads import WITHOUT_TRANSACTIONS, ConsumerReads, Isolation
 from kafka_ref.replication.replica import UNKNOWN_OFFSET, Replica
 from kafka_ref.seams import seam
 
@@ -131,15 +130,19 @@ class Partition(ConsumerReads):
         *,
         replica_lag_time_max_ms: int,  # the broker config, declared in its table
         high_watermark: int = 0,
+        isolation: Isolation = WITHOUT_TRANSACTIONS,
     ) -> None:
         self.topic, self.index, self.broker_id = topic, index, broker_id
         self.log, self.cache, self.clock = log, cache, clock
+        self.isolation = isolation  # what read_committed reads (reads.py)
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         # The log may have lost a tail in a crash; its epochs and HW go with it.
         cache.truncate_from_end(log.log_end_offset)
         cache.truncate_from_start(log.log_start_offset)
         # The committed bound: consumers read below it (REPL-2).
-        self.high_watermark = max(min(high_watermark, log.log_end_offset), log.log_start_offset)
+        self.update_high_watermark(
+            max(min(high_watermark, log.log_end_offset), log.log_start_offset)
+        )
         self.leader_id: int | None = None
         self.leader_epoch = UNDEFINED_EPOCH
         self.isr: tuple[int, ...] = ()
@@ -163,19 +166,16 @@ class Partition(ConsumerReads):
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
 
-    @property
-    def high_watermark(self) -> int:
-        """The committed bound: consumers read below it (REPL-2)."""
-        return self._high_watermark
-
-    @high_watermark.setter
-    def high_watermark(self, value: int) -> None:
+    def update_high_watermark(self, value: int) -> None:
+        """Move the HW, and tell the log's producer state, which then forgets the finished
+        transactions whose markers are below it (Kafka: `UnifiedLog.updateHighWatermark`
+        calls `onHighWatermarkUpdated`). The one place the HW changes producer state:
+        reading it, or the LSO, changes nothing (TXN-25)."""
         assert self.log.log_start_offset <= value <= self.log.log_end_offset, (  # REPL-13
             f"{self.topic}-{self.index}: HW {value} outside [log start "
             f"{self.log.log_start_offset}, LEO {self.log.log_end_offset}]"
         )
-        self._high_watermark = value
-        # finished transactions whose markers are now below it stop holding the LSO (TXN-4)
+        self.high_watermark = value
         self.log.producer_state.on_high_watermark_updated(value)
 
     @property
@@ -405,7 +405,7 @@ class Partition(ConsumerReads):
         ]
         new = leader_high_watermark(self.log_end_offset, followers, self.high_watermark)
         if new > self.high_watermark:
-            self.high_watermark = new
+            self.update_high_watermark(new)
             return True
         return False
 
@@ -479,21 +479,21 @@ class Partition(ConsumerReads):
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
         """A follower's HW = min(the leader's HW, own LEO) (REPL-7)."""
-        self.high_watermark = max(
-            min(leader_high_watermark, self.log_end_offset), self.log_start_offset
+        self.update_high_watermark(
+            max(min(leader_high_watermark, self.log_end_offset), self.log_start_offset)
         )
 
     def truncate_to(self, offset: int) -> None:
         """Cut the log (and the epochs and HW with it) back to `offset` (TRUNC-*)."""
         self.log.truncate_to(offset)
         self.cache.truncate_from_end(self.log_end_offset)
-        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.update_high_watermark(min(self.high_watermark, self.log_end_offset))
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """The leader's log starts past ours: start over, empty, at `offset`."""
         self.log.truncate_fully_and_start_at(offset)
         self.cache.clear()
-        self.high_watermark = offset
+        self.update_high_watermark(offset)
 
 
 def write_high_watermarks(path: str, partitions: list[Partition]) -> None:

@@ -2,22 +2,25 @@
 
 A mixin of `Partition` (partition.py), kept apart because none of it is replication: it
 only reads the partition's `high_watermark`, `log` and leader epoch `cache`. Consumers see
-records below the HW only (REPL-2); read_committed consumers below the last stable offset
-(LSO): the first offset of the oldest transaction still open, or the HW when it is lower
-(kafka_ref/log/log.py, TXN-4), and with the records the aborted transactions they overlap
-(TXN-8). DeleteRecords may move the log start up to
-the HW, never past it (BROKER-26), and the epoch cache forgets what the log no longer has.
+records below the HW only (REPL-2). DeleteRecords may move the log start up to the HW, never
+past it (BROKER-26), and the epoch cache forgets what the log no longer has.
 
-Rules: REPL-2, BROKER-20, BROKER-26, TXN-4, TXN-8.
+read_committed consumers (KIP-98) read below the last stable offset (LSO) instead, and get
+with the records the aborted transactions they overlap. Both come from transactions, which
+the log knows nothing of: the partition is given an `Isolation` that answers them (a
+broker's partitions, isolation.py's `ReadCommitted`: TXN-4, TXN-8). Without one a
+partition has no transactions: its LSO is its HW, and nothing is aborted.
+
+Rules: REPL-2, BROKER-20, BROKER-26.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from kafka_ref.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from kafka_ref.log.log import LogReadInfo
-from kafka_ref.log.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from kafka_ref.log.log import Log
@@ -28,20 +31,58 @@ class PolicyViolationError(KafkaError):
     code = ErrorCode.POLICY_VIOLATION
 
 
+class AbortedTransaction(Protocol):
+    """An aborted transaction a read overlaps: whose, and where it began."""
+
+    @property
+    def producer_id(self) -> int: ...
+
+    @property
+    def first_offset(self) -> int: ...
+
+
+class Isolation(Protocol):
+    """What read_committed needs that the log does not know (isolation.py's `ReadCommitted`)."""
+
+    def last_stable_offset(self, log: Log, high_watermark: int) -> int:
+        """The bound of read_committed reads, at most `high_watermark`."""
+
+    def aborted_transactions(
+        self, log: Log, start: int, upper: int
+    ) -> Sequence[AbortedTransaction]:
+        """The aborted transactions overlapping [start, upper)."""
+
+
+class WithoutTransactions:
+    """The `Isolation` of a partition without transactions: all below the HW is stable."""
+
+    def last_stable_offset(self, log: Log, high_watermark: int) -> int:
+        return high_watermark
+
+    def aborted_transactions(
+        self, log: Log, start: int, upper: int
+    ) -> Sequence[AbortedTransaction]:
+        return ()
+
+
+WITHOUT_TRANSACTIONS = WithoutTransactions()
+
+
 class ConsumerReads:
     """Consumer-facing reads of a partition (needs `topic`, `index`, `log`, `cache`,
-    `high_watermark`)."""
+    `high_watermark`, `isolation`)."""
 
     topic: str
     index: int
     log: Log
     cache: LeaderEpochFileCache
     high_watermark: int
+    isolation: Isolation
 
     @property
     def last_stable_offset(self) -> int:
-        """Bound of read_committed consumers: min(first unstable offset, HW) (TXN-4)."""
-        return self.log.last_stable_offset(self.high_watermark)
+        """Bound of read_committed consumers, at most the HW (TXN-4, the `isolation`'s)."""
+        return self.isolation.last_stable_offset(self.log, self.high_watermark)
 
     def read(
         self, offset: int, max_bytes: int, *, min_one_batch: bool, read_committed: bool = False
@@ -50,11 +91,11 @@ class ConsumerReads:
         bound = self.last_stable_offset if read_committed else self.high_watermark
         return self.log.read(offset, max_bytes, max_offset=bound, min_one_batch=min_one_batch)
 
-    def aborted_transactions(self, info: LogReadInfo) -> list[AbortedTxn]:
+    def aborted_transactions(self, info: LogReadInfo) -> Sequence[AbortedTransaction]:
         """The aborted transactions a read_committed read must be told of (TXN-8)."""
         if not info.slices:
             return []
-        return self.log.collect_aborted_transactions(info.fetch_offset, info.next_offset)
+        return self.isolation.aborted_transactions(self.log, info.fetch_offset, info.next_offset)
 
     def bytes_available(self, offset: int, limit: int, read_committed: bool = False) -> int:
         """How many bytes a consumer could fetch at `offset` (DelayedFetch's min_bytes)."""

@@ -54,7 +54,7 @@ from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
 from kafka_ref.log.log import Log
-from kafka_ref.log.producer_entry import AppendOrigin
+from kafka_ref.log.validator import AppendOrigin
 from kafka_ref.record.batch import RecordBatch
 from kafka_ref.record.control import read_marker
 from kafka_ref.server.kafka_config import KafkaConfig

@@ -77,10 +77,10 @@ from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
 from kafka_ref.errors import ErrorCode, KafkaError, KafkaStorageError, NotLeaderOrFollowerError
 from kafka_ref.log.checkpoints import REPLICATION_OFFSET_CHECKPOINT
+from kafka_ref.log.isolation import READ_COMMITTED
 from kafka_ref.log.log import LogReadInfo
 from kafka_ref.log.log_manager import LogManager
-from kafka_ref.log.producer_entry import AppendOrigin
-from kafka_ref.log.validator import AppendInfo
+from kafka_ref.log.validator import AppendInfo, AppendOrigin
 from kafka_ref.metrics.recorders import BrokerTopicStats
 from kafka_ref.replication.leader_epoch import LeaderEpochFileCache
 from kafka_ref.replication.messages import (
@@ -195,6 +195,7 @@ class ReplicaManager:
             self.clock,
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
             high_watermark=self._checkpointed_hws[log.parent_dir].get((topic, index), 0),
+            isolation=READ_COMMITTED,  # read_committed reads (isolation.py, TXN-4, TXN-8)
         )
         self.partitions[(topic, index)] = partition
         return partition, True

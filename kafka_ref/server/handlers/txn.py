@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.log.producer_entry import AppendOrigin
+from kafka_ref.log.validator import AppendOrigin
 from kafka_ref.protocol.messages import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnResponse,

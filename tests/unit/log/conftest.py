@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 
 import pytest
 
 from kafka_ref.clock import ManualClock
 from kafka_ref.config import LogConfig
-from kafka_ref.log.log import Log
+from kafka_ref.log.log import Log, NoProducerState, ProducerStateHooks
+from kafka_ref.log.producer_state import ProducerStateManager
 from kafka_ref.record.batch import BatchHeader, build_batch, iter_batch_headers
 from kafka_ref.record.record import Record
 
@@ -34,8 +36,22 @@ def headers(data: bytes) -> list[BatchHeader]:
     return [h for _, h in iter_batch_headers(data)]
 
 
-def open_log(path, clock: ManualClock | None = None, **config) -> Log:
-    return Log.open(path, LogConfig(**config), clock or ManualClock(T0))
+def open_log(
+    path,
+    clock: ManualClock | None = None,
+    *,
+    producer_state: Callable[[str], ProducerStateHooks] = NoProducerState,
+    **config,
+) -> Log:
+    return Log.open(
+        path, LogConfig(**config), clock or ManualClock(T0), producer_state=producer_state
+    )
+
+
+def open_broker_log(path, clock: ManualClock | None = None, **config) -> Log:
+    """A log as a broker opens it: with its producer state, for idempotence and
+    transactions (LOG-19)."""
+    return open_log(path, clock, producer_state=ProducerStateManager, **config)
 
 
 def read_everything(log: Log, max_bytes: int = 1 << 20) -> list[tuple[BatchHeader, bytes]]:

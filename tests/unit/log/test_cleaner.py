@@ -20,8 +20,9 @@ from kafka_ref.log.cleaner import group_segments_by_size
 from kafka_ref.log.cleaner_manager import CLEANER_OFFSET_CHECKPOINT, LogCleaner, cleanable_offsets
 from kafka_ref.log.log import Log
 from kafka_ref.log.offset_map import OffsetMapFullError, SkimpyOffsetMap
-from kafka_ref.log.producer_state import AppendOrigin
+from kafka_ref.log.producer_state import ProducerStateManager
 from kafka_ref.log.segment import Segment
+from kafka_ref.log.validator import AppendOrigin
 from kafka_ref.record.batch import (
     ATTR_DELETE_HORIZON,
     RecordBatch,
@@ -50,7 +51,7 @@ class SimulatedCrash(BaseException):
 
 def open_log(path, clock: ManualClock, **config) -> Log:
     config.setdefault("cleanup_policy", COMPACT)
-    return Log.open(path, LogConfig(**config), clock)
+    return Log.open(path, LogConfig(**config), clock, producer_state=ProducerStateManager)
 
 
 def produce(log: Log, clock: ManualClock, *pairs, leader_epoch: int = 0, **batch_args) -> None:
@@ -146,7 +147,13 @@ def test_the_worked_example(tmp_path):
     # Offsets survive a restart with full recovery (thinned batches validate).
     cleaned = contents(log)
     log.close()
-    reopened = Log.open(tmp_path / "t-0", log.config, clock, clean_shutdown=False)
+    reopened = Log.open(
+        tmp_path / "t-0",
+        log.config,
+        clock,
+        clean_shutdown=False,
+        producer_state=ProducerStateManager,
+    )
     assert contents(reopened) == cleaned
 
 
@@ -570,7 +577,7 @@ def _crash_log(path, clock) -> Log:
 
 
 def _reopen(path, config, clock) -> Log:
-    log = Log.open(path, config, clock, clean_shutdown=False)
+    log = Log.open(path, config, clock, clean_shutdown=False, producer_state=ProducerStateManager)
     leftovers = [n for n in os.listdir(path) if n.endswith((".cleaned", ".swap", ".deleted"))]
     assert not leftovers
     return log
@@ -739,7 +746,10 @@ def test_compaction_matches_the_model(ops):
             _check(log, model, first_cover, last_round, retention, cleaner)
         final = contents(log)
         log.close()
-        assert contents(Log.open(path, log.config, clock)) == final
+        assert (
+            contents(Log.open(path, log.config, clock, producer_state=ProducerStateManager))
+            == final
+        )
 
 
 def _check(log, model, first_cover, last_round, retention, cleaner):

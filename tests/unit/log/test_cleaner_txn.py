@@ -23,10 +23,12 @@ from kafka_ref.clock import ManualClock
 from kafka_ref.common import TopicPartition
 from kafka_ref.config import LogConfig
 from kafka_ref.log.cleaner_manager import LogCleaner
+from kafka_ref.log.isolation import READ_COMMITTED, collect_aborted_transactions
 from kafka_ref.log.log import Log
-from kafka_ref.log.producer_state import AppendOrigin
+from kafka_ref.log.producer_state import ProducerStateManager
 from kafka_ref.log.retention import LogRetention
-from kafka_ref.log.txn_index import AbortedTxn
+from kafka_ref.log.txn_index import AbortedTxn, transaction_index
+from kafka_ref.log.validator import AppendOrigin
 from kafka_ref.record.batch import ATTR_DELETE_HORIZON, RecordBatch, build_batch
 from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, build_marker_batch
 from kafka_ref.record.record import Record
@@ -68,21 +70,21 @@ def plain(log: Log, *pairs: tuple[bytes, bytes | None]) -> None:
     log.append(build_batch([Record(k, v, T0) for k, v in pairs]))
 
 
-def open_log(path, clock: ManualClock, **config) -> Log:
+def open_broker_log(path, clock: ManualClock, **config) -> Log:
     config.setdefault("cleanup_policy", ("compact",))
     config.setdefault("delete_retention_ms", RETENTION)
-    return Log.open(str(path), LogConfig(**config), clock)
+    return Log.open(str(path), LogConfig(**config), clock, producer_state=ProducerStateManager)
 
 
 def clean(log: Log, clock: ManualClock):
     """A forced round bounded by the LSO, as the broker runs it (COMPACT-25)."""
-    lso = log.last_stable_offset(log.log_end_offset)
+    lso = READ_COMMITTED.last_stable_offset(log, log.log_end_offset)
     return LogCleaner().clean(log, clock.milliseconds(), force=True, max_offset=lso)
 
 
 def committed_view(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) a read_committed consumer reads from the log start to the LSO."""
-    lso = log.last_stable_offset(log.log_end_offset)
+    lso = READ_COMMITTED.last_stable_offset(log, log.log_end_offset)
     out, offset = [], log.log_start_offset
     while offset < lso:
         info = log.read(offset, 1 << 20, max_offset=lso)
@@ -92,7 +94,7 @@ def committed_view(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
             log_start_offset=log.log_start_offset,
             last_stable_offset=lso,
             records=info.read_bytes(),
-            aborted_transactions=log.collect_aborted_transactions(offset, info.next_offset),
+            aborted_transactions=collect_aborted_transactions(log, offset, info.next_offset),
         )
         fetched = CompletedFetch(TopicPartition("t", 0), offset, data, read_committed=True)
         out += [(r.offset, r.key, r.value) for r in fetched.take(1 << 20)]
@@ -131,7 +133,7 @@ def batch_kinds(log: Log) -> list[tuple[int, str]]:
 @pytest.mark.spec("COMPACT-23")
 def test_aborted_records_are_removed_and_their_marker_keeps_its_index_entry(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     a, b = Txn(log, 1), Txn(log, 2)
     a.send((b"x", b"a1"), (b"y", b"a1"))  # 0, 1
     b.send((b"z", b"b1"))  # 2
@@ -139,7 +141,7 @@ def test_aborted_records_are_removed_and_their_marker_keeps_its_index_entry(tmp_
     b.end(COMMIT)  # 4
     log.roll()
     plain(log, (b"w", b"1"))  # 5, active
-    assert log.segments[0].txn_index.entries == [AbortedTxn(1, 0, 3, 2)]
+    assert transaction_index(log.segments[0]).entries == [AbortedTxn(1, 0, 3, 2)]
     stats = clean(log, clock).stats
     assert stats.aborted_records_removed == 2
     # a's records are gone; its batch stays, empty, as a's last batch (COMPACT-27)
@@ -151,14 +153,14 @@ def test_aborted_records_are_removed_and_their_marker_keeps_its_index_entry(tmp_
         (5, "data"),
     ]
     # The kept ABORT marker's entry moved into the cleaned segment's .txnindex.
-    assert log.segments[0].txn_index.entries == [AbortedTxn(1, 0, 3, 2)]
+    assert transaction_index(log.segments[0]).entries == [AbortedTxn(1, 0, 3, 2)]
     assert committed_view(log) == [(2, b"z", b"b1"), (5, b"w", b"1")]
 
 
 @pytest.mark.spec("COMPACT-23")
 def test_an_aborted_record_never_supersedes_a_committed_one(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     plain(log, (b"k", b"committed"))  # 0
     a = Txn(log, 1)
     a.send((b"k", b"aborted"))  # 1
@@ -186,7 +188,7 @@ def markers(log: Log) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("kind", [ABORT, COMMIT])
 def test_a_marker_without_data_goes_after_delete_retention_ms(tmp_path, kind):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     a = Txn(log, 1)
     a.send((b"k", b"1"))  # 0
     a.end(kind)  # 1
@@ -201,7 +203,7 @@ def test_a_marker_without_data_goes_after_delete_retention_ms(tmp_path, kind):
     assert markers(log) == [(1, name), later]
     next_round(log, clock)  # no data left: the marker gets its delete horizon
     assert markers(log) == [(1, name + "+h"), later]
-    assert log.segments[0].txn_index.entries == []  # no data left for a consumer to drop
+    assert transaction_index(log.segments[0]).entries == []  # no data left for a consumer to drop
     clock.advance(RETENTION - 1)
     next_round(log, clock)
     assert markers(log) == [(1, name + "+h"), later]
@@ -214,7 +216,7 @@ def test_a_marker_without_data_goes_after_delete_retention_ms(tmp_path, kind):
 @pytest.mark.spec("COMPACT-12")
 def test_a_commit_marker_stays_while_its_transaction_has_records(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     a = Txn(log, 1)
     a.send((b"k", b"1"))  # 0
     a.end(COMMIT)  # 1
@@ -229,7 +231,7 @@ def test_a_commit_marker_stays_while_its_transaction_has_records(tmp_path):
 @pytest.mark.spec("COMPACT-12")
 def test_a_commit_marker_in_the_next_group_stays_while_its_records_do(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, segment_bytes=700)
+    log = open_broker_log(tmp_path / "t-0", clock, segment_bytes=700)
     a = Txn(log, 1)
     a.send((b"k", b"v" * 600))  # 0: alone fills most of a segment
     log.roll()
@@ -245,7 +247,7 @@ def test_a_commit_marker_in_the_next_group_stays_while_its_records_do(tmp_path):
 @pytest.mark.spec("COMPACT-27")
 def test_a_producers_emptied_last_batch_stays_so_its_state_can_be_rebuilt(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     idempotent = dict(producer_id=7, producer_epoch=0)
     log.append(build_batch([Record(b"k", b"1", T0)], base_sequence=0, **idempotent))  # 0
     plain(log, (b"k", b"2"))  # 1: supersedes producer 7's only record
@@ -260,7 +262,9 @@ def test_a_producers_emptied_last_batch_stays_so_its_state_can_be_rebuilt(tmp_pa
     for name in os.listdir(log.dir):
         if name.endswith(".snapshot"):
             os.unlink(os.path.join(log.dir, name))
-    rebuilt = Log.open(log.dir, log.config, clock, recovery_point=0)
+    rebuilt = Log.open(
+        log.dir, log.config, clock, recovery_point=0, producer_state=ProducerStateManager
+    )
     assert rebuilt.producer_state.last_entry(7).last_seq == 0
     assert rebuilt.producer_state.last_entry(1).last_seq == 0
     rebuilt.append(build_batch([Record(b"k", b"3", T0)], base_sequence=1, **idempotent))
@@ -271,7 +275,7 @@ def test_a_producers_emptied_last_batch_stays_so_its_state_can_be_rebuilt(tmp_pa
 @pytest.mark.spec("COMPACT-25")
 def test_an_open_transaction_is_never_cleaned(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     plain(log, (b"k", b"1"))  # 0
     a = Txn(log, 1)
     a.send((b"k", b"open"))  # 1: undecided
@@ -279,7 +283,7 @@ def test_an_open_transaction_is_never_cleaned(tmp_path):
     plain(log, (b"k", b"2"))  # 2
     log.roll()
     plain(log, (b"w", b"1"))  # 3, active
-    assert log.last_stable_offset(log.log_end_offset) == 1
+    assert READ_COMMITTED.last_stable_offset(log, log.log_end_offset) == 1
     result = clean(log, clock)
     # The round stops at the segment holding the LSO: nothing of the transaction is read.
     assert result.to_clean.first_uncleanable_offset == 0 and not result.cleaned
@@ -296,7 +300,7 @@ def test_an_open_transaction_is_never_cleaned(tmp_path):
 @pytest.mark.spec("TXN-80")
 def test_retention_deletes_the_txnindex_with_its_segment(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, cleanup_policy=("delete",))
+    log = open_broker_log(tmp_path / "t-0", clock, cleanup_policy=("delete",))
     a, b, c = Txn(log, 1), Txn(log, 2), Txn(log, 3)
     a.send((b"x", b"1"))  # 0
     a.end(ABORT)  # 1: indexed in the first segment
@@ -312,10 +316,10 @@ def test_retention_deletes_the_txnindex_with_its_segment(tmp_path):
     log.config = dataclasses.replace(log.config, retention_bytes=limit)
     LogRetention.run(log, clock.milliseconds())
     assert log.log_start_offset == 3 and not os.path.exists(first)
-    assert log.last_stable_offset(log.log_end_offset) == 3  # c still holds the LSO
-    assert log.collect_aborted_transactions(3, 6) == [AbortedTxn(2, 2, 4, 3)]
+    assert READ_COMMITTED.last_stable_offset(log, log.log_end_offset) == 3  # c still holds the LSO
+    assert collect_aborted_transactions(log, 3, 6) == [AbortedTxn(2, 2, 4, 3)]
     c.end(COMMIT)  # 6
-    assert log.last_stable_offset(log.log_end_offset) == 7
+    assert READ_COMMITTED.last_stable_offset(log, log.log_end_offset) == 7
     assert committed_view(log) == [(3, b"z", b"1"), (5, b"w", b"1")]
 
 
@@ -338,7 +342,7 @@ OPS = st.lists(
 def test_cleaning_keeps_the_read_committed_latest_value_of_every_key(ops):
     with tempfile.TemporaryDirectory() as tmp, no_fsync():
         clock = ManualClock(T0)
-        log = open_log(os.path.join(tmp, "t-0"), clock)
+        log = open_broker_log(os.path.join(tmp, "t-0"), clock)
         txns = {pid: Txn(log, pid) for pid in (1, 2, 3)}
         open_: dict[int, list[bytes | None]] = {}  # pid -> values of its open transaction
         aborted: set[bytes | None] = set()

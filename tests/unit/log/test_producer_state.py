@@ -38,7 +38,6 @@ from kafka_ref.errors import (
 from kafka_ref.log.log import Log
 from kafka_ref.log.producer_entry import (
     INT32_MAX,
-    AppendOrigin,
     increment_sequence,
     last_sequence_of,
 )
@@ -50,10 +49,12 @@ from kafka_ref.log.producer_snapshot import (
     list_snapshots,
     snapshot_path,
 )
+from kafka_ref.log.producer_state import ProducerStateManager
 from kafka_ref.log.retention import LogRetention
+from kafka_ref.log.validator import AppendOrigin
 from kafka_ref.record.batch import RecordBatch, build_batch
 from kafka_ref.record.record import Record
-from tests.unit.log.conftest import T0, make_batch, open_log, read_everything
+from tests.unit.log.conftest import T0, make_batch, open_broker_log, read_everything
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -118,7 +119,7 @@ def crash(log: Log) -> None:
 # ---------------------------------------------------------------------- checking a batch
 @pytest.mark.spec("IDEM-2")
 def test_in_order_batches_are_appended_and_the_last_five_remembered(tmp_path):
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     first = log.append(pbatch(0, 3))
     second = log.append(pbatch(3, 2))
     assert (first.first_offset, first.last_offset) == (0, 2)
@@ -135,7 +136,7 @@ def test_in_order_batches_are_appended_and_the_last_five_remembered(tmp_path):
 @pytest.mark.spec("IDEM-2", "IDEM-3", "IDEM-4")
 def test_sequences_wrap_after_int32_max(tmp_path):
     assert increment_sequence(INT32_MAX, 1) == 0 and increment_sequence(INT32_MAX - 1, 3) == 1
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     # A producer already near the end of the range (state taken from a replicated batch).
     log.append(pbatch(INT32_MAX - 9, 8), assign_offsets=False)  # ... INT32_MAX - 2
     wrapping = log.append(pbatch(INT32_MAX - 1, 3))  # INT32_MAX - 1, INT32_MAX, 0
@@ -149,7 +150,7 @@ def test_sequences_wrap_after_int32_max(tmp_path):
 
 @pytest.mark.spec("IDEM-3", "IDEM-1", "IDEM-4")
 def test_a_duplicate_of_the_last_five_returns_the_original_offsets(tmp_path):
-    log = open_log(tmp_path / "t-0", segment_bytes=400)
+    log = open_broker_log(tmp_path / "t-0", segment_bytes=400)
     originals = {}
     seq = 0
     for count in (2, 1, 3, 1, 2, 4):
@@ -170,20 +171,20 @@ def test_a_duplicate_of_the_last_five_returns_the_original_offsets(tmp_path):
 @pytest.mark.spec("IDEM-3")
 def test_a_duplicate_on_a_log_append_time_topic_returns_the_original_time(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, message_timestamp_type="LogAppendTime")
+    log = open_broker_log(tmp_path / "t-0", clock, message_timestamp_type="LogAppendTime")
     original = log.append(pbatch(0, 2))
     clock.advance(5000)
     retry = log.append(pbatch(0, 2))
     assert original.log_append_time == T0
     assert (retry.first_offset, retry.log_append_time) == (0, T0)
-    plain = open_log(tmp_path / "t-1", clock)  # CreateTime: -1, as for a new batch
+    plain = open_broker_log(tmp_path / "t-1", clock)  # CreateTime: -1, as for a new batch
     plain.append(pbatch(0))
     assert plain.append(pbatch(0)).log_append_time == -1
 
 
 @pytest.mark.spec("IDEM-4", "IDEM-1")
 def test_a_gap_or_a_reordered_batch_is_out_of_order(tmp_path):
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     log.append(pbatch(0, 2))
     before = files(log)
     for seq in (5, 3, 1):  # a gap, a later request before an earlier one, a partial overlap
@@ -199,7 +200,7 @@ def test_a_gap_or_a_reordered_batch_is_out_of_order(tmp_path):
 
 @pytest.mark.spec("IDEM-5", "IDEM-6")
 def test_epochs_fence_older_producers_and_a_new_epoch_starts_at_zero(tmp_path):
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     log.append(pbatch(0, 2, epoch=0))
     with pytest.raises(OutOfOrderSequenceError):
         log.append(pbatch(2, epoch=1))  # a new epoch must start at 0
@@ -220,7 +221,7 @@ def test_epochs_fence_older_producers_and_a_new_epoch_starts_at_zero(tmp_path):
 
 @pytest.mark.spec("IDEM-7")
 def test_a_producer_without_state_must_start_at_sequence_zero(tmp_path):
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     with pytest.raises(UnknownProducerIdError) as err:
         log.append(pbatch(7, pid=77))
     assert err.value.code == ErrorCode.UNKNOWN_PRODUCER_ID
@@ -232,7 +233,7 @@ def test_a_producer_without_state_must_start_at_sequence_zero(tmp_path):
 
 @pytest.mark.spec("IDEM-8")
 def test_client_batches_need_a_sequence_and_an_epoch_and_no_control(tmp_path):
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     bad = [
         pbatch(-1),  # a producer id without a sequence
         pbatch(0, epoch=-1),
@@ -260,7 +261,7 @@ def test_client_batches_need_a_sequence_and_an_epoch_and_no_control(tmp_path):
 
 @pytest.mark.spec("IDEM-1", "IDEM-3")
 def test_a_multi_batch_append_is_all_or_nothing(tmp_path):
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     with pytest.raises(OutOfOrderSequenceError):
         log.append(pbatch(0, 2) + pbatch(3))  # the second batch leaves a gap
     assert log.log_end_offset == 0 and log.producer_state.last_entry(PID) is None
@@ -277,7 +278,7 @@ def test_a_multi_batch_append_is_all_or_nothing(tmp_path):
 @pytest.mark.spec("IDEM-9")
 def test_the_state_survives_a_clean_restart(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, segment_bytes=500)
+    log = open_broker_log(tmp_path / "t-0", clock, segment_bytes=500)
     infos = [log.append(pbatch(seq, 2)) for seq in range(0, 30, 2)]
     log.append(pbatch(0, pid=7))
     before = state(log)
@@ -285,7 +286,9 @@ def test_the_state_survives_a_clean_restart(tmp_path):
     assert list_snapshots(log.dir)[-1] == infos[-1].last_offset + 2  # at the log end
     leftover = tmp_path / "t-0" / "00000000000000000099.snapshot.tmp"  # a write cut short
     leftover.write_bytes(b"\x00\x01")
-    reopened = Log.open(log.dir, log.config, clock, clean_shutdown=True)
+    reopened = Log.open(
+        log.dir, log.config, clock, clean_shutdown=True, producer_state=ProducerStateManager
+    )
     assert not leftover.exists()
     assert state(reopened) == before == expected_state(reopened)
     for seq, info in zip(range(20, 30, 2), infos[-5:], strict=True):  # all five survive
@@ -294,10 +297,34 @@ def test_the_state_survives_a_clean_restart(tmp_path):
 
 
 @pytest.mark.spec("IDEM-9")
+def test_completing_a_swap_keeps_the_producer_snapshots_in_its_range(tmp_path):
+    clock = ManualClock(T0)
+    log = open_broker_log(tmp_path / "t-0", clock)
+    for seq in range(10):
+        if seq == 5:
+            log.roll()  # a snapshot at 5
+        log.append(pbatch(seq))
+    log.roll()
+    data = b"".join(segment.log.read(0, segment.size) for segment in log.segments[:2])
+    log.close()
+    # A committed replacement of the segments 0 and 5 (a crash before the loader finished
+    # it, DUR-11): one `.swap` segment of both, offsets 0..9.
+    (tmp_path / "t-0" / "00000000000000000000.log.swap").write_bytes(data)
+    assert (tmp_path / "t-0" / "00000000000000000005.snapshot").exists()
+    reopened = Log.open(log.dir, log.config, clock, producer_state=ProducerStateManager)
+    names = os.listdir(log.dir)
+    assert "00000000000000000005.log" not in names  # replaced by the swap
+    assert "00000000000000000005.snapshot" in names  # it describes offsets: it stays
+    assert [s.base_offset for s in reopened.segments] == [0, 10]
+    assert reopened.producer_state.last_entry(PID).last_seq == 9
+    assert values(reopened) == [b"%d-%d" % (PID, seq) for seq in range(10)]
+
+
+@pytest.mark.spec("IDEM-9")
 @pytest.mark.parametrize("damage", ["delete all", "delete newest", "corrupt newest", "cut newest"])
 def test_the_state_is_rebuilt_after_a_crash_whatever_happened_to_snapshots(tmp_path, damage):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, segment_bytes=400)
+    log = open_broker_log(tmp_path / "t-0", clock, segment_bytes=400)
     infos = [log.append(pbatch(seq, 2)) for seq in range(0, 40, 2)]
     log.append(pbatch(0, 3, pid=7))
     before = state(log)
@@ -322,7 +349,13 @@ def test_the_state_is_rebuilt_after_a_crash_whatever_happened_to_snapshots(tmp_p
     # Recovery from the active segment only: the loader then starts from the newest snapshot
     # (recovering older segments would replay from below them, to rebuild .txnindex files).
     recovery_point = log.active_segment.base_offset
-    reopened = Log.open(log.dir, log.config, clock, recovery_point=recovery_point)
+    reopened = Log.open(
+        log.dir,
+        log.config,
+        clock,
+        recovery_point=recovery_point,
+        producer_state=ProducerStateManager,
+    )
     assert state(reopened) == before == expected_state(reopened)
     assert reopened.log_end_offset in list_snapshots(log.dir)  # written after the replay
     if damage != "delete all":
@@ -343,7 +376,7 @@ def test_snapshot_files_have_kafkas_layout_with_one_entry_per_batch(tmp_path):
         with pytest.raises(CorruptSnapshotError):
             decode_snapshot(broken)
 
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     for seq in range(0, 14, 2):
         log.append(pbatch(seq, 2))
     log.close()
@@ -358,7 +391,7 @@ def test_snapshot_files_have_kafkas_layout_with_one_entry_per_batch(tmp_path):
 
 @pytest.mark.spec("IDEM-11")
 def test_a_follower_takes_the_state_from_what_it_copies(tmp_path):
-    log = open_log(tmp_path / "t-0")
+    log = open_broker_log(tmp_path / "t-0")
     log.append(pbatch(10, 2, base_offset=0), assign_offsets=False)  # no state, sequence 10
     log.append(pbatch(50, 3, base_offset=2), assign_offsets=False)  # a gap: not checked
     assert log.producer_state.last_entry(PID).last_seq == 52
@@ -369,7 +402,7 @@ def test_a_follower_takes_the_state_from_what_it_copies(tmp_path):
 
 @pytest.mark.spec("IDEM-12")
 def test_truncation_reloads_the_state_from_the_nearest_snapshot(tmp_path):
-    log = open_log(tmp_path / "t-0", segment_bytes=400)
+    log = open_broker_log(tmp_path / "t-0", segment_bytes=400)
     infos = [log.append(pbatch(seq, 2)) for seq in range(0, 40, 2)]
     cut = infos[13].first_offset  # batches 13.. go
     assert any(s > cut for s in log.producer_state.snapshot_offsets)
@@ -389,8 +422,8 @@ def test_truncation_reloads_the_state_from_the_nearest_snapshot(tmp_path):
 @pytest.mark.spec("IDEM-13")
 def test_snapshots_go_with_their_segments_and_only_recent_ones_stay(tmp_path):
     clock = ManualClock(T0)
-    unflushed = open_log(tmp_path / "u-0", clock, segment_bytes=300)
-    flushed = open_log(
+    unflushed = open_broker_log(tmp_path / "u-0", clock, segment_bytes=300)
+    flushed = open_broker_log(
         tmp_path / "t-0", clock, segment_bytes=300, retention_ms=HOUR, flush_messages=1
     )
     for seq in range(60):
@@ -412,7 +445,7 @@ def test_snapshots_go_with_their_segments_and_only_recent_ones_stay(tmp_path):
 @pytest.mark.spec("IDEM-14")
 def test_idle_producers_expire_by_the_brokers_clock(tmp_path):
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     log.append(pbatch(0, pid=1))  # the record timestamps say T0, as does the clock
     clock.advance(HOUR)
     log.append(pbatch(0, pid=2))
@@ -429,13 +462,15 @@ def test_idle_producers_expire_by_the_brokers_clock(tmp_path):
 @pytest.mark.spec("IDEM-14", "IDEM-9")
 def test_a_replayed_batch_counts_from_the_replay_not_its_old_timestamp(tmp_path):
     clock = ManualClock(T0 + 30 * DAY)  # records stamped a month ago (CreateTime)
-    log = open_log(tmp_path / "t-0", clock)
+    log = open_broker_log(tmp_path / "t-0", clock)
     log.append(pbatch(0, 3))
     crash(log)
     for offset in list_snapshots(log.dir):
         os.unlink(snapshot_path(log.dir, offset))
     clock.advance(HOUR)
-    reopened = Log.open(log.dir, log.config, clock)  # replays the batch at this time
+    reopened = Log.open(
+        log.dir, log.config, clock, producer_state=ProducerStateManager
+    )  # replays the batch at this time
     assert reopened.producer_state.remove_expired_producers(clock.milliseconds(), DAY) == []
     clock.advance(DAY)
     assert reopened.producer_state.remove_expired_producers(clock.milliseconds(), DAY) == [PID]
@@ -460,7 +495,7 @@ class IdempotentProducers(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="kafka-ref-idem-")
         self.clock = ManualClock(T0)
         self.config = LogConfig(segment_bytes=700, index_interval_bytes=100)
-        self.log = Log.open(self.dir, self.config, self.clock)
+        self.log = Log.open(self.dir, self.config, self.clock, producer_state=ProducerStateManager)
         self.model: list[bytes] = []  # the values the log must hold, in offset order
         self.sent: dict[int, list[bytes]] = {0: [], 1: []}
         self.next_seq = {0: 0, 1: INT32_MAX - 12}  # producer 1 wraps after a few batches
@@ -588,7 +623,12 @@ class IdempotentProducers(RuleBasedStateMachine):
         event(f"restart clean={clean} snapshots: {damage}")
         start = recovery_point if clean else data.draw(st.sampled_from([0, recovery_point]))
         self.log = Log.open(
-            self.dir, self.config, self.clock, recovery_point=start, clean_shutdown=clean
+            self.dir,
+            self.config,
+            self.clock,
+            recovery_point=start,
+            clean_shutdown=clean,
+            producer_state=ProducerStateManager,
         )
 
     # ---------------------------------------------------------------- invariants

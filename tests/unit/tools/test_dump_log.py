@@ -9,6 +9,7 @@ from kafka_ref.cli import main
 from kafka_ref.clock import ManualClock
 from kafka_ref.config import LogConfig
 from kafka_ref.log.log import Log
+from kafka_ref.log.producer_state import ProducerStateManager
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.compression import Compression
 from kafka_ref.record.record import Record
@@ -19,7 +20,7 @@ def segment_dir(tmp_path):
     """A log of 40 batches of 10 records, indexed every batch, closed cleanly."""
     config = LogConfig.from_properties({"index.interval.bytes": 0})
     clock = ManualClock()
-    log = Log.open(tmp_path / "t-0", config, clock)
+    log = Log.open(tmp_path / "t-0", config, clock, producer_state=ProducerStateManager)
     for n in range(40):
         clock.advance(5)
         records = [
@@ -109,11 +110,16 @@ def test_missing_file_and_wrong_flag_are_one_line(tmp_path, capsys):
 def txn_dir(tmp_path):
     """A log where producer 1 commits (offsets 0-1, marker 2) and producer 2 aborts (3-4,
     marker 5, coordinator epoch 7), written through the log as the coordinator would."""
-    from kafka_ref.log.log import AppendOrigin
+    from kafka_ref.log.validator import AppendOrigin
     from kafka_ref.record.control import ControlRecordType, EndTransactionMarker
     from tests.unit.log.test_txn_log import Producer
 
-    log = Log.open(tmp_path / "t-0", LogConfig.from_properties({}), ManualClock())
+    log = Log.open(
+        tmp_path / "t-0",
+        LogConfig.from_properties({}),
+        ManualClock(),
+        producer_state=ProducerStateManager,
+    )
     committer, aborter = Producer(1, epoch=4), Producer(2)
     log.append(committer.batch(2))
     log.append(

@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 from kafka_ref.clock import ManualClock, ManualScheduler
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.log.log import Log
-from kafka_ref.log.producer_entry import AppendOrigin
+from kafka_ref.log.validator import AppendOrigin
 from kafka_ref.record.batch import RecordBatch
 from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, build_marker_batch
 from kafka_ref.txn import transaction_log as tlog

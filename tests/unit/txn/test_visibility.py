@@ -43,12 +43,13 @@ from hypothesis.stateful import (
 from kafka_ref.client.consumer_fetch import CompletedFetch
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import KafkaError
+from kafka_ref.log.isolation import READ_COMMITTED
 from kafka_ref.log.log import Log
 from kafka_ref.record.batch import RecordBatch, build_batch
 from kafka_ref.record.record import Record
 from kafka_ref.replication.reads import ConsumerReads
 from kafka_ref.txn.transaction_metadata import TransactionState as S
-from tests.unit.log.conftest import open_log
+from tests.unit.log.conftest import open_broker_log
 from tests.unit.txn.harness import OK, CoordinatorWorld, Harness
 
 TIDS = ["a", "b"]
@@ -73,6 +74,7 @@ class Leader(ConsumerReads):
 
     def __init__(self, log: Log) -> None:
         self.log = log
+        self.isolation = READ_COMMITTED  # as a broker's partitions read (isolation.py)
 
     @property
     def high_watermark(self) -> int:
@@ -119,7 +121,7 @@ class VisibilityMachine(CoordinatorWorld):
         self.dir = tempfile.mkdtemp(prefix="txn-visibility-")
         self.h = Harness(num_partitions=2)
         self.h.logs = {
-            tp: open_log(os.path.join(self.dir, f"t-{tp[1]}"), self.h.clock) for tp in PARTS
+            tp: open_broker_log(os.path.join(self.dir, f"t-{tp[1]}"), self.h.clock) for tp in PARTS
         }
         self.instances: list[Instance] = []
         self.written: dict = {tp: {} for tp in PARTS}  # offset -> (tid, ordinal)
