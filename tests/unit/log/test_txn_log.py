@@ -375,7 +375,9 @@ def test_reading_the_lso_or_the_hw_changes_nothing(tmp_path):
     clock = ManualClock(T0)
     log = open_broker_log(tmp_path / "t-0", clock)
     cache = LeaderEpochFileCache.load(log.dir)
-    partition = Partition("t", 0, 0, log, cache, clock, isolation=READ_COMMITTED)
+    partition = Partition(
+        "t", 0, 0, log, cache, clock, replica_lag_time_max_ms=30_000, isolation=READ_COMMITTED
+    )
     a, b = Producer(1), Producer(2)
     log.append(a.batch(2))  # 0, 1
     end(log, a, ABORT)  # 2

@@ -431,11 +431,11 @@ def test_a_high_watermark_outside_the_log_is_a_bug_caught_at_once(tmp_path, cloc
     leader.append_records_to_leader(batch(b"a"), required_acks=1)
     assert leader.high_watermark == 1 == leader.log_end_offset
     with pytest.raises(AssertionError, match="outside"):
-        leader.high_watermark = 2  # past the LEO
+        leader.update_high_watermark(2)  # past the LEO
     leader.append_records_to_leader(batch(b"b"), required_acks=1)
     leader.log.delete_records_before(2)
     with pytest.raises(AssertionError, match="outside"):
-        leader.high_watermark = 1  # below the log start offset
+        leader.update_high_watermark(1)  # below the log start offset
     assert leader.high_watermark == 2
 
 
