@@ -10,19 +10,18 @@ moves a group between its states. It is driven by two kinds of events, and by no
 * **timers** of the injected `Scheduler` (asyncio's `call_later` in the broker,
   `ManualScheduler` in tests): nothing here reads a wall clock.
 
-**The states and the named transitions** (group_metadata.py, REBAL-15):
+**The named transitions** (group_metadata.py draws them, REBAL-15) are one method each:
 
-    Empty --PREPARE_REBALANCE--> PreparingRebalance --COMPLETE_JOIN--> CompletingRebalance
-      ^                            ^   |                                   |
-      |                            |   +--COMPLETE_EMPTY_JOIN--> Empty     | COMPLETE_SYNC
-      |                            |                                       v
-      +----------------------------+------ PREPARE_REBALANCE ---------- Stable
-    any state --REMOVE_GROUP--> Dead
+* PREPARE_REBALANCE, Empty, Stable or CompletingRebalance -> PreparingRebalance:
+  `_prepare_rebalance`, when a member joins, leaves, expires or changes its subscription;
+* COMPLETE_JOIN, PreparingRebalance -> CompletingRebalance, and COMPLETE_EMPTY_JOIN,
+  PreparingRebalance -> Empty: `_complete_join`, when the JoinGroup round ends;
+* COMPLETE_SYNC, CompletingRebalance -> Stable: `_complete_sync`, when the leader's
+  assignment is stored;
+* REMOVE_GROUP, any state -> Dead: `unload_group` when the coordinator moves away (the
+  coordinator itself removes deleted and expired groups).
 
-Each transition is one method below: `_prepare_rebalance`, `_complete_join` (both
-COMPLETE_JOIN and COMPLETE_EMPTY_JOIN), `_complete_sync`, `unload_group` (REMOVE_GROUP; the
-coordinator removes deleted and expired groups). Each ends by asserting what the new state
-holds (`GroupMetadata.check_state`, REBAL-28).
+Each ends by asserting what the new state holds (`GroupMetadata.check_state`, REBAL-28).
 
 **A rebalance is two rounds** (Kafka `handleJoinGroup`, `handleSyncGroup`):
 
@@ -60,7 +59,7 @@ A member that waits for the coordinator waits as a callback on its record
 (`GroupMetadata.invoke_join`, `invoke_sync`). The coordinator (coordinator.py) owns one
 `GroupRebalance` and adds committed offsets and the admin APIs.
 
-Rules: REBAL-1..REBAL-15, REBAL-17, REBAL-20..REBAL-22, REBAL-28 (spec/rebalance.md).
+Rules: REBAL-1..REBAL-15, REBAL-17, REBAL-19..REBAL-22, REBAL-28 (spec/rebalance.md).
 """
 
 from __future__ import annotations
@@ -630,9 +629,9 @@ class GroupRebalance:
         once if every member has already rejoined."""
         if group.is_(COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
-        self._cancel_group_timer(group, "sync_timer")
+        self._cancel_pending_sync_timer(group)
         group.pending_sync_members.clear()
-        self._cancel_group_timer(group, "join_timer")
+        self._cancel_join_timer(group)
         initial = group.is_(EMPTY)
         group.transition(PREPARE_REBALANCE, self._now())
         if initial:  # even with a delay of 0: the join completes on the timer (REBAL-17)
@@ -652,7 +651,7 @@ class GroupRebalance:
             return False
         if not group.has_all_members_joined():
             return False
-        self._cancel_group_timer(group, "join_timer")
+        self._cancel_join_timer(group)
         self._complete_join(group)
         return True
 
@@ -791,7 +790,7 @@ class GroupRebalance:
     def _synced(self, group: GroupMetadata, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
         if not group.pending_sync_members:
-            self._cancel_group_timer(group, "sync_timer")
+            self._cancel_pending_sync_timer(group)
 
     def _start_pending_member_timer(
         self, group: GroupMetadata, member_id: str, timeout_ms: int
@@ -812,16 +811,21 @@ class GroupRebalance:
             timer.cancel()
 
     @staticmethod
-    def _cancel_group_timer(group: GroupMetadata, name: str) -> None:
-        timer = getattr(group, name)
-        if timer is not None:
-            timer.cancel()
-            setattr(group, name, None)
+    def _cancel_join_timer(group: GroupMetadata) -> None:
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+
+    @staticmethod
+    def _cancel_pending_sync_timer(group: GroupMetadata) -> None:
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+            group.sync_timer = None
 
     def cancel_group_timers(self, group: GroupMetadata) -> None:
         """Every timer of the group and its members (the group is Dead)."""
-        self._cancel_group_timer(group, "join_timer")
-        self._cancel_group_timer(group, "sync_timer")
+        self._cancel_join_timer(group)
+        self._cancel_pending_sync_timer(group)
         for member in group.members.values():
             self._cancel_session_timer(member)
         for member_id in list(group.pending_members):
