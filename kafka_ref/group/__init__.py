@@ -1,13 +1,13 @@
 """Consumer groups: how consumers share a topic's partitions and remember their progress.
 
 This package is the broker side of Kafka's consumer-group protocol, the group coordinator
-(spec/rebalance.md, spec/offsets.md): `group_metadata.py` (a group, its members and its
-states), `rebalance.py` (`GroupRebalance`: the one state machine of members, sessions,
-JoinGroup, SyncGroup, Heartbeat and LeaveGroup, in parts: `join_round.py`, `delayed_join.py`,
-`sync_round.py`, `member_sessions.py`), `coordinator.py` (`GroupCoordinator`:
-committed offsets, admin calls, partition lifecycle), `group_metadata_manager.py` (groups and
-offsets kept as records of the compacted `__consumer_offsets` topic) and `offsets_records.py`
-(those records' bytes).
+(spec/rebalance.md, spec/offsets.md): `messages.py` (the requests and answers of a
+rebalance, as values), `group_metadata.py` (a group, its member records, its states and
+their named transitions), `rebalance.py` (`GroupRebalance`: the one state machine of
+members, sessions, JoinGroup, SyncGroup, Heartbeat and LeaveGroup, with its timers),
+`coordinator.py` (`GroupCoordinator`: committed offsets, admin calls, partition lifecycle),
+`group_metadata_manager.py` (groups and offsets kept as records of the compacted
+`__consumer_offsets` topic) and `offsets_records.py` (those records' bytes).
 
 The partition assignors the group's leader runs are client code (kafka_ref/client/assignors,
 spec/group_assignors.md); the bytes members exchange through the coordinator are the consumer

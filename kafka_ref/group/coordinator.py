@@ -30,8 +30,8 @@ kept with the offset (OFFSET-10), v7 the static member's instance id, checked li
 id (OFFSET-12), and from v9 a member of a group that does not exist hears GROUP_ID_NOT_FOUND
 instead of ILLEGAL_GENERATION (OFFSET-11).
 
-Rules: REBAL-16, OFFSET-1..OFFSET-15 (spec/rebalance.md, spec/offsets.md); rebalance.py and
-its parts have REBAL-1..REBAL-13.
+Rules: REBAL-16, OFFSET-1..OFFSET-15 (spec/rebalance.md, spec/offsets.md); rebalance.py has
+REBAL-1..REBAL-13.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from kafka_ref.group.group_metadata import (
     DEAD,
     EMPTY,
     PREPARING_REBALANCE,
+    REMOVE_GROUP,
     STABLE,
     GroupMetadata,
 )
@@ -56,9 +57,8 @@ from kafka_ref.group.group_metadata_manager import (
     GroupMetadataManager,
     Records,
 )
-from kafka_ref.group.join_round import JoinedMember, JoinGroupResult
+from kafka_ref.group.messages import JoinedMember, JoinGroupResult, SyncGroupResult
 from kafka_ref.group.rebalance import OK, GroupConfig, GroupRebalance
-from kafka_ref.group.sync_round import SyncGroupResult
 from kafka_ref.group.txn_offsets import TxnOffsetStore
 
 __all__ = [
@@ -187,7 +187,7 @@ class GroupCoordinator:
         if group.is_(STABLE) or group.is_(PREPARING_REBALANCE):
             # during PreparingRebalance commits are still allowed: the heartbeat answer is
             # what tells the member to rejoin. A commit is a sign of life (a heartbeat).
-            self.rebalance.arm_heartbeat(group, group.get(member_id))
+            self.rebalance.start_session_timer(group, group.get(member_id))
         now = self._now()
         stamped = {tp: om._replace(commit_timestamp=now) for tp, om in offsets.items()}
         self.manager.store_offsets(group, stamped, callback, self.config.offset_metadata_max_bytes)
@@ -377,7 +377,7 @@ class GroupCoordinator:
             elif not group.is_(EMPTY):
                 errors[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
-                group.transition_to(DEAD, self._now())
+                group.transition(REMOVE_GROUP, self._now())
                 eligible.append(group)
                 errors[group_id] = OK
 
@@ -395,7 +395,9 @@ class GroupCoordinator:
         """This broker now leads `__consumer_offsets-<partition>`: load its groups."""
         for group in self.manager.load(partition, records):
             for member in group.members.values():
-                self.rebalance.arm_heartbeat(group, member)  # those that do not come back expire
+                self.rebalance.start_session_timer(
+                    group, member
+                )  # those that do not come back expire
 
     def on_resigned(self, partition: int) -> None:
         """Another broker leads the partition now: forget its groups."""

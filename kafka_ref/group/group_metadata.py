@@ -15,16 +15,21 @@ group (Kafka: `GroupMetadata`, `MemberMetadata`):
   across restarts; `static_members` maps the instance id to its current member id;
 * the **committed offsets** of the group, one per partition.
 
-The state machine (Kafka `GroupState`, `GroupMetadata.validPreviousStates`, REBAL-15):
+The state machine (Kafka `GroupState`, `GroupMetadata.validPreviousStates`, REBAL-15) has
+five states and five named transitions (`Transition`), each allowed from a fixed set of
+states; rebalance.py makes them:
 
-    Empty --join--> PreparingRebalance --all joined / timeout--> CompletingRebalance
-      ^                  ^     |                                      |  leader's SyncGroup
-      |                  |     +--no member left--> Empty             v
-      +------------------+------- member joins, leaves or expires -- Stable
-    any state --delete / unload / expire--> Dead
+    Empty --PREPARE_REBALANCE--> PreparingRebalance --COMPLETE_JOIN--> CompletingRebalance
+      ^                            ^   |                                   |
+      |                            |   +--COMPLETE_EMPTY_JOIN--> Empty     | COMPLETE_SYNC
+      |                            |                                       v
+      +----------------------------+------ PREPARE_REBALANCE ---------- Stable
+    any state --REMOVE_GROUP--> Dead
 
 PreparingRebalance collects JoinGroups; CompletingRebalance waits for the leader's
-assignment; Stable hands it out. A transition not in the table is a bug and raises.
+assignment; Stable hands it out. A transition from a state it does not allow is a bug and
+raises. What each state holds (an Empty group has no members, a Stable one a leader among
+its members, ...) is `check_state`'s (REBAL-28).
 
 Every JoinGroup asks two questions of the whole group: does the joiner share a protocol
 with every member (REBAL-9), and has every member joined yet? A group keeps both answers
@@ -34,18 +39,21 @@ support each protocol, and how many wait for their JoinGroup answer. They change
 3 members as in one of 3,000; counting the members on every join would make the rebalance
 of n members cost n^2.
 
-Rules: REBAL-4, REBAL-9, REBAL-11, REBAL-15, OFFSET-6 (spec/rebalance.md, spec/offsets.md).
+Rules: REBAL-4, REBAL-9, REBAL-11, REBAL-15, REBAL-28, OFFSET-6 (spec/rebalance.md,
+spec/offsets.md).
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
+from kafka_ref.clock import TimerHandle
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
+from kafka_ref.group.messages import JoinCallback, JoinGroupResult, SyncCallback, SyncGroupResult
 from kafka_ref.protocol.consumer_protocol import decode_subscription
 from kafka_ref.seams import seam
 
@@ -71,14 +79,43 @@ COMPLETING_REBALANCE = GroupState.COMPLETING_REBALANCE
 STABLE = GroupState.STABLE
 DEAD = GroupState.DEAD
 
-VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
-    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
-    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
-    STABLE: frozenset({COMPLETING_REBALANCE}),
-    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
-    EMPTY: frozenset({PREPARING_REBALANCE}),
-}
-"""Kafka's `validPreviousStates`: a state may only be entered from these (REBAL-15)."""
+ALL_STATES = frozenset(GroupState)
+
+
+class Transition(NamedTuple):
+    """A named move of the state machine: from any of `sources` to `target` (REBAL-15)."""
+
+    name: str
+    sources: frozenset[GroupState]
+    target: GroupState
+
+
+PREPARE_REBALANCE = Transition(
+    "PrepareRebalance",  # Kafka `prepareRebalance`: a member joins, leaves, changes, expires
+    frozenset({EMPTY, STABLE, COMPLETING_REBALANCE}),
+    PREPARING_REBALANCE,
+)
+COMPLETE_JOIN = Transition(
+    "CompleteJoin",  # Kafka `onCompleteJoin`: a new generation, its leader and protocol
+    frozenset({PREPARING_REBALANCE}),
+    COMPLETING_REBALANCE,
+)
+COMPLETE_EMPTY_JOIN = Transition(
+    "CompleteEmptyJoin",  # Kafka `onCompleteJoin` when no member is left
+    frozenset({PREPARING_REBALANCE}),
+    EMPTY,
+)
+COMPLETE_SYNC = Transition(
+    "CompleteSync",  # Kafka `handleSyncGroup`: the leader's assignment is stored
+    frozenset({COMPLETING_REBALANCE}),
+    STABLE,
+)
+REMOVE_GROUP = Transition(
+    "RemoveGroup",  # Kafka `onGroupUnloaded`, `deleteGroups`, `cleanupGroupMetadata`
+    ALL_STATES,
+    DEAD,
+)
+TRANSITIONS = (PREPARE_REBALANCE, COMPLETE_JOIN, COMPLETE_EMPTY_JOIN, COMPLETE_SYNC, REMOVE_GROUP)
 
 
 class IllegalGroupStateError(RuntimeError):
@@ -100,10 +137,10 @@ class MemberMetadata:
     supported_protocols: list[tuple[str, bytes]]
     assignment: bytes = b""
     # -- runtime --
-    awaiting_join_callback: Callable[[Any], None] | None = None
-    awaiting_sync_callback: Callable[[Any], None] | None = None
+    awaiting_join_callback: JoinCallback | None = None  # its JoinGroup, waiting for the round
+    awaiting_sync_callback: SyncCallback | None = None  # its SyncGroup, waiting for the leader
     is_new: bool = False  # joined, but its first rebalance has not completed yet
-    heartbeat_timer: Any = None
+    heartbeat_timer: TimerHandle | None = None  # its session timer
 
     @property
     def is_awaiting_join(self) -> bool:
@@ -187,24 +224,55 @@ class GroupMetadata:
         self.current_state_timestamp: int | None = now_ms
         self.new_member_added = False  # extends the initial rebalance delay
         # runtime timers of the coordinator
-        self.join_timer: Any = None
-        self.join_is_initial = False
-        self.sync_timer: Any = None
+        self.join_timer: TimerHandle | None = None  # DelayedJoin or InitialDelayedJoin
+        self.join_is_initial = False  # the join timer is an InitialDelayedJoin
+        self.sync_timer: TimerHandle | None = None  # the pending-sync timeout (REBAL-13)
 
     # -- state ----------------------------------------------------------------------
     def is_(self, state: GroupState) -> bool:
         return self.state is state
 
-    def transition_to(self, state: GroupState, now_ms: int) -> None:
-        if self.state not in VALID_PREVIOUS_STATES[state]:
+    def transition(self, transition: Transition, now_ms: int) -> None:
+        """Make `transition`, which must be allowed from the current state (REBAL-15)."""
+        if self.state not in transition.sources:
             raise IllegalGroupStateError(
-                f"group {self.group_id}: {self.state.wire_name} -> {state.wire_name} is illegal"
+                f"group {self.group_id}: {transition.name} from {self.state.wire_name} "
+                f"is illegal (only from {sorted(s.wire_name for s in transition.sources)})"
             )
-        self.state = state
+        self.state = transition.target
         self.current_state_timestamp = now_ms
 
     def can_rebalance(self) -> bool:
-        return self.state in VALID_PREVIOUS_STATES[PREPARING_REBALANCE]
+        return self.state in PREPARE_REBALANCE.sources
+
+    def check_state(self) -> None:
+        """Assert what the current state promises (REBAL-28); the rebalance calls this after
+        each of its transitions. It reads every member: once per rebalance, not per join."""
+        members, leader = self.members, self.leader_id
+        if self.is_(EMPTY):
+            assert not members, f"group {self.group_id} is Empty with members {list(members)}"
+        elif self.is_(PREPARING_REBALANCE):
+            assert self.join_timer is not None, (
+                f"group {self.group_id} is PreparingRebalance with no timer to end the join"
+            )
+            waiting = [m.member_id for m in members.values() if m.is_awaiting_sync]
+            assert not waiting and not self.pending_sync_members, (
+                f"group {self.group_id} is PreparingRebalance and still waits for the "
+                f"SyncGroup of {waiting or sorted(self.pending_sync_members)}"
+            )
+        elif self.is_(COMPLETING_REBALANCE) or self.is_(STABLE):
+            name = f"group {self.group_id} ({self.state.wire_name})"
+            assert self.generation_id > 0, f"{name} has no generation"
+            assert leader is not None and leader in members, f"{name}: leader {leader!r}"
+            assert self.protocol_name is not None, f"{name} has no protocol"
+            assert self.protocol_counts[self.protocol_name] == len(members), (
+                f"{name}: not every member supports {self.protocol_name!r}"
+            )
+            if self.is_(COMPLETING_REBALANCE):
+                assert self.awaiting_join_count == 0, f"{name} still waits for JoinGroups"
+            else:
+                waiting = [m.member_id for m in members.values() if m.is_awaiting_sync]
+                assert not waiting, f"{name} still waits for the SyncGroup of {waiting}"
 
     # -- members --------------------------------------------------------------------
     def has(self, member_id: str) -> bool:
@@ -216,7 +284,7 @@ class GroupMetadata:
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 
-    def add(self, member: MemberMetadata, join_callback: Callable[[Any], None] | None) -> None:
+    def add(self, member: MemberMetadata, join_callback: JoinCallback | None) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
         if self.leader_id is None:
@@ -230,7 +298,10 @@ class GroupMetadata:
         self.pending_members.discard(member.member_id)
 
     def update_member(
-        self, member: MemberMetadata, protocols: list[tuple[str, bytes]], join_callback
+        self,
+        member: MemberMetadata,
+        protocols: list[tuple[str, bytes]],
+        join_callback: JoinCallback | None,
     ) -> None:
         """A member rejoins, with these protocols, waiting for `join_callback`'s answer
         (Kafka `updateMember`); a member no longer in the group changes alone."""
@@ -244,7 +315,7 @@ class GroupMetadata:
             self.protocol_counts.update(set(member.protocols()))
             self.awaiting_join_count += member.is_awaiting_join
 
-    def invoke_join(self, member: MemberMetadata, result: Any) -> bool:
+    def invoke_join(self, member: MemberMetadata, result: JoinGroupResult) -> bool:
         """Answer the member's waiting JoinGroup, if one waits (Kafka
         `maybeInvokeJoinCallback`)."""
         callback, member.awaiting_join_callback = member.awaiting_join_callback, None
@@ -252,6 +323,15 @@ class GroupMetadata:
             return False
         if self.members.get(member.member_id) is member:
             self.awaiting_join_count -= 1
+        callback(result)
+        return True
+
+    @staticmethod
+    def invoke_sync(member: MemberMetadata, result: SyncGroupResult) -> bool:
+        """Answer the member's waiting SyncGroup, if one waits."""
+        callback, member.awaiting_sync_callback = member.awaiting_sync_callback, None
+        if callback is None:
+            return False
         callback(result)
         return True
 
@@ -340,10 +420,10 @@ class GroupMetadata:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
-            self.transition_to(COMPLETING_REBALANCE, now_ms)
+            self.transition(COMPLETE_JOIN, now_ms)
         else:
             self.protocol_name = None
-            self.transition_to(EMPTY, now_ms)
+            self.transition(COMPLETE_EMPTY_JOIN, now_ms)
 
     def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
         """(member id, instance id, metadata for the chosen protocol): what the leader gets."""
@@ -436,14 +516,21 @@ class GroupMetadata:
 
 
 __all__ = [
+    "ALL_STATES",
+    "COMPLETE_EMPTY_JOIN",
+    "COMPLETE_JOIN",
+    "COMPLETE_SYNC",
     "COMPLETING_REBALANCE",
     "DEAD",
     "EMPTY",
+    "PREPARE_REBALANCE",
     "PREPARING_REBALANCE",
+    "REMOVE_GROUP",
     "STABLE",
-    "VALID_PREVIOUS_STATES",
+    "TRANSITIONS",
     "GroupMetadata",
     "GroupState",
     "IllegalGroupStateError",
     "MemberMetadata",
+    "Transition",
 ]

@@ -32,7 +32,7 @@ from kafka_ref.clock import Clock
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group import offsets_records as rec
-from kafka_ref.group.group_metadata import DEAD, EMPTY, GroupMetadata
+from kafka_ref.group.group_metadata import DEAD, EMPTY, REMOVE_GROUP, GroupMetadata
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
 
@@ -237,7 +237,7 @@ class GroupMetadataManager:
         for group in list(groups):
             removed = selector(group)
             if group.is_(EMPTY) and not group.offsets:
-                group.transition_to(DEAD, now)
+                group.transition(REMOVE_GROUP, now)
             tombstones: list[tuple[bytes, bytes | None]] = [
                 (rec.offset_commit_key(group.group_id, tp), None) for tp in removed
             ]

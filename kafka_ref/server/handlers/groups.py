@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.coordinator import GroupSummary
 from kafka_ref.group.group_metadata import DEAD
-from kafka_ref.group.member_sessions import LeavingMember
+from kafka_ref.group.messages import LeavingMember
 from kafka_ref.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,

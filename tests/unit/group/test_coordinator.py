@@ -15,16 +15,24 @@ from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.group.coordinator import GroupConfig, GroupCoordinator
 from kafka_ref.group.group_metadata import (
+    COMPLETE_EMPTY_JOIN,
+    COMPLETE_JOIN,
+    COMPLETE_SYNC,
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
+    PREPARE_REBALANCE,
     PREPARING_REBALANCE,
+    REMOVE_GROUP,
     STABLE,
+    TRANSITIONS,
     GroupMetadata,
+    GroupState,
     IllegalGroupStateError,
+    MemberMetadata,
 )
 from kafka_ref.group.group_metadata_manager import java_string_hashcode, partition_for
-from kafka_ref.group.member_sessions import LeavingMember
+from kafka_ref.group.messages import LeavingMember
 from kafka_ref.record.batch import RecordBatch
 
 OK = ErrorCode.NO_ERROR
@@ -500,20 +508,35 @@ def test_join_validation():
     assert h.join()[0].error == E.GROUP_MAX_SIZE_REACHED
 
 
+# Kafka `GroupMetadata.validPreviousStates`: the states each state may be entered from
+KAFKA_VALID_PREVIOUS_STATES = {
+    DEAD: {STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD},
+    COMPLETING_REBALANCE: {PREPARING_REBALANCE},
+    STABLE: {COMPLETING_REBALANCE},
+    PREPARING_REBALANCE: {STABLE, COMPLETING_REBALANCE, EMPTY},
+    EMPTY: {PREPARING_REBALANCE},
+}
+
+
 @pytest.mark.spec("REBAL-15")
 def test_state_transitions_follow_kafka():
+    entered_from = {state: set() for state in GroupState}
+    for transition in TRANSITIONS:
+        entered_from[transition.target] |= transition.sources
+    assert entered_from == KAFKA_VALID_PREVIOUS_STATES
     g = GroupMetadata("g", EMPTY, 0)
-    with pytest.raises(IllegalGroupStateError):
-        g.transition_to(STABLE, 1)
-    for state in (
-        PREPARING_REBALANCE,
-        COMPLETING_REBALANCE,
-        STABLE,
-        PREPARING_REBALANCE,
-        EMPTY,
-        DEAD,
+    with pytest.raises(IllegalGroupStateError, match="CompleteSync from Empty"):
+        g.transition(COMPLETE_SYNC, 1)
+    for transition in (
+        PREPARE_REBALANCE,
+        COMPLETE_JOIN,
+        COMPLETE_SYNC,
+        PREPARE_REBALANCE,
+        COMPLETE_EMPTY_JOIN,
+        REMOVE_GROUP,
     ):
-        g.transition_to(state, 2)
+        g.transition(transition, 2)
+        assert g.state is transition.target
     assert g.current_state_timestamp == 2 and STABLE.wire_name == "Stable"
     h = Harness()
     (a, b), _gen = h.stable_group()
@@ -522,6 +545,131 @@ def test_state_transitions_follow_kafka():
     assert {m.assignment for m in desc.members} == {a.encode(), b.encode()}
     assert h.coordinator.describe_group("nope")[1].state == "Dead"
     assert [(o.group_id, o.state) for o in h.coordinator.list_groups()[1]] == [(G, "Stable")]
+
+
+# -- REBAL-28 --------------------------------------------------------------------------
+def broken_promises(group: GroupMetadata) -> list[str]:
+    """What REBAL-28 says the group's state holds and the group does not, read from its
+    records (not from the coordinator's own assertion)."""
+    members = list(group.members.values())
+    broken = []
+    if group.is_(EMPTY) and members:
+        broken.append("Empty with members")
+    if group.is_(PREPARING_REBALANCE):
+        if group.join_timer is None:
+            broken.append("PreparingRebalance with no join timer")
+        if group.pending_sync_members or any(m.is_awaiting_sync for m in members):
+            broken.append("PreparingRebalance waiting for a SyncGroup")
+    if group.is_(COMPLETING_REBALANCE) or group.is_(STABLE):
+        if group.generation_id < 1 or not members or group.leader_id not in group.members:
+            broken.append(f"{group.state.wire_name} without a generation or a leader")
+        if not all(group.protocol_name in m.protocols() for m in members):
+            broken.append(f"{group.state.wire_name} with a protocol not everyone supports")
+    if group.is_(COMPLETING_REBALANCE) and any(m.is_awaiting_join for m in members):
+        broken.append("CompletingRebalance waiting for a JoinGroup")
+    if group.is_(STABLE) and any(m.is_awaiting_sync for m in members):
+        broken.append("Stable waiting for a SyncGroup")
+    return broken
+
+
+@pytest.mark.spec("REBAL-28")
+def test_each_state_holds_what_it_promises():
+    """Through every state and every kind of event (new, pending and static members, syncs,
+    a failed write, leaving, session, rebalance and pending-sync timeouts), the group holds
+    after each step what its state promises."""
+    h = Harness(group_initial_rebalance_delay_ms=3000)
+    seen = set()
+
+    def check(step: str) -> None:
+        group = h.group()
+        assert broken_promises(group) == [], step
+        seen.add(group.state)
+
+    h.join(known=True)
+    check("a member id handed out: an Empty group with a pending member")
+    h.advance(SESSION)
+    check("the pending member forgotten")
+    x = h.join(instance="i-x")
+    check("a static member starts the initial delay")
+    y = h.join()
+    check("a newcomer extends it")
+    h.advance(3000)
+    check("the delay again")
+    h.advance(3000)
+    check("the round complete")
+    x_id, y_id = x[0].member_id, y[0].member_id
+    assert x[0].generation_id == 1 and h.group().state is COMPLETING_REBALANCE
+    h.sync(y_id, 1)
+    check("the follower waits for the leader's assignment")
+    h.join()
+    check("a newcomer arrives meanwhile: the follower is told to rejoin")
+    [n_id] = [m for m in h.group().members if m not in (x_id, y_id)]
+    h.coordinator.rebalance.leave_group(G, [(n_id, None)])
+    check("the newcomer leaves")
+    h.join(x_id, instance="i-x")
+    h.join(y_id)
+    check("both rejoined")
+    h.sync(y_id, 2)
+    check("the follower waits again")
+    h.fail_appends = E.NOT_LEADER_OR_FOLLOWER
+    h.sync(x_id, 2, {x_id: b"X", y_id: b"Y"}, instance="i-x")
+    check("the leader's write failed: everyone told to rejoin")
+    h.fail_appends = None
+    x, y = h.join(x_id, instance="i-x"), h.join(y_id)
+    check("both rejoined again")
+    gen = x[0].generation_id
+    h.sync(x_id, gen, {x_id: b"X", y_id: b"Y"}, instance="i-x")
+    check("the leader's assignment stored")
+    assert h.group().state is STABLE
+    h.hold_appends = True
+    restarted = h.join(instance="i-x")
+    check("a static member restarts in a Stable group, its write in flight")
+    h.hold_appends = False
+    assert restarted == []
+    h.held.pop()()
+    check("the write done")
+    assert restarted[0].error == OK and restarted[0].generation_id == gen
+    h.join(y_id, protocols=[("range", b"new")])
+    check("a follower's subscription changes: a rebalance")
+    h.advance(SESSION)
+    check("the static member fell silent: the round completes without it")
+    assert h.group().state is COMPLETING_REBALANCE and list(h.group().members) == [y_id]
+    for _ in range(4):
+        h.advance(SESSION - 1)
+        h.coordinator.rebalance.heartbeat(G, y_id, None, h.group().generation_id)
+        check("the last member heartbeats but never syncs")
+    assert h.group().state is EMPTY
+    z = h.join(instance="i-z", session=60_000, rebalance=5_000)
+    check("a static member joins the Empty group")
+    h.advance(3000)
+    check("its round complete")
+    z_id = z[0].member_id
+    h.sync(z_id, z[0].generation_id, {z_id: b"Z"}, instance="i-z")
+    check("Stable with one member")
+    h.join()
+    check("a newcomer starts a rebalance")
+    [w_id] = [m for m in h.group().members if m != z_id]
+    h.coordinator.rebalance.leave_group(G, [(w_id, None)])
+    check("the newcomer leaves again")
+    h.advance(REBALANCE)
+    check("only the absent static member: the round waits again")
+    assert h.group().state is PREPARING_REBALANCE and h.group().has(z_id)
+    h.advance(60_000)
+    check("its session ends: nobody left")
+    assert seen == {EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE}
+    h.coordinator.shutdown()
+
+
+@pytest.mark.spec("REBAL-28")
+def test_the_coordinator_asserts_what_each_state_holds():
+    g = GroupMetadata("g", EMPTY, 0)
+    g.check_state()
+    g.add(MemberMetadata("m", None, "c", "/h", 1, 1, "consumer", [("range", b"")]), None)
+    with pytest.raises(AssertionError, match="Empty with members"):
+        g.check_state()
+    g.transition(PREPARE_REBALANCE, 1)
+    with pytest.raises(AssertionError, match="no timer to end the join"):
+        g.check_state()
 
 
 @pytest.mark.spec("REBAL-16")

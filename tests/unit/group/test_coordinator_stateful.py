@@ -10,7 +10,8 @@ as written or after a compaction that keeps only the newest record per key. Afte
   it (REBAL-1, REBAL-2);
 * requests from another generation are refused (REBAL-3);
 * committed offsets equal what the successful commits wrote, before and after a restart or a
-  compaction (OFFSET-4, OFFSET-5).
+  compaction (OFFSET-4, OFFSET-5);
+* the group's state holds what it promises (REBAL-28).
 """
 
 from __future__ import annotations
@@ -309,6 +310,14 @@ class CoordinatorMachine(RuleBasedStateMachine):
         )
 
     @invariant()
+    def each_state_holds_what_it_promises(self):
+        """REBAL-28 holds after every request and timer, not only at the transitions where
+        the coordinator asserts it."""
+        group = self.group()
+        if group is not None:
+            group.check_state()
+
+    @invariant()
     def check_offsets(self):
         error, got = self.coordinator.fetch_offsets(G, None)
         assert error == OK
@@ -318,5 +327,5 @@ class CoordinatorMachine(RuleBasedStateMachine):
 CoordinatorMachine.TestCase.settings = settings(
     settings.default, stateful_step_count=40, max_examples=settings.default.max_examples
 )
-CITED = pytest.mark.spec("REBAL-1", "REBAL-2", "REBAL-3", "OFFSET-4", "OFFSET-5")
+CITED = pytest.mark.spec("REBAL-1", "REBAL-2", "REBAL-3", "REBAL-28", "OFFSET-4", "OFFSET-5")
 TestCoordinatorMachine = CITED(CoordinatorMachine.TestCase)

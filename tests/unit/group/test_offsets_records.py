@@ -13,7 +13,7 @@ from kafka_ref.group import offsets_records as rec
 from kafka_ref.group.group_metadata import (
     COMPLETING_REBALANCE,
     EMPTY,
-    PREPARING_REBALANCE,
+    PREPARE_REBALANCE,
     STABLE,
     GroupMetadata,
     MemberMetadata,
@@ -72,7 +72,7 @@ def test_offset_commit_value_v0_and_v2_are_read():
 
 def _group() -> GroupMetadata:
     g = GroupMetadata("g", EMPTY, 0)
-    g.transition_to(PREPARING_REBALANCE, 1)
+    g.transition(PREPARE_REBALANCE, 1)
     for mid, inst in (("m1", "i1"), ("m2", None)):
         g.add(
             MemberMetadata(
