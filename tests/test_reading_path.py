@@ -29,8 +29,9 @@ PACKAGE_SIZE = re.compile(r"kafka-ref is ([\d,]+) lines of Python")
 # Imports that point forward along the core, each with its reason. A file is read after the
 # files it imports; one of these asks the reader to take a later file on trust.
 WIRED_IN = (
-    "transactions are still wired into the group coordinator instead of plugging in through "
-    "an interface it declares (as they plug into the log: log.py's `ProducerStateHooks`)"
+    "offsets committed in a transaction wait in the group coordinator until the commit "
+    "marker, as Kafka's GroupMetadata holds its pending transactional offset commits; the "
+    "store is the transactions chapter's, the coordinator that owns it the groups'"
 )
 FORWARD_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("kafka_ref.group.coordinator", "kafka_ref.group.txn_offsets"): WIRED_IN,

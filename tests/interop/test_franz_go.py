@@ -65,5 +65,11 @@ def test_a_broker_with_a_known_bug_fails_them(tmp_path):
         mutant="sync-gives-leaders-assignment",
     )
     failed = {o.test: o.output for o in franz_go.unexplained(outcomes)}
-    assert "TestGroupETL/range" in failed
-    assert "saw double offset" in failed["TestGroupETL/range"]
+    # Which assignor's chain meets the double owner first depends on when its members join;
+    # one of them must (the range chain did in most runs, cooperative-sticky in others).
+    doubles = [
+        t
+        for t, out in failed.items()
+        if t.startswith("TestGroupETL/") and "saw double offset" in out
+    ]
+    assert doubles, f"no TestGroupETL chain saw a record twice: {sorted(failed)}"
