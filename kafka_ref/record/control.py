@@ -38,10 +38,16 @@ CURRENT_END_TXN_MARKER_VERSION = 0  # Kafka: EndTransactionMarker.CURRENT_END_TX
 
 
 class ControlRecordType(IntEnum):
-    """The type in a control record's key (Kafka: `ControlRecordType`)."""
+    """The type in a control record's key (Kafka: `ControlRecordType`): the transaction
+    markers, and the KRaft quorum's own records (kraft_control.py)."""
 
     ABORT = 0
     COMMIT = 1
+    LEADER_CHANGE = 2  # KIP-595: a new leader's first record in its epoch
+    SNAPSHOT_HEADER = 3  # KIP-630: the first record of a snapshot
+    SNAPSHOT_FOOTER = 4  # KIP-630: the last record of a snapshot
+    KRAFT_VERSION = 5  # KIP-853: the kraft.version feature
+    KRAFT_VOTERS = 6  # KIP-853: the set of voters
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +86,8 @@ def build_marker_batch(
 def read_marker(buf: bytes | memoryview, pos: int = 0) -> EndTransactionMarker:
     """The marker of the control batch at `pos` (Kafka: `EndTransactionMarker.deserialize`).
 
-    A control batch whose key names another type (Kafka has LEADER_CHANGE and others for
-    KRaft) or that cannot be read raises InvalidRecordError.
+    A control batch whose key names another type (LEADER_CHANGE and the other KRaft types)
+    or that cannot be read raises InvalidRecordError.
     """
     header = BatchHeader.parse(buf, pos)
     if not header.is_control:
