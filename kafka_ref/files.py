@@ -24,10 +24,11 @@ def fsync_directory(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str | os.PathLike, data: bytes) -> None:
-    """Replace `path` with `data`: write a .tmp, fsync it, rename over, fsync the directory."""
+def write_atomically(path: str | os.PathLike, data: bytes, *, tmp_suffix: str = ".tmp") -> None:
+    """Replace `path` with `data`: write `path + tmp_suffix`, fsync it, rename it over
+    `path`, fsync the directory."""
     path = os.fspath(path)
-    tmp = path + ".tmp"
+    tmp = path + tmp_suffix
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
