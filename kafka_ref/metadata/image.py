@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafka_ref.errors import KafkaError
 from kafka_ref.metadata import records as r
 from kafka_ref.metadata.serde import ApiMessageAndVersion
 
@@ -45,7 +44,7 @@ NO_LEADER_CHANGE = -2  # PartitionChangeRecord: the leader did not change
 MIGRATING_DIRECTORY = uuid.UUID(int=2)  # Kafka: DirectoryId.MIGRATING, a replica's unknown dir
 
 
-class MetadataReplayError(KafkaError):
+class MetadataReplayError(RuntimeError):
     """A record that cannot follow the state before it (Kafka's deltas throw)."""
 
 

@@ -20,7 +20,8 @@ Every field says in which versions it exists, and more:
   layout. It is written only when it differs from its default, and a reader skips tags it does
   not know, so optional fields can be added without a version bump.
 * types: `bool int8 int16 int32 int64 uint16 uint32 float64 string bytes records uuid`,
-  `[]T` for arrays, and a capitalized name with inline `fields` for a nested struct.
+  `[]T` for arrays, and a capitalized name with inline `fields` for a nested struct, or a
+  `StructSchema` made once for a struct several fields share (Kafka's `commonStructs`).
 
 Here the same declaration is Python: `Field("TransactionalId", "string", "3+",
 nullable_versions="3+", default=None)`. Names stay Kafka's; values use snake_case attributes
@@ -100,7 +101,7 @@ class Field:
         tagged_versions: str | None = None,
         tag: int | None = None,
         flexible_versions: str | None = None,
-        fields: list[Field] | None = None,
+        fields: list[Field] | StructSchema | None = None,
         about: str = "",
     ):
         self.name, self.type, self.about = name, type, about
@@ -113,7 +114,9 @@ class Field:
         self.is_array = type.startswith("[]")
         self.element_type = type[2:] if self.is_array else type
         self.struct: StructSchema | None = None
-        if fields is not None:
+        if isinstance(fields, StructSchema):  # a common struct, one class for every use
+            self.struct = fields
+        elif fields is not None:
             self.struct = StructSchema(self.element_type, fields)
         elif self.element_type[:1].isupper():
             raise ValueError(f"{name}: struct type {self.element_type} needs inline fields")

@@ -29,15 +29,18 @@ from typing import Any
 
 from kafka_ref.errors import InvalidRecordError
 from kafka_ref.protocol.errors import ProtocolDecodeError
-from kafka_ref.protocol.schema import Field, Message
+from kafka_ref.protocol.schema import Field, Message, StructSchema
 from kafka_ref.record.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, build_batch
 from kafka_ref.record.control import CONTROL_KEY, CURRENT_CONTROL_KEY_VERSION, ControlRecordType
 from kafka_ref.record.record import Record
 
-_VOTER = [
-    Field("VoterId", "int32", "0+", about="The ID of the voter."),
-    Field("VoterDirectoryId", "uuid", "1+", about="The directory id of the voter."),
-]
+_VOTER = StructSchema(  # LeaderChangeMessage's common struct: one Voter for both lists
+    "Voter",
+    [
+        Field("VoterId", "int32", "0+", about="The ID of the voter."),
+        Field("VoterDirectoryId", "uuid", "1+", about="The directory id of the voter."),
+    ],
+)
 
 LeaderChangeMessage = Message(
     "LeaderChangeMessage",
