@@ -310,6 +310,23 @@ def _image_messages(image: MetadataImage) -> Iterable[Any]:
         )
 
 
+def _listeners(end_points: list[Any]) -> tuple[Endpoint, ...]:
+    """Listeners by name: Kafka keeps them in a map, so their order in a record means nothing."""
+    return tuple(
+        sorted(
+            (Endpoint(e.name, e.host, e.port, e.security_protocol) for e in end_points),
+            key=lambda e: e.name,
+        )
+    )
+
+
+def _features(features: list[Any]) -> tuple[tuple[str, int, int], ...]:
+    """Supported feature ranges by name (a map in Kafka too)."""
+    return tuple(
+        sorted((f.name, f.min_supported_version, f.max_supported_version) for f in features)
+    )
+
+
 def _fields(value: Any) -> dict[str, Any]:
     return {name: getattr(value, name) for name in value.__dataclass_fields__}
 
@@ -377,12 +394,8 @@ class MetadataDelta:
             id=record.broker_id,
             epoch=record.broker_epoch,
             incarnation_id=record.incarnation_id,
-            listeners=tuple(
-                Endpoint(e.name, e.host, e.port, e.security_protocol) for e in record.end_points
-            ),
-            supported_features=tuple(
-                (f.name, f.min_supported_version, f.max_supported_version) for f in record.features
-            ),
+            listeners=_listeners(record.end_points),
+            supported_features=_features(record.features),
             rack=record.rack,
             fenced=record.fenced,
             in_controlled_shutdown=record.in_controlled_shutdown,
@@ -445,12 +458,8 @@ class MetadataDelta:
             id=record.controller_id,
             incarnation_id=record.incarnation_id,
             zk_migration_ready=record.zk_migration_ready,
-            listeners=tuple(
-                Endpoint(e.name, e.host, e.port, e.security_protocol) for e in record.end_points
-            ),
-            supported_features=tuple(
-                (f.name, f.min_supported_version, f.max_supported_version) for f in record.features
-            ),
+            listeners=_listeners(record.end_points),
+            supported_features=_features(record.features),
         )
 
     def _replay_UnregisterControllerRecord(self, record: Any) -> None:
