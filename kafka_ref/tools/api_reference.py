@@ -26,6 +26,7 @@ PACKAGES = {
     "quota": "Client quotas",
     "metrics": "Metrics for Prometheus",
     "cluster": "Cluster metadata and the controller",
+    "metadata": "KRaft's metadata log and image",
     "replication": "Replication",
     "sim": "The cluster simulator",
     "group": "Consumer groups",
