@@ -120,3 +120,97 @@ def reassignment_leader(
     if state.leader in target and state.leader in live:
         return state.leader
     return next((r for r in target if r in live and r in state.isr), None)
+
+
+class PartitionChange(NamedTuple):
+    """A partition's leader, ISR and eligible leader replicas after a change (KIP-966)."""
+
+    leader: int | None
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    unclean: bool = False
+
+
+def change_with_elr(
+    replicas: Sequence[int],
+    leader: int | None,
+    isr: Collection[int],
+    elr: Collection[int],
+    last_known_elr: Collection[int],
+    live: Collection[int],
+    min_isr: int,
+    *,
+    unclean_leader_election: bool = False,
+    unclean_shutdown: Collection[int] = (),
+) -> PartitionChange:
+    """The partition after the live brokers became `live`, with eligible leader replicas
+    (KIP-966; Kafka: `PartitionChangeBuilder.electLeader`, `maybeUpdateRecordElr`).
+
+    The notes' dilemma was: when every ISR member is gone, wait (the partition stays
+    offline) or elect any replica (and lose acknowledged writes). KIP-966 notices that a
+    replica which left the ISR *while the ISR was below min.insync.replicas* still holds
+    every committed record: with fewer than min.insync.replicas in the ISR, acks=all
+    writes fail and the high watermark does not move (REPL-5). Such a replica is kept as
+    an **eligible leader replica** (ELR), and when the ISR is empty it may be elected
+    cleanly, its ISR starting with itself (ELR-1, ELR-2).
+
+    * A dead (fenced) replica leaves the ISR, even the last one: the ISR may become empty.
+    * The leader stays if it is alive and in the ISR (or, with an empty ISR, in the ELR);
+      otherwise the first such replica in assignment order leads; failing that, with
+      unclean election allowed, the first live replica, and the ELR is forgotten (ELR-3).
+    * Once the ISR has at least `min_isr` members, the ELR and the last known ELR are
+      empty: the ISR alone then holds the committed records. Below it, the ELR is the old
+      ISR and ELR minus the new ISR, and minus every replica that shut down uncleanly (its
+      unflushed records may be gone, so it is no longer known to hold them, ELR-4). The last
+      known ELR keeps the other former members, for an operator's last resort.
+    """
+    target_isr = tuple(r for r in replicas if r in isr and r in live)
+    target_elr = tuple(r for r in replicas if r in elr and r not in unclean_shutdown)
+
+    def eligible(replica: int) -> bool:
+        if replica not in live:
+            return False
+        return replica in target_isr or (not target_isr and replica in target_elr)
+
+    unclean = False
+    if leader is not None and leader != NO_LEADER and eligible(leader):
+        new_leader: int | None = leader
+    else:
+        new_leader = next((r for r in replicas if eligible(r)), None)
+        if new_leader is None and unclean_leader_election:
+            new_leader = next((r for r in replicas if r in live), None)
+            unclean = new_leader is not None
+    if new_leader is not None and new_leader not in target_isr:
+        target_isr = (new_leader,)  # elected from the ELR, or uncleanly: the ISR restarts
+    if unclean:
+        return PartitionChange(new_leader, target_isr, (), (), unclean=True)
+    new_elr, new_last_known = next_elr(
+        replicas, isr, target_isr, target_elr, last_known_elr, min_isr, unclean_shutdown
+    )
+    return PartitionChange(new_leader, target_isr, new_elr, new_last_known)
+
+
+def next_elr(
+    replicas: Sequence[int],
+    old_isr: Collection[int],
+    new_isr: Collection[int],
+    elr: Collection[int],
+    last_known_elr: Collection[int],
+    min_isr: int,
+    unclean_shutdown: Collection[int] = (),
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ELR and last known ELR once the ISR went from `old_isr` to `new_isr`, by a
+    leader's AlterPartition or by an election (Kafka: `maybeUpdateRecordElr`; ELR-1)."""
+    if len(new_isr) >= min_isr:
+        return (), ()
+    former = set(elr) | set(old_isr)
+    new_elr = tuple(
+        r for r in replicas if r in former and r not in new_isr and r not in unclean_shutdown
+    )
+    known = set(last_known_elr) | set(old_isr)
+    new_last_known = tuple(
+        r for r in replicas if r in known and r not in new_isr and r not in new_elr
+    )
+    assert not set(new_isr) & set(new_elr), f"ISR {new_isr} and ELR {new_elr} overlap"
+    return new_elr, new_last_known

@@ -119,6 +119,7 @@ class SimCluster:
         replication_factor: int | None = None,
         min_insync_replicas: int = TOPIC_CONFIGS["min.insync.replicas"].default,
         unclean_leader_election: bool = False,
+        eligible_leader_replicas: bool = False,
         flush_messages: int | None = None,
         data_dir: str | None = None,
         network_delay_ms: tuple[int, int] = (1, 5),
@@ -156,7 +157,7 @@ class SimCluster:
         self.assignment = {
             (topic, p): tuple((p + i) % brokers for i in range(rf)) for p in range(partitions)
         }
-        self.controller = SimController(self)
+        self.controller = SimController(self, eligible_leader_replicas=eligible_leader_replicas)
         for tp, replicas in self.assignment.items():
             self.controller.create_partition(tp, replicas)
         self.brokers = {b: SimBroker(b, self) for b in range(brokers)}

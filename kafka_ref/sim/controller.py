@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_ref.cluster.election import elect_leader
+from kafka_ref.cluster.election import change_with_elr, elect_leader, next_elr
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
 from kafka_ref.replication.messages import AlterIsr, AlterIsrResult, LeaderAndIsr
@@ -36,15 +36,21 @@ CONTROLLER = "controller"
 
 
 class SimController:
-    def __init__(self, cluster: SimWorld) -> None:
+    def __init__(self, cluster: SimWorld, *, eligible_leader_replicas: bool = False) -> None:
         self.cluster = cluster
         self.state: dict[TopicPartition, LeaderAndIsr] = {}
         self.live: set[int] = set()
         self._expiry: dict[int, Any] = {}
+        # KIP-966 (the KRaft controller's way): the eligible leader replicas, the last
+        # known ones, and the brokers that died without a clean shutdown since they left.
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.elr: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._unclean_shutdown: set[int] = set()
         cluster.network.attach(CONTROLLER, self.handle)
 
     def create_partition(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
         self.state[tp] = LeaderAndIsr(tp[0], tp[1], replicas[0], 0, replicas, replicas, 0)
+        self.elr[tp] = ((), ())
 
     # ------------------------------------------------------------------ brokers
     def broker_started(self, broker_id: int) -> None:
@@ -54,6 +60,8 @@ class SimController:
         if timer is not None:
             timer.cancel()
         self.live.add(broker_id)
+        if self.eligible_leader_replicas and broker_id in self._unclean_shutdown:
+            self._forget_unclean(broker_id)
         for tp, state in sorted(self.state.items()):
             if broker_id not in state.replicas:
                 continue
@@ -64,6 +72,7 @@ class SimController:
 
     def broker_crashed(self, broker_id: int) -> None:
         """The process died; ZooKeeper notices when its session expires."""
+        self._unclean_shutdown.add(broker_id)  # its unflushed records may be gone (ELR-4)
         timeout = self.cluster.config.session_timeout_ms / 1000
         old = self._expiry.pop(broker_id, None)
         if old is not None:
@@ -81,7 +90,9 @@ class SimController:
         for tp, state in sorted(self.state.items()):
             if broker_id not in state.replicas:
                 continue
-            if state.leader == broker_id:
+            if self.eligible_leader_replicas:
+                self._change_with_elr(tp)
+            elif state.leader == broker_id:
                 self._elect(tp)
             elif broker_id in state.isr:
                 # Kafka keeps the last ISR member even when it dies (clean election later).
@@ -90,6 +101,9 @@ class SimController:
 
     # ------------------------------------------------------------------ partitions
     def _elect(self, tp: TopicPartition) -> None:
+        if self.eligible_leader_replicas:
+            self._change_with_elr(tp)
+            return
         state = self.state[tp]
         election = elect_leader(
             state.replicas,
@@ -100,6 +114,36 @@ class SimController:
         if election.unclean:
             self.cluster.record("unclean election", election.leader, tp)
         self._publish(tp, election.leader, election.isr)
+
+    def _change_with_elr(self, tp: TopicPartition, unclean_shutdown: tuple[int, ...] = ()) -> None:
+        """Leader, ISR and ELR after the live brokers changed (KIP-966, cluster/election.py)."""
+        state = self.state[tp]
+        elr, last_known = self.elr[tp]
+        change = change_with_elr(
+            state.replicas,
+            state.leader,
+            state.isr,
+            elr,
+            last_known,
+            self.live,
+            self.cluster.log_config.min_insync_replicas,
+            unclean_leader_election=self.cluster.log_config.unclean_leader_election_enable,
+            unclean_shutdown=unclean_shutdown,
+        )
+        if change.unclean:
+            self.cluster.record("unclean election", change.leader, tp)
+        if (change.elr, change.last_known_elr) != (elr, last_known):
+            self.elr[tp] = (change.elr, change.last_known_elr)
+            self.cluster.record("elr", tp, change.elr, change.last_known_elr)
+        if (change.leader, change.isr) != (state.leader, state.isr):
+            self._publish(tp, change.leader, change.isr)
+
+    def _forget_unclean(self, broker_id: int) -> None:
+        """A broker back from an unclean shutdown leaves every ELR (ELR-4)."""
+        self._unclean_shutdown.discard(broker_id)
+        for tp in sorted(self.state):
+            if broker_id in self.elr[tp][0]:
+                self._change_with_elr(tp, unclean_shutdown=(broker_id,))
 
     def _publish(self, tp: TopicPartition, leader: int | None, isr: tuple[int, ...]) -> None:
         old = self.state[tp]
@@ -142,4 +186,14 @@ class SimController:
         )
         self.state[request.tp] = new
         self.cluster.record("isr", new)
+        if self.eligible_leader_replicas:  # the ISR moved: so does the ELR (ELR-1)
+            elr, last_known = self.elr[request.tp]
+            self.elr[request.tp] = next_elr(
+                state.replicas,
+                state.isr,
+                new.isr,
+                elr,
+                last_known,
+                self.cluster.log_config.min_insync_replicas,
+            )
         return AlterIsrResult(request.topic, request.partition, ErrorCode.NO_ERROR, new)
