@@ -115,6 +115,8 @@ class ErrorCode(IntEnum):
     UNACCEPTABLE_CREDENTIAL = 93
     INVALID_UPDATE_VERSION = 95  # an ISR change lost a compare-and-set (AlterIsr)
     UNKNOWN_TOPIC_ID = 100  # a topic id the broker does not know (KIP-516)
+    BROKER_ID_NOT_REGISTERED = 102  # UnregisterBroker of a broker the controller never saw
+    INCONSISTENT_CLUSTER_ID = 104  # a KRaft request names another cluster (KIP-595)
     TRANSACTIONAL_ID_NOT_FOUND = 105  # DescribeTransactions for an unknown id
     MISMATCHED_ENDPOINT_TYPE = 114  # DescribeCluster of controllers sent to a broker (KIP-919)
     UNSUPPORTED_ENDPOINT_TYPE = 115  # DescribeCluster of an unknown endpoint type (KIP-919)

@@ -10,13 +10,16 @@ id, and so knows which schema to read it with.
 Kafka numbers its APIs once and for all (Kafka's `ApiKeys` enum): a number is never given
 to another API, even after the API it named is gone. kafka-ref declares the keys it
 implements; the gaps below are Kafka APIs it does not (7 ControlledShutdown,
-34 AlterReplicaLogDirs, 38..41 the delegation tokens, 52..55 and 59
-KRaft's quorum, 57 UpdateFeatures, 58 Envelope, 62..64 KRaft's broker lifecycle,
-67 AllocateProducerIds, 68 the new consumer group protocol, 69..74 and 76..
-the share groups and streams groups, ...). A key that is not
+34 AlterReplicaLogDirs, 38..41 the delegation tokens, 57 UpdateFeatures, 58 Envelope,
+67 AllocateProducerIds, 68 the new consumer group protocol, 69, 71..74 and 76..79, 83..
+the share groups, streams groups and others, ...). A key that is not
 declared is refused with the header in hand (`UnknownApiKeyError`, PROTO-13).
 
-Rules: PROTO-13.
+KRaft's APIs (52..55 and 59 the Raft quorum, 62..64 the brokers' lifecycle, 70 the
+controllers' registration, 80..82 the voter set) are declared for the controller listener:
+a broker neither advertises nor reads them (PROTO-21).
+
+Rules: PROTO-13, PROTO-21.
 """
 
 from __future__ import annotations
@@ -73,9 +76,21 @@ class ApiKey(IntEnum):
     ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
     ALTER_PARTITION = 56
+    FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONTROLLER_REGISTRATION = 70
     DESCRIBE_TOPIC_PARTITIONS = 75
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82

@@ -29,7 +29,11 @@ read the size to know how much to wait for). `FrameDecoder` splits a byte stream
 Oversized or negative frame sizes are refused before any allocation (Kafka's
 `socket.request.max.bytes`, InvalidReceiveException).
 
-Spec rules: PROTO-1, PROTO-3, PROTO-10, PROTO-12, PROTO-13, PROTO-14, PROTO-15.
+A server reads and advertises the APIs of its kind of listener only (`listener`: "broker",
+or "controller" for KRaft's quorum APIs): to a broker, a Vote request is as unknown as a
+key Kafka never defined (PROTO-21). Clients may encode and decode every declared API.
+
+Spec rules: PROTO-1, PROTO-3, PROTO-10, PROTO-12, PROTO-13, PROTO-14, PROTO-15, PROTO-21.
 """
 
 from __future__ import annotations
@@ -182,12 +186,15 @@ def _tolerated_trailer(api_key: int, api_version: int, body: Any, trailer: bytes
     return False
 
 
-def decode_request(payload: bytes | bytearray | memoryview) -> tuple[Any, Any]:
-    """(header, body) of one request frame's payload.
+def decode_request(
+    payload: bytes | bytearray | memoryview, listener: str = "broker"
+) -> tuple[Any, Any]:
+    """(header, body) of one request frame's payload, received on a `listener` of that kind.
 
     Raises `UnknownApiKeyError` or `UnsupportedVersionError` (both carrying the header) for
-    requests we do not declare, and `ProtocolDecodeError` for anything malformed. Records in
-    the body are memoryviews into `payload`.
+    requests we do not declare, or do not serve on that listener (Kafka's `SocketServer`:
+    "not enabled"), and `ProtocolDecodeError` for anything malformed. Records in the body
+    are memoryviews into `payload`.
     """
     view = payload if isinstance(payload, memoryview) else memoryview(payload)
     if len(view) < 4:
@@ -197,6 +204,10 @@ def decode_request(payload: bytes | bytearray | memoryview) -> tuple[Any, Any]:
     api = APIS.get(api_key)
     if api is None:
         raise UnknownApiKeyError(f"unknown api key {api_key}", header=header)
+    if listener not in api.listeners:
+        raise UnknownApiKeyError(
+            f"{api.name} is not served on a {listener} listener", header=header
+        )
     if api_version not in api.versions:
         raise UnsupportedVersionError(
             f"{api.name} v{api_version} is not supported ({api.min_version}-{api.max_version})",
@@ -261,19 +272,21 @@ def decode_response(
         raise
 
 
-def api_versions_body(error_code: int = ErrorCode.NO_ERROR, throttle_time_ms: int = 0) -> Any:
-    """An ApiVersionsResponse listing every API and version range of the registry."""
+def api_versions_body(
+    error_code: int = ErrorCode.NO_ERROR, throttle_time_ms: int = 0, listener: str = "broker"
+) -> Any:
+    """An ApiVersionsResponse listing every API a listener serves, with its version range."""
     return ApiVersionsResponse(
         error_code=error_code,
         api_keys=[
             ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
-            for key, low, high in supported_api_versions()
+            for key, low, high in supported_api_versions(listener)
         ],
         throttle_time_ms=throttle_time_ms,
     )
 
 
-def unsupported_api_versions_response(correlation_id: int) -> bytes:
+def unsupported_api_versions_response(correlation_id: int, listener: str = "broker") -> bytes:
     """The answer to an ApiVersions request at a version we do not support (KIP-511).
 
     Kafka does not parse such a request's body; it answers with response header v0 and an
@@ -281,5 +294,5 @@ def unsupported_api_versions_response(correlation_id: int) -> bytes:
     which must include ApiVersions itself, so the client can retry at a version it finds there
     (PROTO-14). Kafka lists only the ApiVersions entry; we list every API, a superset.
     """
-    body = api_versions_body(ErrorCode.UNSUPPORTED_VERSION)
+    body = api_versions_body(ErrorCode.UNSUPPORTED_VERSION, listener=listener)
     return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body)

@@ -31,11 +31,18 @@ instances of small generated classes with `__slots__` (one per struct, named lik
 generated `ProduceRequestData.TopicProduceData`), fast to build and easy to read.
 
 A struct may be nullable (DescribeTopicPartitions' `Cursor`): an INT8 marker, -1 for null,
-else 1 and the struct (`types.NullableStruct`).
+else 1 and the struct (`types.NullableStruct`). A struct that several fields share (Kafka's
+`commonStructs`: DescribeQuorum's `ReplicaState` for both `CurrentVoters` and `Observers`) is
+a `StructSchema` declared once and passed as the fields' `fields`, so they hold values of one
+class.
+
+A request also says on which *listeners* it is served (Kafka's `"listeners"`: `broker`,
+`controller`): the APIs of the KRaft quorum are a controller's, and a broker neither
+advertises nor reads them (PROTO-21).
 
 Spec rules: PROTO-6 (versions and defaults), PROTO-7 (flexible versions), PROTO-8 (tagged
 fields), PROTO-10 (exact consumption), PROTO-11 (widening a declaration), PROTO-20 (nullable
-structs).
+structs), PROTO-21 (listeners).
 """
 
 from __future__ import annotations
@@ -67,6 +74,8 @@ _FIXED = {
 }
 _IMMUTABLE = (type(None), bool, int, float, str, bytes, uuid.UUID)
 _IMPLICIT_DEFAULTS = {"bool": False, "float64": 0.0, "string": "", "bytes": b"", "records": None}
+# The kinds of listener an API may be served on (Kafka's `ApiMessageType.ListenerType`).
+LISTENERS = ("broker", "controller")
 
 
 def parse_versions(spec: str | None) -> range | None:
@@ -114,7 +123,9 @@ class Field:
         self.is_array = type.startswith("[]")
         self.element_type = type[2:] if self.is_array else type
         self.struct: StructSchema | None = None
-        if isinstance(fields, StructSchema):  # a common struct, one class for every use
+        if isinstance(fields, StructSchema):  # a common struct, shared with other fields
+            if fields.name != self.element_type:
+                raise ValueError(f"{name}: type {self.element_type} given struct {fields.name}")
             self.struct = fields
         elif fields is not None:
             self.struct = StructSchema(self.element_type, fields)
@@ -328,10 +339,16 @@ class Message(StructSchema):
         valid_versions: str,
         flexible_versions: str,
         fields: list[Field],
+        listeners: tuple[str, ...] = ("broker",),
         about: str = "",
     ):
         super().__init__(name, fields)
         self.api_key, self.about = api_key, about
+        # Where the API is served: Kafka declares it in the request's JSON, and the registry
+        # reads the request's (messages.APIS); a broker's listener unless declared.
+        if not listeners or not set(listeners) <= set(LISTENERS):
+            raise ValueError(f"{name}: listeners {listeners} not among {LISTENERS}")
+        self.listeners = tuple(listeners)
         self.valid_versions = parse_versions(valid_versions)
         self.flexible_versions = parse_versions(flexible_versions)
         self.structs = self.nested()

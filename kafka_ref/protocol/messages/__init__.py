@@ -34,6 +34,17 @@ which clients send only to a Kafka whose `transaction.version` is 2:
     LeaveGroup 0-5   OffsetCommit 2-10   OffsetFetch 1-10   DescribeGroups 0-6
     ListGroups 0-5   DeleteGroups 0-3   OffsetDelete 0
 
+Each API also says on which listeners it is served (`Api.listeners`, Kafka's `"listeners"`).
+A broker's ApiVersions lists the APIs of the broker listener only, and a broker reads no
+request of another (PROTO-21). KRaft's APIs are the controller listener's, at Kafka 4.4's
+full ranges; no broker advertises them:
+
+    the Raft quorum (KIP-595): Vote 0-2   BeginQuorumEpoch 0-1   EndQuorumEpoch 0-1
+    DescribeQuorum 0-2   FetchSnapshot 0-1 (KIP-630)
+    the brokers and controllers (KIP-631, KIP-919): BrokerRegistration 0-4
+    BrokerHeartbeat 0-2   UnregisterBroker 0   ControllerRegistration 0
+    the voter set (KIP-853): AddRaftVoter 0-1   RemoveRaftVoter 0   UpdateRaftVoter 0
+
 One module per API, named by key (`api_00_produce.py`), declares its request and response and
 explains what the API is for. Other APIs join by adding a module and one line below.
 Advertising an API changes what clients do: with FindCoordinator, librdkafka and
@@ -185,9 +196,26 @@ from kafka_ref.protocol.messages.api_51_alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
 )
+from kafka_ref.protocol.messages.api_52_vote import VoteRequest, VoteResponse
+from kafka_ref.protocol.messages.api_53_begin_quorum_epoch import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+)
+from kafka_ref.protocol.messages.api_54_end_quorum_epoch import (
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+)
+from kafka_ref.protocol.messages.api_55_describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+)
 from kafka_ref.protocol.messages.api_56_alter_partition import (
     AlterPartitionRequest,
     AlterPartitionResponse,
+)
+from kafka_ref.protocol.messages.api_59_fetch_snapshot import (
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
 )
 from kafka_ref.protocol.messages.api_60_describe_cluster import (
     DescribeClusterRequest,
@@ -197,6 +225,18 @@ from kafka_ref.protocol.messages.api_61_describe_producers import (
     DescribeProducersRequest,
     DescribeProducersResponse,
 )
+from kafka_ref.protocol.messages.api_62_broker_registration import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+)
+from kafka_ref.protocol.messages.api_63_broker_heartbeat import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+)
+from kafka_ref.protocol.messages.api_64_unregister_broker import (
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
 from kafka_ref.protocol.messages.api_65_describe_transactions import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
@@ -205,21 +245,38 @@ from kafka_ref.protocol.messages.api_66_list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from kafka_ref.protocol.messages.api_70_controller_registration import (
+    ControllerRegistrationRequest,
+    ControllerRegistrationResponse,
+)
 from kafka_ref.protocol.messages.api_75_describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
+)
+from kafka_ref.protocol.messages.api_80_add_raft_voter import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+)
+from kafka_ref.protocol.messages.api_81_remove_raft_voter import (
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+)
+from kafka_ref.protocol.messages.api_82_update_raft_voter import (
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse,
 )
 from kafka_ref.protocol.schema import Message
 
 
 class Api(NamedTuple):
-    """One API: its name, its two schemas and the versions the broker advertises."""
+    """One API: its name, its two schemas, its versions and the listeners that serve it."""
 
     name: str
     request: Message
     response: Message
     min_version: int
     max_version: int
+    listeners: tuple[str, ...]
 
     @property
     def versions(self) -> range:
@@ -232,7 +289,7 @@ def _api(name: str, request: Message, response: Message) -> Api:
     if request.valid_versions != response.valid_versions or request.api_key != response.api_key:
         raise ValueError(f"{name}: request and response disagree on api key or versions")
     versions = request.valid_versions
-    return Api(name, request, response, versions.start, versions.stop - 1)
+    return Api(name, request, response, versions.start, versions.stop - 1, request.listeners)
 
 
 APIS: dict[int, Api] = {
@@ -314,13 +371,37 @@ APIS: dict[int, Api] = {
             DescribeTopicPartitionsRequest,
             DescribeTopicPartitionsResponse,
         ),
+        # KRaft (the controller listener's, PROTO-21)
+        _api("Vote", VoteRequest, VoteResponse),
+        _api("BeginQuorumEpoch", BeginQuorumEpochRequest, BeginQuorumEpochResponse),
+        _api("EndQuorumEpoch", EndQuorumEpochRequest, EndQuorumEpochResponse),
+        _api("DescribeQuorum", DescribeQuorumRequest, DescribeQuorumResponse),
+        _api("FetchSnapshot", FetchSnapshotRequest, FetchSnapshotResponse),
+        _api("BrokerRegistration", BrokerRegistrationRequest, BrokerRegistrationResponse),
+        _api("BrokerHeartbeat", BrokerHeartbeatRequest, BrokerHeartbeatResponse),
+        _api("UnregisterBroker", UnregisterBrokerRequest, UnregisterBrokerResponse),
+        _api(
+            "ControllerRegistration",
+            ControllerRegistrationRequest,
+            ControllerRegistrationResponse,
+        ),
+        _api("AddRaftVoter", AddRaftVoterRequest, AddRaftVoterResponse),
+        _api("RemoveRaftVoter", RemoveRaftVoterRequest, RemoveRaftVoterResponse),
+        _api("UpdateRaftVoter", UpdateRaftVoterRequest, UpdateRaftVoterResponse),
     )
 }
 
 
-def supported_api_versions() -> list[tuple[int, int, int]]:
-    """(api_key, min_version, max_version) for every API, sorted: the ApiVersions answer."""
-    return [(key, api.min_version, api.max_version) for key, api in sorted(APIS.items())]
+def apis_for_listener(listener: str) -> dict[int, Api]:
+    """The APIs served on a kind of listener (Kafka's `ApiKeys.apisForListener`)."""
+    return {key: api for key, api in APIS.items() if listener in api.listeners}
+
+
+def supported_api_versions(listener: str = "broker") -> list[tuple[int, int, int]]:
+    """(api_key, min_version, max_version) of every API a listener serves, sorted: its
+    ApiVersions answer."""
+    served = apis_for_listener(listener)
+    return [(key, api.min_version, api.max_version) for key, api in sorted(served.items())]
 
 
 __all__ = [
@@ -329,6 +410,8 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
     "AlterClientQuotasRequest",
     "AlterClientQuotasResponse",
     "AlterConfigsRequest",
@@ -343,6 +426,14 @@ __all__ = [
     "ApiKey",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "BeginQuorumEpochRequest",
+    "BeginQuorumEpochResponse",
+    "BrokerHeartbeatRequest",
+    "BrokerHeartbeatResponse",
+    "BrokerRegistrationRequest",
+    "BrokerRegistrationResponse",
+    "ControllerRegistrationRequest",
+    "ControllerRegistrationResponse",
     "CreateAclsRequest",
     "CreateAclsResponse",
     "CreatePartitionsRequest",
@@ -371,6 +462,8 @@ __all__ = [
     "DescribeLogDirsResponse",
     "DescribeProducersRequest",
     "DescribeProducersResponse",
+    "DescribeQuorumRequest",
+    "DescribeQuorumResponse",
     "DescribeTopicPartitionsRequest",
     "DescribeTopicPartitionsResponse",
     "DescribeTransactionsRequest",
@@ -379,10 +472,14 @@ __all__ = [
     "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
+    "EndQuorumEpochRequest",
+    "EndQuorumEpochResponse",
     "EndTxnRequest",
     "EndTxnResponse",
     "FetchRequest",
     "FetchResponse",
+    "FetchSnapshotRequest",
+    "FetchSnapshotResponse",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "HeartbeatRequest",
@@ -417,6 +514,8 @@ __all__ = [
     "OffsetsForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
@@ -427,9 +526,16 @@ __all__ = [
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
+    "UnregisterBrokerRequest",
+    "UnregisterBrokerResponse",
     "UpdateMetadataRequest",
     "UpdateMetadataResponse",
+    "UpdateRaftVoterRequest",
+    "UpdateRaftVoterResponse",
+    "VoteRequest",
+    "VoteResponse",
     "WriteTxnMarkersRequest",
     "WriteTxnMarkersResponse",
+    "apis_for_listener",
     "supported_api_versions",
 ]

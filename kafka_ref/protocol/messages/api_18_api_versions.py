@@ -26,6 +26,9 @@ Kafka's definitions: ApiVersionsRequest.json, ApiVersionsResponse.json (v4 only 
 SupportedFeatures with MinVersion 0 are reported; v5, Kafka 4.4, adds the request's
 `ClusterId` and `NodeId`: the cluster and broker the client meant to reach, KIP-1242,
 BROKER-61). kafka-ref declares 0-5.
+
+Every listener serves it, the controller listener too (PROTO-21): whoever connects must be
+able to ask what is spoken there.
 """
 
 from kafka_ref.protocol.schema import Field, Message
@@ -35,6 +38,7 @@ ApiVersionsRequest = Message(
     api_key=18,
     valid_versions="0-5",
     flexible_versions="3+",
+    listeners=("broker", "controller"),
     about="Versions 0 through 2 are empty; v3 adds who the client is (KIP-511).",
     fields=[
         Field("ClientSoftwareName", "string", "3+", about="The name of the client."),

@@ -192,6 +192,7 @@ _OLD = {
     51: ("", "AlterUserScramCredentials"),
     47: ("", "OffsetDelete"),  # no hand-written 2.x class
     75: ("", "DescribeTopicPartitions"),  # newer than kafka-python 2.x
+    55: ("", "DescribeQuorum"),  # KRaft's: kafka-python 3.x only
 }
 # Fields kafka-python 3.x renames (its `json_patch`), and decodes as a set of bit numbers
 # (DescribeTopicPartitions' keeps its name and is an int).

@@ -54,8 +54,13 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 
 
 def decode_everything(payload: bytes, key: int, version: int) -> None:
-    """Decode as a request and as a response: either it parses or it is refused, typed."""
-    for decode in (frames.decode_request, lambda p: frames.decode_response(p, key, version)):
+    """Decode as a request (on a listener that serves the API, PROTO-21) and as a response:
+    either it parses or it is refused, typed."""
+    listener = APIS[key].listeners[0]
+    for decode in (
+        lambda p: frames.decode_request(p, listener),
+        lambda p: frames.decode_response(p, key, version),
+    ):
         with contextlib.suppress(ProtocolDecodeError):
             decode(payload)
 
@@ -106,7 +111,7 @@ def test_twenty_thousand_seeded_mutations(schema_values):
             if is_response:
                 frames.decode_response(mutated, key, version)
             else:
-                frames.decode_request(mutated)
+                frames.decode_request(mutated, APIS[key].listeners[0])
             outcomes["decoded"] += 1
         except ProtocolDecodeError:
             outcomes["refused"] += 1

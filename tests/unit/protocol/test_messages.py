@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_ref.protocol import frames
-from kafka_ref.protocol.messages import APIS, ApiKey, supported_api_versions
+from kafka_ref.protocol.errors import UnknownApiKeyError
+from kafka_ref.protocol.messages import (
+    APIS,
+    ApiKey,
+    ApiVersionsRequest,
+    apis_for_listener,
+    supported_api_versions,
+)
 from kafka_ref.protocol.schema import Field, Message, parse_versions
 from tests.version_divergences import divergences
 
@@ -100,7 +107,23 @@ INTER_BROKER_ONLY = {
     ApiKey.UPDATE_METADATA,
     ApiKey.ALTER_PARTITION,
 }
-WITH_KAFKA_JSON = [m for m in ALL_MESSAGES if m.api_key not in INTER_BROKER_ONLY]
+# KRaft's APIs but DescribeQuorum (which admin tools send) are not in kafka-python either:
+# tests/apache/test_kraft_messages.py compares them with Kafka 4.4's own JSON instead.
+KRAFT_ONLY = {
+    ApiKey.VOTE,
+    ApiKey.BEGIN_QUORUM_EPOCH,
+    ApiKey.END_QUORUM_EPOCH,
+    ApiKey.FETCH_SNAPSHOT,
+    ApiKey.BROKER_REGISTRATION,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.UNREGISTER_BROKER,
+    ApiKey.CONTROLLER_REGISTRATION,
+    ApiKey.ADD_RAFT_VOTER,
+    ApiKey.REMOVE_RAFT_VOTER,
+    ApiKey.UPDATE_RAFT_VOTER,
+}
+WITHOUT_KAFKA_PYTHON = INTER_BROKER_ONLY | KRAFT_ONLY
+WITH_KAFKA_JSON = [m for m in ALL_MESSAGES if m.api_key not in WITHOUT_KAFKA_PYTHON]
 HEADERS = [frames.RequestHeader, frames.ResponseHeader]
 
 
@@ -135,8 +158,8 @@ def test_every_message_round_trips_and_matches_kafka_python(
     decoded = message.decode(version, encoded)
     assert decoded == value
     assert message.encode(version, decoded) == encoded
-    if message.api_key in INTER_BROKER_ONLY:
-        return  # no reference in kafka-python (INTER_BROKER_ONLY)
+    if message.api_key in WITHOUT_KAFKA_PYTHON:
+        return  # no reference in kafka-python (INTER_BROKER_ONLY, KRAFT_ONLY)
     if version in NEWER_THAN_BUNDLED_JSON.get(message.name, ()):
         return  # newer than kafka-python's classes (NEWER_THAN_BUNDLED_JSON)
 
@@ -254,6 +277,66 @@ def test_registry_declares_exactly_the_advertised_ranges():
     for key, api in APIS.items():
         assert api.request.api_key == api.response.api_key == key
         assert api.versions == api.request.valid_versions == api.response.valid_versions
+
+
+@pytest.mark.spec("PROTO-21")
+def test_kraft_apis_are_advertised_and_read_on_the_controller_listener_only():
+    kraft = {
+        (ApiKey.VOTE, 0, 2),
+        (ApiKey.BEGIN_QUORUM_EPOCH, 0, 1),
+        (ApiKey.END_QUORUM_EPOCH, 0, 1),
+        (ApiKey.DESCRIBE_QUORUM, 0, 2),
+        (ApiKey.FETCH_SNAPSHOT, 0, 1),
+        (ApiKey.BROKER_REGISTRATION, 0, 4),
+        (ApiKey.BROKER_HEARTBEAT, 0, 2),
+        (ApiKey.UNREGISTER_BROKER, 0, 0),
+        (ApiKey.CONTROLLER_REGISTRATION, 0, 0),
+        (ApiKey.ADD_RAFT_VOTER, 0, 1),
+        (ApiKey.REMOVE_RAFT_VOTER, 0, 0),
+        (ApiKey.UPDATE_RAFT_VOTER, 0, 0),
+    }
+    controller = supported_api_versions("controller")
+    assert set(controller) == kraft | {(ApiKey.API_VERSIONS, 0, 5)}
+    broker = supported_api_versions("broker")
+    assert not kraft & set(broker) and (ApiKey.API_VERSIONS, 0, 5) in broker
+    assert set(apis_for_listener("broker")) | set(apis_for_listener("controller")) == set(APIS)
+    body = frames.api_versions_body(listener="controller")
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == controller
+    # A Vote is read on a controller listener; on a broker's it is an unknown key whose
+    # header is in hand, so the broker closes the connection (PROTO-13).
+    vote = APIS[ApiKey.VOTE].request(cluster_id="c", voter_id=2)
+    payload = frames.encode_request(ApiKey.VOTE, 2, 9, "voter-1", vote)[4:]
+    assert frames.decode_request(payload, listener="controller")[1] == vote
+    with pytest.raises(UnknownApiKeyError) as refused:
+        frames.decode_request(payload)
+    assert refused.value.header.correlation_id == 9
+    api_versions = frames.encode_request(ApiKey.API_VERSIONS, 3, 1, "c", ApiVersionsRequest())
+    for listener in ("broker", "controller"):
+        assert frames.decode_request(api_versions[4:], listener=listener)[0].correlation_id == 1
+
+
+@pytest.mark.spec("PROTO-22")
+def test_a_common_struct_is_one_class_for_every_field_that_uses_it():
+    response = APIS[ApiKey.DESCRIBE_QUORUM].response
+    state = response.ReplicaState
+    partition = response.PartitionData(
+        leader_id=1,
+        current_voters=[state(replica_id=1, log_end_offset=7), state(replica_id=2)],
+        observers=[state(replica_id=3, log_end_offset=5, last_fetch_timestamp=1000)],
+    )
+    value = response(
+        topics=[response.TopicData(topic_name="__cluster_metadata", partitions=[partition])]
+    )
+    for version in range(3):
+        decoded = response.decode(version, response.encode(version, value))
+        voters, observers = (
+            decoded.topics[0].partitions[0].current_voters,
+            decoded.topics[0].partitions[0].observers,
+        )
+        assert type(voters[0]) is type(observers[0]) is state
+        expected = 1000 if version >= 1 else -1  # LastFetchTimestamp is v1+
+        assert voters[0].log_end_offset == 7 and observers[0].last_fetch_timestamp == expected
+    assert decoded == value
 
 
 @pytest.mark.spec("PROTO-19")
