@@ -148,8 +148,9 @@ class KafkaRaftClient:
         """How long the driver may wait before the next `poll`."""
         due = [self.quorum.state.deadline_ms() or now_ms + self.config.request_timeout_ms]
         due += [sent + self.config.request_timeout_ms for _, sent in self._in_flight.values()]
-        if isinstance(self.quorum.state, FollowerState):
-            due.append(self._next_fetch_ms)
+        state = self.quorum.state
+        if isinstance(state, FollowerState) and state.leader_id not in self._in_flight:
+            due.append(self._next_fetch_ms)  # a fetch is due once the last one is answered
         return max(min(due) - now_ms, 0)
 
     def poll(self, now_ms: int) -> None:

@@ -27,7 +27,7 @@ import os
 from kafka_ref.clock import Clock
 from kafka_ref.config import LogConfig
 from kafka_ref.log.log import Log
-from kafka_ref.log.producer_entry import AppendOrigin
+from kafka_ref.log.validator import AppendOrigin
 from kafka_ref.raft.messages import OffsetAndEpoch
 from kafka_ref.record.batch import iter_batch_headers
 from kafka_ref.replication.leader_epoch import UNDEFINED_EPOCH, LeaderEpochFileCache
@@ -46,6 +46,7 @@ class KafkaRaftLog:
     def open(cls, directory: str | os.PathLike, config: LogConfig, clock: Clock) -> KafkaRaftLog:
         """Open (after a crash: recover) the log in `directory`, and its epoch cache."""
         log = Log.open(directory, config, clock, clean_shutdown=False)
+        log.flush()  # what recovery kept is on disk; from here on only new appends are at risk
         epochs = LeaderEpochFileCache.load(directory)
         epochs.truncate_from_end(log.log_end_offset)
         latest = epochs.entries[-1].start_offset if epochs.entries else log.log_start_offset
