@@ -451,7 +451,14 @@ class KafkaRaftClient:
         state.reset_fetch_timeout(now_ms, self.config.fetch_timeout_ms)
         self._next_fetch_ms = now_ms
         if response.diverging_epoch is not None:  # RAFT-7
-            self.log.truncate_to(truncation_offset(self.log, response.diverging_epoch))
+            offset = truncation_offset(self.log, response.diverging_epoch)
+            # what is below the high watermark is committed: a leader asking to cut it is a
+            # broken invariant (Kafka: `handleFetchResponse` throws)
+            assert offset >= self.quorum.high_watermark, (
+                f"{self.local_id}: truncation to {offset}, below the high watermark "
+                f"{self.quorum.high_watermark}"
+            )
+            self.log.truncate_to(offset)
             self.log.flush()
         elif response.records:
             self.log.append_as_follower(response.records)

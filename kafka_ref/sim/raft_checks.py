@@ -5,7 +5,9 @@ after every step of a schedule; the first property broken raises `SafetyViolatio
 names it. The properties, as kafka-ref states them (spec/raft.md):
 
 * **election safety** (RAFT-9): at most one leader per epoch, ever. Every node seen leading
-  is remembered with its epoch; a second one in the same epoch is a violation.
+  is remembered with its epoch; a second one in the same epoch is a violation. So is what
+  it rests on broken: a voter seen voting for two candidates in one epoch, in one
+  incarnation or across a restart (RAFT-2).
 * **log matching** (RAFT-10): two logs holding an entry with the same offset and epoch hold
   the same entries up to it. Checked pairwise on the nodes that are up.
 * **leader completeness** (RAFT-11): an entry committed (below a leader's high watermark) in
@@ -14,7 +16,8 @@ names it. The properties, as kafka-ref states them (spec/raft.md):
 * **state machine safety** (RAFT-12): every node applies the same entry at each offset: a
   node applies what is below its high watermark, in order, and the first entry applied at
   an offset anywhere is the only one any node may ever apply there. A restarted node
-  applies again from the start, as a state machine replaying its log would.
+  applies again from the start, as a state machine replaying its log would, so a node's
+  log keeps every entry it applied: one cut below them has removed a committed entry.
 
 An exception the core raises (one of its assertions) is a violation too: the core asserts
 what it relies on, and a broken assumption is as much a bug as a broken property.
@@ -26,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_ref.raft.control_records import batch_entries
+from kafka_ref.raft.election_state import NOT_SET
 from kafka_ref.raft.kafka_raft_client import KafkaRaftClient
 from kafka_ref.raft.kafka_raft_log import KafkaRaftLog
 from kafka_ref.raft.leader_state import LeaderState
@@ -61,6 +65,7 @@ class NodeView:
 @dataclass
 class RaftChecker:
     leaders: dict[int, int] = field(default_factory=dict)  # epoch -> the node that led it
+    votes: dict[tuple[int, int], int] = field(default_factory=dict)  # (voter, epoch) -> vote
     committed: dict[int, tuple[Entry, int]] = field(
         default_factory=dict
     )  # offset -> (entry, epoch)
@@ -74,6 +79,14 @@ class RaftChecker:
         """After `node_id` handled an event: check what it may have changed."""
         view = self.views.setdefault(node_id, NodeView())
         state = client.state
+        if state.voted_id != NOT_SET:
+            first = self.votes.setdefault((node_id, state.epoch), state.voted_id)
+            if first != state.voted_id:
+                raise SafetyViolation(
+                    "election safety",
+                    f"node {node_id} voted for {first} and for {state.voted_id} "
+                    f"in epoch {state.epoch}",
+                )
         if isinstance(state, LeaderState) and view.seen_leader_epoch != state.epoch:
             self._check_new_leader(node_id, state.epoch, log)
             view.seen_leader_epoch = state.epoch
@@ -82,6 +95,12 @@ class RaftChecker:
             for entry in log_entries(log, view.committed, client.high_watermark):
                 self.committed.setdefault(entry[0], (entry, state.epoch))
             view.committed = client.high_watermark
+        if log.end_offset < view.applied:
+            raise SafetyViolation(
+                "state machine safety",
+                f"node {node_id}'s log ends at {log.end_offset}, but it applied the entries "
+                f"below {view.applied}: a committed entry was removed",
+            )
         hw = min(client.high_watermark, log.end_offset)
         if hw > view.applied:
             for entry in log_entries(log, view.applied, hw):
