@@ -155,13 +155,16 @@ class KafkaRaftClient:
 
     def poll(self, now_ms: int) -> None:
         """Expire timers and requests, then send what the current state sends."""
-        if self.quorum.state is not self._in_flight_state:  # a new state: old requests moot
+        self._expire_timer(now_ms)
+        # A new state (since the last poll, or just now by a timer): the old state's requests
+        # are moot. Marked only here, where the new state's requests are sent, so that the
+        # next poll does not take them for the old state's and drop them.
+        if self.quorum.state is not self._in_flight_state:
             self._in_flight.clear()
             self._in_flight_state = self.quorum.state
         for peer, (_, sent) in list(self._in_flight.items()):
             if now_ms - sent >= self.config.request_timeout_ms:
                 del self._in_flight[peer]  # no answer: it may be sent again
-        self._expire_timer(now_ms)
         state = self.quorum.state
         if isinstance(state, ProspectiveState):
             for voter in state.epoch_election.unrecorded():
