@@ -27,6 +27,7 @@ PACKAGES = {
     "metrics": "Metrics for Prometheus",
     "cluster": "Cluster metadata and the controller",
     "replication": "Replication",
+    "raft": "KRaft's quorum: Raft",
     "sim": "The cluster simulator",
     "group": "Consumer groups",
     "txn": "Transactions and producer ids",
