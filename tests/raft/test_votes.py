@@ -115,6 +115,10 @@ def test_a_restart_comes_back_resigned_follower_or_unattached(tmp_path):
 
 @pytest.mark.spec("RAFT-4")
 def test_a_pre_vote_changes_nothing(tmp_path):
+    fresh = Voter(tmp_path / "fresh")
+    assert fresh.ask(1, vote(1, 1, pre=True)).vote_granted
+    assert (fresh.client.epoch, fresh.client.state.voted_id) == (0, NOT_SET)
+    assert not (tmp_path / "fresh" / "quorum-state").exists()  # nothing written
     voter = Voter(tmp_path)
     voter.ask(1, vote(1, 1))
     before = (tmp_path / "quorum-state").read_bytes()
