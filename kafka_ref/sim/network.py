@@ -5,7 +5,10 @@ drawn from the cluster's seeded random generator, on the simulated clock, unless
 is cut (a network partition), the message is dropped (`drop_rate`), or the destination
 crashed or restarted before it arrived (a message belongs to one incarnation of a node:
 a restarted broker never sees the requests sent to the process that died). Messages on one
-link arrive in the order they were sent, like on a TCP connection.
+link arrive in the order they were sent, like on a TCP connection, unless the network is
+told to reorder them (`fifo=False`); with `duplicate_rate` a message may also arrive twice.
+The Raft simulation uses both, as a quorum must survive them (Kafka's Raft runs over
+connections that reconnect, and a retried request may overtake or repeat an earlier one).
 
 Everything is driven by a `ManualScheduler`, so the same seed gives the same delays, drops
 and delivery order: a simulation replays exactly.
@@ -52,11 +55,15 @@ class SimNetwork:
         min_delay_ms: int = 1,
         max_delay_ms: int = 5,
         drop_rate: float = 0.0,
+        duplicate_rate: float = 0.0,
+        fifo: bool = True,
     ) -> None:
         self.scheduler = scheduler
         self.rng = rng
         self.min_delay_ms, self.max_delay_ms = min_delay_ms, max_delay_ms
         self.drop_rate = drop_rate
+        self.duplicate_rate = duplicate_rate
+        self.fifo = fifo
         self._cut: set[frozenset] = set()
         self._last_arrival: dict[tuple[Node, Node], int] = {}
         self._handlers: dict[Node, Callable[[Node, Any], None]] = {}
@@ -96,10 +103,16 @@ class SimNetwork:
         if not reliable and (self.is_cut(src, dst) or self.rng.random() < self.drop_rate):
             self.dropped += 1
             return
+        self._deliver_later(src, dst, message, reliable)
+        if self.duplicate_rate and not reliable and self.rng.random() < self.duplicate_rate:
+            self._deliver_later(src, dst, message, reliable)  # the same message, again
+
+    def _deliver_later(self, src: Node, dst: Node, message: Any, reliable: bool) -> None:
         now = self.scheduler.clock.milliseconds()
         arrival = now + self.rng.randint(self.min_delay_ms, self.max_delay_ms)
-        arrival = max(arrival, self._last_arrival.get((src, dst), 0))  # FIFO per link
-        self._last_arrival[(src, dst)] = arrival
+        if self.fifo:
+            arrival = max(arrival, self._last_arrival.get((src, dst), 0))  # FIFO per link
+            self._last_arrival[(src, dst)] = arrival
         incarnation = self._incarnation.get(dst, 0)
 
         def deliver() -> None:

@@ -28,6 +28,7 @@ PACKAGES = {
     "cluster": "Cluster metadata and the controller",
     "metadata": "KRaft's metadata log and image",
     "replication": "Replication",
+    "raft": "KRaft's quorum: Raft",
     "sim": "The cluster simulator",
     "group": "Consumer groups",
     "txn": "Transactions and producer ids",
