@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kafka_ref.tools.transactions",
         "list and describe transactions and a partition's producers",
     ),
+    "storage": ("kafka_ref.tools.storage", "format a KRaft node's directories (kafka-storage)"),
+    "metadata-quorum": (
+        "kafka_ref.tools.metadata_quorum",
+        "describe the KRaft quorum (kafka-metadata-quorum)",
+    ),
     "reference-kafka": (
         "kafka_ref.tools.reference_kafka",
         "run Apache Kafka itself (KRaft, 1 or 3 nodes), fetched from Maven Central",

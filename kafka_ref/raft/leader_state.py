@@ -37,11 +37,12 @@ from kafka_ref.raft.nominee_state import majority_size
 class ReplicaState:
     """What the leader knows of one voter: its end offset (None until it fetched)."""
 
-    __slots__ = ("end_offset", "last_fetch_ms")
+    __slots__ = ("end_offset", "last_caught_up_ms", "last_fetch_ms")
 
     def __init__(self) -> None:
         self.end_offset: int | None = None
         self.last_fetch_ms = -1
+        self.last_caught_up_ms = -1  # when it last fetched at the leader's end (DescribeQuorum)
 
 
 class LeaderState(EpochState):
@@ -84,6 +85,8 @@ class LeaderState(EpochState):
         replica = self.replicas[replica_id]
         replica.end_offset = end_offset
         replica.last_fetch_ms = now_ms
+        if end_offset >= (self.replicas[self.local_id].end_offset or 0):
+            replica.last_caught_up_ms = now_ms
         self.acknowledged.add(replica_id)
         self._fetched_since_check.add(replica_id)
         if len(self._fetched_since_check) >= majority_size(self.voters):

@@ -42,9 +42,10 @@ The table holds, by Kafka's names and with Kafka's defaults:
 * `metrics.listener` (kafka-ref's own): `http://HOST:PORT` where the broker serves its
   metrics for Prometheus, under the names the JMX exporter gives Kafka's MBeans
   (kafka_ref/metrics/); empty, the default, serves none;
-* keys of Kafka's stock server.properties that mean nothing here (`process.roles`,
-  `controller.quorum.voters`, ...) are accepted and reported as unused; `listeners` may
-  also name KRaft's `CONTROLLER` listener (`controller.listener.names`), which is skipped.
+* KRaft's keys (`process.roles`, `controller.quorum.voters`, `controller.listener.names`,
+  `metadata.log.dir`, `controller.quorum.*.ms`) are read by a node whose only role is
+  `controller` (server/controller_node.py); a broker accepts them and reports them unused
+  (its metadata is embedded or on ZooKeeper), and skips the `CONTROLLER` listener.
 
 A topic config's broker default is the topic's own definition under the broker's name
 (`LOG_DEFAULTS`), so a range checked for a topic is checked for its default too.
@@ -288,6 +289,10 @@ IGNORED_KEYS = frozenset(
         "controller.quorum.voters",
         "controller.quorum.bootstrap.servers",
         "controller.listener.names",
+        "controller.quorum.election.timeout.ms",
+        "controller.quorum.fetch.timeout.ms",
+        "controller.quorum.election.backoff.max.ms",
+        "controller.quorum.request.timeout.ms",
         "num.network.threads",
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",

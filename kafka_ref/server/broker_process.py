@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from kafka_ref.clock import Clock
 from kafka_ref.server.broker import Broker
+from kafka_ref.server.controller_node import is_controller_only, serve_controller
 from kafka_ref.server.kafka_config import KafkaConfig
 
 logger = logging.getLogger("kafka_ref.server.broker")
@@ -49,6 +50,8 @@ async def serve(config: KafkaConfig) -> int:
     """Run a broker until SIGTERM or SIGINT, then shut it down cleanly; 0, or 1 when it
     stopped because every log dir failed (DUR-16)."""
     raise_descriptor_limit()
+    if is_controller_only(config):  # process.roles=controller: a voter of the quorum alone
+        return await serve_controller(config)
     broker = Broker(config)
     await broker.start()
     stop = asyncio.Event()

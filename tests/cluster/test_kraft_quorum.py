@@ -1,0 +1,197 @@
+"""A KRaft controller quorum of three kafka-ref processes, over real sockets.
+
+Each node is `kafka-ref broker controller.properties` with `process.roles=controller`,
+formatted first with `kafka-ref storage format`; the quorum's requests travel on the
+controller listeners; `kafka-ref metadata-quorum` reads the quorum as
+kafka-metadata-quorum.sh does. The nodes are killed with SIGKILL, as a power loss would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kafka_ref.errors import KafkaError
+from kafka_ref.tools.metadata_quorum import describe, replication_lines, status_lines
+from kafka_ref.tools.server_process import ServerProcess, free_port
+
+ELECTION_TIMEOUT_MS = 300
+WAIT_S = 30.0
+
+
+class ControllerQuorum:
+    """Three controller-only kafka-ref nodes on loopback."""
+
+    def __init__(self, directory: str, nodes: int = 3) -> None:
+        self.ports = {node: free_port() for node in range(1, nodes + 1)}
+        voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in self.ports.items())
+        self.cluster_id = _cli("storage", "random-uuid").strip()
+        self.processes: dict[int, ServerProcess] = {}
+        for node, port in self.ports.items():
+            node_dir = os.path.join(directory, f"controller-{node}")
+            os.makedirs(node_dir)
+            config = os.path.join(node_dir, "controller.properties")
+            with open(config, "w") as f:
+                f.write(
+                    "process.roles=controller\n"
+                    f"node.id={node}\n"
+                    f"controller.quorum.voters={voters}\n"
+                    f"listeners=CONTROLLER://127.0.0.1:{port}\n"
+                    "controller.listener.names=CONTROLLER\n"
+                    f"log.dirs={os.path.join(node_dir, 'data')}\n"
+                    f"controller.quorum.election.timeout.ms={ELECTION_TIMEOUT_MS}\n"
+                    "controller.quorum.fetch.timeout.ms=600\n"
+                    "controller.quorum.request.timeout.ms=500\n"
+                    "controller.quorum.election.backoff.max.ms=200\n"
+                )
+            _cli("storage", "format", "--cluster-id", self.cluster_id, "--config", config)
+            command = [sys.executable, "-m", "kafka_ref.cli", "broker", config]
+            log = os.path.join(node_dir, "controller.log")
+            self.processes[node] = ServerProcess(f"controller {node}", command, port, log)
+
+    def start(self) -> ControllerQuorum:
+        for process in self.processes.values():
+            process.start()
+        return self
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            process.stop()
+
+    def bootstrap(self, node: int) -> str:
+        return f"127.0.0.1:{self.ports[node]}"
+
+    def quorum(self, via: int | None = None, timeout: float = WAIT_S) -> tuple[str, object]:
+        """DescribeQuorum's answer once there is a leader (asked through node `via`, or any
+        node that is up)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes = [via] if via is not None else [n for n, p in self.processes.items() if p.alive]
+            for node in nodes:
+                try:
+                    return describe(self.bootstrap(node))
+                except (KafkaError, OSError):
+                    pass
+            if time.monotonic() > deadline:
+                logs = "\n".join(p.tail() for p in self.processes.values())
+                raise AssertionError(f"no leader within {timeout} s\n{logs}")
+            time.sleep(0.1)
+
+
+def _cli(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kafka_ref.cli", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def quorum(tmp_path):
+    controllers = ControllerQuorum(str(tmp_path)).start()
+    yield controllers
+    controllers.stop()
+
+
+def _caught_up(quorum: ControllerQuorum, via: int | None = None) -> tuple[str, object]:
+    """The quorum once every voter has fetched up to the leader's end offset."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        cluster_id, (partition, nodes) = quorum.quorum(via)
+        ends = {v.log_end_offset for v in partition.current_voters}
+        if len(ends) == 1 and partition.high_watermark == ends.pop():
+            return cluster_id, (partition, nodes)
+        assert time.monotonic() < deadline, replication_lines(partition)
+        time.sleep(0.1)
+
+
+@pytest.mark.spec("RAFT-14", "RAFT-16", "RAFT-17")
+def test_three_controllers_elect_one_leader_and_replicate_its_epoch(quorum):
+    cluster_id, (partition, nodes) = _caught_up(quorum)
+    assert cluster_id == quorum.cluster_id
+    assert partition.leader_id in quorum.ports and partition.leader_epoch >= 1
+    assert sorted(v.replica_id for v in partition.current_voters) == [1, 2, 3]
+    # every voter asked names the same leader and epoch (DescribeCluster's active controller)
+    for node in quorum.ports:
+        _, (seen, _) = quorum.quorum(via=node)
+        assert (seen.leader_id, seen.leader_epoch) == (partition.leader_id, partition.leader_epoch)
+    status = status_lines(cluster_id, partition, nodes)
+    assert status[0].split() == ["ClusterId:", quorum.cluster_id]
+    assert status[1].split() == ["LeaderId:", str(partition.leader_id)]
+    assert "MaxFollowerLag:         0" in status
+    assert f'"CONTROLLER://127.0.0.1:{quorum.ports[1]}"' in status[6]
+    table = replication_lines(partition)
+    assert table[0].split() == [
+        "NodeId",
+        "DirectoryId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "Status",
+    ]
+    assert [row.split()[-1] for row in table[1:]] == ["Leader", "Follower", "Follower"]
+
+
+@pytest.mark.spec("RAFT-14", "RAFT-3")
+def test_a_killed_leader_is_replaced_in_a_later_epoch_and_rejoins_as_follower(quorum):
+    _, (before, _) = _caught_up(quorum)
+    old_leader = before.leader_id
+    quorum.processes[old_leader].stop(signal.SIGKILL)
+    started = time.monotonic()
+    while True:
+        _, (after, _) = quorum.quorum()
+        if after.leader_id != old_leader and after.leader_epoch > before.leader_epoch:
+            break
+        assert time.monotonic() - started < WAIT_S, "no new leader"
+        time.sleep(0.05)
+    # the survivors commit the new leader's LeaderChange record: the HW passes the old end
+    assert after.high_watermark > before.high_watermark
+    quorum.processes[old_leader].start()  # recovers its log and its quorum-state file
+    _, (healed, _) = _caught_up(quorum)
+    assert healed.leader_epoch >= after.leader_epoch
+    assert {v.replica_id for v in healed.current_voters} == {1, 2, 3}
+    ends = {v.replica_id: v.log_end_offset for v in healed.current_voters}
+    assert ends[old_leader] == healed.high_watermark
+
+
+@pytest.mark.spec("RAFT-17")
+def test_format_refuses_a_formatted_directory_and_a_node_refuses_an_unformatted_one(tmp_path):
+    config = tmp_path / "controller.properties"
+    port = free_port()
+    config.write_text(
+        "process.roles=controller\nnode.id=1\n"
+        f"controller.quorum.voters=1@127.0.0.1:{port}\n"
+        f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+    )
+    run = [sys.executable, "-m", "kafka_ref.cli"]
+    unformatted = subprocess.run(
+        [*run, "broker", str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert unformatted.returncode == 2
+    assert "is not formatted" in unformatted.stderr
+    cluster_id = _cli("storage", "random-uuid").strip()
+    first = _cli("storage", "format", "-t", cluster_id, "-c", str(config))
+    assert f"cluster id {cluster_id}" in first
+    again = subprocess.run(
+        [*run, "storage", "format", "-t", cluster_id, "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 1 and "already formatted" in again.stdout
+    ignored = _cli("storage", "format", "-t", cluster_id, "-c", str(config), "-g")
+    assert ignored == ""
+    bad = subprocess.run(
+        [*run, "storage", "format", "-t", "not-a-uuid", "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "not a base64 UUID" in bad.stderr
