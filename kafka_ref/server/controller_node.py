@@ -12,13 +12,13 @@ Its configuration is Kafka's (`config/controller.properties`):
 
 Before the first start the directory is formatted (`kafka-ref storage format`, Kafka's
 `kafka-storage.sh format`): `meta.properties` names the cluster and the node, so a node
-never joins another cluster's quorum nor takes another node's log (RAFT-17). The metadata
+never joins another cluster's quorum nor takes another node's log (RAFT-16). The metadata
 log lives in `<metadata.log.dir>/__cluster_metadata-0`, with the `quorum-state` file.
 
 `serve_controller` runs the node until SIGTERM or SIGINT, then resigns if it leads (so
 the others elect at once) and stops.
 
-Rules: RAFT-17.
+Rules: RAFT-16.
 """
 
 from __future__ import annotations

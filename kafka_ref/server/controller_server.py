@@ -13,14 +13,14 @@ This module is that listener's request handling; the quorum itself is the node's
 broker's own (socket_server.py, network.py): a listener is a listener.
 
 **ApiVersions** on this listener lists the controller's APIs only, as Kafka's
-`ControllerApis` does, so a tool learns what it may ask here (RAFT-16).
+`ControllerApis` does, so a tool learns what it may ask here (RAFT-15).
 
 **DescribeQuorum** (KIP-595, KIP-836, KIP-853) is answered by the leader: its epoch, high
 watermark, and for each voter its log end offset, when it last fetched and when it last
 caught up with the leader; a node that is not the leader answers NOT_LEADER_OR_FOLLOWER
-and the tool asks the active controller, which DescribeCluster names (RAFT-16).
+and the tool asks the active controller, which DescribeCluster names (RAFT-15).
 
-Rules: RAFT-16.
+Rules: RAFT-15.
 """
 
 from __future__ import annotations

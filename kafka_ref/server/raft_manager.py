@@ -20,10 +20,8 @@ the very same class with the real ones:
   manager returns that answer as the response body.
 
 Everything runs on the event loop's one thread, so the client never sees two events at once.
-A node that is not a voter (a broker in KRaft) is an observer: it fetches the log like a
-follower but never votes nor stands (RAFT-15).
 
-Rules: RAFT-14, RAFT-15.
+Rules: RAFT-14.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ A KRaft node does not invent its cluster: every node of one cluster is formatted
 same cluster id before its first start, and `format` writes it, with the node's id and a
 directory id of its own, to `meta.properties` in every log directory and in
 `metadata.log.dir` (Kafka: `StorageTool`, `MetaProperties` version 1). A node started on
-directories formatted for another cluster or another node id refuses to start (RAFT-17).
+directories formatted for another cluster or another node id refuses to start (RAFT-16).
 
 `format` refuses a directory already formatted (exit code 1), unless `--ignore-formatted`,
 which leaves it as it is; a cluster id that is not 16 bytes of URL-safe base64 is refused

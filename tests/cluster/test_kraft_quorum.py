@@ -110,7 +110,7 @@ def _caught_up(quorum: ControllerQuorum, via: int | None = None) -> tuple[str, o
         time.sleep(0.1)
 
 
-@pytest.mark.spec("RAFT-14", "RAFT-16", "RAFT-17")
+@pytest.mark.spec("RAFT-14", "RAFT-15", "RAFT-16")
 def test_three_controllers_elect_one_leader_and_replicate_its_epoch(quorum):
     cluster_id, (partition, nodes) = _caught_up(quorum)
     assert cluster_id == quorum.cluster_id
@@ -160,7 +160,7 @@ def test_a_killed_leader_is_replaced_in_a_later_epoch_and_rejoins_as_follower(qu
     assert ends[old_leader] == healed.high_watermark
 
 
-@pytest.mark.spec("RAFT-17")
+@pytest.mark.spec("RAFT-16")
 def test_format_refuses_a_formatted_directory_and_a_node_refuses_an_unformatted_one(tmp_path):
     config = tmp_path / "controller.properties"
     port = free_port()
