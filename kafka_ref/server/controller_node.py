@@ -57,7 +57,7 @@ class KRaftSettings:
     def from_config(cls, config: KafkaConfig) -> KRaftSettings:
         """Read and check them; ConfigError with Kafka's words for what cannot work."""
         raw = config.originals
-        roles = frozenset(r.strip() for r in raw.get("process.roles", "").split(",") if r.strip())
+        roles = config.roles
         unknown = roles - {"broker", "controller"}
         if unknown:
             raise ConfigError(f"process.roles: unknown role {', '.join(sorted(unknown))}")
@@ -99,8 +99,7 @@ class KRaftSettings:
 
 
 def is_controller_only(config: KafkaConfig) -> bool:
-    roles = config.originals.get("process.roles", "")
-    return {r.strip() for r in roles.split(",") if r.strip()} == {"controller"}
+    return config.roles == {"controller"}
 
 
 def _listener_endpoint(listeners: str, name: str) -> EndPoint:

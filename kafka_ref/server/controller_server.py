@@ -199,7 +199,7 @@ class ControllerServer:
         self.apis = ControllerApis(raft, cluster_id, listener.name)
         self.channel = RequestChannel(500)
         self.handlers = RequestHandlerPool(self.channel, self.apis.handle)
-        self.socket_server = SocketServer(self.channel, [listener])
+        self.socket_server = SocketServer(self.channel, [listener], api_listener="controller")
 
     async def bind(self) -> int:
         return (await self.socket_server.bind())[self.listener.name]

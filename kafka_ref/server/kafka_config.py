@@ -157,8 +157,9 @@ class KafkaConfig:
         return self.values[key]
 
     def validate(self) -> None:
-        self.advertised_endpoints()  # parses listeners too, raising ConfigError
-        self.inter_broker_listener  # noqa: B018
+        if "broker" in self.roles or not self.roles:  # a controller alone has no client listener
+            self.advertised_endpoints()  # parses listeners too, raising ConfigError
+            self.inter_broker_listener  # noqa: B018
         self.log_config()
         self.metrics_address  # noqa: B018
         self.ip_overrides  # noqa: B018
@@ -181,6 +182,13 @@ class KafkaConfig:
             raise ConfigError(str(err)) from None
 
     # ------------------------------------------------------------------ derived values
+    @property
+    def roles(self) -> frozenset[str]:
+        """KRaft's `process.roles` (broker, controller); empty when not set (ZooKeeper mode,
+        or kafka-ref's single broker with embedded metadata)."""
+        roles = self.originals.get("process.roles", "")
+        return frozenset(r.strip() for r in roles.split(",") if r.strip())
+
     @property
     def broker_id(self) -> int:
         return self["node.id"] if self["node.id"] >= 0 else self["broker.id"]

@@ -344,7 +344,7 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         if self.authenticator is not None and self.authenticator.raw_tokens:
             return Request(self, None, None, size)  # a bare SASL token, no header
         try:
-            header, body = decode_request(memoryview(frame))
+            header, body = decode_request(memoryview(frame), self.server.api_listener)
         except UnsupportedVersionError as err:
             header = err.header
             if header is None or header.request_api_key != ApiKey.API_VERSIONS:

@@ -189,7 +189,7 @@ class RaftManager:
                     connection.request(api_key, version, body, f"raft-client-{self.node_id}"),
                     self.config.request_timeout_ms / 1000,
                 )
-        except (OSError, ConnectionError, asyncio.TimeoutError) as err:
+        except (OSError, TimeoutError) as err:
             logger.debug("raft %d: %s to %d failed: %r", self.node_id, api_key, peer, err)
             self._drop(peer)  # the client times the request out and sends it again
             return

@@ -89,8 +89,10 @@ class SocketServer:
         memory_pool: MemoryPool | None = None,
         quotas: ConnectionQuotas | None = None,
         connections_max_idle_ms: int = BROKER_CONFIGS["connections.max.idle.ms"].default,
+        api_listener: str = "broker",
     ) -> None:
         self.request_channel = request_channel
+        self.api_listener = api_listener  # the APIs it reads: a broker's or a controller's
         self.request_metrics = RequestMetrics()
         self.max_request_size = max_request_size
         self.memory_pool = memory_pool or UnboundedPool()

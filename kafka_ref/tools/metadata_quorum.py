@@ -170,7 +170,10 @@ def replication_lines(partition: Any) -> list[str]:
         for r, status in ordered
     ]
     widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
-    return ["".join(f"{v:<{w}}\t" for v, w in zip(row, widths)) for row in [headers, *rows]]
+    return [
+        "".join(f"{value:<{width}}\t" for value, width in zip(row, widths, strict=True))
+        for row in [headers, *rows]
+    ]
 
 
 def run(args: argparse.Namespace) -> int:

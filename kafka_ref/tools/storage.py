@@ -1,7 +1,8 @@
 """Format a KRaft node's directories, as Kafka's kafka-storage.sh does.
 
     kafka-ref storage random-uuid
-    kafka-ref storage format --cluster-id $(kafka-ref storage random-uuid) --config controller.properties
+    kafka-ref storage format --cluster-id $(kafka-ref storage random-uuid) \
+        --config controller.properties
     kafka-ref storage format -t <id> -c server.properties --ignore-formatted
 
 A KRaft node does not invent its cluster: every node of one cluster is formatted with the

@@ -40,6 +40,7 @@ FetchRequest = Message(
     api_key=1,
     valid_versions="4-18",
     flexible_versions="12+",
+    listeners=("broker", "controller"),
     fields=[
         Field(
             "ClusterId",

@@ -22,6 +22,7 @@ DescribeClusterRequest = Message(
     api_key=60,
     valid_versions="0-2",
     flexible_versions="0+",
+    listeners=("broker", "controller"),
     fields=[
         Field(
             "IncludeClusterAuthorizedOperations",
