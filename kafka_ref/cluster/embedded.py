@@ -93,8 +93,13 @@ class MetadataListener(Protocol):
 
 
 def new_cluster_id() -> str:
-    """A cluster id as Kafka makes one: a random UUID, URL-safe base64, no padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A cluster id as Kafka makes one (`Uuid.randomUuid`): a random UUID in URL-safe
+    base64 without padding, never one that starts with "-", which a command line would
+    take for an option (`kafka-storage.sh format --cluster-id -x...`)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def read_meta_properties(path: str, node_id: int) -> str | None:

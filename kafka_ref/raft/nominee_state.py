@@ -74,6 +74,12 @@ class ProspectiveState(EpochState):
         self.election_deadline_ms = election_deadline_ms
         self.epoch_election = EpochElection(voters, local_id)
 
+    @property
+    def leader_id(self) -> int:
+        """The leader it followed, if any: asking for pre-votes does not end its epoch, so a
+        peer's answer naming that leader is no news (Kafka: `ProspectiveState.leaderId`)."""
+        return self.known_leader_id
+
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self.known_leader_id, self.voted_id, self.voters)
 

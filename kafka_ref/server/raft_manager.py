@@ -100,6 +100,7 @@ class RaftManager:
         self._timer: asyncio.TimerHandle | None = None
         self._answer: RaftMessage | None = None  # the client's answer to the request in hand
         self._answering: int | None = None  # the peer whose request is in hand
+        self._state: object = None  # the epoch state last logged
         self.listeners: list[Callable[[], None]] = []  # told after each event (the HW moved)
 
     # ------------------------------------------------------------------ life
@@ -144,6 +145,11 @@ class RaftManager:
         client = self.client
         if client is None:
             return
+        if client.state is not self._state:  # Kafka logs every transition at INFO
+            self._state = client.state
+            logger.info(
+                "raft %d: %r, high watermark %d", self.node_id, client.state, client.high_watermark
+            )
         if self._timer is not None:
             self._timer.cancel()
         delay_ms = client.poll_timeout_ms(self.clock.milliseconds())

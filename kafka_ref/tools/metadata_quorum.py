@@ -103,10 +103,12 @@ def _directory_id(value: uuid.UUID | None) -> str:
 
 
 def _node(replica: Any, nodes: list) -> str:
-    """One voter as Kafka prints it: {"id": 1, "directoryId": null, "endpoints": [...]}."""
+    """One voter as Kafka 4.4 prints it: {"id": 1, "endpoints": ["CONTROLLER://h:p"]}, with a
+    "directoryId" only when the voter has one (KIP-853)."""
     directory = replica.replica_directory_id
-    text = f'{{"id": {replica.replica_id}, "directoryId": '
-    text += "null" if not directory or directory.int == 0 else f'"{_directory_id(directory)}"'
+    text = f'{{"id": {replica.replica_id}'
+    if directory and directory.int != 0:
+        text += f', "directoryId": "{_directory_id(directory)}"'
     node = next((n for n in nodes or () if n.node_id == replica.replica_id), None)
     if node is not None and node.listeners:
         endpoints = ", ".join(f'"{x.name}://{x.host}:{x.port}"' for x in node.listeners)

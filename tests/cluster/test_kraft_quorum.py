@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from kafka_ref.cluster.embedded import new_cluster_id
 from kafka_ref.errors import KafkaError
 from kafka_ref.tools.metadata_quorum import describe, replication_lines, status_lines
 from kafka_ref.tools.server_process import ServerProcess, free_port
@@ -199,3 +200,11 @@ def test_format_refuses_a_formatted_directory_and_a_node_refuses_an_unformatted_
         timeout=60,
     )
     assert bad.returncode == 2 and "not a base64 UUID" in bad.stderr
+
+
+@pytest.mark.spec("RAFT-16")
+def test_a_new_cluster_id_never_reads_as_an_option():
+    # one id in 64 would start with "-" (Kafka's Uuid.randomUuid draws again)
+    ids = [new_cluster_id() for _ in range(2_000)]
+    assert not [i for i in ids if i.startswith("-")]
+    assert len(set(ids)) == len(ids)
