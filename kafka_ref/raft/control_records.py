@@ -8,51 +8,44 @@ It is not a formality: a leader may count a majority only for entries of its own
 the control record is that first entry, so committing it commits everything before it at
 once (the Raft paper's no-op entry, section 8).
 
-Its bytes are Kafka's: a control batch of one record whose key is (version 0, type 2) and
-whose value is `LeaderChangeMessage` version 0 in the flexible encoding (int16 version,
-int32 LeaderId, compact arrays of Voters and GrantingVoters, each an int32 VoterId and
-empty tagged fields). Data batches hold the application's records, opaque bytes here; the
-metadata records of KRaft will be their values later.
+Its bytes are Kafka's (kafka_ref/record/kraft_control.py, shared with the metadata log's
+snapshots): a control batch of one record whose key is (version 0, type 2) and whose value
+is `LeaderChangeMessage` version 0. Data batches hold the application's records, opaque
+bytes here; in the controller quorum they are KRaft's metadata records.
 
 Rules: RAFT-6.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kafka_ref.record.batch import RecordBatch, build_batch
-from kafka_ref.record.control import CONTROL_KEY, CURRENT_CONTROL_KEY_VERSION
+from kafka_ref.record.control import ControlRecordType
+from kafka_ref.record.kraft_control import LeaderChangeMessage, build_kraft_control_batch
 from kafka_ref.record.record import Record
 
-LEADER_CHANGE = 2  # Kafka: ControlRecordType.LEADER_CHANGE
-LEADER_CHANGE_VERSION = 0
 
-
-@dataclass(frozen=True, slots=True)
-class LeaderChangeMessage:
-    """Who leads the new epoch, the voters, and who voted for it."""
-
-    leader_id: int
-    voters: tuple[int, ...]
-    granting_voters: tuple[int, ...]
-
-    def encode(self) -> bytes:
-        def voters(ids: Sequence[int]) -> bytes:  # a compact array: length + 1 as a varint
-            return bytes([len(ids) + 1]) + b"".join(struct.pack(">i", v) + b"\x00" for v in ids)
-
-        assert len(self.voters) < 127 and len(self.granting_voters) < 127
-        head = struct.pack(">hi", LEADER_CHANGE_VERSION, self.leader_id)
-        return head + voters(self.voters) + voters(self.granting_voters) + b"\x00"
-
-
-def leader_change_batch(message: LeaderChangeMessage, epoch: int, now_ms: int) -> bytes:
-    """The control batch a leader appends at the start of its epoch."""
-    key = CONTROL_KEY.pack(CURRENT_CONTROL_KEY_VERSION, LEADER_CHANGE)
-    return build_batch(
-        [Record(key, message.encode(), now_ms)], is_control=True, partition_leader_epoch=epoch
+def leader_change_batch(
+    leader_id: int,
+    voters: Sequence[int],
+    granting_voters: Sequence[int],
+    epoch: int,
+    now_ms: int,
+) -> bytes:
+    """The control batch a leader appends at the start of its epoch: who leads, the voters,
+    and who voted for it."""
+    message = LeaderChangeMessage(
+        version=0,
+        leader_id=leader_id,
+        voters=[LeaderChangeMessage.Voter(voter_id=v) for v in voters],
+        granting_voters=[LeaderChangeMessage.Voter(voter_id=v) for v in granting_voters],
+    )
+    return build_kraft_control_batch(
+        [(ControlRecordType.LEADER_CHANGE, message)],
+        base_offset=0,
+        leader_epoch=epoch,
+        timestamp=now_ms,
     )
 
 

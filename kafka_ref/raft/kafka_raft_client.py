@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from kafka_ref.errors import ErrorCode, NotLeaderOrFollowerError
-from kafka_ref.raft.control_records import LeaderChangeMessage, data_batch, leader_change_batch
+from kafka_ref.raft.control_records import data_batch, leader_change_batch
 from kafka_ref.raft.election_state import NOT_SET, QuorumStateStore
 from kafka_ref.raft.epoch_state import EpochState, ResignedState
 from kafka_ref.raft.follower_state import FollowerState
@@ -223,8 +223,10 @@ class KafkaRaftClient:
         candidate = self.quorum.state
         assert isinstance(candidate, CandidateState)
         leader = self.quorum.transition_to_leader(now_ms)
-        message = LeaderChangeMessage(self.local_id, leader.voters, leader.granting_voters)
-        self._append_as_leader(leader, leader_change_batch(message, leader.epoch, now_ms))
+        batch = leader_change_batch(
+            self.local_id, leader.voters, leader.granting_voters, leader.epoch, now_ms
+        )
+        self._append_as_leader(leader, batch)
 
     # ------------------------------------------------------------------ sending
     def _next_correlation_id(self) -> int:
