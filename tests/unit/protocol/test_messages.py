@@ -295,10 +295,13 @@ def test_kraft_apis_are_advertised_and_read_on_the_controller_listener_only():
         (ApiKey.REMOVE_RAFT_VOTER, 0, 0),
         (ApiKey.UPDATE_RAFT_VOTER, 0, 0),
     }
+    # both kinds of listener: ApiVersions, Fetch (the metadata log is fetched from a
+    # controller) and DescribeCluster (of the controllers, KIP-919)
+    shared = {(ApiKey.API_VERSIONS, 0, 5), (ApiKey.FETCH, 4, 18), (ApiKey.DESCRIBE_CLUSTER, 0, 2)}
     controller = supported_api_versions("controller")
-    assert set(controller) == kraft | {(ApiKey.API_VERSIONS, 0, 5)}
+    assert set(controller) == kraft | shared
     broker = supported_api_versions("broker")
-    assert not kraft & set(broker) and (ApiKey.API_VERSIONS, 0, 5) in broker
+    assert not kraft & set(broker) and shared <= set(broker)
     assert set(apis_for_listener("broker")) | set(apis_for_listener("controller")) == set(APIS)
     body = frames.api_versions_body(listener="controller")
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == controller
