@@ -114,7 +114,9 @@ def test_committing_without_a_majority_loses_a_committed_entry(monkeypatch):
 def test_forgetting_the_vote_on_restart_votes_twice(monkeypatch):
     crashing = worlds(voters=(5,), crash_rates=(0.05, 0.1, 0.2))
     violation, _ = hunt(monkeypatch, forget_the_vote_on_restart, crashing)
-    assert violation.prop == "election safety"
+    # two candidates win with the same voter's two votes; which broken property the checker
+    # meets first (two leaders of an epoch, or their two histories applied) depends on timing
+    assert violation.prop in ("election safety", "leader completeness", "state machine safety")
 
 
 @pytest.mark.spec("RAFT-7", "RAFT-12")

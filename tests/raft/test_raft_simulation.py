@@ -23,7 +23,7 @@ from tests.conftest import campaign
 from tests.raft.schedules import World, play, schedules, worlds
 
 SEARCH = settings(
-    max_examples=campaign(150, 5_000),
+    max_examples=campaign(60, 5_000),
     derandomize=True,
     database=None,
     phases=[Phase.explicit, Phase.generate],
