@@ -75,7 +75,7 @@ franz-go: $(STAMP) system-packages
 test: $(STAMP) system-packages apache-kafka spark-connector franz-go
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest tests/conformance -q -p no:cacheprovider -n 0 \
 		--target apache_kafka --capabilities=-cluster
 

@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "produce": ("kafka_ref.tools.console_producer", "send the lines of stdin as records"),
     "consume": ("kafka_ref.tools.console_consumer", "print the records of a topic"),
     "groups": ("kafka_ref.tools.groups", "list, describe, reset and delete consumer groups"),
+    "share-groups": (
+        "kafka_ref.tools.share_groups",
+        "list, describe, reset and delete share groups (KIP-932)",
+    ),
     "acls": ("kafka_ref.tools.acls", "add, list and remove ACLs (kafka-acls)"),
     "users": ("kafka_ref.tools.users", "add, change and list SCRAM users (kafka-configs users)"),
     "transactions": (

@@ -129,11 +129,16 @@ def test_lab02_gives_the_hottest_key_the_sticky_batches_and_the_wait_in_a_batch(
 
 # ---------------------------------------------------------------------------- lab 05
 @pytest.mark.spec("LAB-4")
-def test_lab05_shows_who_owns_what_with_four_members(tmp_path, spark, monkeypatch):
+def test_lab05_shows_who_owns_what_and_which_partitions_each_protocol_stops(
+    tmp_path, spark, monkeypatch
+):
     """With four members, each assignor's table lists four members in member id order, and
     every partition of both topics has exactly one owner; range deals each topic alone, so
-    its first member has the same partition numbers in both topics."""
-    owners = rows_of(section(analyse("05", tmp_path, monkeypatch), "Who owns what"))
+    its first member has the same partition numbers in both topics. Under churn, eager range
+    leaves every partition unowned at each change; cooperative-sticky and KIP-848 only the
+    ones that move."""
+    table = analyse("05", tmp_path, monkeypatch)
+    owners = rows_of(section(table, "Who owns what"))
     by = {}
     for assignor, member, clicks, views in owners:
         by.setdefault(assignor, []).append((member, clicks, views))
@@ -144,6 +149,22 @@ def test_lab05_shows_who_owns_what_with_four_members(tmp_path, spark, monkeypatc
             owned = [p for m in members for p in m[column].split(", ") if p]
             assert sorted(owned) == sorted(set(owned)) and owned, members
     assert by["range"][0][1] == by["range"][0][2] != "", by["range"]
+    # The same churn under the classic and the consumer group protocol (KIP-848): eager
+    # range stops every partition at every change, even those it gives back to their owner;
+    # cooperative-sticky and KIP-848 stop only the ones that move, never all of them.
+    per_change = rows_of(section(table, "Unowned partitions per change"))
+    runs = {}
+    for run, _change, _after, unowned, kept in per_change:
+        runs.setdefault(run, []).append((int(unowned), int(kept)))
+    assert sorted(runs) == ["classic-cooperative-sticky", "classic-range", "consumer-uniform"]
+    total = int(re.search(r"Of the group's (\d+) partitions", table).group(1))
+    assert all(unowned == total for unowned, _ in runs["classic-range"]), runs
+    assert any(kept > 0 for _, kept in runs["classic-range"]), runs
+    for run in ("classic-cooperative-sticky", "consumer-uniform"):
+        assert all(kept == 0 and 0 < unowned < total for unowned, kept in runs[run]), runs
+    totals = {r[0]: r for r in rows_of(section(table, "Unowned partitions per protocol"))}
+    assert sorted(totals) == sorted(runs), totals
+    assert int(totals["classic-range"][1]) > int(totals["consumer-uniform"][1]) > 0, totals
 
 
 # ---------------------------------------------------------------------------- lab 06
@@ -305,3 +326,30 @@ def test_lab07_gives_the_lso_lag_in_ms_and_offsets_and_the_bytes_fetched_for_not
     held = int(re.search(r"the LSO stayed at offset \d+ for (\d+) ms", in_time).group(1))
     assert held >= timeout, in_time
     assert "COMMIT marker" in section(table, "The log around its first marker")
+
+
+# ---------------------------------------------------------------------------- lab 10
+@pytest.mark.spec("LAB-4")
+def test_lab10_times_the_elections_and_tells_the_slowest_without_jitter(
+    tmp_path, spark, monkeypatch
+):
+    """Every setting lost leaders and elected new ones; per setting the percentiles are in
+    order, no election took less than one epoch, and the quorum commits again only after
+    the election; losing 20% of the messages leaves it longest without a commit. The
+    slowest election without jitter is told from its seed: the leader's crash, candidates,
+    the new leader."""
+    module = analysis_module("10")
+    table = analyse("10", tmp_path, monkeypatch)
+    rows = {r[0]: r for r in rows_of(table)}
+    assert list(rows) == [s.name for s in module.SETTINGS], table
+    for r in rows.values():
+        lost, p50, p90, p99, most = (int(x) for x in r[2:7])
+        assert lost > 0 and 0 < p50 <= p90 <= p99 <= most, r
+        assert float(r[7]) >= 1 and int(r[9]) >= p50, r
+    share = {name: float(r[12].rstrip("%")) for name, r in rows.items()}
+    assert max(share, key=share.get) == "20% of messages lost", share
+    story = section(table, "The slowest election under jitter 0 ms: seed ")
+    events = story.split("```")[1].strip().splitlines()
+    assert events[0].split()[1] == "crash", story
+    assert any("Candidate(" in e for e in events), story
+    assert any("Leader(" in e for e in events), story

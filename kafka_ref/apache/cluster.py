@@ -23,6 +23,8 @@ nodes. Then any number of brokers may be killed while the controller keeps fenci
 electing leaders, as a ZooKeeper does for kafka-ref's brokers. `scram_users` are written at
 format time (`kafka-storage.sh format --add-scram`, KIP-900): the first SCRAM users a
 cluster that requires authentication can have, before any client can log in to add more.
+`node_configs` adds configs to one node's `server.properties` only: each broker's own
+`broker.rack`, for reads from a follower in the client's rack (KIP-392).
 
     kafka-ref reference-kafka --brokers 1          # bootstrap printed; Ctrl-C stops it
     kafka-ref reference-kafka --brokers 3 --config group.initial.rebalance.delay.ms=0
@@ -181,6 +183,7 @@ class ApacheKafka:
         dedicated_controller: bool = False,
         scram_users: Mapping[str, str] | None = None,
         features: Mapping[str, int] | None = None,
+        node_configs: Mapping[int, Mapping[str, object]] | None = None,
     ) -> None:
         if brokers not in (1, 3):
             raise ValueError(
@@ -223,6 +226,8 @@ class ApacheKafka:
         # config only (formatting with eligible leader replicas sets it as a dynamic cluster
         # default, KIP-966).
         self.features = dict(features or {})
+        # Per node id, the configs that differ between nodes (e.g. each one's broker.rack)
+        self.node_configs = {i: dict(c) for i, c in (node_configs or {}).items()}
 
     @property
     def bootstrap(self) -> str:
@@ -244,7 +249,8 @@ class ApacheKafka:
         formatting = []
         for node in [*self.controllers, *self.nodes]:
             if not os.path.exists(os.path.join(node.data_dir, "meta.properties")):
-                node.write_properties({**quorum, **self.configs})
+                own = self.node_configs.get(node.node_id, {})
+                node.write_properties({**quorum, **self.configs, **own})
                 proc = node.format(self.cluster_id, standalone, self.scram, self.features)
                 formatting.append((node, proc))
         for node, proc in formatting:

@@ -20,6 +20,7 @@ answer it (Kafka's `KafkaAdminClient`):
 | delete_records     | DeleteRecords    | each partition's leader                        |
 | list_offsets       | ListOffsets      | each partition's leader                        |
 | groups             | see admin_groups.py: the group's coordinator   |                  |
+| share groups       | see admin_share_groups.py (KIP-932)            |                  |
 | transactions       | see admin_transactions.py (KIP-664)            |                  |
 | ACLs               | see admin_acls.py: any broker                  |                  |
 | client quotas      | see admin_quotas.py: any broker                |                  |
@@ -64,6 +65,7 @@ from kafka_ref.client.admin_quotas import QuotaAdmin
 from kafka_ref.client.admin_replicas import Outcomes, ReplicaAdmin
 from kafka_ref.client.admin_requests import AdminRequests, check
 from kafka_ref.client.admin_scram import ScramAdmin
+from kafka_ref.client.admin_share_groups import ShareAdmin, ShareGroupDescription
 from kafka_ref.client.admin_transactions import (
     ProducerState,
     TransactionAdmin,
@@ -142,13 +144,15 @@ class LogDirInfo(NamedTuple):
 
 
 class ConfigResource(NamedTuple):
-    """A config owner: `ConfigResource(ConfigResource.TOPIC, "clicks")` or (BROKER, "1")."""
+    """A config owner: `ConfigResource(ConfigResource.TOPIC, "clicks")`, (BROKER, "1") or
+    (GROUP, "queue")."""
 
     type: int
     name: str
 
     TOPIC = 2
     BROKER = 4
+    GROUP = 32  # a group's configs (KIP-848, KIP-932)
 
 
 def _node_of(resource: ConfigResource) -> int | None:
@@ -206,6 +210,7 @@ class Admin:
         requests = AdminRequests(self.client, self.metadata, request_timeout_ms)
         self._requests = requests
         self._groups = GroupAdmin(requests)
+        self._share_groups = ShareAdmin(requests)
         self._transactions = TransactionAdmin(requests)
         self._acls = AclAdmin(requests.send_to_any)
         self._quotas = QuotaAdmin(requests.send_to_any)
@@ -475,6 +480,29 @@ class Admin:
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
         return self._groups.delete_consumer_group_offsets(group_id, partitions)
+
+    # -- share groups (admin_share_groups.py) ------------------------------------------
+
+    def list_share_groups(self) -> list[GroupListing]:
+        return self._share_groups.list_share_groups()
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> dict[str, ShareGroupDescription]:
+        return self._share_groups.describe_share_groups(group_ids)
+
+    def list_share_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, int]:
+        return self._share_groups.list_share_group_offsets(group_id, partitions)
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int]
+    ) -> None:
+        self._share_groups.alter_share_group_offsets(group_id, offsets)
+
+    def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str]
+    ) -> dict[str, ErrorCode]:
+        return self._share_groups.delete_share_group_offsets(group_id, topics)
 
     # -- transactions (admin_transactions.py) ------------------------------------------
 

@@ -6,7 +6,7 @@ goes there, found first with FindCoordinator (as the members find it):
 | operation                      | API                                   | sent to          |
 |--------------------------------|---------------------------------------|------------------|
 | list_groups                    | ListGroups                            | every broker     |
-| describe_groups                | DescribeGroups                        | the coordinator  |
+| describe_groups                | DescribeGroups, ConsumerGroupDescribe | the coordinator  |
 | list_consumer_group_offsets    | OffsetFetch (all partitions, v2+)     | the coordinator  |
 | alter_consumer_group_offsets   | OffsetCommit, generation -1, member ""| the coordinator  |
 | delete_groups                  | DeleteGroups                          | the coordinator  |
@@ -20,10 +20,16 @@ and deleting a group only while it is empty (NON_EMPTY_GROUP): an active group o
 offsets. Deleting some of a group's offsets is allowed for topics no member subscribes to
 (else GROUP_SUBSCRIBED_TO_TOPIC per partition, OFFSET-15).
 
+A group of the consumer group protocol (KIP-848) is not a classic group: DescribeGroups v6
+answers GROUP_ID_NOT_FOUND for it, and `describe_groups` then asks ConsumerGroupDescribe, as
+Kafka's admin client does the other way round (CGRP-16): its assignor is the server-side
+one, its members' assignments come with topic names.
+
 `GroupAdmin` is constructed with those routes (admin_requests.py): the cluster's brokers,
 a request to one of them, and a request to a group's coordinator.
 
-Spec rules: CLIENT-30 (spec/client.md), OFFSET-15 (spec/offsets.md).
+Spec rules: CLIENT-30 (spec/client.md), OFFSET-15 (spec/offsets.md), CGRP-16
+(spec/consumer_group.md).
 """
 
 from __future__ import annotations
@@ -42,9 +48,10 @@ from kafka_ref.client.offset_committer import (
 )
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode, KafkaError
-from kafka_ref.protocol import ApiKey
+from kafka_ref.protocol import ApiKey, UnsupportedVersionError
 from kafka_ref.protocol.consumer_protocol import decode_assignment, decode_subscription
 from kafka_ref.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
@@ -74,6 +81,7 @@ class ConsumerGroupDescription(NamedTuple):
     protocol: str  # the assignor, for consumer groups
     members: tuple[MemberDescription, ...]
     coordinator: Node
+    group_type: str = "classic"  # "consumer": the KIP-848 protocol's
 
 
 def _member(m: Any, consumer: bool) -> MemberDescription:
@@ -134,6 +142,11 @@ class GroupAdmin:
             )
             g = response.groups[0]
             code = error_code(g.error_code)
+            if code == ErrorCode.GROUP_ID_NOT_FOUND and (
+                described := self._describe_consumer_group(group_id)
+            ):
+                out[group_id] = described
+                continue
             if code == ErrorCode.GROUP_ID_NOT_FOUND:  # v6: no such group
                 g.group_state, g.protocol_type, g.protocol_data, g.members = "Dead", "", "", []
             elif code != ErrorCode.NO_ERROR:
@@ -148,6 +161,42 @@ class GroupAdmin:
                 node,
             )
         return out
+
+    def _describe_consumer_group(self, group_id: str) -> ConsumerGroupDescription | None:
+        """A KIP-848 group by ConsumerGroupDescribe; None if it is not one (or the broker
+        does not have the API)."""
+        try:
+            node, response = self.requests.to_coordinator(
+                group_id,
+                ApiKey.CONSUMER_GROUP_DESCRIBE,
+                ConsumerGroupDescribeRequest(group_ids=[group_id]),
+                lambda r: error_code(r.groups[0].error_code),
+            )
+        except UnsupportedVersionError:
+            return None
+        g = response.groups[0]
+        if error_code(g.error_code) != ErrorCode.NO_ERROR:
+            return None
+        members = tuple(
+            MemberDescription(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                tuple(
+                    sorted(
+                        TopicPartition(t.topic_name, p)
+                        for t in m.assignment.topic_partitions
+                        for p in t.partitions
+                    )
+                ),
+                tuple(m.subscribed_topic_names),
+            )
+            for m in g.members
+        )
+        return ConsumerGroupDescription(
+            group_id, g.group_state, "consumer", g.assignor_name, members, node, "consumer"
+        )
 
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None

@@ -85,8 +85,13 @@ RECEIVE_BYTES = 1 << 20
 # member, by topic name, in the classic protocol: FindCoordinator before its batches (v4),
 # LeaveGroup before its batches (v3), OffsetFetch before its groups (v8), OffsetCommit
 # before the KIP-848 consumer's v9 (GROUP_ID_NOT_FOUND) and v10 (topic ids); our consumer
-# names the topics it fetches, which Fetch v13+ does by topic id (KIP-516).
+# names the topics it fetches, which Fetch v13+ does by topic id (KIP-516). Our producer
+# speaks transactions v1: Produce v12, EndTxn v5 and TxnOffsetCommit v5 are transactions
+# v2's (KIP-890 part 2), which a client sends only to a cluster that finalized it.
 _CLIENT_MAX = {
+    ApiKey.PRODUCE: 11,
+    ApiKey.END_TXN: 4,
+    ApiKey.TXN_OFFSET_COMMIT: 4,
     ApiKey.ADD_PARTITIONS_TO_TXN: 3,
     ApiKey.FETCH: 12,
     ApiKey.FIND_COORDINATOR: 3,

@@ -106,6 +106,7 @@ class Consumer:
         max_poll_records: int = 500,
         isolation_level: str = "read_uncommitted",
         check_crcs: bool = True,
+        client_rack: str = "",
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         metadata_max_age_ms: int = 300_000,
@@ -151,6 +152,8 @@ class Consumer:
             max_poll_records=max_poll_records,
             isolation_level=self.isolation_level,
             check_crcs=check_crcs,
+            client_rack=client_rack,
+            metadata_max_age_ms=metadata_max_age_ms,
         )
         self.offset_fetcher = OffsetFetcher(
             self.client,

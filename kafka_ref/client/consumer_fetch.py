@@ -24,11 +24,21 @@ them itself (Kafka's `Fetcher`, `CompletedFetch`). Four details make this work:
   aborted transaction are skipped until its ABORT marker (the rule is
   kafka_ref/log/isolation.py's `read_committed_batches`).
 
+Reading from a follower (KIP-392): a consumer that names its rack (`client.rack`) sends it
+in every Fetch. A leader whose `replica.selector.class` finds a better replica, one in the
+client's rack, answers with no records and that replica's id as its *preferred read
+replica*; the consumer then fetches the partition from it until `metadata.max.age.ms` has
+passed (Kafka: `SubscriptionState.updatePreferredReadReplica`), and goes back to the leader
+at once when the replica errs, cannot be reached, or is no longer in the metadata (Kafka:
+`AbstractFetch.selectReadReplica`). A follower serves only up to its high watermark, so
+what the consumer reads is the same.
+
 Errors per partition: NOT_LEADER_OR_FOLLOWER and friends refresh the metadata and fetch
 again from the new leader; OFFSET_OUT_OF_RANGE applies `auto.offset.reset` (or raises
-when it is `none`); anything else is raised from `poll()`.
+when it is `none`), unless it came from a preferred read replica, which may only lag: then
+the next fetch asks the leader again; anything else is raised from `poll()`.
 
-Spec rules: CLIENT-13, CLIENT-14, CLIENT-15, CLIENT-16 (spec/client.md).
+Spec rules: CLIENT-13, CLIENT-14, CLIENT-15, CLIENT-16, CLIENT-33 (spec/client.md).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from __future__ import annotations
 import itertools
 import logging
 import struct
+import time
 from collections import deque
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -97,6 +108,7 @@ class CompletedFetch:
         self.error = error_code(data.error_code)
         self.high_watermark = data.high_watermark
         self.log_start_offset = data.log_start_offset
+        self.preferred_read_replica = data.preferred_read_replica  # -1: none (before v11)
         self.last_stable_offset = data.last_stable_offset
         self._buffer = memoryview(data.records if data.records is not None else b"")
         aborted = data.aborted_transactions or []
@@ -184,6 +196,8 @@ class Fetcher:
         max_poll_records: int = 500,
         isolation_level: int = READ_UNCOMMITTED,
         check_crcs: bool = True,
+        client_rack: str = "",
+        metadata_max_age_ms: int = 300_000,
     ) -> None:
         self.client, self.metadata, self.subscriptions = client, metadata, subscriptions
         self.fetch_min_bytes, self.fetch_max_wait_ms = fetch_min_bytes, fetch_max_wait_ms
@@ -193,6 +207,7 @@ class Fetcher:
         )
         self.max_poll_records, self.isolation_level = max_poll_records, isolation_level
         self.check_crcs = check_crcs
+        self.client_rack, self.metadata_max_age_ms = client_rack, metadata_max_age_ms
         self.completed: deque[CompletedFetch] = deque()
         self.next_in_line: CompletedFetch | None = None
         self.nodes_with_pending_fetch: set[int] = set()  # one Fetch in flight per broker
@@ -211,8 +226,10 @@ class Fetcher:
             leader = cluster.leader_for(tp)
             if leader is None:
                 self.metadata.request_update()
-            elif tp not in buffered and leader not in self.nodes_with_pending_fetch:
-                by_node.setdefault(leader, {})[tp] = self.subscriptions.position(tp)
+                continue
+            node = self._read_replica(tp, leader)
+            if tp not in buffered and node not in self.nodes_with_pending_fetch:
+                by_node.setdefault(node, {})[tp] = self.subscriptions.position(tp)
         sent = 0
         for node, offsets in by_node.items():
             if not self.client.ready(node):
@@ -228,6 +245,28 @@ class Fetcher:
             )
             sent += 1
         return sent
+
+    def _read_replica(self, tp: TopicPartition, leader: int) -> int:
+        """Where to fetch `tp`: the preferred read replica while it lasts and is known to the
+        metadata, else the leader (CLIENT-33)."""
+        state = self.subscriptions.state(tp)
+        replica = state.preferred_read_replica
+        if replica is None:
+            return leader
+        if time.monotonic() >= state.preferred_read_replica_expires or (
+            self.metadata.fetch().node(replica) is None
+        ):
+            self._clear_read_replica(tp)
+            return leader
+        return replica
+
+    def _clear_read_replica(self, tp: TopicPartition) -> int | None:
+        """Forget `tp`'s preferred read replica; the one forgotten, if any."""
+        if not self.subscriptions.is_assigned(tp):
+            return None
+        state = self.subscriptions.state(tp)
+        replica, state.preferred_read_replica = state.preferred_read_replica, None
+        return replica
 
     def _fetch_request(self, offsets: dict[TopicPartition, int]) -> Any:
         topics: dict[str, list] = {}
@@ -251,7 +290,7 @@ class Fetcher:
             session_epoch=-1,
             topics=[FetchRequest.FetchTopic(topic=t, partitions=p) for t, p in topics.items()],
             forgotten_topics_data=[],
-            rack_id="",
+            rack_id=self.client_rack,
         )
 
     def _handle_fetch(
@@ -260,6 +299,8 @@ class Fetcher:
         self.nodes_with_pending_fetch.discard(node)
         if request.error is not None:
             log.debug("fetch from node %s failed: %s", node, request.error)
+            for tp in offsets:  # a follower out of reach: the leader, next time
+                self._clear_read_replica(tp)
             self.metadata.request_update()
             return
         response = request.response
@@ -311,9 +352,16 @@ class Fetcher:
             state.high_watermark = fetch.high_watermark
             state.log_start_offset = fetch.log_start_offset
             state.last_stable_offset = fetch.last_stable_offset
+            if fetch.preferred_read_replica >= 0:  # the leader sends us elsewhere (KIP-392)
+                state.preferred_read_replica = fetch.preferred_read_replica
+                expires = time.monotonic() + self.metadata_max_age_ms / 1000
+                state.preferred_read_replica_expires = expires
             return fetch
+        replica = self._clear_read_replica(tp)
         if fetch.error in INVALIDATES_METADATA:
             self.metadata.request_update()
+        elif fetch.error == ErrorCode.OFFSET_OUT_OF_RANGE and replica is not None:
+            log.info("%s: out of range on read replica %d, asking the leader", tp, replica)
         elif fetch.error == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.subscriptions.default_reset == OffsetResetStrategy.NONE:
                 raise OffsetOutOfRangeError(offsets={tp: fetch.fetch_offset})

@@ -78,6 +78,9 @@ class TopicPartitionState:
     high_watermark: int = -1
     log_start_offset: int = -1
     last_stable_offset: int = -1
+    # KIP-392: the replica the leader named to read from instead of itself, until when
+    preferred_read_replica: int | None = None
+    preferred_read_replica_expires: float = 0.0
 
 
 class SubscriptionState:

@@ -14,7 +14,8 @@ partition count, replication factor and config overrides. It lives in the data d
     <data-dir>/meta.properties            version=1, cluster.id=..., node.id=... (as Kafka)
     <data-dir>/__cluster_metadata.json    {"topics": {...}, "deleting": {...},
                                            "producer_ids": {"next_producer_id": ...},
-                                           "broker_configs": {"<default>": {...}, "1": {...}}}
+                                           "broker_configs": {"<default>": {...}, "1": {...}},
+                                           "group_configs": {"<group id>": {...}}}
 
 Every change rewrites the JSON file atomically (write a temporary file, fsync, rename,
 fsync the directory), so after a crash the file is either the old or the new state, never
@@ -70,6 +71,7 @@ from kafka_ref.cluster.metadata import (
 from kafka_ref.cluster.topic_requests import TopicAdministration, plan_partitions
 from kafka_ref.config import LogConfig
 from kafka_ref.files import write_atomically
+from kafka_ref.metadata.directory_id import new_directory_id
 from kafka_ref.server.broker_configs import BROKER_CONFIGS
 
 logger = logging.getLogger("kafka_ref.cluster.embedded")
@@ -129,6 +131,30 @@ def _read_properties(path: str) -> dict[str, str]:
     return props
 
 
+def encode_directory_id(directory_id: uuid.UUID) -> str:
+    """A directory id as `meta.properties` holds it: URL-safe base64, no padding (Kafka:
+    `Uuid.toString`)."""
+    return base64.urlsafe_b64encode(directory_id.bytes).rstrip(b"=").decode()
+
+
+def ensure_directory_id(path: str) -> uuid.UUID:
+    """The `directory.id` in the log directory's meta.properties at `path` (KIP-858). A
+    file formatted without one gets a new id written into it, as Kafka's broker does for
+    directories formatted before directory ids (`MetaPropertiesEnsemble.Copier`)."""
+    props = _read_properties(path)
+    stored = props.get("directory.id")
+    if stored:
+        try:
+            return uuid.UUID(bytes=base64.urlsafe_b64decode(stored + "=" * (-len(stored) % 4)))
+        except ValueError as err:
+            raise MetadataLoadError(f"{path}: directory.id {stored!r} is not a UUID") from err
+    directory_id = new_directory_id()
+    props["directory.id"] = encode_directory_id(directory_id)
+    text = "".join(f"{k}={v}\n" for k, v in props.items())
+    write_atomically(path, text.encode())
+    return directory_id
+
+
 class EmbeddedController(TopicAdministration):
     """The single broker's controller and metadata image (KRaft combined mode, quorum of 1)."""
 
@@ -156,6 +182,7 @@ class EmbeddedController(TopicAdministration):
         self._deleting: dict[str, int] = {}  # topic -> partitions whose logs may remain
         self._next_producer_id = 0  # the first id of the next producer id block
         self._broker_configs: dict[str, dict[str, str]] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}  # group id -> its configs
         self.on_broker_config = lambda entity, configs: None  # the broker's DynamicBrokerConfig
         for log_dir in self.log_dirs:
             os.makedirs(log_dir, exist_ok=True)
@@ -201,6 +228,10 @@ class EmbeddedController(TopicAdministration):
                 str(entity): {str(k): str(v) for k, v in configs.items()}
                 for entity, configs in data.get("broker_configs", {}).items()
             }
+            self._group_configs = {
+                str(group): {str(k): str(v) for k, v in configs.items()}
+                for group, configs in data.get("group_configs", {}).items()
+            }
         except (OSError, ValueError, KeyError, TypeError, InvalidTopicError) as err:
             raise MetadataLoadError(f"cannot read topic metadata {path}: {err}") from err
         logger.info("loaded metadata of %d topics from %s", len(self._topics), path)
@@ -213,6 +244,7 @@ class EmbeddedController(TopicAdministration):
             "deleting": dict(self._deleting),
             "producer_ids": {"next_producer_id": self._next_producer_id},
             "broker_configs": self._broker_configs,
+            "group_configs": self._group_configs,
         }
         write_atomically(self._path(METADATA_FILE), json.dumps(data, indent=1).encode())
 
@@ -311,6 +343,10 @@ class EmbeddedController(TopicAdministration):
         self._broker_configs[entity] = configs
         self._persist()
         logger.info("dynamic broker configs of %s now %s", entity, configs)
+
+    def _store_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        self._persist()
+        logger.info("group configs of %s now %s", group_id, configs)
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic: persist its removal, delete its logs, then clear the tombstone."""

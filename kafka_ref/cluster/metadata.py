@@ -204,6 +204,8 @@ class PartitionState:
     isr: tuple[int, ...]
     controller_epoch: int = 0  # the epoch of the controller that wrote it (ZooKeeper mode)
     zk_version: int = 0  # the state znode's version: the partition epoch AlterPartition names
+    elr: tuple[int, ...] = ()  # KRaft: eligible leader replicas (KIP-966, ELR-1)
+    last_known_elr: tuple[int, ...] = ()  # KRaft: the ELR when the last member left it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,3 +309,7 @@ class ClusterMetadataApi(Protocol):
     def broker_configs(self, entity: str) -> dict[str, str]: ...
 
     def alter_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None: ...
+
+    def group_configs(self, group_id: str) -> dict[str, str]: ...
+
+    def alter_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None: ...

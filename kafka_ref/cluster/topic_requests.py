@@ -27,6 +27,7 @@ Rules: BROKER-30, BROKER-31, CTRL-8.
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
@@ -96,8 +97,13 @@ def plan_topic(
     default_partitions: int,
     default_replication_factor: int,
     log_defaults: LogConfig,
+    rng: random.Random | None = None,
+    topic_id: uuid.UUID | None = None,
 ) -> tuple[TopicMetadata, Assignment]:
-    """Check a CreateTopics entry in Kafka's order; return the new topic and its replicas."""
+    """Check a CreateTopics entry in Kafka's order; return the new topic and its replicas.
+
+    `rng` places the replicas and `topic_id` names the topic (random ones by default): the
+    KRaft controller passes its own so that its decisions replay the same way."""
     check_new_name(name, existing)
     if assignments:
         if num_partitions != -1 or replication_factor != -1:
@@ -112,9 +118,9 @@ def plan_topic(
         factor = resolve_replication_factor(
             replication_factor, default_replication_factor, len(live)
         )
-        placed = assign_replicas_to_brokers(live, partitions, factor)
+        placed = assign_replicas_to_brokers(live, partitions, factor, rng=rng)
     overrides = check_configs(configs or {}, log_defaults)
-    meta = TopicMetadata(name, uuid.uuid4(), len(placed), len(placed[0]), overrides)
+    meta = TopicMetadata(name, topic_id or uuid.uuid4(), len(placed), len(placed[0]), overrides)
     return meta, placed
 
 
@@ -124,6 +130,7 @@ def plan_partitions(
     assignments: Sequence[Iterable[int]] | None,
     *,
     live: LiveBrokers,
+    rng: random.Random | None = None,
 ) -> tuple[TopicMetadata, Assignment]:
     """Check a CreatePartitions entry; return the grown topic and the new partitions' replicas.
 
@@ -150,7 +157,7 @@ def plan_partitions(
         }
     else:
         new = assign_replicas_to_brokers(
-            live, added, meta.replication_factor, start_partition=meta.partitions
+            live, added, meta.replication_factor, start_partition=meta.partitions, rng=rng
         )
     grown = TopicMetadata(
         meta.name, meta.topic_id, count, meta.replication_factor, meta.configs, meta.internal
@@ -168,6 +175,7 @@ class TopicAdministration:
 
     _topics: TopicsImage
     _broker_configs: dict[str, dict[str, str]]  # entity -> its dynamic broker configs
+    _group_configs: dict[str, dict[str, str]]  # group id -> its group configs
     on_broker_config: Callable[[str, dict[str, str]], None]
     log_defaults: LogConfig
     num_partitions: int  # num.partitions
@@ -216,6 +224,22 @@ class TopicAdministration:
         self.on_broker_config(entity, dict(configs))
 
     def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        raise NotImplementedError
+
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """The configs stored for the group (config resource GROUP, KIP-848, KIP-932)."""
+        return dict(self._group_configs.get(group_id, {}))
+
+    def alter_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Store the group's new set of configs (checked by the caller; an empty set
+        deletes them), in force here at once; other brokers learn it from the store."""
+        if configs:
+            self._group_configs[group_id] = dict(configs)
+        elif self._group_configs.pop(group_id, None) is None:
+            return  # nothing stored, nothing to delete
+        self._store_group_configs(group_id, dict(configs))
+
+    def _store_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         raise NotImplementedError
 
     def _plan_topic(

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 
 from kazoo.exceptions import NodeExistsError
 
-from kafka_ref.cluster.config_changes import write_broker_config
+from kafka_ref.cluster.config_changes import write_broker_config, write_group_config
 from kafka_ref.cluster.metadata import (
     BrokerEndpoint,
     TopicDeletionDisabledError,
@@ -118,6 +118,10 @@ class ZkTopicAdministration(TopicAdministration):
     def _store_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """`/config/brokers/<entity>` and its notice; every broker's watch applies it."""
         write_broker_config(self.zk.zk, entity, configs)
+
+    def _store_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """`/config/groups/<group>` (gone when empty) and its notice (CONFIG-13)."""
+        write_group_config(self.zk.zk, group_id, configs)
 
     def delete_topic(self, name: str) -> None:
         """Request the deletion; the controller removes the znodes, the watches the logs."""

@@ -57,6 +57,8 @@ overrides, and when they change the listeners apply the new config to the live l
 **Dynamic broker configs** (CONFIG-6; cluster/config_changes.py). `/config/brokers/<default>`
 and `/config/brokers/<id>` are read at start with the topics; the notices under
 `/config/changes` then bring every change, handed to `on_broker_config` on the loop.
+**Group configs** (CONFIG-13) likewise: every `/config/groups/<group>` at start, then the
+notices.
 
 **Lost connections.** A watch callback that reads ZooKeeper retries its reads until kazoo
 has reconnected (`_retrying`): a ConnectionLoss in kazoo's thread never leaves the picture
@@ -90,6 +92,7 @@ from kafka_ref.cluster.config_changes import (
     DEFAULT_ENTITY,
     BrokerConfigChangeListener,
     read_broker_config,
+    read_group_configs,
 )
 from kafka_ref.cluster.embedded import (
     META_PROPERTIES,
@@ -182,9 +185,14 @@ class ZkClusterMetadata(ZkTopicAdministration):
         entities = (DEFAULT_ENTITY, str(endpoint.node_id))
         self.on_broker_config = lambda entity, configs: None  # the broker's DynamicBrokerConfig
         self._config_changes = BrokerConfigChangeListener(
-            zk.zk, entities, self._on_broker_config_notice, self._retrying
+            zk.zk,
+            entities,
+            self._on_broker_config_notice,
+            self._retrying,
+            self._on_group_config_notice,
         )
         self._broker_configs = {e: read_broker_config(zk.zk, e) for e in entities}
+        self._group_configs = read_group_configs(zk.zk)  # CONFIG-13
 
     def _load_topics(self) -> None:
         """Every topic with its assignment and config overrides, read before the log manager
@@ -270,6 +278,15 @@ class ZkClusterMetadata(ZkTopicAdministration):
             if self._broker_configs.get(entity) != configs:
                 self._broker_configs[entity] = configs
                 self.on_broker_config(entity, dict(configs))
+
+        self.dispatch(apply)
+
+    def _on_group_config_notice(self, group_id: str, configs: dict[str, str]) -> None:
+        def apply() -> None:
+            if configs:
+                self._group_configs[group_id] = configs
+            else:
+                self._group_configs.pop(group_id, None)
 
         self.dispatch(apply)
 

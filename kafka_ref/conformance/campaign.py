@@ -4,8 +4,9 @@ This is Jepsen's test loop run on one machine with real processes (ZooKeeper fro
 package, three `kafka-ref broker` processes, librdkafka clients):
 
 1. start ZooKeeper and brokers 1-3, each behind a cuttable proxy for its clients and peers
-   and another for its ZooKeeper connection (proxy.py); create the topic (3 partitions,
-   replication factor 3, `min.insync.replicas=2`);
+   and another for its ZooKeeper connection (proxy.py), or, with `kraft`, three KRaft nodes
+   (broker and controller each) behind proxies for both listeners (kraft_cluster.py);
+   create the topic (3 partitions, replication factor 3, `min.insync.replicas=2`);
 2. run the workload (workload.py) and, from the first acknowledgement on, the nemesis
    (nemesis.py) for `faults` faults or `duration` seconds, while a sampler reads from
    ZooKeeper whether the cluster is whole (liveness.py);
@@ -34,7 +35,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.conformance import liveness
 from kafka_ref.conformance.history import History, Poll, check
-from kafka_ref.conformance.nemesis import KINDS, Nemesis
+from kafka_ref.conformance.kraft_cluster import KRaftChaosCluster
+from kafka_ref.conformance.nemesis import KINDS, Nemesis, restart
 from kafka_ref.conformance.proxy import ANY, Proxy, socket_owner
 from kafka_ref.conformance.workload import GroupConsumer, ProducerWorkload, final_read
 from kafka_ref.tools.cluster import BrokerProcess, ZooKeeperServer
@@ -58,6 +60,7 @@ class Options:
     session_timeout_ms: int = 6000
     max_window: float = 30.0
     mutant: str | None = None  # run brokers with a known bug (mutants.py), to see it caught
+    kraft: bool = False  # three KRaft nodes (kraft_cluster.py) instead of ZooKeeper's cluster
 
 
 class ChaosCluster:
@@ -130,6 +133,13 @@ class ChaosCluster:
             self.zk.close()
         self.zookeeper.stop()
 
+    # ------------------------------------------------------------------ the cluster's view
+    def whole(self, partitions: int, min_isr: int) -> bool:
+        return liveness.is_whole(self.zk, TOPIC, partitions, min_isr)
+
+    def dead_in_isr(self, partitions: int) -> frozenset[tuple[int, int]]:
+        return liveness.dead_in_isr(self.zk, TOPIC, partitions)
+
     # ------------------------------------------------------------------ the nemesis' target
     def broker_ids(self) -> list[int]:
         return list(BROKERS)
@@ -174,15 +184,7 @@ class ChaosCluster:
         return ""
 
     def restart(self, broker: int) -> str:
-        started = time.monotonic()
-        for attempt in (1, 2, 3):
-            try:
-                self.brokers[broker].start(timeout=90)
-                again = f" (attempt {attempt})" if attempt > 1 else ""
-                return f"restarted in {time.monotonic() - started:.1f}s{again}"
-            except RuntimeError as err:
-                last = str(err).splitlines()[0]
-        return f"restart FAILED: {last}"
+        return restart(self.brokers[broker])
 
 
 def _group_figures(history: History, consumers: list[GroupConsumer]) -> dict:
@@ -221,7 +223,15 @@ def run(opts: Options, say=print) -> dict:
     """Run one campaign; returns the report (a dict, JSON-ready)."""
     base = os.path.abspath(opts.data_dir or tempfile.mkdtemp(prefix="kafka-ref-chaos-"))
     os.makedirs(base, exist_ok=True)
-    cluster = ChaosCluster(base, opts.configs, opts.session_timeout_ms, opts.mutant)
+    if opts.kraft:
+        launcher = ("-m", "kafka_ref.cli")
+        if opts.mutant is not None:
+            launcher = ("-m", "kafka_ref.conformance.mutant_broker", "--mutant", opts.mutant)
+        cluster = KRaftChaosCluster(
+            base, {**BROKER_CONFIGS, **opts.configs}, opts.session_timeout_ms, TOPIC, launcher
+        )
+    else:
+        cluster = ChaosCluster(base, opts.configs, opts.session_timeout_ms, opts.mutant)
     t0 = time.monotonic()
 
     def now() -> float:
@@ -235,7 +245,7 @@ def run(opts: Options, say=print) -> dict:
         cluster.partitions = opts.partitions
 
         def whole() -> bool:
-            return liveness.is_whole(cluster.zk, TOPIC, opts.partitions, MIN_ISR)
+            return cluster.whole(opts.partitions, MIN_ISR)
 
         if not liveness.wait_whole(whole, 60):
             raise RuntimeError("the topic's partitions did not get leaders and full ISRs")
@@ -245,8 +255,9 @@ def run(opts: Options, say=print) -> dict:
             whole,
             lambda: nemesis.active is None,
             now,
-            dead=lambda: liveness.dead_in_isr(cluster.zk, TOPIC, opts.partitions),
+            dead=lambda: cluster.dead_in_isr(opts.partitions),
         ).start()
+        controllers = liveness.ControllerSampler(cluster.controller, now).start()
         producer = ProducerWorkload(
             cluster.bootstrap, TOPIC, opts.partitions, opts.rate, history, now
         ).start()
@@ -268,6 +279,10 @@ def run(opts: Options, say=print) -> dict:
         for consumer in consumers:
             consumer.close()
         sampler.close()
+        controllers.close()
+        for fault in nemesis.log:
+            if fault.was_controller:  # None: it stayed controller through the fault
+                fault.failover = controllers.failover(fault)
         ends, read_all = final_read(cluster.bootstrap, TOPIC, opts.partitions, history)
         result = check(history)
         liveness.measure(nemesis.log, sampler, producer.acks)
@@ -324,6 +339,10 @@ def _verdict(
     return reasons
 
 
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 2)
+
+
 def _report(
     opts, base, history, result, faults, producer, consumers, gaps, ends, healed, elapsed
 ) -> dict:
@@ -357,6 +376,7 @@ def _report(
         "elapsed_s": round(elapsed, 1),
         "data_dir": base,
         "mutant": opts.mutant,
+        "kraft": opts.kraft,
         "sent": producer.sent,
         "acked": len(acked),
         "unknown": producer.unknown,
@@ -370,6 +390,11 @@ def _report(
         "lost_examples": missing[:20],
         "group": _group_figures(history, consumers),
         "max_window_s": round(max((f.window for f in windows), default=0.0), 2),
+        "controller_failovers": [
+            {"fault": f.n, "kind": f.kind, "seconds": _rounded(f.failover)}
+            for f in faults
+            if f.was_controller
+        ],
         "worst_windows": [dataclasses.asdict(f) | {"window": round(f.window, 2)} for f in worst],
         "gaps": gaps[:10],
         "fault_log": [dataclasses.asdict(f) | {"window": f.window} for f in faults],

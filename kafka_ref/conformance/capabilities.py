@@ -29,6 +29,8 @@ CAPABILITIES: dict[str, str] = {
     "create-partitions": "CreatePartitions",
     "list-offsets": "ListOffsets",
     "describe-configs": "DescribeConfigs",
+    "share-groups": "share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, "
+    "ShareFetch and ShareAcknowledge",
     "multi-broker": "more than one broker in the cluster",
     "restart": "the suite can stop and restart the broker with its data kept",
     "compaction": "log compaction that runs within seconds (short cleaner backoff)",
@@ -54,6 +56,7 @@ PROBED_BY_API: dict[str, tuple[int, ...]] = {
     "create-partitions": (37,),
     "list-offsets": (2,),
     "describe-configs": (32,),
+    "share-groups": (76, 77, 78, 79),
 }
 
 # The capabilities only a declaration can grant (no request reveals them).

@@ -51,6 +51,7 @@ from kafka_ref.protocol import messages as m
 from kafka_ref.protocol.errors import ProtocolError
 from kafka_ref.protocol.messages import ApiKey
 from kafka_ref.protocol.schema import Message, Struct
+from kafka_ref.txn import transaction_version as tv
 
 # What both brokers run with (standard Kafka broker configs), so that a group forms at once
 # and the internal topics are small.
@@ -874,6 +875,9 @@ class EndTxn:
         if not isinstance(answer, Closed | str) and answer.error_code == 0:
             s.settle(p.partitions)
             p.partitions = set()
+            if self.v >= tv.END_TXN_V2_VERSION:  # transactions v2: the next epoch (TXN-92)
+                p.producer_id, p.epoch = answer.producer_id, answer.producer_epoch
+                p.sequences = {}
         return answer
 
 

@@ -18,10 +18,10 @@ broker's fetch limit. The tests find the broker and a few knobs in the environme
 | `KGO_TEST_TLS`, `KGO_TEST_CHAOS` | TLS to the broker; connections dying every second | unset |
 | `KGO_LOG_LEVEL` | the client's log level | none |
 
-The tests probe ApiVersions once and skip what the broker does not serve: the consumer
-group protocol of KIP-848 (ConsumerGroupHeartbeat v1) and share groups (KIP-932, ShareFetch
-and ShareAcknowledge v2). Every skip or failure a run may show is explained in `EXPLAINED`
-below, with the skip message that proves the reason; anything else is a finding.
+The tests probe ApiVersions once and skip what the broker does not serve (kafka-ref serves
+both the consumer group protocol of KIP-848 and the share groups of KIP-932, so their tests
+run). Every skip or failure a run may show is explained in `EXPLAINED` below, with the skip
+message that proves the reason; anything else is a finding.
 
 franz-go's code is never part of kafka-ref. `go mod download` brings the module, its tests
 included, from the Go module proxy into Go's module cache; `go test -c` builds the package's
@@ -73,31 +73,7 @@ class Explained:
     why: str
 
 
-_KIP_848 = Explained(
-    "does not support KIP-848",
-    "the consumer group protocol of KIP-848 (ConsumerGroupHeartbeat): kafka-ref's groups "
-    "are the classic protocol (JoinGroup, SyncGroup, Heartbeat)",
-)
-_SHARE = Explained(
-    "does not support share groups",
-    "share groups (KIP-932: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge) are not "
-    "implemented in kafka-ref",
-)
-
 EXPLAINED: dict[str, Explained] = {
-    "Test848RegexBrokerResolves": _KIP_848,
-    "TestGroupSimple/848": _KIP_848,
-    "TestGroupETL/range/848": _KIP_848,
-    "TestGroupETL/sticky/848": _KIP_848,
-    "TestGroupETL/sticky/848/static": _KIP_848,
-    "TestTxnEtl/range/848": _KIP_848,
-    "TestTxnEtl/sticky/848": _KIP_848,
-    "TestTxnEtl/sticky/848/static": _KIP_848,
-    "TestShareGroup": _SHARE,
-    "TestShareGroupETL": _SHARE,
-    "TestShareGroupAckOnClose": _SHARE,
-    "TestShareGroupOffsetsAdmin": _SHARE,
-    "TestConsumeRegexShareSkipsInternal": _SHARE,
     "TestOAuthAuth": Explained(
         "KGO_TEST_OAUTH_SEEDS not set",
         "SASL/OAUTHBEARER (KIP-255) is not implemented: kafka-ref's SASL mechanisms are "

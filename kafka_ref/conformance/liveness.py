@@ -108,6 +108,43 @@ class WholeSampler:
         return None
 
 
+class ControllerSampler:
+    """A thread that records (time, the controller's id or None) every 200 ms: how long
+    the cluster took to name a new controller after its controller was struck."""
+
+    def __init__(self, controller: Callable[[], int | None], now: Callable[[], float]) -> None:
+        self.controller, self.now = controller, now
+        self.samples: list[tuple[float, int | None]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="controller-sampler", daemon=True)
+
+    def start(self) -> ControllerSampler:
+        self.thread.start()
+        return self
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            t = self.now()
+            try:
+                found = self.controller()
+            except Exception:  # no one answers: no controller as far as we know
+                found = None
+            self.samples.append((t, found))
+            self.stop.wait(SAMPLE_S)
+
+    def failover(self, fault: Fault) -> float | None:
+        """Seconds from the fault's start to the first sample naming another controller."""
+        start = bisect.bisect_left(self.samples, (fault.started,))
+        for when, found in self.samples[start:]:
+            if found is not None and found != fault.broker:
+                return when - fault.started
+        return None
+
+
 def measure(faults: list[Fault], sampler: WholeSampler, acks: list[float]) -> None:
     """Fill in each fault's `whole` and `next_ack` (acks: sorted acknowledgement times)."""
     for fault in faults:

@@ -226,15 +226,113 @@ def _markers_before_decision_durable() -> None:
 
     original = TransactionCoordinator._end
 
-    def end(self, meta, partition, commit, callback):
+    def end(self, meta, partition, commit, *args):
         epoch, partitions = self._epochs[partition], frozenset(meta.partitions)
         request = MarkerRequest(
             meta.transactional_id, meta.producer_id, meta.producer_epoch, commit, epoch, partitions
         )
         self.send_markers(request, lambda errors: None)  # the bug: before the decision's write
-        return original(self, meta, partition, commit, callback)
+        return original(self, meta, partition, commit, *args)
 
     TransactionCoordinator._end = end
+
+
+def _kraft_fenced_broker_keeps_leadership() -> None:
+    """Fencing a broker writes only its fence record: it stays leader and in the ISRs of
+    its partitions (KCTRL-4)."""
+    from kafka_ref.metadata.controller import replication_control
+
+    replication_control.broker_leaves = lambda image, config, broker_id: []
+
+
+def _kraft_alter_partition_ignores_partition_epoch() -> None:
+    """AlterPartition takes an ISR from a leader that has not seen the partition's last
+    change, undoing it (KCTRL-8)."""
+    import dataclasses
+
+    from kafka_ref.metadata.controller import replication_control
+
+    original = replication_control._alter_partition_error
+
+    def check(image, broker_id, partition, data):
+        if partition is not None and data.partition_epoch < partition.partition_epoch:
+            data = dataclasses.replace(data, partition_epoch=partition.partition_epoch)
+        return original(image, broker_id, partition, data)
+
+    replication_control._alter_partition_error = check
+
+
+def _kraft_election_ignores_isr() -> None:
+    """The controller elects any live replica when the leader goes, as if unclean leader
+    election were always on (KCTRL-7)."""
+    from kafka_ref.metadata.controller import partition_change
+
+    original = partition_change.change_with_elr
+
+    def change(*args, **kwargs):
+        return original(*args, **{**kwargs, "unclean_leader_election": True})
+
+    partition_change.change_with_elr = change
+
+
+def _kraft_unfence_before_caught_up() -> None:
+    """A fenced broker is unfenced by its first heartbeat, before it has replayed its own
+    registration (KCTRL-3)."""
+    from kafka_ref.metadata.controller import quorum_controller
+
+    original = quorum_controller.next_state
+
+    def next_state(broker, request, registration_offset, *args):
+        return original(broker, request, -1, *args)
+
+    quorum_controller.next_state = next_state
+
+
+def _kraft_reassignment_completes_early() -> None:
+    """A reassignment completes before its new replicas are in the ISR: they become the
+    only replicas without holding the partition's records (KCTRL-16)."""
+    from kafka_ref.metadata.controller import partition_change
+
+    original = partition_change.completed_reassignment
+
+    def completed(partition, isr):
+        adding = [b for b in partition.adding_replicas if b not in isr]
+        return original(partition, [*isr, *adding])
+
+    partition_change.completed_reassignment = completed
+
+
+def _assign_before_revoke() -> None:
+    """KIP-848's reconciliation gives a member its target partitions at once, before their
+    previous owner revoked them (CGRP-5): a partition, two owners."""
+    from kafka_ref.group import consumer_group, reconciliation
+
+    def compute_next(member, target_epoch, target, owner_of, owned):
+        return member.with_changes(
+            state=consumer_group.MemberState.STABLE,
+            member_epoch=target_epoch,
+            previous_member_epoch=member.member_epoch,
+            assigned=dict(target),
+            pending_revocation={},
+        )
+
+    reconciliation._compute_next = compute_next
+
+
+def _no_epoch_bump_on_commit() -> None:
+    """Transactions v2 without the bump at a commit: the markers and the next transaction
+    keep the epoch, so a late produce of the transaction is not fenced (TXN-92)."""
+    from kafka_ref.txn.transaction_metadata import TransactionMetadata, TransactionState
+
+    original = TransactionMetadata.prepare_abort_or_commit
+
+    def prepare(self, state, now, *args, **kwargs):
+        target = original(self, state, now, *args, **kwargs)
+        if state == TransactionState.PREPARE_COMMIT:
+            target.producer_epoch = self.producer_epoch
+        return target
+
+    TransactionMetadata.prepare_abort_or_commit = prepare
 
 
 MUTANTS: dict[str, Mutant] = {
@@ -257,6 +355,13 @@ MUTANTS: dict[str, Mutant] = {
             "SyncGroup gives every member the leader's assignment: a partition, two owners",
             ("REBAL-1",),
             _sync_gives_leaders_assignment,
+        ),
+        Mutant(
+            "assign-before-revoke",
+            "a consumer group member gets partitions before their owner revoked them",
+            ("CGRP-5", "CGRP-6"),
+            _assign_before_revoke,
+            suite="tests/unit/group",
         ),
         Mutant(
             "offsets-lost-at-restart",
@@ -317,7 +422,10 @@ MUTANTS: dict[str, Mutant] = {
         Mutant(
             "older-epoch-accepted-after-fencing",
             "partitions take batches and markers of an older producer epoch",
-            ("TXN-62",),
+            # a fenced transactional producer's batch is stopped before the log when the
+            # leader asks the coordinator (its epoch is not the open transaction's, TXN-95);
+            # an idempotent producer's reaches the log's check
+            ("TXN-62", "IDEM-5"),
             _older_epoch_accepted_after_fencing,
         ),
         Mutant(
@@ -326,6 +434,48 @@ MUTANTS: dict[str, Mutant] = {
             ("TXN-12",),
             _markers_before_decision_durable,
             suite="tests/unit",
+        ),
+        Mutant(
+            "no-epoch-bump-on-commit",
+            "a transactions-v2 commit keeps the producer epoch",
+            ("TXN-92",),
+            _no_epoch_bump_on_commit,
+            suite="tests/unit/txn",
+        ),
+        Mutant(
+            "kraft-fenced-broker-keeps-leadership",
+            "the KRaft controller fences a broker without moving its leaderships",
+            ("KCTRL-4", "KCTRL-15"),
+            _kraft_fenced_broker_keeps_leadership,
+            suite="tests/unit/metadata/controller",
+        ),
+        Mutant(
+            "kraft-alter-partition-ignores-partition-epoch",
+            "the KRaft controller takes an AlterPartition at an old partition epoch",
+            ("KCTRL-8",),
+            _kraft_alter_partition_ignores_partition_epoch,
+            suite="tests/unit/metadata/controller",
+        ),
+        Mutant(
+            "kraft-election-ignores-isr",
+            "the KRaft controller elects any live replica, as if unclean election were on",
+            ("KCTRL-7", "KCTRL-15"),
+            _kraft_election_ignores_isr,
+            suite="tests/unit/metadata/controller",
+        ),
+        Mutant(
+            "kraft-unfence-before-caught-up",
+            "the KRaft controller unfences a broker before it has replayed its registration",
+            ("KCTRL-3",),
+            _kraft_unfence_before_caught_up,
+            suite="tests/unit/metadata/controller",
+        ),
+        Mutant(
+            "kraft-reassignment-completes-early",
+            "the KRaft controller completes a reassignment before the new replicas are in the ISR",
+            ("KCTRL-16", "KCTRL-15"),
+            _kraft_reassignment_completes_early,
+            suite="tests/unit/metadata/controller",
         ),
     )
 }

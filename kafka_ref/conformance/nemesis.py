@@ -14,6 +14,13 @@ partitions in two, because a Kafka broker has two kinds of peers:
     partition-zk      the broker cannot reach ZooKeeper for 2-15 s
     partition-peers   the broker and the other brokers cannot reach each other for 2-15 s
 
+On a KRaft cluster (combined nodes) ZooKeeper is gone and a node's second kind of peer is
+the controller quorum:
+
+    partition-controller  the node's controller and the other controllers cannot reach
+                          each other (nor its broker the active controller) for 2-15 s:
+                          the active controller isolated, when it is the one chosen
+
 One fault at a time, one every 3-8 s (the pause between the end of one and the start of
 the next). The target is chosen at random with the controller and the partition leaders
 preferred, since losing them is what makes the cluster move: three times in four from
@@ -35,9 +42,10 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 KINDS = ("kill", "term", "pause", "partition-zk", "partition-peers")
+KRAFT_KINDS = ("kill", "term", "pause", "partition-controller", "partition-peers")
 INTERVAL_S = (3.0, 8.0)  # between faults
 DOWN_S = {
     "kill": (2.0, 10.0),
@@ -45,6 +53,7 @@ DOWN_S = {
     "pause": (2.0, 15.0),
     "partition-zk": (2.0, 15.0),
     "partition-peers": (2.0, 15.0),
+    "partition-controller": (2.0, 15.0),
 }
 PREFERRED = 0.75  # how often the target is the controller or a leader
 
@@ -70,6 +79,8 @@ class Fault:
     whole: float | None = None  # first moment after `healed` the cluster was whole
     next_ack: float | None = None  # first acknowledgement after `whole`
     note: str = ""
+    was_controller: bool = False  # the broker (node) it struck was the active controller
+    failover: float | None = None  # then: seconds until another one was named controller
 
     @property
     def window(self) -> float | None:
@@ -77,6 +88,21 @@ class Fault:
         if self.whole is None or self.next_ack is None:
             return None
         return self.next_ack - self.whole
+
+
+def restart(process: Any, attempts: int = 3, timeout: float = 90.0) -> str:
+    """Heal a kill or a stop: start the process again (a few times: a port just released may
+    still be taken), and say how long it took, or why it failed."""
+    started = time.monotonic()
+    last = ""
+    for attempt in range(1, attempts + 1):
+        try:
+            process.start(timeout=timeout)
+            again = f" (attempt {attempt})" if attempt > 1 else ""
+            return f"restarted in {time.monotonic() - started:.1f}s{again}"
+        except RuntimeError as err:
+            last = str(err).splitlines()[0]
+    return f"restart FAILED: {last}"
 
 
 class Nemesis:
@@ -90,9 +116,9 @@ class Nemesis:
         now: Callable[[], float] | None = None,
         say: Callable[[str], None] = lambda _line: None,
     ) -> None:
-        unknown = set(kinds) - set(KINDS)
+        unknown = set(kinds) - set(DOWN_S)
         if unknown:
-            raise ValueError(f"unknown faults {sorted(unknown)}; known: {', '.join(KINDS)}")
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {', '.join(DOWN_S)}")
         self.target, self.kinds = target, tuple(kinds)
         self.rng, self.target_rng = random.Random(seed), random.Random(f"{seed}/targets")
         t0 = time.monotonic()
@@ -123,7 +149,9 @@ class Nemesis:
             low, high = DOWN_S[kind]
             planned = self.rng.uniform(low, high)
             broker = self.choose_target()
+            controller = self.target.controller()
             fault = Fault(len(self.log) + 1, kind, broker, round(planned, 2), self.now())
+            fault.was_controller = controller == broker
             self.log.append(fault)
             self.active = fault
             fault.note = self.target.start_fault(kind, broker)

@@ -55,6 +55,13 @@ SUITE_CONFIGS: dict[str, object] = {
     "group.min.session.timeout.ms": 500,
     "log.cleaner.backoff.ms": 100,
     "offsets.topic.num.partitions": 4,
+    # share groups (KIP-932): locks that expire and sessions that end within a test's patience
+    "group.share.min.record.lock.duration.ms": 1000,
+    "group.share.record.lock.duration.ms": 2000,
+    "group.share.min.session.timeout.ms": 6000,
+    "group.share.session.timeout.ms": 6000,
+    "group.share.min.heartbeat.interval.ms": 1000,
+    "group.share.heartbeat.interval.ms": 1000,
 }
 
 KAFKA_REF_DECLARES = {

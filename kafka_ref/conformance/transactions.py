@@ -19,6 +19,11 @@ consumer would see it.
 
 Errors the protocol calls retriable (the coordinator is loading, or the previous
 transaction is still being completed) are retried until a deadline, as clients do.
+
+With `transaction_version=2` the producer speaks transactions v2 (KIP-890 part 2), as the
+Java client does against a cluster that finalized it: `add` sends nothing (Produce v12 has
+the leader add the partition), EndTxn is v5 and its answer gives the epoch of the next
+transaction, which starts every partition at sequence 0 again.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from kafka_ref.protocol.messages import (
     FindCoordinatorRequest,
     InitProducerIdRequest,
 )
+from kafka_ref.txn import transaction_version as tv
 
 READ_COMMITTED = 1
 FENCED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED})
@@ -65,6 +71,14 @@ def negotiate(wire: Wire) -> dict[int, int]:
     return {key: min(ours[key], theirs.get(key, 0)) for key in TXN_APIS}
 
 
+def finalized_transaction_version(wire: Wire) -> int:
+    """The cluster's finalized `transaction.version` from ApiVersions v4 (0 when none is
+    finalized, or the broker shows no features), as the Java producer reads it."""
+    answer = wire.api_versions(4)
+    levels = {f.name: f.max_version_level for f in answer.finalized_features}
+    return levels.get(tv.FEATURE_NAME, tv.TV_0)
+
+
 def _retrying(send) -> Any:
     """Call `send()` until its answer's error is not retriable or the deadline passes."""
     return retrying(send, RETRIABLE)
@@ -74,11 +88,19 @@ class TxnProducer:
     """One instance of a transactional producer, over its own connections."""
 
     def __init__(
-        self, host: str, port: int, transactional_id: str, timeout_ms: int = 60000
+        self,
+        host: str,
+        port: int,
+        transactional_id: str,
+        timeout_ms: int = 60000,
+        transaction_version: int = tv.TV_1,
     ) -> None:
         self.transactional_id, self.timeout_ms = transactional_id, timeout_ms
+        self.v2 = tv.supports_epoch_bump(transaction_version)
         self.leader = Wire(host, port)
         self.versions = negotiate(self.leader)
+        if self.v2:
+            self.versions[ApiKey.END_TXN] = tv.END_TXN_V2_VERSION
         found = _retrying(
             lambda: self.leader.request(
                 ApiKey.FIND_COORDINATOR,
@@ -124,7 +146,10 @@ class TxnProducer:
         return next((code for code in self.add_each(topic, *partitions).values() if code), 0)
 
     def add_each(self, topic: str, *partitions: int) -> dict[int, int]:
-        """AddPartitionsToTxn; each partition's error code."""
+        """AddPartitionsToTxn; each partition's error code. Under transactions v2 nothing is
+        sent: the partition leader adds the partition at the first Produce."""
+        if self.v2:
+            return dict.fromkeys(partitions, 0)
         body = AddPartitionsToTxnRequest(
             v3_and_below_transactional_id=self.transactional_id,
             v3_and_below_producer_id=self.producer_id,
@@ -145,20 +170,33 @@ class TxnProducer:
 
     def produce(self, topic: str, partition: int, values: list[bytes]) -> Any:
         """One transactional batch of `values`; the partition's produce response."""
-        seq = self.sequences.get((topic, partition), 0)
-        records = batch(
+        answer = self.send_batch(topic, partition, self._batch(topic, partition, values))
+        if answer.error_code == 0:
+            self.sequences[(topic, partition)] += len(values)
+        return answer
+
+    def delayed_batch(self, topic: str, partition: int, values: list[bytes]) -> bytes:
+        """A batch the producer sent but the network holds back: its sequence is taken, and
+        `send_batch` delivers it whenever the test decides it arrives."""
+        records = self._batch(topic, partition, values)
+        self.sequences[(topic, partition)] += len(values)
+        return records
+
+    def _batch(self, topic: str, partition: int, values: list[bytes]) -> bytes:
+        return batch(
             values,
             producer_id=self.producer_id,
             producer_epoch=self.epoch,
-            base_sequence=seq,
+            base_sequence=self.sequences.setdefault((topic, partition), 0),
             is_transactional=True,
         )
-        answer = self.leader.produce(
-            topic, partition, records, transactional_id=self.transactional_id
+
+    def send_batch(self, topic: str, partition: int, records: bytes) -> Any:
+        """Produce `records` (v12 under transactions v2); the partition's response."""
+        version = tv.PRODUCE_V2_VERSION if self.v2 else 7
+        return self.leader.produce(
+            topic, partition, records, version=version, transactional_id=self.transactional_id
         )
-        if answer.error_code == 0:
-            self.sequences[(topic, partition)] = seq + len(values)
-        return answer
 
     def end(self, commit: bool) -> int:
         """EndTxn: the error code (0 once the decision is durable)."""
@@ -169,7 +207,11 @@ class TxnProducer:
             committed=commit,
         )
         version = self.versions[ApiKey.END_TXN]
-        return _retrying(lambda: self.coordinator.request(ApiKey.END_TXN, version, body)).error_code
+        answer = _retrying(lambda: self.coordinator.request(ApiKey.END_TXN, version, body))
+        if answer.error_code == 0 and self.v2:  # the next transaction's id and epoch
+            self.producer_id, self.epoch = answer.producer_id, answer.producer_epoch
+            self.sequences.clear()
+        return answer.error_code
 
     def transaction(self, topic: str, values: dict[int, list[bytes]], commit: bool) -> None:
         """Add the partitions of `values`, write them, and end the transaction; asserts that

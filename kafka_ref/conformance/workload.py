@@ -199,15 +199,17 @@ def final_read(
             "isolation.level": "read_uncommitted",
         }
     )
+    deadline = time.monotonic() + timeout
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1]
-            for p in range(partitions)
-        }
+        ends = {}
+        for p in range(partitions):
+            end = _high_watermark(consumer, TopicPartition(topic, p), deadline)
+            if end is None:  # no leader with a caught-up HW: the cluster never healed
+                return ends, False
+            ends[p] = end
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         history.assign("final", range(partitions))
         position = {p: 0 for p in range(partitions)}
-        deadline = time.monotonic() + timeout
         while any(position[p] < ends[p] for p in ends):
             if time.monotonic() > deadline:
                 return ends, False
@@ -221,3 +223,16 @@ def final_read(
         return ends, True
     finally:
         consumer.close()
+
+
+def _high_watermark(consumer: Consumer, tp: TopicPartition, deadline: float) -> int | None:
+    """The partition's high watermark, asked until `deadline`: a leader just elected answers
+    OFFSET_NOT_AVAILABLE until its HW has caught up (KIP-207), which a healed cluster soon
+    does and a broken one never does."""
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, 10)[1]
+        except KafkaException:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(1.0)

@@ -9,7 +9,14 @@ members, sessions, JoinGroup, SyncGroup, Heartbeat and LeaveGroup, with its time
 `group_metadata_manager.py` (groups and offsets kept as records of the compacted
 `__consumer_offsets` topic) and `offsets_records.py` (those records' bytes).
 
-The partition assignors the group's leader runs are client code (kafka_ref/client/assignors,
+KIP-848's consumer group protocol (spec/consumer_group.md) sits beside it, sharing the
+cache and the offsets: `consumer_group.py` (a group and its members as values: epochs,
+target, ownership), `reconciliation.py` (a member's move towards its target, revoke before
+assign), `consumer_group_assignors.py` (the server-side `uniform` and `range`),
+`consumer_group_coordinator.py` (ConsumerGroupHeartbeat and its timers) and
+`consumer_group_records.py` (its records in `__consumer_offsets`).
+
+The partition assignors the classic group's leader runs are client code (kafka_ref/client/assignors,
 spec/group_assignors.md); the bytes members exchange through the coordinator are the consumer
 protocol (kafka_ref/protocol/consumer_protocol.py).
 

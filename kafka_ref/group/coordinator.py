@@ -30,18 +30,27 @@ kept with the offset (OFFSET-10), v7 the static member's instance id, checked li
 id (OFFSET-12), and from v9 a member of a group that does not exist hears GROUP_ID_NOT_FOUND
 instead of ILLEGAL_GENERATION (OFFSET-11).
 
+**Two kinds of group.** A group id is a classic group (`GroupMetadata`, whose rebalances
+`self.rebalance` runs) or a KIP-848 consumer group (`ConsumerGroup`, whose heartbeats
+`self.consumer` handles, consumer_group_coordinator.py); both live in the manager's one cache
+and keep their offsets alike. A consumer group checks commits and fetches by member epoch
+(CGRP-12), is listed with its type and described by ConsumerGroupDescribe (CGRP-16).
+
 Rules: REBAL-16, OFFSET-1..OFFSET-15 (spec/rebalance.md, spec/offsets.md); rebalance.py has
-REBAL-1..REBAL-13.
+REBAL-1..REBAL-13; CGRP-12, CGRP-14, CGRP-16 (spec/consumer_group.md).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_ref.clock import Clock, Scheduler
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
+from kafka_ref.group.consumer_group import ConsumerGroup
+from kafka_ref.group.consumer_group_coordinator import ConsumerGroupCoordinator
 from kafka_ref.group.group_metadata import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -60,6 +69,14 @@ from kafka_ref.group.group_metadata_manager import (
 from kafka_ref.group.messages import JoinedMember, JoinGroupResult, SyncGroupResult
 from kafka_ref.group.rebalance import OK, GroupConfig, GroupRebalance
 from kafka_ref.group.txn_offsets import TxnOffsetStore
+from kafka_ref.share.persister import NoOpPersister, Persister
+from kafka_ref.share.share_group import ShareGroup
+from kafka_ref.share.share_group_coordinator import (
+    ShareGroupAdmin,
+    ShareGroupCoordinator,
+    Spawn,
+    run_now,
+)
 
 __all__ = [
     "Append",
@@ -77,6 +94,7 @@ __all__ = [
 
 CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
 OFFSET_COMMIT_GROUP_ID_NOT_FOUND_VERSION = 9  # the KIP-848 OffsetCommit (OFFSET-11)
+CLASSIC_GROUP_TYPE = "classic"  # Kafka `Group.GroupType.CLASSIC`; ConsumerGroup's is "consumer"
 
 
 @dataclass
@@ -101,9 +119,7 @@ class GroupSummary:
     protocol_type: str
     protocol_name: str
     members: list[MemberSummary]
-
-
-CLASSIC_GROUP_TYPE = "classic"  # Kafka `Group.GroupType.CLASSIC`: the only type kafka-ref has
+    group_type: str = CLASSIC_GROUP_TYPE  # "consumer": a KIP-848 group, not described here
 
 
 @dataclass
@@ -128,12 +144,33 @@ class GroupCoordinator:
         append: Append,
         *,
         new_uuid: Callable[[], str] | None = None,
+        share_persister: Callable[[], Persister] | None = None,
+        spawn: Spawn = run_now,
     ) -> None:
         self.config, self.clock = config, clock
         self.manager = manager = GroupMetadataManager(
             config.offsets_topic_num_partitions, clock, append
         )
         self.rebalance = GroupRebalance(config, clock, schedule, manager, new_uuid)
+        self.consumer = ConsumerGroupCoordinator(  # KIP-848's groups
+            config,
+            clock,
+            schedule,
+            manager,
+            self.rebalance.group_status,
+            new_uuid or (lambda: str(uuid.uuid4())),
+        )
+        noop = NoOpPersister()
+        self.share = ShareGroupCoordinator(  # KIP-932's groups
+            config,
+            clock,
+            schedule,
+            manager,
+            self.rebalance.group_status,
+            share_persister or (lambda: noop),
+            spawn,
+        )
+        self.share_admin = ShareGroupAdmin(self.share)  # their offsets (SHARE-49)
         self.txn_offsets = TxnOffsetStore(manager, clock, append)  # TXN-16
 
     def _now(self) -> int:
@@ -178,16 +215,22 @@ class GroupCoordinator:
                     else ErrorCode.ILLEGAL_GENERATION
                 )
             group = self.manager.add_group(GroupMetadata(group_id, EMPTY, self._now()))
-        error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+        if isinstance(group, ShareGroup):  # it commits no offsets (SHARE-47)
+            return refuse(ErrorCode.GROUP_ID_NOT_FOUND)
+        if isinstance(group, ConsumerGroup):
+            error = _validate_consumer_commit(group, member_id, generation_id, api_version)
+        else:
+            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if error != OK:
             return refuse(error)
-        if group.is_(COMPLETING_REBALANCE):
-            # a valid member that has not got its assignment yet: it should not commit now
-            return refuse(ErrorCode.REBALANCE_IN_PROGRESS)
-        if group.is_(STABLE) or group.is_(PREPARING_REBALANCE):
-            # during PreparingRebalance commits are still allowed: the heartbeat answer is
-            # what tells the member to rejoin. A commit is a sign of life (a heartbeat).
-            self.rebalance.start_session_timer(group, group.get(member_id))
+        if isinstance(group, GroupMetadata):  # (a commit is no heartbeat under KIP-848)
+            if group.is_(COMPLETING_REBALANCE):
+                # a valid member that has not got its assignment yet: it should not commit
+                return refuse(ErrorCode.REBALANCE_IN_PROGRESS)
+            if group.is_(STABLE) or group.is_(PREPARING_REBALANCE):
+                # during PreparingRebalance commits are still allowed: the heartbeat answer
+                # tells the member to rejoin. A commit is a sign of life (a heartbeat).
+                self.rebalance.start_session_timer(group, group.get(member_id))
         now = self._now()
         stamped = {tp: om._replace(commit_timestamp=now) for tp, om in offsets.items()}
         self.manager.store_offsets(group, stamped, callback, self.config.offset_metadata_max_bytes)
@@ -212,9 +255,16 @@ class GroupCoordinator:
             if group is None:
                 group = self.manager.add_group(GroupMetadata(group_id, EMPTY, self._now()))
             member_id, instance_id, generation_id = member
-            error = self._validate_offset_commit(
-                group, generation_id, member_id, instance_id, transactional=True
-            )
+            if isinstance(group, ShareGroup):  # (SHARE-47)
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            elif isinstance(group, ConsumerGroup):
+                error = _validate_consumer_commit(
+                    group, member_id, generation_id, transactional=True
+                )
+            else:
+                error = self._validate_offset_commit(
+                    group, generation_id, member_id, instance_id, transactional=True
+                )
         if error != OK:
             return callback(dict.fromkeys(offsets, error))
         now = self._now()
@@ -250,12 +300,28 @@ class GroupCoordinator:
         return OK
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member: tuple[str | None, int] = (None, -1),
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
-        """Committed offsets whatever the group's state; None = never committed (-1)."""
+        """Committed offsets whatever the group's state; None = never committed (-1).
+
+        `member` is OffsetFetch v9's (member id, member epoch): a consumer group checks them
+        (Kafka `ConsumerGroup.validateOffsetFetch`, CGRP-12); a classic group does not."""
         error = self.rebalance.group_status(group_id, allow_empty_id=True)
         if error != OK:
             return error, {}
+        group = self.manager.get_group(group_id)
+        if isinstance(group, ShareGroup):  # (SHARE-47)
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        member_id, member_epoch = member
+        if isinstance(group, ConsumerGroup) and not (member_id is None and member_epoch < 0):
+            known = group.members.get(member_id or "")
+            if known is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID, {}
+            if member_epoch != known.member_epoch:
+                return ErrorCode.STALE_MEMBER_EPOCH, {}
         return OK, self.manager.get_offsets(group_id, partitions)
 
     def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
@@ -269,14 +335,21 @@ class GroupCoordinator:
         many offsets went."""
         now = self._now()
         retention_ms = self.config.offsets_retention_minutes * 60_000
+        groups = [  # a share group's place is its share-partitions': it does not expire
+            g for g in self.manager.current_groups() if not isinstance(g, ShareGroup)
+        ]
         return self.manager.cleanup_group_metadata(
-            self.manager.current_groups(), lambda g: g.remove_expired_offsets(now, retention_ms)
+            groups, lambda g: g.remove_expired_offsets(now, retention_ms)
         )
 
     # -- admin ----------------------------------------------------------------------
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
         error = self.rebalance.group_status(group_id, allow_empty_id=True)
         group = self.manager.get_group(group_id) if error == OK else None
+        if isinstance(group, (ConsumerGroup, ShareGroup)):  # their own Describe (CGRP-16)
+            return error, GroupSummary(
+                group_id, DEAD.wire_name, "", "", [], group_type=group.group_type
+            )
         if group is None:
             return error, GroupSummary(group_id, DEAD.wire_name, "", "", [])
         stable = group.is_(STABLE) and group.protocol_name is not None
@@ -336,7 +409,7 @@ class GroupCoordinator:
         """Kafka `ClassicGroup.validateOffsetDelete`: an unknown or Dead group is
         GROUP_ID_NOT_FOUND; one with members that are not consumers NON_EMPTY_GROUP (what
         they read cannot be told)."""
-        if group is None or group.is_(DEAD):
+        if group is None or group.is_(DEAD) or isinstance(group, ShareGroup):  # (SHARE-47)
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_(EMPTY) and not group.uses_consumer_group_protocol():
             return ErrorCode.NON_EMPTY_GROUP
@@ -355,11 +428,11 @@ class GroupCoordinator:
         states = {state.strip().lower() for state in states_filter}
         types = {group_type.lower() for group_type in types_filter}
         overviews = [
-            GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name)
+            GroupOverview(g.group_id, g.protocol_type or "", g.state.wire_name, _type(g))
             for g in self.manager.current_groups()
             if not g.is_(DEAD)
             and (not states or g.state.wire_name.lower() in states)
-            and (not types or CLASSIC_GROUP_TYPE in types)
+            and (not types or _type(g) in types)
         ]
         return error, overviews
 
@@ -387,22 +460,38 @@ class GroupCoordinator:
 
         self.manager.cleanup_group_metadata(eligible, remove_all)
         for group in eligible:
-            self.rebalance.cancel_group_timers(group)
+            if isinstance(group, ConsumerGroup):
+                self.consumer.cancel_group_timers(group)
+            elif isinstance(group, ShareGroup):  # and its share-partitions' state (SHARE-48)
+                self.share.cancel_group_timers(group)
+                self.share.delete_state(group, lambda error: None)
+            else:
+                self.rebalance.cancel_group_timers(group)
         return errors
 
     # -- partition lifecycle ----------------------------------------------------------
     def on_elected(self, partition: int, records: Records) -> None:
         """This broker now leads `__consumer_offsets-<partition>`: load its groups."""
         for group in self.manager.load(partition, records):
-            for member in group.members.values():
-                self.rebalance.start_session_timer(
-                    group, member
-                )  # those that do not come back expire
+            for member in list(group.members.values()):  # those that do not come back expire
+                if isinstance(group, ConsumerGroup):
+                    self.consumer.start_session_timer(group, member.member_id)
+                elif isinstance(group, ShareGroup):
+                    self.share.start_session_timer(group, member.member_id)
+                else:
+                    self.rebalance.start_session_timer(group, member)
 
     def on_resigned(self, partition: int) -> None:
         """Another broker leads the partition now: forget its groups."""
         for group in self.manager.unload(partition):
-            self.rebalance.unload_group(group)
+            if isinstance(group, ConsumerGroup):
+                self.consumer.cancel_group_timers(group)
+                group.transition(REMOVE_GROUP, self._now())
+            elif isinstance(group, ShareGroup):
+                self.share.cancel_group_timers(group)
+                group.transition(REMOVE_GROUP, self._now())
+            else:
+                self.rebalance.unload_group(group)
         self.txn_offsets.forget_partition(partition)
 
     def begin_loading(self, partition: int) -> None:
@@ -419,5 +508,35 @@ class GroupCoordinator:
 
     def shutdown(self) -> None:
         self.rebalance.stop()
+        self.consumer.stop()
+        self.share.stop()
         for partition in list(self.manager.owned_partitions | self.manager.loading_partitions):
             self.on_resigned(partition)
+
+
+def _type(group: GroupMetadata | ConsumerGroup | ShareGroup) -> str:
+    """ListGroups v5's group type (Kafka `Group.GroupType`): classic, consumer or share."""
+    return CLASSIC_GROUP_TYPE if isinstance(group, GroupMetadata) else group.group_type
+
+
+def _validate_consumer_commit(
+    group: ConsumerGroup,
+    member_id: str,
+    member_epoch: int,
+    api_version: int = OFFSET_COMMIT_GROUP_ID_NOT_FOUND_VERSION,
+    *,
+    transactional: bool = False,
+) -> ErrorCode:
+    """Kafka `ConsumerGroup.validateOffsetCommit` (CGRP-12): from outside the group only
+    while it has no members; a member with its current epoch, else STALE_MEMBER_EPOCH; a
+    consumer-protocol member commits with OffsetCommit v9+."""
+    if member_epoch < 0 and not group.members:
+        return OK
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if not transactional and api_version < OFFSET_COMMIT_GROUP_ID_NOT_FOUND_VERSION:
+        return ErrorCode.UNSUPPORTED_VERSION
+    if member_epoch != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return OK

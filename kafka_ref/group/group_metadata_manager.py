@@ -31,10 +31,14 @@ from collections.abc import Callable, Iterable
 from kafka_ref.clock import Clock
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
 from kafka_ref.errors import ErrorCode
+from kafka_ref.group import consumer_group_records
 from kafka_ref.group import offsets_records as rec
+from kafka_ref.group.consumer_group import ConsumerGroup
 from kafka_ref.group.group_metadata import DEAD, EMPTY, REMOVE_GROUP, GroupMetadata
 from kafka_ref.record.batch import build_batch
 from kafka_ref.record.record import Record
+from kafka_ref.share import share_group_records
+from kafka_ref.share.share_group import ShareGroup
 
 logger = logging.getLogger("kafka_ref.group.group_metadata_manager")
 
@@ -122,6 +126,25 @@ class GroupMetadataManager:
     def get_group(self, group_id: str) -> GroupMetadata | None:
         return self.groups.get(group_id)
 
+    def get_classic_group(self, group_id: str) -> GroupMetadata | None:
+        """The group if it is a classic one: to SyncGroup, Heartbeat and LeaveGroup a
+        consumer group (KIP-848) is a group without their member (UNKNOWN_MEMBER_ID)."""
+        group = self.groups.get(group_id)
+        return group if isinstance(group, GroupMetadata) else None
+
+    def convert_to_classic(self, group: ConsumerGroup) -> GroupMetadata:
+        """An empty consumer group becomes a classic one, keeping its offsets: its records
+        get tombstones (Kafka `convertToClassicGroup`, CGRP-14)."""
+        assert not group.members, f"{group} is not empty"
+        tombstones = consumer_group_records.group_tombstones(group)
+        self._write(group.group_id, tombstones, lambda error: None)
+        classic = GroupMetadata(group.group_id, EMPTY, self.clock.milliseconds())
+        classic.offsets = group.offsets
+        classic.pending_offset_commits = group.pending_offset_commits
+        group.transition(REMOVE_GROUP, self.clock.milliseconds())
+        self.groups[group.group_id] = classic
+        return classic
+
     def add_group(self, group: GroupMetadata) -> GroupMetadata:
         """Add `group` unless one with its id is there already; returns the cached one."""
         return self.groups.setdefault(group.group_id, group)
@@ -136,6 +159,17 @@ class GroupMetadataManager:
         now = self.clock.milliseconds()
         batch = build_batch([Record(k, v, timestamp=now) for k, v in records])
         self._append(self.partition_for(group_id), batch, done)
+
+    def append_records(
+        self, group_id: str, records: list[tuple[bytes, bytes | None]], callback: AppendCallback
+    ) -> None:
+        """Append a consumer group's records (consumer_group_records.py); callback(error)
+        when durable, at once when there is nothing to write."""
+        if not records:
+            return callback(ErrorCode.NO_ERROR)
+        self._write(
+            group_id, records, lambda error: callback(_store_error(error, for_offsets=False))
+        )
 
     def store_group(
         self, group: GroupMetadata, assignment: dict[str, bytes], callback: AppendCallback
@@ -243,8 +277,12 @@ class GroupMetadataManager:
             ]
             if group.is_(DEAD) and self.groups.get(group.group_id) is group:
                 del self.groups[group.group_id]
+                if isinstance(group, ConsumerGroup):  # its KIP-848 records (CGRP-13)
+                    tombstones.extend(consumer_group_records.group_tombstones(group))
+                elif isinstance(group, ShareGroup):  # its KIP-932 records (SHARE-45)
+                    tombstones.extend(share_group_records.group_tombstones(group))
                 # a generation 0 group only ever stored offsets: no group record to delete
-                if group.generation_id > 0:
+                elif group.generation_id > 0:
                     tombstones.append((rec.group_metadata_key(group.group_id), None))
             if tombstones:
                 # no waiting: a lost tombstone is written again by the next cleanup
@@ -256,25 +294,35 @@ class GroupMetadataManager:
     def begin_loading(self, partition: int) -> None:
         self.loading_partitions.add(partition)
 
-    def load(self, partition: int, records: Records) -> list[GroupMetadata]:
+    def load(self, partition: int, records: Records) -> list[GroupMetadata | ConsumerGroup]:
         """Replay `records` of an offsets partition into the cache (OFFSET-4).
 
         Groups come back Stable in their stored generation (Empty without members); offsets
         of a group without a stored GroupMetadata record get an Empty group of their own.
         Returns the loaded groups."""
         self.loading_partitions.add(partition)
+        now = self.clock.milliseconds()
         try:
-            folded = rec.fold(records)
+            folded = rec.fold(records, now)
         finally:
             self.loading_partitions.discard(partition)
-        now = self.clock.milliseconds()
-        loaded = []
-        for group_id in folded.groups.keys() | folded.offsets.keys():
+        loaded: list[GroupMetadata | ConsumerGroup] = []
+        for group_id in (
+            folded.groups.keys()
+            | folded.offsets.keys()
+            | folded.consumer_groups.keys()
+            | folded.share_groups.keys()
+        ):
             if self.partition_for(group_id) != partition:
                 logger.warning(
                     "group %r is in offsets partition %d, not its own", group_id, partition
                 )
-            group = folded.groups.get(group_id) or GroupMetadata(group_id, EMPTY, now)
+            group = (
+                folded.groups.get(group_id)
+                or folded.consumer_groups.get(group_id)
+                or folded.share_groups.get(group_id)
+                or GroupMetadata(group_id, EMPTY, now)
+            )
             group.offsets = dict(folded.offsets.get(group_id, {}))
             if group.group_id in self.groups:
                 continue  # Kafka keeps a group already cached

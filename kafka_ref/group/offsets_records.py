@@ -27,7 +27,8 @@ Both key and value start with an int16 **version** that says how to read the res
 length.) We write what Kafka 2.1+ writes: OffsetCommitKey v1, OffsetCommitValue v3 (v1 only
 for a commit with an explicit expire timestamp, since only v1 can hold one), GroupMetadataKey
 v2, GroupMetadataValue v3. Every version is read, so a log written by any Kafka since 0.9
-loads. Kafka 3.5+ adds flexible v4 values; we do not read those.
+loads. Kafka 3.5+ adds flexible v4 values; we do not read those. Keys of versions 3 to 9 are
+the records of KIP-848's consumer groups, which consumer_group_records.py reads.
 
 Rules: OFFSET-3 (metadata kept byte for byte), OFFSET-4, OFFSET-5, OFFSET-9 (the layouts).
 """
@@ -38,8 +39,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_ref.common import OffsetAndMetadata, TopicPartition
+from kafka_ref.group import consumer_group_records
+from kafka_ref.group.consumer_group import ConsumerGroup
 from kafka_ref.group.group_metadata import EMPTY, STABLE, GroupMetadata, MemberMetadata
 from kafka_ref.protocol.schema import Field, Message
+from kafka_ref.share import share_group_records
+from kafka_ref.share.share_group import ShareGroup
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -257,9 +262,13 @@ class LoadedPartition:
     groups: dict[str, GroupMetadata]
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]]
     removed_groups: set[str]
+    consumer_groups: dict[str, ConsumerGroup]  # KIP-848's (CGRP-13)
+    share_groups: dict[str, ShareGroup]  # KIP-932's (SHARE-45)
 
 
-def fold(records: Iterable[tuple[bytes | None, bytes | None]]) -> LoadedPartition:
+def fold(
+    records: Iterable[tuple[bytes | None, bytes | None]], now_ms: int | None = None
+) -> LoadedPartition:
     """Replay a partition in offset order: later records win, tombstones delete (OFFSET-4).
 
     Records without a key and records of unknown versions are skipped: the first cannot be
@@ -267,8 +276,17 @@ def fold(records: Iterable[tuple[bytes | None, bytes | None]]) -> LoadedPartitio
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     groups: dict[str, bytes | memoryview] = {}
     removed: set[str] = set()
+    consumer = consumer_group_records.ConsumerGroupLoader()
+    share = share_group_records.ShareGroupLoader()
     for key, value in records:
         if key is None:
+            continue
+        kind = consumer_group_records.record_type(key)
+        if kind in consumer_group_records.RECORD_TYPES:
+            consumer.replay(key, value)
+            continue
+        if kind in share_group_records.RECORD_TYPES:
+            share.replay(key, value)
             continue
         try:
             k = read_key(key)
@@ -295,4 +313,5 @@ def fold(records: Iterable[tuple[bytes | None, bytes | None]]) -> LoadedPartitio
             loaded[group_id] = read_group_metadata_value(group_id, value)
         except UnknownRecordVersionError:
             continue
-    return LoadedPartition(loaded, {g: o for g, o in offsets.items() if o}, removed)
+    offsets = {g: o for g, o in offsets.items() if o}
+    return LoadedPartition(loaded, offsets, removed, consumer.groups(now_ms), share.groups(now_ms))

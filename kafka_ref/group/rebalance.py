@@ -71,6 +71,7 @@ from dataclasses import dataclass
 
 from kafka_ref.clock import Clock, Scheduler, TimerHandle
 from kafka_ref.errors import ErrorCode
+from kafka_ref.group.consumer_group import ConsumerGroup
 from kafka_ref.group.group_metadata import (
     COMPLETE_SYNC,
     COMPLETING_REBALANCE,
@@ -113,6 +114,15 @@ class GroupConfig:
     offsets_retention_minutes: int = 10080  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    # the consumer group protocol (KIP-848, consumer_group_coordinator.py)
+    group_consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    group_consumer_session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    group_consumer_max_size: int = 2**31 - 1  # group.consumer.max.size
+    # share groups (KIP-932, kafka_ref/share/share_group_coordinator.py)
+    group_share_heartbeat_interval_ms: int = 5000  # group.share.heartbeat.interval.ms
+    group_share_session_timeout_ms: int = 45000  # group.share.session.timeout.ms
+    group_share_max_size: int = 200  # group.share.max.size
 
 
 class GroupRebalance:
@@ -212,6 +222,11 @@ class GroupRebalance:
         if session_timeout_ms > cfg.group_max_session_timeout_ms:
             return callback(JoinGroupResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=member_id))
         group = self.manager.get_group(group_id)
+        if isinstance(group, ConsumerGroup):  # a KIP-848 group (CGRP-14, CGRP-15)
+            if group.members:
+                error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+                return callback(JoinGroupResult(error, member_id=member_id))
+            group = self.manager.convert_to_classic(group)
         if group is None:
             if member_id:  # a member id, but no group: it was removed long ago
                 return callback(JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
@@ -460,7 +475,7 @@ class GroupRebalance:
         error = self.group_status(group_id)
         if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             error = ErrorCode.REBALANCE_IN_PROGRESS  # the rebalance was lost: join again
-        group = self.manager.get_group(group_id) if error == OK else None
+        group = self.manager.get_classic_group(group_id) if error == OK else None
         if error == OK:
             error = sync_error(
                 group, generation_id, member_id, group_instance_id, protocol_type, protocol_name
@@ -530,7 +545,7 @@ class GroupRebalance:
             return OK  # the member will learn what happened at its next rebalance
         if error != OK:
             return error
-        group = self.manager.get_group(group_id)
+        group = self.manager.get_classic_group(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(DEAD):
@@ -557,7 +572,7 @@ class GroupRebalance:
         error = self.group_status(group_id)
         if error != OK:
             return error, []
-        group = self.manager.get_group(group_id)
+        group = self.manager.get_classic_group(group_id)
         if group is None:
             return OK, [
                 LeaveResult(m.member_id, m.instance_id, ErrorCode.UNKNOWN_MEMBER_ID)

@@ -13,7 +13,8 @@ one subdirectory per partition, plus a few files at the root of every directory 
         log-start-offset-checkpoint
         replication-offset-checkpoint      the HWs (the replica manager)
         cleaner-offset-checkpoint          the compaction progress (cleaner_manager.py)
-        .kafka_cleanshutdown               present only between a clean stop and a start
+        .kafka_cleanshutdown               present only between a clean stop and a start;
+                                           a KRaft broker's epoch inside (KIP-966)
 
 A partition directory is `<topic>-<partition>`. Topic names may contain dashes, so the
 partition is what follows the *last* dash (DUR-12).
@@ -30,7 +31,12 @@ as one is left; kafka-ref refuses to start).
 
 **Startup.** If `.kafka_cleanshutdown` exists, the last run closed every log cleanly, so no
 recovery is needed (DUR-6). The marker is removed at once (and the removal fsynced), so a
-crash during this run makes the next start recover. The two checkpoints give each log its
+crash during this run makes the next start recover. A KRaft broker writes its broker
+epoch into the marker, `{"version":0,"brokerEpoch":N}` as Kafka's
+`CleanShutdownFileHandler` does, and the next start reads it back
+(`previous_broker_epoch`, -1 unless every directory holds the same one): the broker sends
+it in its BrokerRegistration, so that the controller tells a clean restart from an unclean
+one (KBROKER-20). The two checkpoints give each log its
 recovery point and log start offset; an unreadable checkpoint is reported and treated as
 empty, which is safe: recovery starts from the beginning (DUR-8). Anything in the data
 directory that is not a partition directory or a known file is reported with a warning and
@@ -64,13 +70,14 @@ apart.
 **Shutdown.** `close()` flushes and closes every log, writes the checkpoints (every recovery
 point is now the log end offset), and only then writes the clean-shutdown markers.
 
-Rules: DUR-6, DUR-8, DUR-10, DUR-12, DUR-13, DUR-15, DUR-16.
+Rules: DUR-6, DUR-8, DUR-10, DUR-12, DUR-13, DUR-15, DUR-16, KBROKER-20.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import os
 import re
@@ -97,9 +104,13 @@ from kafka_ref.metrics.recorders import LatencyHistogram
 logger = logging.getLogger("kafka_ref.log.log_manager")
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+NO_BROKER_EPOCH = -1  # no epoch in the marker: not a KRaft broker's, or not a clean stop
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _DELETE_DIR = re.compile(r".+-\d+\.[0-9a-f]{32}-delete")  # Kafka: <tp>.<uuid>-delete
 # Root files kafka-ref or Kafka itself may keep next to the partition directories.
+# Kafka: Topic.CLUSTER_METADATA_TOPIC_NAME. Its partition directory in a log dir is the
+# metadata log a KRaft node's RaftManager keeps (kafka_ref/raft/kafka_raft_log.py).
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 _KNOWN_ROOT_FILES = {
     CLEAN_SHUTDOWN_FILE,
     RECOVERY_POINT_CHECKPOINT,
@@ -173,6 +184,17 @@ def create_and_validate_log_dirs(log_dirs: LogDirs) -> tuple[str, ...]:
     return dirs
 
 
+def read_broker_epoch(marker: str) -> int:
+    """The broker epoch a clean-shutdown marker holds, -1 if none (an empty marker, one
+    that does not parse; Kafka: `CleanShutdownFileHandler.read`)."""
+    try:
+        with open(marker, encoding="utf-8") as f:
+            epoch = json.load(f)["brokerEpoch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return NO_BROKER_EPOCH
+    return epoch if isinstance(epoch, int) and epoch >= 0 else NO_BROKER_EPOCH
+
+
 class LogManager:
     """The logs of the data directories (Kafka: `LogManager`). Opens them on construction.
 
@@ -196,14 +218,19 @@ class LogManager:
         self.stray_paths: list[str] = []
         self._storage_failures: dict[str, tuple[int, int]] = {}  # dir -> (reported at, since)
         self.clean_shutdown: dict[str, bool] = {}  # per directory: was its marker there?
+        epochs: set[int] = set()  # the broker epochs the markers hold
         self.offline_dirs: set[str] = set()  # failed while running (DUR-16)
         self.log_dir_failure_listeners: list[Callable[[str], None]] = []
         for log_dir in self.log_dirs:
             marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
             self.clean_shutdown[log_dir] = os.path.exists(marker)
             if self.clean_shutdown[log_dir]:
+                epochs.add(read_broker_epoch(marker))
                 os.unlink(marker)  # from now on, a crash means recovery at the next start
                 fsync_directory(log_dir)
+        # the epoch of the last run if it shut down cleanly everywhere (KIP-966), else -1
+        agreed = len(epochs) == 1 and self.had_clean_shutdown
+        self.previous_broker_epoch = epochs.pop() if agreed else NO_BROKER_EPOCH
         self._load_logs()
 
     @property
@@ -229,6 +256,8 @@ class LogManager:
             for name in sorted(os.listdir(log_dir)):
                 path = os.path.join(log_dir, name)
                 tp = parse_topic_partition(name) if os.path.isdir(path) else None
+                if tp is not None and tp[0] == CLUSTER_METADATA_TOPIC:
+                    continue  # the KRaft quorum's log, kafka_ref/raft/'s (Kafka skips it too)
                 if tp is None:
                     if os.path.isdir(path) and _DELETE_DIR.fullmatch(name):
                         logger.info("finishing the deletion of %s", path)
@@ -419,14 +448,19 @@ class LogManager:
                 self.handle_io_error(log.parent_dir, f"flushing {log.dir}", err)
         return flushed
 
-    def close(self) -> None:
+    def close(self, broker_epoch: int = NO_BROKER_EPOCH) -> None:
         """Flush and close every log, checkpoint, then write the clean-shutdown markers of
-        the online directories (an offline one recovers at the next start)."""
+        the online directories (an offline one recovers at the next start), with a KRaft
+        broker's `broker_epoch` in them (Kafka: `LogManager.shutdown(brokerEpoch)`)."""
         for log in self.logs.values():
             log.close()
         self.checkpoint()
+        content = b""
+        if broker_epoch != NO_BROKER_EPOCH:
+            marker = {"version": 0, "brokerEpoch": broker_epoch}
+            content = json.dumps(marker, separators=(",", ":")).encode()
         for log_dir in self.online_dirs:
-            write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), b"")
+            write_atomically(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), content)
         logger.info("closed %d logs cleanly in %s", len(self.logs), ", ".join(self.log_dirs))
         self.logs.clear()
         self._log_counts = dict.fromkeys(self.log_dirs, 0)

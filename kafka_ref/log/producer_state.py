@@ -167,6 +167,17 @@ class ProducerStateManager:
         """Producer id -> first offset of each open transaction (TXN-2)."""
         return dict(self._ongoing)
 
+    def producer_epoch(self, producer_id: int) -> int | None:
+        """The producer's last epoch here (its batches' or its last marker's), or None."""
+        entry = self._entries.get(producer_id)
+        return None if entry is None else entry.producer_epoch
+
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the producer has a transaction open here at this epoch (Kafka:
+        `UnifiedLog.hasOngoingTransaction`). Under transactions v2 a batch of the next
+        transaction, one epoch up, is not part of the one still open (TXN-95)."""
+        return producer_id in self._ongoing and self.producer_epoch(producer_id) == producer_epoch
+
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """The partition moved the HW: forget the finished transactions whose marker is
         below it (Kafka: `onHighWatermarkUpdated`); replicated, they no longer hold the

@@ -35,13 +35,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kafka_ref.metadata import directory_id
 from kafka_ref.metadata import records as r
 from kafka_ref.metadata.serde import ApiMessageAndVersion
 
 METADATA_VERSION = "metadata.version"
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord: the leader did not change
-MIGRATING_DIRECTORY = uuid.UUID(int=2)  # Kafka: DirectoryId.MIGRATING, a replica's unknown dir
 
 
 class MetadataReplayError(RuntimeError):
@@ -142,7 +142,7 @@ def _directories(directories: Iterable[uuid.UUID], replicas: int) -> tuple[uuid.
     """A directory per replica; none known (an old record) means MIGRATING for each
     (Kafka: `PartitionRegistration.defaultToMigrating`)."""
     directories = tuple(directories)
-    return directories if len(directories) == replicas else (MIGRATING_DIRECTORY,) * replicas
+    return directories if len(directories) == replicas else (directory_id.MIGRATING,) * replicas
 
 
 @dataclass(frozen=True, slots=True)

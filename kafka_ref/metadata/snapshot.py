@@ -27,21 +27,34 @@ A snapshot is written to `<id>.checkpoint.part`, fsynced, and renamed to `<id>.c
 half snapshot under the final name. The snapshot `0-0` is the *bootstrap* snapshot that
 `kafka-storage format` writes (the first feature levels, SCRAM users).
 
-Rules: META-5 (the file and its name), META-6 (header first, footer last).
+The file's name, its `.part` and its listing are the quorum's (kafka_ref/raft/snapshots.py,
+as Kafka's `Snapshots` is in its raft module); this module is what is in the file.
+
+Rules: META-5 (the file and its name), META-6 (header first, footer last), META-12.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafka_ref.errors import CorruptRecordError
-from kafka_ref.files import write_atomically
 from kafka_ref.metadata.batches import MetadataBatch, build_metadata_batch, read_metadata_batches
+from kafka_ref.metadata.image import EMPTY, MetadataImage, load
 from kafka_ref.metadata.serde import ApiMessageAndVersion, serialize
+from kafka_ref.raft.snapshots import (
+    BOOTSTRAP_SNAPSHOT_ID,
+    DELETE_SUFFIX,
+    PARTIAL_SUFFIX,
+    SUFFIX,
+    OffsetAndEpoch,
+    list_snapshots,
+    parse_snapshot_name,
+    snapshot_file_name,
+    write_snapshot,
+)
 from kafka_ref.record.control import ControlRecordType
 from kafka_ref.record.kraft_control import (
     CURRENT_VERSION,
@@ -51,49 +64,29 @@ from kafka_ref.record.kraft_control import (
     build_kraft_control_batch,
 )
 
-SUFFIX = ".checkpoint"
-PARTIAL_SUFFIX = SUFFIX + ".part"
-DELETE_SUFFIX = SUFFIX + ".deleted"
-_NAME = re.compile(r"^(\d{20})-(\d{10})(\.checkpoint(?:\.part|\.deleted)?)$")
+# the file's name and its writing are the quorum's; a reader of snapshots finds them here too
+__all__ = [
+    "BOOTSTRAP_SNAPSHOT_ID",
+    "DELETE_SUFFIX",
+    "PARTIAL_SUFFIX",
+    "SUFFIX",
+    "CorruptSnapshotError",
+    "OffsetAndEpoch",
+    "Snapshot",
+    "list_snapshots",
+    "parse_snapshot",
+    "parse_snapshot_name",
+    "read_snapshot",
+    "snapshot_batches",
+    "snapshot_file_name",
+    "snapshot_image",
+    "write_snapshot",
+]
 MAX_BATCH_BYTES = 8 * 1024 * 1024  # Kafka: KafkaRaftClient.MAX_BATCH_SIZE_BYTES
 
 
 class CorruptSnapshotError(CorruptRecordError):
     """A snapshot file that does not open with a header or close with a footer."""
-
-
-class OffsetAndEpoch(NamedTuple):
-    """A snapshot's id (Kafka: `OffsetAndEpoch`): its end offset and the last record's epoch."""
-
-    offset: int
-    epoch: int
-
-
-BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)  # Kafka: Snapshots.BOOTSTRAP_SNAPSHOT_ID
-
-
-def snapshot_file_name(snapshot_id: OffsetAndEpoch) -> str:
-    """`<20-digit end offset>-<10-digit epoch>.checkpoint` (Kafka: `Snapshots.snapshotPath`)."""
-    return f"{snapshot_id.offset:020d}-{snapshot_id.epoch:010d}{SUFFIX}"
-
-
-def parse_snapshot_name(name: str) -> tuple[OffsetAndEpoch, str] | None:
-    """The id and suffix of a snapshot file name (`.checkpoint`, `.checkpoint.part`,
-    `.checkpoint.deleted`), or None for any other file (Kafka: `Snapshots.parse`)."""
-    match = _NAME.match(name)
-    if match is None:
-        return None
-    return OffsetAndEpoch(int(match.group(1)), int(match.group(2))), match.group(3)
-
-
-def list_snapshots(log_dir: str) -> list[OffsetAndEpoch]:
-    """The ids of the finished snapshots in a partition directory, oldest first."""
-    found = []
-    for name in os.listdir(log_dir):
-        parsed = parse_snapshot_name(name)
-        if parsed is not None and parsed[1] == SUFFIX:
-            found.append(parsed[0])
-    return sorted(found)
 
 
 def snapshot_batches(
@@ -157,15 +150,6 @@ def _chunks(
     return chunks
 
 
-def write_snapshot(log_dir: str, snapshot_id: OffsetAndEpoch, data: bytes) -> str:
-    """Write a snapshot's bytes under its name, through `.checkpoint.part`, fsynced, renamed
-    (Kafka: `FileRawSnapshotWriter.freeze`). Returns the path."""
-    os.makedirs(log_dir, exist_ok=True)
-    path = os.path.join(log_dir, snapshot_file_name(snapshot_id))
-    write_atomically(path, data, tmp_suffix=".part")
-    return path
-
-
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """A snapshot read back: its id, its header and the records it holds."""
@@ -183,7 +167,13 @@ def read_snapshot(path: str) -> Snapshot:
     if parsed is None or parsed[1] != SUFFIX:
         raise CorruptSnapshotError(f"{os.path.basename(path)} is not a snapshot file name")
     with open(path, "rb") as f:
-        data = f.read()
+        return parse_snapshot(f.read(), parsed[0], path)
+
+
+def parse_snapshot(data: bytes, snapshot_id: OffsetAndEpoch, name: str = "snapshot") -> Snapshot:
+    """Check and read a snapshot's bytes (a file's, or a FetchSnapshot's copy): header
+    first, footer last, whole batches."""
+    path = name
     batches = list(read_metadata_batches(data))
     if not batches or not batches[0].is_control or not batches[0].control:
         raise CorruptSnapshotError(f"{path}: first batch is not a control batch with a record")
@@ -196,9 +186,15 @@ def read_snapshot(path: str) -> Snapshot:
     if not last.is_control or [t for t, _ in last.control] != [ControlRecordType.SNAPSHOT_FOOTER]:
         raise CorruptSnapshotError(f"{path}: last batch is not a snapshot footer")
     return Snapshot(
-        parsed[0],
+        snapshot_id,
         header.last_contained_log_timestamp,
         [entry for batch in batches for entry in batch.control],
         [entry for batch in batches for entry in batch.records],
         batches,
     )
+
+
+def snapshot_image(data: bytes, snapshot_id: OffsetAndEpoch) -> MetadataImage:
+    """The metadata image a snapshot's bytes hold: its records replayed from the empty image
+    (what a node rebuilds from when it loads a snapshot, RAFT-24; META-9)."""
+    return load(parse_snapshot(data, snapshot_id).records, EMPTY)

@@ -10,13 +10,13 @@ id, and so knows which schema to read it with.
 Kafka numbers its APIs once and for all (Kafka's `ApiKeys` enum): a number is never given
 to another API, even after the API it named is gone. kafka-ref declares the keys it
 implements; the gaps below are Kafka APIs it does not (7 ControlledShutdown,
-34 AlterReplicaLogDirs, 38..41 the delegation tokens, 57 UpdateFeatures, 58 Envelope,
-67 AllocateProducerIds, 68 the new consumer group protocol, 69, 71..74 and 76..79, 83..
-the share groups, streams groups and others, ...). A key that is not
-declared is refused with the header in hand (`UnknownApiKeyError`, PROTO-13).
+34 AlterReplicaLogDirs, 38..41 the delegation tokens, 57 UpdateFeatures, 71, 72, 74,
+88..89 the streams groups and others, ...).
+A key that is not declared is refused with the header in hand (`UnknownApiKeyError`, PROTO-13).
 
-KRaft's APIs (52..55 and 59 the Raft quorum, 62..64 the brokers' lifecycle, 70 the
-controllers' registration, 80..82 the voter set) are declared for the controller listener:
+KRaft's APIs (52..55 and 59 the Raft quorum, 62..64 the brokers' lifecycle, 58 Envelope
+and 67 AllocateProducerIds from the brokers, 70 the controllers' registration, 73 the
+replicas' log directories, 80..82 the voter set) are declared for the controller listener:
 a broker neither advertises nor reads them (PROTO-21).
 
 Rules: PROTO-13, PROTO-21.
@@ -81,6 +81,7 @@ class ApiKey(IntEnum):
     END_QUORUM_EPOCH = 54
     DESCRIBE_QUORUM = 55
     ALTER_PARTITION = 56
+    ENVELOPE = 58
     FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
@@ -89,8 +90,24 @@ class ApiKey(IntEnum):
     UNREGISTER_BROKER = 64
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     CONTROLLER_REGISTRATION = 70
+    ASSIGN_REPLICAS_TO_DIRS = 73
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76  # share groups (KIP-932)
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
     UPDATE_RAFT_VOTER = 82
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92

@@ -3,7 +3,8 @@
 `KafkaRaftClient` is one voter: message values in (messages.py), message values out, time
 passed in, randomness injected. `QuorumState` and the epoch states are its state machine,
 `ElectionState` the `quorum-state` file, `KafkaRaftLog` its log on kafka-ref's own
-partition log. The simulator in kafka_ref/sim/raft_cluster.py runs several of them.
+partition log, with its snapshots (KIP-630). The simulator in kafka_ref/sim/raft_cluster.py
+runs several of them.
 """
 
 from kafka_ref.raft.election_state import ElectionState, FileQuorumStateStore

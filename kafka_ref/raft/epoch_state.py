@@ -9,6 +9,9 @@ quorum_state.py, which is the only one to switch them:
         |                                 v                                v
         +---------- higher epoch -- Follower <----- BeginQuorumEpoch --- Leader --> Resigned
 
+An **observer** (a node outside the voter set, RAFT-18) knows only the two states on the
+left of the picture: Unattached, while it looks for the leader, and Follower.
+
 * **Unattached**: the epoch is known, its leader is not; the voter may have voted in it.
 * **Prospective** (KIP-996): asking for pre-votes, without bumping the epoch.
 * **Candidate**: the epoch bumped, voted for itself, asking for votes.
@@ -16,12 +19,13 @@ quorum_state.py, which is the only one to switch them:
 * **Resigned**: a leader that stopped leading (shut down gracefully, or lost its majority)
   and waits for the next epoch; it never leads this epoch again.
 
-Each state answers three questions: its epoch and what of it must be durable
-(`election`, an `ElectionState`), whether it may grant a vote (`can_grant_vote`, RAFT-2 and
-RAFT-5), and when its timer expires (`deadline_ms`, on the clock passed in; no state reads
-the time itself).
+Each state answers two questions: its epoch and what of it must be durable (`election`, an
+`ElectionState`: the epoch, the leader it knows, the vote it cast), and when its timer
+expires (`deadline_ms`, on the clock passed in; no state reads the time itself). Whom it
+may vote for is decided from what it knows, its epoch, vote and leader (and a follower's
+whether it has fetched from that leader), the same way in every state (vote.py).
 
-Rules: RAFT-2, RAFT-5.
+Rules: RAFT-2, RAFT-18.
 """
 
 from __future__ import annotations
@@ -47,10 +51,6 @@ class EpochState:
     def leader_id(self) -> int:
         return NOT_SET
 
-    def can_grant_vote(self, candidate_id: int, log_up_to_date: bool, pre_vote: bool) -> bool:
-        """Whether a (pre-)vote for `candidate_id` in this epoch may be granted."""
-        return False
-
     def deadline_ms(self) -> int | None:
         """When this state's timer expires (absolute, on the caller's clock), if it has one."""
         return None
@@ -61,37 +61,24 @@ class EpochState:
 
 class UnattachedState(EpochState):
     """An epoch without a known leader (Kafka: `UnattachedState`; with a vote, once
-    `VotedState`). The voter waits a random election timeout, then becomes prospective."""
+    `VotedState`). A voter waits a random election timeout, then becomes prospective; an
+    observer has no election timer (`election_deadline_ms` None): it only asks the bootstrap
+    servers who leads (RAFT-18)."""
 
     name = "Unattached"
 
     def __init__(
-        self, epoch: int, voters: tuple[int, ...], voted_id: int, election_deadline_ms: int
+        self,
+        epoch: int,
+        voters: tuple[int, ...],
+        voted_id: int,
+        election_deadline_ms: int | None,
     ) -> None:
         super().__init__(epoch, voters, voted_id)
         self.election_deadline_ms = election_deadline_ms
 
-    def can_grant_vote(self, candidate_id: int, log_up_to_date: bool, pre_vote: bool) -> bool:
-        return unattached_or_prospective_can_grant_vote(
-            self.voted_id, candidate_id, log_up_to_date, pre_vote
-        )
-
     def deadline_ms(self) -> int | None:
         return self.election_deadline_ms
-
-
-def unattached_or_prospective_can_grant_vote(
-    voted_id: int, candidate_id: int, log_up_to_date: bool, pre_vote: bool
-) -> bool:
-    """The vote policy of a voter that knows no leader in its epoch (Kafka:
-    `QuorumState.unattachedOrProspectiveCanGrantVote`): one vote per epoch, granted again
-    to the same candidate (a retry), and only to a log at least as up to date (RAFT-5); a
-    pre-vote binds nothing, so only the log counts (RAFT-4)."""
-    if pre_vote:
-        return log_up_to_date
-    if voted_id != NOT_SET:
-        return voted_id == candidate_id
-    return log_up_to_date
 
 
 class ResignedState(EpochState):

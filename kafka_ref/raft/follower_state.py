@@ -11,14 +11,20 @@ with their place in the list, so that the most caught-up voter usually wins.
 
 A follower grants no real vote in its epoch (the epoch has a leader). It grants a pre-vote
 only while it has not yet heard from its leader in this epoch (KIP-996): a follower that
-fetches happily keeps a lone disconnected voter from deposing the leader it follows.
+fetches happily keeps a lone disconnected voter from deposing the leader it follows. Hence
+`has_fetched_from_leader`, which the vote's decision reads (vote.py).
 
-Rules: RAFT-4, RAFT-7.
+A follower told to load a snapshot (its fetch fell below the leader's log start offset)
+**fetches the snapshot** instead of the log: `fetching_snapshot` holds the snapshot's id
+and the bytes copied so far, and each FetchSnapshot asks from where they end (RAFT-23).
+
+Rules: RAFT-4, RAFT-7, RAFT-23.
 """
 
 from __future__ import annotations
 
 from kafka_ref.raft.epoch_state import EpochState
+from kafka_ref.raft.messages import OffsetAndEpoch
 
 
 class FollowerState(EpochState):
@@ -36,6 +42,7 @@ class FollowerState(EpochState):
         self._leader_id = leader_id
         self.fetch_deadline_ms = fetch_deadline_ms
         self.has_fetched_from_leader = False
+        self.fetching_snapshot: tuple[OffsetAndEpoch, bytearray] | None = None
 
     @property
     def leader_id(self) -> int:
@@ -44,9 +51,6 @@ class FollowerState(EpochState):
     def reset_fetch_timeout(self, now_ms: int, fetch_timeout_ms: int) -> None:
         self.fetch_deadline_ms = now_ms + fetch_timeout_ms
         self.has_fetched_from_leader = True
-
-    def can_grant_vote(self, candidate_id: int, log_up_to_date: bool, pre_vote: bool) -> bool:
-        return pre_vote and log_up_to_date and not self.has_fetched_from_leader
 
     def deadline_ms(self) -> int | None:
         return self.fetch_deadline_ms

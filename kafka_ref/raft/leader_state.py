@@ -25,24 +25,35 @@ everything before it is safe too.
 The leader also **checks its quorum** (Kafka's check quorum): if a majority of voters has
 not fetched within 1.5 fetch timeouts, it resigns, rather than lead a minority forever.
 
-Rules: RAFT-6.
+**Observers** (RAFT-19) fetch too, and the leader serves them the same records, but they
+count for nothing: not in the high watermark, not in the check of the quorum. Their
+replicas are kept apart (`observers`, Kafka's `observerStates`) only to be described
+(DescribeQuorum's Observers), and one not heard from for `OBSERVER_SESSION_TIMEOUT_MS` is
+forgotten. A fetch from no node at all (replica id -1) is served and not tracked.
+
+Rules: RAFT-6, RAFT-19.
 """
 
 from __future__ import annotations
 
+import uuid
+
 from kafka_ref.raft.epoch_state import EpochState
 from kafka_ref.raft.nominee_state import majority_size
 
+OBSERVER_SESSION_TIMEOUT_MS = 300_000  # Kafka: LeaderState.OBSERVER_SESSION_TIMEOUT_MS
+
 
 class ReplicaState:
-    """What the leader knows of one voter: its end offset (None until it fetched)."""
+    """What the leader knows of one replica: its end offset (None until it fetched)."""
 
-    __slots__ = ("end_offset", "last_caught_up_ms", "last_fetch_ms")
+    __slots__ = ("directory_id", "end_offset", "last_caught_up_ms", "last_fetch_ms")
 
     def __init__(self) -> None:
         self.end_offset: int | None = None
         self.last_fetch_ms = -1
         self.last_caught_up_ms = -1  # when it last fetched at the leader's end (DescribeQuorum)
+        self.directory_id: uuid.UUID | None = None  # an observer's metadata log directory
 
 
 class LeaderState(EpochState):
@@ -62,7 +73,8 @@ class LeaderState(EpochState):
         self.local_id = local_id
         self.epoch_start_offset = epoch_start_offset
         self.granting_voters = granting_voters
-        self.replicas = {v: ReplicaState() for v in voters}
+        self.replicas = {v: ReplicaState() for v in voters}  # what the majority is taken of
+        self.observers: dict[int, ReplicaState] = {}  # never counted: only described
         self.check_quorum_timeout_ms = check_quorum_timeout_ms
         self.check_quorum_deadline_ms = now_ms + check_quorum_timeout_ms
         self._fetched_since_check = {local_id}
@@ -80,21 +92,54 @@ class LeaderState(EpochState):
         """The leader's own log reached `end_offset`, fsynced."""
         self.replicas[self.local_id].end_offset = end_offset
 
-    def update_replica_state(self, replica_id: int, end_offset: int, now_ms: int) -> None:
-        """A voter fetched at `end_offset`, its log agreeing with the leader's below it."""
-        replica = self.replicas[replica_id]
+    def update_replica_state(
+        self,
+        replica_id: int,
+        end_offset: int,
+        now_ms: int,
+        directory_id: uuid.UUID | None = None,
+    ) -> None:
+        """A replica fetched at `end_offset`, its log agreeing with the leader's below it.
+        A voter's fetch counts toward the check of the quorum; an observer's is only
+        recorded (Kafka: `LeaderState.updateReplicaState`)."""
+        if replica_id < 0:
+            return  # a fetcher that is no replica (Kafka ignores negative ids)
+        voter = replica_id in self.replicas
+        replica = (
+            self.replicas[replica_id]
+            if voter
+            else self.observers.setdefault(replica_id, ReplicaState())
+        )
         replica.end_offset = end_offset
         replica.last_fetch_ms = now_ms
         if end_offset >= (self.replicas[self.local_id].end_offset or 0):
             replica.last_caught_up_ms = now_ms
+        if not voter:  # RAFT-19: an observer is described, never counted
+            replica.directory_id = directory_id
+            return
+        self.update_check_quorum(replica_id, now_ms)
+
+    def update_check_quorum(self, replica_id: int, now_ms: int) -> None:
+        """A voter fetched (the log, or a snapshot): it follows this leader (Kafka:
+        `updateCheckQuorumForFollowingVoter`)."""
+        if replica_id not in self.replicas:
+            return
         self.acknowledged.add(replica_id)
         self._fetched_since_check.add(replica_id)
         if len(self._fetched_since_check) >= majority_size(self.voters):
             self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
             self._fetched_since_check = {self.local_id}
 
+    def observer_states(self, now_ms: int) -> dict[int, ReplicaState]:
+        """The observers heard from within the session timeout; the others are forgotten
+        (Kafka: `observerStates`, `clearInactiveObservers`)."""
+        for replica_id, replica in list(self.observers.items()):
+            if now_ms - replica.last_fetch_ms >= OBSERVER_SESSION_TIMEOUT_MS:
+                del self.observers[replica_id]
+        return self.observers
+
     def majority_end_offset(self) -> int:
-        """The largest offset a majority of the voters has reached."""
+        """The largest offset a majority of the voters has reached (observers not counted)."""
         offsets = sorted((r.end_offset or 0 for r in self.replicas.values()), reverse=True)
         return offsets[majority_size(self.voters) - 1]
 

@@ -13,12 +13,16 @@ definitions (`clients/src/main/resources/common/message/*.json`) under snake_cas
 * `EndQuorumEpochRequest` / `Response` (54): a leader that resigns tells the voters, with the
   voters it prefers as successors (the most caught up first), so they need not wait for
   their fetch timeout.
-* `FetchRequest` / `FetchResponse` (1): followers pull from the leader, as Kafka's ISR
-  replication does. The request carries the follower's log end (`fetch_offset`) and the
-  epoch of its last batch (`last_fetched_epoch`); the leader checks the two against its own
-  log and answers either records and its high watermark, or a `diverging_epoch`: "your
-  epoch E ends at offset O on my log, truncate there" (KIP-595 reuses KIP-279's truncation
-  by leader epoch, but inside Fetch instead of a separate OffsetsForLeaderEpoch round).
+* `FetchRequest` / `FetchResponse` (1): followers, and observers (RAFT-18), pull from the
+  leader, as Kafka's ISR replication does. The request carries the follower's log end
+  (`fetch_offset`) and the epoch of its last batch (`last_fetched_epoch`); the leader
+  checks the two against its own log and answers either records and its high watermark,
+  or a `diverging_epoch`: "your epoch E ends at offset O on my log, truncate there"
+  (KIP-595 reuses KIP-279's truncation by leader epoch, but inside Fetch instead of a
+  separate OffsetsForLeaderEpoch round). A follower whose fetch falls below the leader's
+  log start offset gets a `snapshot_id` instead (KIP-630): the snapshot to load first.
+* `FetchSnapshotRequest` / `Response` (59, KIP-630): that follower copies the snapshot in
+  chunks, each from the `position` it has reached, until it holds all `size` bytes.
 
 A request carries the `correlation_id` of Kafka's request header, and its response echoes
 it: a node answers only the request it is waiting for from that peer (Kafka's
@@ -31,11 +35,12 @@ so a node behind learns of the new epoch from any answer (RAFT-2).
 
 Wire encoding is not part of this module: these are the values the core reads and writes.
 
-Rules: RAFT-2, RAFT-4.
+Rules: RAFT-2, RAFT-4, RAFT-23.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from kafka_ref.errors import ErrorCode
@@ -120,7 +125,9 @@ class EndQuorumEpochResponse:
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
     """One partition of FetchRequest.json as KIP-595 uses it: ReplicaId (in ReplicaState),
-    CurrentLeaderEpoch, FetchOffset, LastFetchedEpoch, and the PartitionMaxBytes."""
+    CurrentLeaderEpoch, FetchOffset, LastFetchedEpoch, the PartitionMaxBytes, and the
+    fetching replica's ReplicaDirectoryId (v17, KIP-853: the leader describes an observer
+    by it)."""
 
     cluster_id: str
     replica_id: int
@@ -129,6 +136,7 @@ class FetchRequest:
     last_fetched_epoch: int = UNDEFINED_EPOCH
     max_bytes: int = 1 << 20
     correlation_id: int = 0
+    replica_directory_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +145,8 @@ class FetchResponse:
     (EpochEndOffset: Epoch, EndOffset), CurrentLeader (LeaderId, LeaderEpoch), Records.
 
     `records` are whole v2 batches as the leader stores them; empty when the follower must
-    truncate first (`diverging_epoch` set) or has nothing new to read."""
+    truncate first (`diverging_epoch` set), must load a snapshot first (`snapshot_id` set:
+    SnapshotId, v12+) or has nothing new to read."""
 
     error_code: ErrorCode
     leader_id: int
@@ -146,8 +155,51 @@ class FetchResponse:
     records: bytes = b""
     diverging_epoch: OffsetAndEpoch | None = None
     correlation_id: int = 0
+    snapshot_id: OffsetAndEpoch | None = None  # (epoch, end offset) of the snapshot to load
 
 
-RaftRequest = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest
-RaftResponse = VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    """One partition of FetchSnapshotRequest.json: ReplicaId, CurrentLeaderEpoch,
+    SnapshotId (EndOffset, Epoch), Position, and the MaxBytes of the answer."""
+
+    cluster_id: str
+    replica_id: int
+    current_leader_epoch: int
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int = 1 << 20
+    correlation_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    """One partition of FetchSnapshotResponse.json: ErrorCode, SnapshotId, CurrentLeader,
+    Size (the whole snapshot's), Position (of this chunk) and UnalignedRecords (the chunk,
+    which may end inside a batch)."""
+
+    error_code: ErrorCode
+    leader_id: int
+    leader_epoch: int
+    snapshot_id: OffsetAndEpoch | None = None
+    size: int = -1
+    position: int = -1
+    unaligned_records: bytes = b""
+    correlation_id: int = 0
+
+
+RaftRequest = (
+    VoteRequest
+    | BeginQuorumEpochRequest
+    | EndQuorumEpochRequest
+    | FetchRequest
+    | FetchSnapshotRequest
+)
+RaftResponse = (
+    VoteResponse
+    | BeginQuorumEpochResponse
+    | EndQuorumEpochResponse
+    | FetchResponse
+    | FetchSnapshotResponse
+)
 RaftMessage = RaftRequest | RaftResponse

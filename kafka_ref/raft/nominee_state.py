@@ -23,8 +23,8 @@ Rules: RAFT-1, RAFT-4.
 
 from __future__ import annotations
 
-from kafka_ref.raft.election_state import NOT_SET, ElectionState
-from kafka_ref.raft.epoch_state import EpochState, unattached_or_prospective_can_grant_vote
+from kafka_ref.raft.election_state import ElectionState
+from kafka_ref.raft.epoch_state import EpochState
 
 
 def majority_size(voters: tuple[int, ...]) -> int:
@@ -83,13 +83,6 @@ class ProspectiveState(EpochState):
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, self.known_leader_id, self.voted_id, self.voters)
 
-    def can_grant_vote(self, candidate_id: int, log_up_to_date: bool, pre_vote: bool) -> bool:
-        if not pre_vote and self.known_leader_id != NOT_SET:
-            return False  # this epoch has a leader: no candidate may win it
-        return unattached_or_prospective_can_grant_vote(
-            self.voted_id, candidate_id, log_up_to_date, pre_vote
-        )
-
     def deadline_ms(self) -> int | None:
         return self.election_deadline_ms
 
@@ -108,10 +101,6 @@ class CandidateState(EpochState):
         self.local_id = local_id
         self.election_deadline_ms = election_deadline_ms
         self.epoch_election = EpochElection(voters, local_id)
-
-    def can_grant_vote(self, candidate_id: int, log_up_to_date: bool, pre_vote: bool) -> bool:
-        # it voted for itself in this epoch; a pre-vote for the next one binds nothing
-        return pre_vote and log_up_to_date
 
     def deadline_ms(self) -> int | None:
         return self.election_deadline_ms

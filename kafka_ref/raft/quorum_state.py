@@ -13,9 +13,16 @@ The rules of the switches, which assertions hold:
 * the epoch never goes down, and it goes up only to an epoch someone else started
   (`transition_to_unattached`, `transition_to_follower`) or by one when this voter becomes
   a candidate (`transition_to_candidate`);
-* a voter votes once per epoch (`transition_to_unattached_voted`, from Unattached or
-  Prospective without a vote);
+* a voter votes once per epoch, and not in an epoch whose leader it knows
+  (`transition_to_unattached_voted`, from Unattached or Prospective without a vote). Whether
+  it grants a vote is decided elsewhere, on a snapshot of what it knows (`voter_state`,
+  vote.py); this switch asserts that the decision kept the rule;
 * only a candidate with a majority becomes leader, in its own epoch.
+
+A node whose id is not among the voters is an **observer** (RAFT-18; Kafka: `isObserver`):
+it follows the leader but has no say. Its state machine is the voter's cut down to
+Unattached and Follower: it has no election timer, never becomes prospective, a candidate
+or a leader, and never votes.
 
 It also keeps the voter's **high watermark**, which never decreases, and the election
 timeouts, drawn from the random source it is given (RAFT-1).
@@ -25,7 +32,7 @@ may not lead its old epoch again: its uncommitted entries, in flight at the cras
 unknown), one that knew a leader comes back its Follower, any other Unattached, with the
 vote it cast.
 
-Rules: RAFT-1, RAFT-2, RAFT-3.
+Rules: RAFT-1, RAFT-2, RAFT-3, RAFT-18.
 """
 
 from __future__ import annotations
@@ -36,10 +43,10 @@ from kafka_ref.raft.election_state import NOT_SET, ElectionState, QuorumStateSto
 from kafka_ref.raft.epoch_state import EpochState, ResignedState, UnattachedState
 from kafka_ref.raft.follower_state import FollowerState
 from kafka_ref.raft.leader_state import LeaderState
-from kafka_ref.raft.messages import OffsetAndEpoch
 from kafka_ref.raft.nominee_state import CandidateState, ProspectiveState
 from kafka_ref.raft.quorum_config import QuorumConfig
-from kafka_ref.raft.replicated_log import ReplicatedLog, end_offset_and_epoch
+from kafka_ref.raft.replicated_log import ReplicatedLog
+from kafka_ref.raft.vote import VoterState
 
 
 class QuorumState:
@@ -52,7 +59,7 @@ class QuorumState:
         config: QuorumConfig,
         rng: random.Random,
     ) -> None:
-        assert local_id in voters, f"{local_id} is not a voter of {voters}"
+        assert voters, "a quorum has voters"
         self.local_id = local_id
         self.voters = tuple(sorted(voters))
         self.store = store
@@ -74,15 +81,38 @@ class QuorumState:
     def is_leader(self) -> bool:
         return isinstance(self.state, LeaderState)
 
-    def is_log_up_to_date(self, last_offset_epoch: int, last_offset: int) -> bool:
-        """A candidate's log is at least as up to date as ours: a later last epoch, or the
-        same one and at least as long (RAFT-5; Raft paper section 5.4.1)."""
-        return OffsetAndEpoch(last_offset_epoch, last_offset) >= end_offset_and_epoch(self.log)
+    @property
+    def is_voter(self) -> bool:
+        """Whether this node votes; one outside the voter set observes (Kafka: `isVoter`)."""
+        return self.local_id in self.voters
+
+    def voter_state(self) -> VoterState:
+        """What this voter knows, as a VoteRequest's answer is decided on it (vote.py)."""
+        state = self.state
+        fetched = isinstance(state, FollowerState) and state.has_fetched_from_leader
+        return VoterState(
+            self.local_id,
+            state.epoch,
+            state.voted_id,
+            state.leader_id,
+            fetched,
+            self.log.last_fetched_epoch,
+            self.log.end_offset,
+        )
 
     def random_election_timeout_ms(self) -> int:
-        """Kafka: `randomElectionTimeoutMs`, uniform in [timeout, 2 x timeout) (RAFT-1)."""
+        """Kafka: `randomElectionTimeoutMs`, uniform in [timeout, 2 x timeout) (RAFT-1); in
+        [timeout, timeout + jitter) with the config's `election_jitter_ms`."""
         timeout = self.config.election_timeout_ms
-        return timeout + self.rng.randrange(timeout)
+        jitter = (
+            timeout if self.config.election_jitter_ms is None else self.config.election_jitter_ms
+        )
+        return timeout + (self.rng.randrange(jitter) if jitter > 0 else 0)
+
+    def _election_deadline_ms(self, now_ms: int) -> int | None:
+        """When an unattached node's election timer expires: never, for an observer (Kafka
+        gives it `Long.MAX_VALUE`)."""
+        return now_ms + self.random_election_timeout_ms() if self.is_voter else None
 
     def election_backoff_ms(self) -> int:
         return self.rng.randrange(max(self.config.election_backoff_max_ms, 1))
@@ -96,12 +126,12 @@ class QuorumState:
         """The state after a (re)start, from the `quorum-state` file and the log."""
         stored = self.store.read_election_state() or ElectionState(0, voters=self.voters)
         log_epoch = self.log.last_fetched_epoch
-        deadline = now_ms + self.random_election_timeout_ms()
+        deadline = self._election_deadline_ms(now_ms)
         if log_epoch > stored.epoch:  # the log saw a later epoch than the file: start there
             self._durable(UnattachedState(log_epoch, self.voters, NOT_SET, deadline))
-        elif stored.leader_id == self.local_id:
+        elif stored.leader_id == self.local_id and self.is_voter:
             self.state = ResignedState(stored.epoch, self.voters, self.local_id, (), deadline)
-        elif stored.has_leader:
+        elif stored.has_leader and stored.leader_id != self.local_id:
             self.state = FollowerState(
                 stored.epoch,
                 self.voters,
@@ -121,20 +151,32 @@ class QuorumState:
     def transition_to_unattached(self, epoch: int, now_ms: int) -> None:
         """A later epoch whose leader is not known: no vote cast in it yet."""
         assert epoch > self.epoch, f"unattached at {epoch} from epoch {self.epoch}"
-        deadline = now_ms + self.random_election_timeout_ms()
+        deadline = self._election_deadline_ms(now_ms)
         self._durable(UnattachedState(epoch, self.voters, NOT_SET, deadline))
 
     def transition_to_unattached_voted(self, candidate_id: int, now_ms: int) -> None:
-        """Vote for `candidate_id` in the current epoch, durably, before answering (RAFT-2)."""
+        """Vote for `candidate_id` in the current epoch, durably, before answering (RAFT-2).
+        Granted again to the same candidate (a retry), the vote is on disk already."""
         state = self.state
+        assert self.is_voter, f"{self.local_id} observes: it has no vote"
+        if state.voted_id == candidate_id:
+            return
+        assert state.voted_id == NOT_SET, (
+            f"{self.local_id} votes for {candidate_id} in epoch {self.epoch}, having voted "
+            f"for {state.voted_id}: two votes in one epoch"
+        )
+        assert state.leader_id == NOT_SET, (
+            f"{self.local_id} votes for {candidate_id} in epoch {self.epoch}, whose leader "
+            f"{state.leader_id} it knows"
+        )
         assert isinstance(state, (UnattachedState, ProspectiveState)), state
-        assert state.voted_id == NOT_SET, f"already voted for {state.voted_id} in {self.epoch}"
         deadline = now_ms + self.random_election_timeout_ms()
         self._durable(UnattachedState(self.epoch, self.voters, candidate_id, deadline))
 
     def transition_to_prospective(self, now_ms: int) -> None:
         """Start a pre-vote for epoch + 1, keeping this epoch's vote and leader (RAFT-4)."""
         state = self.state
+        assert self.is_voter, f"{self.local_id} observes: it never stands for election"
         assert not isinstance(state, (LeaderState, ProspectiveState)), state
         leader_id = state.leader_id if isinstance(state, FollowerState) else NOT_SET
         deadline = now_ms + self.random_election_timeout_ms()

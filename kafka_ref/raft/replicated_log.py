@@ -20,8 +20,27 @@ checkpoint). What the core asks of a log:
 agrees with the leader's log if the leader's log holds that epoch and the epoch does not
 end before the fetch offset. Otherwise the answer is the diverging epoch: the largest epoch
 the leader knows up to the follower's, and where it ends on the leader (RAFT-7).
+`truncation_offset` is the follower's side: where it cuts its log on such an answer.
 
-Rules: RAFT-7, RAFT-8.
+**Snapshots** (KIP-630). The log also holds snapshots: files, each the application's state
+after every record below its end offset, named by that end offset and the epoch of the last
+record it covers (its `OffsetAndEpoch`, Kafka's snapshot id). What the core asks of them:
+
+* **create** a snapshot from the application's bytes (`create_snapshot`), only at an offset
+  the quorum committed (RAFT-21), and **read** one back (`read_snapshot`);
+* **delete before a snapshot** (`delete_before_snapshot`): the log start offset moves up to
+  a snapshot's end offset and the segments wholly below it go; never past the latest
+  snapshot, so whatever the log no longer holds a snapshot does (RAFT-22);
+* **install** a snapshot copied from the leader (`install_snapshot`): the file, then the
+  log emptied to start at its end offset (Kafka: `truncateToLatestSnapshot`), so that
+  nothing older than the snapshot is left below the records fetched next (RAFT-23).
+
+`snapshot_for_fetch` is the leader's check of a fetch before `validate_offset_and_epoch`
+(Kafka: the SNAPSHOT answer of `ReplicatedLog.validateOffsetAndEpoch`): a follower that
+fetches below the log start offset, or at it with another epoch than the snapshot there,
+or with an epoch older than that snapshot's, must load the latest snapshot first.
+
+Rules: RAFT-7, RAFT-8, RAFT-22, RAFT-23.
 """
 
 from __future__ import annotations
@@ -29,6 +48,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from kafka_ref.raft.messages import OffsetAndEpoch
+from kafka_ref.seams import seam
 
 
 class ReplicatedLog(Protocol):
@@ -45,7 +65,8 @@ class ReplicatedLog(Protocol):
         ...
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        """The largest epoch <= `epoch` this log holds, and where it ends here."""
+        """The largest epoch <= `epoch` this log holds, and where it ends here (the next
+        epoch's start, or the log end); (-1, 0) when it holds none that old."""
         ...
 
     def append_as_leader(self, batches: bytes, epoch: int) -> tuple[int, int]:
@@ -68,6 +89,45 @@ class ReplicatedLog(Protocol):
         """fsync everything appended."""
         ...
 
+    @property
+    def start_offset(self) -> int:
+        """The log start offset: the first offset the log still holds (a snapshot's end)."""
+        ...
+
+    @property
+    def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The snapshot at the log start offset, if the log was ever cut."""
+        ...
+
+    @property
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The newest snapshot, if any."""
+        ...
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Write the snapshot `snapshot_id` durably (written whole, or not at all)."""
+        ...
+
+    def snapshot_id_at(self, end_offset: int) -> OffsetAndEpoch:
+        """The id of a snapshot ending at `end_offset`: the epoch of the record before it."""
+        ...
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes | None:
+        """The bytes of the snapshot `snapshot_id`, None if it is not (or no longer) here."""
+        ...
+
+    def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
+        """Move the log start offset up to `snapshot_id`'s end offset; True if it moved."""
+        ...
+
+    def maybe_clean(self, now_ms: int, max_bytes: int, max_ms: int) -> bool:
+        """Cut the log up to the latest snapshot if it holds too much, or too old."""
+        ...
+
+    def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Keep a snapshot copied from the leader, and empty the log to start at its end."""
+        ...
+
 
 def end_offset_and_epoch(log: ReplicatedLog) -> OffsetAndEpoch:
     """How up to date `log` is: the epoch of its last batch and its end offset."""
@@ -79,19 +139,42 @@ def validate_offset_and_epoch(
 ) -> OffsetAndEpoch | None:
     """None if a follower at (`fetch_offset`, `last_fetched_epoch`) agrees with `log`;
     else the diverging epoch and where it ends on `log` (RAFT-7)."""
-    if fetch_offset == 0 and last_fetched_epoch < 0:
-        return None  # an empty log agrees with every log
+    if fetch_offset == 0 and log.start_offset == 0:
+        return None  # an empty log agrees with every log that was never cut
     end = log.end_offset_for_epoch(last_fetched_epoch)
     if end.epoch != last_fetched_epoch or end.offset < fetch_offset:
         return end
     return None
 
 
+def snapshot_for_fetch(
+    log: ReplicatedLog, fetch_offset: int, last_fetched_epoch: int
+) -> OffsetAndEpoch | None:
+    """The snapshot a follower at (`fetch_offset`, `last_fetched_epoch`) must load before it
+    can fetch `log`, or None (RAFT-23; Kafka: `validateOffsetAndEpoch`'s SNAPSHOT)."""
+    earliest = log.earliest_snapshot_id
+    if earliest is None or (fetch_offset == 0 and log.start_offset == 0):
+        return None
+    if (
+        fetch_offset < log.start_offset
+        or (fetch_offset == log.start_offset and last_fetched_epoch != earliest.epoch)
+        or last_fetched_epoch < earliest.epoch
+    ):
+        return log.latest_snapshot_id
+    return None
+
+
+@seam
 def truncation_offset(log: ReplicatedLog, diverging: OffsetAndEpoch) -> int:
-    """Where a follower cuts its log when the leader says `diverging` (Kafka:
-    `truncateToEndOffset`): if the follower holds that epoch, where it ends on the leader or
-    here, whichever is sooner; if not, where the follower's own last epoch below it ends.
-    The next fetch checks again from there, so follower and leader meet in a few rounds."""
+    """Where a follower cuts its log when the leader answers its fetch with `diverging`
+    (RAFT-7; Kafka: `ReplicatedLog.truncateToEndOffset`): the largest epoch the leader holds
+    up to the follower's last one, and where it ends on the leader.
+
+    If the follower holds that epoch too, the two logs agree up to where it ends on the
+    leader or here, whichever is sooner: cut there. If not, cut where the follower's own
+    largest epoch below it ends (`log.end_offset_for_epoch`): what follows is of epochs the
+    leader never had. The next fetch checks again from there, so follower and leader meet
+    in a few rounds."""
     local = log.end_offset_for_epoch(diverging.epoch)
     if local.epoch == diverging.epoch:
         return min(local.offset, diverging.offset)

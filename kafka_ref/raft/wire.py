@@ -11,7 +11,8 @@ the UUID 0...01), so this module only wraps and unwraps that one partition.
 A request that names another partition, or none, is a request this node cannot serve:
 `InvalidRaftRequestError` names what is wrong, and the caller answers Kafka's error for it
 (INVALID_REQUEST). Versions sent are the newest both sides have in Kafka 4.4: Vote v2 (with
-KIP-996's PreVote), BeginQuorumEpoch v1, EndQuorumEpoch v1, Fetch v17.
+KIP-996's PreVote), BeginQuorumEpoch v1, EndQuorumEpoch v1, Fetch v17 (whose answer may
+carry a SnapshotId, KIP-630), and FetchSnapshot v1 (by topic name, as Kafka sends it).
 
 Rules: RAFT-14.
 """
@@ -30,6 +31,8 @@ from kafka_ref.protocol.messages import (
     EndQuorumEpochResponse,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -43,6 +46,7 @@ VERSIONS = {
     ApiKey.BEGIN_QUORUM_EPOCH: 1,
     ApiKey.END_QUORUM_EPOCH: 1,
     ApiKey.FETCH: 17,
+    ApiKey.FETCH_SNAPSHOT: 1,
 }
 FETCH_MAX_WAIT_MS = 0  # the core backs off after an empty answer (quorum_config.py)
 
@@ -71,7 +75,14 @@ def _only_partition(topics: list, topic_of) -> Any:
     if topic_of(topics[0]) not in (METADATA_TOPIC, METADATA_TOPIC_ID):
         raise InvalidRaftRequestError(f"{topic_of(topics[0])} is not {METADATA_TOPIC}")
     partition = topics[0].partitions[0]
-    index = getattr(partition, "partition_index", getattr(partition, "partition", None))
+    index = next(
+        (
+            getattr(partition, name)
+            for name in ("partition_index", "partition", "index")
+            if hasattr(partition, name)
+        ),
+        None,
+    )
     if index != METADATA_PARTITION:
         raise InvalidRaftRequestError(f"{METADATA_TOPIC} has no partition {index}")
     return partition
@@ -109,6 +120,9 @@ def request_to_wire(request: raft.RaftRequest) -> tuple[int, int, Any]:
             ],
         )
         return ApiKey.BEGIN_QUORUM_EPOCH, VERSIONS[ApiKey.BEGIN_QUORUM_EPOCH], body
+    if isinstance(request, raft.FetchSnapshotRequest):
+        body = _fetch_snapshot_request_to_wire(request)
+        return ApiKey.FETCH_SNAPSHOT, VERSIONS[ApiKey.FETCH_SNAPSHOT], body
     if isinstance(request, raft.EndQuorumEpochRequest):
         partition = EndQuorumEpochRequest.PartitionData(
             partition_index=METADATA_PARTITION,
@@ -134,6 +148,8 @@ def request_to_wire(request: raft.RaftRequest) -> tuple[int, int, Any]:
         last_fetched_epoch=request.last_fetched_epoch,
         partition_max_bytes=request.max_bytes,
     )
+    if request.replica_directory_id is not None:
+        partition.replica_directory_id = request.replica_directory_id
     body = FetchRequest(
         cluster_id=request.cluster_id or None,
         replica_state=FetchRequest.ReplicaState(replica_id=request.replica_id, replica_epoch=-1),
@@ -143,6 +159,23 @@ def request_to_wire(request: raft.RaftRequest) -> tuple[int, int, Any]:
         topics=[FetchRequest.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[partition])],
     )
     return ApiKey.FETCH, VERSIONS[ApiKey.FETCH], body
+
+
+def _fetch_snapshot_request_to_wire(request: raft.FetchSnapshotRequest) -> Any:
+    partition = FetchSnapshotRequest.PartitionSnapshot(
+        partition=METADATA_PARTITION,
+        current_leader_epoch=request.current_leader_epoch,
+        snapshot_id=FetchSnapshotRequest.SnapshotId(
+            end_offset=request.snapshot_id.offset, epoch=request.snapshot_id.epoch
+        ),
+        position=request.position,
+    )
+    return FetchSnapshotRequest(
+        cluster_id=request.cluster_id or None,
+        replica_id=request.replica_id,
+        max_bytes=request.max_bytes,
+        topics=[FetchSnapshotRequest.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])],
+    )
 
 
 def request_from_wire(api_key: int, body: Any) -> raft.RaftRequest:
@@ -171,6 +204,7 @@ def request_from_wire(api_key: int, body: Any) -> raft.RaftRequest:
     if api_key == ApiKey.FETCH:
         p = _only_partition(body.topics, lambda t: t.topic_id or t.topic)
         replica_id = body.replica_state.replica_id if body.replica_state else body.replica_id
+        directory_id = p.replica_directory_id
         return raft.FetchRequest(
             cluster_id,
             replica_id,
@@ -178,6 +212,18 @@ def request_from_wire(api_key: int, body: Any) -> raft.RaftRequest:
             p.fetch_offset,
             p.last_fetched_epoch,
             p.partition_max_bytes,
+            replica_directory_id=directory_id if directory_id and directory_id.int else None,
+        )
+    if api_key == ApiKey.FETCH_SNAPSHOT:
+        p = _only_partition(body.topics, lambda t: t.name)
+        snapshot_id = raft.OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset)
+        return raft.FetchSnapshotRequest(
+            cluster_id,
+            body.replica_id,
+            p.current_leader_epoch,
+            snapshot_id,
+            p.position,
+            body.max_bytes,
         )
     raise InvalidRaftRequestError(f"api key {api_key} is not a quorum request")
 
@@ -225,6 +271,27 @@ def response_to_wire(response: raft.RaftResponse, version: int) -> Any:
                 EndQuorumEpochResponse.TopicData(topic_name=METADATA_TOPIC, partitions=[partition])
             ],
         )
+    if isinstance(response, raft.FetchSnapshotResponse):
+        snapshot_id = response.snapshot_id or raft.OffsetAndEpoch(-1, -1)
+        partition = FetchSnapshotResponse.PartitionSnapshot(
+            index=METADATA_PARTITION,
+            error_code=response.error_code,
+            snapshot_id=FetchSnapshotResponse.SnapshotId(
+                end_offset=snapshot_id.offset, epoch=snapshot_id.epoch
+            ),
+            current_leader=FetchSnapshotResponse.LeaderIdAndEpoch(
+                leader_id=response.leader_id, leader_epoch=response.leader_epoch
+            ),
+            size=response.size,
+            position=response.position,
+            unaligned_records=response.unaligned_records,
+        )
+        return FetchSnapshotResponse(
+            error_code=ErrorCode.NO_ERROR,
+            topics=[
+                FetchSnapshotResponse.TopicSnapshot(name=METADATA_TOPIC, partitions=[partition])
+            ],
+        )
     assert isinstance(response, raft.FetchResponse), response
     data = FetchResponse.PartitionData(
         partition_index=METADATA_PARTITION,
@@ -238,6 +305,10 @@ def response_to_wire(response: raft.RaftResponse, version: int) -> Any:
     if response.diverging_epoch is not None:
         data.diverging_epoch = FetchResponse.EpochEndOffset(
             epoch=response.diverging_epoch.epoch, end_offset=response.diverging_epoch.offset
+        )
+    if response.snapshot_id is not None:
+        data.snapshot_id = FetchResponse.SnapshotId(
+            end_offset=response.snapshot_id.offset, epoch=response.snapshot_id.epoch
         )
     return FetchResponse(
         error_code=ErrorCode.NO_ERROR,
@@ -254,9 +325,11 @@ def response_from_wire(api_key: int, body: Any, correlation_id: int) -> raft.Raf
         return _refused(api_key, ErrorCode(body.error_code), correlation_id)
     if api_key == ApiKey.FETCH:
         p = _only_partition(body.responses, lambda t: t.topic_id or t.topic)
-        diverging = None
+        diverging = snapshot_id = None
         if p.diverging_epoch is not None and p.diverging_epoch.epoch >= 0:
             diverging = raft.OffsetAndEpoch(p.diverging_epoch.epoch, p.diverging_epoch.end_offset)
+        if p.snapshot_id is not None and p.snapshot_id.end_offset >= 0:
+            snapshot_id = raft.OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset)
         return raft.FetchResponse(
             ErrorCode(p.error_code),
             p.current_leader.leader_id,
@@ -264,6 +337,21 @@ def response_from_wire(api_key: int, body: Any, correlation_id: int) -> raft.Raf
             p.high_watermark,
             bytes(p.records or b""),
             diverging,
+            correlation_id,
+            snapshot_id,
+        )
+    if api_key == ApiKey.FETCH_SNAPSHOT:
+        p = _only_partition(body.topics, lambda t: t.name)
+        snapshot_id = raft.OffsetAndEpoch(p.snapshot_id.epoch, p.snapshot_id.end_offset)
+        leader = p.current_leader
+        return raft.FetchSnapshotResponse(
+            ErrorCode(p.error_code),
+            leader.leader_id if leader else raft.NO_LEADER,
+            leader.leader_epoch if leader else -1,
+            snapshot_id,
+            p.size,
+            p.position,
+            bytes(p.unaligned_records or b""),
             correlation_id,
         )
     p = _only_partition(body.topics, lambda t: t.topic_name)
@@ -285,4 +373,6 @@ def _refused(api_key: int, error: ErrorCode, correlation_id: int) -> raft.RaftRe
         return raft.BeginQuorumEpochResponse(error, no, -1, correlation_id)
     if api_key == ApiKey.END_QUORUM_EPOCH:
         return raft.EndQuorumEpochResponse(error, no, -1, correlation_id)
+    if api_key == ApiKey.FETCH_SNAPSHOT:
+        return raft.FetchSnapshotResponse(error, no, -1, correlation_id=correlation_id)
     return raft.FetchResponse(error, no, -1, correlation_id=correlation_id)

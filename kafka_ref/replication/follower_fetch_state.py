@@ -117,6 +117,7 @@ class PartitionFetcher:
                 current_leader_epoch=self.leader_epoch,
                 last_fetched_epoch=last_epoch,
                 max_bytes=self.max_bytes,
+                log_start_offset=p.log_start_offset,
             )
         return None
 

@@ -77,6 +77,7 @@ class FetchRequest:
     current_leader_epoch: int = UNDEFINED_EPOCH  # -1: not checked (old clients)
     last_fetched_epoch: int = UNDEFINED_EPOCH  # -1: no divergence check
     max_bytes: int = 1 << 20
+    log_start_offset: int = -1  # the follower's (v5+); -1 from a consumer
 
     @property
     def tp(self) -> TopicPartition:

@@ -247,6 +247,29 @@ class Partition(ConsumerReads):
         self._maybe_increment_high_watermark()
         logger.info("%r: became leader", self)
 
+    def update_assignment_and_isr(self, state: LeaderAndIsr) -> None:
+        """The controller changed the replicas or the ISR in this leader epoch (a newer
+        partition epoch: KRaft's controller keeps the leader epoch when the leader stays,
+        KBROKER-6; Kafka `Partition.updateAssignmentAndIsr`). A leader keeps what it knows of
+        the followers that remain, forgets the ones that left, and drops its own pending
+        ISR change: the controller decided otherwise, and the leader proposes again from
+        the new ISR."""
+        assert state.leader_epoch == self.leader_epoch, f"{state} is not epoch {self.leader_epoch}"
+        assert state.version > self.version, f"{state} is not newer than {self.version}"
+        assert state.leader == self.leader_id or (
+            state.leader in (None, -1) and self.leader_id in (None, -1)
+        ), f"{state} changes the leader without a new epoch"
+        self._take_state(state)
+        if self.is_leader:
+            now = self.clock.milliseconds()
+            self.remote = {
+                r: self.remote.get(r) or Replica(r, now, in_isr=r in state.isr)
+                for r in state.replicas
+                if r != self.broker_id
+            }
+            self._maybe_increment_high_watermark()
+        logger.info("%r: replicas %s, ISR %s", self, state.replicas, state.isr)
+
     def make_follower(self, state: LeaderAndIsr) -> None:
         """Follow `state.leader` in a new epoch (Kafka `Partition.makeFollower`). The
         caller then starts a fetcher, which truncates before it fetches."""
@@ -348,7 +371,9 @@ class Partition(ConsumerReads):
         bound = None if is_follower else self.high_watermark  # consumers: committed only
         info = self.log.read(request.fetch_offset, request.max_bytes, max_offset=bound)
         if is_follower:
-            self.remote[request.replica_id].update_fetch_state(request.fetch_offset, leo, now)
+            self.remote[request.replica_id].update_fetch_state(
+                request.fetch_offset, leo, now, request.log_start_offset
+            )
             self._maybe_expand_isr(request.replica_id)
             self._maybe_increment_high_watermark()
         return FetchResult(

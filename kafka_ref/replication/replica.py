@@ -12,6 +12,9 @@ the leader knows. Two more facts decide whether the follower is in sync (ISR-1):
 * the LEO itself, which the leader's high watermark may not pass while the follower is in
   the ISR (REPL-3).
 
+The follower's log start offset comes with each fetch too: a consumer may be sent to read
+from the follower only at an offset its log holds, between that start and its LEO (REPL-15).
+
 A leader that takes over knows nothing about its followers yet: their LEO is unknown (-1),
 so the HW cannot advance until every ISR member has fetched in the new epoch (ISR-4), and
 ISR members start "caught up now", so they are not dropped before they could fetch.
@@ -33,24 +36,34 @@ class Replica:
         "last_fetch_leader_log_end_offset",
         "last_fetch_time_ms",
         "log_end_offset",
+        "log_start_offset",
     )
 
     def __init__(self, broker_id: int, now: int, in_isr: bool) -> None:
         self.broker_id = broker_id
         self.log_end_offset = UNKNOWN_OFFSET
+        self.log_start_offset = UNKNOWN_OFFSET
         self.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
         self.last_fetch_time_ms = 0
         # ISR members get a grace period of replica.lag.time.max.ms to fetch (ISR-4).
         self.last_caught_up_time_ms = now if in_isr else 0
 
-    def update_fetch_state(self, fetch_offset: int, leader_end_offset: int, now: int) -> None:
+    def update_fetch_state(
+        self,
+        fetch_offset: int,
+        leader_end_offset: int,
+        now: int,
+        log_start_offset: int = UNKNOWN_OFFSET,
+    ) -> None:
         """A fetch from `fetch_offset` arrived at `now` while the leader's LEO was
-        `leader_end_offset` (Kafka `Replica.updateFetchStateOrThrow`)."""
+        `leader_end_offset`; the follower's log starts at `log_start_offset` (Kafka
+        `Replica.updateFetchStateOrThrow`)."""
         if fetch_offset >= leader_end_offset:
             self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, now)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset:
             self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
         self.log_end_offset = fetch_offset
+        self.log_start_offset = log_start_offset
         self.last_fetch_leader_log_end_offset = leader_end_offset
         self.last_fetch_time_ms = now
 

@@ -15,12 +15,24 @@ listener's security protocol (SEC-5):
 Kafka's `ssl.principal.mapping.rules` (rewriting the DN) is not supported: the DN is used
 whole, as Kafka's `DEFAULT` rule does.
 
-Rules: SEC-5.
+A KRaft broker that forwards a client's request to the controller (KIP-590) sends the
+principal with it, serialized as Kafka's `DefaultKafkaPrincipalBuilder.serialize` does: the
+message `DefaultPrincipalData` (type, name, whether a delegation token authenticated it),
+prefixed by its version as an INT16 (`MessageUtil.toVersionPrefixedBytes`).
+
+Rules: SEC-5, KBROKER-11.
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
+
+from kafka_ref.protocol.errors import ProtocolDecodeError
+from kafka_ref.protocol.messages import DefaultPrincipalData
+
+PRINCIPAL_DATA_VERSION = 0
+_VERSION = struct.Struct(">h")
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -64,3 +76,24 @@ def ssl_principal(peer_certificate: dict[str, Any] | None) -> str:
 
 def sasl_principal(authorization_id: str) -> str:
     return f"User:{authorization_id}"
+
+
+def serialize_principal(principal: str, token_authenticated: bool = False) -> bytes:
+    """`<type>:<name>` as Kafka's `DefaultKafkaPrincipalBuilder.serialize` writes it."""
+    kind, _, name = principal.partition(":")
+    out = bytearray(_VERSION.pack(PRINCIPAL_DATA_VERSION))
+    data = DefaultPrincipalData(type=kind, name=name, token_authenticated=token_authenticated)
+    DefaultPrincipalData.encode_into(PRINCIPAL_DATA_VERSION, out, data)
+    return bytes(out)
+
+
+def deserialize_principal(data: bytes) -> str:
+    """The `<type>:<name>` of `serialize_principal`'s bytes (Kafka: `deserialize`);
+    ProtocolDecodeError for bytes that are not that."""
+    if len(data) < _VERSION.size:
+        raise ProtocolDecodeError(f"a principal needs a version, got {len(data)} byte(s)")
+    (version,) = _VERSION.unpack_from(data, 0)
+    if version != PRINCIPAL_DATA_VERSION:
+        raise ProtocolDecodeError(f"unknown DefaultPrincipalData version {version}")
+    message, _ = DefaultPrincipalData.decode_from(version, memoryview(data), _VERSION.size)
+    return f"{message.type}:{message.name}"

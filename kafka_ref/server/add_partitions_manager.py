@@ -40,13 +40,23 @@ appended in the order they came. (Without it, a batch arriving after the first a
 before its predecessors' answers would be appended ahead of them:
 OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for a transactional producer.)
 
-`transaction.partition.verification.enable` (default true, as in Kafka 3.6+) turns it off.
+**Transactions v2** (KIP-890 part 2, TXN-95). A producer of `transaction.version` 2 sends
+no AddPartitionsToTxn: its Produce v12 (and TxnOffsetCommit v5) asks the leader to add the
+partition. The same question then goes as AddPartitionsToTxn v5 with `verify_only=false`,
+and the coordinator adds the partition to the producer's transaction (beginning one if none
+is open) before answering; the guard and the order work as for a verification. A batch of
+the producer's next transaction, one epoch up, is not part of a transaction still open
+here at the older epoch: it is added too, and the coordinator makes it wait
+(CONCURRENT_TRANSACTIONS, retried) until the older transaction's markers are written.
+
+`transaction.partition.verification.enable` (default true, as in Kafka 3.6+) turns the
+verification off; the adding of transactions v2 is the protocol and always happens.
 Kafka batches the questions of many produce requests into one request per coordinator;
 kafka-ref sends one per produce request, over the same `InterBrokerChannel` kind as the
 markers. When the coordinator is this broker (always, on one broker) the question takes no
 socket and is answered before `verify` returns (server/loopback.py, TXN-24).
 
-Rules: TXN-23, TXN-24, TXN-89.
+Rules: TXN-23, TXN-24, TXN-89, TXN-95.
 """
 
 from __future__ import annotations
@@ -68,6 +78,7 @@ logger = logging.getLogger("kafka_ref.server.add_partitions_manager")
 TopicPartition = tuple[str, int]
 Verified = Callable[[dict[TopicPartition, tuple[ErrorCode, str]]], None]
 VERIFY_VERSION = 4  # the first version with verify_only (KIP-890 part 1)
+ADD_VERSION = 5  # a leader adding a partition for a transactions-v2 producer (KIP-890 part 2)
 
 # Coordinator answers a client may not retry correctly become NOT_ENOUGH_REPLICAS, which
 # every client retries without a metadata refresh (Kafka: `handleProduceAppend`).
@@ -121,15 +132,16 @@ class AddPartitionsToTxnManager:
 
     # ------------------------------------------------------------------ the guard
     def needs_verification(
-        self, tp: TopicPartition, header: BatchHeader, ongoing: dict[int, int]
+        self, tp: TopicPartition, header: BatchHeader, ongoing: dict[int, int], add: bool = False
     ) -> bool:
-        """A transactional batch of a producer without an open transaction here, or one
-        behind a batch of the producer still being verified: it waits its turn, so the
-        producer's batches are appended in the order they came (the channel answers in
-        order; TXN-89)."""
+        """A transactional batch of a producer without an open transaction here (at the
+        batch's epoch), or one behind a batch of the producer still being verified: it waits
+        its turn, so the producer's batches are appended in the order they came (the channel
+        answers in order; TXN-89). `add`: a transactions-v2 batch, whose partition the
+        leader adds whatever the verification config says (TXN-95)."""
         key = (tp, header.producer_id)
         return (
-            self.enabled
+            (self.enabled or add)
             and header.is_transactional
             and not header.is_control
             and (header.producer_id not in ongoing or key in self._guards or key in self._in_flight)
@@ -159,10 +171,12 @@ class AddPartitionsToTxnManager:
         producer_epoch: int,
         partitions: list[TopicPartition],
         callback: Verified,
+        add: bool = False,
     ) -> None:
         """Ask the id's coordinator; `callback` gets the produce error of each partition
         that failed (an empty dict: every partition is in the transaction). Until it is
-        called, later batches of the producer for these partitions queue behind (TXN-89)."""
+        called, later batches of the producer for these partitions queue behind (TXN-89).
+        With `add` (transactions v2) the coordinator adds the partitions (TXN-95)."""
         keys = [(tp, producer_id) for tp in partitions]
         for key in keys:
             self._in_flight[key] = self._in_flight.get(key, 0) + 1
@@ -185,7 +199,7 @@ class AddPartitionsToTxnManager:
                     transactional_id=transactional_id,
                     producer_id=producer_id,
                     producer_epoch=producer_epoch,
-                    verify_only=True,
+                    verify_only=not add,
                     topics=[
                         AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=[p])
                         for t, p in partitions
@@ -196,7 +210,7 @@ class AddPartitionsToTxnManager:
         self.channel.send(
             coordinator,
             ApiKey.ADD_PARTITIONS_TO_TXN,
-            VERIFY_VERSION,
+            ADD_VERSION if add else VERIFY_VERSION,
             body,
             lambda response: self._answered(coordinator, response, partitions, answered),
         )

@@ -21,8 +21,10 @@ kafka-ref's `Broker` does the same on one asyncio loop:
 4. the group coordinator (server/group_adapter.py): it appends to `__consumer_offsets`
    through the ReplicaManager, uses `loop.call_later` for its timers, and loads every
    partition of `__consumer_offsets` before any request arrives; the transaction
-   coordinator (server/txn_adapter.py) does the same with `__transaction_state`, in both
-   modes;
+   coordinator (server/txn_adapter.py) does the same with `__transaction_state`, and the
+   share coordinator (server/share_coordinator_adapter.py) with `__share_group_state`, in
+   every mode; `share_persister` (share/default_persister.py) is where share-partitions
+   keep their state, in the share coordinators;
 5. `KafkaApis`, the `RequestChannel` and `num.io.threads` handler workers; the ACLs and
    the client quotas, from the metadata directory or ZooKeeper (QUOTA-4);
 6. the `SocketServer` binds one port per listener (each with its security: TLS, SASL;
@@ -57,6 +59,17 @@ the ZooKeeper session is closed right after the acceptor stops, so the controlle
 leadership away at once instead of after the session timeout; acks=all produces still
 waiting answer REQUEST_TIMED_OUT.
 
+**KRaft mode** (`process.roles` names `broker` and the node's `RaftManager` is given, the
+controller's in combined mode; Kafka's `BrokerServer`; server/kraft_mode.py): step 1 builds
+`KRaftClusterMetadata`, the broker's image of the metadata log; step 3 wires replication as
+in ZooKeeper mode, but the partition states come from the image and the ISR changes go to
+the active controller; after the socket server binds, the image starts hearing the log, the
+broker registers and heartbeats, and it accepts connections once the controller has
+unfenced it. The admin requests are forwarded to the controller (KBROKER-18); the ACLs,
+SCRAM users and client quotas come from the image (KBROKER-19). At shutdown the controlled
+shutdown moves its leaderships first (KBROKER-13), and the clean-shutdown markers keep the
+broker epoch for the next registration (KBROKER-20).
+
 **Every log dir failed** (DUR-16): a broker with no log directory left online cannot serve
 anything, and stops as Kafka's does ("Shutdown broker because all log dirs in ... have
 failed"): `all_log_dirs_failed` is set, `serve` (broker_process.py) stops the broker
@@ -81,12 +94,15 @@ import logging
 from kafka_ref.clock import Clock, SystemClock
 from kafka_ref.cluster.config_changes import DEFAULT_ENTITY
 from kafka_ref.cluster.embedded import METADATA_FILE, EmbeddedController
+from kafka_ref.cluster.kraft_metadata import KRaftClusterMetadata
 from kafka_ref.cluster.metadata import BrokerEndpoint, ClusterMetadataApi
 from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
+from kafka_ref.group.group_configs import GroupConfigs
 from kafka_ref.log.log_manager import LogManager, create_and_validate_log_dirs
 from kafka_ref.metrics.exporter import MetricsExporter
 from kafka_ref.quota.manager import QuotaManagers
 from kafka_ref.quota.store import FileQuotaStore, ZkQuotaStore
+from kafka_ref.replication.replica_selector import replica_selector
 from kafka_ref.security.authorizer import Authorizer, FileAclStore, ZkAclStore
 from kafka_ref.security.credentials import CredentialStore, ZkCredentialStore
 from kafka_ref.security.inter_broker import InterBrokerSecurity
@@ -106,14 +122,23 @@ from kafka_ref.server.dynamic_config import (
 )
 from kafka_ref.server.group_adapter import GroupCoordinatorAdapter
 from kafka_ref.server.handlers import KafkaApis
+from kafka_ref.server.inter_broker_channel import InterBrokerChannel
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
+from kafka_ref.server.kraft_mode import KRaftMode
 from kafka_ref.server.memory_pool import memory_pool
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
+from kafka_ref.server.raft_manager import RaftManager
 from kafka_ref.server.replica_manager import ReplicaManager
 from kafka_ref.server.request_channel import RequestChannel, RequestHandlerPool
+from kafka_ref.server.share_coordinator_adapter import ShareCoordinatorAdapter
 from kafka_ref.server.socket_server import SocketServer
 from kafka_ref.server.txn_adapter import TxnCoordinatorAdapter
 from kafka_ref.server.zk_mode import ZooKeeperMode
+from kafka_ref.share.default_persister import DefaultStatePersister
+from kafka_ref.share.persister import Persister
+from kafka_ref.share.share_coordinator import SHARE_GROUP_STATE_TOPIC
+from kafka_ref.share.share_partition_configs import share_partition_config
+from kafka_ref.share.share_partition_manager import SharePartitionManager
 from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
 
 logger = logging.getLogger("kafka_ref.server.broker")
@@ -141,17 +166,26 @@ def _quiet_about(name: str):
 class Broker:
     """One kafka-ref broker (Kafka: `BrokerServer` in combined mode, `KafkaServer` on ZK)."""
 
-    def __init__(self, config: KafkaConfig, clock: Clock | None = None) -> None:
+    def __init__(
+        self, config: KafkaConfig, clock: Clock | None = None, raft: RaftManager | None = None
+    ) -> None:
         self.config = config
         self.clock = clock or SystemClock()
         self.controller: ClusterMetadataApi | None = None
         self.zk_mode: ZooKeeperMode | None = None
+        # KRaft: the node's RaftManager, the controller's in combined mode (server/kraft_mode.py)
+        self.kraft_mode = KRaftMode(config, raft) if raft and "broker" in config.roles else None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.socket_server: SocketServer | None = None
         self.apis: KafkaApis | None = None
         self.groups: GroupCoordinatorAdapter | None = None
         self.txns: TxnCoordinatorAdapter | None = None
+        self.shares: ShareCoordinatorAdapter | None = None  # the share coordinator (KIP-932)
+        # where share-partitions keep their state: the share coordinators (KIP-932)
+        self.share_persister: Persister | None = None
+        self._share_channel: InterBrokerChannel | None = None
+        self.share_partitions: SharePartitionManager | None = None  # this leader's
         self.credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users
         self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
         self.tasks: BrokerTasks | None = None  # the periodic work (server/broker_tasks.py)
@@ -159,6 +193,7 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config)  # KIP-226: the live config's layers
         self.started = False
         self.all_log_dirs_failed = asyncio.Event()  # DUR-16: serve() stops the broker
+        self._persister_calls: set[asyncio.Task] = set()  # the share persister's, running
 
     @property
     def port(self) -> int:
@@ -174,6 +209,8 @@ class Broker:
         self.credentials = (
             ZkCredentialStore(self.zk_mode.zk.zk)
             if self.zk_mode
+            else self.kraft_mode.credentials()  # the image's (KBROKER-19)
+            if self.kraft_mode
             else CredentialStore(config.data_dir)
         )
         listeners = self._listeners()  # TLS contexts and SASL settings; ConfigError if bad
@@ -186,10 +223,12 @@ class Broker:
             delete_topic_enable=config["delete.topic.enable"],
             log_dirs=create_and_validate_log_dirs(config.log_dirs),  # before anything writes
         )
-        controller: EmbeddedController | ZkClusterMetadata
+        controller: EmbeddedController | ZkClusterMetadata | KRaftClusterMetadata
         if self.zk_mode is not None:
             controller = await self.zk_mode.connect(endpoint, **settings)
             self.credentials.start()  # loads /config/users, follows /config/changes (SEC-20)
+        elif self.kraft_mode is not None:
+            controller = await self.kraft_mode.connect(endpoint, **settings)
         else:
             controller = EmbeddedController(config.data_dir, endpoint, **settings)
         self.controller = controller
@@ -201,6 +240,8 @@ class Broker:
                 config.log_dirs, log_defaults, self.clock, topic_config=controller.log_config
             )
         self.log_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
+        if self.kraft_mode is not None:  # a clean restart's epoch (KBROKER-20)
+            self.kraft_mode.previous_broker_epoch = self.log_manager.previous_broker_epoch
         purgatory = DelayedOperationPurgatory("Fetch", loop.call_later)
         self.replica_manager = ReplicaManager(
             config.broker_id,
@@ -213,12 +254,22 @@ class Broker:
             partition_known=lambda topic, index: (
                 controller.partition_state(topic, index) is not None
             ),
+            replica_selector=replica_selector(config["replica.selector.class"]),
+            broker_racks=lambda listener: {  # live brokers reachable on `listener` (REPL-15)
+                b.node_id: b.rack for b in controller.brokers() if b.address(listener) is not None
+            },
         )
         self.groups = GroupCoordinatorAdapter(
-            config, self.replica_manager, self.clock, loop.call_later
+            config,
+            self.replica_manager,
+            self.clock,
+            loop.call_later,
+            share_persister=lambda: self.share_persister,
+            spawn=self._spawn,
         )
-        if self.zk_mode is not None:
-            self.zk_mode.wire(self.replica_manager, self.groups)
+        mode = self.zk_mode or self.kraft_mode
+        if mode is not None:
+            mode.wire(self.replica_manager, self.groups)
         else:
             controller.listeners.append(self.replica_manager)
             self._reconcile()
@@ -242,12 +293,28 @@ class Broker:
             self.apis.producer_ids.generate_producer_id,
             self.apis.loopback,
         )
-        if self.zk_mode is not None:  # loads the partitions the controller makes it lead
-            self.zk_mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns)
+        if mode is not None:  # loads the partitions the controller makes it lead
+            mode.follow_coordinator(TRANSACTION_STATE_TOPIC, self.txns)
         else:
             controller.listeners.append(self.txns)
         self.txns.start()
         self.apis.txn = self.txns
+        self._start_share_coordinator(mode)
+        # every group's configs, as the group coordinator and the share-partitions read them
+        self.group_configs = GroupConfigs(controller.group_configs, config.__getitem__)
+        coordinator = self.groups.coordinator
+        coordinator.consumer.group_configs = self.group_configs.for_group
+        coordinator.share.group_configs = self.group_configs.for_group
+        self.share_partitions = SharePartitionManager(
+            self.replica_manager,
+            self.share_persister,
+            self.clock,
+            loop.call_later,
+            share_partition_config(config),
+            config["group.share.max.share.sessions"],
+            group_config=self.group_configs.share_config,
+        )
+        self.apis.share_partitions = self.share_partitions
         self.apis.authorizer = self._authorizer()
         self.apis.quotas = self._quotas(loop)
         self.apis.credentials = self.credentials
@@ -262,6 +329,8 @@ class Broker:
             quotas=connection_quotas(config, [listener.name for listener in listeners]),
             connections_max_idle_ms=config["connections.max.idle.ms"],
         )
+        # a share session ends with the connection it was opened on (SHARE-25)
+        self.socket_server.disconnect_listeners.append(self.share_partitions.connection_closed)
         try:
             bound = await self.socket_server.bind()
             if config.metrics_address is not None:
@@ -277,6 +346,9 @@ class Broker:
         if self.zk_mode is not None:
             await self.zk_mode.join()
             self.apis.kafka_controller = self.zk_mode.kafka_controller  # AlterPartition's
+        elif self.kraft_mode is not None:
+            await self.kraft_mode.join()  # registered, caught up, unfenced
+            self.apis.forwarding = self.kraft_mode.forwarding  # admin requests (KIP-590)
         await self.socket_server.enable_request_processing()  # ready: the cluster is known
         self.tasks = BrokerTasks(
             config,
@@ -311,13 +383,43 @@ class Broker:
             len(controller.topics()),
             len(self.replica_manager.partitions),
         )
+        # a KRaft node reads the quorum's keys (server/controller_node.py KRaftSettings)
+        kraft = ("process.roles", "controller.", "metadata.log.dir") if config.roles else ()
         for key in config.ignored:
-            logger.info("config %s is accepted but has no effect on a single broker", key)
+            if not key.startswith(kraft):
+                logger.info("config %s is accepted but has no effect here", key)
+
+    def _start_share_coordinator(self, mode: ZooKeeperMode | KRaftMode | None) -> None:
+        """The share coordinator over `__share_group_state`, loaded like the other two
+        coordinators, and the persister that reaches it (share/default_persister.py)."""
+        assert self.controller is not None and self.replica_manager is not None
+        assert self.apis is not None
+        self.shares = ShareCoordinatorAdapter(
+            self.config, self.controller, self.replica_manager, self.clock
+        )
+        if mode is not None:  # loads the partitions the metadata makes it lead
+            mode.follow_coordinator(SHARE_GROUP_STATE_TOPIC, self.shares)
+        else:
+            self.controller.listeners.append(self.shares)
+        self.shares.start()
+        self.apis.share_coordinator = self.shares
+        self._share_channel = InterBrokerChannel(
+            self.controller,
+            "share-persister",
+            InterBrokerSecurity.from_config(self.config),
+            loopback=self.apis.loopback,
+        )
+        self.share_persister = DefaultStatePersister(
+            self.shares.find_coordinator, self._share_channel.send
+        )
 
     def _authorizer(self) -> Authorizer | None:
-        """ACLs from the metadata directory, or ZooKeeper's, kept current (SEC-19)."""
+        """ACLs from the metadata directory, ZooKeeper's or the KRaft image's, kept current
+        (SEC-19)."""
         if not self.config["authorizer.class.name"]:
             return None
+        if self.kraft_mode is not None:  # the image's (KBROKER-19)
+            return self.kraft_mode.authorizer()
         if self.zk_mode is None:
             return Authorizer.from_config(self.config, FileAclStore(self.config.data_dir))
         store = ZkAclStore(self.zk_mode.zk.zk)
@@ -325,10 +427,19 @@ class Broker:
         store.watch(authorizer.reload)
         return authorizer
 
+    def _spawn(self, coroutine) -> None:
+        """Run a share persister call on the loop, off the request that started it."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._persister_calls.add(task)
+        task.add_done_callback(self._persister_calls.discard)
+
     def _quotas(self, loop: asyncio.AbstractEventLoop) -> QuotaManagers:
-        """Client quotas from the metadata directory, or ZooKeeper's, kept current (QUOTA-4)."""
+        """Client quotas from the metadata directory, ZooKeeper's or the KRaft image's, kept
+        current (QUOTA-4)."""
         config = self.config
         windows = config["quota.window.num"], config["quota.window.size.seconds"]
+        if self.kraft_mode is not None:  # the image's (KBROKER-19)
+            return self.kraft_mode.quotas(*windows)
         if self.zk_mode is None:
             return QuotaManagers(*windows, FileQuotaStore(config.data_dir))
         store = ZkQuotaStore(self.zk_mode.zk.zk)
@@ -376,8 +487,9 @@ class Broker:
             running.take(by_name[running.name])
 
     async def _leave_cluster(self) -> None:
-        if self.zk_mode is not None:
-            await self.zk_mode.leave()
+        mode = self.zk_mode or self.kraft_mode
+        if mode is not None:
+            await mode.leave()
 
     def _reconcile(self) -> None:
         """Bring logs and metadata into agreement after a restart (BROKER-36)."""
@@ -436,11 +548,17 @@ class Broker:
         await self._stop_metrics()
         await self._leave_cluster()  # and stop the replica fetchers
         self.replica_manager.fetch_purgatory.shutdown()
+        if self.share_partitions is not None:
+            self.share_partitions.shutdown()  # the lock timers
         self.replica_manager.produce_purgatory.shutdown()  # REQUEST_TIMED_OUT: not on the ISR
         assert self.groups is not None
         self.groups.shutdown()  # waiting joins and syncs answer before the sockets close
         if self.txns is not None:
             await self.txns.shutdown()
+        if self.shares is not None:
+            self.shares.shutdown()  # what waits for a write hears NOT_COORDINATOR
+        if self._share_channel is not None:
+            self._share_channel.close()
         assert self.apis is not None and self.apis.add_partitions is not None
         self.apis.add_partitions.shutdown()
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out
@@ -452,7 +570,8 @@ class Broker:
         await asyncio.sleep(0.05)
         assert self.log_manager is not None
         self.replica_manager.checkpoint_high_watermarks()
-        self.log_manager.close()  # flush, checkpoints, clean-shutdown marker
+        epoch = self.kraft_mode.broker_epoch() if self.kraft_mode is not None else -1
+        self.log_manager.close(epoch)  # flush, checkpoints, clean-shutdown marker (KIP-966)
         logger.info("broker %d shut down cleanly", self.config.broker_id)
 
 

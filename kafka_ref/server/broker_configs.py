@@ -23,10 +23,19 @@ The table holds, by Kafka's names and with Kafka's defaults:
 * the transaction coordinator's keys (`transaction.state.log.num.partitions`,
   `transaction.state.log.replication.factor` and `transaction.state.log.min.isr`, both
   capped when the topic is created, `transaction.max.timeout.ms`,
-  `transaction.partition.verification.enable` for KIP-890's check, ...);
+  `transaction.partition.verification.enable` for KIP-890's check, and kafka-ref's own
+  `transaction.version`, the feature's finalized level outside KRaft, ...);
+* the share coordinator's keys (`share.coordinator.state.topic.num.partitions`,
+  `...replication.factor` and `...min.isr`, both capped when the topic is created,
+  `...segment.bytes`, `share.coordinator.snapshot.update.records.per.snapshot`,
+  `share.coordinator.write.timeout.ms`), with Kafka's defaults (KIP-932);
+* the bounds of the group configs (`group.consumer.min.session.timeout.ms`,
+  `group.share.max.record.lock.duration.ms`, ...: group/group_configs.py), with Kafka's
+  defaults;
 * ZooKeeper mode (cluster/zk_metadata.py): `zookeeper.connect` (`host:port[/chroot]`; empty,
   the default, means the single-broker embedded mode), `zookeeper.session.timeout.ms`
-  (how long a dead broker stays registered), `broker.rack` (for rack-aware placement);
+  (how long a dead broker stays registered), `broker.rack` (for rack-aware placement, and
+  for consumers' reads from a follower in their rack: `replica.selector.class`, KIP-392);
 * listeners and security (security/): `listeners`, `advertised.listeners`,
   `listener.security.protocol.map`, `inter.broker.listener.name`, the `ssl.*` keys (PEM
   keystores), `sasl.enabled.mechanisms`, `sasl.jaas.config`, `connections.max.reauth.ms`,
@@ -43,9 +52,12 @@ The table holds, by Kafka's names and with Kafka's defaults:
   metrics for Prometheus, under the names the JMX exporter gives Kafka's MBeans
   (kafka_ref/metrics/); empty, the default, serves none;
 * KRaft's keys (`process.roles`, `controller.quorum.voters`, `controller.listener.names`,
-  `metadata.log.dir`, `controller.quorum.*.ms`) are read by a node whose only role is
-  `controller` (server/controller_node.py); a broker accepts them and reports them unused
-  (its metadata is embedded or on ZooKeeper), and skips the `CONTROLLER` listener.
+  `metadata.log.dir`, `controller.quorum.*.ms`) are read by a KRaft node
+  (server/controller_node.py); a broker with embedded metadata or on ZooKeeper accepts them
+  and reports them unused, and skips the `CONTROLLER` listener. A KRaft broker
+  (server/kraft_mode.py) heartbeats every `broker.heartbeat.interval.ms`, waits
+  `initial.broker.registration.timeout.ms` to be registered and unfenced, and twice
+  `broker.session.timeout.ms` for its controlled shutdown.
 
 A topic config's broker default is the topic's own definition under the broker's name
 (`LOG_DEFAULTS`), so a range checked for a topic is checked for its default too.
@@ -58,9 +70,13 @@ from __future__ import annotations
 import dataclasses
 
 from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, broker_name
+from kafka_ref.group.group_configs import GROUP_BOUND_DEFS
 from kafka_ref.group.rebalance import GroupConfig
+from kafka_ref.replication.replica_selector import REPLICA_SELECTOR_CLASSES
 from kafka_ref.security.authorizer import AUTHORIZER_NAMES
 from kafka_ref.server.socket_server_configs import SOCKET_SERVER_DEFS
+from kafka_ref.share.share_partition_configs import SHARE_PARTITION_DEFS
+from kafka_ref.txn import transaction_version
 
 GROUP = GroupConfig()  # the group coordinator's defaults, declared with it
 
@@ -71,6 +87,13 @@ _BROKER_DEFS = [
     ConfigDef("broker.rack", "string", None, "This broker's rack (rack-aware placement)."),
     ConfigDef("zookeeper.connect", "string", "", "host:port[/chroot]; empty: embedded mode."),
     ConfigDef("zookeeper.session.timeout.ms", "int", 18000, "ZooKeeper session timeout.", 1000),
+    ConfigDef(
+        "initial.broker.registration.timeout.ms",
+        "int",
+        60000,
+        "KRaft: how long a starting broker waits to be registered and unfenced.",
+        1,
+    ),
     ConfigDef("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), "Where to listen."),
     ConfigDef("advertised.listeners", "list", (), "Where clients reach us (default listeners)."),
     ConfigDef(
@@ -85,6 +108,20 @@ _BROKER_DEFS = [
     ConfigDef("log.dir", "string", "/tmp/kafka-logs", "The data directory if log.dirs is unset."),
     ConfigDef("cordoned.log.dirs", "list", (), "Log dirs that take no new partition, or *."),
     ConfigDef("num.partitions", "int", 1, "Partitions of an auto-created topic.", 1),
+    ConfigDef(
+        "broker.session.timeout.ms",
+        "int",
+        9000,
+        "KRaft: a broker whose heartbeats stop this long is fenced.",
+        1,
+    ),
+    ConfigDef(
+        "broker.heartbeat.interval.ms",
+        "int",
+        2000,
+        "KRaft: how often a broker heartbeats to the active controller.",
+        1,
+    ),
     ConfigDef("default.replication.factor", "int", 1, "Replicas of an auto-created topic.", 1),
     ConfigDef("auto.create.topics.enable", "boolean", True, "Create topics on Metadata."),
     ConfigDef("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
@@ -128,6 +165,14 @@ _BROKER_DEFS = [
     ConfigDef("replica.socket.timeout.ms", "int", 30000, "Follower request timeout.", 1),
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "HW checkpoints.", 1),
     ConfigDef("replica.truncation", "string", "leader-epoch", "leader-epoch or high-watermark."),
+    # Reads from followers (KIP-392): the leader's choice of a consumer's replica (REPL-14).
+    ConfigDef(
+        "replica.selector.class",
+        "string",
+        None,
+        "Sends consumers to a replica in their rack; unset: the leader serves them.",
+        choices=REPLICA_SELECTOR_CLASSES,
+    ),
     # The controller's automatic preferred leader elections (Kafka: ReplicationConfigs).
     ConfigDef("auto.leader.rebalance.enable", "boolean", True, "Rebalance leaders by itself."),
     ConfigDef("leader.imbalance.check.interval.seconds", "long", 300, "Imbalance check period.", 1),
@@ -158,6 +203,56 @@ _BROKER_DEFS = [
         0,
     ),
     ConfigDef("group.max.size", "int", GROUP.group_max_size, "Most members of one group.", 1),
+    # the consumer group protocol (KIP-848, kafka_ref/group/consumer_group_coordinator.py)
+    ConfigDef(
+        "group.consumer.heartbeat.interval.ms",
+        "int",
+        GROUP.group_consumer_heartbeat_interval_ms,
+        "Heartbeat interval of consumer-protocol members.",
+        1,
+    ),
+    ConfigDef(
+        "group.consumer.session.timeout.ms",
+        "int",
+        GROUP.group_consumer_session_timeout_ms,
+        "Session timeout of consumer-protocol members.",
+        1,
+    ),
+    ConfigDef(
+        "group.consumer.assignors",
+        "list",
+        GROUP.group_consumer_assignors,
+        "Server-side assignors, the first the default (uniform, range).",
+    ),
+    ConfigDef(
+        "group.consumer.max.size",
+        "int",
+        GROUP.group_consumer_max_size,
+        "Most members of one consumer group.",
+        1,
+    ),
+    # share groups (KIP-932, kafka_ref/share/share_group_coordinator.py)
+    ConfigDef(
+        "group.share.heartbeat.interval.ms",
+        "int",
+        GROUP.group_share_heartbeat_interval_ms,
+        "Heartbeat interval of share group members.",
+        1,
+    ),
+    ConfigDef(
+        "group.share.session.timeout.ms",
+        "int",
+        GROUP.group_share_session_timeout_ms,
+        "Session timeout of share group members.",
+        1,
+    ),
+    ConfigDef(
+        "group.share.max.size",
+        "int",
+        GROUP.group_share_max_size,
+        "Most members of one share group.",
+        1,
+    ),
     ConfigDef(
         "offsets.topic.num.partitions",
         "int",
@@ -211,6 +306,16 @@ _BROKER_DEFS = [
         True,
         "Ask the coordinator before a transaction's first write to a partition (KIP-890).",
     ),
+    # kafka-ref's own: the finalized `transaction.version` of a broker without KRaft features
+    # (embedded and ZooKeeper modes); a KRaft cluster's comes from its FeatureLevelRecord.
+    ConfigDef(
+        "transaction.version",
+        "int",
+        transaction_version.LATEST_PRODUCTION,
+        "Finalized transaction.version without KRaft: 2 = transactions v2 (KIP-890).",
+        transaction_version.SUPPORTED[0],
+        validator=transaction_version.unsupported,
+    ),
     ConfigDef(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "int",
@@ -230,6 +335,49 @@ _BROKER_DEFS = [
         "int",
         3600000,
         "How often expired transactional ids are removed.",
+        1,
+    ),
+    # The share coordinator (Kafka: ShareCoordinatorConfig) and its __share_group_state topic.
+    ConfigDef(
+        "share.coordinator.state.topic.num.partitions",
+        "int",
+        50,
+        "Partitions of __share_group_state.",
+        1,
+    ),
+    ConfigDef(
+        "share.coordinator.state.topic.replication.factor",
+        "int",
+        3,
+        "Replicas of __share_group_state.",
+        1,
+    ),
+    ConfigDef(
+        "share.coordinator.state.topic.min.isr",
+        "int",
+        2,
+        "min.insync.replicas of __share_group_state.",
+        1,
+    ),
+    ConfigDef(
+        "share.coordinator.state.topic.segment.bytes",
+        "int",
+        104857600,
+        "segment.bytes of __share_group_state.",
+        1,
+    ),
+    ConfigDef(
+        "share.coordinator.snapshot.update.records.per.snapshot",
+        "int",
+        500,
+        "ShareUpdate records of a share-partition between two ShareSnapshots.",
+        0,
+    ),
+    ConfigDef(
+        "share.coordinator.write.timeout.ms",
+        "int",
+        5000,
+        "A share coordinator write's ISR wait.",
         1,
     ),
     # Security (Kafka: SslConfigs, SaslConfigs, BrokerSecurityConfigs; security/).
@@ -268,6 +416,8 @@ _BROKER_DEFS = [
     ConfigDef("super.users", "string", "", "Principals allowed everything, ';'-separated."),
     ConfigDef("allow.everyone.if.no.acl.found", "boolean", False, "Resources without ACLs: open."),
     *SOCKET_SERVER_DEFS,
+    *SHARE_PARTITION_DEFS,
+    *GROUP_BOUND_DEFS,
 ]
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 # Never shown (Kafka: type PASSWORD): DescribeConfigs answers them as sensitive, with no value.
@@ -293,6 +443,11 @@ IGNORED_KEYS = frozenset(
         "controller.quorum.fetch.timeout.ms",
         "controller.quorum.election.backoff.max.ms",
         "controller.quorum.request.timeout.ms",
+        # a KRaft node's metadata snapshots and log retention (RAFT-21, RAFT-22)
+        "metadata.log.max.record.bytes.between.snapshots",
+        "metadata.log.max.snapshot.interval.ms",
+        "metadata.max.retention.bytes",
+        "metadata.max.retention.ms",
         "num.network.threads",
         "socket.send.buffer.bytes",
         "socket.receive.buffer.bytes",

@@ -2,7 +2,12 @@
 
 `serve` is the process's life (Kafka: `Kafka.main` -> `KafkaServer.startup`, a shutdown hook):
 raise the open-files limit, start a `Broker` (broker.py), run until SIGTERM or SIGINT, or
-until every log directory has failed, then shut down cleanly. `BrokerThread` runs a broker
+until every log directory has failed, then shut down cleanly. A KRaft node's roles decide
+what runs (Kafka: `KafkaRaftServer`): `process.roles=controller`, a voter alone
+(controller_node.py); `broker,controller`, the controller first, then a broker on the
+controller's own quorum client (combined mode); `broker`, a broker on an observer of the
+quorum. At shutdown the broker goes first, with its controlled shutdown, while its
+controller still answers. `BrokerThread` runs a broker
 on its own event loop in a daemon thread, for tests, the labs' graders and programs that
 embed one (the Spark bench).
 
@@ -20,7 +25,12 @@ from collections.abc import Callable
 
 from kafka_ref.clock import Clock
 from kafka_ref.server.broker import Broker
-from kafka_ref.server.controller_node import is_controller_only, serve_controller
+from kafka_ref.server.controller_node import (
+    controller_server,
+    is_controller_only,
+    observer_raft,
+    serve_controller,
+)
 from kafka_ref.server.kafka_config import KafkaConfig
 
 logger = logging.getLogger("kafka_ref.server.broker")
@@ -52,12 +62,27 @@ async def serve(config: KafkaConfig) -> int:
     raise_descriptor_limit()
     if is_controller_only(config):  # process.roles=controller: a voter of the quorum alone
         return await serve_controller(config)
-    broker = Broker(config)
-    await broker.start()
+    # A stop signal during the start (a KRaft broker listens before it is unfenced) is kept
+    # and acted on once started, so the node still shuts down cleanly.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    controller, raft = None, None
+    if "controller" in config.roles:  # combined mode: the broker rides the controller's quorum
+        controller = controller_server(config)
+        await controller.bind()
+        await controller.start()
+        raft = controller.raft
+    elif config.roles:  # process.roles=broker: an observer of the quorum (KBROKER-17)
+        raft = observer_raft(config)
+        raft.start()
+    broker = Broker(config, raft=raft)
+    try:
+        await broker.start()
+    except BaseException:
+        await _stop_quorum(controller, raft)
+        raise
     waits = [loop.create_task(stop.wait()), loop.create_task(broker.all_log_dirs_failed.wait())]
     try:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -67,7 +92,16 @@ async def serve(config: KafkaConfig) -> int:
         for wait in waits:
             wait.cancel()
         await broker.stop()
+        await _stop_quorum(controller, raft)
     return 1 if broker.all_log_dirs_failed.is_set() else 0
+
+
+async def _stop_quorum(controller, raft) -> None:
+    """The node's part of the quorum goes last: its controller, or its observer."""
+    if controller is not None:
+        await controller.stop()
+    elif raft is not None:
+        await raft.shutdown()
 
 
 class BrokerThread:

@@ -31,13 +31,30 @@ import signal
 
 from kafka_ref.clock import SystemClock
 from kafka_ref.cluster.embedded import META_PROPERTIES, read_meta_properties
+from kafka_ref.group.group_configs import BROKER_KEYS
+from kafka_ref.metadata.controller.controller_config import ControllerConfig
 from kafka_ref.raft.kafka_raft_log import METADATA_TOPIC
 from kafka_ref.raft.quorum_config import QuorumConfig
+from kafka_ref.security.authorizer import Authorizer
 from kafka_ref.security.inter_broker import InterBrokerSecurity
-from kafka_ref.security.listeners import EndPoint, ListenerSecurity
+from kafka_ref.security.listeners import (
+    EndPoint,
+    ListenerError,
+    ListenerSecurity,
+    parse_endpoints,
+    parse_protocol_map,
+)
+from kafka_ref.server.active_controller import ActiveController
 from kafka_ref.server.controller_server import ControllerServer
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
-from kafka_ref.server.raft_manager import Address, RaftManager, parse_quorum_voters
+from kafka_ref.server.kraft_publishers import ImageAclStore
+from kafka_ref.server.metadata_snapshots import MetadataSnapshotter
+from kafka_ref.server.raft_manager import (
+    Address,
+    RaftManager,
+    parse_bootstrap_servers,
+    parse_quorum_voters,
+)
 
 logger = logging.getLogger("kafka_ref.server.controller_node")
 
@@ -52,6 +69,7 @@ class KRaftSettings:
     controller_listener: EndPoint | None
     metadata_log_dir: str
     quorum: QuorumConfig
+    bootstrap_servers: tuple[Address, ...] = ()  # where an observer looks for the leader
 
     @classmethod
     def from_config(cls, config: KafkaConfig) -> KRaftSettings:
@@ -63,6 +81,7 @@ class KRaftSettings:
             raise ConfigError(f"process.roles: unknown role {', '.join(sorted(unknown))}")
         try:
             voters = parse_quorum_voters(raw.get("controller.quorum.voters", ""))
+            bootstrap = parse_bootstrap_servers(raw.get("controller.quorum.bootstrap.servers", ""))
         except ValueError as err:
             raise ConfigError(str(err)) from None
         node_id = config.broker_id
@@ -76,7 +95,7 @@ class KRaftSettings:
                 raise ConfigError(
                     f"node.id {node_id} is a controller but not in controller.quorum.voters"
                 )
-            listener = _listener_endpoint(raw.get("listeners", ""), names[0])
+            listener = _listener_endpoint(config, names[0])
         return cls(
             roles,
             node_id,
@@ -90,7 +109,9 @@ class KRaftSettings:
                     raw.get("controller.quorum.election.backoff.max.ms", 1000)
                 ),
                 request_timeout_ms=int(raw.get("controller.quorum.request.timeout.ms", 2000)),
+                **_snapshot_settings(raw),
             ),
+            tuple(bootstrap),
         )
 
     @property
@@ -98,19 +119,46 @@ class KRaftSettings:
         return os.path.join(self.metadata_log_dir, f"{METADATA_TOPIC}-0")
 
 
+def _snapshot_settings(raw: dict) -> dict[str, int]:
+    """The snapshot and metadata retention settings present in `raw` (RAFT-21, RAFT-22),
+    as `QuorumConfig`'s fields; Kafka's defaults for the others."""
+    names = {
+        "metadata.log.max.record.bytes.between.snapshots": "max_bytes_between_snapshots",
+        "metadata.log.max.snapshot.interval.ms": "max_snapshot_interval_ms",
+        "metadata.max.retention.bytes": "max_retention_bytes",
+        "metadata.max.retention.ms": "max_retention_ms",
+    }
+    return {field: int(raw[key]) for key, field in names.items() if key in raw}
+
+
 def is_controller_only(config: KafkaConfig) -> bool:
     return config.roles == {"controller"}
 
 
-def _listener_endpoint(listeners: str, name: str) -> EndPoint:
-    for item in (i.strip() for i in listeners.split(",") if i.strip()):
-        listener, sep, address = item.rpartition("://")
-        if sep and listener.upper() == name:
-            host, _, port = address.rpartition(":")
-            if not port.isdigit():
-                raise ConfigError(f"listener {item!r} is not NAME://HOST:PORT")
-            return EndPoint(name, "PLAINTEXT", host.strip("[]"), int(port))
-    raise ConfigError(f"controller.listener.names names {name}, which is not in listeners")
+def _listener_endpoint(config: KafkaConfig, name: str) -> EndPoint:
+    """The controller listener `name` of `listeners`, with its security protocol from
+    `listener.security.protocol.map` (PLAINTEXT when the map does not name it, as Kafka
+    maps a controller listener by default). kafka-ref's controller listener speaks
+    PLAINTEXT only so far: any other protocol is refused rather than ignored."""
+    listeners = [i.strip() for i in config.originals.get("listeners", "").split(",") if i.strip()]
+    others = [i.rpartition("://")[0].upper() for i in listeners if i.rpartition("://")[0]]
+    try:
+        protocols = {
+            name: "PLAINTEXT",
+            **parse_protocol_map(config["listener.security.protocol.map"]),
+        }
+        found = parse_endpoints(listeners, protocols, skip=[o for o in others if o != name])
+    except ListenerError as err:
+        raise ConfigError(str(err)) from None
+    endpoint = next((e for e in found if e.listener == name), None)
+    if endpoint is None:
+        raise ConfigError(f"controller.listener.names names {name}, which is not in listeners")
+    if endpoint.protocol != "PLAINTEXT":
+        raise ConfigError(
+            f"controller listener {name} is {endpoint.protocol}: kafka-ref's controller "
+            f"listener supports PLAINTEXT only"
+        )
+    return endpoint
 
 
 def cluster_id_of(settings: KRaftSettings) -> str:
@@ -140,7 +188,49 @@ def controller_server(config: KafkaConfig) -> ControllerServer:
         settings.quorum,
     )
     assert settings.controller_listener is not None
-    return ControllerServer(raft, ListenerSecurity(settings.controller_listener), cluster_id)
+    active = ActiveController(raft, cluster_id, controller_config(config))
+    MetadataSnapshotter(raft, raft.clock)  # every node snapshots its metadata (RAFT-21)
+    authorizer = (  # the committed image's ACLs (KCTRL-20)
+        Authorizer.from_config(config, ImageAclStore(lambda: active.committed_image))
+        if config["authorizer.class.name"]
+        else None
+    )
+    return ControllerServer(
+        raft, ListenerSecurity(settings.controller_listener), cluster_id, active, authorizer
+    )
+
+
+def observer_raft(config: KafkaConfig) -> RaftManager:
+    """A broker-only node's quorum client: an observer of the metadata log (RAFT-18), which
+    reaches the quorum through `controller.quorum.bootstrap.servers` (or the voters), not
+    started (KBROKER-17)."""
+    settings = KRaftSettings.from_config(config)
+    cluster_id = cluster_id_of(settings)
+    assert settings.node_id not in settings.voters, "a voter is not an observer"
+    os.makedirs(settings.partition_dir, exist_ok=True)
+    raft = RaftManager(
+        settings.node_id,
+        settings.voters,
+        settings.partition_dir,
+        cluster_id,
+        SystemClock(),
+        InterBrokerSecurity("PLAINTEXT", None),
+        settings.quorum,
+        bootstrap_servers=settings.bootstrap_servers,
+    )
+    MetadataSnapshotter(raft, raft.clock)  # every node snapshots its metadata (RAFT-21)
+    return raft
+
+
+def controller_config(config: KafkaConfig) -> ControllerConfig:
+    """What the active controller decides with, from the node's config."""
+    return ControllerConfig(
+        session_timeout_ms=config["broker.session.timeout.ms"],
+        num_partitions=config["num.partitions"],
+        default_replication_factor=config["default.replication.factor"],
+        log_defaults=config.log_config(),
+        group_broker_values={key: config[key] for key in BROKER_KEYS},
+    )
 
 
 async def serve_controller(config: KafkaConfig) -> int:

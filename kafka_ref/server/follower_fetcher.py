@@ -29,7 +29,10 @@ that decides is the code that ships. A round is one of two kinds:
    `replica.fetch.min.bytes`, `replica.fetch.max.bytes` per partition and
    `replica.fetch.response.max.bytes` in all. The batches are appended byte for byte with
    the leader's offsets and epochs, which rebuilds the producer state as the leader's
-   (REPL-7, IDEM rules); the follower's HW becomes min(leader's HW, own LEO).
+   (REPL-7, IDEM rules); the follower's HW becomes min(leader's HW, own LEO). A HW that
+   moved wakes the consumers' fetches waiting at this follower (`high_watermark_moved`, the
+   replica manager's `wake`; Kafka: `ReplicaFetcherThread.completeDelayedFetchRequests`):
+   a follower serves consumers up to its HW (REPL-17).
 
 Errors (the leader is down, not leader yet, a timeout after `replica.socket.timeout.ms`)
 close the connection and wait `replica.fetch.backoff.ms` before trying again; the
@@ -43,7 +46,7 @@ A follower's write that fails with an I/O error (truncating or appending) is not
 network's fault: it goes to `storage_failed` (the replica manager's), which takes the log
 directory offline and with it the partition (DUR-16); the other partitions go on.
 
-Rules: REPL-7, REPL-8, TRUNC-1, TRUNC-4..TRUNC-6, DUR-16.
+Rules: REPL-7, REPL-8, REPL-17, TRUNC-1, TRUNC-4..TRUNC-6, DUR-16.
 """
 
 from __future__ import annotations
@@ -101,10 +104,12 @@ class FetcherPartitions:
         truncate_on_fetch: bool = True,
         storage_failed: Callable[[TopicPartition, BaseException], None],
         truncated: TruncationListener | None = None,
+        high_watermark_moved: Callable[[TopicPartition], None] = lambda tp: None,
     ) -> None:
         self.truncation, self.max_bytes = truncation, max_bytes
         self.truncate_on_fetch = truncate_on_fetch
         self.storage_failed, self.truncated = storage_failed, truncated
+        self.high_watermark_moved = high_watermark_moved
         self.partitions: dict[TopicPartition, PartitionFetcher] = {}
 
     def add(self, partition: Partition) -> None:
@@ -151,6 +156,7 @@ class FetcherPartitions:
                 continue  # the partition moved while we asked
             progress.errors |= result.error != ErrorCode.NO_ERROR
             log_end_offset = fetcher.partition.log_end_offset
+            high_watermark = fetcher.partition.high_watermark
             try:
                 if isinstance(request, core.EpochRequest):
                     fetcher.on_epoch_result(request, result)
@@ -162,6 +168,8 @@ class FetcherPartitions:
                 self.storage_failed(tp, err)
                 continue
             self._note_truncation(fetcher, request, result, log_end_offset)
+            if fetcher.partition.high_watermark > high_watermark:
+                self.high_watermark_moved(tp)  # consumers reading here see more (REPL-17)
             if fetcher.state is FetchState.FENCED:
                 logger.info("%s-%d: fenced; waiting for the controller", *tp)
         return progress
@@ -183,6 +191,7 @@ class ReplicaFetcher:
             manager.truncation,
             max_bytes=manager.config["replica.fetch.max.bytes"],
             storage_failed=lambda tp, err: manager.storage_failed(tp, err),
+            high_watermark_moved=lambda tp: manager.high_watermark_moved(tp),
         )
         self._changed = asyncio.Event()
         self._connection: FetcherConnection | None = None
@@ -308,13 +317,13 @@ class ReplicaFetcher:
     async def _fetch(self, conn: FetcherConnection, asked: Round) -> Progress:
         config = self.manager.config
         by_topic: dict[str, list[Any]] = {}
-        for (topic, _), (fetcher, r) in asked.items():
+        for (topic, _), (_, r) in asked.items():
             by_topic.setdefault(topic, []).append(
                 FetchRequest.FetchPartition(
                     partition=r.partition,
                     current_leader_epoch=r.current_leader_epoch,
                     fetch_offset=r.fetch_offset,
-                    log_start_offset=fetcher.partition.log_start_offset,
+                    log_start_offset=r.log_start_offset,
                     partition_max_bytes=r.max_bytes,
                 )
             )
@@ -363,6 +372,8 @@ class ReplicaFetcherManager:
         self._stopping: set[asyncio.Task] = set()
         # A follower's write failed (DUR-15, DUR-16): the replica manager's storage_failed
         self.storage_failed: Callable[[TopicPartition, BaseException], None] = lambda tp, err: None
+        # A followed partition's HW moved: the replica manager's `wake` (REPL-17)
+        self.high_watermark_moved: Callable[[TopicPartition], None] = lambda tp: None
 
     def add_partition(self, partition: Partition, leader_id: int) -> None:
         """Follow `partition` from `leader_id`: truncate first, then fetch."""

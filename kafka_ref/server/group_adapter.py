@@ -60,6 +60,8 @@ from kafka_ref.record.control import read_marker
 from kafka_ref.server.kafka_config import KafkaConfig
 from kafka_ref.server.purgatory import DelayedOperation
 from kafka_ref.server.replica_manager import ReplicaManager
+from kafka_ref.share.persister import Persister
+from kafka_ref.share.share_group_coordinator import Spawn, run_now
 
 logger = logging.getLogger("kafka_ref.server.group_adapter")
 
@@ -79,6 +81,13 @@ def group_config(config: KafkaConfig) -> GroupConfig:
         offsets_retention_minutes=config["offsets.retention.minutes"],
         offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
         offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+        group_consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+        group_consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+        group_consumer_assignors=tuple(config["group.consumer.assignors"]),
+        group_consumer_max_size=config["group.consumer.max.size"],
+        group_share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
+        group_share_session_timeout_ms=config["group.share.session.timeout.ms"],
+        group_share_max_size=config["group.share.max.size"],
     )
 
 
@@ -227,10 +236,19 @@ class GroupCoordinatorAdapter:
         replica_manager: ReplicaManager,
         clock,
         schedule: Callable,
+        share_persister: Callable[[], Persister] | None = None,
+        spawn: Spawn = run_now,
     ) -> None:
         self.replica_manager = replica_manager
         self.commit_timeout_ms = config["offsets.commit.timeout.ms"]
-        self.coordinator = GroupCoordinator(group_config(config), clock, schedule, self.append)
+        self.coordinator = GroupCoordinator(
+            group_config(config),
+            clock,
+            schedule,
+            self.append,
+            share_persister=share_persister,  # the share coordinator's client (KIP-932)
+            spawn=spawn,
+        )
 
     # ------------------------------------------------------------------ the coordinator's writes
     def append(self, partition: int, batch: bytes, on_done: Callable[[ErrorCode], None]) -> None:

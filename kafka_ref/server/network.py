@@ -46,7 +46,10 @@ bytes back. Before a connection on a SASL listener has authenticated, a frame ab
 
 **Connections** (BROKER-56..BROKER-58). Each new connection is checked against the
 `ConnectionQuotas` (server/connection_quotas.py) and closed at once when over a limit. Its
-`last_active` time lets the socket server close it when idle (BROKER-59).
+`last_active` time lets the socket server close it when idle (BROKER-59). Its
+`connection_id` is Kafka's, `local-peer-index`, unique in the broker's life; when the
+connection ends, for whatever reason, the socket server's `disconnect_listeners` hear it
+(Kafka `ConnectionDisconnectListener`): the share sessions opened on it end (SHARE-25).
 
 **Listeners and security** (SEC-1..SEC-7). One `Acceptor` per listener, each with its
 `ListenerSecurity`: TLS transports on SSL listeners; on SASL listeners a
@@ -61,7 +64,7 @@ had already sent wait (`hold`) until the throttle ends.
 (kafka_ref/metrics/recorders.py, `RequestMetrics`).
 
 Rules: BROKER-1..BROKER-5, BROKER-8, BROKER-9, BROKER-53..BROKER-58, MET-2, QUOTA-8, SEC-4,
-SEC-6.
+SEC-6, SHARE-25.
 """
 
 from __future__ import annotations
@@ -110,6 +113,7 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         self.last_active = time.monotonic()  # the last byte read or written (BROKER-59)
         self.transport: asyncio.Transport | None = None
         self.name = "?"
+        self.connection_id = "?"  # Kafka's `local-peer-index`, set once connected
         self._buf: bytearray | None = None  # unparsed bytes are _buf[_start:_end]
         self._view: memoryview | None = None
         self._start = self._end = 0
@@ -136,6 +140,9 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.name = f"{peer[0]}:{peer[1]}" if peer else "?"
+        local = transport.get_extra_info("sockname")
+        index = next(self.server.connection_indexes)
+        self.connection_id = f"{local[0]}:{local[1]}-{self.name}-{index}" if local else f"?-{index}"
         if not self._admit(peer[0] if peer else "?"):
             return
         if self.listener.ssl_context is not None:  # the TLS handshake is done: who is it?
@@ -173,6 +180,9 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
         self._held.clear()
         if self._backlog_task is not None:
             self._backlog_task.cancel()
+        if self._admitted:  # what lives with the connection ends with it (SHARE-25)
+            for listener in self.server.disconnect_listeners:
+                listener(self.connection_id)
         logger.debug("connection from %s closed after %d requests", self.name, self.requests)
 
     def close(self, reason: str) -> None:
@@ -358,7 +368,7 @@ class Processor(ResponseWriter, asyncio.BufferedProtocol):
             logger.exception("decoder failed on a frame from %s", self.name)
             self.close(f"undecodable request: {err!r}")
             return None
-        return Request(self, header, body, size)
+        return Request(self, header, body, size, frame)
 
     def _answer_here(self, request: Request, response: Response) -> None:
         """A request the network side answers itself (SASL), in order with the others."""

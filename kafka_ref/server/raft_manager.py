@@ -21,7 +21,16 @@ the very same class with the real ones:
 
 Everything runs on the event loop's one thread, so the client never sees two events at once.
 
-Rules: RAFT-14.
+A node whose `node.id` is not in `controller.quorum.voters` runs the same client as an
+**observer** (RAFT-18, RAFT-20): a broker following the metadata log. It serves no quorum
+request; it fetches. To find the leader it asks the addresses of
+`controller.quorum.bootstrap.servers` (the voters' addresses when that is not set). Kafka
+does not know which node answers at a bootstrap address, and neither does kafka-ref: the
+bootstrap servers are peers -2, -3, ... in their order (Kafka's constructor of
+`KafkaRaftClient` numbers them so), and the leader they name is reached at its address in
+`controller.quorum.voters`.
+
+Rules: RAFT-14, RAFT-20.
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka_ref.clock import Clock
@@ -39,6 +49,7 @@ from kafka_ref.raft import wire
 from kafka_ref.raft.election_state import FileQuorumStateStore
 from kafka_ref.raft.kafka_raft_client import KafkaRaftClient
 from kafka_ref.raft.kafka_raft_log import KafkaRaftLog
+from kafka_ref.raft.listener import RaftListener
 from kafka_ref.raft.messages import RaftMessage, RaftRequest
 from kafka_ref.raft.quorum_config import QuorumConfig
 from kafka_ref.security.inter_broker import InterBrokerSecurity
@@ -68,8 +79,26 @@ def parse_quorum_voters(value: str) -> dict[int, Address]:
     return voters
 
 
+def parse_bootstrap_servers(value: str) -> list[Address]:
+    """`controller.quorum.bootstrap.servers`: `host:port,...`, possibly empty (Kafka:
+    `QuorumConfig.parseBootstrapServers`). Raises ValueError naming the entry that is wrong."""
+    servers: list[Address] = []
+    for entry in (e.strip() for e in value.split(",") if e.strip()):
+        host, colon, port = entry.rpartition(":")
+        if not colon or not port.isdigit() or not host:
+            raise ValueError(
+                f"controller.quorum.bootstrap.servers entry {entry!r} is not of the form host:port"
+            )
+        servers.append((host.strip("[]"), int(port)))
+    return servers
+
+
 class RaftManager:
-    """This node's Raft client on the event loop, and its connections to the voters."""
+    """This node's Raft client on the event loop, and its connections to the voters.
+
+    `bootstrap_servers` are where an observer looks for the leader (the voters' addresses
+    when empty); `directory_id` is the metadata log directory's id (`meta.properties`),
+    which the node's fetches carry so that the leader describes it by it."""
 
     def __init__(
         self,
@@ -82,9 +111,16 @@ class RaftManager:
         config: QuorumConfig | None = None,
         log_config: LogConfig | None = None,
         rng: random.Random | None = None,
+        bootstrap_servers: Sequence[Address] = (),
+        directory_id: uuid.UUID | None = None,
     ) -> None:
         self.node_id = node_id
         self.voters = dict(voters)
+        # Kafka's ids of the bootstrap servers: -2, -3, ... (who answers there is unknown)
+        bootstrap = {-2 - i: address for i, address in enumerate(bootstrap_servers)}
+        self.bootstrap_ids = tuple(bootstrap)
+        self.addresses = {**self.voters, **bootstrap}
+        self.directory_id = directory_id
         self.metadata_dir = metadata_dir
         self.cluster_id = cluster_id
         self.clock = clock
@@ -101,7 +137,12 @@ class RaftManager:
         self._answer: RaftMessage | None = None  # the client's answer to the request in hand
         self._answering: int | None = None  # the peer whose request is in hand
         self._state: object = None  # the epoch state last logged
-        self.listeners: list[Callable[[], None]] = []  # told after each event (the HW moved)
+        self._listeners: list[RaftListener] = []  # registered on the client when it starts
+
+    @property
+    def is_observer(self) -> bool:
+        """Not a voter: it follows the log without a say (RAFT-18)."""
+        return self.node_id not in self.voters
 
     # ------------------------------------------------------------------ life
     def start(self) -> None:
@@ -117,9 +158,30 @@ class RaftManager:
             self._send,
             self.clock.milliseconds(),
             cluster_id=self.cluster_id,
+            bootstrap=self.bootstrap_ids,
+            directory_id=self.directory_id,
         )
-        logger.info("raft %d started: %r", self.node_id, self.client)
+        for listener in self._listeners:
+            self.client.register(listener)
+        role = "observer" if self.is_observer else "voter"
+        logger.info("raft %d started as %s: %r", self.node_id, role, self.client)
         self._after_event()
+
+    def register(self, listener: RaftListener) -> None:
+        """Tell `listener` the committed batches and the leader (RAFT-17), from the start of
+        the log: the metadata image of this node's controller or broker."""
+        self._listeners.append(listener)
+        if self.client is not None:
+            self.client.register(listener)
+            self._after_event()
+
+    def append(self, values: list[bytes]) -> int:
+        """Append one batch as the leader (NotLeaderOrFollowerError otherwise); the offset of
+        its last record. Its listeners hear it once the quorum has committed it."""
+        assert self.client is not None, "the raft manager has not started"
+        last = self.client.append(values, self.clock.milliseconds())
+        self._after_event()
+        return last
 
     async def shutdown(self) -> None:
         """Resign if leading (EndQuorumEpoch, so the voters need not wait for a timeout),
@@ -141,7 +203,7 @@ class RaftManager:
 
     # ------------------------------------------------------------------ events
     def _after_event(self) -> None:
-        """Re-arm the one timer at the client's next deadline; tell the listeners."""
+        """Re-arm the one timer at the client's next deadline."""
         client = self.client
         if client is None:
             return
@@ -154,8 +216,6 @@ class RaftManager:
             self._timer.cancel()
         delay_ms = client.poll_timeout_ms(self.clock.milliseconds())
         self._timer = asyncio.get_running_loop().call_later(delay_ms / 1000, self._poll)
-        for listener in self.listeners:
-            listener()
 
     def _poll(self) -> None:
         if self.client is not None:
@@ -208,7 +268,7 @@ class RaftManager:
     async def _connection(self, peer: int) -> FetcherConnection:
         connection = self._connections.get(peer)
         if connection is None or connection.transport is None or connection.transport.is_closing():
-            host, port = self.voters[peer]
+            host, port = self.addresses[peer]
             connection = await FetcherConnection.open(
                 host, port, self.security, f"raft-client-{self.node_id}"
             )

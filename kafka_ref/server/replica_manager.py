@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +96,11 @@ from kafka_ref.replication.partition import (
     Partition,
     read_high_watermarks,
     write_high_watermarks,
+)
+from kafka_ref.replication.replica_selector import (
+    ClientMetadata,
+    ReplicaSelector,
+    find_preferred_read_replica,
 )
 from kafka_ref.server.purgatory import DelayedOperation, DelayedOperationPurgatory
 
@@ -145,8 +150,15 @@ class ReplicaManager:
         replica_lag_time_max_ms: int,  # the broker config, declared in its table
         defer: Callable[[Callable[[], None]], Any] | None = None,
         partition_known: Callable[[str, int], bool] | None = None,
+        replica_selector: ReplicaSelector | None = None,
+        broker_racks: Callable[[str | None], Mapping[int, str | None]] | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # `replica.selector.class`: which replica a consumer should read from (REPL-14), and
+        # the rack of every live broker with an endpoint on a listener (Kafka:
+        # `MetadataCache.getPartitionReplicaEndpoints`)
+        self.replica_selector = replica_selector
+        self.broker_racks = broker_racks or (lambda listener: {})
         # Whether the cluster's metadata has the partition (Kafka: `MetadataCache.contains`):
         # a partition known there but not hosted here is NOT_LEADER_OR_FOLLOWER, not unknown.
         self.partition_known = partition_known or (lambda topic, index: False)
@@ -214,12 +226,15 @@ class ReplicaManager:
         Returns the partition, or None if the state was stale and ignored (CTRL-5).
         """
         tp = (state.topic, state.partition)
+        if self.broker_id not in state.replicas:  # KRaft: moved away by a reassignment
+            if tp in self.partitions or tp in self.log_manager.logs:
+                logger.info("%s-%d: no longer a replica here, deleting it", *tp)
+                self.stop_replica(tp, delete=True)
+            return None
         partition, _ = self._host(*tp)
         if state.leader_epoch < partition.leader_epoch:
             logger.info("ignoring state with an old leader epoch: %s", state)
             return None
-        if state.leader_epoch == partition.leader_epoch:
-            return partition  # an ISR change by this epoch's leader: applied already
         leader = None if state.leader < 0 else state.leader
         decision = LeaderAndIsr(
             *tp,
@@ -229,6 +244,11 @@ class ReplicaManager:
             tuple(state.replicas),
             state.zk_version,
         )
+        if state.leader_epoch == partition.leader_epoch:
+            if state.zk_version > partition.version:  # replicas or ISR changed (KBROKER-6)
+                partition.update_assignment_and_isr(decision)
+                self._on_high_watermark(tp)
+            return partition  # else: an ISR change by this epoch's leader, applied already
         fetchers = self.fetcher_manager
         if fetchers is not None:
             fetchers.remove_partition(tp)
@@ -242,6 +262,10 @@ class ReplicaManager:
         return partition
 
     def on_partition_state(self, state: PartitionState) -> None:
+        """A partition of this broker changed (LeaderAndIsr in ZooKeeper mode, the published
+        image in KRaft). A log in a failed directory raises KafkaStorageError: ZooKeeper's
+        controller hears it in the LeaderAndIsr answer (CTRL-30), KRaft's publisher keeps the
+        partition offline and applies the rest (KBROKER-21)."""
         self.become_leader_or_follower(state)
 
     def on_partitions_created(self, topic: str, partitions: range) -> None:
@@ -326,6 +350,22 @@ class ReplicaManager:
                 f" (leader {partition.leader_id}, epoch {partition.leader_epoch})"
             )
         return partition
+
+    def find_preferred_read_replica(
+        self, partition: Partition, client: ClientMetadata, fetch_offset: int
+    ) -> int | None:
+        """The replica a consumer's fetch should go to instead of this leader, or None
+        (Kafka: `ReplicaManager.findPreferredReadReplica`; replica_selector.py, REPL-15)."""
+        if self.replica_selector is None:
+            return None
+        return find_preferred_read_replica(
+            self.replica_selector,
+            partition,
+            client,
+            fetch_offset,
+            self.clock.milliseconds(),
+            self.broker_racks(client.listener_name),
+        )
 
     def high_watermark(self, topic: str, index: int) -> int | None:
         partition = self.partitions.get((topic, index))

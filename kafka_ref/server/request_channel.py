@@ -64,6 +64,7 @@ class Request:
         "completed_ns",
         "connection",
         "dequeued_ns",
+        "frame",
         "header",
         "local_done_ns",
         "memory",
@@ -73,11 +74,21 @@ class Request:
         "size",
     )
 
-    def __init__(self, connection: Connection, header: Any, body: Any, size: int) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        header: Any,
+        body: Any,
+        size: int,
+        frame: bytes | bytearray | None = None,
+    ) -> None:
         self.connection = connection
         self.header = header
         self.body = body
         self.size = size
+        # The header and body as received: a KRaft broker forwards some requests whole
+        # (KIP-590, server/forwarding_manager.py). The frame's own buffer, not a copy.
+        self.frame = frame
         self.received_ns = time.monotonic_ns()
         # the later stages' times, for the request metrics (kafka_ref/metrics/recorders.py)
         self.dequeued_ns = self.local_done_ns = self.completed_ns = self.response_dequeued_ns = 0
@@ -109,6 +120,12 @@ class Request:
     def host(self) -> str:
         """The client's IP address (the connection is named `ip:port`), for host ACLs."""
         return self.connection.name.rsplit(":", 1)[0]
+
+    @property
+    def connection_id(self) -> str:
+        """Its connection's id, unique in this broker's life (Kafka's
+        `RequestContext.connectionId`); a request made inside the broker has its name."""
+        return getattr(self.connection, "connection_id", self.connection.name)
 
     @property
     def listener_name(self) -> str | None:

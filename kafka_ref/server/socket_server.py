@@ -25,8 +25,10 @@ Rules: BROKER-48, BROKER-51, BROKER-59.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
+from collections.abc import Callable
 
 from kafka_ref.metrics.recorders import RequestMetrics
 from kafka_ref.protocol.frames import MAX_FRAME_SIZE
@@ -104,6 +106,9 @@ class SocketServer:
         self.connections_max_idle_ms = connections_max_idle_ms  # < 0: never closed for idling
         self.acceptors = [Acceptor(self, listener) for listener in listeners]
         self.connections: set[Processor] = set()
+        self.connection_indexes = itertools.count()  # the last part of a connection id
+        # called with a connection's id when it ends (Kafka `ConnectionDisconnectListener`)
+        self.disconnect_listeners: list[Callable[[str], None]] = []
         self.zero_copy = True  # False: file slices are read and written, as without sendfile
         self._idle_task: asyncio.Task | None = None
 

@@ -22,7 +22,8 @@ Kafka's `BrokerServer` wires its `TransactionCoordinator`:
   Losing the leadership resigns the partition: its answers still in flight become
   NOT_COORDINATOR and its marker retries stop; the new leader replays the log (TXN-21).
 * **Markers, over the wire.** `send_markers` groups a transaction's partitions by their
-  leader and sends each leader a WriteTxnMarkers request on a connection of its own
+  leader and sends each leader a WriteTxnMarkers request (v2, with the transaction's
+  version, TXN-96) on a connection of its own
   (Kafka: `TransactionMarkerChannelManager`, its `InterBrokerSendThread`;
   server/inter_broker_channel.py). To this very broker the request goes through the
   broker's own handlers without a socket, and is answered at once when the markers need no
@@ -34,7 +35,7 @@ Kafka's `BrokerServer` wires its `TransactionCoordinator`:
 * **Timeouts.** Every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
   coordinator aborts the transactions open past their timeout (TXN-15).
 
-Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22, TXN-24.
+Rules: TXN-9, TXN-12, TXN-14, TXN-15, TXN-20..TXN-22, TXN-24, TXN-96.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ from kafka_ref.txn.transaction_log import TRANSACTION_STATE_TOPIC
 logger = logging.getLogger("kafka_ref.server.txn_adapter")
 
 REQUIRED_ACKS = -1
-WRITE_TXN_MARKERS_VERSION = 1  # flexible; every Kafka since 2.8 takes it, 4.0 only it
+WRITE_TXN_MARKERS_VERSION = 2  # v2 carries the transaction version (KIP-1228, Kafka 4.2+)
 APPEND_TIMEOUT_MS = 5000
 
 
@@ -128,6 +129,7 @@ def _marker(request: MarkerRequest, tps: set[TopicPartition]) -> Any:
             for t, ps in by_topic.items()
         ],
         coordinator_epoch=request.coordinator_epoch,
+        transaction_version=request.transaction_version,
     )
 
 

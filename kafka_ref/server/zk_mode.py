@@ -44,7 +44,10 @@ from kafka_ref.cluster.zk_metadata import ZkClusterMetadata
 from kafka_ref.cluster.zookeeper import KafkaZkClient
 from kafka_ref.config import LogConfig
 from kafka_ref.security.inter_broker import InterBrokerSecurity
-from kafka_ref.server.alter_partition_manager import AlterPartitionManager
+from kafka_ref.server.alter_partition_manager import (
+    AlterPartitionManager,
+    ZkControllerDestination,
+)
 from kafka_ref.server.follower_fetcher import ReplicaFetcherManager
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, GroupCoordinatorAdapter
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -135,10 +138,13 @@ class ZooKeeperMode:
 
         self.fetchers = ReplicaFetcherManager(self.config.broker_id, self.config, endpoint_of)
         self.fetchers.storage_failed = replica_manager.storage_failed
+        self.fetchers.high_watermark_moved = replica_manager.wake
         replica_manager.fetcher_manager = self.fetchers
         replica_manager.log_dir_failed = self._propagate_log_dir_event
         self.alter_partitions = AlterPartitionManager(
-            metadata, InterBrokerSecurity.from_config(self.config)
+            self.config.broker_id,
+            lambda: metadata.broker_epoch,
+            ZkControllerDestination(metadata, InterBrokerSecurity.from_config(self.config)),
         )
         replica_manager.alter_partition = self.alter_partitions.submit
         metadata.listeners.append(replica_manager)

@@ -367,6 +367,7 @@ class SimFetcherManager:
                 truncate_on_fetch=config.truncate_on_fetch,
                 storage_failed=broker.replica_manager.storage_failed,
                 truncated=broker.on_truncation,
+                high_watermark_moved=broker.replica_manager.wake,
             )
             fetcher = self.fetchers[leader_id] = _SourceFetcher(partitions)
         fetcher.partitions.add(partition)

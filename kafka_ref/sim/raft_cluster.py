@@ -2,9 +2,11 @@
 
 The voters are kafka-ref's `KafkaRaftClient`s, each with its `KafkaRaftLog` (a real
 partition log on real files) and its `quorum-state` file; only time and the network are
-simulated. Everything comes from one seed: message delays, losses, duplicates and
-reordering (network.py's `SimNetwork`), the crashes that strike while a node handles a
-message, the voters' election timeouts. The same seed and the same schedule replay the same
+simulated. **Observers** (RAFT-18), the brokers of a KRaft cluster, run the same client
+with an id outside the voter set, and the voters as their bootstrap servers. Everything
+comes from one seed: message delays, losses, duplicates and reordering (network.py's
+`SimNetwork`), the crashes that strike while a node handles a message, the election
+timeouts, the bootstrap servers observers ask. The same seed and the same schedule replay the same
 history (SIM-1), which is how a counterexample found by hypothesis is read, shrunk and
 fixed (as TigerBeetle's simulator runs its real replica, FoundationDB's its real code).
 
@@ -13,14 +15,20 @@ and its log keeps only what was fsynced (faults.py's `crash_log`); its `quorum-s
 file, written atomically, survives whole. The core fsyncs before it acknowledges, so a
 crash loses nothing it counted. A **restart** recovers the log and reads the file again.
 
+Each node's application (`ApplyingListener`) writes **snapshots** of what it applied when
+the quorum config's `max_bytes_between_snapshots` says, and the nodes cut their logs behind
+them by its retention (RAFT-21, RAFT-22): with small values a node that was away comes back
+below its leader's log start and catches up by FetchSnapshot (RAFT-23, RAFT-24).
+
 After every event a node handles, `RaftChecker` (raft_checks.py) checks election safety,
-leader completeness and state machine safety; `check` adds log matching across the logs.
-`settle` is the liveness check: once the network heals and every node is up, a leader is
-elected and the high watermark covers a new entry on every voter within a bound.
+leader completeness and state machine safety, and that an observer never votes nor stands
+for election; `check` adds log matching across the logs. `settle` is the liveness check:
+once the network heals and every node is up, a leader is elected and the high watermark
+covers a new entry on every voter and every observer within a bound.
 
 Usage:
 
-    sim = RaftSimulation(directory, voters=3, seed=7)
+    sim = RaftSimulation(directory, voters=3, observers=2, seed=7)
     sim.run(2_000)                 # elect, replicate the workload
     sim.crash(sim.leader())        # power loss at the leader
     sim.run(1_000)                 # a new election
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import os
 import random
+import tempfile
 from dataclasses import dataclass, field
 
 from kafka_ref.clock import ManualClock, ManualScheduler, TimerHandle
@@ -41,9 +50,26 @@ from kafka_ref.raft.kafka_raft_log import METADATA_TOPIC, KafkaRaftLog
 from kafka_ref.raft.leader_state import LeaderState
 from kafka_ref.raft.messages import RaftMessage
 from kafka_ref.raft.quorum_config import QuorumConfig
+from kafka_ref.raft.snapshot_generator import SnapshotGenerator
 from kafka_ref.sim.faults import crash_log
 from kafka_ref.sim.network import SimNetwork
-from kafka_ref.sim.raft_checks import RaftChecker, SafetyViolation, log_entries
+from kafka_ref.sim.raft_checks import (
+    ApplyingListener,
+    RaftChecker,
+    SafetyViolation,
+    log_entries,
+)
+
+MEMORY_DIR = "/dev/shm"  # Linux's tmpfs
+
+
+def scratch_directory() -> tempfile.TemporaryDirectory:
+    """A temporary directory for a simulation's logs, in memory (tmpfs) where the machine
+    has one. A simulated crash drops the unflushed data itself (faults.py), so a disk adds
+    nothing to a simulation but the wall time of its fsyncs, most of a run's on a busy one."""
+    memory = MEMORY_DIR if os.path.isdir(MEMORY_DIR) else None
+    return tempfile.TemporaryDirectory(prefix="raft-sim-", dir=memory)
+
 
 # Kafka's timeouts scaled down a hundredfold: elections in 100-200 ms of simulated time.
 SIM_QUORUM_CONFIG = QuorumConfig(
@@ -72,7 +98,8 @@ class RaftSimConfig:
 
 
 class RaftNode:
-    """One voter: its directory, and while it is up, its log, its client and its timer."""
+    """One voter or observer: its directory, and while it is up, its log, its client and its
+    timer."""
 
     def __init__(self, node_id: int, directory: str) -> None:
         self.node_id = node_id
@@ -80,6 +107,7 @@ class RaftNode:
         self.log: KafkaRaftLog | None = None
         self.client: KafkaRaftClient | None = None
         self.timer: TimerHandle | None = None
+        self.application: ApplyingListener | None = None  # what its listener told it
         self.last_state: object = None  # the epoch state last recorded in the history
 
     @property
@@ -93,6 +121,7 @@ class RaftSimulation:
         directory: str | os.PathLike,
         *,
         voters: int = 3,
+        observers: int = 0,
         seed: int = 0,
         config: RaftSimConfig | None = None,
     ) -> None:
@@ -110,15 +139,16 @@ class RaftSimulation:
             fifo=not self.config.reorder,
         )
         self.voter_ids = tuple(range(voters))
+        self.observer_ids = tuple(range(voters, voters + observers))  # ids past the voters'
         self.log_config = LogConfig(segment_bytes=64 * 1024, segment_index_bytes=4096)
         self.nodes = {
             i: RaftNode(i, os.path.join(os.fspath(directory), f"node-{i}", f"{METADATA_TOPIC}-0"))
-            for i in self.voter_ids
+            for i in self.voter_ids + self.observer_ids
         }
-        self.checker = RaftChecker()
+        self.checker = RaftChecker(observers=frozenset(self.observer_ids))
         self.history: list[str] = []
         self._values = 0
-        for node_id in self.voter_ids:
+        for node_id in self.nodes:
             self.start(node_id)
         self._schedule_workload()
 
@@ -150,6 +180,16 @@ class RaftSimulation:
                 self.clock.milliseconds(),
             ),
         )
+        quorum = self.config.quorum
+        generator = SnapshotGenerator(
+            quorum.max_bytes_between_snapshots,
+            quorum.max_snapshot_interval_ms,
+            self.clock.milliseconds(),
+        )
+        node.application = ApplyingListener(
+            node_id, self.checker, lambda: node.client, node.log, generator
+        )
+        node.client.register(node.application)
         self.checker.restarted(node_id)
         self.network.attach(node_id, lambda src, message: self._deliver(node_id, src, message))
         self.record(f"start {node_id}: {node.client.state!r}, log end {node.log.end_offset}")
@@ -182,7 +222,7 @@ class RaftSimulation:
 
     def isolate(self, node_id: int | None) -> None:
         if node_id is not None:
-            for other in self.voter_ids:
+            for other in self.nodes:
                 if other != node_id:
                     self.network.cut(node_id, other)
             self.record(f"isolate {node_id}")
@@ -226,6 +266,8 @@ class RaftSimulation:
             node.last_state = client.state
             self.record(f"node {node.node_id}: {client.state!r}")
         self.checker.observe(node.node_id, client, node.log)
+        now = self.clock.milliseconds()
+        self._guarded(node.node_id, lambda: node.application.maybe_snapshot(now))
         if node.timer is not None:
             node.timer.cancel()
         timeout = client.poll_timeout_ms(self.clock.milliseconds())
@@ -274,8 +316,12 @@ class RaftSimulation:
         leader = self.leader()
         return [i for i in self.voter_ids if i != leader and self.nodes[i].up]
 
+    def observers(self) -> list[int]:
+        """The observers that are up."""
+        return [i for i in self.observer_ids if self.nodes[i].up]
+
     def down(self) -> list[int]:
-        return [i for i in self.voter_ids if not self.nodes[i].up]
+        return [i for i, node in self.nodes.items() if not node.up]
 
     def entries(self, node_id: int) -> list:
         return log_entries(self.nodes[node_id].log)
@@ -283,11 +329,13 @@ class RaftSimulation:
     def describe(self) -> str:
         lines = []
         for node in self.nodes.values():
+            role = "observer" if node.node_id in self.observer_ids else "node"
             if not node.up:
-                lines.append(f"node {node.node_id}: down")
+                lines.append(f"{role} {node.node_id}: down")
                 continue
             lines.append(
-                f"node {node.node_id}: {node.client.state!r} log end {node.log.end_offset} "
+                f"{role} {node.node_id}: {node.client.state!r} log [{node.log.start_offset}, "
+                f"{node.log.end_offset}) snapshot {node.log.latest_snapshot_id} "
                 f"last epoch {node.log.last_fetched_epoch} hw {node.client.high_watermark}"
             )
         return "\n".join(lines)
@@ -295,7 +343,8 @@ class RaftSimulation:
     # ------------------------------------------------------------------ liveness
     def settle(self, bound_ms: int) -> int:
         """Heal everything and wait: within `bound_ms` a leader must be elected and commit a
-        new entry on every voter (RAFT-13). Returns the time it took."""
+        new entry on every voter, and every observer must have it too (RAFT-13). Returns
+        the time it took."""
         self.network.heal()
         self.network.drop_rate = self.network.duplicate_rate = 0.0
         self.config.crash_rate = 0.0
@@ -311,8 +360,8 @@ class RaftSimulation:
             log = self.nodes[leader].log
             if target is None or self.nodes[leader].client.epoch != target[1]:
                 target = (log.end_offset + 1, self.nodes[leader].client.epoch)
-            if all(self.nodes[i].client.high_watermark >= target[0] for i in self.voter_ids):
+            if all(node.client.high_watermark >= target[0] for node in self.nodes.values()):
                 return self.clock.milliseconds() - start
-        raise AssertionError(
-            f"liveness: no progress within {bound_ms} ms after healing\n{self.describe()}"
+        raise SafetyViolation(
+            "liveness", f"no progress within {bound_ms} ms after healing\n{self.describe()}"
         )

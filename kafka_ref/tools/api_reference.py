@@ -31,6 +31,7 @@ PACKAGES = {
     "raft": "KRaft's quorum: Raft",
     "sim": "The cluster simulator",
     "group": "Consumer groups",
+    "share": "Share groups",
     "txn": "Transactions and producer ids",
     "client": "The clients",
     "spark": "The Spark data sources",

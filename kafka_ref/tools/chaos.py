@@ -32,7 +32,7 @@ import json
 import signal
 import sys
 
-from kafka_ref.conformance.nemesis import KINDS
+from kafka_ref.conformance.nemesis import KINDS, KRAFT_KINDS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,17 +43,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rate", type=float, default=2000.0, help="values sent a second (2000)")
     parser.add_argument(
+        "--kraft",
+        action="store_true",
+        help="three KRaft nodes (broker and controller each) instead of ZooKeeper and brokers",
+    )
+    parser.add_argument(
         "--nemesis",
-        default=",".join(KINDS),
         metavar="KINDS",
-        help=f"faults to use ({','.join(KINDS)})",
+        help=f"faults to use (ZooKeeper: {','.join(KINDS)}; KRaft: {','.join(KRAFT_KINDS)})",
     )
     parser.add_argument("--data-dir", metavar="DIR", help="the cluster's files (a temp dir)")
     parser.add_argument(
         "--config", action="append", default=[], metavar="KEY=VALUE", help="for every broker"
     )
     parser.add_argument(
-        "--session-timeout-ms", type=int, default=6000, help="zookeeper.session.timeout.ms (6000)"
+        "--session-timeout-ms",
+        type=int,
+        default=6000,
+        help="zookeeper.session.timeout.ms, or KRaft's broker.session.timeout.ms (6000)",
     )
     parser.add_argument(
         "--max-window",
@@ -86,9 +93,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give --faults N or --duration S (or both)")
     if (args.faults is not None and args.faults < 1) or (args.duration or 1) <= 0:
         raise UsageError("--faults and --duration must be positive")
-    kinds = tuple(k.strip() for k in args.nemesis.split(",") if k.strip())
-    if not kinds or set(kinds) - set(KINDS):
-        raise UsageError(f"--nemesis {args.nemesis!r}: choose from {','.join(KINDS)}")
+    known = KRAFT_KINDS if args.kraft else KINDS
+    kinds = tuple(k.strip() for k in (args.nemesis or ",".join(known)).split(",") if k.strip())
+    if not kinds or set(kinds) - set(known):
+        raise UsageError(f"--nemesis {args.nemesis!r}: choose from {','.join(known)}")
     configs = {}
     for item in args.config:
         key, sep, value = item.partition("=")
@@ -97,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         configs[key.strip()] = value
     if args.mutant is not None and args.mutant not in MUTANTS:
         raise UsageError(f"--mutant {args.mutant!r}: choose from {', '.join(sorted(MUTANTS))}")
-    if not zookeeper_installed():
+    if not args.kraft and not zookeeper_installed():
         raise UsageError("no ZooKeeper: install Debian's zookeeper package (and java)")
     opts = campaign.Options(
         seed=args.seed,
@@ -110,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         session_timeout_ms=args.session_timeout_ms,
         max_window=args.max_window,
         mutant=args.mutant,
+        kraft=args.kraft,
     )
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the campaign as Ctrl-C does
     signal.signal(signal.SIGINT, _interrupt)  # even when started in the background
@@ -132,9 +141,11 @@ def _interrupt(*_: object) -> None:
 
 def _command(r: dict) -> str:
     parts = ["kafka-ref chaos", f"--seed {r['seed']}", f"--faults {r['faults']}"]
+    if r.get("kraft"):
+        parts.append("--kraft")
     if r["rate"] != 2000:
         parts.append(f"--rate {r['rate']:g}")
-    if tuple(r["kinds"]) != KINDS:
+    if tuple(r["kinds"]) != (KRAFT_KINDS if r.get("kraft") else KINDS):
         parts.append(f"--nemesis {','.join(r['kinds'])}")
     parts += [f"--config {k}={v}" for k, v in r["configs"].items()]
     if r.get("mutant"):
@@ -194,6 +205,24 @@ def markdown(r: dict) -> str:
             f"| {x['partition']} | {x['broker']} | {x['from']:.1f} | {x['seconds']:.1f} |"
             for x in r["stale_isr"]
         ]
+    failovers = r.get("controller_failovers", [])
+    if failovers:
+        moved = sorted(f["seconds"] for f in failovers if f["seconds"] is not None)
+        lines += [
+            "",
+            "Faults that struck the active controller, and the seconds until another was named"
+            " (-: it stayed controller):",
+            "",
+            "| fault | kind | failover |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {f['fault']} | {f['kind']} | "
+            f"{'-' if f['seconds'] is None else format(f['seconds'], '.2f') + ' s'} |"
+            for f in failovers
+        ]
+        if moved:
+            lines += ["", f"Failover: median {moved[len(moved) // 2]:.2f} s, max {moved[-1]:.2f} s"]
     if r["lost_examples"]:
         lines += ["", f"Lost (partition, value), first of {r['lost']}: {r['lost_examples'][:10]}"]
     kinds: dict[str, int] = {}

@@ -1,20 +1,30 @@
-"""Run a local cluster: a ZooKeeper and N broker processes, like Kafka's quickstart.
+"""Run a local cluster, like Kafka's quickstart: KRaft by default, or on ZooKeeper.
 
-    kafka-ref cluster --brokers 3
-    kafka-ref cluster --brokers 3 --zookeeper 127.0.0.1:2181/kafka-ref --data-dir /tmp/krc
+    kafka-ref cluster                      # three KRaft nodes, each broker and controller
+    kafka-ref cluster --brokers 5 --data-dir /tmp/krc
+    kafka-ref cluster --zookeeper          # Debian's ZooKeeper and three brokers
+    kafka-ref cluster --zookeeper 127.0.0.1:2181/kafka-ref
 
-Without `--zookeeper` it starts a standalone ZooKeeper from Debian's `zookeeper` package
-(`java ... org.apache.zookeeper.server.ZooKeeperServerMain zoo.cfg`, on a free port, data in
+**KRaft** (Kafka 4's only mode): node i (1..N) gets `node.id=i`,
+`process.roles=broker,controller` (Kafka's combined mode), a client port and a controller
+port; every node is a voter of the metadata quorum. The directories are formatted first
+with one new cluster id (`kafka-ref storage format`), each node's in `<data-dir>/node-i`
+with its `server.properties`; its log goes to `<data-dir>/node-i.log`.
+
+**ZooKeeper** (`--zookeeper`, the notes' cluster): without an address it starts a standalone
+ZooKeeper from Debian's `zookeeper` package (`java ...
+org.apache.zookeeper.server.ZooKeeperServerMain zoo.cfg`, on a free port, data in
 `<data-dir>/zookeeper`). Broker i (1..N) gets `broker.id=i`, a free port, and the data
-directory `<data-dir>/broker-i`; its log goes to `<data-dir>/broker-i.log`. The command
-prints the bootstrap address and waits; Ctrl-C or SIGTERM stops the brokers (cleanly), then
-the ZooKeeper it started. `--config KEY=VALUE` passes a broker config to every broker.
+directory `<data-dir>/broker-i`; its log goes to `<data-dir>/broker-i.log`.
 
-Kill a broker (`kill -9 <pid>`, the pids are printed) and watch the controller move its
-partitions' leadership: `kafka-ref topics --bootstrap-server ... --describe`.
+The command prints the bootstrap address and waits; Ctrl-C or SIGTERM stops the nodes
+(cleanly), then the ZooKeeper it started. `--config KEY=VALUE` passes a config to every
+broker. Kill one (`kill -9 <pid>`, the pids are printed) and watch its partitions' leadership
+move: `kafka-ref topics --bootstrap-server ... --describe`; on KRaft, `kafka-ref
+metadata-quorum --bootstrap-controller ... describe --status` shows the quorum.
 
 The classes are also the test fixtures' (tests/cluster/): `ZooKeeperServer`,
-`BrokerProcess`.
+`BrokerProcess`, `KRaftNodeProcess`.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -130,10 +141,116 @@ class BrokerProcess(ServerProcess):
         return super().stop(sig, timeout)
 
 
+class KRaftNodeProcess(ServerProcess):
+    """`kafka-ref broker server.properties` for a KRaft node in a subprocess: a broker and a
+    controller in one process (`process.roles=broker,controller`, Kafka's combined mode),
+    or either alone. Its directory is formatted (`kafka-ref storage format`) before its
+    first start. `stop(SIGKILL)` is a crash: the active controller fences it once its
+    heartbeats stop for `broker.session.timeout.ms`."""
+
+    def __init__(
+        self,
+        node_id: int,
+        data_dir: str,
+        cluster_id: str,
+        voters: dict[int, int],
+        port: int | None = None,
+        roles: str = "broker,controller",
+        configs: dict[str, object] | None = None,
+        launcher: tuple[str, ...] = ("-m", "kafka_ref.cli"),
+        controller_port: int | None = None,
+    ) -> None:
+        self.node_id = node_id
+        # where its controller listens: its voters entry, unless that is a proxy's port
+        self._controller_port = controller_port
+        self.data_dir = os.path.abspath(data_dir)
+        self.cluster_id = cluster_id
+        self.voters = dict(voters)  # node id -> controller listener port
+        self.roles = roles
+        self.configs = dict(configs or {})
+        self.launcher = launcher
+        self.config_path = os.path.join(self.data_dir, "server.properties")
+        port = port or free_port()
+        label = f"node {node_id}"
+        super().__init__(label, [], port, self.data_dir + ".log")
+
+    @property
+    def controller_port(self) -> int:
+        return self._controller_port or self.voters[self.node_id]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 45.0) -> int | None:
+        """Longer than a broker's bound on its controlled shutdown (twice the 9 s session,
+        KBROKER-13): a cluster stopping whole may lose its quorum before every broker's
+        controlled shutdown is committed, and those wait out the bound."""
+        return super().stop(sig, timeout)
+
+    def properties(self) -> dict[str, object]:
+        """The node's server.properties (Kafka's config/server.properties for KRaft)."""
+        broker = "broker" in self.roles.split(",")
+        listeners = [f"PLAINTEXT://127.0.0.1:{self.port}"] if broker else []
+        if self.node_id in self.voters:
+            listeners.append(f"CONTROLLER://127.0.0.1:{self.controller_port}")
+        voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in sorted(self.voters.items()))
+        found: dict[str, object] = {
+            "process.roles": self.roles,
+            "node.id": self.node_id,
+            "controller.quorum.voters": voters,
+            "listeners": ",".join(listeners),
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": os.path.join(self.data_dir, "data"),
+        }
+        if broker:
+            found["inter.broker.listener.name"] = "PLAINTEXT"
+        found.update(self.configs)
+        return found
+
+    def start(self, timeout: float = 30.0) -> KRaftNodeProcess:
+        """Start and wait until its broker listens: it has registered with the active
+        controller and caught up, so a quorum must be running (see `launch`)."""
+        self.launch()
+        self.wait_listening(timeout)
+        return self
+
+    def launch(self) -> None:
+        """Write its config, format its directories on the first start, start the process.
+        Nodes that are to form the quorum are launched together, then waited for: each
+        node's broker listens only once a quorum has elected an active controller."""
+        os.makedirs(self.data_dir, exist_ok=True)
+        with open(self.config_path, "w") as f:
+            f.writelines(f"{key}={value}\n" for key, value in self.properties().items())
+        meta = os.path.join(self.data_dir, "data", "meta.properties")
+        if not os.path.exists(meta):
+            _run_cli(
+                self.launcher,
+                "storage",
+                "format",
+                "--cluster-id",
+                self.cluster_id,
+                "--config",
+                self.config_path,
+            )
+        self.cmd = [sys.executable, *self.launcher, "broker", self.config_path]
+        super().launch()
+
+
+def _run_cli(launcher: tuple[str, ...], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *launcher, *args], capture_output=True, text=True, timeout=120
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"kafka-ref {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=int, default=3, metavar="N", help="how many (3)")
     parser.add_argument(
-        "--zookeeper", metavar="HOST:PORT[/chroot]", help="use this ZooKeeper (else start one)"
+        "--zookeeper",
+        nargs="?",
+        const="",
+        metavar="HOST:PORT[/chroot]",
+        help="ZooKeeper mode: use this ZooKeeper, or start one when no address is given",
     )
     parser.add_argument("--data-dir", metavar="DIR", help="where everything goes (a temp dir)")
     parser.add_argument(
@@ -146,32 +263,41 @@ def run(args: argparse.Namespace) -> int:
 
     if args.brokers < 1:
         raise UsageError("--brokers must be at least 1")
-    configs: dict[str, object] = {"zookeeper.session.timeout.ms": 6000}
+    configs: dict[str, object] = {}
     for item in args.config:
         key, sep, value = item.partition("=")
         if not sep:
             raise UsageError(f"--config {item!r} is not KEY=VALUE")
         configs[key.strip()] = value
-    if args.zookeeper is None and not zookeeper_installed():
+    zookeeper_mode = args.zookeeper is not None
+    if zookeeper_mode and not args.zookeeper and not zookeeper_installed():
         raise UsageError(
-            "no ZooKeeper: install Debian's zookeeper package (and java) or pass --zookeeper"
+            "no ZooKeeper: install Debian's zookeeper package (and java) or pass --zookeeper "
+            "HOST:PORT"
         )
     base = os.path.abspath(args.data_dir or tempfile.mkdtemp(prefix="kafka-ref-cluster-"))
     os.makedirs(base, exist_ok=True)
-    zookeeper, brokers = None, []
+    zookeeper, nodes = None, []
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the cluster as Ctrl-C does
     try:
-        if args.zookeeper is None:
-            zookeeper = ZooKeeperServer(os.path.join(base, "zookeeper")).start()
-            print(f"zookeeper  {zookeeper.connect} (pid {zookeeper.proc.pid})", flush=True)
-        connect = args.zookeeper or zookeeper.connect
-        for i in range(1, args.brokers + 1):
-            broker = BrokerProcess(i, os.path.join(base, f"broker-{i}"), connect, configs=configs)
-            brokers.append(broker.start())
-            print(f"broker {i}   {broker.bootstrap} (pid {broker.proc.pid})", flush=True)
-        bootstrap = ",".join(b.bootstrap for b in brokers)
+        if zookeeper_mode:
+            configs = {"zookeeper.session.timeout.ms": 6000, **configs}
+            if not args.zookeeper:
+                zookeeper = ZooKeeperServer(os.path.join(base, "zookeeper")).start()
+                print(f"zookeeper  {zookeeper.connect} (pid {zookeeper.proc.pid})", flush=True)
+            connect = args.zookeeper or zookeeper.connect
+            for i in range(1, args.brokers + 1):
+                broker = BrokerProcess(
+                    i, os.path.join(base, f"broker-{i}"), connect, configs=configs
+                )
+                nodes.append(broker.start())
+                print(f"broker {i}   {broker.bootstrap} (pid {broker.proc.pid})", flush=True)
+        else:
+            nodes = _start_kraft(base, args.brokers, configs)
+        bootstrap = ",".join(n.bootstrap for n in nodes)
         print(f"bootstrap  {bootstrap}", flush=True)
-        print(f"logs       {base}/broker-*.log; Ctrl-C stops the cluster", flush=True)
+        kind = "broker" if zookeeper_mode else "node"
+        print(f"logs       {base}/{kind}-*.log; Ctrl-C stops the cluster", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
@@ -180,11 +306,47 @@ def run(args: argparse.Namespace) -> int:
         print(f"kafka-ref cluster: {err}", file=sys.stderr)
         return 1
     finally:
-        for broker in brokers:
-            broker.stop()
+        if zookeeper_mode:  # one after the other, as before KRaft
+            for node in nodes:
+                node.stop()
+        else:
+            _stop_together(nodes)
         if zookeeper is not None:
             zookeeper.stop()
     return 0
+
+
+def _stop_together(nodes: list[ServerProcess]) -> None:
+    """SIGTERM to every node at once, then wait for each: every KRaft broker's controlled
+    shutdown runs while the quorum of controllers is still there to commit it."""
+    for node in nodes:
+        if node.alive:
+            node.proc.send_signal(signal.SIGTERM)
+    for node in nodes:
+        node.stop()
+
+
+def _start_kraft(base: str, count: int, configs: dict[str, object]) -> list[KRaftNodeProcess]:
+    """`count` combined nodes, every one a voter, formatted with one new cluster id."""
+    from kafka_ref.cluster.embedded import new_cluster_id
+
+    cluster_id = new_cluster_id()
+    voters = {i: free_port() for i in range(1, count + 1)}
+    nodes = [
+        KRaftNodeProcess(i, os.path.join(base, f"node-{i}"), cluster_id, voters, configs=configs)
+        for i in voters
+    ]
+    print(f"cluster    {cluster_id} (KRaft, {count} nodes, broker and controller)", flush=True)
+    for node in nodes:  # a node's broker waits for a quorum to register with: start them all
+        node.launch()
+    for node in nodes:
+        node.wait_listening(timeout=60)
+        print(
+            f"node {node.node_id}     {node.bootstrap} controller 127.0.0.1:{node.controller_port} "
+            f"(pid {node.proc.pid})",
+            flush=True,
+        )
+    return nodes
 
 
 def _interrupt(*_: object) -> None:

@@ -32,6 +32,17 @@ the cluster are:`) and each config set at that level with every layer that defin
 DEFAULT_CONFIG:log.retention.ms=604800000, ...}`.
 A bad argument is one line and exit code 2; a failed operation one line and exit code 1.
 
+A group's configs (KIP-848, KIP-932; config resource GROUP) the same way:
+
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type groups \
+        --entity-name queue --alter --add-config share.auto.offset.reset=earliest
+    kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type groups \
+        --entity-name queue --describe
+
+prints `Completed updating config for group queue.`, and `Dynamic configs for group queue
+are:` with each config the group sets,
+`  share.auto.offset.reset=earliest sensitive=false synonyms={GROUP_CONFIG:...=earliest}`.
+
 Client quotas with `--entity-type users` and/or `clients` (tools/client_quotas.py):
 
     kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type clients \
@@ -43,7 +54,7 @@ SCRAM credentials go to `--entity-type users` as in kafka-configs.sh, and are ha
     kafka-ref configs --bootstrap-server 127.0.0.1:9092 --entity-type users \
         --entity-name alice --alter --add-config 'SCRAM-SHA-256=[password=alice-secret]'
 
-Spec rules: CONFIG-3, CONFIG-7 (spec/configs.md), QUOTA-11 (spec/quotas.md), SEC-22.
+Spec rules: CONFIG-3, CONFIG-7, CONFIG-15 (spec/configs.md), QUOTA-11 (spec/quotas.md), SEC-22.
 """
 
 from __future__ import annotations
@@ -66,6 +77,7 @@ SOURCES = {
     3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
     4: "STATIC_BROKER_CONFIG",
     5: "DEFAULT_CONFIG",
+    8: "GROUP_CONFIG",
 }
 _ITEM = re.compile(r"\s*([^=,\s]+)\s*=\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 
@@ -77,14 +89,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--entity-type",
         action="append",
         help="what to configure",
-        choices=["topics", "brokers", *client_quotas.ENTITY_TYPES],
+        choices=["topics", "brokers", "groups", *client_quotas.ENTITY_TYPES],
     )
     parser.add_argument(  # names in order, each paired with an --entity-type
         "--entity-name",
         dest="entities",
         action="append",
         metavar="NAME",
-        help="the topic, the broker id, the user or the client id",
+        help="the topic, the broker id, the group id, the user or the client id",
     )
     parser.add_argument(
         "--entity-default",
@@ -93,8 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const=None,
         help="the cluster-wide default (brokers), the default user or client (quotas)",
     )
-    parser.add_argument("--describe", action="store_true", help="show the topic's overrides")
-    parser.add_argument("--alter", action="store_true", help="change the topic's overrides")
+    parser.add_argument("--describe", action="store_true", help="show the entity's configs")
+    parser.add_argument("--alter", action="store_true", help="change the entity's configs")
     parser.add_argument("--add-config", metavar="K=V,...", help="--alter: set these")
     parser.add_argument("--delete-config", metavar="K,...", help="--alter: remove these")
     parser.add_argument("--timeout-ms", type=int, default=30_000, metavar="MS", help="(30000)")
@@ -114,10 +126,11 @@ def parse_add_config(text: str) -> list[tuple[str, str]]:
 
 
 def _one_entity(args: argparse.Namespace) -> None:
-    """Topics and brokers take one --entity-type and its name (or --entity-default)."""
+    """Topics, brokers and groups take one --entity-type and its name (or
+    --entity-default)."""
     types, names = args.entity_type or [], args.entities or []
     if len(types) > 1 or len(names) > 1:
-        raise UsageError("one --entity-type and one --entity-name for topics and brokers")
+        raise UsageError("one --entity-type and one --entity-name for topics, brokers, groups")
     args.entity_type = types[0] if types else None
     args.entity_name = names[0] if names else None
     args.entity_default = names == [None]
@@ -126,7 +139,7 @@ def _one_entity(args: argparse.Namespace) -> None:
 def _validate(args: argparse.Namespace) -> None:
     check_bootstrap(args)
     if args.entity_type is None:
-        raise UsageError("--entity-type is required: topics, brokers, users or clients")
+        raise UsageError("--entity-type is required: topics, brokers, groups, users or clients")
     if args.entity_default and (args.entity_type != "brokers" or args.entity_name):
         raise UsageError("--entity-default goes with --entity-type brokers, without --entity-name")
     if not args.entity_name and not args.entity_default:
@@ -152,6 +165,9 @@ def _entity(args: argparse.Namespace) -> tuple[ConfigResource, int, str]:
     if args.entity_type == "topics":
         name = args.entity_name
         return ConfigResource(ConfigResource.TOPIC, name), 1, f"topic {name}"
+    if args.entity_type == "groups":
+        name = args.entity_name
+        return ConfigResource(ConfigResource.GROUP, name), 8, f"group {name}"
     if args.entity_default:
         return ConfigResource(ConfigResource.BROKER, ""), 3, "brokers in the cluster"
     return ConfigResource(ConfigResource.BROKER, args.entity_name), 2, f"broker {args.entity_name}"
@@ -204,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
                 s
                 for s in entry.synonyms
                 if resource.type == ConfigResource.BROKER or s[0] == own_source
-            ]  # a topic's: its override only (CONFIG-3)
+            ]  # a topic's or a group's: its own value only (CONFIG-3, CONFIG-15)
             synonyms = ", ".join(f"{SOURCES[src]}:{n}={v}" for src, n, v in shown)
             print(
                 f"  {entry.name}={entry.value} sensitive={str(entry.is_sensitive).lower()} "

@@ -145,22 +145,27 @@ def _validate(args: argparse.Namespace) -> None:
     if args.reset_offsets:
         if bool(args.topic) == args.all_topics:
             raise UsageError("--reset-offsets needs one scope: --topic TOPIC or --all-topics")
-        targets = [t for t in TARGETS if getattr(args, t) not in (None, False)]
-        if len(targets) != 1:
-            raise UsageError(
-                "--reset-offsets needs exactly one of --to-earliest, --to-latest, "
-                "--to-offset, --to-datetime"
-            )
-        if args.execute and args.dry_run:
-            raise UsageError("--execute and --dry-run exclude each other")
-        if args.to_offset is not None:
-            if not args.to_offset.isdigit():
-                raise UsageError(f"--to-offset must be an offset >= 0, not {args.to_offset!r}")
-            args.to_offset = int(args.to_offset)
-        for spec in args.topic:
-            parse_topic(spec)
-        if args.to_datetime is not None:
-            parse_datetime(args.to_datetime)
+        check_reset_target(args)
+
+
+def check_reset_target(args: argparse.Namespace) -> None:
+    """--reset-offsets' target and mode (share_groups.py checks its own with it too)."""
+    targets = [t for t in TARGETS if getattr(args, t) not in (None, False)]
+    if len(targets) != 1:
+        raise UsageError(
+            "--reset-offsets needs exactly one of --to-earliest, --to-latest, "
+            "--to-offset, --to-datetime"
+        )
+    if args.execute and args.dry_run:
+        raise UsageError("--execute and --dry-run exclude each other")
+    if args.to_offset is not None:
+        if not args.to_offset.isdigit():
+            raise UsageError(f"--to-offset must be an offset >= 0, not {args.to_offset!r}")
+        args.to_offset = int(args.to_offset)
+    for spec in args.topic:
+        parse_topic(spec)
+    if args.to_datetime is not None:
+        parse_datetime(args.to_datetime)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -268,9 +273,15 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
 def _reset_partitions(admin: Admin, args: argparse.Namespace) -> list[TopicPartition]:
     if args.all_topics:
         return sorted(admin.list_consumer_group_offsets(args.group))
+    return topic_partitions(admin, args.topic)
+
+
+def topic_partitions(admin: Admin, specs: list[str]) -> list[TopicPartition]:
+    """The partitions `--topic` names: a topic alone is all its partitions (share_groups.py
+    resets with it too)."""
     wanted: list[TopicPartition] = []
-    described = {t.name: t for t in admin.describe_topics({parse_topic(s)[0] for s in args.topic})}
-    for spec in args.topic:
+    described = {t.name: t for t in admin.describe_topics({parse_topic(s)[0] for s in specs})}
+    for spec in specs:
         topic, partitions = parse_topic(spec)
         existing = [p.partition for p in described[topic].partitions]
         for p in existing if partitions is None else partitions:
@@ -293,7 +304,7 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
     if not partitions:
         print(f"kafka-ref groups: group '{args.group}' has no offsets to reset", file=sys.stderr)
         return 1
-    plan = _plan(admin, args, partitions)
+    plan = reset_plan(admin, args, partitions)
     rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]]
     rows += [[args.group, tp.topic, tp.partition, offset] for tp, offset in plan.items()]
     print_table(rows)
@@ -306,8 +317,8 @@ def _reset(admin: Admin, args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(admin: Admin, args: argparse.Namespace, partitions: list[TopicPartition]) -> dict:
-    """{tp: new offset} for the chosen --to-* target."""
+def reset_plan(admin: Admin, args: argparse.Namespace, partitions: list[TopicPartition]) -> dict:
+    """{tp: new offset} for the chosen --to-* target (share_groups.py resets with it too)."""
     earliest = {tp: o for tp, (o, _) in admin.list_offsets(dict.fromkeys(partitions, -2)).items()}
     latest = {tp: o for tp, (o, _) in admin.list_offsets(dict.fromkeys(partitions, -1)).items()}
     if args.to_earliest:

@@ -30,9 +30,8 @@ from kafka_ref.protocol.messages import (
     DescribeClusterRequest,
     DescribeQuorumRequest,
 )
-
-METADATA_TOPIC = "__cluster_metadata"
-CONTROLLER_ENDPOINT_TYPE = 2
+from kafka_ref.raft.kafka_raft_log import METADATA_TOPIC
+from kafka_ref.server.controller_server import CONTROLLER_ENDPOINT_TYPE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ command prints the bootstrap address and each node's pid and log, and waits; Ctr
 SIGTERM stops every node cleanly and removes the data unless `--data-dir` was given.
 `--config KEY=VALUE` passes a broker config to every node; `--feature NAME=LEVEL` formats the
 cluster with that feature finalized at that level (`kafka-storage.sh format --feature`,
-KIP-584), e.g. transaction.version=1, the transactions kafka-ref speaks. `--jvm kafka` runs
+KIP-584), e.g. transaction.version=1 for transactions v1 (Kafka 4 formats at 2). `--jvm kafka` runs
 the JVM with the options of kafka-server-start.sh (for benchmarks) instead of the quicker test
 settings.
 

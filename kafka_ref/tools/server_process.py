@@ -51,10 +51,20 @@ class ServerProcess:
         return self.proc.pid
 
     def start(self, timeout: float = START_SECONDS) -> None:
+        self.launch()
+        self.wait_listening(timeout)
+
+    def launch(self) -> None:
+        """Start the process; it is not listening yet (`wait_listening`)."""
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
+
+    def wait_listening(self, timeout: float = START_SECONDS) -> None:
+        """Wait until the process accepts connections on its port; `error` if it exits or
+        does not within `timeout` (then it is stopped)."""
+        assert self.proc is not None, "not launched"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

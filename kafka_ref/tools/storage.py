@@ -22,10 +22,10 @@ import argparse
 import base64
 import binascii
 import os
-import uuid
 
-from kafka_ref.cluster.embedded import META_PROPERTIES, new_cluster_id
+from kafka_ref.cluster.embedded import META_PROPERTIES, encode_directory_id, new_cluster_id
 from kafka_ref.files import write_atomically
+from kafka_ref.metadata.directory_id import new_directory_id
 from kafka_ref.server.controller_node import KRaftSettings
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 
@@ -56,7 +56,7 @@ def check_cluster_id(cluster_id: str) -> str:
 
 
 def meta_properties(cluster_id: str, node_id: int) -> str:
-    directory_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    directory_id = encode_directory_id(new_directory_id())
     return (
         "#Written by kafka-ref storage format\n"
         f"node.id={node_id}\ndirectory.id={directory_id}\nversion=1\ncluster.id={cluster_id}\n"

@@ -33,7 +33,15 @@ clock and timers from a scheduler (kafka_ref/server/txn_adapter.py drives it).
 
 Ids idle longer than `transactional.id.expiration.ms` are forgotten (expiration.py, TXN-81).
 
-Rules: TXN-12..TXN-15, TXN-81.
+**Transactions v2** (KIP-890 part 2, transaction_version.py). A client of
+`transaction.version` 2 sends no AddPartitionsToTxn: the partition leader adds the partition
+for it (AddPartitionsToTxn v5 from the broker, TXN-95). Its EndTxn (v5) bumps the epoch: the
+decision is logged with epoch + 1, the markers carry it, and the answer names the producer id
+and epoch of the next transaction (TXN-92). A retried EndTxn comes with the epoch just below
+the current one and is answered as a retry, with the current id and epoch; at the last epoch
+the producer moves to a new producer id once the markers are written (TXN-94).
+
+Rules: TXN-12..TXN-15, TXN-81, TXN-92, TXN-94, TXN-95.
 """
 
 from __future__ import annotations
@@ -49,17 +57,22 @@ from kafka_ref.record.record import Record
 from kafka_ref.txn import expiration
 from kafka_ref.txn import transaction_log as tlog
 from kafka_ref.txn.transaction_metadata import (
+    COMPLETE,
+    MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     TopicPartition,
     TransactionMetadata,
 )
 from kafka_ref.txn.transaction_metadata import TransactionState as S
+from kafka_ref.txn.transaction_version import TV_0, TV_2, supports_epoch_bump
 
 logger = logging.getLogger("kafka_ref.txn.coordinator")
 
 OK = ErrorCode.NO_ERROR
 Callback = Callable[[ErrorCode], None]
 InitCallback = Callable[[ErrorCode, int, int], None]
+EndCallback = Callable[[ErrorCode, int, int], None]  # error, next producer id and epoch (v2)
 Append = Callable[[int, bytes, Callback], None]
 MarkerCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
 
@@ -103,6 +116,7 @@ class MarkerRequest:
     commit: bool
     coordinator_epoch: int
     partitions: frozenset[TopicPartition]
+    transaction_version: int = TV_0  # WriteTxnMarkers v2 carries it (KIP-1228)
 
 
 SendMarkers = Callable[[MarkerRequest, MarkerCallback], None]
@@ -192,7 +206,7 @@ class TransactionCoordinator:
             # Abort the open transaction with a bumped epoch; the producer retries (KIP-98).
             if meta.state == S.ONGOING:
                 meta.fence_producer_epoch()
-            self._end(meta, partition, commit=False, callback=lambda _: None)
+            self._abort_fenced(meta, partition)
             return fail(ErrorCode.CONCURRENT_TRANSACTIONS)
         expected_epoch = expected[1] if expected is not None else None
         exhausted = meta.epoch_exhausted and expected_epoch in (None, meta.producer_epoch)
@@ -225,8 +239,11 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: set[TopicPartition],
         callback: Callback,
+        transaction_version: int = TV_0,
     ) -> None:
-        """Add partitions to the transaction; Ongoing once durable."""
+        """Add partitions to the transaction; Ongoing once durable. Under transactions v2 the
+        partition leaders ask, for the producer (TXN-95); a transaction's markers still
+        being written make them wait (CONCURRENT_TRANSACTIONS, retried)."""
         error, meta, partition = self._check(transactional_id, producer_id, producer_epoch)
         if error != OK or meta is None:
             return callback(error)
@@ -234,7 +251,7 @@ class TransactionCoordinator:
             return callback(ErrorCode.CONCURRENT_TRANSACTIONS)
         if meta.state == S.ONGOING and partitions <= meta.partitions:
             return callback(OK)  # nothing new: no write
-        target = meta.prepare_add_partitions(partitions, self._now())
+        target = meta.prepare_add_partitions(partitions, self._now(), transaction_version)
         self._write(partition, meta, target, lambda: callback(OK), callback)
 
     def handle_verify_partitions(
@@ -301,7 +318,7 @@ class TransactionCoordinator:
             return callback(error)
         state = meta.state
         if state == S.ONGOING:
-            return self._end(meta, partition, commit, callback)
+            return self._end(meta, partition, commit, TV_0, lambda error, *_: callback(error))
         retry_of = {
             S.COMPLETE_COMMIT: (True, OK),
             S.COMPLETE_ABORT: (False, OK),
@@ -312,16 +329,102 @@ class TransactionCoordinator:
             return callback(retry_of[state][1])  # a retry of what was already decided
         callback(ErrorCode.INVALID_TXN_STATE)
 
-    def _end(self, meta: TransactionMetadata, partition: int, commit: bool, callback: Callback):
+    def handle_end_txn_v2(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        callback: EndCallback,
+    ) -> None:
+        """EndTxn v5 (transactions v2): decide with the epoch bumped and answer the producer
+        id and epoch of the next transaction (TXN-92). A retry names the epoch before the
+        bump, or the last epoch of the producer id an overflow left (TXN-94); it is answered
+        OK with the current id and epoch once the markers are written. (Kafka:
+        `TransactionCoordinator.endTransaction` for `supportsEpochBump`.)"""
+
+        def fail(error: ErrorCode) -> None:
+            callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+
+        if transactional_id == "":
+            return fail(ErrorCode.INVALID_REQUEST)
+        error, partition = self._owner(transactional_id)
+        if error != OK:
+            return fail(error)
+        meta = self._owned[partition].get(transactional_id)
+        if meta is None:
+            return fail(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        state = meta.state
+        retry_on_bump = meta.producer_epoch == producer_epoch + 1
+        retry_on_overflow = (
+            meta.previous_producer_id == producer_id
+            and producer_epoch == MAX_PRODUCER_EPOCH - 1
+            and meta.producer_epoch == 0
+        )
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return fail(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid = retry_on_bump
+        elif state in COMPLETE:
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
+        else:
+            valid = producer_epoch == meta.producer_epoch
+        if not valid:
+            return fail(ErrorCode.PRODUCER_FENCED)
+        if meta.pending_state is not None:
+            return fail(ErrorCode.CONCURRENT_TRANSACTIONS)
+        retry = retry_on_bump or retry_on_overflow
+        if state == S.ONGOING:
+            return self._end(meta, partition, commit, TV_2, callback)
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            same = (state == S.PREPARE_COMMIT) == commit
+            return fail(ErrorCode.CONCURRENT_TRANSACTIONS if same else ErrorCode.INVALID_TXN_STATE)
+        if state in COMPLETE and retry:
+            if (state == S.COMPLETE_COMMIT) == commit:
+                return callback(OK, meta.producer_id, meta.producer_epoch)
+            return fail(ErrorCode.INVALID_TXN_STATE)
+        if state in (S.EMPTY, *COMPLETE) and not commit:
+            # an abort with nothing open still bumps the epoch (the producer may have written
+            # batches that never reached their partition before it was added)
+            return self._end(meta, partition, False, TV_2, callback)
+        fail(ErrorCode.INVALID_TXN_STATE)
+
+    def _end(
+        self,
+        meta: TransactionMetadata,
+        partition: int,
+        commit: bool,
+        version: int,
+        answer: EndCallback,
+    ) -> None:
+        """Log the decision; once durable, answer and send the markers (TXN-12). Under
+        transactions v2 (`version`) the decision bumps the epoch, and the answer names the
+        next transaction's producer id and epoch: after an overflow the new id at epoch 0."""
         state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        target = meta.prepare_abort_or_commit(state, self._now())
+        next_pid = NO_PRODUCER_ID
+        fencing = meta.state == S.PREPARE_EPOCH_FENCE
+        if supports_epoch_bump(version) and meta.epoch_exhausted and not fencing:
+            next_pid = self.generate_producer_id()
+        nothing_open = meta.state in (S.EMPTY, *COMPLETE)
+        target = meta.prepare_abort_or_commit(state, self._now(), version, next_pid, nothing_open)
         epoch = self._epochs[partition]
 
         def decided() -> None:  # the decision is durable: answer, then carry it out
-            callback(OK)
+            if meta.next_producer_id != NO_PRODUCER_ID:
+                answer(OK, meta.next_producer_id, 0)
+            else:
+                answer(OK, meta.producer_id, meta.producer_epoch)
             self._send_markers(meta, partition, epoch)
 
-        self._write(partition, meta, target, decided, callback)
+        def failed(error: ErrorCode) -> None:
+            answer(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+
+        self._write(partition, meta, target, decided, failed)
+
+    def _abort_fenced(self, meta: TransactionMetadata, partition: int) -> None:
+        """The coordinator aborts on its own (a fence, a timeout), in the transaction's own
+        protocol: a v2 transaction's abort bumps the epoch once more, past the fence."""
+        self._end(meta, partition, False, meta.client_transaction_version, lambda *_: None)
 
     def _send_markers(self, meta: TransactionMetadata, partition: int, epoch: int) -> None:
         remaining = set(meta.partitions)
@@ -339,6 +442,7 @@ class TransactionCoordinator:
                 commit,
                 epoch,
                 frozenset(remaining),
+                meta.client_transaction_version,
             )
             self.send_markers(request, on_done)
 
@@ -438,7 +542,7 @@ class TransactionCoordinator:
                 if meta.state == S.ONGOING:
                     meta.fence_producer_epoch()
                 logger.info("aborting timed out transaction of %s", meta.transactional_id)
-                self._end(meta, partition, commit=False, callback=lambda _: None)
+                self._abort_fenced(meta, partition)
                 aborted.append(meta.transactional_id)
         return aborted
 

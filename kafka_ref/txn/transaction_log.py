@@ -24,11 +24,14 @@ Kafka's transaction-coordinator module):
                         fields: 0 previousProducerId, 1 nextProducerId,
                         2 clientTransactionVersion)
 
-kafka-ref writes value version 0, as Kafka does for clients without transaction version 2
-(KIP-890 part 2), and reads both. An Empty transaction's partitions are written as null.
+kafka-ref writes value version 1 for a transaction whose client speaks transactions v2
+(KIP-890 part 2, transaction_version.py): its tagged fields keep the client's transaction
+version and the producer ids of an epoch overflow, which a coordinator that loads the
+record needs to carry on (TXN-93). Other transactions get version 0, which a Kafka before
+4.0 can read. It reads both. An Empty transaction's partitions are written as null.
 A null value (tombstone) removes an expired transactional id.
 
-Rules: TXN-9, TXN-10.
+Rules: TXN-9, TXN-10, TXN-93.
 """
 
 from __future__ import annotations
@@ -39,10 +42,12 @@ from dataclasses import dataclass
 from kafka_ref.group.group_metadata_manager import java_abs, java_string_hashcode
 from kafka_ref.protocol.schema import Field, Message
 from kafka_ref.txn.transaction_metadata import TransactionMetadata, TransactionState
+from kafka_ref.txn.transaction_version import supports_epoch_bump
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"  # Kafka: Topic.TRANSACTION_STATE_TOPIC_NAME
 KEY_VERSION = 0
-VALUE_VERSION = 0
+VALUE_VERSION = 0  # transactions v1
+VALUE_VERSION_V2 = 1  # transactions v2: flexible, with the tagged fields
 
 Records = Iterable[tuple[bytes | None, bytes | None]]
 """(key, value) of every record of a partition in offset order; value None = tombstone."""
@@ -118,14 +123,19 @@ def value_bytes(meta: TransactionMetadata) -> bytes:
         ]
     value = TransactionLogValue(
         producer_id=meta.producer_id,
+        previous_producer_id=meta.previous_producer_id,
+        next_producer_id=meta.next_producer_id,
         producer_epoch=meta.producer_epoch,
         transaction_timeout_ms=meta.txn_timeout_ms,
         transaction_status=int(meta.state),
         transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=meta.txn_last_update_timestamp,
         transaction_start_timestamp_ms=meta.txn_start_timestamp,
+        client_transaction_version=meta.client_transaction_version,
     )
-    return VALUE_VERSION.to_bytes(2, "big") + TransactionLogValue.encode(VALUE_VERSION, value)
+    v2 = supports_epoch_bump(meta.client_transaction_version)
+    version = VALUE_VERSION_V2 if v2 else VALUE_VERSION
+    return version.to_bytes(2, "big") + TransactionLogValue.encode(version, value)
 
 
 def read_key(key: bytes | memoryview) -> str:
@@ -152,6 +162,9 @@ def read_value(transactional_id: str, value: bytes | memoryview) -> TransactionM
         partitions=partitions,
         txn_start_timestamp=v.transaction_start_timestamp_ms,
         txn_last_update_timestamp=v.transaction_last_update_timestamp_ms,
+        previous_producer_id=v.previous_producer_id,
+        next_producer_id=v.next_producer_id,
+        client_transaction_version=v.client_transaction_version,
     )
 
 

@@ -28,6 +28,9 @@ stateDiagram-v2
     CompleteAbort --> Ongoing
     CompleteCommit --> Empty: InitProducerId
     CompleteAbort --> Empty: InitProducerId
+    Empty --> PrepareAbort: EndTxn v5 (abort), transactions v2
+    CompleteCommit --> PrepareAbort: EndTxn v5 (abort), transactions v2
+    CompleteAbort --> PrepareAbort: EndTxn v5 (abort), transactions v2
 ```
 
 Every transition happens in two steps, as in Kafka. `prepare_*` checks that the move is
@@ -47,9 +50,11 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from kafka_ref.common import TopicPartition
+from kafka_ref.txn.transaction_version import TV_0, supports_epoch_bump
 
 MAX_PRODUCER_EPOCH = 32767  # Short.MaxValue
 NO_PRODUCER_EPOCH = -1
+NO_PRODUCER_ID = -1
 
 
 class TransactionState(IntEnum):
@@ -82,7 +87,8 @@ VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, *COMPLETE}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, *COMPLETE}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Empty and Complete*: transactions v2 may abort with no transaction open (TXN-92)
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, *COMPLETE}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, *COMPLETE}),
@@ -108,6 +114,12 @@ class TransactionMetadata:
     txn_last_update_timestamp: int = -1
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     pending_state: TransactionState | None = None
+    # Transactions v2 (KIP-890 part 2): the producer id before a rotation on epoch overflow,
+    # the one the rotation moves to once the markers are written, and the protocol the
+    # client speaks (transaction_version.py), so that a reloaded coordinator carries on.
+    previous_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = TV_0
 
     @property
     def epoch_exhausted(self) -> bool:
@@ -164,20 +176,67 @@ class TransactionMetadata:
             txn_start_timestamp=-1,
         )
 
-    def prepare_add_partitions(self, partitions: set[TopicPartition], now: int):
+    def prepare_add_partitions(
+        self, partitions: set[TopicPartition], now: int, transaction_version: int = TV_0
+    ) -> TransactionMetadata:
         start = now if self.state in (S.EMPTY, *COMPLETE) else self.txn_start_timestamp
         if self.state in COMPLETE:
             base: set[TopicPartition] = set()
         else:
             base = set(self.partitions)
-        return self._target(S.ONGOING, now, partitions=base | partitions, txn_start_timestamp=start)
+        return self._target(
+            S.ONGOING,
+            now,
+            partitions=base | partitions,
+            txn_start_timestamp=start,
+            client_transaction_version=transaction_version,
+        )
 
-    def prepare_abort_or_commit(self, state: TransactionState, now: int) -> TransactionMetadata:
-        return self._target(state, now)
+    def prepare_abort_or_commit(
+        self,
+        state: TransactionState,
+        now: int,
+        transaction_version: int = TV_0,
+        next_producer_id: int = NO_PRODUCER_ID,
+        no_partition_added: bool = False,
+    ) -> TransactionMetadata:
+        """The decision. Under transactions v2 the epoch goes up by one, so that the markers
+        and the next transaction carry a newer epoch than anything the producer wrote in this
+        one (TXN-92); at the last epoch `next_producer_id` is the id the producer moves to
+        once the markers are written, at epoch 0 (TXN-94). An abort already at Short.MaxValue
+        (a fence at the end of the range) keeps its epoch. (Kafka: `prepareAbortOrCommit`.)"""
+        epoch, last = self.producer_epoch, self.last_producer_epoch
+        if supports_epoch_bump(transaction_version):
+            if not (epoch == MAX_PRODUCER_EPOCH and state == S.PREPARE_ABORT):
+                epoch += 1
+            last = self.producer_epoch
+        return self._target(
+            state,
+            now,
+            producer_epoch=epoch,
+            last_producer_epoch=last,
+            next_producer_id=next_producer_id,
+            client_transaction_version=transaction_version,
+            txn_start_timestamp=now if no_partition_added else self.txn_start_timestamp,
+        )
 
     def prepare_complete(self, now: int) -> TransactionMetadata:
+        """Every marker is written. A v2 transaction that used the last epoch moves to its
+        next producer id at epoch 0 (Kafka: `prepareComplete`)."""
         state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
-        return self._target(state, now, partitions=set())
+        pid, epoch, previous = self.producer_id, self.producer_epoch, self.previous_producer_id
+        rotate = self.next_producer_id != NO_PRODUCER_ID
+        if rotate and supports_epoch_bump(self.client_transaction_version):
+            pid, epoch, previous = self.next_producer_id, 0, self.producer_id
+        return self._target(
+            state,
+            now,
+            partitions=set(),
+            producer_id=pid,
+            producer_epoch=epoch,
+            previous_producer_id=previous,
+            next_producer_id=NO_PRODUCER_ID,
+        )
 
     def prepare_dead(self, now: int) -> TransactionMetadata:
         return self._target(S.DEAD, now, partitions=set())

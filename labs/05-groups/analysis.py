@@ -16,12 +16,20 @@ decodes them (kafka_ref/group/offsets_records.py, assignors/consumer_protocol.py
 row per (group, generation, member, partition). A partition *moves* when a generation gives
 it to a member other than its last owner; it *stops* when its owner revokes it while the
 group rebalances: every owned partition under the eager protocol (range, roundrobin), only
-the moving ones under the cooperative protocol (KIP-429). `lab05.png` and `lab05.md` answer
-the handout's questions.
+the moving ones under the cooperative protocol (KIP-429).
+
+Beside them, the same churn runs with librdkafka's consumers (confluent-kafka) under the
+classic protocol (eager range, cooperative-sticky) and under the consumer group protocol of
+KIP-848 (the coordinator's uniform assignor). Each member writes every assign, revoke and
+lost callback, timestamped, to the topic `lab05-events`; PySpark reads it with the
+`kafka_ref` source and pairs each revoke of a partition with its next assign anywhere in the
+group: the interval the partition had no owner. `lab05.png` and `lab05.md` answer the
+handout's questions.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -123,6 +131,8 @@ def group_rows(row):
 
     if row["key"] is None or row["value"] is None:
         return []
+    if int.from_bytes(bytes(row["key"])[:2], "big") > 2:
+        return []  # the consumer group protocol's records (KIP-848): no classic generation
     key = read_key(bytes(row["key"]))
     if not isinstance(key, GroupKey):
         return []  # a committed offset
@@ -213,8 +223,63 @@ def partitions_of(owners: dict, member: str, topic: str) -> str:
     return ", ".join(str(p) for (t, p), m in sorted(owners.items()) if m == member and t == topic)
 
 
-def report(out: str, steps: dict[str, list[dict]]) -> None:
-    with figure(os.path.join(out, "lab05.png"), 1, 2, size=(11, 4)) as (_fig, (left, right)):
+def members_after(change: int) -> int:
+    """The churn's changes: 1..N are joins, N+1..2N leaves."""
+    return change if change <= CHURN_MEMBERS else 2 * CHURN_MEMBERS - change
+
+
+def unowned_per_change(intervals: list[dict]) -> list[list]:
+    """Per run and change of membership: the partitions unowned at some point, and among
+    them those given back to the member that had them (stopped without moving)."""
+    rows = []
+    for run in PROTOCOLS:
+        for change in range(
+            2, 2 * CHURN_MEMBERS
+        ):  # the first join and last leave own nothing before/after
+            mine = [i for i in intervals if i["run"] == run and i["change"] == change]
+            unowned = {(i["topic"], i["partition"]) for i in mine}
+            kept = {
+                (i["topic"], i["partition"]) for i in mine if i["from_member"] == i["to_member"]
+            }
+            rows.append([run, change, members_after(change), len(unowned), len(kept)])
+    return rows
+
+
+def plot_unowned(axis, intervals: list[dict]) -> None:
+    """Unowned seconds per partition, the runs side by side."""
+    partitions = sorted({(i["topic"], i["partition"]) for i in intervals})
+    width = 0.8 / len(PROTOCOLS)
+    for k, run in enumerate(PROTOCOLS):
+        seconds = [
+            sum(
+                i["seconds"]
+                for i in intervals
+                if i["run"] == run and (i["topic"], i["partition"]) == tp
+            )
+            for tp in partitions
+        ]
+        axis.bar([x + k * width for x in range(len(partitions))], seconds, width, label=run)
+    axis.set_xticks(
+        [x + 0.4 - width / 2 for x in range(len(partitions))],
+        [f"{t}-{p}" for t, p in partitions],
+        rotation=60,
+    )
+    axis.set(title="Time each partition had no owner", ylabel="seconds, whole churn")
+    axis.legend(fontsize="small")
+
+
+def report(
+    out: str,
+    steps: dict[str, list[dict]],
+    intervals: list[dict],
+    totals: list[dict],
+    partitions: int,
+) -> None:
+    with figure(os.path.join(out, "lab05.png"), 1, 3, size=(16, 4.5)) as (
+        _fig,
+        (left, right, unowned),
+    ):
+        plot_unowned(unowned, intervals)
         labels: list[str] = []
         for strategy in ASSIGNORS:
             changes = membership_changes(steps.get(strategy, []))
@@ -291,8 +356,211 @@ def report(out: str, steps: dict[str, list[dict]]) -> None:
             for g in steps.get(s, [])
         ],
     )
+    by_run = {t["run"]: t for t in totals}
+    text += (
+        "\n## Unowned partitions per protocol\n\n"
+        f"The same churn ({CHURN_MEMBERS} librdkafka members "
+        "join one by one, then leave one by one) under the classic protocol and the consumer group "
+        "protocol (KIP-848); a partition is unowned from a revoke (or a loss) to its next assign "
+        "anywhere in the group.\n\n"
+    )
+    text += markdown_table(
+        [
+            "protocol",
+            "intervals",
+            "unowned partition-seconds",
+            "median interval (s)",
+            "max interval (s)",
+        ],
+        [
+            [run, t["intervals"], f"{t['total']:.2f}", f"{t['median']:.3f}", f"{t['max']:.3f}"]
+            for run in PROTOCOLS
+            for t in [by_run.get(run, {"intervals": 0, "total": 0.0, "median": 0.0, "max": 0.0})]
+        ],
+    )
+    text += (
+        "\n## Unowned partitions per change of membership\n\nOf the group's "
+        f"{partitions} partitions: those unowned at some point of the change, and among them those "
+        "given back to the member that had them (stopped without moving).\n\n"
+    )
+    text += markdown_table(
+        ["protocol", "change", "members after", "unowned", "unowned without moving"],
+        unowned_per_change(intervals),
+    )
     with open(os.path.join(out, "lab05.md"), "w") as f:
         f.write(text)
+
+
+# ------------------------------------------------ the classic and the consumer group protocol
+# The same churn under the classic protocol (the leader assigns, librdkafka's assignors) and
+# the consumer group protocol of KIP-848 (the coordinator assigns, a heartbeat at a time).
+PROTOCOLS = {
+    "classic-range": {"group.protocol": "classic", "partition.assignment.strategy": "range"},
+    "classic-cooperative-sticky": {
+        "group.protocol": "classic",
+        "partition.assignment.strategy": "cooperative-sticky",
+    },
+    "consumer-uniform": {"group.protocol": "consumer", "group.remote.assignor": "uniform"},
+}
+CHURN_MEMBERS = 3
+EVENTS = "lab05-events"
+
+
+class Churn:
+    """One group's churn: the change of membership it is at, and the events of its members."""
+
+    def __init__(self, bootstrap: str, run: str) -> None:
+        from confluent_kafka import Producer
+
+        self.bootstrap, self.run, self.change = bootstrap, run, 0
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+
+    def record(self, member: str, kind: str, partitions) -> None:
+        """Every callback, one record per partition: run, change, member, kind, partition."""
+        at = time.time()
+        for tp in partitions:
+            event = {"run": self.run, "change": self.change, "member": member, "kind": kind}
+            event |= {"topic": tp.topic, "partition": tp.partition, "at": at}
+            self.producer.produce(EVENTS, json.dumps(event).encode())
+        self.producer.poll(0)
+
+
+class ClientMember:
+    """A confluent-kafka (librdkafka) consumer polling in its own thread; its rebalance
+    callbacks record what it gets and keep `owned` (incremental for cooperative and KIP-848,
+    whole for eager, whose revoke lists all it owns)."""
+
+    def __init__(self, churn: Churn, name: str) -> None:
+        from confluent_kafka import Consumer
+
+        config = {"bootstrap.servers": churn.bootstrap, "group.id": f"lab05-{churn.run}"}
+        config |= {"client.id": name, "enable.auto.commit": False} | PROTOCOLS[churn.run]
+        if config["group.protocol"] == "classic":  # KIP-848 sets these on the broker
+            config |= {"heartbeat.interval.ms": 100, "session.timeout.ms": 6000}
+        self.churn, self.name, self.owned = churn, name, set()
+        self.consumer = Consumer(config)
+        self.leave = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self.run, name=name, daemon=True)
+        self.thread.start()
+
+    def callback(self, kind: str):
+        def on_event(_consumer, partitions) -> None:
+            self.churn.record(self.name, kind, partitions)
+            tps = {(tp.topic, tp.partition) for tp in partitions}
+            self.owned = self.owned | tps if kind == "assign" else self.owned - tps
+
+        return on_event
+
+    def run(self) -> None:
+        try:
+            self.consumer.subscribe(
+                list(TOPICS),
+                on_assign=self.callback("assign"),
+                on_revoke=self.callback("revoke"),
+                on_lost=self.callback("lost"),
+            )
+            while not self.leave.is_set():
+                self.consumer.poll(0.1)
+        except BaseException as e:  # reported by settle()
+            self.error = e
+        finally:
+            self.consumer.close()  # leaves the group: the revoke callback runs first
+
+    def stop(self) -> None:
+        self.leave.set()
+        self.thread.join(30)
+
+
+def churn(bootstrap: str, run: str, total: int) -> None:
+    """Members join one by one, then leave one by one (the first to join leaves first),
+    each change settled before the next; every event tells the change it belongs to."""
+    events, members = Churn(bootstrap, run), []
+    for i in range(CHURN_MEMBERS):
+        events.change += 1
+        members.append(ClientMember(events, f"{run}-member-{i}"))
+        settle(members, total)
+    while members:
+        events.change += 1
+        members.pop(0).stop()
+        settle(members, total)
+    if events.producer.flush(30) != 0:
+        raise RuntimeError(f"{run}: events not delivered in 30 s")
+
+
+def together(*calls) -> None:
+    """Run the calls at once, each in its own thread; raise the first one's error."""
+    errors: list[BaseException] = []
+
+    def one(call) -> None:
+        try:
+            call()
+        except BaseException as e:  # raised in the caller's thread below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(call,)) for call in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def protocols_workload(bootstrap: str, partitions_per_topic: int) -> None:
+    """The three runs at once, each its own group (their events tell them apart)."""
+    create_topics(bootstrap, {EVENTS: 1})
+    total = partitions_per_topic * len(TOPICS)
+    together(*(lambda run=run: churn(bootstrap, run, total) for run in PROTOCOLS))
+
+
+def unowned_intervals(spark, bootstrap: str) -> tuple[list[dict], list[dict]]:
+    """Per run and partition, the intervals no member owned it: from a revoke (or a loss)
+    to the next assign of that partition anywhere in the group. Returns the intervals (run,
+    change, topic, partition, seconds, from, to) and per run their total, median and max."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    raw = (
+        spark.read.format("kafka_ref")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", EVENTS)
+        .load()
+    )
+    schema = (
+        "run STRING, change INT, member STRING, kind STRING, topic STRING, partition INT, at DOUBLE"
+    )
+    events = raw.select(F.from_json(F.col("value").cast("string"), schema).alias("e")).select("e.*")
+    per_partition = Window.partitionBy("run", "topic", "partition").orderBy("at", "kind")
+    following = events.select(
+        "*",
+        F.lead("kind").over(per_partition).alias("next_kind"),
+        F.lead("at").over(per_partition).alias("next_at"),
+        F.lead("member").over(per_partition).alias("next_member"),
+    )
+    # A revoke followed by another revoke or by nothing (the group emptied) closes no interval.
+    intervals = following.where(F.col("kind").isin("revoke", "lost")).where(
+        F.col("next_kind") == "assign"
+    )
+    intervals = intervals.select(
+        "run",
+        "change",
+        "topic",
+        "partition",
+        (F.col("next_at") - F.col("at")).alias("seconds"),
+        F.col("member").alias("from_member"),
+        F.col("next_member").alias("to_member"),
+    ).cache()
+    totals = intervals.groupBy("run").agg(
+        F.sum("seconds").alias("total"),
+        F.percentile_approx("seconds", 0.5).alias("median"),
+        F.max("seconds").alias("max"),
+        F.count("*").alias("intervals"),
+    )
+    return (
+        [r.asDict() for r in intervals.orderBy("run", "change", "topic", "partition").collect()],
+        [r.asDict() for r in totals.collect()],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,17 +568,24 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         data_dir = os.path.join(scratch, "data")
         # No compaction: every generation's record must still be in __consumer_offsets;
-        # one partition of it (Kafka's default is 50) holds all three groups.
+        # one partition of it (Kafka's default is 50) holds all the groups. KIP-848's
+        # members heartbeat at the interval the coordinator sets (Kafka's default is 5 s).
         configs = {
             "group.initial.rebalance.delay.ms": 0,
             "log.cleaner.enable": "false",
             "offsets.topic.num.partitions": 1,
+            "group.consumer.heartbeat.interval.ms": 250,
         }
-        with local_broker(data_dir, **configs) as broker:
-            workload(broker.bootstrap, max(3, round(6 * args.scale)))
+        partitions = max(3, round(6 * args.scale))
         with spark_for(args.master, scratch) as spark:
+            with local_broker(data_dir, **configs) as broker:
+                together(
+                    lambda: workload(broker.bootstrap, partitions),
+                    lambda: protocols_workload(broker.bootstrap, partitions),
+                )
+                intervals, totals = unowned_intervals(spark, broker.bootstrap)
             decoded = analyse(spark, data_dir)
-    report(args.out, rebalances(decoded))
+    report(args.out, rebalances(decoded), intervals, totals, partitions * len(TOPICS))
     print_table(args.out, "lab05.md")
     return 0
 

@@ -2,12 +2,14 @@
 
 Three kafka-ref controller processes (tests/cluster/test_kraft_quorum.py's quorum) are
 described by Kafka 4.4's `kafka-metadata-quorum.sh --bootstrap-controller`, which finds the
-active controller with DescribeCluster and asks it DescribeQuorum, and its log segment is
-decoded by `kafka-dump-log.sh --cluster-metadata-decoder`.
+active controller with DescribeCluster and asks it DescribeQuorum, with and without an
+observer following them, and its log segment is decoded by
+`kafka-dump-log.sh --cluster-metadata-decoder`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
 import subprocess
@@ -16,7 +18,13 @@ import pytest
 
 from kafka_ref.apache.tools import tool_command
 from kafka_ref.tools.metadata_quorum import replication_lines, status_lines
-from tests.cluster.test_kraft_quorum import ControllerQuorum, _caught_up
+from tests.cluster.test_kraft_quorum import (
+    OBSERVER_ID,
+    ControllerQuorum,
+    _caught_up,
+    followed,
+    running_observer,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -44,11 +52,35 @@ def test_kafka_metadata_quorum_describes_kafka_refs_quorum_as_kafka_ref_does(quo
     assert theirs[:lag_time] == ours[:lag_time]
     assert theirs[lag_time + 1 :] == ours[lag_time + 1 :]
     table = kafka_tool("kafka-metadata-quorum", *bootstrap, "describe", "--replication")
-
-    def columns(lines: list[str]) -> list[list[str]]:  # without the two timestamps
-        return [[c.strip() for c in line.split("\t")[:4] + line.split("\t")[6:7]] for line in lines]
-
     assert columns(table.splitlines()) == columns(replication_lines(partition))
+
+
+def columns(lines: list[str]) -> list[list[str]]:
+    """--replication's NodeId, DirectoryId, LogEndOffset, Lag and Status: not the times."""
+    return [[c.strip() for c in line.split("\t")[:4] + line.split("\t")[6:7]] for line in lines]
+
+
+@pytest.mark.spec("RAFT-20")
+def test_kafka_metadata_quorum_shows_kafka_refs_observer(quorum, tmp_path):
+    bootstrap = ("--bootstrap-controller", quorum.bootstrap(1))
+
+    async def run():
+        servers = ",".join(quorum.bootstrap(n) for n in quorum.ports)
+        async with running_observer(quorum, str(tmp_path / "observer"), servers) as raft:
+            cluster_id, (partition, nodes) = await followed(quorum, raft)
+            # Kafka's tool in a thread: the observer keeps fetching meanwhile
+            tool = ("kafka-metadata-quorum", *bootstrap, "describe")
+            status = await asyncio.to_thread(kafka_tool, *tool, "--status")
+            table = await asyncio.to_thread(kafka_tool, *tool, "--replication")
+            return cluster_id, partition, nodes, status, table
+
+    cluster_id, partition, nodes, status, table = asyncio.run(run())
+    theirs = table.splitlines()
+    assert [row.split()[-1] for row in theirs[1:]] == ["Leader", "Follower", "Follower", "Observer"]
+    assert columns(theirs) == columns(replication_lines(partition))
+    observers = [line for line in status.splitlines() if line.startswith("CurrentObservers:")]
+    assert observers == [status_lines(cluster_id, partition, nodes)[-1]]
+    assert f'{{"id": {OBSERVER_ID}, "directoryId": "' in observers[0]
 
 
 @pytest.mark.spec("RAFT-14")

@@ -1,8 +1,9 @@
-"""kafka-ref's metadata log beside Apache Kafka's (spec/metadata.md META-1, META-10, META-11).
+"""kafka-ref's metadata log beside Apache Kafka's (spec/metadata.md META-1, META-10..META-12).
 
 Three checks against the real thing: the record declarations equal the JSON inside Kafka
 4.4's own jars; Kafka's `kafka-dump-log.sh --cluster-metadata-decoder` reads a segment and a
-snapshot kafka-ref wrote; and kafka-ref reads the `__cluster_metadata-0` directory of a
+snapshot kafka-ref wrote, and the snapshot a running kafka-ref KRaft node wrote of its
+metadata image; and kafka-ref reads the `__cluster_metadata-0` directory of a
 running Apache Kafka KRaft node, its log and its snapshots, into the image Kafka built.
 """
 
@@ -23,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_ref.apache.classpath import classpath
 from kafka_ref.apache.cluster import ApacheKafka
 from kafka_ref.apache.tools import tool_command
+from kafka_ref.cluster.embedded import new_cluster_id
 from kafka_ref.metadata import records as r
 from kafka_ref.metadata.batches import build_metadata_batch, read_metadata_batches
 from kafka_ref.metadata.image import load
@@ -43,6 +45,8 @@ from kafka_ref.record.kraft_control import (
     LeaderChangeMessage,
     build_kraft_control_batch,
 )
+from kafka_ref.tools.cluster import KRaftNodeProcess
+from kafka_ref.tools.server_process import free_port
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -251,3 +255,46 @@ def test_kafka_ref_reads_a_kafka_nodes_metadata_log_and_snapshots(kafka_metadata
     newest = read_snapshot(os.path.join(kafka_metadata_dir, snapshot_file_name(snapshots[-1])))
     tail = [e for b in batches if b.base_offset >= newest.snapshot_id.offset for e in b.records]
     assert load(tail, load(newest.records)) == from_log
+
+
+# -- META-12: Kafka's dump-log reads the snapshot a running kafka-ref node wrote -----------
+
+
+@pytest.mark.spec("META-12")
+def test_kafka_dump_log_decodes_the_snapshot_a_kafka_ref_node_wrote(tmp_path):
+    voters = {1: free_port()}
+    node = KRaftNodeProcess(
+        1,
+        str(tmp_path / "node-1"),
+        new_cluster_id(),
+        voters,
+        configs={"metadata.log.max.record.bytes.between.snapshots": 1024},
+    )
+    directory = tmp_path / "node-1" / "data" / "__cluster_metadata-0"
+    try:
+        node.start(timeout=60)
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        names = [f"snapshotted-{i}" for i in range(8)]
+        for future in admin.create_topics([NewTopic(n, 2, 1) for n in names]).values():
+            future.result(30)
+        deadline = time.monotonic() + 60
+        while not [s for s in list_snapshots(str(directory)) if s.offset > 0]:
+            assert time.monotonic() < deadline, "no snapshot written"
+            time.sleep(0.2)
+    finally:
+        node.stop()
+    sid = max(list_snapshots(str(directory)))
+    path = str(directory / snapshot_file_name(sid))
+    ours = read_snapshot(path)
+    image = load(ours.records)
+    lines = dump(path)
+    assert f"Snapshot end offset: {sid.offset}, epoch: {sid.epoch}" in lines
+    assert any("SnapshotHeader" in x for x in lines) and any("SnapshotFooter" in x for x in lines)
+    batches = [line for line in lines if line.startswith("baseOffset:")]
+    assert batches and all("isvalid: true" in b for b in batches)
+    payloads = [json.loads(line.split("payload: ", 1)[1]) for line in lines if "payload: " in line]
+    # every record of the image, in its order: features first, metadata.version before others
+    assert [p["type"] for p in payloads] == [snake_case(e.name).upper() for e in image.records()]
+    assert payloads[0]["data"]["name"] == "metadata.version"
+    topics = {p["data"]["name"] for p in payloads if p["type"] == "TOPIC_RECORD"}
+    assert topics == {t.name for t in image.topics.values()} and topics

@@ -1,10 +1,11 @@
-"""The short fault campaign CI runs: `kafka-ref chaos`, eight faults, judged for safety and
+"""The short fault campaign CI runs: `kafka-ref chaos`, five faults, judged for safety and
 liveness.
 
 It runs the command as a user does, in a subprocess with its own ZooKeeper and three
-brokers (not the session's cluster: the nemesis kills, pauses and partitions them). Seed 1
-draws, in its first eight faults, every kind the nemesis knows: kill, term, pause, a
-partition from ZooKeeper and a partition from the other brokers. The long campaigns (100
+brokers (not the session's cluster: the nemesis kills, pauses and partitions them). Seed 903
+draws, in its first five faults, every kind the nemesis knows, each once: kill, term, pause, a
+partition from ZooKeeper and a partition from the other brokers. The KRaft campaign is in
+test_chaos_kraft.py, a file of its own so that the two run side by side. The long campaigns (100
 faults per seed, and the same with `replica.truncation=high-watermark`) are run on demand
 with the same command; docs/chaos.md reports them.
 """
@@ -19,7 +20,7 @@ import pytest
 
 from kafka_ref.conformance.nemesis import KINDS
 
-pytestmark = pytest.mark.timeout(480)
+pytestmark = pytest.mark.timeout(660)
 
 
 @pytest.mark.spec("CHAOS-1", "CHAOS-2")
@@ -34,9 +35,9 @@ def test_a_short_campaign_loses_nothing_and_the_cluster_answers_soon_after_each_
             "kafka_ref.cli",
             "chaos",
             "--seed",
-            "1",
+            "903",
             "--faults",
-            "8",
+            "5",
             "--rate",
             "1000",
             "--data-dir",
@@ -46,16 +47,16 @@ def test_a_short_campaign_loses_nothing_and_the_cluster_answers_soon_after_each_
         ],
         capture_output=True,
         text=True,
-        timeout=450,
+        timeout=600,  # a broken cluster: 120 s to heal, 120 s to flush, 180 s to read
     )
     assert report_path.exists(), f"no report; exit code {run.returncode}:\n{run.stderr[-3000:]}"
     report = json.loads(report_path.read_text())
     assert report["valid"], report["reasons"]
     assert run.returncode == 0
-    assert report["faults"] == 8
+    assert report["faults"] == 5
     assert {f["kind"] for f in report["fault_log"]} == set(KINDS)
     # the workload ran through the faults and the checker saw it all
-    assert report["acked"] > 20000, report["acked"]
+    assert report["acked"] > 10000, report["acked"]
     assert report["lost"] == 0 and report["anomalies"].get("duplicate") is None
     assert report["group"]["polled"] >= report["acked"] // 2
     assert sum(report["high_watermarks"].values()) >= report["acked"]

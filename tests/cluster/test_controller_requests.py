@@ -165,7 +165,7 @@ def test_a_request_for_an_earlier_registration_is_refused(cluster, topic_name):
             )
         ],
     )
-    answer = cluster.request(cluster.controller()[0], ApiKey.ALTER_PARTITION, request)
+    answer = cluster.request(cluster.controller()[0], ApiKey.ALTER_PARTITION, request, version=0)
     assert answer.error_code == ErrorCode.STALE_BROKER_EPOCH
     assert cluster.state(topic_name, 0).isr == state.isr
 
@@ -430,7 +430,7 @@ def alter_partition(cluster, to, sender, topic, leader_epoch, isr, partition_epo
             )
         ],
     )
-    return cluster.request(to, ApiKey.ALTER_PARTITION, request)
+    return cluster.request(to, ApiKey.ALTER_PARTITION, request, version=0)  # ZooKeeper mode's
 
 
 @pytest.mark.spec("CTRL-22")

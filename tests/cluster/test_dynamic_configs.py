@@ -43,7 +43,10 @@ def produce(cluster, broker_id: int, topic: str) -> int:
 @pytest.mark.spec("CONFIG-6")
 def test_a_cluster_default_reaches_every_broker_and_a_restarted_one(cluster, topic_name):
     create_topic(cluster, topic_name, assignment=[[3]])  # one replica, on broker 3
-    assert produce(cluster, 3, topic_name) == ErrorCode.NO_ERROR
+    wait_for(  # the states are in ZooKeeper; broker 3 leads once its LeaderAndIsr arrives
+        lambda: produce(cluster, 3, topic_name) == ErrorCode.NO_ERROR,
+        what="broker 3 to lead the new partition",
+    )
     try:
         alter(cluster, 1, "", ("message.max.bytes", "500", SET))
         zk = cluster.zk.zk

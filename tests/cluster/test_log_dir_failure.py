@@ -70,10 +70,20 @@ def jbod(tmp_path_factory):
 
 
 def fail_dir(log_dir: str) -> None:
-    """The disk is gone: the directory is replaced by a file (every new file in it fails)."""
+    """The disk is gone: the directory is replaced by a file (every new file in it fails).
+    A running broker may make the directory again between the rename and the file (it
+    places a replica there): that one is moved aside too, and the file tried again."""
     os.rename(log_dir, log_dir + ".failed")
-    with open(log_dir, "w") as f:
-        f.write("a failed disk\n")
+    for attempt in range(10):
+        try:
+            fd = os.open(log_dir, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            os.rename(log_dir, f"{log_dir}.failed-{attempt}")
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write("a failed disk\n")
+        return
+    raise AssertionError(f"{log_dir} kept coming back as a directory")
 
 
 def repair_dir(log_dir: str) -> None:

@@ -61,6 +61,33 @@ def test_a_follower_refuses_to_truncate_below_its_high_watermark(tmp_path):
     assert voter.log.end_offset == 5
 
 
+@pytest.mark.spec("RAFT-6", "RAFT-7")
+def test_a_diverging_answer_moves_no_high_watermark(tmp_path):
+    """The follower holds epoch 1 at 5-7 and epoch 3 at 8-9; the leader of epoch 4 holds
+    epoch 2 at 5-9, committed (its high watermark 11). Told that epoch 2 ends at 10 there,
+    the follower, which lacks epoch 2, cuts to where its epoch 1 ends, 8: its entries of
+    epoch 1 at 5-7 are still not the leader's, so the leader's high watermark must not make
+    them committed. The next fetch, at (8, 1), is told where epoch 1 ends there."""
+    voter = Voter(tmp_path, log=log_of(tmp_path, [(0, 5), (1, 3), (3, 2)]))
+    voter.client._maybe_transition(1, 4, 0)
+    voter.client.poll(0)
+    [(_, (request, _))] = voter.client._in_flight.items()
+    assert (request.fetch_offset, request.last_fetched_epoch) == (10, 3)
+    cut = FetchResponse(
+        ErrorCode.NO_ERROR,
+        1,
+        4,
+        11,
+        diverging_epoch=OffsetAndEpoch(2, 10),
+        correlation_id=request.correlation_id,
+    )
+    voter.client.handle(1, cut, 0)
+    assert voter.log.end_offset == 8
+    assert voter.client.high_watermark == 0
+    [(_, (again, _))] = voter.client._in_flight.items()
+    assert (again.fetch_offset, again.last_fetched_epoch) == (8, 1)
+
+
 def leader_of(epoch_start: int, voters=FIVE) -> LeaderState:
     return LeaderState(7, voters, 0, epoch_start, voters, now_ms=0, check_quorum_timeout_ms=300)
 

@@ -4,6 +4,7 @@ across a restart, the pre-vote that changes nothing, the up-to-date check."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -16,6 +17,7 @@ from kafka_ref.raft.messages import FetchResponse, VoteRequest, VoteResponse
 from kafka_ref.raft.nominee_state import CandidateState, EpochElection, ProspectiveState
 from kafka_ref.raft.quorum_config import QuorumConfig
 from kafka_ref.raft.quorum_state import QuorumState
+from kafka_ref.raft.vote import can_grant_vote
 from tests.raft.voters import Voter, log_of
 
 
@@ -30,6 +32,12 @@ def test_election_timeouts_are_drawn_in_one_to_two_timeouts(tmp_path):
     )
     drawn = {quorum.random_election_timeout_ms() for _ in range(500)}
     assert min(drawn) >= 1000 and max(drawn) < 2000 and len(drawn) > 300
+    narrow = QuorumConfig(1000, election_jitter_ms=10)
+    quorum = QuorumState(0, (0, 1, 2), None, quorum.log, narrow, random.Random(1))
+    assert {quorum.random_election_timeout_ms() for _ in range(500)} == set(range(1000, 1010))
+    none = QuorumConfig(1000, election_jitter_ms=0)
+    quorum = QuorumState(0, (0, 1, 2), None, quorum.log, none, random.Random(1))
+    assert {quorum.random_election_timeout_ms() for _ in range(50)} == {1000}
 
 
 @pytest.mark.spec("RAFT-1")
@@ -160,10 +168,13 @@ def test_a_later_last_epoch_is_more_up_to_date_whatever_the_length(tmp_path):
     quorum = QuorumState(
         0, (0, 1, 2), None, log_of(tmp_path, [(1, 3), (2, 2)]), QuorumConfig(), random.Random()
     )  # last epoch 2, end offset 5
-    assert quorum.is_log_up_to_date(3, 1)  # later epoch, shorter
-    assert quorum.is_log_up_to_date(2, 5)  # same epoch, as long
-    assert not quorum.is_log_up_to_date(2, 4)  # same epoch, shorter
-    assert not quorum.is_log_up_to_date(1, 100)  # older epoch, longer
+    voter = quorum.voter_state()
+    assert (voter.last_epoch, voter.end_offset) == (2, 5)
+    for pre in (False, True):
+        assert can_grant_vote(voter, vote(1, 3, 3, 1, pre))  # later epoch, shorter
+        assert can_grant_vote(voter, vote(1, 3, 2, 5, pre))  # same epoch, as long
+        assert not can_grant_vote(voter, vote(1, 3, 2, 4, pre))  # same epoch, shorter
+        assert not can_grant_vote(voter, vote(1, 3, 1, 100, pre))  # older epoch, longer
 
 
 @pytest.mark.spec("RAFT-5")
@@ -172,3 +183,45 @@ def test_no_vote_for_a_stale_log(tmp_path):
     assert not voter.ask(1, vote(1, 2, last_epoch=1, last_offset=2)).vote_granted
     assert voter.client.state.voted_id == NOT_SET  # refused: still free
     assert voter.ask(2, vote(2, 2, last_epoch=1, last_offset=3)).vote_granted
+
+
+@pytest.mark.spec("RAFT-2", "RAFT-4")
+def test_a_leader_a_resigned_leader_and_a_candidate_grant_no_vote_in_their_epoch(tmp_path):
+    """A leader and a resigned leader refuse votes and pre-votes; a candidate, having voted
+    for itself, refuses votes but grants a pre-vote for the next epoch; a real vote of a
+    later epoch is granted by any of them, which then follows that epoch without a leader."""
+    leader = Voter(tmp_path / "leader", voters=(0,))
+    leader.client.poll(500)
+    assert isinstance(leader.client.state, LeaderState) and leader.client.epoch == 1
+    end = leader.log.end_offset
+    for pre in (False, True):
+        assert not leader.ask(1, vote(1, 1 + pre, 1, end, pre)).vote_granted
+    resigned = leader.restart()
+    assert type(resigned.client.state).__name__ == "ResignedState"
+    for pre in (False, True):
+        assert not resigned.ask(1, vote(1, 1 + pre, 1, end, pre)).vote_granted
+    candidate = Voter(tmp_path / "candidate")
+    candidate.client.poll(10_000)  # prospective: asks for pre-votes
+    granted = VoteResponse(ErrorCode.NO_ERROR, NOT_SET, 0, True, 0)
+    for source, request in [(d, m) for d, m in candidate.sent if isinstance(m, VoteRequest)]:
+        candidate.client.handle(source, replace(granted, correlation_id=request.correlation_id), 0)
+    assert isinstance(candidate.client.state, CandidateState) and candidate.client.epoch == 1
+    assert not candidate.ask(2, vote(2, 1)).vote_granted
+    assert candidate.ask(2, vote(2, 2, pre=True)).vote_granted
+    assert candidate.ask(2, vote(2, 2)).vote_granted  # a later epoch
+    assert candidate.client.state.voted_id == 2 and candidate.client.epoch == 2
+
+
+@pytest.mark.spec("RAFT-2")
+def test_the_quorum_state_never_records_two_votes_in_an_epoch(tmp_path):
+    """Whoever decides the vote, the switch that records it asserts one vote per epoch, and
+    none in an epoch whose leader the voter knows."""
+    voter = Voter(tmp_path)
+    quorum = voter.client.quorum
+    assert voter.ask(1, vote(1, 1)).vote_granted
+    quorum.transition_to_unattached_voted(1, 0)  # the same candidate again: nothing new
+    with pytest.raises(AssertionError, match="two votes in one epoch"):
+        quorum.transition_to_unattached_voted(2, 0)
+    voter.client._maybe_transition(2, 2, 0)
+    with pytest.raises(AssertionError, match="whose leader 2 it knows"):
+        quorum.transition_to_unattached_voted(1, 0)

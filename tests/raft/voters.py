@@ -1,4 +1,5 @@
-"""One voter of the quorum core, on real files, for unit tests: its messages are collected."""
+"""One node of the quorum core (a voter, or an observer when its id is not among the voters),
+on real files, for unit tests: its messages are collected."""
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ def log_of(directory: str | os.PathLike, epochs: list[tuple[int, int]]) -> Kafka
 class Voter:
     """A `KafkaRaftClient` over the log and `quorum-state` file in `directory`."""
 
-    def __init__(self, directory, local_id: int = 0, voters=(0, 1, 2), log=None) -> None:
+    def __init__(
+        self, directory, local_id: int = 0, voters=(0, 1, 2), log=None, bootstrap=()
+    ) -> None:
         self.directory = directory
         self.log = log or open_log(directory)
         self.store = FileQuorumStateStore(directory)
@@ -49,6 +52,7 @@ class Voter:
             random.Random(0),
             lambda dst, message: self.sent.append((dst, message)),
             0,
+            bootstrap=bootstrap,
         )
 
     def ask(self, source: int, request, now_ms: int = 0):

@@ -62,7 +62,13 @@ def spark(tmp_path_factory):
 def kafka_broker(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("broker") / "data"
     config = KafkaConfig.from_props(
-        {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir)}
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(data_dir),
+            # The records carry timestamps from T0 (2023): under the default retention.ms of
+            # seven days the retention check, 5 minutes after start, would delete them all.
+            "log.retention.ms": "-1",
+        }
     )
     broker = BrokerThread(config).start()
     broker.data_dir = str(data_dir)

@@ -11,15 +11,14 @@ The ranges follow one rule: every version Apache Kafka 4.4 serves of each API ka
 implements, with its meaning (PROTO-19), so that a client negotiates what it would with
 Kafka. The exceptions, each with its reason, are one table in spec/protocol.md that the
 tests read: ZooKeeper mode's controller APIs, which Kafka 4 no longer has, and the versions
-of transactions v2 (KIP-890 part 2: Produce v12-13, EndTxn v5, TxnOffsetCommit v5-v6),
-which clients send only to a Kafka whose `transaction.version` is 2:
+that name topics by id only (Produce v13, TxnOffsetCommit v6):
 
     ApiVersions 0-5   Metadata 0-13   DescribeTopicPartitions 0
-    Produce 0-11 (0-2 answered UNSUPPORTED_VERSION)   Fetch 4-18   ListOffsets 1-11
+    Produce 0-12 (0-2 answered UNSUPPORTED_VERSION)   Fetch 4-18   ListOffsets 1-11
     OffsetForLeaderEpoch 2-4   CreateTopics 2-7   DeleteTopics 1-6
     DeleteRecords 0-2   InitProducerId 0-5
-    transactions: AddPartitionsToTxn 0-5   AddOffsetsToTxn 0-4   EndTxn 0-4
-    TxnOffsetCommit 0-4   WriteTxnMarkers 1-2 (brokers)   DescribeProducers 0
+    transactions: AddPartitionsToTxn 0-5   AddOffsetsToTxn 0-4   EndTxn 0-5
+    TxnOffsetCommit 0-5   WriteTxnMarkers 1-2 (brokers)   DescribeProducers 0
     DescribeTransactions 0   ListTransactions 0-2
     from the controller (ZooKeeper mode): LeaderAndIsr 4   StopReplica 3   UpdateMetadata 6;
     to it: AlterPartition 0
@@ -33,6 +32,12 @@ which clients send only to a Kafka whose `transaction.version` is 2:
     consumer groups: FindCoordinator 0-6   JoinGroup 0-9   SyncGroup 0-5   Heartbeat 0-4
     LeaveGroup 0-5   OffsetCommit 2-10   OffsetFetch 1-10   DescribeGroups 0-6
     ListGroups 0-5   DeleteGroups 0-3   OffsetDelete 0
+    the consumer group protocol (KIP-848): ConsumerGroupHeartbeat 0-1   ConsumerGroupDescribe 0-1
+    share groups (KIP-932): ShareFetch 1-2   ShareAcknowledge 1-2
+    the share coordinator (KIP-932): InitializeShareGroupState 0   ReadShareGroupState 0
+    WriteShareGroupState 0-1   DeleteShareGroupState 0   ReadShareGroupStateSummary 0-1
+    share groups (KIP-932): ShareGroupHeartbeat 1   ShareGroupDescribe 1
+    DescribeShareGroupOffsets 0-1   AlterShareGroupOffsets 0   DeleteShareGroupOffsets 0
 
 Each API also says on which listeners it is served (`Api.listeners`, Kafka's `"listeners"`).
 A broker's ApiVersions lists the APIs of the broker listener only, and a broker reads no
@@ -43,6 +48,8 @@ full ranges; no broker advertises them:
     DescribeQuorum 0-2   FetchSnapshot 0-1 (KIP-630)
     the brokers and controllers (KIP-631, KIP-919): BrokerRegistration 0-4
     BrokerHeartbeat 0-2   UnregisterBroker 0   ControllerRegistration 0
+    AllocateProducerIds 0 (KIP-730)   AssignReplicasToDirs 0 (KIP-858)
+    Envelope 0 (KIP-590: a broker forwards a client's request)
     the voter set (KIP-853): AddRaftVoter 0-1   RemoveRaftVoter 0   UpdateRaftVoter 0
 
 One module per API, named by key (`api_00_produce.py`), declares its request and response and
@@ -213,6 +220,11 @@ from kafka_ref.protocol.messages.api_56_alter_partition import (
     AlterPartitionRequest,
     AlterPartitionResponse,
 )
+from kafka_ref.protocol.messages.api_58_envelope import (
+    DefaultPrincipalData,
+    EnvelopeRequest,
+    EnvelopeResponse,
+)
 from kafka_ref.protocol.messages.api_59_fetch_snapshot import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
@@ -245,13 +257,45 @@ from kafka_ref.protocol.messages.api_66_list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
+from kafka_ref.protocol.messages.api_67_allocate_producer_ids import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+)
+from kafka_ref.protocol.messages.api_68_consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from kafka_ref.protocol.messages.api_69_consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
 from kafka_ref.protocol.messages.api_70_controller_registration import (
     ControllerRegistrationRequest,
     ControllerRegistrationResponse,
 )
+from kafka_ref.protocol.messages.api_73_assign_replicas_to_dirs import (
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+)
 from kafka_ref.protocol.messages.api_75_describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
+)
+from kafka_ref.protocol.messages.api_76_share_group_heartbeat import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from kafka_ref.protocol.messages.api_77_share_group_describe import (
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+)
+from kafka_ref.protocol.messages.api_78_share_fetch import (
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
+from kafka_ref.protocol.messages.api_79_share_acknowledge import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
 )
 from kafka_ref.protocol.messages.api_80_add_raft_voter import (
     AddRaftVoterRequest,
@@ -264,6 +308,38 @@ from kafka_ref.protocol.messages.api_81_remove_raft_voter import (
 from kafka_ref.protocol.messages.api_82_update_raft_voter import (
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
+)
+from kafka_ref.protocol.messages.api_83_initialize_share_group_state import (
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse,
+)
+from kafka_ref.protocol.messages.api_84_read_share_group_state import (
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
+)
+from kafka_ref.protocol.messages.api_85_write_share_group_state import (
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
+from kafka_ref.protocol.messages.api_86_delete_share_group_state import (
+    DeleteShareGroupStateRequest,
+    DeleteShareGroupStateResponse,
+)
+from kafka_ref.protocol.messages.api_87_read_share_group_state_summary import (
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
+)
+from kafka_ref.protocol.messages.api_90_describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
+from kafka_ref.protocol.messages.api_91_alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
+from kafka_ref.protocol.messages.api_92_delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
 )
 from kafka_ref.protocol.schema import Message
 
@@ -371,6 +447,48 @@ APIS: dict[int, Api] = {
             DescribeTopicPartitionsRequest,
             DescribeTopicPartitionsResponse,
         ),
+        _api(
+            "ConsumerGroupHeartbeat",
+            ConsumerGroupHeartbeatRequest,
+            ConsumerGroupHeartbeatResponse,
+        ),
+        _api(
+            "ConsumerGroupDescribe",
+            ConsumerGroupDescribeRequest,
+            ConsumerGroupDescribeResponse,
+        ),
+        # share groups (KIP-932)
+        _api("ShareFetch", ShareFetchRequest, ShareFetchResponse),
+        _api("ShareAcknowledge", ShareAcknowledgeRequest, ShareAcknowledgeResponse),
+        # the share coordinator's state APIs (KIP-932, from share-partition leaders)
+        _api(
+            "InitializeShareGroupState",
+            InitializeShareGroupStateRequest,
+            InitializeShareGroupStateResponse,
+        ),
+        _api("ReadShareGroupState", ReadShareGroupStateRequest, ReadShareGroupStateResponse),
+        _api("WriteShareGroupState", WriteShareGroupStateRequest, WriteShareGroupStateResponse),
+        _api("DeleteShareGroupState", DeleteShareGroupStateRequest, DeleteShareGroupStateResponse),
+        _api(
+            "ReadShareGroupStateSummary",
+            ReadShareGroupStateSummaryRequest,
+            ReadShareGroupStateSummaryResponse,
+        ),
+        _api("ShareGroupHeartbeat", ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
+        _api("ShareGroupDescribe", ShareGroupDescribeRequest, ShareGroupDescribeResponse),
+        _api(
+            "DescribeShareGroupOffsets",
+            DescribeShareGroupOffsetsRequest,
+            DescribeShareGroupOffsetsResponse,
+        ),
+        _api(
+            "AlterShareGroupOffsets", AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
+        ),
+        _api(
+            "DeleteShareGroupOffsets",
+            DeleteShareGroupOffsetsRequest,
+            DeleteShareGroupOffsetsResponse,
+        ),
         # KRaft (the controller listener's, PROTO-21)
         _api("Vote", VoteRequest, VoteResponse),
         _api("BeginQuorumEpoch", BeginQuorumEpochRequest, BeginQuorumEpochResponse),
@@ -380,11 +498,14 @@ APIS: dict[int, Api] = {
         _api("BrokerRegistration", BrokerRegistrationRequest, BrokerRegistrationResponse),
         _api("BrokerHeartbeat", BrokerHeartbeatRequest, BrokerHeartbeatResponse),
         _api("UnregisterBroker", UnregisterBrokerRequest, UnregisterBrokerResponse),
+        _api("Envelope", EnvelopeRequest, EnvelopeResponse),
+        _api("AllocateProducerIds", AllocateProducerIdsRequest, AllocateProducerIdsResponse),
         _api(
             "ControllerRegistration",
             ControllerRegistrationRequest,
             ControllerRegistrationResponse,
         ),
+        _api("AssignReplicasToDirs", AssignReplicasToDirsRequest, AssignReplicasToDirsResponse),
         _api("AddRaftVoter", AddRaftVoterRequest, AddRaftVoterResponse),
         _api("RemoveRaftVoter", RemoveRaftVoterRequest, RemoveRaftVoterResponse),
         _api("UpdateRaftVoter", UpdateRaftVoterRequest, UpdateRaftVoterResponse),
@@ -412,6 +533,8 @@ __all__ = [
     "AddPartitionsToTxnResponse",
     "AddRaftVoterRequest",
     "AddRaftVoterResponse",
+    "AllocateProducerIdsRequest",
+    "AllocateProducerIdsResponse",
     "AlterClientQuotasRequest",
     "AlterClientQuotasResponse",
     "AlterConfigsRequest",
@@ -420,6 +543,8 @@ __all__ = [
     "AlterPartitionReassignmentsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsResponse",
     "AlterUserScramCredentialsRequest",
     "AlterUserScramCredentialsResponse",
     "Api",
@@ -432,6 +557,10 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
     "ControllerRegistrationRequest",
     "ControllerRegistrationResponse",
     "CreateAclsRequest",
@@ -440,12 +569,17 @@ __all__ = [
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DefaultPrincipalData",
     "DeleteAclsRequest",
     "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
+    "DeleteShareGroupOffsetsRequest",
+    "DeleteShareGroupOffsetsResponse",
+    "DeleteShareGroupStateRequest",
+    "DeleteShareGroupStateResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
     "DescribeAclsRequest",
@@ -464,6 +598,8 @@ __all__ = [
     "DescribeProducersResponse",
     "DescribeQuorumRequest",
     "DescribeQuorumResponse",
+    "DescribeShareGroupOffsetsRequest",
+    "DescribeShareGroupOffsetsResponse",
     "DescribeTopicPartitionsRequest",
     "DescribeTopicPartitionsResponse",
     "DescribeTransactionsRequest",
@@ -476,6 +612,8 @@ __all__ = [
     "EndQuorumEpochResponse",
     "EndTxnRequest",
     "EndTxnResponse",
+    "EnvelopeRequest",
+    "EnvelopeResponse",
     "FetchRequest",
     "FetchResponse",
     "FetchSnapshotRequest",
@@ -488,6 +626,8 @@ __all__ = [
     "IncrementalAlterConfigsResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "InitializeShareGroupStateRequest",
+    "InitializeShareGroupStateResponse",
     "JoinGroupRequest",
     "JoinGroupResponse",
     "LeaderAndIsrRequest",
@@ -514,12 +654,24 @@ __all__ = [
     "OffsetsForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "ReadShareGroupStateRequest",
+    "ReadShareGroupStateResponse",
+    "ReadShareGroupStateSummaryRequest",
+    "ReadShareGroupStateSummaryResponse",
     "RemoveRaftVoterRequest",
     "RemoveRaftVoterResponse",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
+    "ShareAcknowledgeRequest",
+    "ShareAcknowledgeResponse",
+    "ShareFetchRequest",
+    "ShareFetchResponse",
+    "ShareGroupDescribeRequest",
+    "ShareGroupDescribeResponse",
+    "ShareGroupHeartbeatRequest",
+    "ShareGroupHeartbeatResponse",
     "StopReplicaRequest",
     "StopReplicaResponse",
     "SyncGroupRequest",
@@ -534,6 +686,8 @@ __all__ = [
     "UpdateRaftVoterResponse",
     "VoteRequest",
     "VoteResponse",
+    "WriteShareGroupStateRequest",
+    "WriteShareGroupStateResponse",
     "WriteTxnMarkersRequest",
     "WriteTxnMarkersResponse",
     "apis_for_listener",

@@ -23,10 +23,11 @@ adds leader hints as tagged fields (KIP-951); v11 may answer TRANSACTION_ABORTAB
 v12 adds a transactional batch's partition to the transaction (KIP-890 part 2); v13
 identifies topics by id (KIP-516).
 
-kafka-ref declares 0-11 (v8: the records of a refused batch at fault, `record_errors`, and
+kafka-ref declares 0-12 (v8: the records of a refused batch at fault, `record_errors`, and
 an `error_message`, which clients report per record; v10: `current_leader` and
-`node_endpoints` for NOT_LEADER_OR_FOLLOWER, BROKER-69; v11: BROKER-72). v12 needs
-transactions v2 and v13 comes after it (PROTO-19). The broker advertises Produce from 0
+`node_endpoints` for NOT_LEADER_OR_FOLLOWER, BROKER-69; v11: BROKER-72; v12: the leader
+adds a transactional batch's partition to the transaction, TXN-95). v13 names topics by id
+only, which kafka-ref's Produce does not (PROTO-19). The broker advertises Produce from 0
 because librdkafka before 2.11.1 only enables compression when Produce v0 is in range, but
 answers v0-v2 (magic 0/1 message sets) with UNSUPPORTED_VERSION, exactly like Kafka 4.0
 (KAFKA-18659). v0-v2 are declared so those requests decode and get that proper answer.
@@ -39,7 +40,7 @@ from kafka_ref.protocol.schema import Field, Message
 ProduceRequest = Message(
     "ProduceRequest",
     api_key=0,
-    valid_versions="0-11",
+    valid_versions="0-12",
     flexible_versions="9+",
     fields=[
         Field(
@@ -98,7 +99,7 @@ _NODE_ENDPOINT = [
 ProduceResponse = Message(
     "ProduceResponse",
     api_key=0,
-    valid_versions="0-11",
+    valid_versions="0-12",
     flexible_versions="9+",
     fields=[
         Field(

@@ -22,14 +22,15 @@ of keys (`coordinator_keys`, KIP-699) with one result per key; v5 TRANSACTION_AB
 (KIP-890); v6 share groups (KIP-932). kafka-ref declares 0-6, as
 Kafka 4.4 (librdkafka turns on its group coordinator feature only if v0 is advertised,
 before 2.11.1): from v4 each key of the batch is answered alone (REBAL-25); key type 2
-(share groups) is INVALID_REQUEST, kafka-ref having no share groups.
+(a share-partition's key `group:topicId:partition`) answers the leader of its
+`__share_group_state` partition, the share coordinator (SHARE-70).
 
 Kafka's definitions: FindCoordinatorRequest.json, FindCoordinatorResponse.json.
 """
 
 from kafka_ref.protocol.schema import Field, Message
 
-GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
+GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, SHARE_KEY_TYPE = 0, 1, 2
 
 FindCoordinatorRequest = Message(
     "FindCoordinatorRequest",

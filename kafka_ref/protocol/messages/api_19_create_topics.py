@@ -35,6 +35,7 @@ CreateTopicsRequest = Message(
     api_key=19,
     valid_versions="2-7",
     flexible_versions="5+",
+    listeners=("broker", "controller"),
     fields=[
         Field(
             "Topics",

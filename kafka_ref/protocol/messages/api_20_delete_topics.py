@@ -30,6 +30,7 @@ DeleteTopicsRequest = Message(
     api_key=20,
     valid_versions="1-6",
     flexible_versions="4+",
+    listeners=("broker", "controller"),
     fields=[
         Field(
             "Topics",

@@ -12,10 +12,10 @@ CONCURRENT_TRANSACTIONS (51), NOT_COORDINATOR (16), COORDINATOR_LOAD_IN_PROGRESS
 
 Version history (Kafka's JSON comments): v1 = v0; v2 may answer PRODUCER_FENCED; v3
 flexible; v4 TRANSACTION_ABORTABLE; v5 answers a new producer id and epoch, bumped on
-every transaction (KIP-890 part 2). kafka-ref declares 0-4, what a client uses
-against a Kafka with `transaction.version` 1 (Kafka 4.4 advertises v5 whatever the
-feature, and gives a v5 request KIP-890's epoch bump: kafka-ref serves v5 once it has
-transactions v2, TXN-85).
+every transaction (KIP-890 part 2). kafka-ref declares 0-5, as Kafka 4.4: a client sends
+v5 when the cluster finalized `transaction.version` 2, and the coordinator then bumps the
+epoch at every end, answering the next transaction's producer id and epoch (TXN-92; v0-v4
+keep the epoch, TXN-85).
 
 Kafka's definitions: EndTxnRequest.json, EndTxnResponse.json.
 """
@@ -25,7 +25,7 @@ from kafka_ref.protocol.schema import Field, Message
 EndTxnRequest = Message(
     "EndTxnRequest",
     api_key=26,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("TransactionalId", "string", "0+", about="The transactional id."),
@@ -38,7 +38,7 @@ EndTxnRequest = Message(
 EndTxnResponse = Message(
     "EndTxnResponse",
     api_key=26,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

@@ -15,9 +15,9 @@ again; INVALID_PRODUCER_EPOCH (47) and TRANSACTION_COORDINATOR_FENCED (52) tell 
 coordinator to stop.
 
 Version history (Kafka's JSON comments): v1 flexible (v0 was removed in Kafka 4.0); v2
-adds the transaction version (KIP-890). kafka-ref declares 1-2, as Kafka 4.4,
-and sends v1: its transactions are all of `transaction.version` 1 or less, whose markers
-v2 labels with the version and writes as v1 does (TXN-85).
+adds the transaction version (KIP-1228). kafka-ref declares 1-2, as Kafka 4.4, and sends
+v2: a leader refuses a marker of transaction version 2 whose epoch is not newer than the
+producer's last one at the partition (TXN-96); version 0/1 markers are written as v1's.
 
 Kafka's definitions: WriteTxnMarkersRequest.json, WriteTxnMarkersResponse.json.
 """

@@ -17,12 +17,13 @@ CONCURRENT_TRANSACTIONS (51), ILLEGAL_GENERATION (22), UNKNOWN_MEMBER_ID (25).
 
 Version history (Kafka's JSON comments): v1 = v0; v2 committed leader epoch; v3 flexible,
 with generation, member id and group instance id (KIP-447); v4 TRANSACTION_ABORTABLE;
-v5 KIP-890's implicit AddOffsetsToTxn. kafka-ref declares 0-4: librdkafka
+v5 KIP-890's implicit AddOffsetsToTxn; v6 topic ids. kafka-ref declares 0-5: librdkafka
 (`rd_kafka_txn_send_TxnOffsetCommitRequest`) and kafka-python 3 send at most v3 with the
 consumer's generation, member id and group instance id; the Java client 3.8+ sends v4
-(the same fields: v4 only allows an error kafka-ref never answers). v5 (and v6, topic ids)
-belong to KIP-890 part 2, transactions v2, which kafka-ref does not implement: a client
-sends them only to a Kafka whose `transaction.version` is 2 (TXN-85).
+(the same fields: v4 only allows an error kafka-ref never answers), and v5 when the cluster
+finalized `transaction.version` 2: the group's partition is then added to the transaction
+for it, without AddOffsetsToTxn (TXN-95). v6 names topics by id only, which kafka-ref's
+TxnOffsetCommit does not.
 
 Kafka's definitions: TxnOffsetCommitRequest.json, TxnOffsetCommitResponse.json.
 """
@@ -32,7 +33,7 @@ from kafka_ref.protocol.schema import Field, Message
 TxnOffsetCommitRequest = Message(
     "TxnOffsetCommitRequest",
     api_key=28,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("TransactionalId", "string", "0+", about="The transactional id."),
@@ -88,7 +89,7 @@ TxnOffsetCommitRequest = Message(
 TxnOffsetCommitResponse = Message(
     "TxnOffsetCommitResponse",
     api_key=28,
-    valid_versions="0-4",
+    valid_versions="0-5",
     flexible_versions="3+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The quota throttle time in ms, or zero."),

@@ -19,6 +19,7 @@ from kafka_ref.protocol.schema import Field, Message
 CreateAclsRequest = Message(
     "CreateAclsRequest",
     api_key=30,
+    listeners=("broker", "controller"),
     valid_versions="1-3",
     flexible_versions="2+",
     fields=[

@@ -17,6 +17,7 @@ from kafka_ref.protocol.schema import Field, Message
 DeleteAclsRequest = Message(
     "DeleteAclsRequest",
     api_key=31,
+    listeners=("broker", "controller"),
     valid_versions="1-3",
     flexible_versions="2+",
     fields=[

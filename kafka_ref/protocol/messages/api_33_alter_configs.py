@@ -39,6 +39,7 @@ def _request(name: str, api_key: int, versions: str, flexible: str, incremental:
     return Message(
         name,
         api_key=api_key,
+        listeners=("broker", "controller"),
         valid_versions=versions,
         flexible_versions=flexible,
         fields=[

@@ -29,6 +29,7 @@ CreatePartitionsRequest = Message(
     api_key=37,
     valid_versions="0-3",
     flexible_versions="2+",
+    listeners=("broker", "controller"),
     fields=[
         Field(
             "Topics",

@@ -28,6 +28,7 @@ from kafka_ref.protocol.schema import Field, Message
 ElectLeadersRequest = Message(
     "ElectLeadersRequest",
     api_key=43,
+    listeners=("broker", "controller"),
     valid_versions="0-2",
     flexible_versions="2+",
     fields=[

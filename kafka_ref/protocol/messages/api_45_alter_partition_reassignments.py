@@ -26,6 +26,7 @@ from kafka_ref.protocol.schema import Field, Message
 AlterPartitionReassignmentsRequest = Message(
     "AlterPartitionReassignmentsRequest",
     api_key=45,
+    listeners=("broker", "controller"),
     valid_versions="0-1",
     flexible_versions="0+",
     fields=[

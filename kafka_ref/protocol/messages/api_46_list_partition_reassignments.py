@@ -17,6 +17,7 @@ from kafka_ref.protocol.schema import Field, Message
 ListPartitionReassignmentsRequest = Message(
     "ListPartitionReassignmentsRequest",
     api_key=46,
+    listeners=("broker", "controller"),
     valid_versions="0",
     flexible_versions="0+",
     fields=[

@@ -36,6 +36,7 @@ def _entity(about: str) -> Field:
 AlterClientQuotasRequest = Message(
     "AlterClientQuotasRequest",
     api_key=49,
+    listeners=("broker", "controller"),
     valid_versions="0-1",
     flexible_versions="1+",
     fields=[

@@ -22,6 +22,7 @@ from kafka_ref.protocol.schema import Field, Message
 AlterUserScramCredentialsRequest = Message(
     "AlterUserScramCredentialsRequest",
     api_key=51,
+    listeners=("broker", "controller"),
     valid_versions="0",
     flexible_versions="0+",
     fields=[

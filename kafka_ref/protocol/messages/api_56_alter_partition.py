@@ -14,9 +14,11 @@ znode itself, and the controller learned of it through `/isr_change_notification
 
 Version history (Kafka's JSON comments): v0 is AlterIsr (Kafka 2.7, IBP 2.7+); v1 adds
 LeaderRecoveryState (KIP-704) and the new name; v2 topic ids instead of names (KIP-841);
-v3 the new ISR with broker epochs (KIP-903). Kafka 4.0 removed v0-1. kafka-ref declares and
-sends v0, the version a ZooKeeper-mode Kafka with IBP 2.7 sends: topics by name, and no
-leader recovery state, which kafka-ref does not keep.
+v3 the new ISR with broker epochs (KIP-903). Kafka 4.0 removed v0-1. kafka-ref declares
+v0-3: a ZooKeeper-mode broker sends v0, the version a ZooKeeper-mode Kafka with IBP 2.7
+sends (topics by name, no leader recovery state); a KRaft broker sends v3 to the active
+controller on the controller listener, as Kafka 4 does (topic ids, each ISR member with its
+broker epoch, so that a member that restarted since is refused: KIP-903).
 
 Kafka's definitions: AlterPartitionRequest.json, AlterPartitionResponse.json.
 """
@@ -26,8 +28,9 @@ from kafka_ref.protocol.schema import Field, Message
 AlterPartitionRequest = Message(
     "AlterPartitionRequest",
     api_key=56,
-    valid_versions="0",
+    valid_versions="0-3",
     flexible_versions="0+",
+    listeners=("broker", "controller"),
     fields=[
         Field("BrokerId", "int32", "0+", about="The ID of the requesting broker."),
         Field("BrokerEpoch", "int64", "0+", default=-1, about="The requesting broker's epoch."),
@@ -39,6 +42,12 @@ AlterPartitionRequest = Message(
             fields=[
                 Field("TopicName", "string", "0-1", about="The name of the topic."),
                 Field(
+                    "TopicId",
+                    "uuid",
+                    "2+",
+                    about="The ID of the topic to alter ISRs for.",
+                ),
+                Field(
                     "Partitions",
                     "[]PartitionData",
                     "0+",
@@ -46,7 +55,37 @@ AlterPartitionRequest = Message(
                     fields=[
                         Field("PartitionIndex", "int32", "0+", about="The partition index."),
                         Field("LeaderEpoch", "int32", "0+", about="The leader epoch."),
-                        Field("NewIsr", "[]int32", "0-2", about="The ISR for this partition."),
+                        Field(
+                            "NewIsr",
+                            "[]int32",
+                            "0-2",
+                            about="The ISR for this partition. Deprecated since version 3.",
+                        ),
+                        Field(
+                            "NewIsrWithEpochs",
+                            "[]BrokerState",
+                            "3+",
+                            about="The ISR for this partition.",
+                            fields=[
+                                Field("BrokerId", "int32", "3+", about="The ID of the broker."),
+                                Field(
+                                    "BrokerEpoch",
+                                    "int64",
+                                    "3+",
+                                    default=-1,
+                                    about="The epoch of the broker. It will be -1 if the epoch "
+                                    "check is not supported.",
+                                ),
+                            ],
+                        ),
+                        Field(
+                            "LeaderRecoveryState",
+                            "int8",
+                            "1+",
+                            default=0,
+                            about="1 if the partition is recovering from an unclean leader "
+                            "election; 0 otherwise.",
+                        ),
                         Field(
                             "PartitionEpoch",
                             "int32",
@@ -63,7 +102,7 @@ AlterPartitionRequest = Message(
 AlterPartitionResponse = Message(
     "AlterPartitionResponse",
     api_key=56,
-    valid_versions="0",
+    valid_versions="0-3",
     flexible_versions="0+",
     fields=[
         Field("ThrottleTimeMs", "int32", "0+", about="The throttle time in milliseconds."),
@@ -75,6 +114,7 @@ AlterPartitionResponse = Message(
             about="The responses for each topic.",
             fields=[
                 Field("TopicName", "string", "0-1", about="The name of the topic."),
+                Field("TopicId", "uuid", "2+", about="The ID of the topic."),
                 Field(
                     "Partitions",
                     "[]PartitionData",
@@ -86,6 +126,14 @@ AlterPartitionResponse = Message(
                         Field("LeaderId", "int32", "0+", about="The broker ID of the leader."),
                         Field("LeaderEpoch", "int32", "0+", about="The leader epoch."),
                         Field("Isr", "[]int32", "0+", about="The in-sync replica IDs."),
+                        Field(
+                            "LeaderRecoveryState",
+                            "int8",
+                            "1+",
+                            default=0,
+                            about="1 if the partition is recovering from an unclean leader "
+                            "election; 0 otherwise.",
+                        ),
                         Field("PartitionEpoch", "int32", "0+", about="The partition epoch."),
                     ],
                 ),

@@ -31,6 +31,15 @@ storage logic of its own. kafka-ref keeps the same split, with one module per fa
                   LeaveGroup (13), DescribeGroups (15), ListGroups (16), DeleteGroups (42):
                   the group coordinator's APIs
     group_offsets.py  OffsetCommit (8), OffsetFetch (9), OffsetDelete (47): committed offsets
+    consumer_groups.py  ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69): the
+                  consumer group protocol (KIP-848)
+    share_fetch.py  ShareFetch (78), ShareAcknowledge (79): share groups' records (KIP-932)
+    share_state.py  InitializeShareGroupState (83), ReadShareGroupState (84),
+                  WriteShareGroupState (85), DeleteShareGroupState (86),
+                  ReadShareGroupStateSummary (87): the share coordinator (KIP-932)
+    share_groups.py  ShareGroupHeartbeat (76), ShareGroupDescribe (77),
+                  DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91),
+                  DeleteShareGroupOffsets (92): share groups (KIP-932)
 
 A handler is a function `handler(apis, request)`, where `apis` is the `ApiContext`
 (context.py: the broker's core objects, what a handler may use), that returns the response body (a
@@ -40,13 +49,18 @@ Errors a client can act on travel as error codes inside the response (per partit
 per topic, from each `KafkaError.code`); anything else closes the connection, as Kafka
 does with a request it cannot answer.
 
+A KRaft broker forwards the requests only its active controller decides (`FORWARDED`:
+the topics', configs', ACLs', SCRAM users', client quotas', reassignments' and elections'
+changes) in an Envelope, and hands its answer back (server/forwarding_manager.py,
+KBROKER-11, KBROKER-18).
+
 A request answered from the broker's picture of the cluster (`FROM_THE_PICTURE`: Metadata,
 DescribeCluster, FindCoordinator, and CreateTopics and CreatePartitions, which place
 replicas on the live brokers) waits, on a broker of a ZooKeeper cluster that has just
 registered, until the controller's first UpdateMetadata has told it the live brokers and
 the partition states (cluster/zk_metadata.py, CTRL-32).
 
-Rules: BROKER-6 (with metadata.py), CTRL-32.
+Rules: BROKER-6 (with metadata.py), CTRL-32, KBROKER-11.
 """
 
 from __future__ import annotations
@@ -58,12 +72,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_ref.protocol.messages import ApiKey
+from kafka_ref.server.forwarding_manager import FORWARDED
 from kafka_ref.server.handlers import (
     acls,
     admin,
     alter_configs,
     client_quotas,
     configs,
+    consumer_groups,
     controller_requests,
     describe_topic_partitions,
     fetch,
@@ -77,6 +93,9 @@ from kafka_ref.server.handlers import (
     reassignments,
     sasl,
     scram_users,
+    share_fetch,
+    share_groups,
+    share_state,
     txn,
     txn_admin,
 )
@@ -155,6 +174,13 @@ class KafkaApis(ApiContext):
             ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
             ApiKey.LIST_GROUPS: groups.handle_list_groups,
             ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.handle_consumer_group_heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.handle_consumer_group_describe,
+            ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.handle_share_group_heartbeat,
+            ApiKey.SHARE_GROUP_DESCRIBE: share_groups.handle_share_group_describe,
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.handle_describe_share_group_offsets,
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_groups.handle_alter_share_group_offsets,
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_groups.handle_delete_share_group_offsets,
             ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
             ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
@@ -170,8 +196,17 @@ class KafkaApis(ApiContext):
                 reassignments.handle_alter_partition_reassignments
             ),
             ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
+            ApiKey.SHARE_FETCH: share_fetch.handle_share_fetch,
+            ApiKey.SHARE_ACKNOWLEDGE: share_fetch.handle_share_acknowledge,
             ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
             ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
+            ApiKey.INITIALIZE_SHARE_GROUP_STATE: share_state.handle_initialize_share_group_state,
+            ApiKey.READ_SHARE_GROUP_STATE: share_state.handle_read_share_group_state,
+            ApiKey.WRITE_SHARE_GROUP_STATE: share_state.handle_write_share_group_state,
+            ApiKey.DELETE_SHARE_GROUP_STATE: share_state.handle_delete_share_group_state,
+            ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (
+                share_state.handle_read_share_group_state_summary
+            ),
         }
 
     def handle(self, request: Request) -> None:
@@ -182,6 +217,13 @@ class KafkaApis(ApiContext):
             return
         if getattr(request.connection, "muted", False):  # throttled: after the throttle
             request.connection.hold(request)  # (QUOTA-8, server/network.py)
+            return
+        if self.forwarding is not None and request.api_key in FORWARDED:
+            request.dequeued_ns = time.monotonic_ns()  # KRaft: the controller answers it
+            if request.api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+                alter_configs.forward(self, request)  # the broker's checks first (KBROKER-18)
+            else:
+                self.forwarding.forward(request, self.send)  # (KBROKER-11)
             return
         if request.api_key in FROM_THE_PICTURE and self.controller.hold(
             lambda: self.handle(request)

@@ -51,7 +51,7 @@ def _refusal(apis: ApiContext, request: Request, operation: AclOperation) -> Err
     return None
 
 
-def _filter(f: Any) -> AclBindingFilter:
+def binding_filter(f: Any) -> AclBindingFilter:
     """A request's filter as values; an unknown code is a ValueError."""
     return AclBindingFilter(
         ResourceType(f.resource_type_filter),
@@ -64,12 +64,24 @@ def _filter(f: Any) -> AclBindingFilter:
     )
 
 
+def creation_binding(c: Any) -> AclBinding:
+    """A CreateAcls creation as a binding; an unknown code is a ValueError."""
+    return AclBinding(
+        ResourcePattern(
+            ResourceType(c.resource_type), c.resource_name, PatternType(c.resource_pattern_type)
+        ),
+        AccessControlEntry(
+            c.principal, c.host, AclOperation(c.operation), AclPermissionType(c.permission_type)
+        ),
+    )
+
+
 def handle_describe_acls(apis: ApiContext, request: Request) -> Any:
     refused = _refusal(apis, request, Op.DESCRIBE)
     if refused is not None:
         return DescribeAclsResponse(error_code=refused, error_message=REFUSAL_MESSAGES[refused])
     try:
-        found = apis.authorizer.describe(_filter(request.body))
+        found = apis.authorizer.describe(binding_filter(request.body))
     except ValueError as err:
         return DescribeAclsResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=str(err))
     by_pattern: dict[ResourcePattern, list[AccessControlEntry]] = defaultdict(list)
@@ -106,19 +118,7 @@ def handle_create_acls(apis: ApiContext, request: Request) -> Any:
     results, valid = [], []
     for c in request.body.creations:
         try:
-            binding = AclBinding(
-                ResourcePattern(
-                    ResourceType(c.resource_type),
-                    c.resource_name,
-                    PatternType(c.resource_pattern_type),
-                ),
-                AccessControlEntry(
-                    c.principal,
-                    c.host,
-                    AclOperation(c.operation),
-                    AclPermissionType(c.permission_type),
-                ),
-            )
+            binding = creation_binding(c)
             problem = validate(binding)
         except ValueError as err:
             problem = str(err)
@@ -133,20 +133,26 @@ def handle_create_acls(apis: ApiContext, request: Request) -> Any:
 
 
 def handle_delete_acls(apis: ApiContext, request: Request) -> Any:
-    result, matching = (
-        DeleteAclsResponse.DeleteAclsFilterResult,
-        DeleteAclsResponse.DeleteAclsMatchingAcl,
-    )
+    result = DeleteAclsResponse.DeleteAclsFilterResult
     refused = _refusal(apis, request, Op.ALTER)
     if refused is not None:
         filters = request.body.filters
         return DeleteAclsResponse(filter_results=[result(error_code=refused) for _ in filters])
     try:
-        selectors = [_filter(f) for f in request.body.filters]
+        selectors = [binding_filter(f) for f in request.body.filters]
     except ValueError as err:
         invalid = result(error_code=ErrorCode.INVALID_REQUEST, error_message=str(err))
         return DeleteAclsResponse(filter_results=[invalid for _ in request.body.filters])
-    removed = apis.authorizer.delete(selectors)
+    return delete_acls_response(apis.authorizer.delete(selectors))
+
+
+def delete_acls_response(removed: list[list[AclBinding]]) -> Any:
+    """DeleteAcls' answer: per filter, the bindings it removed (a KRaft controller answers
+    a forwarded DeleteAcls with the same, once its records commit)."""
+    result, matching = (
+        DeleteAclsResponse.DeleteAclsFilterResult,
+        DeleteAclsResponse.DeleteAclsMatchingAcl,
+    )
     return DeleteAclsResponse(
         filter_results=[
             result(

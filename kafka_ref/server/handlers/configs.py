@@ -14,7 +14,13 @@ DescribeConfigs (key 32; Kafka: `ConfigHelper.describeConfigs`) shows each layer
 * resource type BROKER (4), named by this broker's id: every broker config by its broker
   name (`log.segment.bytes`, `num.partitions`, ...) with the source of the layer in force;
   read-only unless it may change while the broker runs (BROKER-38, CONFIG-4); named ""
-  (the cluster-wide default): only the dynamic defaults set for the cluster.
+  (the cluster-wide default): only the dynamic defaults set for the cluster;
+* resource type GROUP (32), named by a group id (KIP-848, KIP-932; Kafka:
+  `ConfigHelper.createGroupConfigEntry`): every group config of `GROUP_CONFIGS`
+  (group/group_configs.py) with the group's own value (source GROUP_CONFIG, 8), else the
+  value of the broker config it overrides and that config's source (STATIC_BROKER_CONFIG,
+  DEFAULT_CONFIG, ...), else Kafka's default; never read-only. A group need not exist to
+  be described; an empty name is INVALID_REQUEST (CONFIG-12).
 
 `configuration_keys` (null = all) filters the list. An unknown topic is
 UNKNOWN_TOPIC_OR_PARTITION, another broker's id or an unsupported resource type
@@ -27,7 +33,7 @@ DescribeConfigsResponse numbers it, 1 BOOLEAN .. 9 PASSWORD) and, when the reque
 CreateTopics v5+ answers a new topic's configs with the same entries (`topic_config_entries`,
 BROKER-73).
 
-Rules: BROKER-37, BROKER-38, BROKER-73, BROKER-75, CONFIG-4.
+Rules: BROKER-37, BROKER-38, BROKER-73, BROKER-75, CONFIG-4, CONFIG-12.
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.cluster.metadata import validate_topic_name
 from kafka_ref.config import TOPIC_CONFIGS, ConfigDef, LogConfig, broker_name
 from kafka_ref.errors import ErrorCode, KafkaError
+from kafka_ref.group.group_configs import (
+    GROUP_CONFIG_SOURCE,
+    GROUP_CONFIGS,
+    GROUP_RESOURCE,
+    broker_value,
+)
 from kafka_ref.protocol.messages import DescribeConfigsResponse
 from kafka_ref.server.broker_configs import BROKER_CONFIGS, PASSWORD_KEYS
 from kafka_ref.server.dynamic_config import (
@@ -168,6 +180,35 @@ def _broker_configs(apis: ApiContext, name: str, keys: set[str] | None, describe
     ]
 
 
+def group_name(name: str | None) -> str:
+    """The group a GROUP resource names; an empty name is INVALID_REQUEST (Kafka's words)."""
+    if not name:
+        raise KafkaError("Group name must not be empty", code=ErrorCode.INVALID_REQUEST)
+    return name
+
+
+def _group_configs(apis: ApiContext, name: str, keys: set[str] | None, described: Described):
+    """Every group config of the group: its own value, else its broker synonym's (CONFIG-12)."""
+    stored = apis.controller.group_configs(group_name(name))
+    broker = apis.config.__getitem__
+    entries = []
+    for config, key in GROUP_CONFIGS.items():
+        if keys is not None and config not in keys:
+            continue
+        if key.synonym:
+            chain = apis.dynamic_config.chain(key.synonym)
+        else:  # Kafka's default is the key's only synonym
+            default = config_string(key.definition.default)
+            chain = [SourcedValue(config, default, DEFAULT_CONFIG)]
+        if config in stored:
+            value = stored[config]
+            chain.insert(0, SourcedValue(config, value, GROUP_CONFIG_SOURCE))
+        else:
+            value = config_string(broker_value(config, broker))
+        entries.append(_entry(key.definition, config, value, chain, False, described))
+    return entries
+
+
 def handle_describe_configs(apis: ApiContext, request: Request) -> Any:
     body = request.body
     described = Described(bool(body.include_synonyms), bool(body.include_documentation))
@@ -188,6 +229,10 @@ def handle_describe_configs(apis: ApiContext, request: Request) -> Any:
             elif resource.resource_type == BROKER:
                 require(apis, request, Op.DESCRIBE_CONFIGS, Res.CLUSTER)  # SEC-17
                 result.configs = _broker_configs(apis, resource.resource_name, keys, described)
+            elif resource.resource_type == GROUP_RESOURCE:
+                name = resource.resource_name
+                require(apis, request, Op.DESCRIBE_CONFIGS, Res.GROUP, name)
+                result.configs = _group_configs(apis, name, keys, described)
             else:
                 raise KafkaError(
                     f"Unsupported resource type {resource.resource_type}",

@@ -50,13 +50,16 @@ class ApiContext:
     group_coordinator: GroupCoordinator
     producer_ids: ProducerIdManager | None = None  # default: blocks from the controller
     txn: TxnCoordinatorAdapter | None = None  # the transaction coordinator, once wired
+    share_coordinator: Any = None  # the ShareCoordinatorAdapter (KIP-932), once wired
     add_partitions: AddPartitionsToTxnManager | None = None  # default: from the config
     authorizer: Authorizer | None = None  # None: authorization off (SEC-17)
     credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users (SEC-22)
     dynamic_config: DynamicBrokerConfig = None  # type: ignore[assignment]  # default: own
     quotas: QuotaManagers = field(default_factory=QuotaManagers)  # client quotas (QUOTA-6)
     kafka_controller: Any = None  # ZooKeeper mode: this broker's KafkaController
+    forwarding: Any = None  # KRaft: the ForwardingManager, to the active controller (KIP-590)
     loopback: Loopback | None = None  # requests to this broker itself (TXN-24)
+    share_partitions: Any = None  # the SharePartitionManager (share groups, KIP-932)
 
     def __post_init__(self) -> None:
         if self.dynamic_config is None:  # the broker passes the one its parts reconfigure by

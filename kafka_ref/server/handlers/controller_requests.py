@@ -224,6 +224,8 @@ def handle_alter_partition(apis: ApiContext, request: Request) -> Any:
         return _alter_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
     if controller is None or not controller.active:
         return _alter_response(ErrorCode.NOT_CONTROLLER, {})
+    if request.api_version > 0:  # topic ids (v2+) are KRaft's, on the controller listener
+        return _alter_response(ErrorCode.UNSUPPORTED_VERSION, {})
     items = [
         (t.topic_name, p.partition_index, p.leader_epoch, tuple(p.new_isr), p.partition_epoch)
         for t in body.topics

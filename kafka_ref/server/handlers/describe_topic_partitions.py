@@ -19,7 +19,8 @@ A request names topics (none: every topic), a `response_partition_limit` and may
 
 Each partition: leader (-1 when it has none, with no error: this API reports state, it does
 not ask the client to retry), leader epoch, replicas, ISR, the eligible leader replicas of
-KIP-966 (none here: kafka-ref has no ELR), offline replicas. Each topic: its id, whether it
+KIP-966 and the last known ones (a KRaft cluster's; ZooKeeper mode keeps none), offline
+replicas. Each topic: its id, whether it
 is internal, and its authorized operations (every topic answered but the refused ones).
 
 Rules: BROKER-64, BROKER-62.
@@ -116,8 +117,8 @@ def _partition(apis: ApiContext, name: str, index: int, live: set[int]) -> Any:
         leader_epoch=state.leader_epoch if state else -1,
         replica_nodes=replicas,
         isr_nodes=tuple(state.isr) if state else (),
-        eligible_leader_replicas=[],  # no ELR here (KIP-966's eligible leaders)
-        last_known_elr=[],
+        eligible_leader_replicas=list(state.elr) if state else [],
+        last_known_elr=list(state.last_known_elr) if state else [],
         offline_replicas=[r for r in replicas if r not in live],
     )
 

@@ -14,9 +14,9 @@ overall `max_bytes`, and `min_bytes` / `max_wait_ms`. The broker (Kafka:
    had an error; otherwise parks a `DelayedFetch` in the purgatory, watching the
    requested partitions (BROKER-22);
 3. a `DelayedFetch` completes when an append to a watched partition makes `min_bytes`
-   available, when a partition disappears, this broker stops leading it (CTRL-10) or its
-   fetch offset falls out of range, or at `max_wait_ms` (BROKER-23); it then reads again
-   and answers.
+   available, when a partition disappears, this broker stops leading it (CTRL-10), its
+   fetch offset falls out of range or lies past what may be read (the HW, or the LSO), or
+   at `max_wait_ms` (BROKER-23); it then reads again and answers.
 
 Per partition the answer has the error code (OFFSET_OUT_OF_RANGE for an offset outside
 [log start, log end], then the client resets via ListOffsets, BROKER-17;
@@ -33,18 +33,22 @@ Newer versions (fetch_partitions.py reads their differences): from v12 a partiti
 the fetch offset, the answer is a `diverging_epoch` instead of records, at once, and the
 consumer validates its position (KIP-320, BROKER-66); from v13 topics travel by id
 (UNKNOWN_TOPIC_ID for one not known, BROKER-67); from v16 a partition refused with
-NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its leader (KIP-951, BROKER-69). From
-v11, which carries the client's rack, a consumer may fetch from a follower as from the
-leader: the follower answers up to its own high watermark (KIP-392's fetch from follower,
-BROKER-78; no replica selector here, so no `preferred_read_replica` is ever named). Below
-v11 only the leader answers.
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its leader (KIP-951, BROKER-69).
+
+From v11 the request carries the client's rack (`ClientMetadata`), and reads from followers
+begin (KIP-392, docs/replication.md). A leader with a replica selector
+(`replica.selector.class`) asks it where this client should read; when it names another
+replica, the partition's answer is that `preferred_read_replica`, with the offsets and no
+records, and the fetch answers at once (REPL-16). A follower answers a consumer's fetch as
+the leader would, up to its own high watermark (BROKER-78, REPL-17). Below v11 only the
+leader answers.
 
 A fetch from a broker id (`replica_id`, from v15 `ReplicaState`) comes from a follower and is
 served by follower_fetch.py. A consumer under a `consumer_byte_rate` quota gets at most what
 the quota lets through in one burst: `max_bytes` is capped (server/throttling.py, QUOTA-7).
 
-Rules: BROKER-5, BROKER-17..BROKER-23, BROKER-66, BROKER-67, BROKER-78, CTRL-10, TXN-8,
-QUOTA-7.
+Rules: BROKER-5, BROKER-17..BROKER-23, BROKER-66, BROKER-67, BROKER-78, REPL-16, REPL-17,
+CTRL-10, TXN-8, QUOTA-7.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode, KafkaError
 from kafka_ref.protocol.messages import FetchResponse
+from kafka_ref.replication.replica_selector import ClientMetadata
 from kafka_ref.server.handlers import follower_fetch
 from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.handlers.fetch_partitions import (
@@ -72,7 +77,7 @@ if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
 
 READ_COMMITTED = 1
-MIN_VERSION_FROM_FOLLOWERS = 11  # v11 adds the client's rack: fetch from follower (KIP-392)
+MIN_VERSION_WITH_CLIENT_METADATA = 11  # the client's rack: reads from followers (KIP-392)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +88,16 @@ class FetchParams:
     min_bytes: int
     max_bytes: int
     read_committed: bool
-    # Only the leader may answer (Kafka: `FetchParams.fetchOnlyLeader`): a consumer's fetch
-    # below v11, which carries no client metadata; from v11 a follower serves it too, up to
-    # its own high watermark (KIP-392, BROKER-78).
-    leader_only: bool = True
+    # Who fetches, from v11 (Kafka: `ClientMetadata`): the client's rack, for the leader's
+    # replica selector (REPL-16). None below v11.
+    client: ClientMetadata | None = None
+
+    @property
+    def leader_only(self) -> bool:
+        """Only the leader may answer (Kafka: `FetchParams.fetchOnlyLeader`): a consumer's
+        fetch without client metadata, below v11; from v11 a follower serves it too, up to
+        its own high watermark (KIP-392, BROKER-78, REPL-17)."""
+        return self.client is None
 
 
 def read_partitions(
@@ -97,8 +108,8 @@ def read_partitions(
 ) -> tuple[list[tuple[FetchPartition, Any]], int, bool]:
     """Read every partition (Kafka: `readFromLocalLog`): ((partition, PartitionData) list,
     bytes read, answer now?). A partition of an unknown topic id (v13+) or of a topic in
-    `denied` (SEC-17) is answered with its error, unread. An error or a diverging epoch
-    answers the fetch at once."""
+    `denied` (SEC-17) is answered with its error, unread. An error, a diverging epoch or a
+    preferred read replica answers the fetch at once."""
     limit, min_one, total, answer_now = params.max_bytes, True, 0, False
     out = []
     for fp in partitions:
@@ -115,7 +126,11 @@ def read_partitions(
                 total += data.records.size
                 limit = max(limit - data.records.size, 0)
                 min_one = False
-        if data.error_code != ErrorCode.NO_ERROR or data.diverging_epoch.epoch >= 0:
+        if (
+            data.error_code != ErrorCode.NO_ERROR
+            or data.diverging_epoch.epoch >= 0
+            or data.preferred_read_replica >= 0  # go elsewhere now, not after max_wait_ms
+        ):
             answer_now = True
         out.append((fp, data))
     return out, total, answer_now
@@ -124,17 +139,24 @@ def read_partitions(
 def _read(
     apis: ApiContext, fp: FetchPartition, budget: int, min_one: bool, params: FetchParams
 ) -> Any:
-    """One partition's answer: its offsets, and its records, a diverging epoch or an error."""
+    """One partition's answer: its offsets, and its records, a diverging epoch, the replica
+    to read from instead, or an error."""
     data = empty_partition(fp.partition)
+    manager = apis.replica_manager
     try:
-        partition = apis.replica_manager.get_partition(
-            fp.topic, fp.partition, require_leader=params.leader_only
-        )
+        partition = manager.get_partition(fp.topic, fp.partition, require_leader=params.leader_only)
         # KIP-320's fencing (REPL-8); a follower may serve a consumer from v11 (BROKER-78)
         partition.check_leader_request(fp.leader_epoch, require_leader=params.leader_only)
         data.high_watermark = partition.high_watermark
         data.last_stable_offset = partition.last_stable_offset
         data.log_start_offset = partition.log_start_offset
+        if params.client is not None:  # v11+: should the client read elsewhere? (REPL-16)
+            preferred = manager.find_preferred_read_replica(
+                partition, params.client, fp.fetch_offset
+            )
+            if preferred is not None:
+                data.preferred_read_replica = preferred
+                return data  # no records: the client fetches them from `preferred`
         if fp.last_fetched_epoch >= 0:  # v12+ (BROKER-66)
             diverging = partition.diverging_epoch(fp.last_fetched_epoch, fp.fetch_offset)
             if diverging is not None:
@@ -189,6 +211,10 @@ class DelayedFetch(DelayedOperation):
             )
             if not partition.log_start_offset <= fp.fetch_offset <= partition.log.log_end_offset:
                 return self.force_complete()  # case B: the offset is now out of range
+            if fp.fetch_offset > bound:
+                # case F: past what may be read, e.g. at a follower whose HW is behind the
+                # leader's, which the client read from before (REPL-17): answer, empty
+                return self.force_complete()
             if fp.last_fetched_epoch >= 0 and self._diverged(partition, fp):
                 return self.force_complete()  # case H: the fetcher's log diverged
             if fp.fetch_offset < bound:
@@ -223,12 +249,15 @@ def handle_fetch(apis: ApiContext, request: Request) -> Any:
     if replica_id(request) >= 0:  # a follower replicating (handlers/follower_fetch.py)
         return follower_fetch.handle_follower_fetch(apis, request, partitions)
     cap = max_fetch_bytes(apis.quotas, request)  # no bigger than the quota allows (QUOTA-7)
+    client = None
+    if request.api_version >= MIN_VERSION_WITH_CLIENT_METADATA:
+        client = ClientMetadata(body.rack_id, request.listener_name)
     params = FetchParams(
         max_wait_ms=body.max_wait_ms,
         min_bytes=body.min_bytes,
         max_bytes=body.max_bytes if cap is None else min(body.max_bytes, cap),
         read_committed=body.isolation_level == READ_COMMITTED,
-        leader_only=request.api_version < MIN_VERSION_FROM_FOLLOWERS,
+        client=client,
     )
     if request.api_version >= 7 and body.session_epoch > 0:
         # An incremental fetch on a session we never created (we always answer session 0).

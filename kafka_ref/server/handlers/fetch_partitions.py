@@ -54,6 +54,7 @@ class FetchPartition:
     max_bytes: int
     leader_epoch: int  # the fetcher's current leader epoch, -1: not checked
     last_fetched_epoch: int = -1  # v12+: the epoch of its last record, -1: no check
+    log_start_offset: int = -1  # v5+: a follower's log start offset, -1 from a consumer
 
 
 def replica_id(request: Request) -> int:
@@ -83,6 +84,7 @@ def fetch_partitions(apis: ApiContext, request: Request) -> list[FetchPartition]
                 p.partition_max_bytes,
                 p.current_leader_epoch,
                 p.last_fetched_epoch,
+                p.log_start_offset,
             )
             for p in t.partitions
         )

@@ -71,6 +71,7 @@ def _requests(partitions: list[FetchPartition], replica_id: int) -> list[FetchRe
             current_leader_epoch=fp.leader_epoch,
             last_fetched_epoch=fp.last_fetched_epoch,
             max_bytes=fp.max_bytes,
+            log_start_offset=fp.log_start_offset,
         )
         for fp in partitions
     ]

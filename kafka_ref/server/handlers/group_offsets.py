@@ -23,8 +23,9 @@ Each handler checks what the broker checks before the group coordinator sees a r
   means every partition the group has committed (Kafka:
   `OffsetFetchRequest.getErrorResponse`). v5 returns the committed leader epoch. From v8 a
   request names several groups, each answered alone with its own error (OFFSET-14); v9's
-  member id and epoch belong to the KIP-848 protocol and are not checked for a classic
-  group (Kafka `ClassicGroup.validateOffsetFetch`); v10 names topics by id (OFFSET-13).
+  member id and epoch belong to the KIP-848 protocol: a consumer group checks them
+  (STALE_MEMBER_EPOCH, CGRP-12), a classic group does not (Kafka
+  `ClassicGroup.validateOffsetFetch`); v10 names topics by id (OFFSET-13).
 * **OffsetDelete** (47): the coordinator deletes the group's offsets of partitions no
   member subscribes to (OFFSET-15).
 
@@ -194,13 +195,21 @@ def handle_offset_fetch(apis: ApiContext, request: Request) -> Any:
         topics = group.topics
         if topics is not None and version >= TOPIC_IDS_VERSION:
             topics, unknown_ids = _by_name(apis, group.topics)
-        error, found = _fetch_group(apis, request, group.group_id, topics, body.require_stable)
+        member = (group.member_id, group.member_epoch)  # v9+, checked by a consumer group
+        error, found = _fetch_group(
+            apis, request, group.group_id, topics, body.require_stable, member
+        )
         groups.append(_group_response(apis, version, group.group_id, error, found, unknown_ids))
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
 
 def _fetch_group(
-    apis: ApiContext, request: Request, group_id: str, topics: list[Any] | None, stable: bool
+    apis: ApiContext,
+    request: Request,
+    group_id: str,
+    topics: list[Any] | None,
+    stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetAndMetadata | None, ErrorCode]]]:
     """One group's committed offsets: (group error, [(partition, offset or None, error)])
     for the requested partitions, or every committed one when `topics` is None. A topic the
@@ -212,7 +221,7 @@ def _fetch_group(
         requested = [TopicPartition(t.name, i) for t in topics for i in t.partition_indexes]
     if _group_refused(apis, request, group_id, Op.DESCRIBE):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
-    error, offsets = apis.group_coordinator.fetch_offsets(group_id, requested)
+    error, offsets = apis.group_coordinator.fetch_offsets(group_id, requested, member)
     if error != ErrorCode.NO_ERROR:
         return error, []
     hidden = {

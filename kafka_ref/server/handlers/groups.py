@@ -12,8 +12,11 @@ offsets (OffsetCommit, OffsetFetch, OffsetDelete) have their own module, group_o
   whichever broker the controller made leader, and COORDINATOR_NOT_AVAILABLE while the
   partition has no leader (BROKER-44). Key type 1 (a transactional id) answers the
   leader of the id's `__transaction_state` partition, created on first use (TXN-9,
-  server/txn_adapter.py). Any other key type, share groups' 2 included, is
-  INVALID_REQUEST. From v4 one request asks for a list of keys (REBAL-25).
+  server/txn_adapter.py). Key type 2 (a share-partition, `group:topicId:partition`)
+  answers the leader of its `__share_group_state` partition, created on first use
+  (SHARE-70, server/share_coordinator_adapter.py); only brokers ask for it, so with
+  authorization on it needs CLUSTER_ACTION on the cluster, as in Kafka. Any other key type
+  is INVALID_REQUEST. From v4 one request asks for a list of keys (REBAL-25).
 * **JoinGroup** (11) and **SyncGroup** (14) answer later: the coordinator calls back when
   the rebalance round completes, and the callback sends the response (the handler returns
   `DEFERRED`, like a waiting fetch). JoinGroup v0 has no rebalance timeout, so the session
@@ -40,7 +43,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafka_ref.errors import ErrorCode
-from kafka_ref.group.coordinator import GroupSummary
+from kafka_ref.group.coordinator import CLASSIC_GROUP_TYPE, GroupSummary
 from kafka_ref.group.group_metadata import DEAD
 from kafka_ref.group.messages import LeavingMember
 from kafka_ref.protocol.messages import (
@@ -55,14 +58,17 @@ from kafka_ref.protocol.messages import (
 )
 from kafka_ref.protocol.messages.api_10_find_coordinator import (
     GROUP_KEY_TYPE,
+    SHARE_KEY_TYPE,
     TRANSACTION_KEY_TYPE,
 )
 from kafka_ref.server.group_adapter import coordinator_of, ensure_offsets_topic
 from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_operations
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
+from kafka_ref.server.share_coordinator_adapter import ensure_share_state_topic
 from kafka_ref.server.txn_adapter import coordinator_of as txn_coordinator_of
 from kafka_ref.server.txn_adapter import ensure_transaction_topic
+from kafka_ref.share.persister import is_coordinator_key
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
@@ -150,12 +156,26 @@ def _coordinator(
             if no_txn
             else ensure_transaction_topic(apis.controller, apis.config)
         )
-    else:  # an unknown type, or 2 (share groups, KIP-932), which kafka-ref does not have
+    elif key_type == SHARE_KEY_TYPE and not authorized(
+        apis, request, Op.CLUSTER_ACTION, Res.CLUSTER
+    ):
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    elif key_type == SHARE_KEY_TYPE and not is_coordinator_key(key):
+        error = ErrorCode.INVALID_REQUEST  # not group:topicId:partition (Kafka validates it)
+    elif key_type == SHARE_KEY_TYPE:  # a share-partition's coordinator (SHARE-70)
+        error = (
+            ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if apis.share_coordinator is None
+            else ensure_share_state_topic(apis.controller, apis.config)
+        )
+    else:  # an unknown type
         error = ErrorCode.INVALID_REQUEST
     if error != ErrorCode.NO_ERROR:
         return error, -1, "", -1
     if key_type == TRANSACTION_KEY_TYPE:
         leader = txn_coordinator_of(apis.controller, apis.txn.coordinator, key)
+    elif key_type == SHARE_KEY_TYPE:
+        leader = apis.share_coordinator.coordinator_of(key)
     else:
         leader = coordinator_of(apis.controller, apis.group_coordinator, key)
     address = leader.address(request.listener_name) if leader is not None else None
@@ -287,7 +307,8 @@ def handle_leave_group(apis: ApiContext, request: Request) -> Any:
 def handle_describe_groups(apis: ApiContext, request: Request) -> Any:
     """Per group, in request order. v3+ may ask for the principal's authorized operations
     on each group; v6 answers GROUP_ID_NOT_FOUND, with a message, for a group that does not
-    exist, which older versions describe as Dead without an error (REBAL-23)."""
+    exist, which older versions describe as Dead without an error (REBAL-23); the same for
+    a consumer group of KIP-848, "not a classic group" (CGRP-16)."""
     body, version = request.body, request.api_version
     groups = []
     for group_id in body.groups:
@@ -305,6 +326,8 @@ def handle_describe_groups(apis: ApiContext, request: Request) -> Any:
             and (group.state == DEAD.wire_name)
         ):
             error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            if group.group_type != CLASSIC_GROUP_TYPE:  # a KIP-848 group (CGRP-16)
+                message = f"Group {group_id} is not a classic group."
         operations = AUTHORIZED_OPERATIONS_OMITTED
         if body.include_authorized_operations and error == ErrorCode.NO_ERROR:
             operations = authorized_operations(apis, request, Res.GROUP, group_id)

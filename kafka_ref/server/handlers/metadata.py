@@ -48,7 +48,7 @@ controller and the same brokers, for admin clients (BROKER-50).
 coordinator's settings, whatever `auto.create.topics.enable` says, as Kafka does (BROKER-45).
 
 Rules: BROKER-6, BROKER-7, BROKER-10..BROKER-12, BROKER-45, BROKER-50, BROKER-61..BROKER-63,
-CTRL-11, CTRL-12, CTRL-14, SEC-2.
+CTRL-11, CTRL-12, CTRL-14, SEC-2, TXN-91.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ from kafka_ref.protocol.types import ZERO_UUID
 from kafka_ref.security.acls import AclOperation
 from kafka_ref.server.group_adapter import OFFSETS_TOPIC, ensure_offsets_topic
 from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_operations
+from kafka_ref.server.handlers.features import add_features
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import Response
 
@@ -76,7 +77,8 @@ if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
 
 _PARTITION = MetadataResponse.MetadataResponsePartition  # looked up once, built per partition
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka: Topic.INTERNAL_TOPICS
+# Kafka: Topic.INTERNAL_TOPICS
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state", "__share_group_state"})
 
 MIN_VERSION_WITH_TOPIC_ID_LOOKUP = 12
 MIN_VERSION_WITH_EXPECTED_NODE = 5  # ApiVersions (KIP-1242)
@@ -101,7 +103,7 @@ def handle_api_versions(apis: ApiContext, request: Request) -> Any:
         error = _misrouted(apis, body.cluster_id, body.node_id)
         if error != ErrorCode.NO_ERROR:
             return _api_versions_error(error)
-    return api_versions_body()
+    return add_features(apis, version, api_versions_body())  # TXN-91
 
 
 def _misrouted(apis: ApiContext, cluster_id: str | None, node_id: int) -> ErrorCode:

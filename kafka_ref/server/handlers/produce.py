@@ -51,10 +51,11 @@ compression; like Kafka 4, the broker answers them with UNSUPPORTED_VERSION per 
 (BROKER-16). From v10 a partition refused with NOT_LEADER_OR_FOLLOWER names its leader and
 the response its address (KIP-951, BROKER-69); from v11 a transactional batch for a
 partition outside the transaction is TRANSACTION_ABORTABLE rather than INVALID_TXN_STATE
-(KIP-890, BROKER-72).
+(KIP-890, BROKER-72). From v12 (transactions v2) the client no longer adds the partition to its
+transaction: the leader asks the coordinator to add it before the append (TXN-95).
 
 Rules: BROKER-4, BROKER-11, BROKER-13..BROKER-16, BROKER-27, BROKER-28, BROKER-69,
-BROKER-72, REPL-4, REPL-6, REPL-11, TXN-23, TXN-88.
+BROKER-72, REPL-4, REPL-6, REPL-11, TXN-23, TXN-88, TXN-95.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ from kafka_ref.server.handlers.authz import Op, Res, authorized
 from kafka_ref.server.handlers.leader_hints import LeaderHints
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
+from kafka_ref.txn import transaction_version
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
@@ -228,6 +230,10 @@ def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dic
     """Start the coordinator's verification of the partitions that need it (TXN-23);
     True when the request then answers later."""
     manager, need = apis.add_partitions, {}
+    # transactions v2: the leader adds the partition for the producer (TXN-95)
+    add = transaction_version.adds_partitions_implicitly(
+        request.api_version, transaction_version.PRODUCE_V2_VERSION
+    )
     for tp, records in entries.items():
         partition = apis.replica_manager.partitions.get(tp)
         if partition is None or not partition.is_leader:
@@ -236,8 +242,8 @@ def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dic
             header = BatchHeader.parse(records)
         except CorruptRecordError:
             continue  # the append answers CORRUPT_MESSAGE
-        ongoing = partition.log.producer_state.ongoing_transactions
-        if manager.needs_verification(tp, header, ongoing):
+        ongoing = _open_at_epoch(partition, header.producer_epoch)
+        if manager.needs_verification(tp, header, ongoing, add):
             need[tp] = (header.producer_id, header.producer_epoch)
     if not need:
         return False
@@ -273,11 +279,22 @@ def _verify_first(apis: ApiContext, request: Request, entries: dict, failed: dic
 
     def ongoing_now(tp: tuple[str, int]) -> dict[int, int]:
         partition = apis.replica_manager.partitions.get(tp)
-        return {} if partition is None else partition.log.producer_state.ongoing_transactions
+        return {} if partition is None else _open_at_epoch(partition, epoch)
 
     tps = sorted(need)
-    manager.verify(request.body.transactional_id, producer_id, epoch, tps, verified)
+    manager.verify(request.body.transactional_id, producer_id, epoch, tps, verified, add)
     return True
+
+
+def _open_at_epoch(partition: Any, epoch: int) -> dict[int, int]:
+    """Producer id -> first offset of the transactions open at the partition at `epoch`:
+    under transactions v2 a batch one epoch up belongs to the next transaction (TXN-95)."""
+    state = partition.log.producer_state
+    return {
+        pid: first
+        for pid, first in state.ongoing_transactions.items()
+        if state.has_ongoing_transaction(pid, epoch)
+    }
 
 
 def _append(apis: ApiContext, request: Request, entries: dict, failed: dict) -> Any:

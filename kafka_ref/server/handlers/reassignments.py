@@ -29,19 +29,17 @@ from typing import TYPE_CHECKING, Any
 from kafka_ref.cluster.leader_balance import ElectionType
 from kafka_ref.common import TopicPartition
 from kafka_ref.errors import ErrorCode
-from kafka_ref.protocol.messages import (
-    AlterPartitionReassignmentsResponse,
-    ElectLeadersResponse,
-    ListPartitionReassignmentsResponse,
-)
 from kafka_ref.server.handlers.authz import Op, Res, authorized
+from kafka_ref.server.reassignment_responses import (
+    alter_response,
+    elect_response,
+    list_response,
+)
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
-
-Results = dict[TopicPartition, tuple[ErrorCode, str | None]]
 
 
 def _answer_later(apis: ApiContext, request: Request, respond: Any) -> Any:
@@ -77,12 +75,12 @@ def handle_alter_partition_reassignments(apis: ApiContext, request: Request) -> 
         for p in t.partitions
     ]
     if not authorized(apis, request, Op.ALTER, Res.CLUSTER):
-        return _alter_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {}, allow)
+        return alter_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {}, allow)
     controller = _controller(apis)
     if controller is False:
-        return _alter_response(ErrorCode.NOT_CONTROLLER, {}, allow)
+        return alter_response(ErrorCode.NOT_CONTROLLER, {}, allow)
     if controller is None:
-        return _alter_response(
+        return alter_response(
             ErrorCode.NO_ERROR,
             {
                 TopicPartition(t, p): _embedded_reassign(apis, TopicPartition(t, p), target)
@@ -90,7 +88,7 @@ def handle_alter_partition_reassignments(apis: ApiContext, request: Request) -> 
             },
             allow,
         )
-    reply = _answer_later(apis, request, lambda r: _alter_response(_top(r), r or {}, allow))
+    reply = _answer_later(apis, request, lambda r: alter_response(_top(r), r or {}, allow))
     controller.alter_reassignments(items, reply, allow)
     return DEFERRED
 
@@ -109,66 +107,27 @@ def _embedded_reassign(
     return ErrorCode.NO_ERROR, None
 
 
-def _alter_response(error: ErrorCode, results: Results, allow_rf_change: bool) -> Any:
-    """The answer, echoing whether the request allowed replication factor changes (v1+)."""
-    R = AlterPartitionReassignmentsResponse
-    topics: dict[str, list[Any]] = {}
-    for (topic, partition), (code, message) in sorted(results.items()):
-        topics.setdefault(topic, []).append(
-            R.ReassignablePartitionResponse(
-                partition_index=partition, error_code=code, error_message=message
-            )
-        )
-    return R(
-        throttle_time_ms=0,
-        allow_replication_factor_change=allow_rf_change,
-        error_code=error,
-        error_message=None if error == ErrorCode.NO_ERROR else error.name,
-        responses=[R.ReassignableTopicResponse(name=t, partitions=p) for t, p in topics.items()],
-    )
-
-
 # ---------------------------------------------------------------------- ListPartitionReassignments
 def handle_list_partition_reassignments(apis: ApiContext, request: Request) -> Any:
     wanted = request.body.topics
     if not authorized(apis, request, Op.DESCRIBE, Res.CLUSTER):
-        return _list_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
+        return list_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
     controller = _controller(apis)
     if controller is False:
-        return _list_response(ErrorCode.NOT_CONTROLLER, {})
+        return list_response(ErrorCode.NOT_CONTROLLER, {})
     if controller is None:
-        return _list_response(ErrorCode.NO_ERROR, {})
+        return list_response(ErrorCode.NO_ERROR, {})
 
     def respond(moves: dict | None) -> Any:
         if moves is None:
-            return _list_response(ErrorCode.NOT_CONTROLLER, {})
+            return list_response(ErrorCode.NOT_CONTROLLER, {})
         if wanted is not None:
             asked = {(t.name, p) for t in wanted for p in t.partition_indexes}
             moves = {tp: m for tp, m in moves.items() if tp in asked}
-        return _list_response(ErrorCode.NO_ERROR, moves)
+        return list_response(ErrorCode.NO_ERROR, moves)
 
     controller.list_reassignments(_answer_later(apis, request, respond))
     return DEFERRED
-
-
-def _list_response(error: ErrorCode, moves: dict) -> Any:
-    R = ListPartitionReassignmentsResponse
-    topics: dict[str, list[Any]] = {}
-    for (topic, partition), (replicas, adding, removing) in sorted(moves.items()):
-        topics.setdefault(topic, []).append(
-            R.OngoingPartitionReassignment(
-                partition_index=partition,
-                replicas=list(replicas),
-                adding_replicas=list(adding),
-                removing_replicas=list(removing),
-            )
-        )
-    return R(
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=None if error == ErrorCode.NO_ERROR else error.name,
-        topics=[R.OngoingTopicReassignment(name=t, partitions=p) for t, p in topics.items()],
-    )
 
 
 # ---------------------------------------------------------------------- ElectLeaders
@@ -180,14 +139,14 @@ def handle_elect_leaders(apis: ApiContext, request: Request) -> Any:
             TopicPartition(t.topic, p) for t in body.topic_partitions for p in t.partitions
         ]
     if not authorized(apis, request, Op.ALTER, Res.CLUSTER):
-        return _elect_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
+        return elect_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
     try:
         election = ElectionType(body.election_type)
     except ValueError:
-        return _elect_response(ErrorCode.INVALID_REQUEST, {})
+        return elect_response(ErrorCode.INVALID_REQUEST, {})
     controller = _controller(apis)
     if controller is False:
-        return _elect_response(ErrorCode.NOT_CONTROLLER, {})
+        return elect_response(ErrorCode.NOT_CONTROLLER, {})
     if controller is None:
         if partitions is None:
             partitions = [
@@ -195,7 +154,7 @@ def handle_elect_leaders(apis: ApiContext, request: Request) -> Any:
                 for m in apis.controller.topics()
                 for p in range(m.partitions)
             ]
-        return _elect_response(
+        return elect_response(
             ErrorCode.NO_ERROR,
             {
                 tp: (ErrorCode.ELECTION_NOT_NEEDED, "The only replica leads already.")
@@ -204,22 +163,6 @@ def handle_elect_leaders(apis: ApiContext, request: Request) -> Any:
                 for tp in partitions
             },
         )
-    reply = _answer_later(apis, request, lambda r: _elect_response(_top(r), r or {}))
+    reply = _answer_later(apis, request, lambda r: elect_response(_top(r), r or {}))
     controller.elect_leaders(election, partitions, reply)
     return DEFERRED
-
-
-def _elect_response(error: ErrorCode, results: Results) -> Any:
-    R = ElectLeadersResponse
-    topics: dict[str, list[Any]] = {}
-    for (topic, partition), (code, message) in sorted(results.items()):
-        topics.setdefault(topic, []).append(
-            R.PartitionResult(partition_id=partition, error_code=code, error_message=message)
-        )
-    return R(
-        throttle_time_ms=0,
-        error_code=error,
-        replica_election_results=[
-            R.ReplicaElectionResult(topic=t, partition_result=p) for t, p in topics.items()
-        ],
-    )

@@ -12,18 +12,23 @@
   `__transaction_state` is durable. AddOffsetsToTxn adds the group's partition of
   `__consumer_offsets` to the transaction. AddPartitionsToTxn v4, which brokers send,
   carries several transactions; with `verify_only` it only asks whether the partitions
-  are in the transaction, and is answered at once (KIP-890, TXN-23).
+  are in the transaction, and is answered at once (KIP-890, TXN-23); without it (v5) a
+  leader adds a partition for a transactions-v2 producer (TXN-95). EndTxn v5 is
+  transactions v2: the epoch is bumped and the answer names the next one (TXN-92).
 * **WriteTxnMarkers** (27), from a transaction coordinator (possibly this broker): for
   each partition, one control batch appended as the leader with acks=all (TXN-1); the
   answer waits for the ISR like an acks=all produce. For a partition of
-  `__consumer_offsets` the group coordinator then completes the transaction's offsets.
-* **TxnOffsetCommit** (28) goes to the group coordinator (txn_offsets in kafka_ref/group/).
+  `__consumer_offsets` the group coordinator then completes the transaction's offsets. A
+  marker of transaction version 2 (v2) must be newer than the producer's epoch at the
+  partition (KIP-1228, TXN-96).
+* **TxnOffsetCommit** (28) goes to the group coordinator (txn_offsets in kafka_ref/group/);
+  from v5 the group's partition is first added to the transaction for it (TXN-95).
 
 PRODUCER_FENCED (90) exists only from InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn
 and EndTxn v2, TxnOffsetCommit v3; older versions get INVALID_PRODUCER_EPOCH (47) instead,
 as Kafka's request classes do.
 
-Rules: IDEM-15, IDEM-17, TXN-1, TXN-9, TXN-12, TXN-13, TXN-23.
+Rules: IDEM-15, IDEM-17, TXN-1, TXN-9, TXN-12, TXN-13, TXN-23, TXN-92, TXN-95, TXN-96.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from kafka_ref.server.handlers.authz import Op, Res, authorized, authorized_any
 from kafka_ref.server.handlers.group_offsets import requested_offsets
 from kafka_ref.server.request_channel import Request
 from kafka_ref.server.response import DEFERRED
+from kafka_ref.txn import transaction_version
 
 if TYPE_CHECKING:
     from kafka_ref.server.handlers.context import ApiContext
@@ -242,13 +248,14 @@ def _add_partitions_v4(apis: ApiContext, request: Request) -> Any:
                     txn.transactional_id, txn.producer_id, txn.producer_epoch, tps
                 ),
             )
-        else:
+        else:  # a transactions-v2 Produce or TxnOffsetCommit adds its partition (TXN-95)
             apis.txn.coordinator.handle_add_partitions(
                 txn.transactional_id,
                 txn.producer_id,
                 txn.producer_epoch,
                 tps,
                 lambda error, txn=txn, tps=tps: result_of(txn, dict.fromkeys(tps, error)),
+                transaction_version.for_add_partitions(request.api_version, txn.verify_only),
             )
     return DEFERRED
 
@@ -275,16 +282,27 @@ def handle_add_offsets_to_txn(apis: ApiContext, request: Request) -> Any:
 
 
 def handle_end_txn(apis: ApiContext, request: Request) -> Any:
+    """EndTxn; from v5 (transactions v2) the coordinator bumps the epoch and the answer names
+    the producer id and epoch of the next transaction (TXN-92)."""
     body = request.body
 
-    def done(error: ErrorCode) -> None:
+    def done(error: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH):
         error = _client_error(request, error)
-        _answer(apis, request, EndTxnResponse(throttle_time_ms=0, error_code=error))
+        response = EndTxnResponse(
+            throttle_time_ms=0, error_code=error, producer_id=producer_id, producer_epoch=epoch
+        )
+        _answer(apis, request, response)
 
     if not _may_write_txn(apis, request, body.transactional_id):  # SEC-17
         done(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     elif apis.txn is None:
         done(ErrorCode.NOT_COORDINATOR)
+    elif transaction_version.supports_epoch_bump(
+        transaction_version.for_end_txn(request.api_version)
+    ):
+        apis.txn.coordinator.handle_end_txn_v2(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.committed, done
+        )
     else:
         apis.txn.coordinator.handle_end_txn(
             body.transactional_id, body.producer_id, body.producer_epoch, body.committed, done
@@ -336,6 +354,9 @@ def handle_write_txn_markers(apis: ApiContext, request: Request) -> Any:
                 if not cluster_action:
                     errors[key] = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                     continue
+                if not _marker_epoch_valid(apis, tp, marker):
+                    errors[key] = ErrorCode.INVALID_PRODUCER_EPOCH  # KIP-1228, TXN-96
+                    continue
                 result = manager.append_records(
                     {tp: memoryview(batch)}, -1, AppendOrigin.COORDINATOR
                 )[tp]
@@ -359,6 +380,20 @@ def handle_write_txn_markers(apis: ApiContext, request: Request) -> Any:
     finished = True
     maybe_answer()
     return DEFERRED
+
+
+def _marker_epoch_valid(apis: ApiContext, tp: tuple[str, int], marker: Any) -> bool:
+    """KIP-1228: a transactions-v2 marker carries the epoch the coordinator bumped at EndTxn,
+    so it must be newer than any epoch the producer wrote here; one that is not is a late or
+    repeated marker. A v0/v1 marker only may not be older (TXN-3), which the log checks
+    (Kafka: `ProducerAppendInfo.checkProducerEpoch`; TXN-96)."""
+    if not transaction_version.supports_epoch_bump(marker.transaction_version):
+        return True
+    partition = apis.replica_manager.partitions.get(tp)
+    if partition is None or not partition.is_leader:
+        return True  # the append answers for the partition
+    current = partition.log.producer_state.producer_epoch(marker.producer_id)
+    return current is None or marker.producer_epoch > current
 
 
 # ---------------------------------------------------------------------- TxnOffsetCommit
@@ -391,7 +426,42 @@ def handle_txn_offset_commit(apis: ApiContext, request: Request) -> Any:
         return respond()
     # v3+ (KIP-447): the consumer's member id, instance id and generation
     member = (body.member_id, body.group_instance_id, body.generation_id)
-    apis.group_coordinator.commit_txn_offsets(
-        body.group_id, body.producer_id, body.producer_epoch, offsets, done, member
-    )
+
+    def commit() -> None:
+        apis.group_coordinator.commit_txn_offsets(
+            body.group_id, body.producer_id, body.producer_epoch, offsets, done, member
+        )
+
+    if transaction_version.adds_partitions_implicitly(
+        request.api_version, transaction_version.TXN_OFFSET_COMMIT_V2_VERSION
+    ):
+        _add_offsets_partition(apis, body, offsets, commit, done)
+    else:
+        commit()
     return DEFERRED
+
+
+def _add_offsets_partition(apis: ApiContext, body: Any, offsets: dict, commit, done) -> None:
+    """Transactions v2 (TXN-95): TxnOffsetCommit v5 does AddOffsetsToTxn's work first, the
+    group coordinator asking the transaction coordinator to add the group's partition of
+    `__consumer_offsets`, then commits. A refusal answers every partition: the retriable
+    ones as COORDINATOR_NOT_AVAILABLE, which the producer retries (Kafka:
+    `GroupCoordinatorService.normalizeException`)."""
+    offsets_partition = (OFFSETS_TOPIC, apis.group_coordinator.partition_for(body.group_id))
+
+    def added(errors: dict[tuple[str, int], tuple[ErrorCode, str]]) -> None:
+        if not errors:
+            return commit()
+        ((code, _),) = errors.values()
+        if code == ErrorCode.NOT_ENOUGH_REPLICAS:
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        done(dict.fromkeys(offsets, code))
+
+    apis.add_partitions.verify(
+        body.transactional_id,
+        body.producer_id,
+        body.producer_epoch,
+        [offsets_partition],
+        added,
+        add=True,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 
 import pytest
 
@@ -46,8 +47,9 @@ def marker(offset: int, pid: int, commit: bool) -> bytes:
     )
 
 
-def data(records: bytes, error=0, aborted=()) -> FetchResponse.PartitionData:
+def data(records: bytes, error=0, aborted=(), preferred=-1) -> FetchResponse.PartitionData:
     return FetchResponse.PartitionData(
+        preferred_read_replica=preferred,
         partition_index=0,
         error_code=error,
         high_watermark=100,
@@ -122,9 +124,10 @@ def test_read_committed_skips_aborted_transactions_until_their_marker():
     assert [r.offset for r in uncommitted.take(100)] == [0, 1, 2, 4]
 
 
-def fetcher(reset="earliest") -> tuple[Fetcher, SubscriptionState, Metadata]:
+def fetcher(reset="earliest", brokers=None) -> tuple[Fetcher, SubscriptionState, Metadata]:
     metadata = Metadata([("h", 1)])
-    metadata.update(metadata_response({"t": [1]}), now_ms=0)
+    extra = {"brokers": brokers} if brokers else {}
+    metadata.update(metadata_response({"t": [1]}, **extra), now_ms=0)
     subscriptions = SubscriptionState(reset)
     subscriptions.assign([TP])
     return Fetcher(None, metadata, subscriptions, max_poll_records=4), subscriptions, metadata
@@ -192,3 +195,42 @@ def test_subscription_state_positions_and_resets():
     assert subscriptions.position(b) == 9 and not subscriptions.is_assigned(a)
     with pytest.raises(ValueError):
         SubscriptionState("sometimes")
+
+
+TWO_BROKERS = [(1, "127.0.0.1", 9092), (2, "127.0.0.1", 9093)]
+
+
+@pytest.mark.spec("CLIENT-33")
+def test_the_preferred_read_replica_is_read_from_until_it_expires_or_errs(monkeypatch):
+    f, subscriptions, _ = fetcher(brokers=TWO_BROKERS)
+    subscriptions.seek(TP, 0)
+    assert f._read_replica(TP, leader=1) == 1
+    f.completed.append(CompletedFetch(TP, 0, data(b"", preferred=2)))  # the leader's redirect
+    assert f.collect_fetch() == [] and subscriptions.position(TP) == 0
+    assert f._read_replica(TP, leader=1) == 2
+    f.completed.append(CompletedFetch(TP, 0, data(batch(0, 3))))  # the follower's answer: -1
+    assert [r.offset for r in f.collect_fetch()] == [0, 1, 2]
+    assert f._read_replica(TP, leader=1) == 2  # kept: -1 is no news
+    later = time.monotonic() + f.metadata_max_age_ms / 1000 + 1
+    monkeypatch.setattr(time, "monotonic", lambda: later)
+    assert f._read_replica(TP, leader=1) == 1  # metadata.max.age.ms has passed
+
+
+@pytest.mark.spec("CLIENT-33")
+def test_an_error_from_the_read_replica_sends_the_consumer_back_to_the_leader():
+    f, subscriptions, _ = fetcher("none", brokers=TWO_BROKERS)
+    subscriptions.seek(TP, 50)
+    f.completed.append(CompletedFetch(TP, 50, data(b"", preferred=2)))
+    f.collect_fetch()
+    out_of_range = data(b"", error=ErrorCode.OFFSET_OUT_OF_RANGE)
+    f.completed.append(CompletedFetch(TP, 50, out_of_range))  # the replica lags: no reset
+    assert f.collect_fetch() == [] and subscriptions.position(TP) == 50
+    assert f._read_replica(TP, leader=1) == 1
+    f.completed.append(CompletedFetch(TP, 50, data(b"", preferred=2)))
+    f.collect_fetch()
+    f.completed.append(CompletedFetch(TP, 50, data(b"", error=ErrorCode.NOT_LEADER_OR_FOLLOWER)))
+    f.collect_fetch()
+    assert f._read_replica(TP, leader=1) == 1
+    f.completed.append(CompletedFetch(TP, 50, data(b"", preferred=3)))  # not in the metadata
+    f.collect_fetch()
+    assert f._read_replica(TP, leader=1) == 1

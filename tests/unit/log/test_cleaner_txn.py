@@ -95,6 +95,7 @@ def committed_view(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
             last_stable_offset=lso,
             records=info.read_bytes(),
             aborted_transactions=collect_aborted_transactions(log, offset, info.next_offset),
+            preferred_read_replica=-1,
         )
         fetched = CompletedFetch(TopicPartition("t", 0), offset, data, read_committed=True)
         out += [(r.offset, r.key, r.value) for r in fetched.take(1 << 20)]

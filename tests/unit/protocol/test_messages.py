@@ -121,8 +121,32 @@ KRAFT_ONLY = {
     ApiKey.ADD_RAFT_VOTER,
     ApiKey.REMOVE_RAFT_VOTER,
     ApiKey.UPDATE_RAFT_VOTER,
+    ApiKey.ENVELOPE,
+    ApiKey.ALLOCATE_PRODUCER_IDS,
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS,
 }
-WITHOUT_KAFKA_PYTHON = INTER_BROKER_ONLY | KRAFT_ONLY
+# KIP-848's consumer group protocol is newer than kafka-python's JSON too:
+# tests/apache/test_consumer_group_heartbeat.py compares it with Kafka 4.4's.
+KIP_848 = {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+# KIP-932's share groups too, compared with Kafka 4.4 elsewhere: the share coordinator's state
+# APIs (tests/apache/test_share_state.py), ShareFetch and ShareAcknowledge
+# (tests/unit/protocol/test_share_messages.py, against the client jar's JSON), the group's
+# heartbeat, describe and offsets (tests/apache/test_share_group_heartbeat.py).
+KIP_932 = {
+    ApiKey.SHARE_GROUP_HEARTBEAT,
+    ApiKey.SHARE_GROUP_DESCRIBE,
+    ApiKey.SHARE_FETCH,
+    ApiKey.SHARE_ACKNOWLEDGE,
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE,
+    ApiKey.READ_SHARE_GROUP_STATE,
+    ApiKey.WRITE_SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+}
+WITHOUT_KAFKA_PYTHON = INTER_BROKER_ONLY | KRAFT_ONLY | KIP_848 | KIP_932
 WITH_KAFKA_JSON = [m for m in ALL_MESSAGES if m.api_key not in WITHOUT_KAFKA_PYTHON]
 HEADERS = [frames.RequestHeader, frames.ResponseHeader]
 
@@ -217,7 +241,7 @@ def test_widening_a_declaration_is_all_a_new_version_needs(
 @pytest.mark.spec("PROTO-11")
 def test_registry_declares_exactly_the_advertised_ranges():
     assert supported_api_versions() == [
-        (ApiKey.PRODUCE, 0, 11),
+        (ApiKey.PRODUCE, 0, 12),
         (ApiKey.FETCH, 4, 18),
         (ApiKey.LIST_OFFSETS, 1, 11),
         (ApiKey.METADATA, 0, 13),
@@ -242,9 +266,9 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4),
         (ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5),
         (ApiKey.ADD_OFFSETS_TO_TXN, 0, 4),
-        (ApiKey.END_TXN, 0, 4),
+        (ApiKey.END_TXN, 0, 5),
         (ApiKey.WRITE_TXN_MARKERS, 1, 2),
-        (ApiKey.TXN_OFFSET_COMMIT, 0, 4),
+        (ApiKey.TXN_OFFSET_COMMIT, 0, 5),
         (ApiKey.DESCRIBE_ACLS, 1, 3),
         (ApiKey.CREATE_ACLS, 1, 3),
         (ApiKey.DELETE_ACLS, 1, 3),
@@ -263,12 +287,26 @@ def test_registry_declares_exactly_the_advertised_ranges():
         (ApiKey.ALTER_CLIENT_QUOTAS, 0, 1),
         (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
         (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0),
-        (ApiKey.ALTER_PARTITION, 0, 0),
+        (ApiKey.ALTER_PARTITION, 0, 3),
         (ApiKey.DESCRIBE_CLUSTER, 0, 2),
         (ApiKey.DESCRIBE_PRODUCERS, 0, 0),
         (ApiKey.DESCRIBE_TRANSACTIONS, 0, 0),
         (ApiKey.LIST_TRANSACTIONS, 0, 2),
+        (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1),
+        (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1),
         (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0),
+        (ApiKey.SHARE_GROUP_HEARTBEAT, 1, 1),
+        (ApiKey.SHARE_GROUP_DESCRIBE, 1, 1),
+        (ApiKey.SHARE_FETCH, 1, 2),
+        (ApiKey.SHARE_ACKNOWLEDGE, 1, 2),
+        (ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0),
+        (ApiKey.READ_SHARE_GROUP_STATE, 0, 0),
+        (ApiKey.WRITE_SHARE_GROUP_STATE, 0, 1),
+        (ApiKey.DELETE_SHARE_GROUP_STATE, 0, 0),
+        (ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, 1),
+        (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1),
+        (ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0),
+        (ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0),
     ]
     body = frames.api_versions_body()
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == (
@@ -294,10 +332,32 @@ def test_kraft_apis_are_advertised_and_read_on_the_controller_listener_only():
         (ApiKey.ADD_RAFT_VOTER, 0, 1),
         (ApiKey.REMOVE_RAFT_VOTER, 0, 0),
         (ApiKey.UPDATE_RAFT_VOTER, 0, 0),
+        (ApiKey.ENVELOPE, 0, 0),
+        (ApiKey.ALLOCATE_PRODUCER_IDS, 0, 0),
+        (ApiKey.ASSIGN_REPLICAS_TO_DIRS, 0, 0),
     }
     # both kinds of listener: ApiVersions, Fetch (the metadata log is fetched from a
-    # controller) and DescribeCluster (of the controllers, KIP-919)
-    shared = {(ApiKey.API_VERSIONS, 0, 5), (ApiKey.FETCH, 4, 18), (ApiKey.DESCRIBE_CLUSTER, 0, 2)}
+    # controller), DescribeCluster (of the controllers, KIP-919), the administration the
+    # active controller decides (a broker forwards it, KBROKER-18), and AlterPartition
+    # (ZooKeeper mode's v0, KRaft's v2-3)
+    shared = {
+        (ApiKey.API_VERSIONS, 0, 5),
+        (ApiKey.FETCH, 4, 18),
+        (ApiKey.DESCRIBE_CLUSTER, 0, 2),
+        (ApiKey.CREATE_TOPICS, 2, 7),
+        (ApiKey.DELETE_TOPICS, 1, 6),
+        (ApiKey.CREATE_PARTITIONS, 0, 3),
+        (ApiKey.ALTER_PARTITION, 0, 3),
+        (ApiKey.ALTER_CONFIGS, 0, 2),
+        (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1),
+        (ApiKey.CREATE_ACLS, 1, 3),
+        (ApiKey.DELETE_ACLS, 1, 3),
+        (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0),
+        (ApiKey.ALTER_CLIENT_QUOTAS, 0, 1),
+        (ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1),
+        (ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0),
+        (ApiKey.ELECT_LEADERS, 0, 2),
+    }
     controller = supported_api_versions("controller")
     assert set(controller) == kraft | shared
     broker = supported_api_versions("broker")

@@ -474,15 +474,16 @@ def test_v10_commits_and_fetches_name_topics_by_their_ids(gbroker):
 
 
 @pytest.mark.spec("TXN-85")
-def test_the_versions_of_transactions_v2_are_not_advertised(broker):
+def test_the_transaction_apis_are_advertised_at_kafkas_versions(broker):
     wire = connect(broker)
     body = ApiVersionsRequest(client_software_name="t", client_software_version="1")
     keys = {
         k.api_key: (k.min_version, k.max_version)
         for k in wire.request(ApiKey.API_VERSIONS, 3, body).api_keys
     }
-    assert keys[ApiKey.END_TXN] == (0, 4)  # v5: KIP-890's epoch bump per transaction
-    assert keys[ApiKey.TXN_OFFSET_COMMIT] == (0, 4)  # v5: the implicit AddOffsetsToTxn
+    assert keys[ApiKey.END_TXN] == (0, 5)  # v5: KIP-890's epoch bump per transaction
+    assert keys[ApiKey.TXN_OFFSET_COMMIT] == (0, 5)  # v5: the implicit AddOffsetsToTxn
+    assert keys[ApiKey.PRODUCE] == (0, 12)  # v12: the implicit AddPartitionsToTxn
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5) and keys[ApiKey.ADD_OFFSETS_TO_TXN] == (0, 4)
     assert keys[ApiKey.ADD_PARTITIONS_TO_TXN] == (0, 5)
     assert keys[ApiKey.WRITE_TXN_MARKERS] == (1, 2)

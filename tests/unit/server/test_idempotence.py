@@ -127,7 +127,7 @@ def test_a_transactional_init_producer_id_goes_to_the_ids_coordinator(wire):
         for k in wire.request(ApiKey.API_VERSIONS, 3, body).api_keys
     }
     assert keys[ApiKey.INIT_PRODUCER_ID] == (0, 5)
-    assert {24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}.items() <= keys.items()  # TXN-85
+    assert {24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5)}.items() <= keys.items()  # TXN-85
     find = FindCoordinatorRequest(key="txn-1", key_type=1)
     answer = wire.request(ApiKey.FIND_COORDINATOR, 2, find)
     assert (answer.error_code, answer.node_id) == (ErrorCode.NO_ERROR, 0)

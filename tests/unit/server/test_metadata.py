@@ -16,7 +16,7 @@ from tests.unit.server.conftest import Wire, assert_all_apis_have_handlers
 pytestmark = pytest.mark.timeout(60)
 
 ADVERTISED = {
-    0: (0, 11),
+    0: (0, 12),
     1: (4, 18),
     2: (1, 11),
     3: (0, 13),
@@ -41,9 +41,9 @@ ADVERTISED = {
     23: (2, 4),  # OffsetForLeaderEpoch: followers (REPL-7, TRUNC-4)
     24: (0, 5),  # AddPartitionsToTxn (v4+: brokers, TXN-23)
     25: (0, 4),  # AddOffsetsToTxn, EndTxn (TXN-12, TXN-13; EndTxn v5 is TV2, TXN-85)
-    26: (0, 4),
+    26: (0, 5),
     27: (1, 2),  # WriteTxnMarkers: the coordinator to partition leaders
-    28: (0, 4),  # TxnOffsetCommit (TXN-16, TXN-83)
+    28: (0, 5),  # TxnOffsetCommit (TXN-16, TXN-83)
     29: (1, 3),  # DescribeAcls, CreateAcls, DeleteAcls (SEC-18)
     30: (1, 3),
     31: (1, 3),
@@ -62,12 +62,26 @@ ADVERTISED = {
     49: (0, 1),  # AlterClientQuotas (QUOTA-10)
     50: (0, 0),  # DescribeUserScramCredentials, AlterUserScramCredentials (SEC-22)
     51: (0, 0),
-    56: (0, 0),  # AlterPartition: to the controller (CTRL-22)
+    56: (0, 3),  # AlterPartition: v0 to the ZooKeeper controller (CTRL-22), v2-3 KRaft's
     60: (0, 2),  # DescribeCluster (BROKER-50)
     61: (0, 0),  # DescribeProducers, DescribeTransactions, ListTransactions (TXN-19)
     65: (0, 0),
     66: (0, 2),  # ListTransactions: v2 transactional id pattern (TXN-86)
+    68: (0, 1),  # ConsumerGroupHeartbeat, ConsumerGroupDescribe: KIP-848 (CGRP-1)
+    69: (0, 1),
     75: (0, 0),  # DescribeTopicPartitions (BROKER-64)
+    78: (1, 2),  # ShareFetch, ShareAcknowledge: KIP-932 (SHARE-17)
+    79: (1, 2),
+    83: (0, 0),  # the share coordinator's state APIs, 83-87 (KIP-932, SHARE-79)
+    84: (0, 0),
+    85: (0, 1),
+    86: (0, 0),
+    87: (0, 1),
+    76: (1, 1),  # ShareGroupHeartbeat, ShareGroupDescribe: KIP-932 (SHARE-40)
+    77: (1, 1),
+    90: (0, 1),  # Describe/Alter/DeleteShareGroupOffsets: KIP-932 (SHARE-49)
+    91: (0, 0),
+    92: (0, 0),
 }
 
 

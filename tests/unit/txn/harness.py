@@ -24,6 +24,7 @@ from kafka_ref.record.control import ControlRecordType, EndTransactionMarker, bu
 from kafka_ref.txn import transaction_log as tlog
 from kafka_ref.txn.coordinator import MarkerRequest, TransactionCoordinator, TxnConfig
 from kafka_ref.txn.transaction_metadata import TransactionMetadata
+from kafka_ref.txn.transaction_version import TV_2
 
 OK = ErrorCode.NO_ERROR
 
@@ -148,6 +149,17 @@ class Harness:
     def end(self, tid: str, pid: int, epoch: int, commit: bool) -> list:
         out: list = []
         self.coordinator.handle_end_txn(tid, pid, epoch, commit, out.append)
+        return out
+
+    # -- transactions v2: a leader adds the partitions, EndTxn v5 answers id and epoch ------
+    def add_v2(self, tid: str, pid: int, epoch: int, *parts: tuple[str, int]) -> list:
+        out: list = []
+        self.coordinator.handle_add_partitions(tid, pid, epoch, set(parts), out.append, TV_2)
+        return out
+
+    def end_v2(self, tid: str, pid: int, epoch: int, commit: bool) -> list:
+        out: list = []
+        self.coordinator.handle_end_txn_v2(tid, pid, epoch, commit, lambda *a: out.append(a))
         return out
 
 

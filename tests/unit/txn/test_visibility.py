@@ -95,6 +95,7 @@ def visible_offsets(log: Log) -> tuple[set[int], int]:
         last_stable_offset=lso,
         records=info.read_bytes(),
         aborted_transactions=leader.aborted_transactions(info),
+        preferred_read_replica=-1,
     )
     fetched = CompletedFetch(TopicPartition("t", 0), 0, data, read_committed=True)
     return {r.offset for r in fetched.take(1 << 30)}, lso

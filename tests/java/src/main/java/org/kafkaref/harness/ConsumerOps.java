@@ -242,12 +242,17 @@ final class ConsumerOps {
 
         private Member(JsonNode request, String group, String name) {
             this.name = name;
-            this.consumer = consumer(request, Map.of(
+            Map<String, Object> config = new HashMap<>(Map.of(
                     ConsumerConfig.GROUP_ID_CONFIG, group,
                     ConsumerConfig.CLIENT_ID_CONFIG, name,
-                    ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false",
-                    ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000",
-                    ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500"));
+                    ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"));
+            // The consumer protocol (KIP-848) takes its session and heartbeat from the broker:
+            // the consumer refuses these two when group.protocol=consumer.
+            if (!"consumer".equals(request.path("props").path("group.protocol").asText())) {
+                config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+                config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+            }
+            this.consumer = consumer(request, config);
             this.thread = new Thread(this, name);
         }
 

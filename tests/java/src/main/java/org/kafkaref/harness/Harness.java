@@ -53,6 +53,9 @@ public final class Harness {
         ProducerOps.register(OPERATIONS);
         ConsumerOps.register(OPERATIONS);
         AdminOps.register(OPERATIONS);
+        TransactionsV2Ops.register(OPERATIONS);
+        ShareConsumerOps.register(OPERATIONS);
+        ShareGroupOps.register(OPERATIONS);
     }
 
     private Harness() {}

@@ -1,0 +1,392 @@
+"""The share-partition: one share group's view of one topic partition, a queue on a log (KIP-932).
+
+A consumer group gives each partition to one member and keeps one number per partition, the
+committed offset. A share group lets all its members fetch the same partition at once, so
+the leader of the partition must know, record by record, who holds what. That knowledge is
+the share-partition (Kafka: `kafka.server.share.SharePartition`), one per (group, topic
+partition) on the partition's leader:
+
+* the **share-partition start offset (SPSO)**: every record below it is done;
+* the **share-partition end offset (SPEO)**: no record at or above it was ever delivered;
+* between them the **in-flight records**, each in one state with a **delivery count**:
+
+      AVAILABLE    may be handed to a member (again)
+      ACQUIRED     handed to one member, under an acquisition lock with a deadline
+      ACKNOWLEDGED the member processed it (ACCEPT): done
+      ARCHIVED     rejected, delivered too often, aborted or not a record (GAP): done
+
+A fetch **acquires** available records for one member: each acquisition raises the record's
+delivery count and locks it for `group.share.record.lock.duration.ms`. The member then
+**acknowledges** what it holds: ACCEPT (1) -> ACKNOWLEDGED, RELEASE (2) -> AVAILABLE again,
+REJECT (3) -> ARCHIVED, GAP (0) for offsets inside a fetched batch that are no records
+(compacted away, control records) -> ARCHIVED; RENEW (4, ShareFetch/ShareAcknowledge v2)
+extends the lock. A record whose lock expires, or whose member leaves, becomes AVAILABLE
+again, unless its delivery count reached `group.share.delivery.count.limit`: then it is
+ARCHIVED, so a poison record cannot circle forever. The SPSO moves up over every prefix of
+done records; the records ahead of the SPEO are acquired only while the in-flight window
+(SPEO - SPSO) is below `group.share.partition.max.record.locks`.
+
+This module is a pure state machine driven by a `Clock`: no I/O, no asyncio. The broker
+glue (`share_partition_manager.py`) reads the log and hands it the fetched batches, and
+writes the `StateBatch`es it produces to the `Persister` (`persister.py`). An offset between
+the SPSO and the SPEO that has no in-flight entry is no record (the log skipped it: a
+compacted batch); the SPSO passes it.
+
+Rules: SHARE-1 .. SHARE-12.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_ref.clock import Clock
+from kafka_ref.errors import ErrorCode
+from kafka_ref.share.persister import RecordState, ShareState, StateBatch
+
+DONE = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
+
+
+class AcknowledgeType(enum.IntEnum):
+    """What a member says about a record it holds (Kafka `AcknowledgeType`)."""
+
+    GAP = 0  # not a record: a compacted offset or a control record inside an acquired batch
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4  # v2 (KIP-1222): keep the lock for another lock duration
+
+
+class AcquireMode(enum.IntEnum):
+    """ShareFetch v2's ShareAcquireMode (KIP-1206)."""
+
+    BATCH_OPTIMIZED = 0  # MaxRecords may be exceeded to finish a fetched batch
+    RECORD_LIMIT = 1  # never more than MaxRecords
+
+
+@dataclass(frozen=True)
+class SharePartitionConfig:
+    """The limits a share-partition runs under (Kafka's `group.share.*` broker configs; the
+    group configs `share.record.lock.duration.ms`... override them per group)."""
+
+    delivery_count_limit: int
+    record_lock_duration_ms: int
+    max_record_locks: int
+
+    def __post_init__(self) -> None:
+        assert self.delivery_count_limit >= 1, self
+        assert self.record_lock_duration_ms > 0, self
+        assert self.max_record_locks >= 1, self
+
+
+@dataclass(frozen=True)
+class FetchedBatch:
+    """The offsets one record batch read from the log spans (inclusive). `aborted`: a batch
+    of an aborted transaction, under read_committed (it is archived, never delivered)."""
+
+    first_offset: int
+    last_offset: int
+    aborted: bool = False
+
+
+@dataclass(frozen=True)
+class AcquiredRecords:
+    """A run of offsets handed to a member with one delivery count (ShareFetch's
+    AcquiredRecords: FirstOffset, LastOffset, DeliveryCount)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True)
+class AcknowledgementBatch:
+    """ShareFetch's and ShareAcknowledge's AcknowledgementBatch: one type for the whole run,
+    or one type per offset."""
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: tuple[int, ...]
+
+
+@dataclass
+class InFlightRecord:
+    """One record between the SPSO and the SPEO."""
+
+    state: RecordState
+    delivery_count: int
+    member_id: str | None = None  # the holder, while ACQUIRED
+    lock_deadline_ms: int | None = None  # when the acquisition lock expires, while ACQUIRED
+
+    def __post_init__(self) -> None:
+        held = self.state is RecordState.ACQUIRED
+        assert held == (self.member_id is not None) == (self.lock_deadline_ms is not None), self
+
+
+@dataclass
+class SharePartition:
+    """The in-flight records of one share-partition (Kafka `SharePartition`)."""
+
+    config: SharePartitionConfig
+    clock: Clock
+    start_offset: int  # the SPSO
+    end_offset: int  # the SPEO: one past the last offset ever delivered
+    state_epoch: int = 0
+    leader_epoch: int = -1
+    records: dict[int, InFlightRecord] = field(default_factory=dict)
+    # Offsets changed since the last `take_changes`, and whether the SPSO moved.
+    _dirty: set[int] = field(default_factory=set)
+    _start_moved: bool = False
+
+    @classmethod
+    def from_state(
+        cls,
+        state: ShareState,
+        reset_offset: int,
+        config: SharePartitionConfig,
+        clock: Clock,
+    ) -> SharePartition:
+        """Rebuild a share-partition from what the persister read back. A state never
+        started (SPSO -1) starts at `reset_offset`, which `share.auto.offset.reset` chose.
+        Written batches hold no acquisitions (their locks died with the old leader)."""
+        start = state.start_offset if state.start_offset >= 0 else reset_offset
+        assert start >= 0, "an SPSO or an offset to reset to"
+        partition = cls(config, clock, start, start, state.state_epoch, state.leader_epoch)
+        for batch in sorted(state.batches, key=lambda b: b.first_offset):
+            for offset in range(max(batch.first_offset, start), batch.last_offset + 1):
+                partition.records[offset] = InFlightRecord(
+                    batch.delivery_state, batch.delivery_count
+                )
+                partition.end_offset = offset + 1
+        partition._advance_start()
+        partition._dirty.clear()
+        partition._start_moved = state.start_offset < 0  # the reset offset must be written
+        return partition
+
+    # -- fetching ---------------------------------------------------------------------
+
+    def next_fetch_offset(self) -> int:
+        """Where the next read of the log starts: the first AVAILABLE record, else the SPEO
+        (Kafka `SharePartition.nextFetchOffset`)."""
+        for offset in sorted(self.records):
+            if self.records[offset].state is RecordState.AVAILABLE:
+                return offset
+        return self.end_offset
+
+    def can_acquire(self) -> bool:
+        """Is there anything a fetch could acquire? An AVAILABLE record, or room in the
+        in-flight window for records past the SPEO (Kafka `canAcquireRecords`)."""
+        if self.next_fetch_offset() < self.end_offset:
+            return True
+        return self.end_offset - self.start_offset < self.config.max_record_locks
+
+    def acquire(
+        self,
+        member_id: str,
+        batches: Iterable[FetchedBatch],
+        max_records: int,
+        bound: int,
+        mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+    ) -> list[AcquiredRecords]:
+        """Acquire for `member_id` the AVAILABLE records of the fetched `batches`, below
+        `bound` (the high watermark, or the LSO under read_committed), at most `max_records`
+        of them (up to the end of a started batch in BATCH_OPTIMIZED mode). Each acquired
+        record's delivery count goes up by one and it is locked until now + the lock
+        duration. Records of aborted batches are archived, not acquired."""
+        assert max_records > 0, max_records
+        deadline = self.clock.milliseconds() + self.config.record_lock_duration_ms
+        acquired: list[int] = []
+        for batch in batches:
+            if len(acquired) >= max_records:
+                break
+            for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
+                if offset >= bound:
+                    break
+                if mode is AcquireMode.RECORD_LIMIT and len(acquired) >= max_records:
+                    break
+                record = self.records.get(offset)
+                if record is None:
+                    if offset < self.end_offset:
+                        continue  # no record here (SPSO..SPEO gaps are not records)
+                    if self.end_offset - self.start_offset >= self.config.max_record_locks:
+                        break  # the in-flight window is full
+                    record = self.records[offset] = InFlightRecord(RecordState.AVAILABLE, 0)
+                    self.end_offset = offset + 1
+                if record.state is not RecordState.AVAILABLE:
+                    continue
+                self._dirty.add(offset)
+                if batch.aborted:
+                    record.state = RecordState.ARCHIVED
+                    continue
+                record.state = RecordState.ACQUIRED
+                record.delivery_count += 1
+                record.member_id, record.lock_deadline_ms = member_id, deadline
+                assert record.delivery_count <= self.config.delivery_count_limit, record
+                acquired.append(offset)
+        self._advance_start()
+        return self._runs(acquired)
+
+    def _runs(self, offsets: list[int]) -> list[AcquiredRecords]:
+        """Consecutive offsets with one delivery count, as AcquiredRecords."""
+        runs: list[AcquiredRecords] = []
+        for offset in offsets:
+            count = self.records[offset].delivery_count
+            last = runs[-1] if runs else None
+            if last is not None and last.last_offset + 1 == offset and last.delivery_count == count:
+                runs[-1] = AcquiredRecords(last.first_offset, offset, count)
+            else:
+                runs.append(AcquiredRecords(offset, offset, count))
+        return runs
+
+    # -- acknowledging ----------------------------------------------------------------
+
+    def acknowledge(self, member_id: str, batches: Iterable[AcknowledgementBatch]) -> ErrorCode:
+        """Apply a member's acknowledgements, all or nothing: every offset named must be
+        ACQUIRED by `member_id` (INVALID_RECORD_STATE), or below the SPSO (done already:
+        ignored, as Kafka does); an offset at or past the SPEO was never delivered
+        (INVALID_REQUEST). On an error nothing changes."""
+        plan: list[tuple[int, AcknowledgeType]] = []
+        for batch in batches:
+            types = batch.acknowledge_types
+            span = batch.last_offset - batch.first_offset + 1
+            if span <= 0 or len(types) not in (1, span):
+                return ErrorCode.INVALID_REQUEST
+            for i, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
+                raw = types[0] if len(types) == 1 else types[i]
+                if raw not in AcknowledgeType._value2member_map_:
+                    return ErrorCode.INVALID_RECORD_STATE
+                if offset < self.start_offset:
+                    continue  # done already
+                if offset >= self.end_offset:
+                    return ErrorCode.INVALID_REQUEST  # never delivered
+                record = self.records.get(offset)
+                if record is None or record.member_id != member_id:
+                    return ErrorCode.INVALID_RECORD_STATE  # not held by this member
+                plan.append((offset, AcknowledgeType(raw)))
+        if len({offset for offset, _ in plan}) != len(plan):
+            return ErrorCode.INVALID_REQUEST  # one offset acknowledged twice
+        now = self.clock.milliseconds()
+        for offset, kind in plan:
+            record = self.records[offset]
+            if kind is AcknowledgeType.ACCEPT:
+                self._settle(offset, RecordState.ACKNOWLEDGED)
+            elif kind is AcknowledgeType.RELEASE:
+                self._release(offset)
+            elif kind is AcknowledgeType.RENEW:
+                record.lock_deadline_ms = now + self.config.record_lock_duration_ms
+            else:  # REJECT, GAP
+                self._settle(offset, RecordState.ARCHIVED)
+        self._advance_start()
+        return ErrorCode.NO_ERROR
+
+    def expire_locks(self) -> bool:
+        """Release every record whose acquisition lock has expired (Kafka's
+        `AcquisitionLockTimerTask`). True if any was."""
+        now = self.clock.milliseconds()
+        expired = [
+            offset
+            for offset, record in self.records.items()
+            if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now
+        ]
+        for offset in expired:
+            self._release(offset)
+        self._advance_start()
+        return bool(expired)
+
+    def next_lock_deadline(self) -> int | None:
+        """The earliest acquisition lock deadline, for the broker's timer."""
+        deadlines = [r.lock_deadline_ms for r in self.records.values() if r.lock_deadline_ms]
+        return min(deadlines, default=None)
+
+    def release_member(self, member_id: str) -> bool:
+        """A member left the group or closed its share session: what it holds is released,
+        as a RELEASE would (Kafka `releaseAcquiredRecords`). True if it held anything."""
+        held = [o for o, r in self.records.items() if r.member_id == member_id]
+        for offset in held:
+            self._release(offset)
+        self._advance_start()
+        return bool(held)
+
+    def _release(self, offset: int) -> None:
+        """Back to AVAILABLE, or ARCHIVED once delivered `delivery_count_limit` times."""
+        record = self.records[offset]
+        spent = record.delivery_count >= self.config.delivery_count_limit
+        self._settle(offset, RecordState.ARCHIVED if spent else RecordState.AVAILABLE)
+
+    def _settle(self, offset: int, state: RecordState) -> None:
+        record = self.records[offset]
+        assert record.state is RecordState.ACQUIRED, (offset, record)
+        record.state, record.member_id, record.lock_deadline_ms = state, None, None
+        self._dirty.add(offset)
+
+    # -- the start offset ---------------------------------------------------------------
+
+    def move_start(self, log_start_offset: int) -> None:
+        """The log's start moved past the SPSO (retention, DeleteRecords): the records
+        below it are gone, and so is their state (Kafka `updateCacheAndOffsets`)."""
+        if log_start_offset <= self.start_offset:
+            return
+        for offset in [o for o in self.records if o < log_start_offset]:
+            del self.records[offset]
+        self.start_offset = log_start_offset
+        self.end_offset = max(self.end_offset, log_start_offset)
+        self._start_moved = True
+
+    def _advance_start(self) -> None:
+        """Move the SPSO over the done prefix (and over offsets that are no records)."""
+        while self.start_offset < self.end_offset:
+            record = self.records.get(self.start_offset)
+            if record is not None and record.state not in DONE:
+                break
+            self.records.pop(self.start_offset, None)
+            self._dirty.discard(self.start_offset)
+            self.start_offset += 1
+            self._start_moved = True
+        assert all(self.start_offset <= o < self.end_offset for o in self.records), self
+
+    # -- persistence --------------------------------------------------------------------
+
+    def state_batches(self, offsets: Iterable[int] | None = None) -> tuple[StateBatch, ...]:
+        """The in-flight records (or those of `offsets`) as StateBatches: runs of consecutive
+        offsets with one state and one delivery count. An ACQUIRED record is written as
+        AVAILABLE with its delivery count: its lock dies with this leader."""
+        chosen = sorted(self.records if offsets is None else set(offsets) & self.records.keys())
+        batches: list[StateBatch] = []
+        for offset in chosen:
+            record = self.records[offset]
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            last = batches[-1] if batches else None
+            if (
+                last is not None
+                and last.last_offset + 1 == offset
+                and (last.delivery_state, last.delivery_count) == (state, record.delivery_count)
+            ):
+                batches[-1] = StateBatch(last.first_offset, offset, state, record.delivery_count)
+            else:
+                batches.append(StateBatch(offset, offset, state, record.delivery_count))
+        return tuple(batches)
+
+    def has_changes(self) -> bool:
+        return bool(self._dirty) or self._start_moved
+
+    def take_changes(self) -> tuple[int, tuple[StateBatch, ...]]:
+        """What WriteShareGroupState must carry now: the SPSO and the batches changed since
+        the last call (Kafka writes only the changed batches; the share coordinator merges
+        them into its snapshot and drops what falls below the SPSO)."""
+        batches = self.state_batches(self._dirty)
+        self._dirty.clear()
+        self._start_moved = False
+        return self.start_offset, batches
+
+    def snapshot(self) -> ShareState:
+        """The whole state as a persister would read it back."""
+        return ShareState(
+            state_epoch=self.state_epoch,
+            start_offset=self.start_offset,
+            leader_epoch=self.leader_epoch,
+            batches=self.state_batches(),
+        )
+
+    def acquired_by(self, member_id: str) -> list[int]:
+        return sorted(o for o, r in self.records.items() if r.member_id == member_id)

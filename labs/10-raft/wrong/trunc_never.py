@@ -1,0 +1,31 @@
+"""Never truncates: returns the follower's own log end, so its diverging entries stay and every
+fetch is answered with the same diverging epoch (RAFT-7)."""
+
+from __future__ import annotations
+
+from kafka_ref.raft.election_state import NOT_SET
+from kafka_ref.raft.messages import OffsetAndEpoch, VoteRequest
+from kafka_ref.raft.replicated_log import ReplicatedLog
+from kafka_ref.raft.vote import VoterState
+
+
+def can_grant_vote(voter: VoterState, request: VoteRequest) -> bool:
+    if request.candidate_epoch < voter.epoch:
+        return False
+    if request.last_offset_epoch != voter.last_epoch:
+        up_to_date = request.last_offset_epoch > voter.last_epoch
+    else:
+        up_to_date = request.last_offset >= voter.end_offset
+    if not up_to_date:
+        return False
+    if request.pre_vote:
+        return voter.leader_id != voter.local_id and not voter.fetched_from_leader
+    if request.candidate_epoch > voter.epoch:
+        return True
+    if voter.leader_id != NOT_SET:
+        return False
+    return voter.voted_id in (NOT_SET, request.candidate_id)
+
+
+def truncation_offset(log: ReplicatedLog, diverging: OffsetAndEpoch) -> int:
+    return log.end_offset

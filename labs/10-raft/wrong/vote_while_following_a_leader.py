@@ -1,0 +1,33 @@
+"""Forgets that a known leader closes the epoch: a voter that knows (or follows) its epoch's
+leader still grants a vote in that epoch to a candidate it has not voted against (RAFT-2;
+the quorum state refuses to record it)."""
+
+from __future__ import annotations
+
+from kafka_ref.raft.election_state import NOT_SET
+from kafka_ref.raft.messages import OffsetAndEpoch, VoteRequest
+from kafka_ref.raft.replicated_log import ReplicatedLog
+from kafka_ref.raft.vote import VoterState
+
+
+def can_grant_vote(voter: VoterState, request: VoteRequest) -> bool:
+    if request.candidate_epoch < voter.epoch:
+        return False
+    if request.last_offset_epoch != voter.last_epoch:
+        up_to_date = request.last_offset_epoch > voter.last_epoch
+    else:
+        up_to_date = request.last_offset >= voter.end_offset
+    if not up_to_date:
+        return False
+    if request.pre_vote:
+        return voter.leader_id != voter.local_id and not voter.fetched_from_leader
+    if request.candidate_epoch > voter.epoch:
+        return True
+    return voter.voted_id in (NOT_SET, request.candidate_id)
+
+
+def truncation_offset(log: ReplicatedLog, diverging: OffsetAndEpoch) -> int:
+    local = log.end_offset_for_epoch(diverging.epoch)
+    if local.epoch == diverging.epoch:
+        return min(local.offset, diverging.offset)
+    return local.offset
