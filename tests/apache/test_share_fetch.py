@@ -9,11 +9,12 @@ and ShareAcknowledge v2 requests from two members of one share group: disjoint a
 acknowledgements of each kind, a piggybacked release fetched again, the session epochs'
 errors, a closing fetch. On both brokers each member first joins the group with
 ShareGroupHeartbeat (sent raw, declared here from Kafka's JSON) until it is assigned the
-partition: Kafka fetches only for members of the group, and on both the share group
-coordinator initializes the share-partition's state at the share coordinator before it
-assigns it (without that state a share-partition cannot load). Each answer is compared in
-a normal form: the
-top-level error, and per partition its error, its acknowledgement error and its acquired
+partition: on both the share group coordinator initializes the share-partition's state at
+the share coordinator before it assigns it, and without that state a share-partition cannot
+load. Once it is initialized, neither broker checks a fetching member id against the group:
+a member id that never joined acquires records too (the script's last steps). Each answer
+is compared in a normal form: the top-level error, and per partition its error, its
+acknowledgement error and its acquired
 offsets with their delivery counts (partitions with none of these left out).
 """
 
@@ -251,6 +252,9 @@ def script(port: int) -> list[tuple[str, tuple]]:
         fetch("an unknown topic id", "m1", 6, topic=uuid.uuid4(), wait=0)
         fetch("m2 accepts 5-9 and closes", "m2", -1, acks=[(5, 9, ACCEPT)], wait=0)
         fetch("m1 finds nothing left", "m1", 7, wait=0)
+        fetch("a member id that never joined opens", "stranger", 0, wait=0)
+        assert wire.produce(TOPIC, 0, batch(5)).error_code == 0  # offsets 10-14
+        fetch("the stranger fetches", "stranger", 1)
         return answers
 
 
