@@ -14,8 +14,8 @@ the share coordinator before it assigns it, and without that state a share-parti
 load. Once it is initialized, neither broker checks a fetching member id against the group:
 a member id that never joined acquires records too (the script's last steps). Each answer
 is compared in a normal form: the top-level error, and per partition its error, its
-acknowledgement error and its acquired
-offsets with their delivery counts (partitions with none of these left out).
+acknowledgement error and its acquired offsets with their delivery counts (partitions with
+none of these left out).
 """
 
 from __future__ import annotations
