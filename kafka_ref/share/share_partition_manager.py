@@ -262,7 +262,7 @@ class SharePartitionManager:
         `SharePartitionManager.releaseSession`)."""
         for key in self.release_session(session):
             self.spawn(self.persist(key))
-            self._wake(key)
+            self.wake(key)
 
     def member_left(self, group_id: str, member_id: str) -> None:
         """A member left its share group (the share group coordinator's news): its session
@@ -310,12 +310,13 @@ class SharePartitionManager:
         entry.timer = None
         if self._expire(key):
             self.spawn(self.persist(key))
-            self._wake(key)
+            self.wake(key)
         self._arm_timer(key)
 
-    def _wake(self, key: SharePartitionKey) -> None:
-        """Records of `key` came back: a ShareFetch waiting on its partition may acquire
-        them now."""
+    def wake(self, key: SharePartitionKey) -> None:
+        """Records of `key` came back (released, expired, or the start offset moved and
+        widened the in-flight window): a ShareFetch waiting on its partition may acquire
+        them now (Kafka `ReplicaManager.completeDelayedShareFetchRequest`)."""
         entry = self.entries.get(key)
         if entry is not None:
             self.replica_manager.fetch_purgatory.check_and_complete((entry.topic, key.partition))

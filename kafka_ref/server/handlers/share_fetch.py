@@ -142,6 +142,9 @@ async def _acknowledge(
         tp = (key.topic_id, key.partition)
         if error != ErrorCode.NO_ERROR and out.ack_error.get(tp) == ErrorCode.NO_ERROR:
             out.ack_error[tp] = error
+        # A release makes records acquirable again, and an acceptance that moves the start
+        # offset widens the in-flight window: other members' waiting fetches try again.
+        manager.wake(key)
 
 
 async def _acquire_all(

@@ -252,6 +252,20 @@ def test_a_waiting_share_fetch_is_woken_by_a_lock_expiry(setup):
     )
 
 
+@pytest.mark.spec("SHARE-22")
+def test_a_waiting_share_fetch_is_woken_by_another_members_release(setup):
+    """m2 holds 0-9 and releases 0-4 while m1 waits: m1 is answered with 0-4 at once. Had it
+    waited for m2's locks to expire (1 s), it would have acquired 0-9."""
+    _, _, _, (m1, m2) = setup
+    assert acquired(m2.fetch(max_records=10)) == [(0, 9, 1)]
+    assert acquired(m1.fetch()) == []  # m1 opens its session: nothing to acquire
+    release = threading.Timer(0.2, lambda: m2.acknowledge([(0, 4, RELEASE)]))
+    release.start()
+    answer = m1.fetch(max_records=10, max_wait_ms=20_000)
+    release.join()
+    assert acquired(answer) == [(0, 4, 2)]
+
+
 @pytest.mark.spec("SHARE-16")
 def test_a_member_leaving_the_group_releases_its_records(setup):
     broker, _, topic_id, (m1, m2) = setup
