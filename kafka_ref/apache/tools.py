@@ -36,6 +36,7 @@ TOOLS = {
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }

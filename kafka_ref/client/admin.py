@@ -65,7 +65,11 @@ from kafka_ref.client.admin_quotas import QuotaAdmin
 from kafka_ref.client.admin_replicas import Outcomes, ReplicaAdmin
 from kafka_ref.client.admin_requests import AdminRequests, check
 from kafka_ref.client.admin_scram import ScramAdmin
-from kafka_ref.client.admin_share_groups import ShareAdmin, ShareGroupDescription
+from kafka_ref.client.admin_share_groups import (
+    ShareAdmin,
+    ShareGroupDescription,
+    SharePartitionOffsetInfo,
+)
 from kafka_ref.client.admin_transactions import (
     ProducerState,
     TransactionAdmin,
@@ -493,6 +497,11 @@ class Admin:
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, int]:
         return self._share_groups.list_share_group_offsets(group_id, partitions)
+
+    def list_share_group_offsets_info(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo]:
+        return self._share_groups.list_share_group_offsets_info(group_id, partitions)
 
     def alter_share_group_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, int]

@@ -3,20 +3,23 @@
 A share group (KIP-932) lives on its group coordinator like a consumer group, so every
 request but ListGroups goes there, found with FindCoordinator (admin_groups.py):
 
-| operation                   | API                                 | sent to         |
-|-----------------------------|-------------------------------------|-----------------|
-| list_share_groups           | ListGroups v5, types ["share"]      | every broker    |
-| describe_share_groups       | ShareGroupDescribe                  | the coordinator |
-| list_share_group_offsets    | DescribeShareGroupOffsets           | the coordinator |
-| alter_share_group_offsets   | AlterShareGroupOffsets              | the coordinator |
-| delete_share_group_offsets  | DeleteShareGroupOffsets             | the coordinator |
-| delete_groups               | DeleteGroups (admin_groups.py)      | the coordinator |
+| operation                     | API                            | sent to         |
+|-------------------------------|--------------------------------|-----------------|
+| list_share_groups             | ListGroups v5, types ["share"] | every broker    |
+| describe_share_groups         | ShareGroupDescribe             | the coordinator |
+| list_share_group_offsets      | DescribeShareGroupOffsets      | the coordinator |
+| list_share_group_offsets_info | DescribeShareGroupOffsets v1   | the coordinator |
+| alter_share_group_offsets     | AlterShareGroupOffsets         | the coordinator |
+| delete_share_group_offsets    | DeleteShareGroupOffsets        | the coordinator |
+| delete_groups                 | DeleteGroups (admin_groups.py) | the coordinator |
 
 A share group's offsets are its share-partitions' start offsets, which the coordinator
 reads and changes through the share coordinator; altering and deleting them needs an empty
-group (NON_EMPTY_GROUP).
+group (NON_EMPTY_GROUP). `list_share_group_offsets_info` adds each one's leader epoch and
+lag (KIP-1226; None when the coordinator cannot tell it, as Kafka's
+`SharePartitionOffsetInfo.lag` is empty).
 
-Spec rules: SHARE-47, SHARE-49 (spec/share_groups.md).
+Spec rules: SHARE-47, SHARE-49, SHARE-51 (spec/share_groups.md).
 """
 
 from __future__ import annotations
@@ -57,6 +60,14 @@ class ShareGroupDescription(NamedTuple):
     assignor: str
     members: tuple[ShareMemberDescription, ...]
     coordinator: Node | None
+
+
+class SharePartitionOffsetInfo(NamedTuple):
+    """One share-partition's offsets (Kafka `SharePartitionOffsetInfo`)."""
+
+    start_offset: int  # -1: the share-partition has no state
+    leader_epoch: int | None
+    lag: int | None  # the records below the high watermark not yet done; None: unknown
 
 
 class ShareAdmin:
@@ -135,6 +146,14 @@ class ShareAdmin:
     ) -> dict[TopicPartition, int]:
         """{partition: share-partition start offset}: every partition the group has a state
         for by default; -1 for one asked for without a state."""
+        infos = self.list_share_group_offsets_info(group_id, partitions)
+        return {tp: info.start_offset for tp, info in infos.items()}
+
+    def list_share_group_offsets_info(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo]:
+        """{partition: its start offset, leader epoch and lag}, for the partitions of
+        `list_share_group_offsets` (SHARE-51)."""
         topics = None
         if partitions is not None:
             by_topic: dict[str, list[int]] = {}
@@ -164,7 +183,11 @@ class ShareAdmin:
                 tp = TopicPartition(t.topic_name, p.partition_index)
                 if error_code(p.error_code) != ErrorCode.NO_ERROR:
                     raise KafkaError(f"offset of {tp} in share group {group_id}", code=p.error_code)
-                out[tp] = p.start_offset
+                out[tp] = SharePartitionOffsetInfo(
+                    p.start_offset,
+                    None if p.leader_epoch < 0 else p.leader_epoch,
+                    None if p.lag < 0 else p.lag,
+                )
         return dict(sorted(out.items()))
 
     def alter_share_group_offsets(

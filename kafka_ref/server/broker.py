@@ -126,6 +126,7 @@ from kafka_ref.server.inter_broker_channel import InterBrokerChannel
 from kafka_ref.server.kafka_config import ConfigError, KafkaConfig
 from kafka_ref.server.kraft_mode import KRaftMode
 from kafka_ref.server.memory_pool import memory_pool
+from kafka_ref.server.partition_metadata_client import PartitionMetadataClient
 from kafka_ref.server.purgatory import DelayedOperationPurgatory
 from kafka_ref.server.raft_manager import RaftManager
 from kafka_ref.server.replica_manager import ReplicaManager
@@ -185,6 +186,7 @@ class Broker:
         # where share-partitions keep their state: the share coordinators (KIP-932)
         self.share_persister: Persister | None = None
         self._share_channel: InterBrokerChannel | None = None
+        self._offsets_channel: InterBrokerChannel | None = None
         self.share_partitions: SharePartitionManager | None = None  # this leader's
         self.credentials: CredentialStore | ZkCredentialStore | None = None  # SCRAM users
         self.metrics: MetricsExporter | None = None  # metrics.listener set: Prometheus's
@@ -412,6 +414,16 @@ class Broker:
         self.share_persister = DefaultStatePersister(
             self.shares.find_coordinator, self._share_channel.send
         )
+        # the share group lag's end offsets, from the partitions' leaders (SHARE-51)
+        self._offsets_channel = InterBrokerChannel(
+            self.controller,
+            "partition-metadata-client",
+            InterBrokerSecurity.from_config(self.config),
+            loopback=self.apis.loopback,
+        )
+        offsets = PartitionMetadataClient(self.controller, self._offsets_channel)
+        assert self.groups is not None
+        self.groups.coordinator.share_admin.end_offsets = offsets.latest_offsets
 
     def _authorizer(self) -> Authorizer | None:
         """ACLs from the metadata directory, ZooKeeper's or the KRaft image's, kept current
@@ -559,6 +571,8 @@ class Broker:
             self.shares.shutdown()  # what waits for a write hears NOT_COORDINATOR
         if self._share_channel is not None:
             self._share_channel.close()
+        if self._offsets_channel is not None:
+            self._offsets_channel.close()
         assert self.apis is not None and self.apis.add_partitions is not None
         self.apis.add_partitions.shutdown()
         await asyncio.sleep(0.05)  # let the answers of the waiting fetches go out

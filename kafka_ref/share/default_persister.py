@@ -133,12 +133,14 @@ class DefaultStatePersister(Persister):
         leader_epoch: int,
         start_offset: int,
         batches: tuple[StateBatch, ...],
+        delivery_complete_count: int = -1,
     ) -> ErrorCode:
         partition = WriteShareGroupStateRequest.PartitionData(
             partition=key.partition,
             state_epoch=state_epoch,
             leader_epoch=leader_epoch,
             start_offset=start_offset,
+            delivery_complete_count=delivery_complete_count,
             state_batches=[
                 WriteShareGroupStateRequest.StateBatch(
                     first_offset=b.first_offset,

@@ -87,7 +87,8 @@ class ShareState:
 
 @dataclass(frozen=True)
 class ShareStateSummary:
-    """What ReadShareGroupStateSummary answers (the admin's view: the SPSO and lag)."""
+    """What ReadShareGroupStateSummary answers (the admin's view): the SPSO and the count
+    of done records at or above it, from which the admin tells the lag (SHARE-51)."""
 
     state_epoch: int = 0
     start_offset: int = -1
@@ -122,8 +123,10 @@ class Persister(abc.ABC):
         leader_epoch: int,
         start_offset: int,
         batches: tuple[StateBatch, ...],
+        delivery_complete_count: int = -1,
     ) -> ErrorCode:
-        """WriteShareGroupState: the SPSO (-1: unchanged) and the batches that changed.
+        """WriteShareGroupState: the SPSO (-1: unchanged), the batches that changed and the
+        count of done records at or above the SPSO (-1: unknown; KIP-1226, SHARE-51).
         Stale `state_epoch` or `leader_epoch` is fenced (FENCED_STATE_EPOCH,
         FENCED_LEADER_EPOCH)."""
 
@@ -155,6 +158,7 @@ class NoOpPersister(Persister):
         leader_epoch: int,
         start_offset: int,
         batches: tuple[StateBatch, ...],
+        delivery_complete_count: int = -1,
     ) -> ErrorCode:
         return ErrorCode.NO_ERROR
 

@@ -36,14 +36,14 @@ assignment changed, its assignment.
 (`group.share.session.timeout.ms`); a member silent that long is removed from the group,
 which bumps the group epoch, and its partitions go to the others (SHARE-41).
 
-Rules: SHARE-40..SHARE-43, SHARE-46.
+Rules: SHARE-40..SHARE-43, SHARE-46, SHARE-51.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -472,6 +472,47 @@ def run_now(coroutine: Coroutine[Any, Any, Any]) -> None:
 # DeleteShareGroupOffsets), as Kafka's `GroupCoordinatorService` does them ==============
 Pair = tuple[uuid.UUID, int]
 AdminCallback = Callable[[ErrorCode, "str | None", dict], None]
+# The partitions' end offsets for the lag: {(topic id, partition): (offset, error)}, the
+# answers of ListOffsets LATEST, read_uncommitted, from each partition's leader (Kafka
+# `PartitionMetadataClient.listLatestOffsets`)
+EndOffsets = Callable[[list[Pair]], Awaitable[dict[Pair, tuple[int, ErrorCode]]]]
+# Kafka's `Errors.message()` of the errors an end offset can fail with
+END_OFFSET_MESSAGES = {
+    ErrorCode.LEADER_NOT_AVAILABLE: (
+        "There is no leader for this topic-partition as we are in the middle of a "
+        "leadership election."
+    ),
+    ErrorCode.NETWORK_EXCEPTION: "The server disconnected before a response was received.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+}
+
+
+@dataclass(frozen=True)
+class SharePartitionOffsets:
+    """One share-partition in DescribeShareGroupOffsets' answer: its start offset and
+    leader epoch as the share coordinator keeps them, and its lag (-1: unknown)."""
+
+    start_offset: int = -1
+    leader_epoch: int = -1
+    lag: int = -1
+    error: ErrorCode = OK
+    error_message: str | None = None
+
+
+def lag_known(summary: ShareStateSummary) -> bool:
+    """Can the lag be told (Kafka `shouldComputeSharePartitionLag`)? A summary without an
+    error, with a start offset and a delivery complete count (-1: never written)."""
+    return (
+        summary.error == OK and summary.start_offset != -1 and summary.delivery_complete_count != -1
+    )
+
+
+def share_partition_lag(summary: ShareStateSummary, end_offset: int) -> int:
+    """KIP-1226's lag: the records below the partition's end offset (its high watermark)
+    whose delivery is not complete, that is the end offset minus the start offset minus
+    the done records at or above it (SHARE-51). Kafka does not bound it at 0."""
+    assert lag_known(summary), summary
+    return end_offset - summary.start_offset - summary.delivery_complete_count
 
 
 class ShareGroupAdmin:
@@ -485,6 +526,8 @@ class ShareGroupAdmin:
 
     def __init__(self, coordinator: ShareGroupCoordinator) -> None:
         self.coordinator = coordinator
+        # where the lag's end offsets come from; None (no broker): every lag is -1
+        self.end_offsets: EndOffsets | None = None
 
     def _group(self, group_id: str, *, create: bool = False) -> tuple[ErrorCode, str | None, Any]:
         c = self.coordinator
@@ -505,9 +548,12 @@ class ShareGroupAdmin:
     def describe_offsets(
         self, group_id: str, wanted: list[Pair] | None, callback: AdminCallback
     ) -> None:
-        """`callback(error, message, {(topic id, partition): ShareStateSummary})`: every
+        """`callback(error, message, {(topic id, partition): SharePartitionOffsets})`: every
         initialized share-partition when `wanted` is None; one never initialized has start
-        offset -1."""
+        offset -1. The lag of each share-partition whose summary has a start offset and a
+        delivery complete count is its end offset minus both (SHARE-51), -1 otherwise; an
+        end offset that cannot be read is the partition's error, as in Kafka's
+        `computeShareGroupLagAndBuildResponse`."""
         error, message, group = self._group(group_id)
         if error != OK:
             return callback(error, message, {})
@@ -516,14 +562,16 @@ class ShareGroupAdmin:
         persister = self.coordinator.persister()
 
         async def read_all() -> None:
-            results = {}
+            summaries = {}
             for topic_id, p in pairs:
                 if (topic_id, p) in initialized:
                     key = SharePartitionKey(group_id, topic_id, p)
-                    results[(topic_id, p)] = await persister.read_summary(key, 0)
+                    summaries[(topic_id, p)] = await persister.read_summary(key, 0)
                 else:
-                    results[(topic_id, p)] = ShareStateSummary()
-            callback(OK, None, results)
+                    summaries[(topic_id, p)] = ShareStateSummary()
+            lagging = [pair for pair, summary in summaries.items() if lag_known(summary)]
+            ends = await self.end_offsets(lagging) if lagging and self.end_offsets else {}
+            callback(OK, None, {pair: _offsets(s, ends.get(pair)) for pair, s in summaries.items()})
 
         self.coordinator._spawn(read_all())
 
@@ -604,3 +652,19 @@ class ShareGroupAdmin:
             c._spawn(delete_all())
 
         c.manager.append_records(group_id, [rec.state_partition_metadata_record(group)], written)
+
+
+def _offsets(
+    summary: ShareStateSummary, end: tuple[int, ErrorCode] | None
+) -> SharePartitionOffsets:
+    """A share-partition's answer from its summary and its end offset (None: not read)."""
+    if not lag_known(summary) or end is None:
+        return SharePartitionOffsets(
+            summary.start_offset, summary.leader_epoch, -1, summary.error, summary.error_message
+        )
+    end_offset, error = end
+    if error != OK:  # Kafka answers the partition's error alone: start offset 0, epoch 0
+        return SharePartitionOffsets(0, 0, -1, error, END_OFFSET_MESSAGES.get(error))
+    return SharePartitionOffsets(
+        summary.start_offset, summary.leader_epoch, share_partition_lag(summary, end_offset)
+    )

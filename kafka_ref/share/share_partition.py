@@ -32,7 +32,7 @@ writes the `StateBatch`es it produces to the `Persister` (`persister.py`). An of
 the SPSO and the SPEO that has no in-flight entry is no record (the log skipped it: a
 compacted batch); the SPSO passes it.
 
-Rules: SHARE-1 .. SHARE-12.
+Rules: SHARE-1 .. SHARE-12, SHARE-51.
 """
 
 from __future__ import annotations
@@ -366,6 +366,15 @@ class SharePartition:
             else:
                 batches.append(StateBatch(offset, offset, state, record.delivery_count))
         return tuple(batches)
+
+    @property
+    def delivery_complete_count(self) -> int:
+        """The records at or above the SPSO whose delivery is complete, ACKNOWLEDGED or
+        ARCHIVED (KIP-1226): the done records the SPSO has not passed yet, as they sit
+        behind one still in flight (SHARE-51). WriteShareGroupState carries it with the SPSO,
+        so that the admin can tell the lag: the records below the high watermark still to
+        be delivered."""
+        return sum(1 for record in self.records.values() if record.state in DONE)
 
     def has_changes(self) -> bool:
         return bool(self._dirty) or self._start_moved

@@ -241,7 +241,7 @@ class SharePartitionManager:
         sp = entry.share_partition
         start, batches = sp.take_changes()
         return await self.persister.write_state(
-            key, sp.state_epoch, sp.leader_epoch, start, batches
+            key, sp.state_epoch, sp.leader_epoch, start, batches, sp.delivery_complete_count
         )
 
     def release_session(self, session: ShareSession) -> list[SharePartitionKey]:

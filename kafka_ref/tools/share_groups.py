@@ -13,7 +13,9 @@
 
 A share group commits no offsets: where it is in a partition is the share-partition start
 offset (SPSO), below which every record is done. `--describe` (`--offsets`, the default)
-prints one line per share-partition with its START-OFFSET; `--members` the members with
+prints one line per share-partition with its START-OFFSET and its LAG, the records below
+the high watermark not yet acknowledged or archived (KIP-1226; `-` when the coordinator
+cannot tell it, e.g. before the share-partition's first write); `--members` the members with
 their assignments (a partition may be assigned to several); `--state` the group's state,
 assignor and epochs.
 
@@ -25,7 +27,7 @@ next member starts from `share.auto.offset.reset`. Both, and `--delete`, need an
 A bad argument is one line and exit code 2; a refused or failed operation one line and
 exit code 1.
 
-Spec rules: SHARE-49 (spec/share_groups.md).
+Spec rules: SHARE-49, SHARE-51 (spec/share_groups.md).
 """
 
 from __future__ import annotations
@@ -185,10 +187,12 @@ def _describe(admin: Admin, args: argparse.Namespace) -> int:
             )
         print_table(rows)
         return 0
-    starts = admin.list_share_group_offsets(args.group)
-    rows = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET"]]
-    for tp, start in starts.items():
-        rows.append([args.group, tp.topic, tp.partition, "-" if start < 0 else start])
+    offsets = admin.list_share_group_offsets_info(args.group)
+    rows = [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]]
+    for tp, info in offsets.items():
+        start = "-" if info.start_offset < 0 else info.start_offset
+        lag = "-" if info.lag is None else info.lag  # unknown: Kafka's tool prints "-" too
+        rows.append([args.group, tp.topic, tp.partition, start, lag])
     print_table(rows)
     return 0
 

@@ -16,8 +16,10 @@ response; the group logic lives there. Kafka: `KafkaApis.handleShareGroupHeartbe
   **DeleteShareGroupOffsets** (92) resolve topic names to ids, check the topics, and hand
   the rest to the coordinator's `ShareGroupAdmin`, which reads, starts again or deletes
   the share-partitions' state through the persister; they answer once it has (SHARE-49).
+  DescribeShareGroupOffsets v1 adds each share-partition's lag, from the partition's high
+  watermark asked of its leader (SHARE-51).
 
-Rules: SHARE-40, SHARE-47, SHARE-49.
+Rules: SHARE-40, SHARE-47, SHARE-49, SHARE-51.
 """
 
 from __future__ import annotations
@@ -154,8 +156,8 @@ def _described(a: Assignment, names: dict) -> Any:
 
 # -- the share admin's offsets (SHARE-49) ---------------------------------------------
 def handle_describe_share_group_offsets(apis: ApiContext, request: Request) -> Any:
-    """Per group, each partition's start offset from the persister's summary; answered once
-    every group's reads are done (DEFERRED)."""
+    """Per group, each partition's start offset from the persister's summary and, from v1,
+    its lag (SHARE-51); answered once every group's reads are done (DEFERRED)."""
     body = request.body
     topics = {t.name: t for t in apis.controller.topics()}
     names = {t.topic_id: t.name for t in topics.values()}
@@ -190,14 +192,15 @@ def handle_describe_share_group_offsets(apis: ApiContext, request: Request) -> A
         def described(error, message, results, group=group, asked=asked, refused=refused):
             group.error_code, group.error_message = error, message
             by_topic: dict[Any, list] = {}
-            for (topic_id, p), summary in sorted(results.items()):
+            for (topic_id, p), offsets in sorted(results.items()):
                 by_topic.setdefault(topic_id, []).append(
                     R.DescribeShareGroupOffsetsResponsePartition(
                         partition_index=p,
-                        start_offset=summary.start_offset,
-                        leader_epoch=summary.leader_epoch,
-                        error_code=summary.error,
-                        error_message=summary.error_message,
+                        start_offset=offsets.start_offset,
+                        leader_epoch=offsets.leader_epoch,
+                        lag=offsets.lag,  # v1 (SHARE-51)
+                        error_code=offsets.error,
+                        error_message=offsets.error_message,
                     )
                 )
             for topic_id, partitions in by_topic.items():

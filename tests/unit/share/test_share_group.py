@@ -28,9 +28,14 @@ from kafka_ref.protocol.messages import (
 )
 from kafka_ref.record.batch import RecordBatch
 from kafka_ref.share import share_group_records as rec
-from kafka_ref.share.persister import NoOpPersister, SharePartitionKey
+from kafka_ref.share.persister import NoOpPersister, SharePartitionKey, ShareStateSummary
 from kafka_ref.share.share_group import ShareGroup
-from kafka_ref.share.share_group_coordinator import ShareHeartbeat, run_now
+from kafka_ref.share.share_group_coordinator import (
+    END_OFFSET_MESSAGES,
+    ShareHeartbeat,
+    SharePartitionOffsets,
+    run_now,
+)
 
 OK = ErrorCode.NO_ERROR
 E = ErrorCode
@@ -48,6 +53,7 @@ class RecordingPersister(NoOpPersister):
         self.initialized: list[tuple[SharePartitionKey, int, int]] = []
         self.deleted: list[SharePartitionKey] = []
         self.fail: set[SharePartitionKey] = set()
+        self.summaries: dict[SharePartitionKey, ShareStateSummary] = {}
 
     async def initialize(self, key, state_epoch, start_offset):
         if key in self.fail:
@@ -58,6 +64,9 @@ class RecordingPersister(NoOpPersister):
     async def delete_state(self, key):
         self.deleted.append(key)
         return OK
+
+    async def read_summary(self, key, leader_epoch):
+        return self.summaries.get(key, ShareStateSummary())
 
 
 class Harness:
@@ -468,6 +477,39 @@ def admin(h, method, *args):
     getattr(h.coordinator.share_admin, method)(G, *args, lambda *result: box.append(result))
     assert len(box) == 1
     return box[0]
+
+
+@pytest.mark.spec("SHARE-51")
+def test_the_lag_is_the_end_offset_less_the_start_offset_and_the_done_records():
+    h = Harness()
+    h.join("m1")
+    key = {p: SharePartitionKey(G, T1.topic_id, p) for p in range(4)}
+    h.persister.summaries = {
+        key[0]: ShareStateSummary(leader_epoch=7, start_offset=2, delivery_complete_count=3),
+        key[1]: ShareStateSummary(start_offset=-1, delivery_complete_count=-1),  # not written
+        key[2]: ShareStateSummary(start_offset=5, delivery_complete_count=-1),  # no count
+        key[3]: ShareStateSummary(leader_epoch=7, start_offset=4, delivery_complete_count=0),
+    }
+    ordered = [(T1.topic_id, p) for p in range(4)]
+    assert admin(h, "describe_offsets", ordered)[2][ordered[0]].lag == -1  # no end offsets
+    asked = []
+
+    async def end_offsets(pairs):
+        asked.append(sorted(pairs))
+        return {ordered[0]: (10, OK), ordered[3]: (-1, E.LEADER_NOT_AVAILABLE)}
+
+    h.coordinator.share_admin.end_offsets = end_offsets
+    error, _, described = admin(h, "describe_offsets", None)
+    assert error == OK and asked == [[ordered[0], ordered[3]]]  # only those with a lag
+    assert [described[pair] for pair in ordered] == [
+        SharePartitionOffsets(start_offset=2, leader_epoch=7, lag=10 - 2 - 3),
+        SharePartitionOffsets(start_offset=-1, leader_epoch=-1, lag=-1),
+        SharePartitionOffsets(start_offset=5, leader_epoch=-1, lag=-1),
+        # Kafka answers the end offset's error alone: start offset 0, leader epoch 0
+        SharePartitionOffsets(
+            0, 0, -1, E.LEADER_NOT_AVAILABLE, END_OFFSET_MESSAGES[E.LEADER_NOT_AVAILABLE]
+        ),
+    ]
 
 
 @pytest.mark.spec("SHARE-49")

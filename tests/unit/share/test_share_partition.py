@@ -318,6 +318,41 @@ def test_the_start_offset_passes_only_done_records(log, ops):
     assert sp.start_offset == min(first_pending, sp.next_fetch_offset(), sp.end_offset)
 
 
+@pytest.mark.spec("SHARE-51")
+def test_the_delivery_complete_count_is_the_done_records_above_the_start_offset():
+    """Kafka 4.4's measured steps (tests/apache/test_share_lag.py): accepted out of order,
+    the done records wait above the start offset in the count; passed, they leave it."""
+    clock = ManualClock()
+    sp = fresh(clock)
+    sp.acquire("m1", batches((0, 9)), max_records=10, bound=10)
+    assert (sp.start_offset, sp.delivery_complete_count) == (0, 0)
+    sp.acknowledge("m1", [ack(5, 9, AcknowledgeType.ACCEPT)])  # 0-4 still acquired
+    assert (sp.start_offset, sp.delivery_complete_count) == (0, 5)
+    sp.acknowledge("m1", [ack(0, 1, AcknowledgeType.REJECT)])  # archived, then passed
+    assert (sp.start_offset, sp.delivery_complete_count) == (2, 5)
+    sp.acknowledge("m1", [ack(2, 3, AcknowledgeType.RELEASE)])  # available: not done
+    assert (sp.start_offset, sp.delivery_complete_count) == (2, 5)
+    sp.acquire("m1", batches((0, 9)), max_records=10, bound=10)
+    sp.acknowledge("m1", [ack(2, 4, AcknowledgeType.ACCEPT)])
+    assert (sp.start_offset, sp.delivery_complete_count) == (10, 0)
+    # the lag the admin tells from them: high watermark 10, every record done
+    assert 10 - sp.start_offset - sp.delivery_complete_count == 0
+
+
+@pytest.mark.spec("SHARE-51")
+@given(log=logs(), ops=st.lists(OPS, min_size=20, max_size=80))
+def test_the_delivery_complete_count_counts_what_is_done_and_survives_a_write(log, ops):
+    clock = ManualClock()
+    sp = fresh(clock)
+    store = MergingStore()
+    model = run(sp, clock, log, ops, on_write=store.write)
+    done = {o for o in model.done if sp.start_offset <= o < sp.end_offset}
+    assert sp.delivery_complete_count == len(done), (done, sp.records)
+    store.write(sp)  # a new leader reading the written state counts the same
+    rebuilt = SharePartition.from_state(store.read(), 0, CONFIG, clock)
+    assert rebuilt.delivery_complete_count == sp.delivery_complete_count
+
+
 class MergingStore:
     """A persister's merge of WriteShareGroupState's changed batches, offset by offset."""
 

@@ -23,7 +23,11 @@ from kafka_ref.share.persister import (
     ShareState,
     StateBatch,
 )
-from kafka_ref.share.share_partition import SharePartitionConfig
+from kafka_ref.share.share_partition import (
+    AcknowledgementBatch,
+    FetchedBatch,
+    SharePartitionConfig,
+)
 from kafka_ref.share.share_partition_manager import (
     GroupShareConfig,
     SharePartitionManager,
@@ -36,14 +40,15 @@ HOUR_MS = 3_600_000
 
 class CountingPersister(NoOpPersister):
     def __init__(self, state: ShareState) -> None:
-        self.state, self.reads, self.writes = state, [], []
+        self.state, self.reads, self.writes, self.counts = state, [], [], []
 
     async def read_state(self, key, leader_epoch):
         self.reads.append(leader_epoch)
         return self.state
 
-    async def write_state(self, key, state_epoch, leader_epoch, start_offset, batches):
+    async def write_state(self, key, state_epoch, leader_epoch, start_offset, batches, count=-1):
         self.writes.append(start_offset)
+        self.counts.append(count)
         return ErrorCode.NO_ERROR
 
 
@@ -97,6 +102,24 @@ def test_a_state_never_started_begins_at_share_auto_offset_reset(reset, start):
         share_partition = await made.share_partition(KEY, "t")
         assert share_partition.start_offset == start
         assert persister.writes == [start]  # the start is written at once
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.spec("SHARE-51")
+def test_a_write_carries_the_delivery_complete_count_with_the_start_offset():
+    waiting = StateBatch(40, 40, RecordState.AVAILABLE, 1)
+    done = StateBatch(41, 43, RecordState.ACKNOWLEDGED, 1)  # done behind 40, not yet passed
+    state = ShareState(start_offset=40, batches=(waiting, done))
+    made, _, persister = manager(state)
+
+    async def scenario():
+        sp = await made.share_partition(KEY, "t")
+        sp.acquire("m1", [FetchedBatch(40, 43)], max_records=10, bound=100)
+        await made.persist(KEY)
+        sp.acknowledge("m1", [AcknowledgementBatch(40, 40, (1,))])  # accepted: all passed
+        await made.persist(KEY)
+        assert list(zip(persister.writes, persister.counts, strict=True)) == [(40, 3), (44, 0)]
 
     asyncio.run(scenario())
 
