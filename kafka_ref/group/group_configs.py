@@ -14,14 +14,15 @@ key's default is the broker config it overrides, its *synonym*:
     share.session.timeout.ms          group.share.session.timeout.ms
     share.heartbeat.interval.ms       group.share.heartbeat.interval.ms
     share.record.lock.duration.ms     group.share.record.lock.duration.ms
+    share.delivery.count.limit        group.share.delivery.count.limit
+    share.partition.max.record.locks  group.share.partition.max.record.locks
     share.auto.offset.reset           (none: latest)
     share.isolation.level             (none: read_uncommitted)
 
 Kafka 4.4 also has the streams groups' keys (`streams.*`), the assignment intervals, the
-assignor offload switches, `share.renew.acknowledge.enable`, the dead-letter queue keys
-(`errors.deadletterqueue.*`), and per group `share.delivery.count.limit` and
-`share.partition.max.record.locks`. kafka-ref does not apply any of those per group, so it
-does not accept them: setting one is an unknown group config name.
+assignor offload switches, `share.renew.acknowledge.enable` and the dead-letter queue keys
+(`errors.deadletterqueue.*`). kafka-ref does not apply any of those per group, so it does
+not accept them: setting one is an unknown group config name.
 
 **Validation** (Kafka: `GroupConfig.validate`), of the group's whole new set, in Kafka's
 order and words, each failure INVALID_CONFIG: an unknown key ("Unknown group config name:
@@ -143,6 +144,30 @@ GROUP_CONFIGS: dict[str, GroupConfigKey] = {
             ),
         ),
         _key(
+            "share.delivery.count.limit",
+            "int",
+            5,
+            "The maximum number of delivery attempts for a record delivered to a share group.",
+            2,
+            "group.share.delivery.count.limit",
+            (
+                "group.share.min.delivery.count.limit",
+                "group.share.max.delivery.count.limit",
+            ),
+        ),
+        _key(
+            "share.partition.max.record.locks",
+            "int",
+            2000,
+            "The maximum number of records a share-partition of the group may have in flight.",
+            100,
+            "group.share.partition.max.record.locks",
+            (
+                "group.share.min.partition.max.record.locks",
+                "group.share.max.partition.max.record.locks",
+            ),
+        ),
+        _key(
             "share.auto.offset.reset",
             "string",
             LATEST,
@@ -194,6 +219,20 @@ GROUP_BOUND_DEFS = [
             60000,
             "most",
             "share.record.lock.duration.ms",
+        ),
+        ("group.share.min.delivery.count.limit", 2, "least", "share.delivery.count.limit"),
+        ("group.share.max.delivery.count.limit", 10, "most", "share.delivery.count.limit"),
+        (
+            "group.share.min.partition.max.record.locks",
+            100,
+            "least",
+            "share.partition.max.record.locks",
+        ),
+        (
+            "group.share.max.partition.max.record.locks",
+            4000,
+            "most",
+            "share.partition.max.record.locks",
         ),
     ]
 ]
@@ -304,4 +343,6 @@ class GroupConfigs:
             auto_offset_reset=values["share.auto.offset.reset"],
             read_committed=values["share.isolation.level"] == READ_COMMITTED,
             record_lock_duration_ms=values["share.record.lock.duration.ms"],
+            delivery_count_limit=values["share.delivery.count.limit"],
+            max_record_locks=values["share.partition.max.record.locks"],
         )

@@ -60,6 +60,8 @@ class GroupShareConfig:
     auto_offset_reset: str = LATEST  # share.auto.offset.reset
     read_committed: bool = False  # share.isolation.level=read_committed
     record_lock_duration_ms: int | None = None  # share.record.lock.duration.ms; None: broker's
+    delivery_count_limit: int | None = None  # share.delivery.count.limit; None: broker's
+    max_record_locks: int | None = None  # share.partition.max.record.locks; None: broker's
 
 
 @dataclass
@@ -135,12 +137,16 @@ class SharePartitionManager:
 
     def partition_config(self, group_id: str) -> SharePartitionConfig:
         """The limits of the group's share-partitions: the broker's, with the group's
-        `share.record.lock.duration.ms` on top (read at every acquisition, so a changed
+        `share.record.lock.duration.ms`, `share.delivery.count.limit` and
+        `share.partition.max.record.locks` on top (read at every acquisition, so a changed
         group config holds from the next one; CONFIG-14)."""
-        lock_ms = self.group_config(group_id).record_lock_duration_ms
-        if lock_ms is None:
-            return self.config
-        return replace(self.config, record_lock_duration_ms=lock_ms)
+        group = self.group_config(group_id)
+        own = {
+            "record_lock_duration_ms": group.record_lock_duration_ms,
+            "delivery_count_limit": group.delivery_count_limit,
+            "max_record_locks": group.max_record_locks,
+        }
+        return replace(self.config, **{k: v for k, v in own.items() if v is not None})
 
     def _reset_offset(self, partition: Any, group: GroupShareConfig) -> int:
         """Where a share-partition never started begins (`share.auto.offset.reset`)."""

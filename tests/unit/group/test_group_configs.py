@@ -42,8 +42,10 @@ def test_the_keys_their_broker_synonyms_and_kafkas_bounds():
         "consumer.heartbeat.interval.ms",
         "consumer.session.timeout.ms",
         "share.auto.offset.reset",
+        "share.delivery.count.limit",
         "share.heartbeat.interval.ms",
         "share.isolation.level",
+        "share.partition.max.record.locks",
         "share.record.lock.duration.ms",
         "share.session.timeout.ms",
     ]
@@ -52,6 +54,14 @@ def test_the_keys_their_broker_synonyms_and_kafkas_bounds():
     assert BROKER["group.share.max.record.lock.duration.ms"] == 60000
     assert BROKER["group.consumer.min.session.timeout.ms"] == 45000
     assert BROKER["group.consumer.max.heartbeat.interval.ms"] == 15000
+    assert (
+        BROKER["group.share.min.delivery.count.limit"],
+        BROKER["group.share.max.delivery.count.limit"],
+    ) == (2, 10)
+    assert (
+        BROKER["group.share.min.partition.max.record.locks"],
+        BROKER["group.share.max.partition.max.record.locks"],
+    ) == (100, 4000)
 
 
 @pytest.mark.spec("CONFIG-11")
@@ -76,6 +86,20 @@ def test_validation_in_kafkas_order_and_words():
     )
     assert problem({"consumer.heartbeat.interval.ms": "4999"}) == (
         "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."
+    )
+    assert problem({"share.delivery.count.limit": "1"}) == (
+        "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"
+    )
+    assert problem({"share.delivery.count.limit": "11"}) == (
+        "share.delivery.count.limit must be in the range 2 to 10 inclusive."
+    )
+    assert problem({"share.delivery.count.limit": "10"}) is None
+    assert problem({"share.partition.max.record.locks": "99"}) == (
+        "Invalid value 99 for configuration share.partition.max.record.locks: "
+        "Value must be at least 100"
+    )
+    assert problem({"share.partition.max.record.locks": "5000"}) == (
+        "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."
     )
     assert "by_duration:<PnDTnHnMn.nS>" in problem({"share.auto.offset.reset": "by_duration:-PT1H"})
     assert "by_duration:<PnDTnHnMn.nS>" in problem({"share.auto.offset.reset": "soon"})
@@ -113,6 +137,11 @@ def test_for_group_is_the_groups_value_else_the_brokers():
         20000,
     )
     assert configs.share_config("other").auto_offset_reset == "latest"
+    stored["g"] |= {"share.delivery.count.limit": "3", "share.partition.max.record.locks": "150"}
+    share = configs.share_config("g")
+    assert (share.delivery_count_limit, share.max_record_locks) == (3, 150)
+    other = configs.share_config("other")  # the broker's, Kafka's defaults here
+    assert (other.delivery_count_limit, other.max_record_locks) == (5, 2000)
 
 
 @pytest.mark.spec("CONFIG-13")

@@ -79,6 +79,8 @@ def test_describe_and_alter_a_groups_configs_with_the_admin_client(broker):
         "share.session.timeout.ms": ("45000", DEFAULT),
         "share.heartbeat.interval.ms": ("5000", DEFAULT),
         "share.record.lock.duration.ms": (str(LOCK_MS), STATIC),  # server.properties
+        "share.delivery.count.limit": ("5", DEFAULT),
+        "share.partition.max.record.locks": ("2000", DEFAULT),
         "share.auto.offset.reset": ("latest", DEFAULT),
         "share.isolation.level": ("read_uncommitted", DEFAULT),
     }
@@ -257,6 +259,65 @@ def test_share_auto_offset_reset_earliest_makes_a_new_share_group_read_from_offs
         # without the config: the latest offset, nothing to read; with it, offset 0
         assert _share_fetch(wire, "from-end", "m-from-end", topic_id) == ([], LOCK_MS)
         assert _share_fetch(wire, "from-start", "m-from-start", topic_id) == ([(0, 2, 1)], 16000)
+
+
+def _release_and_fetch(wire: Wire, group: str, member: str, topic_id, epoch: int) -> list:
+    """The next ShareFetch of `member`'s session: it releases offset 0 and fetches again."""
+    body = ShareFetchRequest(
+        group_id=group,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_records=10,
+        batch_size=10,
+        topics=[
+            ShareFetchRequest.FetchTopic(
+                topic_id=topic_id,
+                partitions=[
+                    ShareFetchRequest.FetchPartition(
+                        partition_index=0,
+                        acknowledgement_batches=[
+                            ShareFetchRequest.AcknowledgementBatch(
+                                first_offset=0,
+                                last_offset=0,
+                                acknowledge_types=[2],  # RELEASE
+                            )
+                        ],
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+    )
+    answer = wire.request(ApiKey.SHARE_FETCH, 1, body)
+    assert answer.error_code == ErrorCode.NO_ERROR, answer
+    return acquired(answer)
+
+
+@pytest.mark.spec("CONFIG-14")
+def test_share_delivery_count_limit_of_the_group_archives_sooner(broker):
+    """The broker's limit is Kafka's 5; the group "impatient" sets 2. A record released at
+    each delivery is delivered twice to it, then archived; the other group gets it a third
+    time."""
+    for group in ("impatient", "patient"):
+        alter(broker, group, share_auto_offset_reset="earliest")
+    alter(broker, "impatient", share_delivery_count_limit="2")
+    with Wire(broker.port) as wire:
+        wire.create_topic(TOPIC)
+        wire.produce(TOPIC, 0, batch(1))  # offset 0
+        topic_id = wire.metadata([TOPIC], version=12, auto=False).topics[0].topic_id
+        deliveries = {}
+        for group in ("impatient", "patient"):
+            _coordinator(wire, group)
+            _assigned(wire, group, "m-" + group)
+            got = [_share_fetch(wire, group, "m-" + group, topic_id)[0]]
+            got += [_release_and_fetch(wire, group, "m-" + group, topic_id, e) for e in (1, 2)]
+            deliveries[group] = got
+    assert deliveries == {
+        "impatient": [[(0, 0, 1)], [(0, 0, 2)], []],
+        "patient": [[(0, 0, 1)], [(0, 0, 2)], [(0, 0, 3)]],
+    }
 
 
 @pytest.mark.spec("CONFIG-15")
