@@ -354,8 +354,9 @@ class SharePartition:
                     f"last delivery must be ARCHIVED, never AVAILABLE again (SHARE-5)"
                 )
                 acquired.append(offset)
+        runs = self._runs(acquired)  # from the records, before the SPSO moves and forgets any
         self._advance_start()
-        return self._runs(acquired)
+        return runs
 
     def _runs(self, offsets: list[int]) -> list[AcquiredRecords]:
         """Consecutive offsets with one delivery count, as AcquiredRecords."""
