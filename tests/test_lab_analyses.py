@@ -353,3 +353,32 @@ def test_lab10_times_the_elections_and_tells_the_slowest_without_jitter(
     assert events[0].split()[1] == "crash", story
     assert any("Candidate(" in e for e in events), story
     assert any("Leader(" in e for e in events), story
+
+
+# ---------------------------------------------------------------------------- lab 11
+@pytest.mark.spec("LAB-4")
+def test_lab11_times_redelivery_by_lock_and_counts_poison_deliveries(tmp_path, spark, monkeypatch):
+    """Every setting finishes (its SPSO reaches the end); the records of a hung member wait
+    about the lock for their next delivery, longer as the lock grows, and those of a crashed
+    member about a poll; a 1 s lock processes records twice and RENEW prevents it; a poison
+    record is delivered exactly the delivery limit's number of times. A crashed member's
+    records are released at once, and a waiting member's fetch is woken for them."""
+    module = analysis_module("11")
+    table = analyse("11", tmp_path, monkeypatch)
+    rows = {r[0]: r for r in rows_of(table)}
+    assert list(rows) == [s.name for s in module.SETTINGS], table
+    records = int(re.search(r"(\d+) records per run", table).group(1))
+    for r in rows.values():
+        assert int(r[4]) == records, r  # the lowest final SPSO: every run finished
+    settings = {s.name: s for s in module.SETTINGS}
+    wait = {name: int(r[13]) for name, r in rows.items()}
+    for name, s in settings.items():
+        if s.factor in ("baseline", "lock") and not s.renew and s.lock_ms > 1_000:
+            assert s.lock_ms - 500 <= wait[name] <= s.lock_ms + 200, (name, wait[name])
+        if s.crash:
+            assert wait[name] <= module.MAX_WAIT_MS, (name, wait[name])  # no lock waited for
+        assert float(rows[name][10]) == s.limit, (name, rows[name])  # deliveries per poison
+    twice = {name: int(r[7]) for name, r in rows.items()}
+    assert twice["lock 1 s"] > 0 and twice["lock 1 s, RENEW"] < twice["lock 1 s"], twice
+    outcomes = {r[0]: r for r in rows_of(section(table, "Deliveries by outcome"))}
+    assert int(outcomes["crashes, not hangs"][6]) > 0 and outcomes["crashes, not hangs"][5] == "0"

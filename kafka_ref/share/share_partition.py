@@ -32,17 +32,29 @@ writes the `StateBatch`es it produces to the `Persister` (`persister.py`). An of
 the SPSO and the SPEO that has no in-flight entry is no record (the log skipped it: a
 compacted batch); the SPSO passes it.
 
+Three rules of the state machine are small pure functions it asks, each a seam that lab 11
+hands to students (kafka_ref/seams.py): `acknowledge_record`, what one acknowledgement does
+to one record (the holder's check, the new state, the delivery count, RENEW's lock);
+`release_on_lock_timeout`, what the lock timer does to a record a member holds (Kafka's
+`AcquisitionLockTimerTask`); and `next_start_offset`, where the SPSO moves over the done
+records (Kafka's `findLastOffsetAcknowledged`). They see an in-flight record as an
+`InFlightState` (a NamedTuple of Kafka's `InFlightState` fields) and answer with plain
+values; the share-partition checks the acknowledgement batches, applies their answers all
+or nothing, and keeps the records, the locks and the persisted changes.
+
 Rules: SHARE-1 .. SHARE-12, SHARE-51.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kafka_ref.clock import Clock
 from kafka_ref.errors import ErrorCode
+from kafka_ref.seams import seam
 from kafka_ref.share.persister import RecordState, ShareState, StateBatch
 
 DONE = frozenset({RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
@@ -110,6 +122,115 @@ class AcknowledgementBatch:
     acknowledge_types: tuple[int, ...]
 
 
+class InFlightState(NamedTuple):
+    """One in-flight record as the share-partition's rules see it (Kafka `InFlightState`):
+    its state, its delivery count (how many times it was acquired), and while ACQUIRED its
+    holder and the deadline of its acquisition lock (None otherwise)."""
+
+    state: RecordState
+    delivery_count: int
+    member_id: str | None = None
+    lock_deadline_ms: int | None = None
+
+
+class Transition(NamedTuple):
+    """What one acknowledgement does to one record: refused (`error` is not NO_ERROR: the
+    whole acknowledgement is, and nothing changes), or the record's state and delivery
+    count after it, and whether its acquisition lock starts again (RENEW)."""
+
+    error: ErrorCode
+    state: RecordState
+    delivery_count: int
+    renew_lock: bool = False
+
+
+def _released(delivery_count: int, delivery_count_limit: int) -> RecordState:
+    """A record given back: AVAILABLE again, or ARCHIVED once it has been delivered
+    `group.share.delivery.count.limit` times (SHARE-5)."""
+    if delivery_count >= delivery_count_limit:
+        return RecordState.ARCHIVED
+    return RecordState.AVAILABLE
+
+
+@seam
+def acknowledge_record(
+    record: InFlightState,
+    member_id: str,
+    ack_type: AcknowledgeType,
+    delivery_count_limit: int,
+) -> Transition:
+    """What `member_id`'s acknowledgement `ack_type` does to `record` (SHARE-4, SHARE-5,
+    SHARE-12; Kafka `SharePartition.acknowledgePerOffsetBatchRecords` and
+    `InFlightState.startStateTransition`).
+
+    Only the holder acknowledges: a record that is not ACQUIRED by `member_id` (available,
+    done, or held by another member) refuses it with INVALID_RECORD_STATE. The holder's
+    ACCEPT makes it ACKNOWLEDGED; REJECT and GAP make it ARCHIVED; RELEASE gives it back,
+    AVAILABLE unless it has been delivered `delivery_count_limit` times (then ARCHIVED);
+    RENEW keeps it ACQUIRED and starts its lock again. The delivery count is the
+    acquisitions': an acknowledgement never changes it."""
+    if record.state is not RecordState.ACQUIRED or record.member_id != member_id:
+        return Transition(ErrorCode.INVALID_RECORD_STATE, record.state, record.delivery_count)
+    count = record.delivery_count
+    if ack_type is AcknowledgeType.ACCEPT:
+        return Transition(ErrorCode.NO_ERROR, RecordState.ACKNOWLEDGED, count)
+    if ack_type is AcknowledgeType.RELEASE:
+        return Transition(ErrorCode.NO_ERROR, _released(count, delivery_count_limit), count)
+    if ack_type is AcknowledgeType.RENEW:
+        return Transition(ErrorCode.NO_ERROR, RecordState.ACQUIRED, count, renew_lock=True)
+    return Transition(ErrorCode.NO_ERROR, RecordState.ARCHIVED, count)  # REJECT, GAP
+
+
+@seam
+def release_on_lock_timeout(
+    record: InFlightState, now_ms: int, delivery_count_limit: int
+) -> RecordState:
+    """The state of `record`, an ACQUIRED record, when the acquisition lock timer looks at
+    it at `now_ms` (SHARE-6, SHARE-5; Kafka `AcquisitionLockTimerTask`,
+    `SharePartition.releaseAcquisitionLockOnTimeout`).
+
+    A lock holds until its deadline: before it the record stays ACQUIRED. At the deadline or
+    after, the record is released as by RELEASE: AVAILABLE for another delivery, unless it
+    has been delivered `delivery_count_limit` times, then ARCHIVED."""
+    if record.lock_deadline_ms is None or now_ms < record.lock_deadline_ms:
+        return record.state
+    return _released(record.delivery_count, delivery_count_limit)
+
+
+@seam
+def next_start_offset(start_offset: int, end_offset: int, states: Mapping[int, RecordState]) -> int:
+    """Where the SPSO moves after a change (SHARE-7; Kafka
+    `SharePartition.findLastOffsetAcknowledged` and `maybeUpdateCachedStateAndOffsets`).
+
+    `start_offset` is the SPSO, `end_offset` the SPEO, `states` the state of each in-flight
+    record by offset. The SPSO passes every done record (ACKNOWLEDGED or ARCHIVED) and every
+    offset between the two that has no record (compacted away: nothing waits on it), and
+    stops at the first AVAILABLE or ACQUIRED record, or at the SPEO."""
+    offset = start_offset
+    while offset < end_offset:
+        state = states.get(offset)
+        if state is not None and state not in DONE:
+            break
+        offset += 1
+    return offset
+
+
+class _States(Mapping[int, RecordState]):
+    """The in-flight records' states by offset, read-only and without a copy."""
+
+    def __init__(self, records: dict[int, InFlightRecord]) -> None:
+        self._records = records
+
+    def __getitem__(self, offset: int) -> RecordState:
+        return self._records[offset].state
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted(self._records))
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
 @dataclass
 class InFlightRecord:
     """One record between the SPSO and the SPEO."""
@@ -122,6 +243,10 @@ class InFlightRecord:
     def __post_init__(self) -> None:
         held = self.state is RecordState.ACQUIRED
         assert held == (self.member_id is not None) == (self.lock_deadline_ms is not None), self
+
+    def view(self) -> InFlightState:
+        """The record as the rules see it (a snapshot)."""
+        return InFlightState(self.state, self.delivery_count, self.member_id, self.lock_deadline_ms)
 
 
 @dataclass
@@ -222,10 +347,16 @@ class SharePartition:
                 record.state = RecordState.ACQUIRED
                 record.delivery_count += 1
                 record.member_id, record.lock_deadline_ms = member_id, deadline
-                assert record.delivery_count <= self.config.delivery_count_limit, record
+                limit = self.config.delivery_count_limit
+                assert record.delivery_count <= limit, (
+                    f"offset {offset} acquired for delivery {record.delivery_count}, past "
+                    f"group.share.delivery.count.limit {limit}: a record given back after its "
+                    f"last delivery must be ARCHIVED, never AVAILABLE again (SHARE-5)"
+                )
                 acquired.append(offset)
+        runs = self._runs(acquired)  # from the records, before the SPSO moves and forgets any
         self._advance_start()
-        return self._runs(acquired)
+        return runs
 
     def _runs(self, offsets: list[int]) -> list[AcquiredRecords]:
         """Consecutive offsets with one delivery count, as AcquiredRecords."""
@@ -243,10 +374,11 @@ class SharePartition:
 
     def acknowledge(self, member_id: str, batches: Iterable[AcknowledgementBatch]) -> ErrorCode:
         """Apply a member's acknowledgements, all or nothing: every offset named must be
-        ACQUIRED by `member_id` (INVALID_RECORD_STATE), or below the SPSO (done already:
-        ignored, as Kafka does); an offset at or past the SPEO was never delivered
-        (INVALID_REQUEST). On an error nothing changes."""
-        plan: list[tuple[int, AcknowledgeType]] = []
+        ACQUIRED by `member_id` (INVALID_RECORD_STATE: `acknowledge_record` decides), or
+        below the SPSO (done already: ignored, as Kafka does); an offset at or past the SPEO
+        was never delivered (INVALID_REQUEST). On an error nothing changes."""
+        limit = self.config.delivery_count_limit
+        plan: list[tuple[int, Transition]] = []
         for batch in batches:
             types = batch.acknowledge_types
             span = batch.last_offset - batch.first_offset + 1
@@ -261,38 +393,41 @@ class SharePartition:
                 if offset >= self.end_offset:
                     return ErrorCode.INVALID_REQUEST  # never delivered
                 record = self.records.get(offset)
-                if record is None or record.member_id != member_id:
-                    return ErrorCode.INVALID_RECORD_STATE  # not held by this member
-                plan.append((offset, AcknowledgeType(raw)))
+                if record is None:
+                    return ErrorCode.INVALID_RECORD_STATE  # no record here: never acquired
+                kind = AcknowledgeType(raw)
+                transition = acknowledge_record(record.view(), member_id, kind, limit)
+                if transition.error != ErrorCode.NO_ERROR:
+                    return transition.error  # e.g. not held by this member
+                plan.append((offset, transition))
         if len({offset for offset, _ in plan}) != len(plan):
             return ErrorCode.INVALID_REQUEST  # one offset acknowledged twice
         now = self.clock.milliseconds()
-        for offset, kind in plan:
+        for offset, transition in plan:
             record = self.records[offset]
-            if kind is AcknowledgeType.ACCEPT:
-                self._settle(offset, RecordState.ACKNOWLEDGED)
-            elif kind is AcknowledgeType.RELEASE:
-                self._release(offset)
-            elif kind is AcknowledgeType.RENEW:
-                record.lock_deadline_ms = now + self.config.record_lock_duration_ms
-            else:  # REJECT, GAP
-                self._settle(offset, RecordState.ARCHIVED)
+            deadline = record.lock_deadline_ms
+            if transition.renew_lock or deadline is None:
+                deadline = now + self.config.record_lock_duration_ms
+            self._set(offset, transition.state, transition.delivery_count, member_id, deadline)
         self._advance_start()
         return ErrorCode.NO_ERROR
 
     def expire_locks(self) -> bool:
-        """Release every record whose acquisition lock has expired (Kafka's
+        """Let the acquisition lock timer look at every ACQUIRED record: those whose lock
+        has expired are released (`release_on_lock_timeout` decides; Kafka's
         `AcquisitionLockTimerTask`). True if any was."""
         now = self.clock.milliseconds()
-        expired = [
-            offset
-            for offset, record in self.records.items()
-            if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now
-        ]
-        for offset in expired:
-            self._release(offset)
+        limit = self.config.delivery_count_limit
+        expired = False
+        for offset, record in list(self.records.items()):
+            if record.state is not RecordState.ACQUIRED:
+                continue
+            state = release_on_lock_timeout(record.view(), now, limit)
+            if state != record.state:
+                self._set(offset, state, record.delivery_count)
+                expired = True
         self._advance_start()
-        return bool(expired)
+        return expired
 
     def next_lock_deadline(self) -> int | None:
         """The earliest acquisition lock deadline, for the broker's timer."""
@@ -301,23 +436,37 @@ class SharePartition:
 
     def release_member(self, member_id: str) -> bool:
         """A member left the group or closed its share session: what it holds is released,
-        as a RELEASE would (Kafka `releaseAcquiredRecords`). True if it held anything."""
+        as its RELEASE would (Kafka `releaseAcquiredRecords`). True if it held anything."""
         held = [o for o, r in self.records.items() if r.member_id == member_id]
+        limit = self.config.delivery_count_limit
         for offset in held:
-            self._release(offset)
+            record = self.records[offset]
+            release = acknowledge_record(record.view(), member_id, AcknowledgeType.RELEASE, limit)
+            if release.error == ErrorCode.NO_ERROR:
+                state, count = release.state, release.delivery_count
+                self._set(offset, state, count, member_id, record.lock_deadline_ms)
         self._advance_start()
         return bool(held)
 
-    def _release(self, offset: int) -> None:
-        """Back to AVAILABLE, or ARCHIVED once delivered `delivery_count_limit` times."""
-        record = self.records[offset]
-        spent = record.delivery_count >= self.config.delivery_count_limit
-        self._settle(offset, RecordState.ARCHIVED if spent else RecordState.AVAILABLE)
-
-    def _settle(self, offset: int, state: RecordState) -> None:
-        record = self.records[offset]
-        assert record.state is RecordState.ACQUIRED, (offset, record)
-        record.state, record.member_id, record.lock_deadline_ms = state, None, None
+    def _set(
+        self,
+        offset: int,
+        state: RecordState,
+        delivery_count: int,
+        member_id: str | None = None,
+        lock_deadline_ms: int | None = None,
+    ) -> None:
+        """Put the record at `offset` in `state`; only an ACQUIRED record keeps a holder
+        and a lock (the acknowledging member's, until `lock_deadline_ms`)."""
+        record, state = self.records[offset], RecordState(state)
+        held = state is RecordState.ACQUIRED
+        assert not held or (member_id is not None and lock_deadline_ms is not None), (
+            f"offset {offset} would be ACQUIRED by nobody ({record.state.name} before): a "
+            f"record is acquired by a fetch only (SHARE-2)"
+        )
+        record.state, record.delivery_count = state, delivery_count
+        record.member_id = member_id if held else None
+        record.lock_deadline_ms = lock_deadline_ms if held else None
         self._dirty.add(offset)
 
     # -- the start offset ---------------------------------------------------------------
@@ -334,15 +483,18 @@ class SharePartition:
         self._start_moved = True
 
     def _advance_start(self) -> None:
-        """Move the SPSO over the done prefix (and over offsets that are no records)."""
-        while self.start_offset < self.end_offset:
-            record = self.records.get(self.start_offset)
-            if record is not None and record.state not in DONE:
-                break
-            self.records.pop(self.start_offset, None)
-            self._dirty.discard(self.start_offset)
-            self.start_offset += 1
-            self._start_moved = True
+        """Move the SPSO over the done prefix (and over offsets that are no records), as
+        `next_start_offset` says; the records below it are forgotten."""
+        start = next_start_offset(self.start_offset, self.end_offset, _States(self.records))
+        assert self.start_offset <= start <= self.end_offset, (
+            f"the SPSO would move from {self.start_offset} to {start} with the SPEO at "
+            f"{self.end_offset}: it never moves back, nor past the SPEO (SHARE-7)"
+        )
+        for offset in range(self.start_offset, start):
+            self.records.pop(offset, None)
+            self._dirty.discard(offset)
+        if start != self.start_offset:
+            self.start_offset, self._start_moved = start, True
         assert all(self.start_offset <= o < self.end_offset for o in self.records), self
 
     # -- persistence --------------------------------------------------------------------
