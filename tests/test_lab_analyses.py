@@ -25,21 +25,6 @@ from kafka_ref.tools.lab import ROOT, labs
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    """One Spark session for every analysis below: each would otherwise start its own JVM
-    (`spark_for` leaves a session it did not start running)."""
-    from pyspark import SparkContext
-
-    from kafka_ref.tools.lab_analysis import spark_session
-
-    running = SparkContext._active_spark_context is not None
-    session = spark_session("local[2]", str(tmp_path_factory.mktemp("lab-spark")))
-    yield session
-    if not running:
-        session.stop()
-
-
 def analysis_module(lab: str) -> ModuleType:
     path = ROOT / "labs" / labs()[lab].path.name / "analysis.py"
     spec = importlib.util.spec_from_file_location(f"lab{lab}_analysis", path)

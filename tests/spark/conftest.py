@@ -1,11 +1,6 @@
-"""One local SparkSession and one in-process kafka-ref broker for all the Spark tests.
+"""One in-process kafka-ref broker for all the Spark tests; their SparkSession, `spark`, is
+tests/conftest.py's, the one every test of the run shares.
 
-A SparkSession costs seconds to start (a JVM, then the first Python data source query
-costs more), so the whole run shares one: `local[2]` for this 2-core CI machine, no UI, two
-shuffle partitions, UTC, and the workers on this interpreter (PYSPARK_PYTHON) so they
-import this checkout's kafka_ref. Its `spark.jars` hold Spark's own Kafka connector
-(kafka_ref/spark/connector.py), so `format("kafka")` runs beside `format("kafka_ref")`;
-jars must be given before the JVM starts, so every Spark test's session has them.
 The broker is a `BrokerThread` on a free port; each test creates its own topics
 (`new_topic`) so tests never see each other's records.
 """
@@ -13,8 +8,6 @@ The broker is a `BrokerThread` on a free port; each test creates its own topics
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 import time
 
 import pytest
@@ -26,36 +19,6 @@ from kafka_ref.server.kafka_config import KafkaConfig
 
 T0 = 1_700_000_000_000  # record timestamps in the tests start here (2023-11-14)
 _topic_ids = itertools.count(1)
-
-
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # everything is on this machine
-    from pyspark.sql import SparkSession
-
-    import kafka_ref.spark
-    from kafka_ref.spark import connector
-
-    base = tmp_path_factory.mktemp("spark")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafka-ref-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(base / "warehouse"))
-        .config("spark.local.dir", str(base / "local"))
-        .config("spark.sql.streaming.stopTimeout", "30s")
-        .config("spark.jars", connector.jars())
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    kafka_ref.spark.register(session)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")
