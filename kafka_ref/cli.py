@@ -60,7 +60,9 @@ class UsageError(Exception):
     """A bad argument: reported as one line, exit code 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only`, that subcommand's arguments alone: the others
+    keep their name and help, and their modules are not imported."""
     parser = argparse.ArgumentParser(prog="kafka-ref", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--log-level",
@@ -70,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text)
+            continue
         module = importlib.import_module(module_name)
         # The docstring is the manual, laid out as written: examples one per line.
         cmd = sub.add_parser(
@@ -83,8 +88,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand `argv` names (the first word after the options), if it is one."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    # Only the command that runs is imported: all of them together (the broker, the
+    # controller, every tool) cost about a second of start-up to each `kafka-ref` run.
+    parser = build_parser(command_of(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     level = args.log_level or ("INFO" if args.command in SERVERS else "WARNING")
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

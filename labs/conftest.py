@@ -5,9 +5,14 @@ solution may be slow, and that is fine). Grading must not depend on chance or on
 graded before: `derandomize` draws the same examples on every run (seeded from the test
 itself), and `database=None` keeps no failing examples between runs, so one student's
 counter-examples are never replayed when grading the next.
+
+No explain phase: after shrinking a failure, hypothesis would run the test again and again
+to mark the parts of the counter-example that do not matter (`# or any other generated
+value`). `lab check` drops those comments from the reason it reports, and the phase took
+most of the grading time of a solution failing many property tests (the skeleton).
 """
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
     "labs",
@@ -16,6 +21,7 @@ settings.register_profile(
     derandomize=True,
     database=None,
     print_blob=False,
+    phases=[p for p in Phase if p is not Phase.explain],
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("labs")

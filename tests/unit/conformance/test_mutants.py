@@ -6,6 +6,10 @@ the per-rule report it writes must show at least one of those rules failing (CON
 a mutant of an internal rule, a pytest subprocess applies it in process (`--mutant`) and
 runs only the unit tests citing its rules; at least one must fail. A subprocess, because
 the mutant patches kafka-ref's classes and the run must not share state with this one.
+
+Each run stops at its first failing test (`-x`): one failure of a declared rule is the
+verdict, and the tests after it, each starting brokers or replaying a history, would only
+repeat it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ def run_suite(mutant: str, rules: tuple[str, ...], report_dir: pathlib.Path):
         f"--target=kafka_ref:mutant={mutant}",
         f"--spec-filter={','.join(rules)}",
         f"--conformance-report={report_dir}",
+        "-x",
     ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
@@ -49,6 +54,7 @@ def run_unit_tests(mutant: str):
         "no:cacheprovider",
         f"--mutant={mutant}",
         "-rf",
+        "-x",
     ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
