@@ -175,13 +175,9 @@ def validate_and_assign(
             _check_records(view, pos, header, config, now)
         batches.append((pos, header))
         pos += header.size
-    if size > config.segment_bytes:
-        raise RecordBatchTooLargeError(
-            f"append of {size} bytes exceeds segment.bytes {config.segment_bytes}"
-        )
-
     log_append_time = -1
     if assign_offsets:
+        _check_segment_room(size, config)
         if config.message_timestamp_type == "LogAppendTime":
             log_append_time = now
         first = offset = log_end_offset
@@ -201,6 +197,9 @@ def validate_and_assign(
                     f"batch base offset {header.base_offset} is below the expected {expected}"
                 )
             expected = header.next_offset
+        # A follower's batches are checked against the log end before their size, in
+        # Kafka's order (UnifiedLog.append): a stale batch is refused as stale.
+        _check_segment_room(size, config)
         first, lasts = batches[0][1].base_offset, [h.last_offset for _, h in batches]
         stamped = [(h.base_offset, h) for _, h in batches]
 
@@ -222,3 +221,11 @@ def validate_and_assign(
         log_start_offset=log_start_offset,
         batches=tuple(stamped),
     )
+
+
+def _check_segment_room(size: int, config) -> None:
+    """An append larger than a whole segment can never be written (SEG-6)."""
+    if size > config.segment_bytes:
+        raise RecordBatchTooLargeError(
+            f"append of {size} bytes exceeds segment.bytes {config.segment_bytes}"
+        )

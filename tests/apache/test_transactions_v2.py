@@ -72,6 +72,16 @@ def end_txn_v5_script(port: int, topic: str) -> list[tuple[str, int, str, int]]:
                 committed=commit,
             )
             answer = producer.coordinator.request(ApiKey.END_TXN, 5, body)
+            deadline = time.monotonic() + 30
+            # The last transaction's markers may still be in flight at the coordinator
+            # (Kafka: PREPARE_COMMIT until every marker is written, even once the partition's
+            # LSO has moved): CONCURRENT_TRANSACTIONS, which a client retries after a backoff.
+            while (
+                answer.error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.1)
+                answer = producer.coordinator.request(ApiKey.END_TXN, 5, body)
             named = {pid: "first", -1: "none"}.get(answer.producer_id, "other")
             relative = answer.producer_epoch - first if answer.producer_epoch >= 0 else -1
             answers.append((step, answer.error_code, named, relative))

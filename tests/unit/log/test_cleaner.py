@@ -631,12 +631,12 @@ def test_a_crash_while_writing_the_cleaned_segment_rolls_back(tmp_path):
     real_append = Segment.append
     calls = 0
 
-    def append_then_die(self, data):
+    def append_then_die(self, data, **options):
         nonlocal calls
         calls += 1
         if calls == 2:  # inside the first group, before its commit
             raise SimulatedCrash("killed while writing .cleaned")
-        return real_append(self, data)
+        return real_append(self, data, **options)
 
     with (
         mock.patch.object(Segment, "append", append_then_die),
