@@ -776,3 +776,21 @@ def _check(log, model, first_cover, last_round, retention, cleaner):
     done = cleaner.checkpoint_of(log) or 0
     clean_keys = [k for o, k, _ in seen if o < done]
     assert len(clean_keys) == len(set(clean_keys))  # COMPACT-1: each key once below it
+
+
+@pytest.mark.spec("SEG-9")
+def test_a_cleaned_segment_keeps_the_index_entries_that_fit(tmp_path):
+    """One append of two batches made one index entry (`index.interval.bytes` 1, room for one
+    entry in each index); the cleaner writes the batches one at a time and would want two.
+    A cleaned segment cannot roll: it keeps the entry that fits, and reads still find every
+    record (the index is sparse, never wrong)."""
+    clock = ManualClock(T0)
+    log = open_log(tmp_path / "t-0", clock, segment_index_bytes=12, index_interval_bytes=1)
+    now = clock.milliseconds()
+    two = b"".join(build_batch([Record(k, k, timestamp=now)], base_offset=0) for k in (b"a", b"b"))
+    log.append(two, leader_epoch=0)
+    log.roll()
+    produce(log, clock, (b"c", b"c"))
+    result = clean(log, clock)
+    assert result.cleaned
+    assert contents(log) == [(0, b"a", b"a"), (1, b"b", b"b"), (2, b"c", b"c")]

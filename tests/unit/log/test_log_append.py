@@ -170,6 +170,21 @@ def test_follower_appends_keep_offsets_that_must_increase(tmp_path):
     assert [h.partition_leader_epoch for h, _ in read_everything(log)] == [-1, -1, -1]
 
 
+@pytest.mark.spec("LOG-12")
+def test_a_stale_follower_append_is_refused_as_stale_before_its_size(tmp_path):
+    """Kafka checks a follower append's offsets before its size (UnifiedLog.append): a batch
+    below the log end that also exceeds segment.bytes is INVALID_RECORD, not
+    RECORD_LIST_TOO_LARGE."""
+    small = make_batch(1, base_offset=0)
+    log = open_log(tmp_path, segment_bytes=len(small) + 10)
+    log.append(small, assign_offsets=False)
+    big_and_stale = make_batch(3, base_offset=0)
+    assert len(big_and_stale) > log.config.segment_bytes
+    with pytest.raises(InvalidRecordError):
+        log.append(big_and_stale, assign_offsets=False)
+    assert log.log_end_offset == 1
+
+
 @pytest.mark.spec("SEG-3")
 def test_roll_before_exceeding_segment_bytes(tmp_path):
     one = len(make_batch(2))
